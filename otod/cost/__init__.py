@@ -1,0 +1,1 @@
+"""The cost of one iteration: forward, backward and update FLOPs (XLA's count and the layer formulas) and time."""

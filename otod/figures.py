@@ -1,0 +1,77 @@
+"""Regenerate the paper's figures from the specs in ``experiments/``.
+
+Each ``experiments/<group>.toml`` holds one table per figure::
+
+    [iterations_vs_kappa]
+    maker = "condition-iterations"   # a key of MAKERS
+    k = "1..1000:25:log"             # the maker's own options
+    ...
+
+``otod figures <group>`` runs every figure of that group; ``otod figures`` runs all groups. A maker is a function
+``maker(spec: dict, out_dir: Path) -> list[Path]`` that runs what it needs and writes PNG and PDF files.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from otod.errors import OtodError
+
+Maker = Callable[[dict[str, Any], Path], list[Path]]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXPERIMENTS_DIR = REPO_ROOT / "experiments"
+FIGURES_DIR = REPO_ROOT / "figures"
+
+
+def makers() -> dict[str, Maker]:
+    """Every figure maker the project has, by name (imported lazily: matplotlib and the models are heavy)."""
+    from otod import plots
+
+    table = dict(plots.MAKERS)
+    try:
+        from otod.cost import plots as cost_plots
+    except ImportError:  # the cost package is optional while it is being built
+        cost_plots = None
+    if cost_plots is not None:
+        table.update(cost_plots.MAKERS)
+    return table
+
+
+def load_specs(experiments_dir: Path = EXPERIMENTS_DIR) -> dict[str, dict[str, dict[str, Any]]]:
+    """All figure specs: ``{group: {figure_name: spec}}``, one group per ``.toml`` file."""
+    if not experiments_dir.is_dir():
+        raise OtodError(f"experiments folder {experiments_dir} not found (run from an otod checkout)")
+    specs = {}
+    for path in sorted(experiments_dir.glob("*.toml")):
+        try:
+            specs[path.stem] = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise OtodError(f"experiment spec {path}: not valid TOML ({e})") from None
+    return specs
+
+
+def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
+                 experiments_dir: Path = EXPERIMENTS_DIR, log: Callable[[str], None] = print) -> list[Path]:
+    """Run the figure specs of ``groups`` (all groups when None) and return the files written."""
+    specs = load_specs(experiments_dir)
+    groups = list(specs) if not groups else groups
+    unknown = [g for g in groups if g not in specs]
+    if unknown:
+        raise OtodError(f"unknown figure group {unknown[0]!r}; known: {', '.join(specs) or 'none'}")
+    table = makers()
+    written: list[Path] = []
+    for group in groups:
+        for name, spec in specs[group].items():
+            maker = table.get(spec.get("maker", ""))
+            if maker is None:
+                raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
+                                f"known: {', '.join(sorted(table))}")
+            log(f"figure {group}/{name} ...")
+            files = maker({**spec, "name": name}, out_dir)
+            written.extend(files)
+            for f in files:
+                log(f"  wrote {f}")
+    return written
