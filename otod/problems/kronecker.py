@@ -1,0 +1,100 @@
+"""Matrix-shaped quadratics with Kronecker structure: the case KFAC-style preconditioning approximates.
+
+    f(W) = ½ ‖A^{1/2} (W − W*) B^{1/2}‖²_F + (ε/2) · rᵀ P r,   r = vec(A^{1/2} (W − W*) B^{1/2})
+
+For ε = 0 the Hessian is exactly H = A⊗B (row-major vec), so (A⊗B)⁻¹ = A⁻¹⊗B⁻¹ and the KFAC-preconditioned
+gradient A⁻¹ ∇W B⁻¹ is the Newton step (Martens & Grosse 2015, *Optimizing neural networks with
+Kronecker-factored approximate curvature*). P is a random positive semi-definite matrix with ‖P‖₂ = 1, so
+H = (A⊗B)^{1/2} (I + εP) (A⊗B)^{1/2}: ε is the relative size of the non-Kronecker part, and KFAC's
+preconditioned Hessian has eigenvalues in [1, 1 + ε]. A and B have eigenvalues in [1, √κ] from the named spectrum
+and random eigenvectors, so κ(A⊗B) = κ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from otod.errors import OtodError
+from otod.problems.base import Curvature, ProblemFamily
+from otod.problems.quadratic import (SPECTRA, STARTS, eigenvalues, haar_orthogonal, start_coordinates,
+                                    start_draws)
+
+
+@dataclass(frozen=True)
+class KroneckerSpec:
+    """Static options: W is rows × cols; spectrum of each factor; start; perturbation ε ≥ 0 (relative size)."""
+
+    rows: int = 10
+    cols: int = 10
+    spectrum: str = "log-uniform"
+    start: str = "random"
+    perturbation: float = 0.0
+
+    def __post_init__(self):
+        for name, n in (("rows", self.rows), ("cols", self.cols)):
+            if not isinstance(n, int) or n < 2:
+                raise OtodError(f"--shape: {name} must be an integer ≥ 2, e.g. --shape 10x10")
+        if self.spectrum not in SPECTRA:
+            raise OtodError(f"--spectrum {self.spectrum}: unknown; choose one of {', '.join(SPECTRA)}")
+        if self.start not in STARTS:
+            raise OtodError(f"--start {self.start}: unknown; choose one of {', '.join(STARTS)}")
+        if not (self.perturbation >= 0.0) or self.perturbation != self.perturbation:
+            raise OtodError(f"--perturbation {self.perturbation}: must be ≥ 0, e.g. --perturbation 0.1")
+
+    @property
+    def kind(self) -> str:
+        return "kronecker"
+
+    @property
+    def num_params(self) -> int:
+        return self.rows * self.cols
+
+    def family(self) -> ProblemFamily:
+        m, n, eps = self.rows, self.cols, self.perturbation
+
+        def draws(rng: np.random.Generator) -> dict:
+            g = rng.standard_normal((m * n, m * n))
+            p_raw = g @ g.T
+            return {"ua": haar_orthogonal(rng, m), "ub": haar_orthogonal(rng, n),
+                    "perturbation": p_raw / np.linalg.eigvalsh(p_raw)[-1],
+                    "w_star": rng.standard_normal((m, n)), "start": start_draws(rng, (m * n,))}
+
+        def make(kappa, drawn):
+            dtype = jnp.result_type(kappa, float)
+            root = jnp.sqrt(jnp.asarray(kappa, dtype))
+            a, b = eigenvalues(self.spectrum, m, root), eigenvalues(self.spectrum, n, root)
+            ua, ub = drawn["ua"].astype(dtype), drawn["ub"].astype(dtype)
+            sym = lambda u, d: (u * d) @ u.T  # noqa: E731
+            a_half, b_half = sym(ua, jnp.sqrt(a)), sym(ub, jnp.sqrt(b))
+            perturb = drawn["perturbation"].astype(dtype)
+            root_kron = jnp.kron(a_half, b_half)
+            hessian = root_kron @ (jnp.eye(m * n, dtype=dtype) + eps * perturb) @ root_kron
+            z0 = start_coordinates(self.start, drawn["start"], jnp.outer(a, b).reshape(-1)).reshape(m, n)
+            w_star = drawn["w_star"].astype(dtype)
+            return {"a": sym(ua, a), "b": sym(ub, b), "a_half": a_half, "b_half": b_half,
+                    "perturbation": perturb, "hessian": hessian, "w_star": w_star, "w0": w_star + ua @ z0 @ ub.T}
+
+        def loss(p, w):
+            r = p["a_half"] @ (w - p["w_star"]) @ p["b_half"]
+            value = 0.5 * jnp.sum(r * r)
+            if eps:
+                v = r.reshape(-1)
+                value = value + 0.5 * eps * v @ (p["perturbation"] @ v)
+            return value
+
+        def curvature(p):
+            spectrum = jnp.linalg.eigvalsh(p["hessian"])
+            diag = jnp.diagonal(p["hessian"])
+            scaled = p["hessian"] / jnp.sqrt(jnp.outer(diag, diag))
+            inverse = jnp.linalg.inv(p["hessian"])
+            return Curvature(
+                mu=spectrum[0], lipschitz=spectrum[-1],
+                inverse_hessian_apply=lambda g: (inverse @ g.reshape(-1)).reshape(g.shape),
+                hessian_diagonal=diag.reshape(m, n), jacobi_lipschitz=jnp.linalg.eigvalsh(scaled)[-1],
+                kronecker_factors=(p["a"], p["b"]))
+
+        return ProblemFamily(draws=draws, make=make, loss=loss, curvature=curvature, start=lambda p: p["w0"])
