@@ -1,0 +1,90 @@
+"""From user-facing option values (strings as typed, or TOML values) to a `SweepConfig`.
+
+Shared by the CLI and the experiment specs, so ``otod sweep condition --k 1..100 --start equal-loss`` and an
+``experiments/*.toml`` table with ``k = "1..100"`` and ``start = "equal-loss"`` mean the same sweep.
+"""
+
+from __future__ import annotations
+
+import math
+
+from otod.errors import OtodError
+from otod.methods import MethodOptions
+from otod.problems import KroneckerSpec, QuadraticSpec
+from otod.ranges import parse_range
+from otod.sweep import DEFAULT_LR_GRID, DEFAULT_METHODS, SweepConfig
+
+
+def parse_methods(text: str | list[str]) -> tuple[str, ...]:
+    names = text if isinstance(text, list) else [m.strip() for m in str(text).split(",")]
+    if not names or any(not n for n in names):
+        raise OtodError(f"--method {text}: give a comma list of methods, e.g. --method gd,heavy-ball")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_lr(text: str | float) -> str | float:
+    if isinstance(text, (int, float)):
+        value = float(text)
+    elif text in ("theory", "tuned"):
+        return text
+    else:
+        try:
+            value = float(text)
+        except ValueError:
+            raise OtodError(f"--lr {text}: use theory, tuned or a positive number, e.g. --lr 0.01") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise OtodError(f"--lr {text}: a learning rate must be a positive number, e.g. --lr 0.01")
+    return value
+
+
+def parse_shape(text: str) -> tuple[int, int]:
+    try:
+        rows, cols = (int(p) for p in str(text).lower().split("x"))
+    except ValueError:
+        raise OtodError(f"--shape {text}: write ROWSxCOLS, e.g. --shape 10x10") from None
+    return rows, cols
+
+
+def _positive_int(value, option: str, example: str, minimum: int = 1) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}") from None
+    if number != float(value) or number < minimum:
+        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}")
+    return number
+
+
+def _float(value, option: str, example: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OtodError(f"{option} {value}: not a number, e.g. {option} {example}") from None
+    if not math.isfinite(number):
+        raise OtodError(f"{option} {value}: not a finite number, e.g. {option} {example}")
+    return number
+
+
+def sweep_config_from_options(*, k="1..100", method=",".join(DEFAULT_METHODS), problem="quadratic", dim=100,
+                              spectrum="log-uniform", basis="eigen", start="random", shape="10x10",
+                              perturbation=0.0, damping=1e-4, tol=1e-6, max_iters=None, seeds=8, seed=0,
+                              lr="theory", lr_grid=None, x64=None, chunk_lanes=16384) -> SweepConfig:
+    """The `SweepConfig` of a condition sweep from option values as a user writes them."""
+    values = parse_range(k, "--k", minimum=1, what="condition numbers κ")
+    dim = _positive_int(dim, "--dim", "100", minimum=2) if problem == "quadratic" else dim
+    if problem == "quadratic":
+        spec = QuadraticSpec(dim=dim, spectrum=spectrum, basis=basis, start=start)
+    elif problem == "kronecker":
+        rows, cols = parse_shape(shape)
+        spec = KroneckerSpec(rows=rows, cols=cols, spectrum=spectrum, start=start,
+                             perturbation=_float(perturbation, "--perturbation", "0.1"))
+    else:
+        raise OtodError(f"--problem {problem}: unknown; choose quadratic or kronecker")
+    grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
+    return SweepConfig(
+        values=values, methods=parse_methods(method), problem=spec, tol=_float(tol, "--tol", "1e-6"),
+        max_iters=None if max_iters is None else _positive_int(max_iters, "--max-iters", "10000"),
+        seeds=_positive_int(seeds, "--seeds", "8"), seed=_positive_int(seed, "--seed", "0", minimum=0),
+        lr=parse_lr(lr), lr_grid=tuple(grid), x64=x64,
+        options=MethodOptions(damping=_float(damping, "--damping", "1e-4")),
+        chunk_lanes=_positive_int(chunk_lanes, "--chunk-lanes", "16384"))

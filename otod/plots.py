@@ -1,0 +1,164 @@
+"""Figures of sweep results, and the figure makers that ``otod figures`` runs from ``experiments/*.toml``.
+
+Conventions: log-log axes for scaling laws, one colour per method, the median over seeds as a line with markers,
+the seed spread (min to max over converged seeds) as a band, theory dashed in the same colour, the fitted exponent
+with its 95% CI in the legend, censored lanes drawn as open markers at the iteration cap. PNG (150 dpi) and PDF.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from otod import theory  # noqa: E402
+from otod.fit import best_over_learning_rates, fit_sweep, iteration_matrix  # noqa: E402
+from otod.results import Results  # noqa: E402
+
+COLORS = {"gd": "C0", "gd-opt": "C9", "heavy-ball": "C1", "nesterov": "C2", "newton": "C3", "adam": "C4",
+          "jacobi": "C5", "kfac": "C6"}
+
+
+def save(fig, base: Path) -> list[Path]:
+    """Write ``base.png`` (150 dpi) and ``base.pdf``; return both paths."""
+    base.parent.mkdir(parents=True, exist_ok=True)
+    paths = [base.with_suffix(".png"), base.with_suffix(".pdf")]
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def _describe(meta: dict) -> str:
+    c = meta["config"]
+    p = c["problem"]
+    shape = f"d={p['dim']}, {p['spectrum']}, {p['basis']} basis" if p["kind"] == "quadratic" else \
+        f"{p['rows']}×{p['cols']} Kronecker, ε={p['perturbation']:g}"
+    return (f"{shape}, start {p['start']}, tol {c['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, "
+            f"{meta['precision']}")
+
+
+def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None) -> None:
+    """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``."""
+    meta = results.meta
+    tol = meta["config"]["tol"]
+    cap = meta["config"]["resolved"]["max_iters"]
+    records = best_over_learning_rates(results.records)
+    fits = {f.method: f for f in fit_sweep(records, tol, select_best_lr=False)}
+    censored_labelled = False
+    for method in dict.fromkeys(r["method"] for r in records):
+        scale = flops[method] if flops else 1.0
+        xs, y, status = iteration_matrix(records, method)
+        color = COLORS.get(method, None)
+        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+            __import__("warnings").simplefilter("ignore", RuntimeWarning)
+            med, lo, hi = np.nanmedian(y, 1), np.nanmin(y, 1), np.nanmax(y, 1)
+        f = fits[method]
+        label = f"{method}: b = {f.exponent:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]"
+        if f.theory_asymptotic is not None:
+            label += f", theory {f.theory_asymptotic:g}"
+        ax.plot(xs, med * scale, "o-", ms=2.5, lw=1.4, color=color, label=label)
+        ax.fill_between(xs, lo * scale, hi * scale, color=color, alpha=0.2, lw=0)
+        th = [theory.iterations(method, x, tol) for x in xs]
+        if all(t is not None for t in th):
+            ax.plot(xs, np.asarray(th, float) * scale, "--", lw=1.0, color=color, alpha=0.9)
+        cens = np.any(status == "censored", axis=1)
+        if cens.any():
+            ax.plot(xs[cens], np.full(cens.sum(), cap * scale), "o", mfc="none", color=color, ms=5,
+                    label=None if censored_labelled else f"censored at --max-iters {cap}")
+            censored_labelled = True
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("condition number κ = L/μ")
+    ax.set_ylabel("FLOPs to tolerance" if flops else "iterations to tolerance")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.plot([], [], "k--", lw=1.0, label="theory ⌈ln(1/ε)/(2 ln(1/ρ))⌉")
+
+
+def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None) -> list[Path]:
+    """Figure (a): iterations (or FLOPs) to tolerance vs κ, log-log, written to ``base``.png/.pdf."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    draw_condition(ax, results, flops=flops)
+    ax.set_title("Conditioning: iterations to tolerance vs κ", fontsize=11)
+    ax.legend(fontsize=7.5, loc="upper left")
+    fig.text(0.5, -0.01, _describe(results.meta), ha="center", va="top", fontsize=7.5, color="0.35")
+    return save(fig, base)
+
+
+def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 2.2), steps: int = 60) -> dict:
+    """Paths of gd (step 2/(L+μ)), heavy-ball and newton on f(x) = ½ xᵀ R diag(1, κ) Rᵀ x from one start, run
+    through the same optax transformations as the engine."""
+    import jax.numpy as jnp
+    import optax
+
+    from otod.methods import METHODS, MethodOptions
+    from otod.problems.base import Curvature
+
+    c, s = np.cos(angle), np.sin(angle)
+    rot = np.array([[c, -s], [s, c]])
+    h = rot @ np.diag([1.0, kappa]) @ rot.T
+    h_inv = np.linalg.inv(h)
+    curv = Curvature(mu=jnp.asarray(1.0), lipschitz=jnp.asarray(kappa),
+                     inverse_hessian_apply=lambda g: jnp.asarray(h_inv) @ g, hessian_diagonal=jnp.diag(h),
+                     jacobi_lipschitz=jnp.asarray(1.0), kronecker_factors=None)
+    paths = {"h": h}
+    for name, key in (("gd, step 2/(L+μ)", "gd-opt"), ("heavy-ball", "heavy-ball"), ("newton", "newton")):
+        m = METHODS[key]
+        opt = m.build(m.reference_lr(curv), curv, MethodOptions())
+        x = jnp.asarray(start)
+        state = opt.init(x)
+        pts = [np.asarray(x)]
+        for _ in range(steps):
+            u, state = opt.update(jnp.asarray(h) @ x, state, x)
+            x = optax.apply_updates(x, u)
+            pts.append(np.asarray(x))
+            if 0.5 * float(x @ (jnp.asarray(h) @ x)) < 1e-8:
+                break
+        paths[name] = np.asarray(pts)
+    return paths
+
+
+def zigzag_figure(base: Path, kappa: float = 10.0) -> list[Path]:
+    """Figure (b): contours of a 2-D quadratic with κ = 10 and the paths of gd, heavy-ball and newton."""
+    paths = zigzag_paths(kappa)
+    h = paths.pop("h")
+    g = np.linspace(-3.6, 3.6, 300)
+    xx, yy = np.meshgrid(g, g)
+    ff = 0.5 * (h[0, 0] * xx ** 2 + 2 * h[0, 1] * xx * yy + h[1, 1] * yy ** 2)
+    fig, ax = plt.subplots(figsize=(5.2, 5.0))
+    ax.contour(xx, yy, ff, levels=np.geomspace(0.02, ff.max(), 14), colors="0.75", linewidths=0.7)
+    for (name, pts), color in zip(paths.items(), ("C0", "C1", "C3")):
+        ax.plot(pts[:, 0], pts[:, 1], "o-", ms=3, lw=1.2, color=color,
+                label=f"{name}: {len(pts) - 1} steps to f < 1e-8")
+    ax.plot(0, 0, "k*", ms=10)
+    ax.set_aspect("equal")
+    ax.set_xlim(-3.6, 3.6)
+    ax.set_ylim(-3.6, 3.6)
+    ax.set_title(f"The zig-zag: a 2-D quadratic with κ = {kappa:g}", fontsize=11)
+    ax.legend(fontsize=8, loc="lower right")
+    return save(fig, base)
+
+
+def _sweep_from_spec(spec: dict[str, Any]) -> Results:
+    """Run (or resume) the sweep an experiment spec describes, with the CLI's own option parsing."""
+    from otod.cli_options import sweep_config_from_options
+    from otod.sweep import run_sweep
+
+    options = {k: v for k, v in spec.items() if k not in ("maker", "name", "results_dir")}
+    return run_sweep(sweep_config_from_options(**options), out_dir=spec.get("results_dir", "results"))
+
+
+def make_condition_iterations(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+    return condition_figure(_sweep_from_spec(spec), Path(out_dir) / spec["name"])
+
+
+def make_zigzag(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+    return zigzag_figure(Path(out_dir) / spec["name"], float(spec.get("kappa", 10.0)))
+
+
+MAKERS = {"condition-iterations": make_condition_iterations, "zigzag": make_zigzag}

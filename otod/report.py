@@ -1,0 +1,84 @@
+"""Plain-text tables of sweep results and fits, as the CLI prints them (and a notebook can)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from otod.fit import PowerLawFit
+
+
+def _fmt_num(v, digits=4) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    return f"{v:.{digits}g}"
+
+
+def _cell(s: dict) -> str:
+    """Median iterations, with the counts of lanes excluded from it: '353', '410 2c', '— 8c', '12 1d'."""
+    text = "—" if s["median"] is None else f"{s['median']:.0f}"
+    tags = (f"{s['censored']}c" if s["censored"] else "") + (f"{s['diverged']}d" if s["diverged"] else "")
+    return f"{text} {tags}".strip()
+
+
+def _pick_rows(values: list[float], max_rows: int | None) -> list[float]:
+    if max_rows is None or len(values) <= max_rows:
+        return values
+    idx = np.unique(np.round(np.geomspace(1, len(values), max_rows)).astype(int) - 1)
+    return [values[i] for i in idx]
+
+
+def sweep_table(summary: list[dict], *, value_name: str = "κ", max_rows: int | None = 16,
+                flops: dict[str, float] | None = None) -> str:
+    """κ × method table of median iterations to tolerance (censored 'c' and diverged 'd' lane counts beside them),
+    the closed-form prediction in a ·th column where theory has one, and FLOPs to tolerance where ``flops`` gives
+    each method's FLOPs per iteration."""
+    methods = list(dict.fromkeys(s["method"] for s in summary))
+    by = {(s["method"], s["sweep_value"]): s for s in summary}
+    values = sorted({s["sweep_value"] for s in summary})
+    shown = _pick_rows(values, max_rows)
+    header = [value_name]
+    for m in methods:
+        header.append(m)
+        if any(by[(m, v)]["theory"] is not None for v in values if (m, v) in by):
+            header.append(f"{m}·th")
+        if flops and m in flops:
+            header.append(f"{m}·flops")
+    rows = []
+    for v in shown:
+        row = [_fmt_num(v, 5)]
+        for m in methods:
+            s = by.get((m, v))
+            row.append(_cell(s) if s else "")
+            if f"{m}·th" in header:
+                row.append(_fmt_num(s["theory"], 6) if s else "")
+            if f"{m}·flops" in header:
+                row.append(_fmt_num(s["median"] * flops[m], 3) if s and s["median"] is not None else "—")
+        rows.append(row)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    notes = ["median iterations to tolerance over seeds (converged lanes only); ·th = closed-form bound "
+             "⌈ln(1/ε)/(2 ln(1/ρ))⌉; Nc/Nd = lanes censored at --max-iters / diverged, excluded from the median"]
+    if flops:
+        notes.append("·flops = median iterations × XLA's FLOPs of one iteration (value-and-gradient + update)")
+    if len(shown) < len(values):
+        notes.append(f"{len(shown)} of {len(values)} {value_name} values shown (log-spaced); --full shows all, "
+                     "the results file holds every lane")
+    return "\n".join(lines + [""] + notes)
+
+
+def fit_table(fits: list[PowerLawFit], value_name: str = "κ") -> str:
+    """One line per method: fitted exponent b with its 95% CI, the theory beside it, and what was excluded."""
+    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI", "theory b (this grid)", "theory b (κ→∞)",
+              "a", "points", "excluded"]
+    rows = []
+    for f in fits:
+        rows.append([f.method, _fmt_num(f.exponent, 3), f"[{_fmt_num(f.ci_low, 3)}, {_fmt_num(f.ci_high, 3)}]",
+                     _fmt_num(f.theory_grid, 3), _fmt_num(f.theory_asymptotic, 3), _fmt_num(f.prefactor, 3),
+                     str(f.points), f"{f.excluded_censored} censored, {f.excluded_diverged} diverged"])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
