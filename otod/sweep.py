@@ -56,6 +56,8 @@ class SweepConfig:
     chunk_lanes: int = 16384
 
     def __post_init__(self):
+        object.__setattr__(self, "values", tuple(float(v) for v in self.values))
+        object.__setattr__(self, "lr_grid", tuple(float(v) for v in self.lr_grid))
         if not self.values:
             raise OtodError("--k: no values to sweep; e.g. --k 1..100")
         if min(self.values) < 1:
@@ -92,7 +94,7 @@ class SweepConfig:
     def resolved_x64(self) -> bool:
         if self.x64 is not None:
             return self.x64
-        return self.tol < 1e3 * max(self.values) * FLOAT32_EPS ** 2
+        return bool(self.tol < 1e3 * max(self.values) * FLOAT32_EPS ** 2)
 
     @property
     def learning_rates(self) -> tuple[float, ...]:

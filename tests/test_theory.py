@@ -1,0 +1,26 @@
+import math
+
+import pytest
+
+from otod import theory
+
+
+def test_iterations_formula():
+    # gd-opt at κ = 100: ρ = 99/101, k = ⌈ln(1e6)/(2 ln(101/99))⌉ = ⌈345.4⌉
+    assert theory.iterations("gd-opt", 100, 1e-6) == 346
+    assert theory.iterations("gd", 1, 1e-6) == 1 and theory.iterations("newton", 1e6, 1e-6) == 1
+    assert theory.iterations("adam", 10, 1e-6) is None
+
+
+@pytest.mark.parametrize("method,b", [("gd", 1.0), ("nesterov", 0.5), ("heavy-ball", 0.5)])
+def test_closed_form_slopes_approach_asymptotic_exponents(method, b):
+    assert theory.exponent_on_grid(method, [1e4, 1e5, 1e6], 1e-6) == pytest.approx(b, abs=0.01)
+
+
+def test_accelerated_rates_beat_gd_and_respect_the_lower_bound():
+    for k in (4.0, 100.0, 1e4):
+        lb = theory.contraction_factor("lower-bound", k)
+        assert theory.contraction_factor("heavy-ball", k) == pytest.approx(lb)
+        assert lb <= theory.contraction_factor("nesterov", k) < theory.contraction_factor("gd", k)
+        assert theory.contraction_factor("gd-opt", k) == pytest.approx((k - 1) / (k + 1))
+        assert math.isclose(theory.contraction_factor("gd", k), 1 - 1 / k)
