@@ -59,7 +59,8 @@ def text_report(results: results_io.Results, *, full: bool = False) -> str:
     meta = results.meta
     tol = meta["config"]["tol"]
     records = best_over_learning_rates(results.records)
-    table = sweep_table(summarize(records, tol), max_rows=None if full else 16, flops=iteration_flops(results))
+    perturbation = meta["config"]["problem"].get("perturbation", 0.0)
+    table = sweep_table(summarize(records, tol, perturbation), max_rows=None if full else 16, flops=iteration_flops(results))
     fits = fit_table(fit_sweep(records, tol, select_best_lr=False))
     status = "" if meta.get("complete", True) else "  (INCOMPLETE: interrupted; rerun the same command to resume)"
     head = (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "

@@ -70,7 +70,7 @@ def iteration_matrix(records: list[dict], method: str):
     return np.asarray(xs, float), y, status
 
 
-def summarize(records: list[dict], tol: float | None = None) -> list[dict]:
+def summarize(records: list[dict], tol: float | None = None, perturbation: float = 0.0) -> list[dict]:
     """Per (method, sweep value): median and quartiles of converged iterations, counts by status, and the
     closed-form prediction where one exists (needs ``tol``)."""
     out = []
@@ -85,7 +85,7 @@ def summarize(records: list[dict], tol: float | None = None) -> list[dict]:
                 "q75": float(np.percentile(conv, 75)) if conv.size else None,
                 "converged": int(conv.size), "censored": int(np.sum(status[i] == "censored")),
                 "diverged": int(np.sum(status[i] == "diverged")),
-                "theory": theory.iterations(method, x, tol) if tol is not None else None,
+                "theory": theory.iterations(method, x, tol, perturbation) if tol is not None else None,
             })
     return out
 

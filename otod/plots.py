@@ -61,10 +61,11 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
         f = fits[method]
         label = f"{method}: b = {f.exponent:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]"
         if f.theory_asymptotic is not None:
-            label += f", theory {f.theory_asymptotic:g}"
+            label += f"; closed form {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"
         ax.plot(xs, med * scale, "o-", ms=2.5, lw=1.4, color=color, label=label)
         ax.fill_between(xs, lo * scale, hi * scale, color=color, alpha=0.2, lw=0)
-        th = [theory.iterations(method, x, tol) for x in xs]
+        eps = meta["config"]["problem"].get("perturbation", 0.0)
+        th = [theory.iterations(method, x, tol, eps) for x in xs]
         if all(t is not None for t in th):
             ax.plot(xs, np.asarray(th, float) * scale, "--", lw=1.0, color=color, alpha=0.9)
         cens = np.any(status == "censored", axis=1)
@@ -90,9 +91,10 @@ def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | 
     return save(fig, base)
 
 
-def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 2.2), steps: int = 60) -> dict:
-    """Paths of gd (step 2/(L+μ)), heavy-ball and newton on f(x) = ½ xᵀ R diag(1, κ) Rᵀ x from one start, run
-    through the same optax transformations as the engine."""
+def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 0.6), steps: int = 80) -> dict:
+    """Paths of gd (step 2/(L+μ)), heavy-ball and newton on f(x) = ½ xᵀ R diag(1, κ) Rᵀ x from one start (given
+    in the eigenbasis: mostly along the shallow direction), run through the same optax transformations as the
+    engine."""
     import jax.numpy as jnp
     import optax
 
@@ -110,7 +112,7 @@ def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 2.2), ste
     for name, key in (("gd, step 2/(L+μ)", "gd-opt"), ("heavy-ball", "heavy-ball"), ("newton", "newton")):
         m = METHODS[key]
         opt = m.build(m.reference_lr(curv), curv, MethodOptions())
-        x = jnp.asarray(start)
+        x = jnp.asarray(rot @ np.asarray(start))
         state = opt.init(x)
         pts = [np.asarray(x)]
         for _ in range(steps):
@@ -127,18 +129,19 @@ def zigzag_figure(base: Path, kappa: float = 10.0) -> list[Path]:
     """Figure (b): contours of a 2-D quadratic with κ = 10 and the paths of gd, heavy-ball and newton."""
     paths = zigzag_paths(kappa)
     h = paths.pop("h")
-    g = np.linspace(-3.6, 3.6, 300)
+    extent = 1.1 * max(np.abs(p).max() for p in paths.values())
+    g = np.linspace(-extent, extent, 300)
     xx, yy = np.meshgrid(g, g)
     ff = 0.5 * (h[0, 0] * xx ** 2 + 2 * h[0, 1] * xx * yy + h[1, 1] * yy ** 2)
     fig, ax = plt.subplots(figsize=(5.2, 5.0))
     ax.contour(xx, yy, ff, levels=np.geomspace(0.02, ff.max(), 14), colors="0.75", linewidths=0.7)
     for (name, pts), color in zip(paths.items(), ("C0", "C1", "C3")):
         ax.plot(pts[:, 0], pts[:, 1], "o-", ms=3, lw=1.2, color=color,
-                label=f"{name}: {len(pts) - 1} steps to f < 1e-8")
+                label=f"{name}: {len(pts) - 1} step{'s' if len(pts) > 2 else ''} to f < 1e-8")
     ax.plot(0, 0, "k*", ms=10)
     ax.set_aspect("equal")
-    ax.set_xlim(-3.6, 3.6)
-    ax.set_ylim(-3.6, 3.6)
+    ax.set_xlim(-extent, extent)
+    ax.set_ylim(-extent, extent)
     ax.set_title(f"The zig-zag: a 2-D quadratic with κ = {kappa:g}", fontsize=11)
     ax.legend(fontsize=8, loc="lower right")
     return save(fig, base)
@@ -161,4 +164,27 @@ def make_zigzag(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     return zigzag_figure(Path(out_dir) / spec["name"], float(spec.get("kappa", 10.0)))
 
 
-MAKERS = {"condition-iterations": make_condition_iterations, "zigzag": make_zigzag}
+def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[Path]:
+    """Iterations and FLOPs to tolerance side by side: serial complexity and the whole bill."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.6))
+    draw_condition(left, results)
+    draw_condition(right, results, flops=flops)
+    left.set_title("iterations to tolerance", fontsize=10)
+    right.set_title("FLOPs to tolerance = iterations × XLA FLOPs of one iteration", fontsize=10)
+    left.legend(fontsize=7, loc="upper left")
+    per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
+    fig.suptitle("The whole bill: iterations × cost of one iteration", fontsize=11)
+    fig.text(0.5, -0.01, _describe(results.meta) + f"\nFLOPs per iteration: {per_iter}", ha="center", va="top",
+             fontsize=7.5, color="0.35")
+    return save(fig, base)
+
+
+def make_condition_bill(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+    from otod.api import iteration_flops
+
+    results = _sweep_from_spec(spec)
+    return bill_figure(results, iteration_flops(results), Path(out_dir) / spec["name"])
+
+
+MAKERS = {"condition-iterations": make_condition_iterations, "condition-bill": make_condition_bill,
+          "zigzag": make_zigzag}

@@ -8,7 +8,9 @@ Contraction factors ρ of the error per iteration:
                                                               Lessard, Recht & Packard 2016)
 - nesterov, step 1/L:           ρ = 1 − 1/√κ               (Nesterov 2018, §2.2)
 - first-order lower bound:      ρ ≥ (√κ−1)/(√κ+1)          (Nesterov 2018, Thm 2.1.13)
-- newton, jacobi on a diagonal H, kfac on an exact Kronecker H: one iteration.
+- newton, and kfac on an exact Kronecker H: one iteration.
+- kfac, step 1, on H = (A⊗B)^{1/2}(I + εP)(A⊗B)^{1/2} with ‖P‖ = 1: the preconditioned Hessian has eigenvalues
+  in [1, 1+ε], so ρ = ε, whatever κ (Martens & Grosse 2015 for the preconditioner; the bound is elementary).
 
 Iterations to a relative loss gap ε: the loss contracts by ρ² per iteration, so k = ⌈ln(1/ε) / (2 ln(1/ρ))⌉,
 and GD needs ~ (κ/2) ln(1/ε) iterations, the accelerated methods ~ (√κ/2) ln(1/ε).
@@ -21,8 +23,10 @@ import math
 import numpy as np
 
 
-def contraction_factor(method: str, kappa: float) -> float | None:
-    """ρ for ``method`` at condition number κ, or None where no closed form applies (adam, jacobi)."""
+def contraction_factor(method: str, kappa: float, perturbation: float = 0.0) -> float | None:
+    """ρ for ``method`` at condition number κ, or None where no closed form applies (adam, jacobi).
+
+    ``perturbation`` is the relative size ε of a Hessian's non-Kronecker part (kfac's ρ = ε)."""
     r = math.sqrt(kappa)
     table = {
         "gd": 1.0 - 1.0 / kappa,
@@ -31,7 +35,7 @@ def contraction_factor(method: str, kappa: float) -> float | None:
         "nesterov": 1.0 - 1.0 / r,
         "lower-bound": (r - 1.0) / (r + 1.0),
         "newton": 0.0,
-        "kfac": 0.0,
+        "kfac": min(perturbation, 1.0),
     }
     return table.get(method)
 
@@ -45,9 +49,9 @@ def iterations_from_rate(rho: float, tol: float) -> int:
     return max(1, math.ceil(math.log(1.0 / tol) / (2.0 * math.log(1.0 / rho)) - 1e-9))
 
 
-def iterations(method: str, kappa: float, tol: float) -> float | None:
+def iterations(method: str, kappa: float, tol: float, perturbation: float = 0.0) -> float | None:
     """Predicted iterations to a relative loss gap ``tol`` for ``method`` at κ, or None without a closed form."""
-    rho = contraction_factor(method, kappa)
+    rho = contraction_factor(method, kappa, perturbation)
     return None if rho is None else iterations_from_rate(rho, tol)
 
 

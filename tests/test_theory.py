@@ -24,3 +24,9 @@ def test_accelerated_rates_beat_gd_and_respect_the_lower_bound():
         assert lb <= theory.contraction_factor("nesterov", k) < theory.contraction_factor("gd", k)
         assert theory.contraction_factor("gd-opt", k) == pytest.approx((k - 1) / (k + 1))
         assert math.isclose(theory.contraction_factor("gd", k), 1 - 1 / k)
+
+
+def test_kfac_rate_is_the_perturbation():
+    # ε = 0.1: ρ = 0.1, k = ⌈ln(1e6)/(2 ln 10)⌉ = 3 at every κ; ε = 0: exact, 1 iteration
+    assert theory.iterations("kfac", 1e3, 1e-6, perturbation=0.1) == 3
+    assert theory.iterations("kfac", 1e3, 1e-6) == 1
