@@ -20,7 +20,7 @@ import numpy as np
 
 from otod.errors import OtodError
 from otod.problems.base import Curvature, ProblemFamily
-from otod.problems.quadratic import (SPECTRA, STARTS, eigenvalues, haar_orthogonal, start_coordinates,
+from otod.problems.quadratic import (SPECTRA, STARTS, check_choices, eigenvalues, haar_orthogonal, start_coordinates,
                                     start_draws)
 
 
@@ -38,10 +38,7 @@ class KroneckerSpec:
         for name, n in (("rows", self.rows), ("cols", self.cols)):
             if not isinstance(n, int) or n < 2:
                 raise OtodError(f"--shape: {name} must be an integer ≥ 2, e.g. --shape 10x10")
-        if self.spectrum not in SPECTRA:
-            raise OtodError(f"--spectrum {self.spectrum}: unknown; choose one of {', '.join(SPECTRA)}")
-        if self.start not in STARTS:
-            raise OtodError(f"--start {self.start}: unknown; choose one of {', '.join(STARTS)}")
+        check_choices(spectrum=(self.spectrum, SPECTRA), start=(self.start, STARTS))
         if not (self.perturbation >= 0.0) or self.perturbation != self.perturbation:
             raise OtodError(f"--perturbation {self.perturbation}: must be ≥ 0, e.g. --perturbation 0.1")
 

@@ -70,6 +70,13 @@ def start_coordinates(start: str, draws: dict, lam: jax.Array) -> jax.Array:
     return z * jnp.sqrt(lam.shape[0] / jnp.sum(z * z))
 
 
+def check_choices(**options: tuple[str, tuple[str, ...]]) -> None:
+    """Raise `OtodError` for the first option whose value is not among its choices: ``name=(value, choices)``."""
+    for name, (value, choices) in options.items():
+        if value not in choices:
+            raise OtodError(f"--{name} {value}: unknown; choose one of {', '.join(choices)}")
+
+
 @dataclass(frozen=True)
 class QuadraticSpec:
     """Static options of the quadratic family: dimension d, spectrum, basis and start (see module docstring)."""
@@ -83,12 +90,7 @@ class QuadraticSpec:
         if not isinstance(self.dim, int) or self.dim < 2:
             raise OtodError(f"--dim {self.dim}: the dimension must be an integer ≥ 2 (μ and L need two "
                             "eigenvalues), e.g. --dim 100")
-        if self.spectrum not in SPECTRA:
-            raise OtodError(f"--spectrum {self.spectrum}: unknown; choose one of {', '.join(SPECTRA)}")
-        if self.basis not in BASES:
-            raise OtodError(f"--basis {self.basis}: unknown; choose one of {', '.join(BASES)}")
-        if self.start not in STARTS:
-            raise OtodError(f"--start {self.start}: unknown; choose one of {', '.join(STARTS)}")
+        check_choices(spectrum=(self.spectrum, SPECTRA), basis=(self.basis, BASES), start=(self.start, STARTS))
 
     @property
     def kind(self) -> str:
