@@ -88,12 +88,12 @@ def activation_elements(network: M.Network) -> int:
 
 
 def memory_needed(network: M.Network, batch: int, optimizer: str, precision: str = "float32") -> int:
-    """Bytes the timing holds at its peak (an estimate): float32 params, gradients, optimizer state and their
-    updated copies, 4·P·(3 + 2·slots), plus activations and residuals, 2·batch·A·itemsize, and the input."""
+    """Bytes the timing holds at its peak (an estimate): float32 params, gradients, optimizer state, their updated
+    copies and one temporary, 4·P·(4 + 2·slots), plus activations and residuals, 2·batch·A·4."""
     p = network.n_params()
     slots = OPTIMIZER_SLOTS.get(optimizer, 2)
     item = jnp.dtype(PRECISIONS[precision]).itemsize
-    return int(4 * p * (3 + 2 * slots) + 2 * batch * activation_elements(network) * max(item, 4))
+    return int(4 * p * (4 + 2 * slots) + 2 * batch * activation_elements(network) * max(item, 4))
 
 
 def memory_available() -> int | None:
@@ -157,7 +157,7 @@ def profile_one(network: M.Network, batch: int, optimizer: str = "sgd", precisio
     check_fits(network, batch, optimizer, precision)
     dtype = PRECISIONS[precision]
     kp, kx, ky = jax.random.split(jax.random.PRNGKey(seed), 3)
-    params = network.init(kp)
+    params = jax.jit(network.init)(kp)
     x = jax.random.normal(kx, (batch,) + tuple(network.input_shape), jnp.float32).astype(dtype)
     y = jax.random.randint(ky, (batch,), 0, network.classes)
     f = partial(M.loss, network)
