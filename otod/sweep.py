@@ -38,7 +38,9 @@ class SweepConfig:
     values: the swept condition numbers κ (the `condition` sweep). lr: "theory" (each method's reference step),
     "tuned" (the best of ``lr_grid`` multipliers of the reference step, per sweep value and seed) or a number
     (one absolute step for every method). max_iters None: 2·κ_max·ln(1/tol), at least 1000, about four times
-    what GD needs. x64 None: float64 where float32 rounding would meet the tolerance (tol < 10³·κ_max·ε₃₂²).
+    what GD needs. x64 None: float64 where float32 rounding would meet the tolerance, tol < 10·(κ_max·ε₃₂)²: an
+    update of size η·μ·e is rounded away once e ≲ ε₃₂·|x|/(η·μ) ~ κ·ε₃₂ (η ~ 1/L), so the relative loss gap float32
+    can reach bottoms out near (κ·ε₃₂)².
     """
 
     values: tuple[float, ...]
@@ -94,7 +96,7 @@ class SweepConfig:
     def resolved_x64(self) -> bool:
         if self.x64 is not None:
             return self.x64
-        return bool(self.tol < 1e3 * max(self.values) * FLOAT32_EPS ** 2)
+        return bool(self.tol < 10.0 * (max(self.values) * FLOAT32_EPS) ** 2)
 
     @property
     def learning_rates(self) -> tuple[float, ...]:

@@ -69,3 +69,19 @@ def test_tuned_learning_rate_picks_the_best_multiplier(tmp_path):
     assert len(tuned.records) == 4 and best["lr_multiplier"] == pytest.approx(1.98)
     theory_run = [r for r in tuned.records if r["lr_multiplier"] == pytest.approx(1.0)][0]
     assert 1.7 < theory_run["iterations"] / best["iterations"] < 2.3
+
+
+def test_precision_is_float64_exactly_where_float32_rounding_would_meet_the_tolerance(tmp_path):
+    """Rule: float64 when tol < 10·(κ_max·ε₃₂)². At κ = 1000, tol = 1e-12 is below float32's reach: forcing float32
+    leaves lanes short of the tolerance (censored), while the automatic choice (float64) converges."""
+    from otod.problems import QuadraticSpec
+
+    assert not SweepConfig(values=(1000.0,)).resolved_x64
+    auto = SweepConfig(values=(1000.0,), tol=1e-12, methods=("gd-opt",), seeds=2, max_iters=40_000,
+                       problem=QuadraticSpec(dim=20, spectrum="two-point", start="equal-loss"))
+    assert auto.resolved_x64
+    r64 = run_sweep(auto, path=tmp_path / "a.json")
+    r32 = run_sweep(SweepConfig(**{**auto.__dict__, "x64": False}), path=tmp_path / "b.json")
+    assert r64.meta["precision"] == "float64" and r32.meta["precision"] == "float32"
+    assert {r["status"] for r in r64.records} == {"converged"}
+    assert {r["status"] for r in r32.records} != {"converged"}
