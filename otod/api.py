@@ -63,6 +63,8 @@ def text_report(results: results_io.Results, *, full: bool = False) -> str:
     table = sweep_table(summarize(records, tol, perturbation), max_rows=None if full else 16, flops=iteration_flops(results))
     fits = fit_table(fit_sweep(records, tol, select_best_lr=False))
     status = "" if meta.get("complete", True) else "  (INCOMPLETE: interrupted; rerun the same command to resume)"
+    if meta.get("resumed_chunks"):
+        status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
     head = (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "
             f"{meta['compile_count']} compilations ({meta['compile_time_s']:.1f} s), "
             f"wall {meta['wall_time_s']:.1f} s on {meta['environment']['device']}{status}")

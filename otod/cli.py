@@ -38,8 +38,8 @@ class OneLineErrors(click.Group):
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
         except click.exceptions.Abort:
-            click.echo("otod: aborted", err=True)
-            sys.exit(1)
+            click.echo("otod: interrupted; finished chunks are saved, the same command resumes the sweep", err=True)
+            sys.exit(130)
         except click.ClickException as e:
             click.echo(f"otod: error: {e.format_message()}", err=True)
             sys.exit(2)
