@@ -51,7 +51,7 @@ def test_every_sgd_ratio_between_1_and_3():
     # Epoch: (FIRST + 2·OTHER + UPDATE) / (FIRST + OTHER) ∈ [1, 3] for SGD (LinearNet and OneNet are checked
     # in their own tests below). Small images keep compiles fast. The formula may exceed 3 by the biases' share
     # of the update (biases are parameters but not in the forward formula): tolerance 1e-3.
-    nets = [M.convnet(32), M.deeperconvnet(3, 32), M.mlp((784, 512, 10)), M.transformer(16, 32, 2)]
+    nets = [M.convnet(16), M.deeperconvnet(2, 16), M.mlp((784, 512, 10)), M.transformer(8, 16, 2)]
     rows = F.flops_table(nets, [1, 256], ["sgd"])
     for r in rows:
         assert 1.0 <= r.ratio_xla <= 3.0, r
