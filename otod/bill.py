@@ -1,59 +1,61 @@
 """The whole bill: FLOPs to tolerance = iterations × FLOPs of one iteration of that method on that problem.
 
-One iteration of the engine's loop is one value-and-gradient of the loss and one optimizer update
-(``otod.engine.run_to_tolerance``). Its FLOPs are XLA's own count of exactly that body, compiled on its own for a
-single lane (`otod.cost.xla.compiled_cost`): a while loop's body is counted once by XLA, so counting the body is
-counting one iteration. Set-up (building H, KFAC's factor inverses, H⁻¹ for Newton) is outside the body and is
-not in the count, as a real optimizer amortises it; it is reported apart as ``setup_flops``.
+One iteration is one optimizer update, its application and one value-and-gradient of the loss, for a single
+lane, with the method in its cheapest optax form (`otod.methods.Method.cheapest`: ``optax.sgd(lr)`` for gd, not
+the engine's shared momentum program with β = 0, which would bill gd for multiplications by zero). Its FLOPs are
+XLA's cost analysis of that program compiled on its own (`otod.cost.xla.compiled_cost`; the lowered, unoptimised
+HLO over-counts what runs, e.g. a product the compiler computes once but the code writes twice). Counting the
+body alone is counting one iteration (XLA counts a while body once). Set-up (building H, KFAC's factor inverses,
+the eigendecomposition for Newton) is outside the body and not in the count, as a real optimizer amortises it.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import functools
+
 import jax
 import numpy as np
+
 import optax
 
 from otod.cost.xla import compiled_cost
-from otod.engine import seed_draws
+from otod.engine import seed_draws, set_up_lane
 from otod.methods import MethodOptions, method as lookup_method
 
 
 class IterationCost(NamedTuple):
-    """XLA FLOPs (transcendentals apart) of one iteration, and of building the optimizer's state once."""
+    """XLA FLOPs of one iteration, with transcendental operations (sqrt, exp) counted apart, as XLA does."""
 
     method: str
     flops: float
     transcendentals: float
-    setup_flops: float
 
 
 def iteration_cost(problem_spec, method_name: str, kappa: float, options: MethodOptions = MethodOptions(),
                    x64: bool = False) -> IterationCost:
-    """XLA's count of one iteration (value-and-gradient + update + apply) of ``method_name`` on one problem of
-    ``problem_spec`` at condition number ``kappa``."""
+    """XLA's count of one iteration of ``method_name`` (update + apply + value-and-gradient) on a problem of
+    ``problem_spec`` at condition number ``kappa`` (see module docstring). The lane is traced abstractly
+    (``jax.eval_shape``): nothing is computed and the only compiles are the counted programs."""
     m = lookup_method(method_name)
     family = problem_spec.family()
     with jax.enable_x64(x64):
         dtype = np.float64 if x64 else np.float32
         drawn = jax.tree.map(lambda a: a[0], seed_draws(problem_spec, 0, 1, dtype))
-        problem = family.make(dtype(kappa), drawn)
-        curvature = family.curvature(problem)
-        optimizer = m.build(m.reference_lr(curvature), curvature, options)
-        x0 = family.start(problem)
-        value_and_grad = jax.value_and_grad(lambda x: family.loss(problem, x))
+        set_up = functools.partial(set_up_lane, problem_spec, (method_name,), options, True)
+        lane = jax.eval_shape(set_up, dtype(kappa), drawn, dtype(1.0))
 
-        def one_iteration(x, state, g):
-            updates, state = optimizer.update(g, state, x)
-            x = optax.apply_updates(x, updates)
-            return value_and_grad(x), state
+        optimizer_of = lambda lane: m.cheapest(lane.step_size, lane.curvature, options)  # noqa: E731
+        state = jax.eval_shape(lambda lane, x: optimizer_of(lane).init(x), lane, lane.x0)
 
-        state = optimizer.init(x0)
-        _, g0 = value_and_grad(x0)
-        body = compiled_cost(one_iteration, x0, state, g0)
-        setup = compiled_cost(optimizer.init, x0)
-    return IterationCost(method_name, body.flops, body.transcendentals, setup.flops)
+        def one_iteration(lane, x, state, g):
+            updates, state = optimizer_of(lane).update(g, state, x)
+            f, g = jax.value_and_grad(lambda y: family.loss(lane.problem, y))(optax.apply_updates(x, updates))
+            return f, g, state
+
+        body = compiled_cost(one_iteration, lane, lane.x0, state, lane.g0)
+    return IterationCost(method_name, body.flops, body.transcendentals)
 
 
 def flops_per_iteration(problem_spec, methods, kappa: float, options: MethodOptions = MethodOptions(),

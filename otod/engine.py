@@ -1,13 +1,14 @@
 """The engine: iterations to tolerance for a whole grid of configurations as one compiled, vmapped program.
 
-One *lane* is one configuration (sweep value, seed, learning rate). Its problem is built, its optimizer run in a
-``lax.while_loop`` until the relative loss gap (f(x_t) − f*)/(f(x₀) − f*) ≤ tol, and the outcome comes back as
-data (a status code, as optimistix returns a result in its solution) so that a vmapped sweep never stops for one
-bad lane: converged, censored (hit max_iters) or diverged (non-finite, or the gap grew past a bound).
+One *lane* is one configuration (sweep value, seed, learning rate, method). Its problem is built, its optimizer
+stepped until the relative loss gap (f(x_t) − f*)/(f(x₀) − f*) ≤ tol, and the outcome comes back as data (a status
+code, as optimistix returns a result in its solution) so that a sweep never stops for one bad lane: converged,
+censored (hit max_iters) or diverged (non-finite, or the gap grew past a bound).
 
-``iterations_to_tolerance`` jit-compiles ``vmap(lane)`` keyed on the static problem spec, method and options and on
-the number of lanes, never on the sweep values, so a sweep compiles once per method and chunk shape however many
-values it has.
+``iterations_to_tolerance`` jit-compiles one program for all lanes: a vmapped set-up, then one ``lax.while_loop``
+over the whole batch whose iterations are a vmapped `lane_step`. It is keyed on the static problem spec, the
+methods of one program (gd, gd-opt, heavy-ball and nesterov share one) and the options, and on the number of
+lanes, never on the sweep values, so a sweep compiles once per program and chunk shape however many values it has.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from otod.errors import OtodError
 from otod.methods import MethodOptions, method as lookup_method
 
 #: A lane whose gap exceeds this multiple of its starting gap is diverged.
@@ -47,11 +49,10 @@ class Solution(NamedTuple):
 
 def run_to_tolerance(loss: Callable[[jax.Array], jax.Array], x0: jax.Array, optimizer: optax.GradientTransformation,
                      tol, max_iters, divergence_bound=DIVERGENCE_BOUND) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Run one optimizer from x0 until gap_t = loss(x_t)/loss(x₀) ≤ tol; return (iterations, gap, status).
+    """One lane on its own: run ``optimizer`` from x0 until gap_t = loss(x_t)/loss(x₀) ≤ tol.
 
-    ``loss`` must return f(x) − f* (zero at the optimum). The loop carries the gradient at x_t, so each iteration
-    costs one value-and-gradient and one optimizer update, and the iteration count is the first t with
-    gap_t ≤ tol (0 if x₀ already meets it).
+    The same rule as the batched engine (`iterations_to_tolerance`), written for a single configuration: returns
+    (iterations, gap, status). ``loss`` must return f(x) − f* (zero at the optimum).
     """
     value_and_grad = jax.value_and_grad(loss)
     f0, g0 = value_and_grad(x0)
@@ -70,14 +71,35 @@ def run_to_tolerance(loss: Callable[[jax.Array], jax.Array], x0: jax.Array, opti
 
     init = (jnp.zeros((), jnp.int32), x0, optimizer.init(x0), jnp.where(f0 > 0, 1.0, 0.0).astype(f0.dtype), g0)
     t, _, _, gap, _ = jax.lax.while_loop(running, step, init)
+    return t, gap, classify(gap, tol, divergence_bound, Status.CENSORED)
+
+
+def classify(gap, tol, divergence_bound, otherwise):
+    """Status of a gap: converged (≤ tol), diverged (non-finite or > bound), else ``otherwise``."""
     status = jnp.where(gap <= tol, Status.CONVERGED,
-                       jnp.where(jnp.isfinite(gap) & (gap <= divergence_bound), Status.CENSORED, Status.DIVERGED))
-    return t, gap, status.astype(jnp.int32)
+                       jnp.where(jnp.isfinite(gap) & (gap <= divergence_bound), otherwise, Status.DIVERGED))
+    return status.astype(jnp.int32)
 
 
-def lane(problem_spec, method_name: str, options: MethodOptions, relative_lr: bool,
-         value, drawn, lr, tol, max_iters) -> Solution:
-    """One configuration: build the problem for (value, drawn), the method with its step size, run to tolerance.
+class Lane(NamedTuple):
+    """Everything one lane fixes before its first iteration (a pytree of arrays): its problem, the curvature the
+    methods read, the step size and hyperparameters of its method, and the start (x₀, optimizer state, f(x₀),
+    ∇f(x₀))."""
+
+    problem: dict
+    curvature: object
+    step_size: jax.Array
+    hyper: tuple
+    x0: jax.Array
+    state0: object
+    f0: jax.Array
+    g0: jax.Array
+
+
+def set_up_lane(problem_spec, methods: tuple[str, ...], options: MethodOptions, relative_lr: bool, value, drawn,
+                lr, method_index=0) -> Lane:
+    """Build the problem for (value, drawn), its curvature, the step size, hyperparameters and initial state of
+    method ``methods[method_index]`` (the methods of one program differ only in those arrays).
 
     With ``relative_lr`` the lane's ``lr`` multiplies the method's reference step (``--lr theory`` is 1, ``--lr
     tuned`` a grid of multipliers); otherwise it is the step itself.
@@ -85,22 +107,78 @@ def lane(problem_spec, method_name: str, options: MethodOptions, relative_lr: bo
     family = problem_spec.family()
     problem = family.make(value, drawn)
     curvature = family.curvature(problem)
-    m = lookup_method(method_name)
-    step_size = lr * m.reference_lr(curvature) if relative_lr else jnp.asarray(lr, curvature.mu.dtype)
-    optimizer = m.build(step_size, curvature, options)
-    t, gap, status = run_to_tolerance(lambda x: family.loss(problem, x), family.start(problem), optimizer,
-                                      tol, max_iters)
-    return Solution(t, gap, status, step_size)
+    members = [lookup_method(name) for name in methods]
+    pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
+    reference = pick([m.reference_lr(curvature) for m in members])
+    hyper = tuple(pick(list(column)) for column in zip(*(m.hyperparameters(curvature) for m in members)))
+    step_size = lr * reference if relative_lr else jnp.asarray(lr, curvature.mu.dtype)
+    x0 = family.start(problem)
+    state0 = members[0].build(step_size, curvature, options, hyper or None).init(x0)
+    f0, g0 = jax.value_and_grad(lambda x: family.loss(problem, x))(x0)
+    return Lane(problem, curvature, step_size, hyper, x0, state0, f0, g0)
 
 
-@functools.partial(jax.jit, static_argnames=("problem_spec", "method_name", "options", "relative_lr"))
-def _grid(problem_spec, method_name, options, relative_lr, values, draws, seed_indices, lrs, tol,
-          max_iters) -> Solution:
-    def run(value, s, lr):
-        drawn = jax.tree.map(lambda a: a[s], draws)
-        return lane(problem_spec, method_name, options, relative_lr, value, drawn, lr, tol, max_iters)
+def lane_step(problem_spec, methods: tuple[str, ...], options: MethodOptions, lane: Lane, x, state, g):
+    """One iteration of one lane: the optimizer's update from ∇f(x_t), then f and ∇f at x_{t+1}."""
+    family = problem_spec.family()
+    optimizer = lookup_method(methods[0]).build(lane.step_size, lane.curvature, options, lane.hyper or None)
+    updates, state = optimizer.update(g, state, x)
+    x = optax.apply_updates(x, updates)
+    f, g = jax.value_and_grad(lambda y: family.loss(lane.problem, y))(x)
+    return x, state, f, g
 
-    return jax.vmap(run)(values, seed_indices, lrs)
+
+RUNNING = -1
+
+
+#: Iterations per trip of the while loop (each with its own convergence check): fewer trips, fewer kernels.
+UNROLL = 2
+
+
+@functools.partial(jax.jit, static_argnames=("problem_spec", "methods", "options", "relative_lr", "unroll"))
+def _grid(problem_spec, methods, options, relative_lr, values, draws, seed_indices, lrs, method_indices, tol,
+          max_iters, unroll=UNROLL) -> Solution:
+    """All lanes at once: a ``while_loop`` over the batch whose predicate is one scalar (any lane still running
+    and t < max_iters), with each iteration a ``vmap`` of `lane_step`.
+
+    A vmap *of* a while_loop would make the predicate per-lane and select every carried array on every
+    iteration; here only the per-lane scalars (iterations, gap, status) are selected. Lanes that have finished
+    keep stepping (harmlessly: their outcome is already recorded) until the last one finishes.
+    """
+    def set_up(value, s, lr, m):
+        return set_up_lane(problem_spec, methods, options, relative_lr, value,
+                           jax.tree.map(lambda a: a[s], draws), lr, m)
+
+    lanes = jax.vmap(set_up)(values, seed_indices, lrs, method_indices)
+    step = jax.vmap(functools.partial(lane_step, problem_spec, methods, options))
+    safe_f0 = jnp.where(lanes.f0 > 0, lanes.f0, 1.0)
+    gap0 = jnp.where(lanes.f0 > 0, 1.0, jnp.where(lanes.f0 == 0, 0.0, jnp.nan)).astype(lanes.f0.dtype)
+    status0 = classify(gap0, tol, DIVERGENCE_BOUND, RUNNING)
+
+    def running(carry):
+        t, *_, status = carry
+        return (t < max_iters) & jnp.any(status == RUNNING)
+
+    def one_iteration(carry):
+        t, x, state, g, iterations, gap, status = carry
+        x, state, f, g = step(lanes, x, state, g)
+        t = t + 1
+        active = (status == RUNNING) & (t <= max_iters)
+        gap_t = f / safe_f0
+        iterations = jnp.where(active, t, iterations)
+        gap = jnp.where(active, gap_t, gap)
+        status = jnp.where(active, classify(gap_t, tol, DIVERGENCE_BOUND, RUNNING), status)
+        return t, x, state, g, iterations, gap, status
+
+    def iterate(carry):
+        for _ in range(unroll):
+            carry = one_iteration(carry)
+        return carry
+
+    init = (jnp.zeros((), jnp.int32), lanes.x0, lanes.state0, lanes.g0, jnp.zeros_like(status0), gap0, status0)
+    _, _, _, _, iterations, gap, status = jax.lax.while_loop(running, iterate, init)
+    status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
+    return Solution(iterations, gap, status, lanes.step_size)
 
 
 def seed_draws(problem_spec, seed: int, num_seeds: int, dtype) -> dict:
@@ -111,20 +189,24 @@ def seed_draws(problem_spec, seed: int, num_seeds: int, dtype) -> dict:
     return jax.tree.map(lambda *xs: np.stack(xs).astype(dtype), *per_seed)
 
 
-def iterations_to_tolerance(problem_spec, method_name: str, values, seed_indices, lrs, *, seed: int = 0,
-                            tol: float = 1e-6, max_iters: int = 10_000, relative_lr: bool = True,
-                            options: MethodOptions = MethodOptions()) -> Solution:
-    """Run every lane (values[i], seed_indices[i], lrs[i]) of one method as one jit-compiled vmapped program.
+def iterations_to_tolerance(problem_spec, methods: str | tuple[str, ...], values, seed_indices, lrs, *,
+                            method_indices=None, seed: int = 0, tol: float = 1e-6, max_iters: int = 10_000,
+                            relative_lr: bool = True, options: MethodOptions = MethodOptions()) -> Solution:
+    """Run every lane (values[i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
-    All three arrays have one entry per lane; the result is a `Solution` of arrays of that length. Compiles once
-    per (problem spec, method, options, lane count, dtype).
+    ``methods`` is one method name, or several of one program (`otod.methods.programs`), in which case
+    ``method_indices`` says each lane's method. All per-lane arrays have one entry per lane; the result is a
+    `Solution` of arrays of that length. Compiles once per (problem spec, methods, options, lane count, dtype).
     """
-    lookup_method(method_name)
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    if len({lookup_method(m).program or m for m in methods}) != 1:
+        raise OtodError(f"methods {', '.join(methods)} do not share one program; run them separately")
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     seed_indices = np.asarray(seed_indices, np.int32)
+    method_indices = np.zeros_like(seed_indices) if method_indices is None else np.asarray(method_indices, np.int32)
     draws = seed_draws(problem_spec, seed, int(seed_indices.max()) + 1, dtype)
-    return _grid(problem_spec, method_name, options, relative_lr, np.asarray(values, dtype), draws, seed_indices,
-                 np.asarray(lrs, dtype), dtype(tol), np.int32(max_iters))
+    return _grid(problem_spec, methods, options, relative_lr, np.asarray(values, dtype), draws, seed_indices,
+                 np.asarray(lrs, dtype), method_indices, dtype(tol), np.int32(max_iters))
 
 
 @contextlib.contextmanager

@@ -91,7 +91,7 @@ def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, 
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=1, allow_nan=False)
+            json.dump(payload, f, separators=(",", ":"), allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

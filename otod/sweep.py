@@ -1,10 +1,11 @@
 """Sweeps: a declared grid (sweep values × seeds × learning rates × methods) that the runner executes, chunks,
 times, stores and resumes, in the manner of benchopt's runner.
 
-``run_sweep(config)`` compiles one vmapped program per method (``otod.engine.iterations_to_tolerance``), runs the
-grid in equal-shaped chunks of sweep values (so the compilation count is the number of methods, whatever the number
-of values), writes the results file atomically after every chunk, and returns the `Results`. A sweep interrupted
-part-way is resumed from its file: finished chunks are not run again.
+``run_sweep(config)`` compiles one vmapped program per group of methods that share a transformation shape
+(gd, gd-opt, heavy-ball and nesterov are one; see `otod.methods.programs`), runs the grid in equal-shaped chunks of
+sweep values (so the compilation count is the number of programs, whatever the number of values), writes the
+results file atomically after every chunk, and returns the `Results`. A sweep interrupted part-way is resumed from
+its file: finished chunks are not run again.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from otod import results as results_io
 from otod.engine import Status, count_compilations, iterations_to_tolerance
 from otod.errors import OtodError
-from otod.methods import MethodOptions, method as lookup_method
+from otod.methods import MethodOptions, method as lookup_method, programs
 from otod.problems import KroneckerSpec, QuadraticSpec
 
 DEFAULT_METHODS = ("gd", "heavy-ball", "nesterov", "newton")
@@ -133,25 +134,30 @@ def chunk_plan(n_values: int, lanes_per_value: int, chunk_lanes: int) -> list[li
     return chunks
 
 
-def _lanes(config: SweepConfig, value_indices: list[int]):
-    """Lane arrays for the given value indices, ordered value-major, then seed, then learning rate."""
+def _lanes(config: SweepConfig, value_indices: list[int], n_methods: int):
+    """Lane arrays for the given value indices, ordered value-major, then method, seed, learning rate.
+
+    Returns the index table [value, seed, lr, method] and the per-lane values, seeds, lrs and method indices."""
     lrs = config.learning_rates
-    grid = [(v, s, r) for v in value_indices for s in range(config.seeds) for r in range(len(lrs))]
-    idx = np.asarray(grid, dtype=np.int64).reshape(-1, 3)
+    grid = [(v, s, r, m) for v in value_indices for m in range(n_methods) for s in range(config.seeds)
+            for r in range(len(lrs))]
+    idx = np.asarray(grid, dtype=np.int64).reshape(-1, 4)
     values = np.asarray(config.values, float)[idx[:, 0]]
-    return idx, values, idx[:, 1], np.asarray(lrs, float)[idx[:, 2]]
+    return idx, values, idx[:, 1], np.asarray(lrs, float)[idx[:, 2]], idx[:, 3]
 
 
 STATUS_NAMES = {int(s): s.name.lower() for s in Status}
 
 
-def _chunk_records(config: SweepConfig, method: str, idx, values, lrs, solution, n_real: int) -> list[dict]:
+def _chunk_records(config: SweepConfig, program: tuple[str, ...], idx, values, lrs, solution,
+                   n_real: int) -> list[dict]:
     it, gap, status, step = (np.asarray(a) for a in solution)
     relative = isinstance(config.lr, str)
     rows = []
     for i in range(n_real):
         rows.append({
-            "sweep": config.sweep, "sweep_value": float(values[i]), "method": method, "seed": int(idx[i, 1]),
+            "sweep": config.sweep, "sweep_value": float(values[i]), "method": program[idx[i, 3]],
+            "seed": int(idx[i, 1]),
             "lr_multiplier": float(lrs[i]) if relative else None, "learning_rate": float(step[i]),
             "iterations": int(it[i]), "status": STATUS_NAMES[int(status[i])], "final_gap": float(gap[i]),
         })
@@ -168,31 +174,35 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     previous = _resumable(path, config)
     records = list(previous.records) if previous else []
     done = set(map(tuple, previous.meta.get("finished_chunks", []))) if previous else set()
-    lanes_per_value = config.seeds * len(config.learning_rates)
-    plan = chunk_plan(len(config.values), lanes_per_value, config.chunk_lanes)
+    groups = programs(config.methods)
+    plans = {g: chunk_plan(len(config.values), len(g) * config.seeds * len(config.learning_rates),
+                           config.chunk_lanes) for g in groups}
+    total_chunks = sum(len(p) for p in plans.values())
     started = time.perf_counter()
     run_seconds = 0.0
     with jax.enable_x64(config.resolved_x64), count_compilations() as compiles:
-        for method in config.methods:
+        for program in groups:
+            name = ",".join(program)
+            plan = plans[program]
             for c, value_indices in enumerate(plan):
-                if (method, c) in done:
+                if (name, c) in done:
                     continue
-                n_real = len(set(value_indices)) * lanes_per_value
-                idx, values, seed_idx, lrs = _lanes(config, value_indices)
+                n_real = len(set(value_indices)) * len(program) * config.seeds * len(config.learning_rates)
+                idx, values, seed_idx, lrs, method_idx = _lanes(config, value_indices, len(program))
                 t0 = time.perf_counter()
                 solution = iterations_to_tolerance(
-                    config.problem, method, values, seed_idx, lrs, seed=config.seed, tol=config.tol,
-                    max_iters=config.resolved_max_iters, relative_lr=isinstance(config.lr, str),
+                    config.problem, program, values, seed_idx, lrs, method_indices=method_idx, seed=config.seed,
+                    tol=config.tol, max_iters=config.resolved_max_iters, relative_lr=isinstance(config.lr, str),
                     options=config.options)
                 solution = jax.block_until_ready(solution)
                 run_seconds += time.perf_counter() - t0
-                records += _chunk_records(config, method, idx, values, lrs, solution, n_real)
-                done.add((method, c))
+                records += _chunk_records(config, program, idx, values, lrs, solution, n_real)
+                done.add((name, c))
                 meta = _meta(config, compiles, time.perf_counter() - started, run_seconds, done,
-                             complete=len(done) == len(plan) * len(config.methods), previous=previous)
+                             complete=len(done) == total_chunks, previous=previous)
                 results_io.save(path, meta, records)
                 if progress:
-                    progress(f"{method}: chunk {c + 1}/{len(plan)} ({n_real} lanes) "
+                    progress(f"{name}: chunk {c + 1}/{len(plan)} ({n_real} lanes) "
                              f"{time.perf_counter() - t0:.2f} s")
     return results_io.load(path)
 

@@ -27,10 +27,12 @@ def reference_iterations(spec, method_name: str, kappa: float, seed_index: int, 
                          tol: float = 1e-6, max_iters: int = 10_000, lr_multiplier: float = 1.0):
     """A plain per-config loop with optax, written without the engine: what a user would write by hand.
 
-    Builds the same problem (same per-seed draws), steps the same optax transformation one iteration at a time in
-    Python, and returns (iterations, final gap) by the engine's rule: the first t with f(x_t)/f(x₀) ≤ tol.
+    Builds the same problem (same per-seed draws) and steps it one iteration at a time in Python, with optax's own
+    ``optax.sgd`` for the first-order methods (not otod's `momentum`, so the test is independent of it) and the
+    method's transformation otherwise; returns (iterations, final gap) by the engine's rule: the first t with
+    f(x_t)/f(x₀) ≤ tol.
     """
-    from otod.methods import MethodOptions, method
+    from otod.methods import METHODS, MethodOptions, method
 
     family = spec.family()
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
@@ -38,7 +40,13 @@ def reference_iterations(spec, method_name: str, kappa: float, seed_index: int, 
     problem = family.make(dtype(kappa), drawn)
     curvature = family.curvature(problem)
     m = method(method_name)
-    optimizer = m.build(lr_multiplier * m.reference_lr(curvature), curvature, MethodOptions())
+    lr = lr_multiplier * m.reference_lr(curvature)
+    if m.program == "momentum":
+        beta, nesterov = (float(h) for h in m.hyperparameters(curvature))
+        optimizer = optax.sgd(lr, momentum=beta or None, nesterov=bool(nesterov))
+    else:
+        optimizer = m.build(lr, curvature, MethodOptions())
+    assert METHODS[method_name] is m
     loss = jax.jit(lambda x: family.loss(problem, x))
     grad = jax.jit(jax.grad(lambda x: family.loss(problem, x)))
     x = family.start(problem)

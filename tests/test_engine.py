@@ -10,7 +10,7 @@ from otod.engine import Status, count_compilations, iterations_to_tolerance
 from otod.methods import MethodOptions
 from otod.problems import KroneckerSpec, QuadraticSpec
 
-from conftest import KRONECKER_EXACT, SMALL_RANDOM, SMALL_ROTATED, TWO_POINT, reference_iterations
+from tests.conftest import KRONECKER_EXACT, SMALL_RANDOM, SMALL_ROTATED, TWO_POINT, reference_iterations
 
 
 def grid(values, seeds):

@@ -8,7 +8,7 @@ import pytest
 from otod.fit import best_over_learning_rates, fit_power_law, fit_sweep
 from otod.sweep import SweepConfig, run_sweep
 
-from conftest import TWO_POINT
+from tests.conftest import TWO_POINT
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from otod import results as results_io
 from otod.errors import OtodError
 from otod.sweep import SweepConfig, chunk_plan, run_sweep
 
-from conftest import SMALL_RANDOM
+from tests.conftest import SMALL_RANDOM
 
 
 def test_chunk_plan_has_equal_chunks_covering_every_value():

@@ -84,13 +84,11 @@ class KroneckerSpec:
             return value
 
         def curvature(p):
-            spectrum = jnp.linalg.eigvalsh(p["hessian"])
+            spectrum, vectors = jnp.linalg.eigh(p["hessian"])
             diag = jnp.diagonal(p["hessian"])
             scaled = p["hessian"] / jnp.sqrt(jnp.outer(diag, diag))
-            inverse = jnp.linalg.inv(p["hessian"])
             return Curvature(
-                mu=spectrum[0], lipschitz=spectrum[-1],
-                inverse_hessian_apply=lambda g: (inverse @ g.reshape(-1)).reshape(g.shape),
+                mu=spectrum[0], lipschitz=spectrum[-1], hessian_eigenvalues=spectrum, hessian_eigenvectors=vectors,
                 hessian_diagonal=diag.reshape(m, n), jacobi_lipschitz=jnp.linalg.eigvalsh(scaled)[-1],
                 kronecker_factors=(p["a"], p["b"]))
 

@@ -121,9 +121,6 @@ class QuadraticSpec:
         def to_eigen(p, v):
             return p["rotation"].T @ v if rotated else v
 
-        def from_eigen(p, v):
-            return p["rotation"] @ v if rotated else v
-
         def loss(p, x):
             z = to_eigen(p, x - p["x_star"])
             return 0.5 * jnp.sum(p["eigenvalues"] * z * z)
@@ -137,8 +134,7 @@ class QuadraticSpec:
             else:
                 diag, jacobi_l = lam, jnp.ones((), lam.dtype)
             return Curvature(
-                mu=jnp.min(lam), lipschitz=jnp.max(lam),
-                inverse_hessian_apply=lambda g: from_eigen(p, to_eigen(p, g) / lam),
-                hessian_diagonal=diag, jacobi_lipschitz=jacobi_l, kronecker_factors=None)
+                mu=jnp.min(lam), lipschitz=jnp.max(lam), hessian_eigenvalues=lam,
+                hessian_eigenvectors=p["rotation"] if rotated else None, hessian_diagonal=diag, jacobi_lipschitz=jacobi_l, kronecker_factors=None)
 
         return ProblemFamily(draws=draws, make=make, loss=loss, curvature=curvature, start=lambda p: p["x0"])

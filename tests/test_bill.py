@@ -1,0 +1,33 @@
+"""FLOPs of one iteration (the whole bill) against analytic counts."""
+
+import pytest
+
+from otod.bill import iteration_cost
+from otod.problems import KroneckerSpec, QuadraticSpec
+
+
+def test_kfac_costs_gd_plus_its_two_factor_products():
+    """KFAC's update A⁻¹ G B⁻¹ on an m×n matrix adds two matrix products, 2m²n + 2mn² FLOPs, to gd's iteration."""
+    m, n = 6, 9
+    spec = KroneckerSpec(rows=m, cols=n, perturbation=0.1)
+    extra = iteration_cost(spec, "kfac", 100.0).flops - iteration_cost(spec, "gd", 100.0).flops
+    assert extra == 2 * m * m * n + 2 * m * n * n
+
+
+@pytest.mark.parametrize("method", ["gd", "heavy-ball", "newton"])
+def test_diagonal_quadratic_iteration_is_linear_in_d(method):
+    """On a diagonal quadratic every operation is element-wise or a sum: cost = c·d + c₀ exactly, with c between
+    5 and 20 FLOPs per coordinate (gd: −ηg, x+u, x−x*, λz, z·λz, the sum and the gradient's products)."""
+    f = {d: iteration_cost(QuadraticSpec(dim=d), method, 10.0).flops for d in (32, 64, 128)}
+    per_coordinate = (f[128] - f[64]) / 64
+    assert f[64] - f[32] == per_coordinate * 32
+    assert 5 <= per_coordinate <= 20
+
+
+def test_rotated_quadratic_iteration_is_two_matrix_vector_products():
+    """With H = QΛQᵀ the loss needs Qᵀe and its gradient Q(λz): two d×d matrix–vector products, 4d² FLOPs,
+    plus O(d)."""
+    d = 128
+    rotated = iteration_cost(QuadraticSpec(dim=d, basis="rotated"), "gd", 10.0).flops
+    diagonal = iteration_cost(QuadraticSpec(dim=d), "gd", 10.0).flops
+    assert rotated - diagonal == pytest.approx(4 * d * d, rel=0.02)
