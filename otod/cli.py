@@ -51,12 +51,18 @@ class OneLineErrors(click.Group):
 def main():
     """otod: measure why training takes so many sequential iterations, and what would take fewer.
 
+    Compiled programs are cached in ~/.cache/otod/xla (JAX's persistent cache), so later runs skip compiling;
+    OTOD_COMPILATION_CACHE=DIR moves it, OTOD_COMPILATION_CACHE=off turns it off.
+
     \b
     Examples:
       otod sweep condition --k 1..100
       otod fit results/condition-*.json
       otod figures condition
     """
+    from otod import compilation_cache
+
+    compilation_cache.enable()
 
 
 @main.group()

@@ -2,8 +2,9 @@
 times, stores and resumes, in the manner of benchopt's runner.
 
 ``run_sweep(config)`` compiles one vmapped program per group of methods that share a transformation shape
-(gd, gd-opt, heavy-ball and nesterov are one; see `otod.methods.programs`), runs the grid in equal-shaped chunks of
-sweep values (so the compilation count is the number of programs, whatever the number of values), writes the
+(gd, gd-opt, heavy-ball and nesterov are one; see `otod.methods.programs`), runs the grid in equal-shaped chunks,
+each of one method and a run of sweep values (so the compilation count is the number of programs, whatever the
+number of values and methods, and no lane waits for another method's slowest lane), writes the
 results file atomically after every chunk, and returns the `Results`. A sweep interrupted part-way is resumed from
 its file: finished chunks are not run again.
 """
@@ -134,13 +135,12 @@ def chunk_plan(n_values: int, lanes_per_value: int, chunk_lanes: int) -> list[li
     return chunks
 
 
-def _lanes(config: SweepConfig, value_indices: list[int], n_methods: int):
-    """Lane arrays for the given value indices, ordered value-major, then method, seed, learning rate.
+def _lanes(config: SweepConfig, value_indices: list[int], method_index: int):
+    """Lane arrays of one method for the given value indices, ordered value-major, then seed, learning rate.
 
     Returns the index table [value, seed, lr, method] and the per-lane values, seeds, lrs and method indices."""
     lrs = config.learning_rates
-    grid = [(v, s, r, m) for v in value_indices for m in range(n_methods) for s in range(config.seeds)
-            for r in range(len(lrs))]
+    grid = [(v, s, r, method_index) for v in value_indices for s in range(config.seeds) for r in range(len(lrs))]
     idx = np.asarray(grid, dtype=np.int64).reshape(-1, 4)
     values = np.asarray(config.values, float)[idx[:, 0]]
     return idx, values, idx[:, 1], np.asarray(lrs, float)[idx[:, 2]], idx[:, 3]
@@ -174,21 +174,18 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     previous = _resumable(path, config)
     records = list(previous.records) if previous else []
     done = set(map(tuple, previous.meta.get("finished_chunks", []))) if previous else set()
-    groups = programs(config.methods)
-    plans = {g: chunk_plan(len(config.values), len(g) * config.seeds * len(config.learning_rates),
-                           config.chunk_lanes) for g in groups}
-    total_chunks = sum(len(p) for p in plans.values())
+    lanes_per_value = config.seeds * len(config.learning_rates)
+    plan = chunk_plan(len(config.values), lanes_per_value, config.chunk_lanes)
+    total_chunks = len(plan) * len(config.methods)
     started = time.perf_counter()
     run_seconds = 0.0
     with jax.enable_x64(config.resolved_x64), count_compilations() as compiles:
-        for program in groups:
-            name = ",".join(program)
-            plan = plans[program]
+        for program, (m, name) in ((p, im) for p in programs(config.methods) for im in enumerate(p)):
             for c, value_indices in enumerate(plan):
                 if (name, c) in done:
                     continue
-                n_real = len(set(value_indices)) * len(program) * config.seeds * len(config.learning_rates)
-                idx, values, seed_idx, lrs, method_idx = _lanes(config, value_indices, len(program))
+                n_real = len(set(value_indices)) * lanes_per_value
+                idx, values, seed_idx, lrs, method_idx = _lanes(config, value_indices, m)
                 t0 = time.perf_counter()
                 solution = iterations_to_tolerance(
                     config.problem, program, values, seed_idx, lrs, method_indices=method_idx, seed=config.seed,

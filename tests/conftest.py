@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import jax
-import numpy as np
-import optax
-import pytest
+import os
 
-from otod.problems import KroneckerSpec, QuadraticSpec
+# The CLI turns on JAX's persistent compilation cache in ~/.cache; tests keep out of the home directory.
+os.environ.setdefault("OTOD_COMPILATION_CACHE", "off")
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+import pytest  # noqa: E402
+
+from otod.problems import KroneckerSpec, QuadraticSpec  # noqa: E402
 
 #: The worst case for first-order methods, with every eigendirection holding the same share of the loss:
 #: the measured exponents approach theory fastest here.
