@@ -25,11 +25,13 @@ COLORS = {"gd": "C0", "gd-opt": "C9", "heavy-ball": "C1", "nesterov": "C2", "new
 
 
 def save(fig, base: Path) -> list[Path]:
-    """Write ``base.png`` (150 dpi) and ``base.pdf``; return both paths."""
+    """Write ``base.png`` (150 dpi) and ``base.pdf``; return both paths. The PDF carries no creation date, so the
+    same numbers give the same bytes and regenerated figures show up in git only when they changed."""
+    base = Path(base)
     base.parent.mkdir(parents=True, exist_ok=True)
-    paths = [base.with_suffix(".png"), base.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
+    paths = [base.with_name(base.name + ".png"), base.with_name(base.name + ".pdf")]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None})
     plt.close(fig)
     return paths
 

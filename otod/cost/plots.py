@@ -23,19 +23,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 from otod.cost import flops as F  # noqa: E402
 from otod.cost import models as M  # noqa: E402
 
+from otod.plots import save  # noqa: E402
+
 COLORS = {"linearnet": "C0", "onenet": "C1", "convnet": "C2", "deeperconvnet": "C3", "mlp": "C4",
           "transformer": "C5"}
 REFERENCES = ((1.0, "1:1 first layer"), (2.0, "2:1 other layers"), (3.0, "3:1 max (SGD, small batch)"))
 
 
 def _save(fig, out_dir: Path, stem: str) -> list[Path]:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    for p in paths:
-        fig.savefig(p, dpi=150, bbox_inches="tight")
-    plt.close(fig)
-    return paths
+    return save(fig, Path(out_dir) / stem)
 
 
 def _reference_lines(ax) -> None:
