@@ -135,15 +135,34 @@ RUNNING = -1
 UNROLL = 2
 
 
-@functools.partial(jax.jit, static_argnames=("problem_spec", "methods", "options", "relative_lr", "unroll"))
+#: At most this many lanes per block: each block runs its own while_loop, so a block stops with its own slowest lane
+#: and its arrays stay in cache (800 gd + 800 heavy-ball lanes at d = 64, float64: 74 ms as one block each, 36 ms
+#: as four blocks of 200). Lanes are split evenly into ⌈n/256⌉ blocks.
+BLOCK_LANES = 256
+
+
+@functools.partial(jax.jit, static_argnames=("problem_spec", "methods", "options", "relative_lr", "unroll",
+                                             "block_lanes"))
 def _grid(problem_spec, methods, options, relative_lr, values, draws, seed_indices, lrs, method_indices, tol,
-          max_iters, unroll=UNROLL) -> Solution:
-    """All lanes at once: a ``while_loop`` over the batch whose predicate is one scalar (any lane still running
-    and t < max_iters), with each iteration a ``vmap`` of `lane_step`.
+          max_iters, unroll=UNROLL, block_lanes=BLOCK_LANES) -> Solution:
+    """All lanes, in blocks of ``block_lanes`` (the lane count must be a multiple) run one after another by
+    ``lax.map`` inside the one compiled program; see `_block`."""
+    blocks = values.shape[0] // block_lanes
+    per_block = jax.tree.map(lambda a: a.reshape(blocks, block_lanes, *a.shape[1:]),
+                             (values, seed_indices, lrs, method_indices))
+    solve = functools.partial(_block, problem_spec, methods, options, relative_lr, draws, tol, max_iters, unroll)
+    out = jax.lax.map(lambda args: solve(*args), per_block)
+    return jax.tree.map(lambda a: a.reshape(blocks * block_lanes, *a.shape[2:]), out)
+
+
+def _block(problem_spec, methods, options, relative_lr, draws, tol, max_iters, unroll, values, seed_indices, lrs,
+           method_indices) -> Solution:
+    """One block of lanes at once: a ``while_loop`` over the block whose predicate is one scalar (any lane still
+    running and t < max_iters), with each iteration a ``vmap`` of `lane_step`.
 
     A vmap *of* a while_loop would make the predicate per-lane and select every carried array on every
     iteration; here only the per-lane scalars (iterations, gap, status) are selected. Lanes that have finished
-    keep stepping (harmlessly: their outcome is already recorded) until the last one finishes.
+    keep stepping (harmlessly: their outcome is already recorded) until the block's last one finishes.
     """
     def set_up(value, s, lr, m):
         return set_up_lane(problem_spec, methods, options, relative_lr, value,
@@ -205,8 +224,15 @@ def iterations_to_tolerance(problem_spec, methods: str | tuple[str, ...], values
     seed_indices = np.asarray(seed_indices, np.int32)
     method_indices = np.zeros_like(seed_indices) if method_indices is None else np.asarray(method_indices, np.int32)
     draws = seed_draws(problem_spec, seed, int(seed_indices.max()) + 1, dtype)
-    return _grid(problem_spec, methods, options, relative_lr, np.asarray(values, dtype), draws, seed_indices,
-                 np.asarray(lrs, dtype), method_indices, dtype(tol), np.int32(max_iters))
+    n = len(seed_indices)
+    blocks = -(-n // BLOCK_LANES)
+    block = -(-n // blocks)  # n split evenly: at most blocks − 1 padded lanes
+    padded = blocks * block
+    pad = lambda a: np.concatenate([a, np.repeat(a[-1:], padded - n, axis=0)])  # noqa: E731  (repeat the last lane)
+    solution = _grid(problem_spec, methods, options, relative_lr, pad(np.asarray(values, dtype)), draws,
+                     pad(seed_indices), pad(np.asarray(lrs, dtype)), pad(method_indices), dtype(tol),
+                     np.int32(max_iters), block_lanes=block)
+    return Solution(*(np.asarray(a)[:n] for a in solution))
 
 
 @contextlib.contextmanager
