@@ -215,7 +215,7 @@ def iterations_to_tolerance(problem_spec, methods: str | tuple[str, ...], values
 
     ``methods`` is one method name, or several of one program (`otod.methods.programs`), in which case
     ``method_indices`` says each lane's method. All per-lane arrays have one entry per lane; the result is a
-    `Solution` of arrays of that length. Compiles once per (problem spec, methods, options, lane count, dtype).
+    `Solution` of NumPy arrays of that length. Compiles once per (problem spec, methods, options, lane count, dtype).
     """
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     if len({lookup_method(m).program or m for m in methods}) != 1:
