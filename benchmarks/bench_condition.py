@@ -287,6 +287,20 @@ def timed_process(cmd, cwd, cache: Path | None = None) -> tuple[float, subproces
     return time.perf_counter() - t0, r
 
 
+def cold_then_warm(cmd, base: Path, times: dict, key: str):
+    """Run an otod command with an empty compilation cache (cold), then again with the cache that run filled
+    (warm), each in a fresh folder so nothing is resumed; append the times under ``key`` and ``key + "_warm"``.
+    Returns the cold run's folder and both completed processes."""
+    cold, warm, cache = base / "cold", base / "warm", base / "cache"
+    cold.mkdir(parents=True)
+    warm.mkdir()
+    t_cold, r_cold = timed_process(cmd, cold, cache)
+    t_warm, r_warm = timed_process(cmd, warm, cache)
+    times[key].append(t_cold)
+    times[key + "_warm"].append(t_warm)
+    return cold, r_cold, r_warm
+
+
 def results_counts(directory: Path):
     """{(method, κ, seed): iterations} and the precision from the results file(s) an `otod sweep` wrote."""
     counts, precision = {}, None
@@ -324,15 +338,8 @@ def run_cli_part(kmax: int, seeds: int, repeats: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="otod-bench-") as tmp:
         tmp = Path(tmp)
         for rep in range(repeats):
-            # a) otod sweep, gd only, no plot: with an empty compilation cache (cold), then again with the cache
-            #    that run filled (warm), each in a fresh folder so nothing is resumed
-            d_a, d_aw, cache_a = tmp / f"a{rep}", tmp / f"aw{rep}", tmp / f"cache_a{rep}"
-            d_a.mkdir()
-            d_aw.mkdir()
-            t_a, r_a = timed_process(cmds["sweep_gd"], d_a, cache_a)
-            res["times"]["sweep_gd"].append(t_a)
-            t_aw, r_aw = timed_process(cmds["sweep_gd"], d_aw, cache_a)
-            res["times"]["sweep_gd_warm"].append(t_aw)
+            # a) otod sweep, gd only, no plot, cold then warm
+            d_a, r_a, r_aw = cold_then_warm(cmds["sweep_gd"], tmp / f"a{rep}", res["times"], "sweep_gd")
             counts_a, precision = results_counts(d_a)
             res["sweep_precision"] = precision
             # b) the standalone optax loop doing the same work, at the precision the sweep used
@@ -352,14 +359,8 @@ def run_cli_part(kmax: int, seeds: int, repeats: int) -> dict:
                 res["cli_vs_loop_compared"] = sum(a is not None for a, _ in pairs)
                 res["cli_vs_loop_mismatches"] = sum(a is not None and a != b for a, b in pairs)
                 res["cli_vs_loop_max_abs_diff"] = max((abs(a - b) for a, b in pairs if a is not None), default=0)
-            # c) plain otod sweep condition --k 1..100, cold: fresh process, folder and compilation cache; then warm
-            d_c, d_cw, cache_c = tmp / f"c{rep}", tmp / f"cw{rep}", tmp / f"cache_c{rep}"
-            d_c.mkdir()
-            d_cw.mkdir()
-            t_c, r_c = timed_process(cmds["sweep_plain"], d_c, cache_c)
-            res["times"]["sweep_plain"].append(t_c)
-            t_cw, r_cw = timed_process(cmds["sweep_plain"], d_cw, cache_c)
-            res["times"]["sweep_plain_warm"].append(t_cw)
+            # c) plain otod sweep condition --k 1..100, cold then warm
+            _, r_c, r_cw = cold_then_warm(cmds["sweep_plain"], tmp / f"c{rep}", res["times"], "sweep_plain")
             for key, r in (("sweep_gd", r_a), ("sweep_gd_warm", r_aw), ("optax_loop", r_b), ("sweep_plain", r_c),
                            ("sweep_plain_warm", r_cw)):
                 res["rc"][key] = max(res["rc"].get(key, 0), r.returncode)
