@@ -21,9 +21,15 @@ from otod.errors import OtodError
 
 Maker = Callable[[dict[str, Any], Path], list[Path]]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-EXPERIMENTS_DIR = REPO_ROOT / "experiments"
-FIGURES_DIR = REPO_ROOT / "figures"
+def checkout_root() -> Path:
+    """The otod checkout to work in: the current folder if it holds ``experiments/``, else the one the package was
+    installed from in editable mode."""
+    here = Path.cwd()
+    return here if (here / "experiments").is_dir() else Path(__file__).resolve().parent.parent
+
+
+EXPERIMENTS_DIR = checkout_root() / "experiments"
+FIGURES_DIR = checkout_root() / "figures"
 
 
 def makers() -> dict[str, Maker]:
