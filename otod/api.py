@@ -57,7 +57,9 @@ def text_report(results: results_io.Results, *, full: bool = False) -> str:
     from otod.fit import best_over_learning_rates
 
     meta = results.meta
-    tol = meta["config"]["tol"]
+    from otod import theory
+
+    tol = meta["config"]["tol"] if theory.applies_to(meta["config"]) else None
     records = best_over_learning_rates(results.records)
     perturbation = meta["config"]["problem"].get("perturbation", 0.0)
     table = sweep_table(summarize(records, tol, perturbation), max_rows=None if full else 16, flops=iteration_flops(results))

@@ -98,7 +98,7 @@ def sweep():
 @click.option("--tol", default="1e-6", show_default=True,
               help="Stop at (f(x)−f*)/(f(x₀)−f*) ≤ tol, 0 < tol < 1. E.g. --tol 1e-8")
 @click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. Default "
-                                                 "2·κ_max·ln(1/tol), at least 1000. E.g. --max-iters 20000")
+                                                 "2·κ_max·ln(1/tol), from 1000 to 10⁶. E.g. --max-iters 20000")
 @click.option("--seeds", default="8", show_default=True, help="Problem instances per κ. E.g. --seeds 16")
 @click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1")
 @click.option("--lr", default="theory", show_default=True,

@@ -132,7 +132,8 @@ def fit_power_law(x, y, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, fl
 
 def fit_sweep(records: list[dict], tol: float | None = None, *, n_boot: int = 1000, seed: int = 0,
               select_best_lr: bool = True) -> list[PowerLawFit]:
-    """One `PowerLawFit` per method of a sweep's records (best learning rate per lane group first)."""
+    """One `PowerLawFit` per method of a sweep's records (best learning rate per lane group first). ``tol`` None
+    leaves the theory fields empty (for sweeps the closed forms do not describe, `otod.theory.applies_to`)."""
     records = best_over_learning_rates(records) if select_best_lr else records
     fits = []
     for method in dict.fromkeys(r["method"] for r in records):
@@ -140,5 +141,6 @@ def fit_sweep(records: list[dict], tol: float | None = None, *, n_boot: int = 10
         b, lo, hi, a, points = fit_power_law(xs, y, n_boot=n_boot, seed=seed)
         grid = theory.exponent_on_grid(method, xs, tol) if tol is not None else None
         fits.append(PowerLawFit(method, b, lo, hi, a, points, int(np.sum(status == "censored")),
-                                int(np.sum(status == "diverged")), grid, theory.exponent(method)))
+                                int(np.sum(status == "diverged")), grid,
+                                theory.exponent(method) if tol is not None else None))
     return fits

@@ -45,13 +45,27 @@ def _describe(meta: dict) -> str:
             f"{meta['precision']}")
 
 
+def fit_label(f) -> str:
+    """Legend text of one method: fitted exponent and CI, theory, and the lanes left out of the fit."""
+    if not np.isfinite(f.exponent):
+        label = f"{f.method}: fewer than 2 κ values converged, no fit"
+    else:
+        label = f"{f.method}: b = {f.exponent:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]"
+        if f.theory_grid is not None:
+            label += f"; closed form {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"
+    left_out = [f"{n} {what}" for n, what in ((f.excluded_censored, "censored"), (f.excluded_diverged, "diverged"))
+                if n]
+    return label + (f" ({', '.join(left_out)} lanes left out)" if left_out else "")
+
+
 def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None) -> None:
     """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``."""
     meta = results.meta
     tol = meta["config"]["tol"]
+    with_theory = theory.applies_to(meta["config"])
     cap = meta["config"]["resolved"]["max_iters"]
     records = best_over_learning_rates(results.records)
-    fits = {f.method: f for f in fit_sweep(records, tol, select_best_lr=False)}
+    fits = {f.method: f for f in fit_sweep(records, tol if with_theory else None, select_best_lr=False)}
     censored_labelled = False
     for method in dict.fromkeys(r["method"] for r in records):
         scale = flops[method] if flops else 1.0
@@ -60,15 +74,12 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
         with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
             __import__("warnings").simplefilter("ignore", RuntimeWarning)
             med, lo, hi = np.nanmedian(y, 1), np.nanmin(y, 1), np.nanmax(y, 1)
-        f = fits[method]
-        label = f"{method}: b = {f.exponent:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]"
-        if f.theory_asymptotic is not None:
-            label += f"; closed form {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"
+        label = fit_label(fits[method])
         ax.plot(xs, med * scale, "o-", ms=2.5, lw=1.4, color=color, label=label)
         ax.fill_between(xs, lo * scale, hi * scale, color=color, alpha=0.2, lw=0)
         eps = meta["config"]["problem"].get("perturbation", 0.0)
         th = [theory.iterations(method, x, tol, eps) for x in xs]
-        if all(t is not None for t in th):
+        if with_theory and all(t is not None for t in th):
             ax.plot(xs, np.asarray(th, float) * scale, "--", lw=1.0, color=color, alpha=0.9)
         cens = np.any(status == "censored", axis=1)
         if cens.any():
@@ -80,7 +91,8 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
     ax.set_xlabel("condition number κ = L/μ")
     ax.set_ylabel("FLOPs to tolerance" if flops else "iterations to tolerance")
     ax.grid(True, which="both", alpha=0.25)
-    ax.plot([], [], "k--", lw=1.0, label="theory ⌈ln(1/ε)/(2 ln(1/ρ))⌉")
+    if with_theory:
+        ax.plot([], [], "k--", lw=1.0, label="theory ⌈ln(1/ε)/(2 ln(1/ρ))⌉")
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None) -> list[Path]:
@@ -88,7 +100,7 @@ def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | 
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     draw_condition(ax, results, flops=flops)
     ax.set_title("Conditioning: iterations to tolerance vs κ", fontsize=11)
-    ax.legend(fontsize=7.5, loc="upper left")
+    ax.legend(fontsize=7.5, loc="best")
     fig.text(0.5, -0.01, _describe(results.meta), ha="center", va="top", fontsize=7.5, color="0.35")
     return save(fig, base)
 

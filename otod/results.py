@@ -86,9 +86,13 @@ def _jsonable(value: Any) -> Any:
 def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]]) -> Path:
     """Write a results file atomically and return its path (parent folders are created)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, "meta": _jsonable(meta), "records": _jsonable(records)}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise OtodError(f"cannot write results to {path.parent}: {e.strerror or e}; choose another folder, "
+                        "e.g. --out results/") from None
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(payload, f, separators=(",", ":"), allow_nan=False)

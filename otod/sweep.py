@@ -31,6 +31,12 @@ from otod.problems import KroneckerSpec, QuadraticSpec
 DEFAULT_METHODS = ("gd", "heavy-ball", "nesterov", "newton")
 DEFAULT_LR_GRID = tuple(float(v) for v in np.geomspace(0.1, 3.0, 12))
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
+#: Beyond this κ even float64 cannot resolve a useful gap: the reachable gap is about (κ·ε₆₄)² (see resolved_x64).
+MAX_KAPPA = 1e12
+#: The iteration cap's upper limit (an int32 counter; at ~10⁸ iterations a sweep would run for hours anyway), and
+#: the automatic cap's.
+MAX_ITERS_LIMIT = 100_000_000
+AUTO_MAX_ITERS_LIMIT = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,8 @@ class SweepConfig:
 
     values: the swept condition numbers κ (the `condition` sweep). lr: "theory" (each method's reference step),
     "tuned" (the best of ``lr_grid`` multipliers of the reference step, per sweep value and seed) or a number
-    (one absolute step for every method). max_iters None: 2·κ_max·ln(1/tol), at least 1000, about four times
-    what GD needs. x64 None: float64 where float32 rounding would meet the tolerance, tol < 10·(κ_max·ε₃₂)²: an
+    (one absolute step for every method). max_iters None: 2·κ_max·ln(1/tol), at least 1000 and at most 10⁶,
+    about four times what GD needs (lanes past the cap are censored, not lost). x64 None: float64 where float32 rounding would meet the tolerance, tol < 10·(κ_max·ε₃₂)²: an
     update of size η·μ·e is rounded away once e ≲ ε₃₂·|x|/(η·μ) ~ κ·ε₃₂ (η ~ 1/L), so the relative loss gap float32
     can reach bottoms out near (κ·ε₃₂)².
     """
@@ -66,13 +72,18 @@ class SweepConfig:
             raise OtodError("--k: no values to sweep; e.g. --k 1..100")
         if min(self.values) < 1:
             raise OtodError(f"--k: condition numbers κ must be ≥ 1 (got {min(self.values):g}), e.g. --k 1..100")
+        if max(self.values) > MAX_KAPPA:
+            raise OtodError(f"--k: condition numbers κ must be ≤ {MAX_KAPPA:g} (got {max(self.values):g}): beyond it "
+                            "float64 rounding swamps any useful tolerance; e.g. --k 1..1e8:25:log")
         if not (0.0 < self.tol < 1.0):
             raise OtodError(f"--tol {self.tol:g}: the relative loss gap must lie strictly between 0 and 1, "
                             "e.g. --tol 1e-6")
         if not isinstance(self.seeds, int) or self.seeds < 1:
             raise OtodError(f"--seeds {self.seeds}: need an integer ≥ 1, e.g. --seeds 8")
-        if self.max_iters is not None and (not isinstance(self.max_iters, int) or self.max_iters < 1):
-            raise OtodError(f"--max-iters {self.max_iters}: need an integer ≥ 1, e.g. --max-iters 10000")
+        if self.max_iters is not None and (not isinstance(self.max_iters, int)
+                                           or not 1 <= self.max_iters <= MAX_ITERS_LIMIT):
+            raise OtodError(f"--max-iters {self.max_iters}: need an integer from 1 to {MAX_ITERS_LIMIT:.0e}, "
+                            "e.g. --max-iters 10000")
         if not self.methods:
             raise OtodError("--method: no methods given, e.g. --method gd,heavy-ball")
         for name in self.methods:
@@ -92,7 +103,7 @@ class SweepConfig:
     def resolved_max_iters(self) -> int:
         if self.max_iters is not None:
             return self.max_iters
-        return int(max(1000, math.ceil(2.0 * max(self.values) * math.log(1.0 / self.tol))))
+        return int(min(AUTO_MAX_ITERS_LIMIT, max(1000, math.ceil(2.0 * max(self.values) * math.log(1.0 / self.tol)))))
 
     @property
     def resolved_x64(self) -> bool:

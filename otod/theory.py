@@ -23,6 +23,13 @@ import math
 import numpy as np
 
 
+def applies_to(config: dict) -> bool:
+    """Whether the closed forms describe a sweep: they assume each method's own step (``--lr theory``); a tuned
+    step is at least as good where the grid holds that step, so they remain the bound; an absolute ``--lr VALUE``
+    is a different method, about which they say nothing."""
+    return config.get("lr") in ("theory", "tuned")
+
+
 def contraction_factor(method: str, kappa: float, perturbation: float = 0.0) -> float | None:
     """ρ for ``method`` at condition number κ, or None where no closed form applies (adam, jacobi).
 

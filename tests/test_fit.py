@@ -61,3 +61,18 @@ def test_best_learning_rate_prefers_fewest_converged_iterations():
 def test_fit_with_one_point_is_nan_not_an_error():
     b, lo, hi, a, n = fit_power_law([10.0], np.array([[5.0, 6.0]]))
     assert math.isnan(b) and n == 1
+
+
+def test_theory_is_left_out_of_the_report_when_the_step_is_not_the_methods_own(tmp_path):
+    """An absolute --lr is not the textbook method: no ·th column, no theory exponents."""
+    from otod.api import text_report
+    from otod.problems import QuadraticSpec
+
+    spec = QuadraticSpec(dim=8)
+    own = text_report(run_sweep(SweepConfig(values=(2.0, 20.0), methods=("gd",), problem=spec, seeds=2),
+                                out_dir=tmp_path))
+    fixed = text_report(run_sweep(SweepConfig(values=(2.0, 20.0), methods=("gd",), problem=spec, seeds=2, lr=0.05),
+                                  out_dir=tmp_path))
+    assert "gd·th" in own and "gd·th" not in fixed
+    fits = [line for line in fixed.splitlines() if line.startswith("gd ")]
+    assert fits and fits[-1].split()[4:6] == ["—", "—"]
