@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from enum import IntEnum
-from typing import Callable, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,33 +45,6 @@ class Solution(NamedTuple):
     relative_gap: jax.Array
     status: jax.Array
     learning_rate: jax.Array
-
-
-def run_to_tolerance(loss: Callable[[jax.Array], jax.Array], x0: jax.Array, optimizer: optax.GradientTransformation,
-                     tol, max_iters, divergence_bound=DIVERGENCE_BOUND) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One lane on its own: run ``optimizer`` from x0 until gap_t = loss(x_t)/loss(x₀) ≤ tol.
-
-    The same rule as the batched engine (`iterations_to_tolerance`), written for a single configuration: returns
-    (iterations, gap, status). ``loss`` must return f(x) − f* (zero at the optimum).
-    """
-    value_and_grad = jax.value_and_grad(loss)
-    f0, g0 = value_and_grad(x0)
-    safe_f0 = jnp.where(f0 > 0, f0, 1.0)
-
-    def running(carry):
-        t, _, _, gap, _ = carry
-        return (gap > tol) & (t < max_iters) & jnp.isfinite(gap) & (gap <= divergence_bound)
-
-    def step(carry):
-        t, x, state, _, g = carry
-        updates, state = optimizer.update(g, state, x)
-        x = optax.apply_updates(x, updates)
-        f, g = value_and_grad(x)
-        return t + 1, x, state, f / safe_f0, g
-
-    init = (jnp.zeros((), jnp.int32), x0, optimizer.init(x0), jnp.where(f0 > 0, 1.0, 0.0).astype(f0.dtype), g0)
-    t, _, _, gap, _ = jax.lax.while_loop(running, step, init)
-    return t, gap, classify(gap, tol, divergence_bound, Status.CENSORED)
 
 
 def classify(gap, tol, divergence_bound, otherwise):

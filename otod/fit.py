@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import defaultdict
 from typing import NamedTuple
 
 import numpy as np

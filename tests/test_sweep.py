@@ -1,6 +1,5 @@
 """Sweeps: chunking keeps one compile per method, files record everything, interrupted sweeps resume."""
 
-import numpy as np
 import pytest
 
 from otod import results as results_io

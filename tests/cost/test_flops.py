@@ -3,13 +3,11 @@
 import resource
 
 import jax
-import jax.numpy as jnp
 import optax
 import pytest
 
 from otod.cost import flops as F
 from otod.cost import models as M
-from otod.cost.xla import compiled_cost
 from otod.errors import OtodError
 
 

@@ -2,7 +2,6 @@
 
 import jax
 import jax.numpy as jnp
-import pytest
 
 from otod.cost.xla import Cost, compiled_cost, has_while_loop, normalise_cost_analysis
 
