@@ -2,7 +2,7 @@ import os
 import subprocess
 import sys
 
-from otod import compilation_cache
+from otod.core import compilation_cache
 
 
 def test_environment_chooses_or_disables_the_folder(monkeypatch, tmp_path):
@@ -15,7 +15,7 @@ def test_environment_chooses_or_disables_the_folder(monkeypatch, tmp_path):
 def test_a_second_process_loads_the_program_instead_of_compiling_it(tmp_path):
     """Run the same sweep twice in fresh processes sharing a cache folder: the first writes entries, the second
     reports the same iteration counts."""
-    script = ("import json, sys; from otod import compilation_cache; compilation_cache.enable(sys.argv[1]);"
+    script = ("import json, sys; from otod.core import compilation_cache; compilation_cache.enable(sys.argv[1]);"
               "from otod.sweep import SweepConfig, run_sweep; from otod.problems import QuadraticSpec;"
               "r = run_sweep(SweepConfig(values=(2.0, 20.0), methods=('gd',), problem=QuadraticSpec(dim=8),"
               " seeds=2), path=sys.argv[2]); print(json.dumps([x['iterations'] for x in r.records]))")

@@ -1,7 +1,7 @@
 import pytest
 
-from otod.errors import OtodError
-from otod.ranges import parse_range
+from otod.core.errors import OtodError
+from otod.core.ranges import parse_range
 
 
 @pytest.mark.parametrize("text,expected", [

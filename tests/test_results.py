@@ -3,7 +3,7 @@ import json
 import pytest
 
 from otod import results
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 
 def test_save_load_roundtrip_and_plain_json(tmp_path):

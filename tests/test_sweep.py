@@ -3,7 +3,7 @@
 import pytest
 
 from otod import results as results_io
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 from otod.sweep import SweepConfig, chunk_plan, run_sweep
 
 from tests.conftest import SMALL_RANDOM

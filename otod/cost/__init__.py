@@ -1,1 +1,23 @@
-"""The cost of one iteration: forward, backward and update FLOPs (XLA's count and the layer formulas) and time."""
+"""The cost of one iteration: forward, backward and update FLOPs (XLA's count and the layer formulas) and time.
+
+Importing this package registers it with the core: its commands (`otod flops`, `otod profile`) and its figure
+makers (`otod figures cost`).
+"""
+
+from otod.core.registry import Obstacle, register
+
+
+def _commands():
+    from otod.cost.cli import commands
+
+    return commands()
+
+
+def _figure_makers():
+    from otod.cost.plots import MAKERS
+
+    return MAKERS
+
+
+OBSTACLE = register(Obstacle(name="cost", summary="FLOPs and time of one iteration (forward, backward, update)",
+                             commands=_commands, figure_makers=_figure_makers))

@@ -1,4 +1,4 @@
-"""CLI commands of the cost package (`otod flops`, `otod profile`); registered on the main group by otod.cli.
+"""CLI commands of the cost package (`otod flops`, `otod profile`); registered with the core by otod.cost.
 
 Both parse options, call the library (`otod.cost.flops.flops_table`, `otod.cost.profile.profile_one`), print a
 table, write a results file under ``--out`` and print its path; ``--json`` prints the records to stdout instead
@@ -7,16 +7,16 @@ of the table. Bad input ends as one line on stderr and exit code 2 (`otod.cli.us
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 
 import click
 
-from otod.cli import user_errors
+from otod.core.cli import user_errors
+from otod.core.results import digest
 from otod.cost import models as M
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 
 def parse_list(text: str, option: str, example: str) -> list[str]:
@@ -41,8 +41,7 @@ def build_networks(models: str, widths: str | None, depth: int, image: int, shar
 
 def results_path(kind: str, config: dict, out: str) -> Path:
     """``<out>/<kind>-<digest>.json``: one file per distinct configuration (the project's convention)."""
-    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
-    return Path(out) / f"{kind}-{digest}.json"
+    return Path(out) / f"{kind}-{digest(config)}.json"
 
 
 def _fmt(x: float) -> str:
@@ -100,7 +99,7 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
       otod flops --model convnet --batch 1,4,16,64,256 --optimizer sgd,adam
       otod flops --model mlp --widths 784,512,10 --batch 1,64
     """
-    from otod import results
+    from otod.core import results
     from otod.cost.flops import check_batches, flops_table, make_optimizer
 
     networks = build_networks(models, widths, depth, image, not unshared, tokens, width, heads, blocks)
@@ -150,7 +149,7 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
     Example:
       otod profile --model convnet --batch 16
     """
-    from otod import results
+    from otod.core import results
     from otod.cost.flops import check_batches, flops_table, make_optimizer
     from otod.cost.profile import check_fits, check_precision, profile_one
 
@@ -203,4 +202,6 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
                f"{warmup} warm-up calls; {wall:.1f} s; wrote {path}")
 
 
-COMMANDS: list[click.Command] = [flops_command, profile_command]
+def commands() -> dict[str, list]:
+    """This obstacle's commands, by the group they join ('' for top-level commands)."""
+    return {"": [flops_command, profile_command]}

@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import optax
 
 from otod.cost import models as M
-from otod.cost.xla import Cost, compiled_cost
-from otod.errors import OtodError
+from otod.core.xla import Cost, compiled_cost
+from otod.core.errors import OtodError
 
 OPTIMIZERS = ("sgd", "momentum", "adam")
 

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from otod.cost import flops as F  # noqa: E402
 from otod.cost import models as M  # noqa: E402
 
-from otod.plots import save  # noqa: E402
+from otod.core.plotting import save  # noqa: E402
 
 COLORS = {"linearnet": "C0", "onenet": "C1", "convnet": "C2", "deeperconvnet": "C3", "mlp": "C4",
           "transformer": "C5"}

@@ -32,7 +32,8 @@ import numpy as np
 
 from otod.cost import models as M
 from otod.cost.flops import make_optimizer, update_step
-from otod.errors import OtodError
+from otod.core.errors import OtodError
+from otod.core.resources import memory_available
 
 PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # per-parameter state arrays
@@ -94,26 +95,6 @@ def memory_needed(network: M.Network, batch: int, optimizer: str, precision: str
     slots = OPTIMIZER_SLOTS.get(optimizer, 2)
     item = jnp.dtype(PRECISIONS[precision]).itemsize
     return int(4 * p * (4 + 2 * slots) + 2 * batch * activation_elements(network) * max(item, 4))
-
-
-def memory_available() -> int | None:
-    """Free bytes on the timing device: ``memory_stats()`` on an accelerator, MemAvailable on a CPU host."""
-    device = jax.devices()[0]
-    stats = None
-    try:
-        stats = device.memory_stats()
-    except Exception:  # backends without memory stats
-        stats = None
-    if stats and "bytes_limit" in stats:
-        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 def check_fits(network: M.Network, batch: int, optimizer: str, precision: str = "float32",

@@ -8,7 +8,7 @@ import pytest
 
 from otod.cost import flops as F
 from otod.cost import models as M
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 
 def test_mlp_forward_within_1_percent_of_formula(small_mlp):

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import pytest
 
 from otod.cost import models as M
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 
 def test_dense_formula_is_2_in_out_batch():

@@ -4,7 +4,7 @@ import pytest
 
 from otod.cost import models as M
 from otod.cost import profile as P
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])

@@ -1,39 +1,25 @@
-"""Figures of sweep results, and the figure makers that ``otod figures`` runs from ``experiments/*.toml``.
-
-Conventions: log-log axes for scaling laws, one colour per method, the median over seeds as a line with markers,
-the seed spread (min to max over converged seeds) as a band, theory dashed in the same colour, the fitted exponent
-with its 95% CI in the legend, censored lanes drawn as open markers at the iteration cap. PNG (150 dpi) and PDF.
+"""The conditioning obstacle's figures, and the makers ``otod figures condition`` runs from
+``experiments/condition.toml``: iterations (or FLOPs) to tolerance against κ with theory and fitted exponents,
+the whole bill side by side, and gradient descent's zig-zag on a 2-D quadratic. The conventions are
+`otod.core.plotting`'s: the median over seeds as a line, the seed spread (min to max over converged seeds) as a
+band, theory dashed in the same colour, the fitted exponent with its 95% CI in the legend, censored lanes as open
+markers at the cap.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from otod import theory  # noqa: E402
-from otod.fit import best_over_learning_rates, fit_sweep, iteration_matrix  # noqa: E402
-from otod.results import Results  # noqa: E402
-
-COLORS = {"gd": "C0", "gd-opt": "C9", "heavy-ball": "C1", "nesterov": "C2", "newton": "C3", "adam": "C4",
-          "jacobi": "C5", "kfac": "C6"}
-
-
-def save(fig, base: Path) -> list[Path]:
-    """Write ``base.png`` (150 dpi) and ``base.pdf``; return both paths. The PDF carries no creation date, so the
-    same numbers give the same bytes and regenerated figures show up in git only when they changed."""
-    base = Path(base)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    paths = [base.with_name(base.name + ".png"), base.with_name(base.name + ".pdf")]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None})
-    plt.close(fig)
-    return paths
+from otod.condition import theory
+from otod.condition.report import chosen_records
+from otod.core.fit import fit_sweep, iteration_matrix
+from otod.core.plotting import COLORS, save
+from otod.core.results import Results
 
 
 def _describe(meta: dict) -> str:
@@ -41,7 +27,7 @@ def _describe(meta: dict) -> str:
     p = c["problem"]
     shape = f"d={p['dim']}, {p['spectrum']}, {p['basis']} basis" if p["kind"] == "quadratic" else \
         f"{p['rows']}×{p['cols']} Kronecker, ε={p['perturbation']:g}"
-    return (f"{shape}, start {p['start']}, tol {c['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, "
+    return (f"{shape}, start {p['start']}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, "
             f"{meta['precision']}")
 
 
@@ -61,18 +47,20 @@ def fit_label(f) -> str:
 def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None) -> None:
     """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``."""
     meta = results.meta
-    tol = meta["config"]["tol"]
+    tol = meta["config"]["target"]["tol"]
     with_theory = theory.applies_to(meta["config"])
     cap = meta["config"]["resolved"]["max_iters"]
-    records = best_over_learning_rates(results.records)
-    fits = {f.method: f for f in fit_sweep(records, tol if with_theory else None, select_best_lr=False)}
+    records = chosen_records(results, results.records)
+    fits = {f.method: f for f in fit_sweep(
+        records, "kappa", exponent=theory.exponent if with_theory else None,
+        exponent_on_grid=(lambda m, xs: theory.exponent_on_grid(m, xs, tol)) if with_theory else None)}
     censored_labelled = False
     for method in dict.fromkeys(r["method"] for r in records):
         scale = flops[method] if flops else 1.0
-        xs, y, status = iteration_matrix(records, method)
+        xs, y, status = iteration_matrix(records, method, "kappa")
         color = COLORS.get(method, None)
-        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
-            __import__("warnings").simplefilter("ignore", RuntimeWarning)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
             med, lo, hi = np.nanmedian(y, 1), np.nanmin(y, 1), np.nanmax(y, 1)
         label = fit_label(fits[method])
         ax.plot(xs, med * scale, "o-", ms=2.5, lw=1.4, color=color, label=label)
@@ -112,20 +100,20 @@ def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 0.6), ste
     import jax.numpy as jnp
     import optax
 
-    from otod.methods import METHODS, MethodOptions
-    from otod.problems.base import Curvature
+    from otod.condition.methods import METHODS, MethodOptions
+    from otod.condition.quadratic import Curvature
 
     c, s = np.cos(angle), np.sin(angle)
     rot = np.array([[c, -s], [s, c]])
     h = rot @ np.diag([1.0, kappa]) @ rot.T
     curv = Curvature(mu=jnp.asarray(1.0), lipschitz=jnp.asarray(kappa),
                      hessian_eigenvalues=jnp.asarray([1.0, kappa]), hessian_eigenvectors=jnp.asarray(rot),
-                     hessian_diagonal=jnp.diag(h),
-                     jacobi_lipschitz=jnp.asarray(1.0), kronecker_factors=None)
+                     hessian_diagonal=jnp.diag(h), jacobi_lipschitz=jnp.asarray(1.0))
+    info = {"curvature": curv}
     paths = {"h": h}
     for name, key in (("gd, step 2/(L+μ)", "gd-opt"), ("heavy-ball", "heavy-ball"), ("newton", "newton")):
         m = METHODS[key]
-        opt = m.build(m.reference_lr(curv), curv, MethodOptions())
+        opt = m.build(m.reference_lr(info), info, MethodOptions())
         x = jnp.asarray(rot @ np.asarray(start))
         state = opt.init(x)
         pts = [np.asarray(x)]
@@ -163,8 +151,8 @@ def zigzag_figure(base: Path, kappa: float = 10.0) -> list[Path]:
 
 def _sweep_from_spec(spec: dict[str, Any]) -> Results:
     """Run (or resume) the sweep an experiment spec describes, with the CLI's own option parsing."""
-    from otod.cli_options import sweep_config_from_options
-    from otod.sweep import run_sweep
+    from otod.condition.options import sweep_config_from_options
+    from otod.core.sweep import run_sweep
 
     options = {k: v for k, v in spec.items() if k not in ("maker", "name", "results_dir")}
     return run_sweep(sweep_config_from_options(**options), out_dir=spec.get("results_dir", "results"))
@@ -194,7 +182,7 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
 
 
 def make_condition_bill(spec: dict[str, Any], out_dir: Path) -> list[Path]:
-    from otod.api import iteration_flops
+    from otod.condition.report import iteration_flops
 
     results = _sweep_from_spec(spec)
     return bill_figure(results, iteration_flops(results), Path(out_dir) / spec["name"])

@@ -3,7 +3,7 @@
 import jax
 import jax.numpy as jnp
 
-from otod.cost.xla import Cost, compiled_cost, has_while_loop, normalise_cost_analysis
+from otod.core.xla import Cost, compiled_cost, has_while_loop, normalise_cost_analysis
 
 
 def test_normalise_dict_list_none_and_missing_keys():

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 FORMS = "A..B, A..B:N, A..B:N:log or a comma list, e.g. 1..100, 1..1e4:25:log, 1,2,5,10"
 

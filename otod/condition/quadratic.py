@@ -10,13 +10,42 @@ quickly the measured iteration counts approach the worst-case rates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from otod.errors import OtodError
-from otod.problems.base import Curvature, ProblemFamily
+from otod.core.errors import OtodError
+from otod.core.family import Family
+
+Array = jax.Array
+
+
+class Curvature(NamedTuple):
+    """What a quadratic tells the methods about its Hessian H (all exact: these are test problems), offered to them
+    as ``info["curvature"]``. Pure data (a pytree of arrays), computed once per lane before the iterations start.
+
+    mu, lipschitz: the extreme eigenvalues μ and L of H (κ = L/μ).
+    hessian_eigenvalues, hessian_eigenvectors: H = V diag(λ) Vᵀ over the flattened parameters; V is None where H
+    is diagonal in the parameters' own coordinates (then λ has the parameters' shape).
+    hessian_diagonal: diag(H), for the Jacobi preconditioner.
+    jacobi_lipschitz: λ_max(D^{-1/2} H D^{-1/2}) with D = diag(H): the L of the Jacobi-preconditioned problem.
+    """
+
+    mu: Array
+    lipschitz: Array
+    hessian_eigenvalues: Array
+    hessian_eigenvectors: Array | None
+    hessian_diagonal: Array
+    jacobi_lipschitz: Array
+
+    def inverse_hessian_apply(self, g: Array) -> Array:
+        """H⁻¹g = V diag(1/λ) Vᵀ g: the exact Newton direction."""
+        if self.hessian_eigenvectors is None:
+            return g / self.hessian_eigenvalues.reshape(g.shape)
+        v = self.hessian_eigenvectors
+        return (v @ ((v.T @ g.reshape(-1)) / self.hessian_eigenvalues)).reshape(g.shape)
 
 SPECTRA = ("two-point", "uniform", "log-uniform", "power")
 BASES = ("eigen", "rotated")
@@ -100,7 +129,7 @@ class QuadraticSpec:
     def num_params(self) -> int:
         return self.dim
 
-    def family(self) -> ProblemFamily:
+    def family(self) -> Family:
         rotated = self.basis == "rotated"
 
         def draws(rng: np.random.Generator) -> dict:
@@ -109,7 +138,8 @@ class QuadraticSpec:
                 out["rotation"] = haar_orthogonal(rng, self.dim)
             return out
 
-        def make(kappa, drawn):
+        def make(point, drawn):
+            kappa = point["kappa"]
             dtype = jnp.result_type(kappa, float)
             lam = eigenvalues(self.spectrum, self.dim, jnp.asarray(kappa, dtype))
             x_star = drawn["x_star"].astype(dtype)
@@ -125,7 +155,8 @@ class QuadraticSpec:
             z = to_eigen(p, x - p["x_star"])
             return 0.5 * jnp.sum(p["eigenvalues"] * z * z)
 
-        def curvature(p):
+        def info(p, x):
+            del x
             lam = p["eigenvalues"]
             if rotated:
                 diag = jnp.einsum("ij,j,ij->i", p["rotation"], lam, p["rotation"])
@@ -133,8 +164,13 @@ class QuadraticSpec:
                 jacobi_l = jnp.linalg.eigvalsh(scaled)[-1]
             else:
                 diag, jacobi_l = lam, jnp.ones((), lam.dtype)
-            return Curvature(
+            return {"curvature": Curvature(
                 mu=jnp.min(lam), lipschitz=jnp.max(lam), hessian_eigenvalues=lam,
-                hessian_eigenvectors=p["rotation"] if rotated else None, hessian_diagonal=diag, jacobi_lipschitz=jacobi_l, kronecker_factors=None)
+                hessian_eigenvectors=p["rotation"] if rotated else None, hessian_diagonal=diag,
+                jacobi_lipschitz=jacobi_l)}
 
-        return ProblemFamily(draws=draws, make=make, loss=loss, curvature=curvature, start=lambda p: p["x0"])
+        d = self.dim
+        return Family(draws=draws, make=make, init=lambda p: p["x0"], metric=loss, info=info,
+                      provides=frozenset({"curvature"}),
+                      floats_per_seed=3 * d + (d * d if rotated else 0),
+                      floats_per_lane=8 * d + (2 * d * d if rotated else 0))

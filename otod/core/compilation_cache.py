@@ -8,8 +8,10 @@ it: a cache hit returns the same executable the compile would.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 ENV = "OTOD_COMPILATION_CACHE"
 
@@ -38,3 +40,47 @@ def enable(path: str | os.PathLike | None = None) -> Path | None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder
+
+
+@contextlib.contextmanager
+def count_compilations() -> Iterator[list[float]]:
+    """Count XLA backend compilations inside the block: yields a list that gets one entry (seconds) per compile.
+
+    Uses ``jax.monitoring``'s '/jax/core/compile/backend_compile_duration' event, which fires once per XLA
+    compilation (persistent-cache hits do not fire).
+    """
+    import jax
+
+    durations: list[float] = []
+
+    def listener(event: str, seconds: float, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            durations.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield durations
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+
+
+@contextlib.contextmanager
+def count_cache_hits() -> Iterator[list[str]]:
+    """Count persistent-cache hits inside the block: JAX records the event ``/jax/compilation_cache/cache_hits``
+    each time it loads a compiled program from the cache instead of compiling it."""
+    import jax
+
+    hits: list[str] = []
+
+    def listener(event: str, **kwargs):
+        if event == CACHE_HIT_EVENT:
+            hits.append(event)
+
+    jax.monitoring.register_event_listener(listener)
+    try:
+        yield hits
+    finally:
+        jax.monitoring.unregister_event_listener(listener)

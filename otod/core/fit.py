@@ -1,8 +1,9 @@
-"""Scaling laws fitted to sweep results: iterations ≈ a·x^b, with a bootstrap 95% confidence interval.
+"""Scaling laws fitted to sweep results: iterations ≈ a·x^b along a sweep's main axis, with a bootstrap 95%
+confidence interval.
 
-Only converged lanes enter a fit. Censored lanes (stopped at max_iters) and diverged lanes are excluded and
+Only converged lanes enter a fit. Censored lanes (stopped at the cap) and diverged lanes are excluded and
 counted, never averaged in: a censored count is a lower bound, and mixing it in would bend the slope down. With
-``--lr tuned`` each (method, value, seed) keeps its best learning rate first (`best_over_learning_rates`).
+``--lr tuned`` each point keeps the rate chosen by the median over seeds first (`otod.core.tuning.selected`).
 
 The fit is least squares of log(median iterations over seeds) on log x. The confidence interval resamples seeds
 (the problem instances) and sweep points with replacement and refits (a pairs bootstrap, Efron & Tibshirani 1993,
@@ -13,20 +14,16 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
-
-from otod import theory
-
-STATUS_RANK = {"converged": 0, "censored": 1, "diverged": 2}
 
 
 class PowerLawFit(NamedTuple):
     """iterations ≈ prefactor · x^exponent over ``points`` sweep values, with the bootstrap 95% CI of the exponent.
 
     excluded_censored / excluded_diverged count the lanes left out; theory_grid is the slope of the closed form
-    fitted over the same sweep values, theory_asymptotic its κ → ∞ exponent (None without a closed form).
+    fitted over the same sweep values, theory_asymptotic its x → ∞ exponent (None without a closed form).
     """
 
     method: str
@@ -41,50 +38,49 @@ class PowerLawFit(NamedTuple):
     theory_asymptotic: float | None
 
 
-def best_over_learning_rates(records: list[dict]) -> list[dict]:
-    """One record per (method, sweep value, seed): the converged lane with the fewest iterations (ties: the
-    smaller learning rate), else a censored lane, else a diverged one."""
-    best: dict[tuple, dict] = {}
+def at_rung(records: list[dict], rung: int) -> list[dict]:
+    """The records as if the target were ladder rung ``rung``: iterations and status of its first hit."""
+    out = []
     for r in records:
-        key = (r["method"], r["sweep_value"], r["seed"])
-        rank = (STATUS_RANK[r["status"]], r["iterations"] if r["status"] == "converged" else 0, r["learning_rate"])
-        if key not in best or rank < best[key][0]:
-            best[key] = (rank, r)
-    return [r for _, r in best.values()]
+        hit = r["hits"][rung]
+        status = "converged" if hit is not None else ("censored" if r["status"] == "converged" else r["status"])
+        out.append({**r, "iterations": hit if hit is not None else r["iterations"], "status": status})
+    return out
 
 
-def iteration_matrix(records: list[dict], method: str):
+def iteration_matrix(records: list[dict], method: str, axis: str):
     """(x values, matrix [value, seed] of iterations with NaN for lanes that did not converge, statuses)."""
     rows = [r for r in records if r["method"] == method]
-    xs = sorted({r["sweep_value"] for r in rows})
+    xs = sorted({r[axis] for r in rows})
     seeds = sorted({r["seed"] for r in rows})
     xi, si = {x: i for i, x in enumerate(xs)}, {s: j for j, s in enumerate(seeds)}
     y = np.full((len(xs), len(seeds)), np.nan)
     status = np.full((len(xs), len(seeds)), "", dtype=object)
     for r in rows:
-        i, j = xi[r["sweep_value"]], si[r["seed"]]
+        i, j = xi[r[axis]], si[r["seed"]]
         status[i, j] = r["status"]
         if r["status"] == "converged":
             y[i, j] = r["iterations"]
     return np.asarray(xs, float), y, status
 
 
-def summarize(records: list[dict], tol: float | None = None, perturbation: float = 0.0) -> list[dict]:
-    """Per (method, sweep value): median and quartiles of converged iterations, counts by status, and the
-    closed-form prediction where one exists (needs ``tol``)."""
+def summarize(records: list[dict], axis: str, theory: Callable[[str, float], float | None] | None = None
+              ) -> list[dict]:
+    """Per (method, axis value): median and quartiles of converged iterations, counts by status, and the theory's
+    prediction where ``theory(method, x)`` gives one."""
     out = []
     for method in dict.fromkeys(r["method"] for r in records):
-        xs, y, status = iteration_matrix(records, method)
+        xs, y, status = iteration_matrix(records, method, axis)
         for i, x in enumerate(xs):
             conv = y[i][np.isfinite(y[i])]
             out.append({
-                "method": method, "sweep_value": float(x),
+                "method": method, "value": float(x),
                 "median": float(np.median(conv)) if conv.size else None,
                 "q25": float(np.percentile(conv, 25)) if conv.size else None,
                 "q75": float(np.percentile(conv, 75)) if conv.size else None,
                 "converged": int(conv.size), "censored": int(np.sum(status[i] == "censored")),
                 "diverged": int(np.sum(status[i] == "diverged")),
-                "theory": theory.iterations(method, x, tol, perturbation) if tol is not None else None,
+                "theory": theory(method, float(x)) if theory is not None else None,
             })
     return out
 
@@ -129,17 +125,17 @@ def fit_power_law(x, y, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, fl
     return b, float(low), float(high), a, int(w.sum())
 
 
-def fit_sweep(records: list[dict], tol: float | None = None, *, n_boot: int = 1000, seed: int = 0,
-              select_best_lr: bool = True) -> list[PowerLawFit]:
-    """One `PowerLawFit` per method of a sweep's records (best learning rate per lane group first). ``tol`` None
-    leaves the theory fields empty (for sweeps the closed forms do not describe, `otod.theory.applies_to`)."""
-    records = best_over_learning_rates(records) if select_best_lr else records
+def fit_sweep(records: list[dict], axis: str, *, exponent: Callable[[str], float | None] | None = None,
+              exponent_on_grid: Callable[[str, np.ndarray], float | None] | None = None, n_boot: int = 1000,
+              seed: int = 0) -> list[PowerLawFit]:
+    """One `PowerLawFit` per method of a sweep's records (one record per seed and point: select rates first),
+    along ``axis``; ``exponent`` and ``exponent_on_grid`` give the theory's slopes where it has them."""
     fits = []
     for method in dict.fromkeys(r["method"] for r in records):
-        xs, y, status = iteration_matrix(records, method)
+        xs, y, status = iteration_matrix(records, method, axis)
         b, lo, hi, a, points = fit_power_law(xs, y, n_boot=n_boot, seed=seed)
-        grid = theory.exponent_on_grid(method, xs, tol) if tol is not None else None
         fits.append(PowerLawFit(method, b, lo, hi, a, points, int(np.sum(status == "censored")),
-                                int(np.sum(status == "diverged")), grid,
-                                theory.exponent(method) if tol is not None else None))
+                                int(np.sum(status == "diverged")),
+                                exponent_on_grid(method, xs) if exponent_on_grid else None,
+                                exponent(method) if exponent else None))
     return fits

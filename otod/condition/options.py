@@ -1,4 +1,4 @@
-"""From user-facing option values (strings as typed, or TOML values) to a `SweepConfig`.
+"""From user-facing option values (strings as typed, or TOML values) to a condition `SweepConfig`.
 
 Shared by the CLI and the experiment specs, so ``otod sweep condition --k 1..100 --start equal-loss`` and an
 ``experiments/*.toml`` table with ``k = "1..100"`` and ``start = "equal-loss"`` mean the same sweep.
@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 
-from otod.errors import OtodError
-from otod.methods import MethodOptions
-from otod.problems import KroneckerSpec, QuadraticSpec
-from otod.ranges import parse_range
-from otod.sweep import DEFAULT_LR_GRID, DEFAULT_METHODS, SweepConfig
+from otod.condition.kind import DEFAULT_METHODS, DIM, KAPPA, condition_target
+from otod.condition.kronecker import KroneckerSpec
+from otod.condition.methods import MethodOptions
+from otod.condition.quadratic import QuadraticSpec
+from otod.core.errors import OtodError
+from otod.core.ranges import parse_range
+from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
 
 
 def parse_methods(text: str | list[str]) -> tuple[str, ...]:
@@ -47,10 +49,11 @@ def parse_shape(text: str) -> tuple[int, int]:
 
 def _positive_int(value, option: str, example: str, minimum: int = 1) -> int:
     try:
-        number = int(value)
-    except (TypeError, ValueError):
+        as_float = float(value)
+        number = int(as_float)
+    except (TypeError, ValueError, OverflowError):
         raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}") from None
-    if number != float(value) or number < minimum:
+    if number != as_float or number < minimum:
         raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}")
     return number
 
@@ -67,13 +70,17 @@ def _float(value, option: str, example: str) -> float:
 
 def sweep_config_from_options(*, k="1..100", method=",".join(DEFAULT_METHODS), problem="quadratic", dim=100,
                               spectrum="log-uniform", basis="eigen", start="random", shape="10x10",
-                              perturbation=0.0, damping=1e-4, tol=1e-6, max_iters=None, seeds=8, seed=0,
-                              lr="theory", lr_grid=None, x64=None, chunk_lanes=16384) -> SweepConfig:
-    """The `SweepConfig` of a condition sweep from option values as a user writes them."""
-    values = parse_range(k, "--k", minimum=1, what="condition numbers κ")
-    dim = _positive_int(dim, "--dim", "100", minimum=2) if problem == "quadratic" else dim
+                              perturbation=0.0, damping=1e-4, tol=1e-6, ladder=None, check_every=1, max_iters=None,
+                              seeds=8, seed=0, lr="theory", lr_grid=None, x64=None, chunk_seconds=5.0
+                              ) -> SweepConfig:
+    """The `SweepConfig` of a condition sweep from option values as a user writes them. Several ``dim`` values
+    make the dimension a static axis (one compiled program per dimension)."""
+    axes = [("kappa", KAPPA.parse(k))]
     if problem == "quadratic":
-        spec = QuadraticSpec(dim=dim, spectrum=spectrum, basis=basis, start=start)
+        dims = DIM.parse(dim)
+        if len(dims) > 1:
+            axes.append(("dim", dims))
+        spec = QuadraticSpec(dim=int(dims[0]), spectrum=spectrum, basis=basis, start=start)
     elif problem == "kronecker":
         rows, cols = parse_shape(shape)
         spec = KroneckerSpec(rows=rows, cols=cols, spectrum=spectrum, start=start,
@@ -81,10 +88,13 @@ def sweep_config_from_options(*, k="1..100", method=",".join(DEFAULT_METHODS), p
     else:
         raise OtodError(f"--problem {problem}: unknown; choose quadratic or kronecker")
     grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
+    rungs = () if ladder is None else parse_range(ladder, "--ladder", what="tolerances")
     return SweepConfig(
-        values=values, methods=parse_methods(method), problem=spec, tol=_float(tol, "--tol", "1e-6"),
+        sweep="condition", axes=tuple(axes), methods=parse_methods(method), problem=spec,
+        target=condition_target(_float(tol, "--tol", "1e-6"), rungs,
+                                _positive_int(check_every, "--check-every", "1")),
         max_iters=None if max_iters is None else _positive_int(max_iters, "--max-iters", "10000"),
         seeds=_positive_int(seeds, "--seeds", "8"), seed=_positive_int(seed, "--seed", "0", minimum=0),
         lr=parse_lr(lr), lr_grid=tuple(grid), x64=x64,
         options=MethodOptions(damping=_float(damping, "--damping", "1e-4")),
-        chunk_lanes=_positive_int(chunk_lanes, "--chunk-lanes", "16384"))
+        chunk_seconds=_float(chunk_seconds, "--chunk-seconds", "5"))

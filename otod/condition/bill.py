@@ -13,16 +13,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import functools
-
 import jax
 import numpy as np
-
 import optax
 
-from otod.cost.xla import compiled_cost
-from otod.engine import seed_draws, set_up_lane
-from otod.methods import MethodOptions, method as lookup_method
+from otod.condition.methods import METHODS, MethodOptions
+from otod.core.dynamics import optax_dynamics
+from otod.core.engine import seed_draws
+from otod.core.methods import lookup
+from otod.core.xla import compiled_cost
 
 
 class IterationCost(NamedTuple):
@@ -38,23 +37,27 @@ def iteration_cost(problem_spec, method_name: str, kappa: float, options: Method
     """XLA's count of one iteration of ``method_name`` (update + apply + value-and-gradient) on a problem of
     ``problem_spec`` at condition number ``kappa`` (see module docstring). The lane is traced abstractly
     (``jax.eval_shape``): nothing is computed and the only compiles are the counted programs."""
-    m = lookup_method(method_name)
+    m = lookup(METHODS, method_name, "condition")
     family = problem_spec.family()
     with jax.enable_x64(x64):
         dtype = np.float64 if x64 else np.float32
         drawn = jax.tree.map(lambda a: a[0], seed_draws(problem_spec, 0, 1, dtype))
-        set_up = functools.partial(set_up_lane, problem_spec, (method_name,), options, True)
-        lane = jax.eval_shape(set_up, dtype(kappa), drawn, dtype(1.0))
+        dynamics = optax_dynamics(family, (m,), options, True)
+        lane = jax.eval_shape(dynamics.set_up, {"kappa": dtype(kappa)}, drawn, dtype(1.0), 0)
+        problem, info, step_size, _ = lane.constants
+        params, g = lane.carry[0], lane.carry[-1]
 
-        optimizer_of = lambda lane: m.cheapest(lane.step_size, lane.curvature, options)  # noqa: E731
-        state = jax.eval_shape(lambda lane, x: optimizer_of(lane).init(x), lane, lane.x0)
+        def optimizer_of(info, step_size):
+            return m.cheapest(step_size, info, options)
 
-        def one_iteration(lane, x, state, g):
-            updates, state = optimizer_of(lane).update(g, state, x)
-            f, g = jax.value_and_grad(lambda y: family.loss(lane.problem, y))(optax.apply_updates(x, updates))
+        state = jax.eval_shape(lambda info, s, x: optimizer_of(info, s).init(x), info, step_size, params)
+
+        def one_iteration(problem, info, step_size, x, state, g):
+            updates, state = optimizer_of(info, step_size).update(g, state, x)
+            f, g = jax.value_and_grad(family.metric, argnums=1)(problem, optax.apply_updates(x, updates))
             return f, g, state
 
-        body = compiled_cost(one_iteration, lane, lane.x0, state, lane.g0)
+        body = compiled_cost(one_iteration, problem, info, step_size, params, state, g)
     return IterationCost(method_name, body.flops, body.transcendentals)
 
 

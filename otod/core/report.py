@@ -1,4 +1,5 @@
-"""Plain-text tables of sweep results and fits, as the CLI prints them (and a notebook can)."""
+"""Plain-text tables of sweep results and fits, as the CLI prints them (and a notebook can). The axis symbol,
+the theory column's name and the notes under the table come from the obstacle."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import numpy as np
 
-from otod.fit import PowerLawFit
+from otod.core.fit import PowerLawFit
 
 
 def _fmt_num(v, digits=4) -> str:
@@ -29,14 +30,14 @@ def _pick_rows(values: list[float], max_rows: int | None) -> list[float]:
     return [values[i] for i in idx]
 
 
-def sweep_table(summary: list[dict], *, value_name: str = "κ", max_rows: int | None = 16,
-                flops: dict[str, float] | None = None) -> str:
-    """κ × method table of median iterations to tolerance (censored 'c' and diverged 'd' lane counts beside them),
-    the closed-form prediction in a ·th column where theory has one, and FLOPs to tolerance where ``flops`` gives
-    each method's FLOPs per iteration."""
+def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 16,
+                flops: dict[str, float] | None = None, notes: list[str] = ()) -> str:
+    """Axis value × method table of median iterations to target (censored 'c' and diverged 'd' lane counts beside
+    them), the theory's prediction in a ·th column where it has one, and FLOPs to target where ``flops`` gives
+    each method's FLOPs per iteration; ``notes`` are printed under it."""
     methods = list(dict.fromkeys(s["method"] for s in summary))
-    by = {(s["method"], s["sweep_value"]): s for s in summary}
-    values = sorted({s["sweep_value"] for s in summary})
+    by = {(s["method"], s["value"]): s for s in summary}
+    values = sorted({s["value"] for s in summary})
     shown = _pick_rows(values, max_rows)
     header = [value_name]
     for m in methods:
@@ -59,8 +60,7 @@ def sweep_table(summary: list[dict], *, value_name: str = "κ", max_rows: int | 
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
-    notes = ["median iterations to tolerance over seeds (converged lanes only); ·th = closed-form bound "
-             "⌈ln(1/ε)/(2 ln(1/ρ))⌉; Nc/Nd = lanes censored at --max-iters / diverged, excluded from the median"]
+    notes = list(notes)
     if flops:
         notes.append("·flops = median iterations × XLA's FLOPs of one iteration (value-and-gradient + update)")
     if len(shown) < len(values):
@@ -69,9 +69,9 @@ def sweep_table(summary: list[dict], *, value_name: str = "κ", max_rows: int | 
     return "\n".join(lines + [""] + notes)
 
 
-def fit_table(fits: list[PowerLawFit], value_name: str = "κ") -> str:
+def fit_table(fits: list[PowerLawFit], value_name: str) -> str:
     """One line per method: fitted exponent b with its 95% CI, the theory beside it, and what was excluded."""
-    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI", "theory b (this grid)", "theory b (κ→∞)",
+    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI", "theory b (this grid)", f"theory b ({value_name}→∞)",
               "a", "points", "excluded"]
     rows = []
     for f in fits:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from otod.errors import OtodError
-from otod.problems.base import Curvature, ProblemFamily
-from otod.problems.quadratic import (SPECTRA, STARTS, check_choices, eigenvalues, haar_orthogonal, start_coordinates,
+from otod.core.errors import OtodError
+from otod.core.family import Family
+from otod.condition.quadratic import (SPECTRA, Curvature, STARTS, check_choices, eigenvalues, haar_orthogonal, start_coordinates,
                                     start_draws)
 
 
@@ -49,7 +49,7 @@ class KroneckerSpec:
     def num_params(self) -> int:
         return self.rows * self.cols
 
-    def family(self) -> ProblemFamily:
+    def family(self) -> Family:
         m, n, eps = self.rows, self.cols, self.perturbation
 
         def draws(rng: np.random.Generator) -> dict:
@@ -59,7 +59,8 @@ class KroneckerSpec:
                     "perturbation": p_raw / np.linalg.eigvalsh(p_raw)[-1],
                     "w_star": rng.standard_normal((m, n)), "start": start_draws(rng, (m * n,))}
 
-        def make(kappa, drawn):
+        def make(point, drawn):
+            kappa = point["kappa"]
             dtype = jnp.result_type(kappa, float)
             root = jnp.sqrt(jnp.asarray(kappa, dtype))
             a, b = eigenvalues(self.spectrum, m, root), eigenvalues(self.spectrum, n, root)
@@ -82,13 +83,17 @@ class KroneckerSpec:
                 value = value + 0.5 * eps * v @ (p["perturbation"] @ v)
             return value
 
-        def curvature(p):
+        def info(p, w):
+            del w
             spectrum, vectors = jnp.linalg.eigh(p["hessian"])
             diag = jnp.diagonal(p["hessian"])
             scaled = p["hessian"] / jnp.sqrt(jnp.outer(diag, diag))
-            return Curvature(
+            curvature = Curvature(
                 mu=spectrum[0], lipschitz=spectrum[-1], hessian_eigenvalues=spectrum, hessian_eigenvectors=vectors,
-                hessian_diagonal=diag.reshape(m, n), jacobi_lipschitz=jnp.linalg.eigvalsh(scaled)[-1],
-                kronecker_factors=(p["a"], p["b"]))
+                hessian_diagonal=diag.reshape(m, n), jacobi_lipschitz=jnp.linalg.eigvalsh(scaled)[-1])
+            return {"curvature": curvature, "kronecker": (p["a"], p["b"])}
 
-        return ProblemFamily(draws=draws, make=make, loss=loss, curvature=curvature, start=lambda p: p["w0"])
+        d = m * n
+        return Family(draws=draws, make=make, init=lambda p: p["w0"], metric=loss, info=info,
+                      provides=frozenset({"curvature", "kronecker"}),
+                      floats_per_seed=2 * d * d + m * m + n * n + 3 * d, floats_per_lane=6 * d * d + 8 * d)

@@ -17,15 +17,16 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from otod.errors import OtodError
+from otod.core.errors import OtodError
 
 Maker = Callable[[dict[str, Any], Path], list[Path]]
+
 
 def checkout_root() -> Path:
     """The otod checkout to work in: the current folder if it holds ``experiments/``, else the one the package was
     installed from in editable mode."""
     here = Path.cwd()
-    return here if (here / "experiments").is_dir() else Path(__file__).resolve().parent.parent
+    return here if (here / "experiments").is_dir() else Path(__file__).resolve().parents[2]
 
 
 EXPERIMENTS_DIR = checkout_root() / "experiments"
@@ -33,17 +34,10 @@ FIGURES_DIR = checkout_root() / "figures"
 
 
 def makers() -> dict[str, Maker]:
-    """Every figure maker the project has, by name (imported lazily: matplotlib and the models are heavy)."""
-    from otod import plots
+    """Every figure maker the registered obstacles offer, by name (`otod.core.registry.figure_makers`)."""
+    from otod.core.registry import figure_makers
 
-    table = dict(plots.MAKERS)
-    try:
-        from otod.cost import plots as cost_plots
-    except ImportError:  # the cost package is optional while it is being built
-        cost_plots = None
-    if cost_plots is not None:
-        table.update(cost_plots.MAKERS)
-    return table
+    return figure_makers()
 
 
 def load_specs(experiments_dir: Path = EXPERIMENTS_DIR) -> dict[str, dict[str, dict[str, Any]]]:

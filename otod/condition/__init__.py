@@ -1,0 +1,30 @@
+"""The conditioning obstacle: on quadratics, gradient descent zig-zags and its iterations grow like the condition
+number κ; momentum makes it √κ; Newton and (on Kronecker-structured Hessians) KFAC remove it.
+
+Problems (`quadratic`, `kronecker`), methods (`methods`), closed-form theory (`theory`), the sweep the core runs
+(`kind`), its options, report, figures and command. Importing this package registers it with the core.
+"""
+
+from otod.core.registry import Obstacle, register
+
+
+def _commands():
+    from otod.condition.commands import commands
+
+    return commands()
+
+
+def _figure_makers():
+    from otod.condition.figures import MAKERS
+
+    return MAKERS
+
+
+def _register() -> Obstacle:
+    from otod.condition.kind import CONDITION
+
+    return register(Obstacle(name="condition", summary="iterations vs condition number κ on quadratics",
+                             sweeps=(CONDITION,), commands=_commands, figure_makers=_figure_makers))
+
+
+OBSTACLE = _register()

@@ -1,0 +1,137 @@
+"""What a condition sweep prints and draws: the κ × method table with theory and FLOPs to tolerance, the fitted
+exponents, and the figure. Everything the CLI does is a function here a notebook can call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+from otod.condition import theory
+from otod.core import results as results_io
+from otod.core.fit import at_rung, fit_sweep, summarize
+from otod.core.report import fit_table, sweep_table
+from otod.core.stopping import Target
+from otod.core.tuning import selected
+
+
+class Report(NamedTuple):
+    """A finished sweep: its results, the printed text, and the files written (results file first)."""
+
+    results: results_io.Results
+    text: str
+    files: list[Path]
+
+
+def _target(config: dict) -> Target:
+    t = config["target"]
+    return Target(tol=t["tol"], kind=t["kind"], ladder=tuple(t["ladder"]), check_every=t["check_every"])
+
+
+def static_groups(results: results_io.Results) -> list[tuple[str, list[dict]]]:
+    """(heading, records) per static point: one group ('') without static axes, else one per dimension."""
+    static = [a["name"] for a in results.meta.get("axes", []) if not a["traced"]]
+    if not static:
+        return [("", results.records)]
+    groups: dict[tuple, list[dict]] = {}
+    for r in results.records:
+        groups.setdefault(tuple(r[n] for n in static), []).append(r)
+    return [(", ".join(f"{n} = {v:g}" for n, v in zip(static, key)), rows) for key, rows in sorted(groups.items())]
+
+
+def chosen_records(results: results_io.Results, records: list[dict], tol: float | None = None) -> list[dict]:
+    """The records a table and fit use: at the ladder rung of ``tol`` (default: the sweep's tol), one learning
+    rate per point (chosen by the median over seeds, `otod.core.tuning`)."""
+    config = results.meta["config"]
+    rung = None
+    if tol is not None and tol != config["target"]["tol"]:
+        rung = _target(config).index(tol)
+        records = at_rung(records, rung)
+    fields = tuple(a["name"] for a in results.meta.get("axes", [{"name": "kappa"}]))
+    return selected(records, fields, rung)
+
+
+def iteration_flops(results: results_io.Results) -> dict[str, float]:
+    """FLOPs of one iteration per method, from the file's metadata or, where absent, counted now."""
+    stored = results.meta.get("flops_per_iteration")
+    if stored:
+        return stored
+    from otod.condition.bill import flops_per_iteration
+    from otod.core.sweep import SweepConfig
+
+    config = SweepConfig.from_dict(results.meta["config"])
+    return flops_per_iteration(config.problem, config.methods, max(config.values("kappa")), config.options,
+                               config.resolved_x64)
+
+
+def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:
+    """The table (median iterations, theory, FLOPs to tolerance) and the fitted scaling laws of a sweep, at its
+    own tol or at another recorded rung of its ladder."""
+    meta = results.meta
+    config = meta["config"]
+    tol = config["target"]["tol"] if tol is None else tol
+    applies = theory.applies_to(config)
+    eps = config["problem"].get("perturbation", 0.0)
+    flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
+    notes = ["median iterations to tolerance over seeds (converged lanes only); ·th = closed-form bound "
+             "⌈ln(1/ε)/(2 ln(1/ρ))⌉; Nc/Nd = lanes censored at --max-iters / diverged, excluded from the median"]
+    if config["lr"] == "tuned":
+        notes.append("--lr tuned: one multiplier of the reference step per κ and method, the best by the median "
+                     "over seeds (censored lanes count as worst)")
+    parts = []
+    for heading, rows in static_groups(results):
+        records = chosen_records(results, rows, tol)
+        th = (lambda m, x: theory.iterations(m, x, tol, eps)) if applies else None
+        table = sweep_table(summarize(records, "kappa", th), value_name="κ", max_rows=None if full else 16,
+                            flops=flops, notes=notes)
+        fits = fit_sweep(records, "kappa", exponent=theory.exponent if applies else None,
+                         exponent_on_grid=(lambda m, xs: theory.exponent_on_grid(m, xs, tol)) if applies else None)
+        edge = sorted({(r["method"], r["kappa"]) for r in records if r.get("lr_on_edge")})
+        warn = []
+        if edge:
+            methods = sorted({m for m, _ in edge})
+            warn = [f"warning: the chosen rate lies on the edge of --lr-grid at {len(edge)} (κ, method) points "
+                    f"({', '.join(methods)}): the best rate may lie beyond the grid; widen --lr-grid", ""]
+        parts += ([heading, ""] if heading else []) + [table, ""] + warn + [
+            "fitted scaling laws (pairs-bootstrap 95% CI over seeds and κ):", fit_table(fits, "κ"), ""]
+    status = ""
+    if meta.get("read_back"):
+        status += "  (read back from the finished results file: nothing recomputed)"
+    if meta.get("resumed_chunks"):
+        status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
+    at = f", at tol {tol:g}" if tol != config["target"]["tol"] else ""
+    head = (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "
+            f"{meta['compile_count']} compilations ({meta['compile_time_s']:.1f} s), "
+            f"wall {meta['wall_time_s']:.1f} s on {meta['environment']['device']}{at}{status}")
+    return "\n".join([head, ""] + parts).rstrip()
+
+
+def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations") -> list[Path]:
+    """The sweep's figure: iterations (or FLOPs) to tolerance against κ."""
+    from otod.condition.figures import condition_figure
+
+    base = Path(base)
+    if quantity == "flops":
+        return condition_figure(results, base.with_name(base.name + "-flops"), flops=iteration_flops(results))
+    return condition_figure(results, base)
+
+
+def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
+                     progress: Callable[[dict], None] | None = None, yes: bool = False) -> Report:
+    """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method, plot and report."""
+    from otod.condition.bill import flops_per_iteration
+    from otod.core.sweep import run_sweep
+
+    results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes)
+    if "flops_per_iteration" not in results.meta and not config.static_axes:
+        meta = {k: v for k, v in results.meta.items() if k != "read_back"}
+        meta["flops_per_iteration"] = flops_per_iteration(config.problem, config.methods,
+                                                          max(config.values("kappa")), config.options,
+                                                          config.resolved_x64)
+        results_io.save(results.path, meta, results.records)
+        results = results_io.Results(meta=results_io.jsonable(meta), records=results.records, path=results.path)
+    files = [results.path]
+    if plot:
+        files += figure(results, results.path.with_suffix(""))
+    text = text_report(results, full=full) + "\n\n" + "\n".join(
+        [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
+    return Report(results, text, files)

@@ -1,0 +1,86 @@
+"""How one lane moves: the default dynamics (an optax transformation stepping a family's parameters) and the
+shape every dynamics has, so a family may bring its own (the noisy quadratic model's exact moment recursion).
+
+A `Dynamics` is two pure functions the engine vmaps:
+
+* ``set_up(point, drawn, lr, method_index) -> Lane``: the lane's constants (its problem, what methods read, its
+  step size and hyperparameters), its initial carry and its starting metric;
+* ``advance(constants, carry, key) -> (carry, metric)``: one iteration; ``key`` is the lane's per-step key
+  (used only when ``stochastic``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from otod.core.family import Family
+from otod.core.methods import Method
+
+
+class Lane(NamedTuple):
+    """Everything one lane fixes before its first iteration (a pytree of arrays)."""
+
+    constants: Any
+    carry: Any
+    metric0: jax.Array
+    step_size: jax.Array
+
+
+class Dynamics(NamedTuple):
+    set_up: Callable[..., Lane]
+    advance: Callable[..., tuple[Any, jax.Array]]
+    stochastic: bool = False
+
+
+def optax_dynamics(family: Family, members: tuple[Method, ...], options, relative_lr: bool) -> Dynamics:
+    """An optax method stepping the family's parameters.
+
+    With an exact gradient the carry holds ∇f(x_t), computed with f(x_t) in one ``value_and_grad`` (stopping
+    reads f, the next update reads ∇f). With a sampled gradient the carry holds only (x_t, state) and each step
+    samples g_t with its own key, while stopping reads the exact metric. The methods of one program differ only in
+    their step size and hyperparameters, picked per lane by ``method_index``; with ``relative_lr`` the lane's
+    ``lr`` multiplies the method's reference step, otherwise it is the step itself.
+    """
+    build = members[0].build
+    value_and_grad = jax.value_and_grad(family.metric, argnums=1)
+
+    def set_up(point, drawn, lr, method_index) -> Lane:
+        problem = family.make(point, drawn)
+        params = family.init(problem)
+        info = family.info(problem, params)
+        pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
+        hyper = tuple(pick(list(column)) for column in zip(*(m.hyperparameters(info) for m in members)))
+        if relative_lr:
+            step_size = lr * pick([jnp.asarray(m.reference_lr(info), lr.dtype) for m in members])
+        else:
+            step_size = lr
+        state = build(step_size, info, options, hyper or None).init(params)
+        if family.stochastic:
+            metric0 = family.metric(problem, params)
+            carry = (params, state)
+        else:
+            metric0, g0 = value_and_grad(problem, params)
+            carry = (params, state, g0)
+        return Lane((problem, info, step_size, hyper), carry, metric0, step_size)
+
+    def advance(constants, carry, key):
+        problem, info, step_size, hyper = constants
+        if family.stochastic:
+            params, state = carry
+            g = family.gradient(problem, params, key)
+        else:
+            params, state, g = carry
+        if family.info_every_step:
+            info = family.info(problem, params)
+        updates, state = build(step_size, info, options, hyper or None).update(g, state, params)
+        params = optax.apply_updates(params, updates)
+        if family.stochastic:
+            return (params, state), family.metric(problem, params)
+        f, g = value_and_grad(problem, params)
+        return (params, state, g), f
+
+    return Dynamics(set_up, advance, family.stochastic)

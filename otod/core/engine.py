@@ -1,0 +1,210 @@
+"""The engine: iterations to target for a whole grid of lanes as one compiled, vmapped program.
+
+One *lane* is one configuration: a point (the traced axis values, e.g. κ or a batch size), a seed, a learning
+rate and a method. Its dynamics (`otod.core.dynamics`) are set up and advanced until its metric reaches the
+lowest rung of the target's ladder (`otod.core.stopping`); every rung's first-hit iteration is recorded, and the
+outcome comes back as data (a status code) so that one bad lane never stops a sweep.
+
+``iterations_to_target`` jit-compiles one program for all lanes: lanes are run in blocks (``lax.map`` over
+blocks), each block a vmapped set-up and one ``lax.while_loop`` whose predicate is one scalar (any lane of the
+block still running). A vmap *of* a while_loop would make the predicate per-lane and select every carried array
+on every iteration; here only the per-lane scalars are selected. The program is keyed on the static problem
+spec, the methods of one program, the options, the target and the shapes, never on the sweep values, so a sweep
+compiles once per program and chunk shape however many values it has.
+
+Per-step random keys are fold_in(fold_in(root, seed), t): common random numbers across methods and learning
+rates, and the same numbers whatever the chunking or the block a lane lands in.
+
+With ``group = (rates, seeds)`` the lanes come as whole points laid out [point, rate, seed], and the engine
+tunes the learning rate honestly and cheaply: a rate whose median count over seeds can no longer beat the best
+rate's already-determined median (unfinished lanes counted as at least t + 1, censored and diverged as worst)
+is *pruned*, so its lanes stop. The rate a point finally chooses is the one it would choose without pruning.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Mapping, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from otod.core.dynamics import optax_dynamics
+from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
+
+#: Iterations per trip of the while loop (each with its own check): fewer trips, fewer kernels.
+UNROLL = 2
+
+#: At most about this many lanes per block: each block runs its own while_loop, so a block stops with its own
+#: slowest lane and its arrays stay in cache.
+BLOCK_LANES = 256
+
+
+class Solution(NamedTuple):
+    """Per-lane outcome (NumPy arrays): the iteration the lane stopped at, the first-hit iteration of every ladder
+    rung (−1: never), the last metric read (relative gap or absolute), the `Status` code and the step size."""
+
+    iterations: np.ndarray
+    hits: np.ndarray
+    final_metric: np.ndarray
+    status: np.ndarray
+    learning_rate: np.ndarray
+
+
+def seed_draws(spec, seed: int, num_seeds: int, dtype) -> dict:
+    """The random numbers of seeds 0..num_seeds−1, stacked: seed s draws from ``numpy.random.default_rng([seed,
+    s])``, the same at every sweep point (common random numbers: one seed is one problem instance across the
+    sweep), and independent of how many seeds run."""
+    family = spec.family()
+    per_seed = [family.draws(np.random.default_rng([seed, s])) for s in range(num_seeds)]
+    return jax.tree.map(lambda *xs: np.stack(xs).astype(dtype), *per_seed)
+
+
+def _medians(x):
+    """Median along the last axis (the mean of the two middle values for an even count), inf-aware."""
+    s = jnp.sort(x, axis=-1)
+    n = x.shape[-1]
+    return 0.5 * (s[..., (n - 1) // 2] + s[..., n // 2])
+
+
+def _prune(status, counts, t, group):
+    """Mark running lanes of rates that can no longer be chosen as PRUNED (see module docstring)."""
+    rates, seeds = group
+    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+    inf = jnp.asarray(jnp.inf, dtype)
+    known = counts >= 0
+    running = status == RUNNING
+    lower = jnp.where(known, counts.astype(dtype), jnp.where(running, (t + 1).astype(dtype), inf))
+    upper = jnp.where(known, counts.astype(dtype), inf)
+    shape = (-1, rates, seeds)
+    lower_med, upper_med = _medians(lower.reshape(shape)), _medians(upper.reshape(shape))
+    best = jnp.min(upper_med, axis=1, keepdims=True)
+    hopeless = jnp.broadcast_to((lower_med > best)[..., None], (lower_med.shape[0], rates, seeds)).reshape(-1)
+    return jnp.where(running & hopeless, Status.PRUNED, status).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
+                                             "primary", "group", "block_lanes", "unroll"))
+def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, block_lanes, unroll, points, draws,
+          seed_indices, lrs, method_indices, root_seed, ladder, max_iters) -> tuple:
+    """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map``; see `_block`."""
+    blocks = seed_indices.shape[0] // block_lanes
+    per_block = jax.tree.map(lambda a: a.reshape(blocks, block_lanes, *a.shape[1:]),
+                             (points, seed_indices, lrs, method_indices))
+    root_key = jax.random.PRNGKey(root_seed)
+    solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, unroll,
+                              draws,
+                              root_key, ladder, max_iters)
+    out = jax.lax.map(lambda args: solve(*args), per_block)
+    return jax.tree.map(lambda a: a.reshape(blocks * block_lanes, *a.shape[2:]), out)
+
+
+def _block(spec, members, options, relative_lr, kind, check_every, primary, group, unroll, draws, root_key, ladder,
+           max_iters, points, seed_indices, lrs, method_indices):
+    family = spec.family()
+    dynamics = (family.dynamics or optax_dynamics)(family, members, options, relative_lr)
+
+    def set_up(point, s, lr, m):
+        return dynamics.set_up(point, jax.tree.map(lambda a: a[s], draws), lr, m)
+
+    lanes = jax.vmap(set_up)(points, seed_indices, lrs, method_indices)
+    advance = jax.vmap(dynamics.advance)
+    lane_keys = jax.vmap(lambda s: jax.random.fold_in(root_key, s))(seed_indices)
+    f0 = lanes.metric0
+    if kind == "relative":
+        scale = jnp.where(f0 > 0, f0, 1.0)
+        gap0 = jnp.where(f0 > 0, 1.0, jnp.where(f0 == 0, 0.0, jnp.nan)).astype(f0.dtype)
+        limit = jnp.full_like(f0, DIVERGENCE_BOUND)
+    else:
+        scale = jnp.ones_like(f0)
+        gap0 = f0
+        limit = DIVERGENCE_BOUND * jnp.maximum(jnp.abs(f0), jnp.finfo(f0.dtype).tiny)
+    ladder = ladder.astype(f0.dtype)
+
+    def classify(gap, hits, otherwise):
+        finite = jnp.isfinite(gap) & (gap <= limit)
+        return jnp.where(hits[:, -1] >= 0, Status.CONVERGED,
+                         jnp.where(finite, otherwise, Status.DIVERGED)).astype(jnp.int32)
+
+    hits0 = jnp.where(gap0[:, None] <= ladder[None, :], 0, -1).astype(jnp.int32)
+    status0 = classify(gap0, hits0, RUNNING)
+
+    def running(carry):
+        t, *_, status = carry
+        return (t < max_iters) & jnp.any(status == RUNNING)
+
+    def one_iteration(carry):
+        t, state, iterations, gap, hits, status = carry
+        keys = jax.vmap(jax.random.fold_in, (0, None))(lane_keys, t) if dynamics.stochastic else lane_keys
+        state, f = advance(lanes.constants, state, keys)
+        t = t + 1
+        check = ((t % check_every) == 0) | (t >= max_iters)
+        newly = (status == RUNNING) & (t <= max_iters) & check
+        gap_t = f / scale
+        iterations = jnp.where(newly, t, iterations)
+        gap = jnp.where(newly, gap_t, gap)
+        hits = jnp.where(newly[:, None] & (gap_t[:, None] <= ladder[None, :]) & (hits < 0), t, hits)
+        status = jnp.where(newly, classify(gap_t, hits, RUNNING), status)
+        if group is not None and group[0] > 1:
+            status = jnp.where(check, _prune(status, hits[:, primary], t, group), status)
+        return t, state, iterations, gap, hits, status
+
+    def iterate(carry):
+        for _ in range(unroll):
+            carry = one_iteration(carry)
+        return carry
+
+    init = (jnp.zeros((), jnp.int32), lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0)
+    _, _, iterations, gap, hits, status = jax.lax.while_loop(running, iterate, init)
+    status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
+    return iterations, hits, gap, status, lanes.step_size
+
+
+def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LANES) -> tuple[int, int]:
+    """(points per block, blocks): whole points per block, about ``block_lanes`` lanes, points split evenly."""
+    most = max(1, block_lanes // lanes_per_point)
+    blocks = -(-n_points // most)
+    return -(-n_points // blocks), blocks
+
+
+def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, *,
+                         method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
+                         relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
+                         block_lanes: int = BLOCK_LANES, draws=None) -> Solution:
+    """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
+
+    ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
+    ``points`` maps each traced axis name to its per-lane values. With ``group = (rates, seeds)`` the lanes are
+    whole points in [point, rate, seed] order and hopeless rates are pruned (module docstring). Returns a
+    `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target, lane count,
+    dtype).
+    """
+    members = tuple(members)
+    dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+    seed_indices = np.asarray(seed_indices, np.int32)
+    n = len(seed_indices)
+    method_indices = np.zeros(n, np.int32) if method_indices is None else np.asarray(method_indices, np.int32)
+    if draws is None:
+        draws = seed_draws(spec, seed, int(seed_indices.max()) + 1, dtype)
+    per_point = 1 if group is None else group[0] * group[1]
+    if n % per_point:
+        raise ValueError(f"{n} lanes are not whole points of {per_point} lanes")
+    points_per_block, blocks = block_size(n // per_point, per_point, block_lanes)
+    padded = blocks * points_per_block * per_point
+
+    def pad(a):  # repeat the last point's lanes
+        a = np.asarray(a)
+        extra = padded - n
+        if not extra:
+            return a
+        tail = a[n - per_point:]
+        return np.concatenate([a] + [tail] * (extra // per_point))
+
+    primary = target.index(target.tol)
+    solution = _grid(spec, members, options, relative_lr, target.kind, target.check_every, primary, group,
+                     points_per_block * per_point,
+                     UNROLL, {k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
+                     pad(np.asarray(lrs, dtype)), pad(method_indices), np.int32(seed),
+                     np.asarray(target.ladder, dtype), np.int32(max_iters))
+    return Solution(*(np.asarray(a)[:n] for a in solution))

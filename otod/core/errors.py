@@ -1,0 +1,19 @@
+"""User-facing errors.
+
+`OtodError` is raised for bad input anywhere in the library; the CLI turns it into one line on stderr and exit
+code 2. Its message names the problem and the accepted form, e.g. ``--tol 0: tolerance must lie in (0, 1), e.g.
+--tol 1e-6``.
+"""
+
+
+class OtodError(ValueError):
+    """Bad input or an unreadable file, with a one-line message fit for a user."""
+
+
+class Interrupted(Exception):
+    """A sweep stopped by Ctrl-C after saving its finished chunks; the same command resumes it."""
+
+    def __init__(self, path, lanes_saved: int, lanes_total: int):
+        self.path, self.lanes_saved, self.lanes_total = path, lanes_saved, lanes_total
+        super().__init__(f"interrupted: {lanes_saved} of {lanes_total} lanes are saved in the journal of {path}; "
+                         "the same command resumes the sweep")

@@ -1,0 +1,64 @@
+"""The contract between the core and an obstacle's problems: a *family* of problems as pure functions.
+
+A problem spec is a frozen, hashable dataclass of static options (the shapes: dimension, depth, width) with a
+``kind`` and a ``family()`` method returning a `Family`. The engine vmaps the family's functions over lanes, so
+each is a pure function of arrays:
+
+* ``draws(rng)``: the random numbers of one seed, drawn once in NumPy (the compiled program holds no generator);
+* ``make(point, drawn)``: one problem (a pytree of arrays) from the traced axis values ``point`` (a mapping from
+  axis name to a scalar, e.g. ``{"kappa": 10.0}``) and one seed's draws;
+* ``init(problem)``: the initial parameters, any pytree;
+* ``metric(problem, params)``: the exact quantity stopping reads: f − f* for a relative target, the loss itself
+  for an absolute one. Its gradient is the exact gradient;
+* ``gradient(problem, params, key)``: a sampled gradient for stochastic families (``None``: exact, ∇metric). The
+  key is the lane's per-step key, fold_in(fold_in(root, seed), t); a batch size is a traced axis the family
+  puts into its problem in ``make``;
+* ``info(problem, params)``: what methods may read (``{"curvature": ..., "kronecker": ...}``), named in
+  ``provides``; computed once at set-up, or at every step when ``info_every_step`` (per-layer KFAC factors);
+* ``dynamics``: optional, a family's own step in place of an optax update (the NQM's exact moment recursion):
+  a function ``(family, methods, options) -> Dynamics`` (see `otod.core.dynamics`).
+
+``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, NamedTuple, Protocol
+
+import numpy as np
+
+
+def no_info(problem, params) -> Mapping[str, Any]:
+    """A family that offers methods nothing."""
+    del problem, params
+    return {}
+
+
+class Family(NamedTuple):
+    """Pure functions of one problem family; see the module docstring."""
+
+    draws: Callable[[np.random.Generator], Any]
+    make: Callable[[Mapping[str, Any], Any], Any]
+    init: Callable[[Any], Any]
+    metric: Callable[[Any, Any], Any]
+    gradient: Callable[[Any, Any, Any], Any] | None = None
+    info: Callable[[Any, Any], Mapping[str, Any]] = no_info
+    provides: frozenset = frozenset()
+    info_every_step: bool = False
+    dynamics: Callable[..., Any] | None = None
+    floats_per_seed: int = 0
+    floats_per_lane: int = 0
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether the gradient is sampled (then each step gets its own random key)."""
+        return self.gradient is not None
+
+
+class ProblemSpec(Protocol):
+    """Static options of a family: frozen and hashable (it keys the compiled program)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def family(self) -> Family: ...

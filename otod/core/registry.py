@@ -1,0 +1,103 @@
+"""Where obstacles register themselves with the core, and where the core finds them.
+
+An obstacle is a package (``otod.condition``, ``otod.cost``, ...) whose ``__init__`` calls `register` with an
+`Obstacle`: its name, its sweeps (`SweepKind`: axes, problem families, methods, theory, precision rule, report
+and figure), its command-line commands and its figure makers. The core looks sweeps up by name here and never
+imports an obstacle; `otod.obstacles` lists the packages the command line loads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple
+
+from otod.core.axes import Axis
+from otod.core.errors import OtodError
+from otod.core.methods import Method
+
+
+class Theory(NamedTuple):
+    """What an obstacle's theory says about a sweep, computed independently of the engine.
+
+    ``iterations(config, point, method)``: the predicted count at one point (None without a closed form);
+    ``exponent(method)``: the asymptotic exponent of the count against the sweep's main axis;
+    ``exponent_on_grid(config, method, xs)``: the slope the closed form itself has on these axis values;
+    ``applies(config)``: whether the closed forms describe this sweep at all."""
+
+    iterations: Callable[..., float | None]
+    exponent: Callable[[str], float | None]
+    exponent_on_grid: Callable[..., float | None]
+    applies: Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class SweepKind:
+    """One kind of sweep an obstacle offers (``otod sweep <name>``).
+
+    axes: every axis it may vary (the first is the main one, the x of fits and figures); methods: its method
+    table; problems: problem kind → spec class (to rebuild a config from a results file); options: the class of
+    the method options; validate(config): the obstacle's own checks; max_iters(config): the automatic cap;
+    x64(config): the automatic precision; theory; report(results, full, tol) → text; figure(results, base,
+    quantity) → files; migrate(payload) → payload, for results files of format 1."""
+
+    name: str
+    axes: tuple[Axis, ...]
+    methods: Mapping[str, Method]
+    problems: Mapping[str, type]
+    options: type
+    max_iters: Callable[[Any], int]
+    x64: Callable[[Any], bool]
+    validate: Callable[[Any], None] = lambda config: None
+    theory: Theory | None = None
+    report: Callable[..., str] | None = None
+    figure: Callable[..., list] | None = None
+    migrate: Callable[[dict], dict] | None = None
+
+    def axis(self, name: str) -> Axis:
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise OtodError(f"{self.name} sweeps have no axis {name!r}; axes: {', '.join(a.name for a in self.axes)}")
+
+
+@dataclass(frozen=True)
+class Obstacle:
+    """An obstacle package: its sweeps, commands (a function returning click commands, imported lazily so that
+    ``otod --help`` stays fast) and figure makers (name → ``maker(spec, out_dir) -> [paths]``)."""
+
+    name: str
+    summary: str
+    sweeps: tuple[SweepKind, ...] = ()
+    commands: Callable[[], list] = lambda: []
+    figure_makers: Callable[[], Mapping[str, Callable]] = lambda: {}
+
+
+_OBSTACLES: dict[str, Obstacle] = {}
+
+
+def register(obstacle: Obstacle) -> Obstacle:
+    """Add (or replace, on re-import) an obstacle."""
+    _OBSTACLES[obstacle.name] = obstacle
+    return obstacle
+
+
+def obstacles() -> list[Obstacle]:
+    return list(_OBSTACLES.values())
+
+
+def sweep_kind(name: str) -> SweepKind:
+    """The registered sweep of that name; an unknown one raises `OtodError` naming the known ones."""
+    for o in _OBSTACLES.values():
+        for s in o.sweeps:
+            if s.name == name:
+                return s
+    known = ", ".join(s.name for o in _OBSTACLES.values() for s in o.sweeps) or "none registered"
+    raise OtodError(f"unknown sweep {name!r}; known: {known} (a notebook imports the obstacle first, "
+                    f"e.g. import otod.{name})")
+
+
+def figure_makers() -> dict[str, Callable]:
+    table: dict[str, Callable] = {}
+    for o in _OBSTACLES.values():
+        table.update(o.figure_makers())
+    return table

@@ -1,0 +1,348 @@
+"""Results files: tidy records plus the metadata that makes them reproducible, and the journal and lock that
+make sure a sweep never loses finished work.
+
+A finished sweep is one JSON file (format ``otod-results/2``)::
+
+    {"format": "otod-results/2",
+     "meta": {"kind": "sweep", "sweep": ..., "digest": ..., "config": {...}, "environment": {...},
+              "chunks": [{"key": ..., "lanes": ..., "sha256": ...}, ...], "record_count": ..., ...},
+     "records": [{"kappa": 10.0, "method": "gd", "seed": 0, "iterations": 118, "status": "converged", ...}]}
+
+Read it with ``otod.core.results.load(path)``, or without otod: ``json.load(open(path))["records"]``.
+
+While a sweep runs, each finished chunk is appended to a *journal* beside it (``<file>.partial``, one JSON line
+per chunk with its records and their SHA-256) and flushed to disk: a chunk is written once, never re-serialized,
+and an interrupted sweep keeps every finished chunk. When the last chunk is in, the final file is written
+atomically (a temporary file, then ``os.replace``; mode 0644 under the usual umask) and the journal removed.
+
+Nothing is trusted blindly: `load` checks the record count and every chunk's checksum against the metadata and
+refuses a file that does not match, by name, saying what is wrong; a journal with a damaged line is refused the
+same way (only a last line cut short by a kill is dropped: that chunk never finished). A `lock` stops two runs
+from writing one file. Files of format 1 (otod 0.1) are migrated by their obstacle on load.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import fcntl
+import hashlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from otod.core.errors import OtodError
+
+FORMAT = "otod-results/2"
+FORMAT_V1 = "otod-results/1"
+JOURNAL_FORMAT = "otod-journal/2"
+
+
+@dataclass(frozen=True)
+class Results:
+    """A loaded results file: ``meta`` (config, environment, timings) and ``records`` (one dict per row)."""
+
+    meta: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+
+    def column(self, name: str) -> list[Any]:
+        """All values of one record field, in record order."""
+        return [r.get(name) for r in self.records]
+
+
+def digest(obj: Any) -> str:
+    """A short, stable hash of a JSON-able object (a config): file names and resume keys."""
+    return hashlib.sha256(json.dumps(jsonable(obj), sort_keys=True).encode()).hexdigest()[:10]
+
+
+def records_checksum(records: list[dict[str, Any]]) -> str:
+    """SHA-256 of a list of records in canonical JSON: what a chunk's entry in the metadata vouches for."""
+    text = json.dumps(jsonable(records), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def cpu_model() -> str:
+    """The CPU's model name (from /proc/cpuinfo on Linux), else what ``platform`` says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str | None:
+    """The commit of the otod checkout this package runs from, or None (an installed wheel has none)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def environment() -> dict[str, Any]:
+    """Versions, device and provenance of this process: otod, jax, jaxlib, optax, numpy, python, backend, device,
+    CPU model, UTC time, command line and the otod git commit (where there is one)."""
+    import jax
+    import jaxlib
+    import numpy
+    import optax
+
+    import otod
+
+    device = jax.devices()[0]
+    return {
+        "otod": otod.__version__,
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "optax": optax.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "backend": jax.default_backend(),
+        "device": getattr(device, "device_kind", str(device)),
+        "device_count": jax.device_count(),
+        "cpu": cpu_model(),
+        "utc_time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
+        "git_commit": git_commit(),
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON types; non-finite floats become None (JSON has no NaN), numpy scalars become Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (temporary file in the same folder, fsync, rename), mode 0666 less
+    the umask (0644 usually), creating parent folders; an unwritable folder raises `OtodError`."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise OtodError(f"cannot write results to {path.parent}: {e.strerror or e}; choose another folder, "
+                        "e.g. --out results/") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]]) -> Path:
+    """Write a results file atomically and return its path. ``meta`` gets ``record_count``; if it lists
+    ``chunks``, their lane counts must add up to the records (checked, so a bad file is never written)."""
+    meta = dict(meta, record_count=len(records))
+    if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != len(records):
+        raise ValueError("chunk lane counts do not add up to the records")
+    payload = {"format": FORMAT, "meta": jsonable(meta), "records": jsonable(records)}
+    return write_atomic(path, json.dumps(payload, separators=(",", ":"), allow_nan=False))
+
+
+def _refuse(path: Path, what: str) -> OtodError:
+    return OtodError(f"results file {path}: {what}; it is not trusted or overwritten: move it away (or delete it) "
+                     "to run the sweep again")
+
+
+def verify(path: Path, meta: dict, records: list) -> None:
+    """Check records against metadata: the record count, and each chunk's lane count and checksum, in order."""
+    count = meta.get("record_count")
+    if count is not None and count != len(records):
+        raise _refuse(path, f"holds {len(records)} records but its metadata says {count}")
+    start = 0
+    for chunk in meta.get("chunks", []):
+        part = records[start:start + chunk["lanes"]]
+        if len(part) != chunk["lanes"]:
+            raise _refuse(path, f"chunk {chunk['key']} should hold {chunk['lanes']} records, found {len(part)}")
+        if records_checksum(part) != chunk["sha256"]:
+            raise _refuse(path, f"the records of chunk {chunk['key']} do not match their checksum (edited or "
+                                "damaged)")
+        start += chunk["lanes"]
+    if meta.get("chunks") is not None and start != len(records):
+        raise _refuse(path, f"{len(records) - start} records belong to no chunk in the metadata")
+
+
+def load(path: str | os.PathLike) -> Results:
+    """Load and verify a results file; a missing, unreadable, foreign or inconsistent file raises `OtodError`
+    naming the path and what is wrong. Format-1 files are migrated by their sweep's ``migrate``."""
+    path = Path(path)
+    if not path.is_file():
+        raise OtodError(f"results file {path}: no such file (expected a .json file written by otod)")
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _refuse(path, f"not readable as JSON ({e.__class__.__name__}: truncated or damaged?)") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("records"), list) or not isinstance(
+            payload.get("meta"), dict):
+        raise OtodError(f"results file {path}: not an otod results file (expected format {FORMAT!r})")
+    if payload.get("format") == FORMAT_V1:
+        payload = _migrate_v1(path, payload)
+    elif payload.get("format") != FORMAT:
+        raise OtodError(f"results file {path}: format {payload.get('format')!r} is not one this otod reads "
+                        f"({FORMAT!r} or {FORMAT_V1!r}); it was written by another version of otod")
+    verify(path, payload["meta"], payload["records"])
+    return Results(meta=payload["meta"], records=payload["records"], path=path)
+
+
+def _migrate_v1(path: Path, payload: dict) -> dict:
+    meta = payload["meta"]
+    if meta.get("kind") != "sweep":
+        return {**payload, "meta": {**meta, "migrated_from": FORMAT_V1}}
+    if not meta.get("complete", False):
+        raise _refuse(path, "an incomplete sweep written by otod 0.1 (format 1), which cannot be resumed")
+    from otod.core.registry import sweep_kind
+
+    kind = sweep_kind(meta.get("sweep", "?"))
+    if kind.migrate is None:
+        raise OtodError(f"results file {path}: format 1 and the {kind.name} sweep cannot migrate it")
+    return kind.migrate(payload)
+
+
+# -- the journal of a running sweep ------------------------------------------------------------------------------
+
+
+def journal_path(path: Path) -> Path:
+    return path.with_name(path.name + ".partial")
+
+
+def read_journal(path: Path, expected_digest: str) -> tuple[dict | None, list[dict]]:
+    """(header, finished chunks) of the journal beside ``path``, or (None, []) when there is none.
+
+    A last line cut short (a kill during the write) is dropped and cut from the file; any other damage, a
+    checksum or lane-count mismatch, or a journal of another config raises `OtodError` naming the journal."""
+    jpath = journal_path(path)
+    if not jpath.exists():
+        return None, []
+    raw = jpath.read_bytes()
+    lines = raw.split(b"\n")
+    complete_end = raw.rfind(b"\n") + 1
+    if lines and lines[-1] == b"":
+        lines.pop()
+    entries = []
+    for i, line in enumerate(lines):
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:
+            last = i == len(lines) - 1 and not raw.endswith(b"\n")
+            if last:
+                with open(jpath, "r+b") as f:
+                    f.truncate(complete_end)
+                break
+            raise OtodError(f"results journal {jpath}: line {i + 1} is damaged; it is not trusted or overwritten: "
+                            "move it away (or delete it) to run the sweep again") from None
+    if not entries or entries[0].get("format") != JOURNAL_FORMAT:
+        raise OtodError(f"results journal {jpath}: not an otod journal; move it away (or delete it) to start over")
+    header, chunks = entries[0], entries[1:]
+    if header.get("digest") != expected_digest:
+        raise OtodError(f"results journal {jpath}: belongs to another sweep config (digest {header.get('digest')}"
+                        f", expected {expected_digest}); move it away to run this one")
+    for i, chunk in enumerate(chunks):
+        if len(chunk.get("records", [])) != chunk.get("lanes") or records_checksum(
+                chunk["records"]) != chunk.get("sha256"):
+            raise OtodError(f"results journal {jpath}: chunk {chunk.get('key')} (line {i + 2}) does not match its "
+                            "checksum or lane count; it is not trusted: move the journal away to start over")
+    return header, chunks
+
+
+def start_journal(path: Path, header: dict) -> None:
+    write_atomic(journal_path(path), json.dumps(jsonable({"format": JOURNAL_FORMAT, **header}),
+                                                separators=(",", ":"), allow_nan=False) + "\n")
+
+
+def append_chunk(path: Path, key: str, records: list[dict], extra: dict | None = None) -> dict:
+    """Append one finished chunk to the journal and fsync; return its metadata entry (key, lanes, sha256)."""
+    entry = {"key": key, "lanes": len(records), "sha256": records_checksum(records)}
+    line = json.dumps(jsonable({**entry, **(extra or {}), "records": records}), separators=(",", ":"),
+                      allow_nan=False)
+    with open(journal_path(path), "a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return entry
+
+
+# -- one writer per results file ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def lock(path: Path) -> Iterator[Path]:
+    """Hold ``<file>.lock`` (an exclusive ``flock``, released by the kernel if the process dies) while a sweep
+    writes ``path``; a second run raises `OtodError` at once instead of doing the same work twice."""
+    lpath = path.with_name(path.name + ".lock")
+    try:
+        lpath.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OtodError(f"cannot write results to {lpath.parent}: {e.strerror or e}; choose another folder, "
+                        "e.g. --out results/") from None
+    while True:
+        try:
+            fd = os.open(lpath, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OtodError(f"cannot write results to {lpath.parent}: {e.strerror or e}; choose another folder, "
+                            "e.g. --out results/") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
+            os.close(fd)
+            if e.errno in (errno.EAGAIN, errno.EACCES):
+                raise OtodError(f"results file {path}: another otod run is writing it ({holder or 'pid unknown'}); "
+                                "wait for it to finish, or use another --out") from None
+            raise
+        try:  # the file we locked must still be the one at lpath (a finishing run unlinks it)
+            same = os.fstat(fd).st_ino == os.stat(lpath).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {platform.node()}".encode(), 0)
+        yield lpath
+    finally:
+        try:
+            os.unlink(lpath)
+        except FileNotFoundError:
+            pass
+        os.close(fd)

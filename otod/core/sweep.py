@@ -1,0 +1,453 @@
+"""Sweeps: a declared grid (axis values × seeds × learning rates × methods) that the runner executes, chunks,
+stores and resumes, in the manner of benchopt's runner.
+
+``run_sweep(config)`` compiles one vmapped program per (static point, group of methods sharing a transformation
+shape), runs the grid in equal-shaped chunks (each of one method and a run of traced points, sized for about
+``chunk_seconds`` of work so that progress is visible and an interrupt loses little), appends each finished chunk
+to the journal, and writes the results file when the last one is in. Before allocating anything it estimates
+memory and lane-iterations and refuses what cannot fit or would take more than an hour (unless ``yes``).
+
+Never losing work: a lock stops a second run on the same file; Ctrl-C is honoured when the current chunk ends
+(every finished chunk is saved, and the `Interrupted` error says how many lanes); the same command resumes from
+the journal; a finished file is read back instead of recomputed; a damaged file or journal is refused by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, NamedTuple
+
+import numpy as np
+
+from otod.core import results as results_io
+from otod.core.errors import Interrupted, OtodError
+from otod.core.methods import check_admits, lookup, programs
+from otod.core.registry import SweepKind, sweep_kind
+from otod.core.stopping import STATUS_NAMES, Status, Target
+
+#: The default multipliers of the reference step for ``--lr tuned``: 12 log-spaced from 0.1 to 3, and 1 itself,
+#: so tuned is never worse than the reference step.
+DEFAULT_LR_GRID = tuple(sorted({float(v) for v in np.geomspace(0.1, 3.0, 12)} | {1.0}))
+#: The iteration cap's upper limit (an int32 counter; ~10⁸ iterations would run for hours anyway).
+MAX_ITERS_LIMIT = 100_000_000
+CHUNK_SECONDS = 5.0
+#: Seconds per float of lane state per lane-iteration, measured on the 2-core development machine (65 ns per
+#: lane-iteration at d = 64 in the eigen basis, 3.1 µs at d = 100 rotated: both ~0.15 ns per float).
+SECONDS_PER_FLOAT_ITERATION = 1.5e-10
+#: Longer estimated sweeps are refused unless ``yes``.
+MAX_SECONDS = 3600.0
+#: At most this fraction of the free memory may be planned for.
+MEMORY_FRACTION = 0.7
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """Everything that determines a sweep's numbers (and so its results file name).
+
+    sweep: the registered sweep kind ("condition"); axes: (axis name, values) pairs, traced or static as the kind
+    declares; problem: the problem spec (a static axis replaces the spec field of its name); methods; target (tol,
+    ladder, check_every); max_iters None: the kind's automatic cap; lr: "theory" (each method's reference step),
+    "tuned" (one multiplier of it per point from ``lr_grid``, by the median over seeds) or a number (one absolute
+    step); x64 None: the kind's precision rule; options: the method options; chunk_seconds: planned work per
+    chunk.
+    """
+
+    sweep: str
+    axes: tuple
+    problem: Any
+    methods: tuple[str, ...]
+    target: Target = field(default_factory=Target)
+    max_iters: int | None = None
+    seeds: int = 8
+    seed: int = 0
+    lr: str | float = "theory"
+    lr_grid: tuple[float, ...] = DEFAULT_LR_GRID
+    x64: bool | None = None
+    options: Any = None
+    chunk_seconds: float = CHUNK_SECONDS
+
+    def __post_init__(self):
+        kind = self.kind
+        axes = dict(self.axes)
+        checked = tuple((a.name, a.check(axes.pop(a.name))) for a in kind.axes if a.name in axes)
+        if axes:
+            raise OtodError(f"{self.sweep} sweeps have no axis {next(iter(axes))!r}; axes: "
+                            f"{', '.join(a.name for a in kind.axes)}")
+        if not any(kind.axis(n).traced for n, _ in checked):
+            raise OtodError(f"a {self.sweep} sweep needs values for {kind.axes[0].option}, e.g. "
+                            f"{kind.axes[0].option} {kind.axes[0].example}")
+        object.__setattr__(self, "axes", checked)
+        object.__setattr__(self, "methods", tuple(self.methods))
+        object.__setattr__(self, "lr_grid", tuple(float(v) for v in self.lr_grid))
+        if self.options is None:
+            object.__setattr__(self, "options", kind.options())
+        if not isinstance(self.seeds, int) or self.seeds < 1:
+            raise OtodError(f"--seeds {self.seeds}: need an integer ≥ 1, e.g. --seeds 8")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise OtodError(f"--seed {self.seed}: need an integer ≥ 0, e.g. --seed 1")
+        if self.max_iters is not None and (not isinstance(self.max_iters, int)
+                                           or not 1 <= self.max_iters <= MAX_ITERS_LIMIT):
+            raise OtodError(f"--max-iters {self.max_iters}: need an integer from 1 to {MAX_ITERS_LIMIT:.0e}, "
+                            "e.g. --max-iters 10000")
+        if not self.methods:
+            raise OtodError("--method: no methods given, e.g. --method gd,heavy-ball")
+        for spec in self.specs():
+            family = spec.family()
+            for name in self.methods:
+                check_admits(family.provides, lookup(kind.methods, name, self.sweep), name, spec.kind)
+        if isinstance(self.lr, str) and self.lr not in ("theory", "tuned"):
+            raise OtodError(f"--lr {self.lr}: use theory, tuned or a positive number, e.g. --lr 0.01")
+        if not isinstance(self.lr, str) and not (self.lr > 0 and math.isfinite(self.lr)):
+            raise OtodError(f"--lr {self.lr}: a learning rate must be a positive number, e.g. --lr 0.01")
+        if not self.lr_grid or min(self.lr_grid) <= 0:
+            raise OtodError("--lr-grid: multipliers must be positive, e.g. --lr-grid 0.1..3:12:log")
+        if not self.chunk_seconds > 0:
+            raise OtodError(f"--chunk-seconds {self.chunk_seconds}: must be positive, e.g. --chunk-seconds 5")
+        kind.validate(self)
+
+    @property
+    def kind(self) -> SweepKind:
+        return sweep_kind(self.sweep)
+
+    def values(self, name: str) -> tuple[float, ...]:
+        return dict(self.axes)[name]
+
+    @property
+    def main_axis(self) -> str:
+        """The axis fits and figures put on x: the kind's first axis that this sweep varies."""
+        names = dict(self.axes)
+        return next(a.name for a in self.kind.axes if a.name in names)
+
+    @property
+    def traced_axes(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.axes if self.kind.axis(n).traced)
+
+    @property
+    def static_axes(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.axes if not self.kind.axis(n).traced)
+
+    def traced_points(self) -> list[dict[str, float]]:
+        names = self.traced_axes
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.values(n) for n in names))]
+
+    def static_points(self) -> list[dict[str, float]]:
+        names = self.static_axes
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.values(n) for n in names))]
+
+    def spec_at(self, static_point: dict[str, float]):
+        """The problem spec at one static point (its fields replaced by the static axis values)."""
+        return dataclasses.replace(self.problem, **{k: int(v) for k, v in static_point.items()})
+
+    def specs(self) -> list:
+        return [self.spec_at(p) for p in self.static_points()]
+
+    @property
+    def resolved_max_iters(self) -> int:
+        return self.max_iters if self.max_iters is not None else int(self.kind.max_iters(self))
+
+    @property
+    def resolved_x64(self) -> bool:
+        return bool(self.x64) if self.x64 is not None else bool(self.kind.x64(self))
+
+    @property
+    def relative_lr(self) -> bool:
+        return isinstance(self.lr, str)
+
+    @property
+    def learning_rates(self) -> tuple[float, ...]:
+        """The per-lane lr values: multipliers of the reference step (theory, tuned) or the absolute step."""
+        if self.lr == "theory":
+            return (1.0,)
+        if self.lr == "tuned":
+            return self.lr_grid
+        return (float(self.lr),)
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["axes"] = {n: list(v) for n, v in self.axes}
+        d["problem"] = {"kind": self.problem.kind, **dataclasses.asdict(self.problem)}
+        d["target"] = dataclasses.asdict(self.target)
+        d["options"] = dataclasses.asdict(self.options)
+        d["resolved"] = {"max_iters": self.resolved_max_iters, "x64": self.resolved_x64,
+                         "learning_rates": list(self.learning_rates)}
+        return results_io.jsonable(d)
+
+    def digest(self) -> str:
+        """A short hash of the config: the results file's name and the key for resuming."""
+        return results_io.digest(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SweepConfig":
+        """Rebuild a config stored in a results file."""
+        kind = sweep_kind(d["sweep"])
+        p = dict(d["problem"])
+        spec = kind.problems[p.pop("kind")](**p)
+        t = d["target"]
+        return cls(sweep=d["sweep"], axes=tuple((n, tuple(v)) for n, v in d["axes"].items()), problem=spec,
+                   methods=tuple(d["methods"]),
+                   target=Target(tol=t["tol"], kind=t["kind"], ladder=tuple(t["ladder"]),
+                                 check_every=t["check_every"]),
+                   max_iters=d["max_iters"], seeds=d["seeds"], seed=d["seed"], lr=d["lr"],
+                   lr_grid=tuple(d["lr_grid"]), x64=d["x64"], options=kind.options(**d["options"]),
+                   chunk_seconds=d["chunk_seconds"])
+
+
+def default_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
+    """``<out>/<sweep>-<digest>.json``: one file per distinct config, so the same command resumes the same file."""
+    return Path(out_dir) / f"{config.sweep}-{config.digest()}.json"
+
+
+# -- the plan: chunks of whole points, and estimates before anything is allocated ------------------------------
+
+
+class Chunk(NamedTuple):
+    """One compiled call: one method (of its program) at one static point, over a run of traced points (padded to
+    the common chunk length by repeating the last one)."""
+
+    key: str
+    static_index: int
+    program: tuple[str, ...]
+    method_index: int
+    point_indices: tuple[int, ...]
+    n_points: int
+
+
+def predicted_iterations(config: SweepConfig, point: dict, method: str) -> float:
+    """The theory's count at a point where it has one (capped), else the cap: the cost model of planning."""
+    cap = config.resolved_max_iters
+    theory = config.kind.theory
+    guess = None
+    if theory is not None and config.relative_lr:
+        guess = theory.iterations(config, point, method)
+    return float(min(cap, guess)) if guess is not None and math.isfinite(guess) else float(cap)
+
+
+def lane_seconds(spec) -> float:
+    """Predicted seconds of one lane-iteration of a problem spec on this machine."""
+    return max(64, spec.family().floats_per_lane) * SECONDS_PER_FLOAT_ITERATION
+
+
+def plan(config: SweepConfig) -> list[Chunk]:
+    """The chunks of a sweep, in run order. Chunk lengths are equal per (static point, method) so each program
+    compiles once; the length is the number of points whose predicted work, at the program's heaviest point, is
+    about ``chunk_seconds`` (at most 1000 chunks per method)."""
+    points = config.traced_points()
+    per_point_lanes = config.seeds * len(config.learning_rates)
+    chunks = []
+    for si, spec in enumerate(config.specs()):
+        seconds = lane_seconds(spec)
+        for program in programs(config.kind.methods, config.methods):
+            heaviest = max(predicted_iterations(config, p, name) for p in points for name in program)
+            per_chunk = max(1, min(len(points), int(config.chunk_seconds // max(heaviest * per_point_lanes
+                                                                                  * seconds, 1e-12))))
+            per_chunk = max(per_chunk, -(-len(points) // 1000))
+            for mi, name in enumerate(program):
+                for c, start in enumerate(range(0, len(points), per_chunk)):
+                    idx = list(range(start, min(start + per_chunk, len(points))))
+                    n = len(idx)
+                    idx += [idx[-1]] * (per_chunk - n)
+                    chunks.append(Chunk(f"{si}/{name}/{c}", si, program, mi, tuple(idx), n))
+    return chunks
+
+
+class Estimate(NamedTuple):
+    lanes: int
+    lane_iterations: float
+    seconds: float
+    bytes: float
+
+
+def estimate(config: SweepConfig) -> Estimate:
+    """Lanes, predicted lane-iterations and seconds, and peak bytes (per-seed draws + one block's lane state +
+    a chunk's outputs) of a sweep, from the families' declared sizes: nothing is drawn or allocated."""
+    from otod.core.engine import BLOCK_LANES
+
+    itemsize = 8 if config.resolved_x64 else 4
+    points = config.traced_points()
+    per_point = config.seeds * len(config.learning_rates)
+    lanes, work, seconds, peak = 0, 0.0, 0.0, 0.0
+    for spec in config.specs():
+        family = spec.family()
+        block = max(BLOCK_LANES, per_point)
+        peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane)
+                   + 64 * per_point * len(points))
+        for name in config.methods:
+            its = sum(predicted_iterations(config, p, name) for p in points) * per_point
+            lanes += per_point * len(points)
+            work += its
+            seconds += its * lane_seconds(spec)
+    return Estimate(lanes, work, seconds, peak)
+
+
+def check_estimate(config: SweepConfig, yes: bool = False, available: int | None = None) -> Estimate:
+    """Refuse with one line what cannot fit in memory, or would take longer than an hour without ``yes``."""
+    from otod.core.resources import memory_available
+
+    e = estimate(config)
+    available = memory_available() if available is None else available
+    if available is not None and e.bytes > MEMORY_FRACTION * available:
+        raise OtodError(f"{config.sweep} sweep: needs about {e.bytes / 2**30:.3g} GiB of memory and "
+                        f"{available / 2**30:.3g} GiB is free; use a smaller problem (--dim, --shape, --basis eigen) "
+                        "or fewer seeds")
+    if e.seconds > MAX_SECONDS and not yes:
+        raise OtodError(f"{config.sweep} sweep: about {e.lane_iterations:.3g} lane-iterations, an estimated "
+                        f"{e.seconds / 3600:.1f} h on this machine; narrow the grid, lower --max-iters, or pass --yes")
+    return e
+
+
+# -- running ------------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def deferred_interrupt() -> Iterator[dict]:
+    """While a sweep runs, Ctrl-C sets a flag the runner reads when the current chunk ends (a second Ctrl-C
+    interrupts at once). Only in the main thread; elsewhere signals are left alone."""
+    flag = {"count": 0}
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def handler(signum, frame):
+        flag["count"] += 1
+        if flag["count"] > 1:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _lanes(config: SweepConfig, points: list[dict], chunk: Chunk):
+    """Per-lane arrays of a chunk, ordered [point, rate, seed]: traced axis values, seeds, rates, method index."""
+    rates = config.learning_rates
+    grid = [(p, r, s) for p in chunk.point_indices for r in range(len(rates)) for s in range(config.seeds)]
+    idx = np.asarray(grid, dtype=np.int64).reshape(-1, 3)
+    axis_values = {n: np.asarray([points[i][n] for i in idx[:, 0]], float) for n in config.traced_axes}
+    return idx, axis_values, idx[:, 2], np.asarray(rates, float)[idx[:, 1]]
+
+
+def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solution) -> list[dict]:
+    primary = config.target.index(config.target.tol)
+    gap_name = "final_gap" if config.target.kind == "relative" else "final_loss"
+    n_real = chunk.n_points * config.seeds * len(config.learning_rates)
+    name = chunk.program[chunk.method_index]
+    rows = []
+    for i in range(n_real):
+        hits = [int(h) if h >= 0 else None for h in solution.hits[i]]
+        hit = hits[primary]
+        status = int(solution.status[i])
+        rows.append({
+            "sweep": config.sweep, **{k: float(v) for k, v in static_point.items()},
+            **{k: float(v) for k, v in points[idx[i, 0]].items()},
+            "method": name, "seed": int(idx[i, 2]),
+            "lr_multiplier": float(config.learning_rates[idx[i, 1]]) if config.relative_lr else None,
+            "learning_rate": float(solution.learning_rate[i]),
+            "iterations": hit if hit is not None else int(solution.iterations[i]),
+            "status": "converged" if hit is not None else STATUS_NAMES[status if status != Status.CONVERGED
+                                                                       else int(Status.CENSORED)],
+            gap_name: float(solution.final_metric[i]), "hits": hits,
+        })
+    if config.lr == "tuned":
+        from otod.core.tuning import mark_selection
+
+        mark_selection(rows, tuple(config.static_axes) + tuple(config.traced_axes))
+    return rows
+
+
+def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
+              progress: Callable[[dict], None] | None = None, yes: bool = False) -> results_io.Results:
+    """Run, resume or read back a sweep; return its `Results`.
+
+    ``progress`` receives a dict after each chunk (lanes done and total, seconds so far, predicted seconds left).
+    A complete file of the same config is read back (``meta["read_back"]`` is True in the returned object);
+    a file of another config, or a damaged one, is refused. Ctrl-C raises `Interrupted` once the running chunk is
+    saved.
+    """
+    import jax
+
+    from otod.core.compilation_cache import count_compilations
+    from otod.core.engine import iterations_to_target, seed_draws
+
+    path = Path(path) if path is not None else default_path(config, out_dir)
+    digest = config.digest()
+    started = time.perf_counter()
+    with results_io.lock(path):
+        if path.exists():
+            existing = results_io.load(path)
+            if existing.meta.get("digest") != digest:
+                raise OtodError(f"results file {path}: holds another sweep (config {existing.meta.get('digest')}, "
+                                f"this one is {digest}); choose another --out or move it away")
+            return dataclasses.replace(existing, meta={**existing.meta, "read_back": True})
+        guess = check_estimate(config, yes)
+        header, finished = results_io.read_journal(path, digest)
+        if header is None:
+            results_io.start_journal(path, {"digest": digest, "config": config.to_dict()})
+        done = {c["key"]: c for c in finished}
+        chunks = plan(config)
+        points, statics = config.traced_points(), config.static_points()
+        per_point = config.seeds * len(config.learning_rates)
+        total = sum(c.n_points for c in chunks) * per_point
+        lanes_done = sum(c["lanes"] for c in finished)
+        resumed = len(done)
+        run_seconds = 0.0
+        draws_cache: dict = {}
+        group = (len(config.learning_rates), config.seeds) if config.lr == "tuned" else None
+        kind = config.kind
+        with jax.enable_x64(config.resolved_x64), count_compilations() as compiles, deferred_interrupt() as stop:
+            dtype = np.float64 if config.resolved_x64 else np.float32
+            for chunk in chunks:
+                if chunk.key in done:
+                    continue
+                spec = config.spec_at(statics[chunk.static_index])
+                if spec not in draws_cache:
+                    draws_cache = {spec: seed_draws(spec, config.seed, config.seeds, dtype)}
+                idx, axis_values, seed_idx, lrs = _lanes(config, points, chunk)
+                members = tuple(kind.methods[m] for m in chunk.program)
+                t0 = time.perf_counter()
+                solution = iterations_to_target(
+                    spec, members, axis_values, seed_idx, lrs, method_indices=np.full(len(seed_idx),
+                                                                                      chunk.method_index),
+                    seed=config.seed, target=config.target, max_iters=config.resolved_max_iters,
+                    relative_lr=config.relative_lr, options=config.options,
+                    group=group or (1, config.seeds), draws=draws_cache[spec])
+                seconds = time.perf_counter() - t0
+                run_seconds += seconds
+                records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
+                done[chunk.key] = {**results_io.append_chunk(path, chunk.key, records, {"seconds": seconds}),
+                                   "records": records, "seconds": seconds}
+                lanes_done += len(records)
+                if progress:
+                    elapsed = time.perf_counter() - started
+                    rate = (lanes_done - sum(c["lanes"] for c in finished)) / max(elapsed, 1e-9)
+                    progress({"lanes_done": lanes_done, "lanes_total": total, "elapsed": elapsed,
+                              "lanes_per_second": rate,
+                              "eta": (total - lanes_done) / rate if rate > 0 else math.inf, "chunk": chunk.key})
+                if stop["count"] and lanes_done < total:
+                    raise Interrupted(path, lanes_done, total)
+        records = [r for c in chunks for r in done[c.key]["records"]]
+        meta = {
+            "kind": "sweep", "sweep": config.sweep, "digest": digest, "config": config.to_dict(),
+            "axes": [{"name": n, "symbol": kind.axis(n).symbol, "label": kind.axis(n).label,
+                      "traced": kind.axis(n).traced} for n, _ in config.axes],
+            "environment": results_io.environment(),
+            "precision": "float64" if config.resolved_x64 else "float32",
+            "wall_time_s": time.perf_counter() - started,
+            "run_time_s": run_seconds + sum(c.get("seconds", 0.0) for c in finished),
+            "compile_count": len(compiles), "compile_time_s": float(sum(compiles)),
+            "complete": True, "resumed_chunks": resumed,
+            "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
+            "estimate": guess._asdict(),
+        }
+        results_io.save(path, meta, records)
+        results_io.journal_path(path).unlink(missing_ok=True)
+        return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path)

@@ -1,0 +1,13 @@
+"""The obstacle packages the command line loads; each registers itself with `otod.core.registry` on import."""
+
+from __future__ import annotations
+
+import importlib
+
+OBSTACLES = ("otod.condition", "otod.cost")
+
+
+def load_all() -> None:
+    """Import every obstacle package (registration is idempotent)."""
+    for name in OBSTACLES:
+        importlib.import_module(name)
