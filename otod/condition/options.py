@@ -98,3 +98,13 @@ def sweep_config_from_options(*, k="1..100", method=",".join(DEFAULT_METHODS), p
         lr=parse_lr(lr), lr_grid=tuple(grid), x64=x64,
         options=MethodOptions(damping=_float(damping, "--damping", "1e-4")),
         chunk_seconds=_float(chunk_seconds, "--chunk-seconds", "5"))
+
+
+def condition_sweep(values, *, methods=DEFAULT_METHODS, problem=None, tol: float = 1e-6, ladder=(),
+                    check_every: int = 1, dims=None, **kwargs) -> SweepConfig:
+    """A condition `SweepConfig` from Python values (for notebooks and tests): κ values, methods, a problem spec
+    (default `QuadraticSpec()`), tol and its ladder; ``dims`` sweeps the dimension as a static axis; other
+    keywords (seeds, lr, lr_grid, max_iters, x64, options, chunk_seconds) pass through."""
+    axes = [("kappa", tuple(values))] + ([("dim", tuple(dims))] if dims else [])
+    return SweepConfig(sweep="condition", axes=tuple(axes), problem=problem or QuadraticSpec(),
+                       methods=tuple(methods), target=condition_target(tol, tuple(ladder), check_every), **kwargs)

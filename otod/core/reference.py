@@ -9,6 +9,7 @@ per-step keys, fold_in(fold_in(PRNGKey(seed), s), t).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -27,6 +28,24 @@ class ReferenceRun(NamedTuple):
     hits: list
 
 
+@functools.lru_cache(maxsize=None)
+def _jitted(method: Method, options, spec):
+    """One iteration's pieces, jitted once per (method, options, problem spec) and reused across lanes: the
+    optimizer is rebuilt inside from the lane's step and info, exactly as a user's jitted step would be."""
+
+    @jax.jit
+    def update(step, info, g, state, params):
+        updates, state = method.cheapest(step, info, options).update(g, state, params)
+        return optax.apply_updates(params, updates), state
+
+    @jax.jit
+    def init(step, info, params):
+        return method.cheapest(step, info, options).init(params)
+
+    metric = spec.family().metric
+    return update, init, jax.jit(metric), jax.jit(jax.grad(metric, argnums=1))
+
+
 def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: int = 0,
                   target: Target = Target(), max_iters: int = 10_000, lr: float = 1.0, relative_lr: bool = True,
                   options=None, optimizer: optax.GradientTransformation | None = None) -> ReferenceRun:
@@ -38,13 +57,14 @@ def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: i
     params = family.init(problem)
     info = family.info(problem, params)
     step = lr * method.reference_lr(info) if relative_lr else dtype(lr)
-    if optimizer is None:
-        optimizer = method.cheapest(step, info, options)
-    metric = jax.jit(family.metric)
-    grad = jax.jit(jax.grad(family.metric, argnums=1))
+    update, init, metric, grad = _jitted(method, options, spec)
+    if optimizer is not None:
+        update = jax.jit(lambda step, info, g, state, x: _apply(optimizer, g, state, x))
+        state = optimizer.init(params)
+    else:
+        state = init(step, info, params)
     sample = jax.jit(family.gradient) if family.stochastic else None
     lane_key = jax.random.fold_in(jax.random.PRNGKey(seed), seed_index)
-    state = optimizer.init(params)
     f0 = float(metric(problem, params))
     relative = target.kind == "relative"
     scale = (f0 if f0 > 0 else 1.0) if relative else 1.0
@@ -59,11 +79,7 @@ def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: i
             g = grad(problem, params)
         if family.info_every_step:
             info = family.info(problem, params)
-            optimizer_t = method.cheapest(step, info, options)
-            updates, state = optimizer_t.update(g, state, params)
-        else:
-            updates, state = optimizer.update(g, state, params)
-        params = optax.apply_updates(params, updates)
+        params, state = update(step, info, g, state, params)
         t += 1
         if t % target.check_every and t < max_iters:
             continue
@@ -73,3 +89,8 @@ def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: i
             return ReferenceRun(t, gap, "diverged", hits)
     status = "converged" if hits[-1] is not None else "censored"
     return ReferenceRun(t, gap, status, hits)
+
+
+def _apply(optimizer, g, state, params):
+    updates, state = optimizer.update(g, state, params)
+    return optax.apply_updates(params, updates), state

@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from otod import results
+from otod.core import results
 from otod.cli import main
 
 

@@ -3,7 +3,7 @@
 import struct
 
 from otod.cost import plots
-from otod.figures import makers
+from otod.core.figures import makers
 
 
 def _png_dpi(path):

@@ -5,8 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from otod.fit import best_over_learning_rates, fit_power_law, fit_sweep
-from otod.sweep import SweepConfig, run_sweep
+from otod.condition.options import condition_sweep
+from otod.condition.report import text_report
+from otod.condition.quadratic import QuadraticSpec
+from otod.core.fit import fit_power_law, fit_sweep
+from otod.core.sweep import run_sweep
 
 from tests.conftest import TWO_POINT
 
@@ -14,8 +17,8 @@ from tests.conftest import TWO_POINT
 @pytest.fixture(scope="module")
 def two_point_sweep(tmp_path_factory):
     """κ ∈ [10, 1000], two-point spectrum, equal-loss start, the setting where exponents approach theory fastest."""
-    config = SweepConfig(values=tuple(np.geomspace(10, 1000, 15)), methods=("gd", "heavy-ball", "nesterov"),
-                         problem=TWO_POINT, seeds=3, tol=1e-6)
+    config = condition_sweep(np.geomspace(10, 1000, 15), methods=("gd", "heavy-ball", "nesterov"),
+                             problem=TWO_POINT, seeds=3, tol=1e-6)
     return run_sweep(config, out_dir=tmp_path_factory.mktemp("fit"))
 
 
@@ -24,9 +27,8 @@ def two_point_sweep(tmp_path_factory):
 def test_fitted_exponents_match_theory(two_point_sweep, method, expected, tolerance):
     """gd: iterations ∝ κ (b = 1 ± 0.05); heavy-ball, nesterov: ∝ √κ (b = 0.5 ± 0.08; the double root's factor k
     bends heavy-ball's slope up a little at small κ)."""
-    fit = {f.method: f for f in fit_sweep(two_point_sweep.records, 1e-6)}[method]
+    fit = {f.method: f for f in fit_sweep(two_point_sweep.records, "kappa")}[method]
     assert abs(fit.exponent - expected) <= tolerance
-    assert fit.ci_low <= fit.exponent <= fit.ci_high
     assert fit.excluded_censored == fit.excluded_diverged == 0 and fit.points == 15
 
 
@@ -43,19 +45,11 @@ def test_censored_and_diverged_lanes_are_excluded_and_counted():
     for x in (1.0, 10.0, 100.0):
         for s in range(4):
             status = "censored" if (x == 100.0 and s < 2) else ("diverged" if s == 3 and x == 1.0 else "converged")
-            recs.append({"method": "gd", "sweep_value": x, "seed": s, "learning_rate": 1.0,
+            recs.append({"method": "gd", "kappa": x, "seed": s, "learning_rate": 1.0,
                          "iterations": 50 if status == "censored" else int(2 * x), "status": status})
-    fit = fit_sweep(recs, None)[0]
+    fit = fit_sweep(recs, "kappa")[0]
     assert fit.excluded_censored == 2 and fit.excluded_diverged == 1
     assert fit.exponent == pytest.approx(1.0)  # 2κ exactly on the converged lanes; censored 50s would bend it
-
-
-def test_best_learning_rate_prefers_fewest_converged_iterations():
-    base = {"method": "gd", "sweep_value": 5.0, "seed": 0}
-    recs = [{**base, "learning_rate": 0.1, "iterations": 90, "status": "converged"},
-            {**base, "learning_rate": 0.3, "iterations": 30, "status": "converged"},
-            {**base, "learning_rate": 9.0, "iterations": 3, "status": "diverged"}]
-    assert best_over_learning_rates(recs)[0]["learning_rate"] == 0.3
 
 
 def test_fit_with_one_point_is_nan_not_an_error():
@@ -65,13 +59,10 @@ def test_fit_with_one_point_is_nan_not_an_error():
 
 def test_theory_is_left_out_of_the_report_when_the_step_is_not_the_methods_own(tmp_path):
     """An absolute --lr is not the textbook method: no ·th column, no theory exponents."""
-    from otod.api import text_report
-    from otod.problems import QuadraticSpec
-
     spec = QuadraticSpec(dim=8)
-    own = text_report(run_sweep(SweepConfig(values=(2.0, 20.0), methods=("gd",), problem=spec, seeds=2),
+    own = text_report(run_sweep(condition_sweep((2.0, 20.0), methods=("gd",), problem=spec, seeds=2),
                                 out_dir=tmp_path))
-    fixed = text_report(run_sweep(SweepConfig(values=(2.0, 20.0), methods=("gd",), problem=spec, seeds=2, lr=0.05),
+    fixed = text_report(run_sweep(condition_sweep((2.0, 20.0), methods=("gd",), problem=spec, seeds=2, lr=0.05),
                                   out_dir=tmp_path))
     assert "gd·th" in own and "gd·th" not in fixed
     fits = [line for line in fixed.splitlines() if line.startswith("gd ")]

@@ -22,7 +22,16 @@ def run(args, tmp_path):
     (["sweep", "condition", "--k", "abc"], "not a number"),
     (["sweep", "condition", "--tol", "0"], "strictly between 0 and 1"),
     (["sweep", "condition", "--tol", "2"], "strictly between 0 and 1"),
-    (["sweep", "condition", "--dim", "0"], "integer ≥ 2"),
+    (["sweep", "condition", "--dim", "0"], "must be ≥ 2"),
+    (["sweep", "condition", "--dim", "2.5"], "whole numbers"),
+    (["sweep", "condition", "--dim", "1e9"], "GiB of memory"),
+    (["sweep", "condition", "--dim", "1e5", "--basis", "rotated"], "GiB of memory"),
+    (["sweep", "condition", "--problem", "kronecker", "--shape", "2000x2000"], "GiB of memory"),
+    (["sweep", "condition", "--k", "1..1e8:60:log", "--seeds", "64", "--dim", "10000", "--method", "gd"],
+     "pass --yes"),
+    (["sweep", "condition", "--ladder", "2"], "strictly between 0 and 1"),
+    (["sweep", "condition", "--check-every", "0"], "integer ≥ 1"),
+    (["fit", "missing.json", "--tol", "1e-3"], "no such file"),
     (["sweep", "condition", "--method", "sgdx"], "unknown method"),
     (["sweep", "condition", "--method", "kfac"], "--problem kronecker"),
     (["sweep", "condition", "--seeds", "0"], "integer ≥ 1"),
@@ -63,7 +72,7 @@ def test_json_output_is_the_records(tmp_path):
                                   "--method", "gd", "--no-plot", "--json", "--out", str(tmp_path)])
     assert r.exit_code == 0
     records = json.loads(r.stdout.strip().splitlines()[-1])
-    assert len(records) == 4 and {"sweep_value", "method", "seed", "iterations", "status"} <= set(records[0])
+    assert len(records) == 4 and {"kappa", "method", "seed", "iterations", "status", "hits"} <= set(records[0])
 
 
 def test_every_option_help_has_an_example():

@@ -2,8 +2,8 @@
 
 import math
 
-from otod.fit import PowerLawFit
-from otod.plots import fit_label, zigzag_figure, zigzag_paths
+from otod.condition.figures import fit_label, zigzag_figure, zigzag_paths
+from otod.core.fit import PowerLawFit
 
 
 def fit(**kw):

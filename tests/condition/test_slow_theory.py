@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from otod.fit import fit_sweep
-from otod.problems import QuadraticSpec
-from otod.sweep import SweepConfig, run_sweep
+from otod.condition.options import condition_sweep
+from otod.condition.quadratic import QuadraticSpec
+from otod.core.fit import fit_sweep
+from otod.core.sweep import run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -14,10 +15,10 @@ pytestmark = pytest.mark.slow
 def test_exponents_at_large_kappa_are_within_two_percent(tmp_path, basis):
     """κ ∈ [100, 10⁴], two-point spectrum, equal-loss start: gd 1.00 ± 0.02, gd-opt 1.00 ± 0.02, nesterov
     0.50 ± 0.03 (its closed form's own slope on this grid is 0.51), in both bases."""
-    config = SweepConfig(values=tuple(np.geomspace(100, 1e4, 9)), methods=("gd", "gd-opt", "nesterov"),
-                         problem=QuadraticSpec(dim=40, spectrum="two-point", start="equal-loss", basis=basis),
-                         seeds=2, tol=1e-6)
-    fits = {f.method: f for f in fit_sweep(run_sweep(config, out_dir=tmp_path).records, 1e-6)}
+    config = condition_sweep(np.geomspace(100, 1e4, 9), methods=("gd", "gd-opt", "nesterov"),
+                             problem=QuadraticSpec(dim=40, spectrum="two-point", start="equal-loss", basis=basis),
+                             seeds=2, tol=1e-6)
+    fits = {f.method: f for f in fit_sweep(run_sweep(config, out_dir=tmp_path).records, "kappa")}
     assert abs(fits["gd"].exponent - 1.0) <= 0.02
     assert abs(fits["gd-opt"].exponent - 1.0) <= 0.02
     assert abs(fits["nesterov"].exponent - 0.5) <= 0.03

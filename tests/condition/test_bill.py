@@ -2,8 +2,9 @@
 
 import pytest
 
-from otod.bill import iteration_cost
-from otod.problems import KroneckerSpec, QuadraticSpec
+from otod.condition.bill import iteration_cost
+from otod.condition.kronecker import KroneckerSpec
+from otod.condition.quadratic import QuadraticSpec
 
 
 def test_kfac_costs_gd_plus_its_two_factor_products():
