@@ -20,11 +20,26 @@ def _figure_makers():
     return MAKERS
 
 
+def _report(results, **kwargs) -> str:
+    from otod.condition.report import text_report
+
+    return text_report(results, **kwargs)
+
+
+def _figure(results, base, **kwargs) -> list:
+    from otod.condition.report import figure
+
+    return figure(results, base, **kwargs)
+
+
 def _register() -> Obstacle:
+    import dataclasses
+
     from otod.condition.kind import CONDITION
 
+    sweep = dataclasses.replace(CONDITION, report=_report, figure=_figure)
     return register(Obstacle(name="condition", summary="iterations vs condition number κ on quadratics",
-                             sweeps=(CONDITION,), commands=_commands, figure_makers=_figure_makers))
+                             sweeps=(sweep,), commands=_commands, figure_makers=_figure_makers))
 
 
 OBSTACLE = _register()

@@ -21,6 +21,7 @@ from otod.condition.methods import METHODS, MethodOptions
 from otod.core.dynamics import optax_dynamics
 from otod.core.engine import seed_draws
 from otod.core.methods import lookup
+from otod.core.results import Results
 from otod.core.xla import compiled_cost
 
 
@@ -65,3 +66,15 @@ def flops_per_iteration(problem_spec, methods, kappa: float, options: MethodOpti
                         x64: bool = False) -> dict[str, float]:
     """``{method: FLOPs of one iteration}`` for the given methods (see `iteration_cost`)."""
     return {m: iteration_cost(problem_spec, m, kappa, options, x64).flops for m in methods}
+
+
+def iteration_flops(results: Results) -> dict[str, float]:
+    """FLOPs of one iteration per method, from the file's metadata or, where absent, counted now."""
+    stored = results.meta.get("flops_per_iteration")
+    if stored:
+        return stored
+    from otod.core.sweep import SweepConfig
+
+    config = SweepConfig.from_dict(results.meta["config"])
+    return flops_per_iteration(config.problem, config.methods, max(config.values("kappa")), config.options,
+                               config.resolved_x64)

@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from otod.condition import theory
-from otod.condition.report import chosen_records
+from otod.condition.bill import iteration_flops
+from otod.condition.records import chosen_records
 from otod.core.fit import fit_sweep, iteration_matrix
 from otod.core.plotting import COLORS, save
 from otod.core.results import Results
@@ -182,8 +183,6 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
 
 
 def make_condition_bill(spec: dict[str, Any], out_dir: Path) -> list[Path]:
-    from otod.condition.report import iteration_flops
-
     results = _sweep_from_spec(spec)
     return bill_figure(results, iteration_flops(results), Path(out_dir) / spec["name"])
 

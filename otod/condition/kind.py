@@ -102,20 +102,7 @@ def migrate(payload: dict) -> dict:
     return {"format": "otod-results/2", "meta": meta, "records": records}
 
 
-def _report(results, **kwargs) -> str:
-    from otod.condition.report import text_report
-
-    return text_report(results, **kwargs)
-
-
-def _figure(results, base, **kwargs) -> list:
-    from otod.condition.report import figure
-
-    return figure(results, base, **kwargs)
-
-
 CONDITION = SweepKind(
     name="condition", axes=(KAPPA, DIM), methods=METHODS,
     problems={"quadratic": QuadraticSpec, "kronecker": KroneckerSpec}, options=MethodOptions,
-    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, report=_report, figure=_figure,
-    migrate=migrate)
+    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate)

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from otod.condition import theory
+from otod.condition.bill import iteration_flops
+from otod.condition.records import chosen_records, static_groups
 from otod.core import results as results_io
-from otod.core.fit import at_rung, fit_sweep, summarize
+from otod.core.fit import fit_sweep, summarize
 from otod.core.report import fit_table, sweep_table
-from otod.core.stopping import Target
-from otod.core.tuning import selected
 
 
 class Report(NamedTuple):
@@ -20,47 +20,6 @@ class Report(NamedTuple):
     results: results_io.Results
     text: str
     files: list[Path]
-
-
-def _target(config: dict) -> Target:
-    t = config["target"]
-    return Target(tol=t["tol"], kind=t["kind"], ladder=tuple(t["ladder"]), check_every=t["check_every"])
-
-
-def static_groups(results: results_io.Results) -> list[tuple[str, list[dict]]]:
-    """(heading, records) per static point: one group ('') without static axes, else one per dimension."""
-    static = [a["name"] for a in results.meta.get("axes", []) if not a["traced"]]
-    if not static:
-        return [("", results.records)]
-    groups: dict[tuple, list[dict]] = {}
-    for r in results.records:
-        groups.setdefault(tuple(r[n] for n in static), []).append(r)
-    return [(", ".join(f"{n} = {v:g}" for n, v in zip(static, key)), rows) for key, rows in sorted(groups.items())]
-
-
-def chosen_records(results: results_io.Results, records: list[dict], tol: float | None = None) -> list[dict]:
-    """The records a table and fit use: at the ladder rung of ``tol`` (default: the sweep's tol), one learning
-    rate per point (chosen by the median over seeds, `otod.core.tuning`)."""
-    config = results.meta["config"]
-    rung = None
-    if tol is not None and tol != config["target"]["tol"]:
-        rung = _target(config).index(tol)
-        records = at_rung(records, rung)
-    fields = tuple(a["name"] for a in results.meta.get("axes", [{"name": "kappa"}]))
-    return selected(records, fields, rung)
-
-
-def iteration_flops(results: results_io.Results) -> dict[str, float]:
-    """FLOPs of one iteration per method, from the file's metadata or, where absent, counted now."""
-    stored = results.meta.get("flops_per_iteration")
-    if stored:
-        return stored
-    from otod.condition.bill import flops_per_iteration
-    from otod.core.sweep import SweepConfig
-
-    config = SweepConfig.from_dict(results.meta["config"])
-    return flops_per_iteration(config.problem, config.methods, max(config.values("kappa")), config.options,
-                               config.resolved_x64)
 
 
 def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:

@@ -446,7 +446,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             "compile_count": len(compiles), "compile_time_s": float(sum(compiles)),
             "complete": True, "resumed_chunks": resumed,
             "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
-            "estimate": guess._asdict(),
+            "estimate": guess._asdict(), "record_count": len(records),
         }
         results_io.save(path, meta, records)
         results_io.journal_path(path).unlink(missing_ok=True)

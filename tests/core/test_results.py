@@ -1,21 +1,26 @@
+"""Results files: round trip, plain JSON, versioned format, and clear refusals."""
+
 import json
 
 import pytest
 
-from otod import results
+from otod.core import results
 from otod.core.errors import OtodError
 
 
 def test_save_load_roundtrip_and_plain_json(tmp_path):
     path = results.save(tmp_path / "a" / "r.json", {"kind": "sweep", "x": float("nan")}, [{"v": 1, "g": 2.5}])
     loaded = results.load(path)
-    assert loaded.records == [{"v": 1, "g": 2.5}] and loaded.meta["x"] is None
-    assert json.loads(path.read_text())["records"][0]["g"] == 2.5  # readable without otod
+    assert loaded.records == [{"v": 1, "g": 2.5}] and loaded.meta["x"] is None and loaded.meta["record_count"] == 1
+    payload = json.loads(path.read_text())
+    assert payload["format"] == "otod-results/2" and payload["records"][0]["g"] == 2.5  # readable without otod
     assert not list(path.parent.glob(".*tmp"))
 
 
 @pytest.mark.parametrize("content,fragment", [(None, "no such file"), ("{not json", "not readable"),
                                               ('{"format": "other"}', "not an otod results file"),
+                                              ('{"format": "otod-results/9", "meta": {}, "records": []}',
+                                               "format 'otod-results/9' is not one this otod reads"),
                                               ("\x00\xff", "not readable")])
 def test_bad_files_raise_one_clear_error(tmp_path, content, fragment):
     path = tmp_path / "bad.json"
@@ -25,6 +30,50 @@ def test_bad_files_raise_one_clear_error(tmp_path, content, fragment):
         results.load(path)
 
 
-def test_environment_records_versions_and_device():
+V1_CONFIG = {"values": [2.0, 20.0], "sweep": "condition", "methods": ["gd"],
+             "problem": {"kind": "quadratic", "dim": 8, "spectrum": "log-uniform", "basis": "eigen",
+                         "start": "random"},
+             "tol": 1e-6, "max_iters": None, "seeds": 1, "seed": 0, "lr": "theory", "lr_grid": [1.0], "x64": None,
+             "options": {"damping": 1e-4}, "chunk_lanes": 16384,
+             "resolved": {"max_iters": 1000, "x64": False, "learning_rates": [1.0]}}
+
+
+def _v1(complete=True):
+    records = [{"sweep": "condition", "sweep_value": k, "method": "gd", "seed": 0, "lr_multiplier": 1.0,
+                "learning_rate": 1 / k, "iterations": it, "status": "converged", "final_gap": 9e-7}
+               for k, it in ((2.0, 11), (20.0, 120))]
+    meta = {"kind": "sweep", "sweep": "condition", "digest": "0123456789", "config": V1_CONFIG,
+            "complete": complete, "finished_chunks": [["gd", 0]], "precision": "float32",
+            "environment": {"device": "cpu"}, "wall_time_s": 0.5, "run_time_s": 0.1, "compile_count": 1,
+            "compile_time_s": 0.3, "flops_per_iteration": {"gd": 60.0}}
+    return {"format": "otod-results/1", "meta": meta, "records": records}
+
+
+def test_format_1_files_still_load_with_their_axis_by_name(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(_v1()))
+    loaded = results.load(path)
+    assert [r["kappa"] for r in loaded.records] == [2.0, 20.0]
+    assert all("sweep_value" not in r for r in loaded.records)
+    assert loaded.meta["migrated_from"] == "otod-results/1" and loaded.meta["config"]["axes"] == {"kappa": [2.0, 20.0]}
+    from otod.condition.report import text_report
+
+    assert "fitted scaling laws" in text_report(loaded)
+
+
+def test_an_incomplete_format_1_file_is_refused(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(_v1(complete=False)))
+    with pytest.raises(OtodError, match="incomplete sweep written by otod 0.1"):
+        results.load(path)
+
+
+def test_environment_records_versions_device_and_provenance():
     env = results.environment()
-    assert {"otod", "jax", "numpy", "optax", "backend", "device"} <= set(env)
+    assert {"otod", "jax", "numpy", "optax", "backend", "device", "cpu", "utc_time", "command_line"} <= set(env)
+    assert env["utc_time"].endswith("+00:00")
+
+
+def test_digest_is_stable_and_order_independent():
+    assert results.digest({"a": 1, "b": [1, 2]}) == results.digest({"b": [1, 2], "a": 1})
+    assert results.digest({"a": 1}) != results.digest({"a": 2})

@@ -1,86 +1,219 @@
-"""Sweeps: chunking keeps one compile per method, files record everything, interrupted sweeps resume."""
+"""Sweeps never lose work: chunks, interrupts and resumes, damaged files, concurrent runs, read-back, estimates.
+Each test observes the thing itself: identical records, the refusal and its message, the absence of compiles."""
 
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import numpy as np
 import pytest
 
-from otod import results as results_io
-from otod.core.errors import OtodError
-from otod.sweep import SweepConfig, chunk_plan, run_sweep
+from otod.condition.kronecker import KroneckerSpec
+from otod.condition.options import condition_sweep
+from otod.condition.quadratic import QuadraticSpec
+from otod.core import results as results_io
+from otod.core.compilation_cache import count_compilations
+from otod.core.errors import Interrupted, OtodError
+from otod.core.sweep import check_estimate, estimate, plan, run_sweep
 
 from tests.conftest import SMALL_RANDOM
 
-
-def test_chunk_plan_has_equal_chunks_covering_every_value():
-    plan = chunk_plan(10, 8, 24)
-    assert [len(c) for c in plan] == [3, 3, 3, 3]
-    assert sorted(set(i for c in plan for i in c)) == list(range(10))
+#: Four κ values, two methods of one program and newton; chunk_seconds tiny, so every κ is its own chunk: 12 chunks.
+MANY_CHUNKS = dict(methods=("gd", "heavy-ball", "newton"), problem=SMALL_RANDOM, seeds=2, chunk_seconds=1e-9)
+VALUES = (1.0, 5.0, 25.0, 125.0)
 
 
-def test_metadata_records_config_versions_precision_and_compiles(tmp_path):
-    config = SweepConfig(values=(1.0, 5.0, 9.0, 13.0), methods=("gd", "nesterov"), problem=SMALL_RANDOM, seeds=2,
-                         chunk_lanes=4)  # 2 values per chunk: 2 chunks per method, one compile per method
+def test_plan_has_equal_chunks_per_program_covering_every_point():
+    config = condition_sweep(tuple(np.geomspace(1, 100, 10)), methods=("gd", "nesterov"), problem=SMALL_RANDOM,
+                             seeds=2, chunk_seconds=2e-4)
+    chunks = plan(config)
+    assert len({len(c.point_indices) for c in chunks}) == 1
+    for name in ("gd", "nesterov"):
+        covered = sorted({i for c in chunks if c.program[c.method_index] == name for i in c.point_indices})
+        assert covered == list(range(10))
+    assert len(chunks) > 2
+
+
+def test_metadata_records_config_versions_provenance_and_one_compile_per_program(tmp_path):
+    config = condition_sweep((1.0, 5.0, 9.0, 13.0), methods=("gd", "nesterov"), problem=SMALL_RANDOM, seeds=2)
     r = run_sweep(config, out_dir=tmp_path)
     m = r.meta
     assert m["complete"] and m["config"]["problem"]["dim"] == 16 and m["precision"] == "float32"
-    assert {"jax", "otod", "device", "backend"} <= set(m["environment"])
-    assert len(r.records) == 4 * 2 * 2
-    assert m["compile_count"] <= 2 + 1  # one program per method (plus at most one tiny helper)
+    assert {"jax", "otod", "device", "backend", "cpu", "utc_time", "command_line", "git_commit"} <= set(
+        m["environment"])
+    assert len(r.records) == 4 * 2 * 2 and m["record_count"] == 16
+    assert m["compile_count"] == 1  # gd and nesterov share one program
+    assert m["axes"][0]["name"] == "kappa" and m["axes"][0]["symbol"] == "κ"
 
 
 def test_same_config_same_numbers(tmp_path):
-    config = SweepConfig(values=(3.0, 30.0), methods=("gd",), problem=SMALL_RANDOM, seeds=3)
-    a = run_sweep(config, path=tmp_path / "a.json").records
-    b = run_sweep(config, path=tmp_path / "b.json").records
-    assert a == b
+    config = condition_sweep((3.0, 30.0), methods=("gd",), problem=SMALL_RANDOM, seeds=3)
+    assert run_sweep(config, path=tmp_path / "a.json").records == run_sweep(config, path=tmp_path / "b.json").records
 
 
-def test_interrupted_sweep_resumes_without_rerunning_finished_chunks(tmp_path):
-    config = SweepConfig(values=(1.0, 2.0, 3.0, 4.0), methods=("gd", "newton"), problem=SMALL_RANDOM, seeds=1,
-                         chunk_lanes=2)
-    full = run_sweep(config, path=tmp_path / "full.json")
-    # Simulate an interruption after the first two chunks: keep only what had been saved by then.
-    meta = dict(full.meta, complete=False, finished_chunks=[["gd", 0], ["gd", 1]])
-    partial = [r for r in full.records if r["method"] == "gd"]
-    results_io.save(tmp_path / "part.json", meta, partial)
-    resumed = run_sweep(config, path=tmp_path / "part.json")
-    assert resumed.meta["complete"] and resumed.meta["resumed_chunks"] == 2
-    assert sorted(map(str, resumed.records)) == sorted(map(str, full.records))
+def test_results_are_written_with_the_usual_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        r = run_sweep(condition_sweep((2.0,), methods=("gd",), problem=SMALL_RANDOM, seeds=1), out_dir=tmp_path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(r.path).st_mode) == 0o644
 
 
-@pytest.mark.parametrize("kwargs,fragment", [({"tol": 0.0}, "strictly between"), ({"values": (0.5,)}, "≥ 1"),
-                                             ({"methods": ("kfac",)}, "Kronecker"), ({"seeds": 0}, "≥ 1"),
-                                             ({"lr": "fast"}, "theory, tuned")])
-def test_bad_configs_raise(kwargs, fragment):
+def _interrupt_after(n_chunks: int):
+    """A progress callback that delivers Ctrl-C (SIGINT) to this process after ``n_chunks`` chunks."""
+    seen = {"chunks": 0}
+
+    def progress(p):
+        seen["chunks"] += 1
+        if seen["chunks"] == n_chunks:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return progress
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    config = condition_sweep(VALUES, **MANY_CHUNKS)
+    return config, run_sweep(config, path=tmp_path_factory.mktemp("full") / "full.json")
+
+
+@pytest.mark.parametrize("after", [1, 4, 7, 11])
+def test_interrupt_at_any_chunk_then_resume_gives_the_uninterrupted_file(tmp_path, uninterrupted, after):
+    config, full = uninterrupted
+    path = tmp_path / "part.json"
+    with pytest.raises(Interrupted) as info:
+        run_sweep(config, path=path, progress=_interrupt_after(after))
+    assert info.value.lanes_saved == after * 2 and info.value.lanes_total == len(full.records)
+    assert not path.exists() and results_io.journal_path(path).exists()
+    assert len(results_io.journal_path(path).read_text().splitlines()) == 1 + after
+    resumed = run_sweep(config, path=path)
+    assert resumed.meta["resumed_chunks"] == after
+    assert resumed.records == full.records
+    assert resumed.meta["chunks"] == full.meta["chunks"]
+    assert not results_io.journal_path(path).exists()
+
+
+def test_a_chunk_cut_short_by_a_kill_is_dropped_and_rerun(tmp_path, uninterrupted):
+    config, full = uninterrupted
+    path = tmp_path / "killed.json"
+    with pytest.raises(Interrupted):
+        run_sweep(config, path=path, progress=_interrupt_after(3))
+    with open(results_io.journal_path(path), "a") as f:
+        f.write('{"key": "0/gd/3", "lanes": 2, "records": [{"kap')  # the write a SIGKILL interrupted
+    assert run_sweep(config, path=path).records == full.records
+
+
+def test_a_damaged_journal_line_is_refused_by_name(tmp_path, uninterrupted):
+    config, _ = uninterrupted
+    path = tmp_path / "damaged.json"
+    with pytest.raises(Interrupted):
+        run_sweep(config, path=path, progress=_interrupt_after(3))
+    journal = results_io.journal_path(path)
+    lines = journal.read_text().splitlines()
+    entry = json.loads(lines[2])
+    entry["records"][0]["iterations"] += 7  # an injected count
+    lines[2] = json.dumps(entry)
+    journal.write_text("\n".join(lines) + "\n")
+    with pytest.raises(OtodError, match=f"results journal {journal}: chunk .* does not match its checksum"):
+        run_sweep(config, path=path)
+
+
+@pytest.mark.parametrize("damage,fragment", [
+    ("inject", "do not match their checksum"),
+    ("drop", "holds 15 records but its metadata says 16"),
+    ("truncate", "not readable as JSON"),
+])
+def test_a_results_file_that_does_not_match_its_metadata_is_refused_and_never_overwritten(tmp_path, damage,
+                                                                                           fragment):
+    config = condition_sweep((2.0, 20.0), methods=("gd", "newton"), problem=SMALL_RANDOM, seeds=4)
+    path = run_sweep(config, out_dir=tmp_path).path
+    payload = json.loads(path.read_text())
+    if damage == "inject":
+        payload["records"][3]["iterations"] = 999
+        path.write_text(json.dumps(payload))
+    elif damage == "drop":
+        payload["records"].pop()
+        path.write_text(json.dumps(payload))
+    else:
+        path.write_text(path.read_text()[:-200])
+    before = path.read_bytes()
     with pytest.raises(OtodError, match=fragment):
-        SweepConfig(**{"values": (1.0, 2.0), **kwargs})
+        results_io.load(path)
+    with pytest.raises(OtodError, match=f"results file {path}: .*{fragment}"):
+        run_sweep(config, path=path)
+    assert path.read_bytes() == before
 
 
-def test_tuned_learning_rate_picks_the_best_multiplier(tmp_path):
-    """On a two-point spectrum gd's best fixed step is 2/(L+μ) ≈ 2/L: tuning 1/L over multipliers up to 2 must
-    find a step near it and beat --lr theory by about 2× at κ = 100."""
-    from otod.fit import best_over_learning_rates
-    from otod.problems import QuadraticSpec
-
-    spec = QuadraticSpec(dim=10, spectrum="two-point", start="equal-loss")
-    grid = (0.5, 1.0, 1.5, 1.98)
-    tuned = run_sweep(SweepConfig(values=(100.0,), methods=("gd",), problem=spec, seeds=1, lr="tuned",
-                                  lr_grid=grid), out_dir=tmp_path)
-    best = best_over_learning_rates(tuned.records)[0]
-    assert len(tuned.records) == 4 and best["lr_multiplier"] == pytest.approx(1.98)
-    theory_run = [r for r in tuned.records if r["lr_multiplier"] == pytest.approx(1.0)][0]
-    assert 1.7 < theory_run["iterations"] / best["iterations"] < 2.3
+def test_rerunning_a_finished_sweep_reads_it_back_without_computing(tmp_path):
+    config = condition_sweep((2.0, 20.0), methods=("gd",), problem=QuadraticSpec(dim=9), seeds=2)
+    first = run_sweep(config, out_dir=tmp_path)
+    mtime = first.path.stat().st_mtime_ns
+    with count_compilations() as compiles:
+        again = run_sweep(config, out_dir=tmp_path)
+    assert again.meta["read_back"] is True and compiles == []
+    assert again.records == first.records and first.path.stat().st_mtime_ns == mtime
 
 
-def test_precision_is_float64_exactly_where_float32_rounding_would_meet_the_tolerance(tmp_path):
-    """Rule: float64 when tol < 10·(κ_max·ε₃₂)². At κ = 1000, tol = 1e-12 is below float32's reach: forcing float32
-    leaves lanes short of the tolerance (censored), while the automatic choice (float64) converges."""
-    from otod.problems import QuadraticSpec
+def test_a_second_run_on_the_same_file_is_refused_while_the_first_holds_it(tmp_path):
+    """The test holds the lock as a running sweep would; a real `otod sweep` process on the same file exits 2
+    at once with one line, and does no work (no journal, no file)."""
+    args = ["sweep", "condition", "--k", "2,20", "--dim", "8", "--seeds", "2", "--method", "gd", "--no-plot",
+            "--out", str(tmp_path)]
+    config = condition_sweep((2.0, 20.0), methods=("gd",), problem=QuadraticSpec(dim=8), seeds=2)
+    path = tmp_path / f"condition-{config.digest()}.json"
+    with results_io.lock(path):
+        proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "another otod run is writing it" in proc.stderr
+    assert not path.exists() and not results_io.journal_path(path).exists()
 
-    assert not SweepConfig(values=(1000.0,)).resolved_x64
-    auto = SweepConfig(values=(1000.0,), tol=1e-12, methods=("gd-opt",), seeds=2, max_iters=40_000,
-                       problem=QuadraticSpec(dim=20, spectrum="two-point", start="equal-loss"))
-    assert auto.resolved_x64
-    r64 = run_sweep(auto, path=tmp_path / "a.json")
-    r32 = run_sweep(SweepConfig(**{**auto.__dict__, "x64": False}), path=tmp_path / "b.json")
-    assert r64.meta["precision"] == "float64" and r32.meta["precision"] == "float32"
-    assert {r["status"] for r in r64.records} == {"converged"}
-    assert {r["status"] for r in r32.records} != {"converged"}
+
+def test_ctrl_c_on_a_real_process_saves_finished_chunks_and_the_same_command_finishes(tmp_path):
+    args = [sys.executable, "-m", "otod", "sweep", "condition", "--k", "1..400:40:log", "--dim", "32",
+            "--seeds", "4", "--method", "gd,nesterov", "--chunk-seconds", "0.0001", "--no-plot", "--out",
+            str(tmp_path)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    journal = None
+    while time.time() < deadline:
+        journals = list(tmp_path.glob("*.partial"))
+        if journals and len(journals[0].read_text().splitlines()) >= 3:
+            journal = journals[0]
+            break
+        time.sleep(0.05)
+    assert journal is not None, "no chunk finished"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the interrupt arrived")
+    assert proc.returncode == 130, err
+    assert "lanes are saved" in err and "the same command resumes" in err
+    saved = len(journal.read_text().splitlines()) - 1
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"resumed: {saved} chunks" in done.stdout
+
+
+def test_estimates_refuse_what_cannot_fit_or_would_take_hours():
+    huge = condition_sweep((1.0, 10.0), methods=("gd",), problem=QuadraticSpec(dim=10**9))
+    with pytest.raises(OtodError, match="GiB of memory"):
+        check_estimate(huge)
+    dense = condition_sweep((1.0, 10.0), methods=("gd",), problem=QuadraticSpec(dim=100_000, basis="rotated"))
+    assert estimate(dense).bytes > 1e10
+    kron = condition_sweep((1.0,), methods=("gd",), problem=KroneckerSpec(rows=2000, cols=2000))
+    with pytest.raises(OtodError, match="GiB of memory"):
+        check_estimate(kron)
+    slow = condition_sweep(tuple(np.geomspace(1, 1e8, 60)), methods=("gd",), problem=QuadraticSpec(dim=10_000),
+                           seeds=64)
+    with pytest.raises(OtodError, match="pass --yes"):
+        check_estimate(slow)
+    assert check_estimate(slow, yes=True).seconds > 3600
+    small = estimate(condition_sweep((1.0, 10.0), methods=("gd",), problem=SMALL_RANDOM, seeds=2))
+    assert small.lanes == 4 and small.bytes < 1e7

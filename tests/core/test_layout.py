@@ -1,0 +1,62 @@
+"""The layout the brief promises: the core imports no obstacle, and no module imports another in a cycle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import otod
+
+ROOT = Path(otod.__file__).parent
+OBSTACLES = ("otod.condition", "otod.cost", "otod.depth", "otod.noise")
+
+
+def is_module(name: str) -> bool:
+    path = ROOT.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every otod module a file imports (at module level or inside functions); ``from pkg import submodule``
+    counts as importing the submodule (the package itself is always initialised first)."""
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("otod"):
+            subs = {f"{node.module}.{a.name}" for a in node.names if is_module(f"{node.module}.{a.name}")}
+            found.update(subs)
+            if len(subs) < len(node.names):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("otod"))
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_core_imports_no_obstacle():
+    offenders = {module_name(p): sorted(i for i in imports_of(p) if i.startswith(OBSTACLES))
+                 for p in (ROOT / "core").glob("*.py")}
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_no_import_cycles_between_modules():
+    modules = {module_name(p): p for p in ROOT.rglob("*.py")}
+    graph = {m: {i for i in imports_of(p) if i in modules and i != m} for m, p in modules.items()}
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        state[m] = 1
+        for n in graph[m]:
+            if state.get(n) == 1:
+                raise AssertionError("import cycle: " + " → ".join(stack + [m, n]))
+            if n not in state:
+                visit(n, stack + [m])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
