@@ -100,7 +100,8 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
       otod flops --model mlp --widths 784,512,10 --batch 1,64
     """
     from otod.core import results
-    from otod.cost.flops import check_batches, flops_table, make_optimizer
+    from otod.cost.flops import check_batches, flops_table
+    from otod.cost.optimizers import make_optimizer
 
     networks = build_networks(models, widths, depth, image, not unshared, tokens, width, heads, blocks)
     batches = check_batches(parse_list(batch, "--batch", "1,4,16"))
@@ -150,7 +151,8 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
       otod profile --model convnet --batch 16
     """
     from otod.core import results
-    from otod.cost.flops import check_batches, flops_table, make_optimizer
+    from otod.cost.flops import check_batches, flops_table
+    from otod.cost.optimizers import make_optimizer
     from otod.cost.profile import check_fits, check_precision, profile_one
 
     networks = build_networks(models, widths, depth, image, not unshared, tokens, width, heads, blocks)

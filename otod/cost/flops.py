@@ -28,24 +28,8 @@ import optax
 from otod.cost import models as M
 from otod.core.xla import Cost, compiled_cost
 from otod.core.errors import OtodError
+from otod.cost.optimizers import make_optimizer, optimizer as optimizer_entry
 
-OPTIMIZERS = ("sgd", "momentum", "adam")
-
-
-def make_optimizer(name: str, learning_rate: float = 1e-2) -> optax.GradientTransformation:
-    """optax optimizer by name: ``sgd`` (w -= lr·g), ``momentum`` (SGD, momentum 0.9), ``adam``."""
-    key = str(name).strip().lower()
-    if key == "sgd":
-        return optax.sgd(learning_rate)
-    if key == "momentum":
-        return optax.sgd(learning_rate, momentum=0.9)
-    if key == "adam":
-        return optax.adam(learning_rate)
-    raise OtodError(f"--optimizer {name}: unknown optimizer; known: {', '.join(OPTIMIZERS)}, e.g. --optimizer sgd")
-
-
-# Epoch's per-parameter update counts (appendix B): SGD 2, Adam ~18; SGD with momentum m = μm + g, w -= lr·m: 4.
-FORMULA_UPDATE_PER_PARAM = {"sgd": 2.0, "momentum": 4.0, "adam": 18.0}
 
 
 def abstract_batch(network: M.Network, batch: int, dtype=jnp.float32):
@@ -151,7 +135,7 @@ def flops_row(network: M.Network, batch: int, optimizer: str, passes: tuple[Cost
     """Assemble one row from XLA's pass and update costs and the analytic count."""
     forward, backward = passes
     a = M.analytic_flops(network, batch)
-    upd_formula = FORMULA_UPDATE_PER_PARAM[optimizer] * a.params
+    upd_formula = optimizer_entry(optimizer).update_flops_per_param * a.params
     ratio_xla = (backward.flops + update.flops) / forward.flops if forward.flops else float("nan")
     ratio_formula = (a.backward + upd_formula) / a.forward if a.forward else float("nan")
     trans = forward.transcendentals + backward.transcendentals + update.transcendentals

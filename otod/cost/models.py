@@ -383,10 +383,6 @@ def analytic_flops(network: Network, batch: int) -> Analytic:
     return Analytic(fwd * batch, bwd * batch, first * batch, network.n_params())
 
 
-# Update FLOPs per parameter by the Epoch text: SGD w += a·dw is 2; Adam ~3+4+3+3+5 = 18 (appendix B).
-UPDATE_FLOPS_PER_PARAM = {"sgd": 2.0, "adam": 18.0}
-
-
 def linearnet() -> Network:
     """Appendix A LinearNet: 150528 → 4096 → 128 → 10, ReLUs; almost all weights in the first layer."""
     return Network("linearnet", (Flatten(), Dense(4096), ReLU(), Dense(128), ReLU(), Dense(CLASSES)), IMAGE)

@@ -31,12 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from otod.cost import models as M
-from otod.cost.flops import make_optimizer, update_step
+from otod.cost.flops import update_step
+from otod.cost.optimizers import OPTIMIZERS, make_optimizer
 from otod.core.errors import OtodError
 from otod.core.resources import memory_available
 
 PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "adam": 2}  # per-parameter state arrays
 
 
 class Timing(NamedTuple):
@@ -92,7 +92,7 @@ def memory_needed(network: M.Network, batch: int, optimizer: str, precision: str
     """Bytes the timing holds at its peak (an estimate): float32 params, gradients, optimizer state, their updated
     copies and one temporary, 4·P·(4 + 2·slots), plus activations and residuals, 2·batch·A·4."""
     p = network.n_params()
-    slots = OPTIMIZER_SLOTS.get(optimizer, 2)
+    slots = OPTIMIZERS[optimizer].state_slots if optimizer in OPTIMIZERS else 2
     item = jnp.dtype(PRECISIONS[precision]).itemsize
     return int(4 * p * (4 + 2 * slots) + 2 * batch * activation_elements(network) * max(item, 4))
 

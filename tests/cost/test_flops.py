@@ -8,6 +8,7 @@ import pytest
 
 from otod.cost import flops as F
 from otod.cost import models as M
+from otod.cost.optimizers import make_optimizer
 from otod.core.errors import OtodError
 
 
@@ -131,4 +132,4 @@ def test_bad_batches(batches):
 
 def test_unknown_optimizer():
     with pytest.raises(OtodError, match="--optimizer"):
-        F.make_optimizer("rmsprop")
+        make_optimizer("rmsprop")
