@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import math
 import sys
-import time
 from typing import Callable, TextIO
 
 import click
@@ -36,7 +35,6 @@ def terminal_progress(stream: TextIO | None = None, after: float = 2.0) -> Calla
     line of ``stream`` (stderr), once the sweep has run ``after`` seconds; silent when ``stream`` is not a
     terminal, so logs and pipes stay clean."""
     stream = stream or sys.stderr
-    shown = {"any": False}
     interactive = hasattr(stream, "isatty") and stream.isatty()
 
     def report(p: dict) -> None:
@@ -47,7 +45,5 @@ def terminal_progress(stream: TextIO | None = None, after: float = 2.0) -> Calla
         stream.write(f"\r{p['lanes_done']}/{p['lanes_total']} lanes, {p['lanes_per_second']:.0f} lanes/s, "
                      f"ETA {eta}   {end}")
         stream.flush()
-        shown["any"] = True
 
-    report.started = time.perf_counter()  # type: ignore[attr-defined]
     return report

@@ -8,7 +8,7 @@ imports an obstacle; `otod.obstacles` lists the packages the command line loads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple
 
 from otod.core.axes import Axis
