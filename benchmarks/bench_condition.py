@@ -11,10 +11,11 @@ the engine and the baselines (even repeats engine first, odd repeats baselines f
 1. the engine, ``otod.core.engine.iterations_to_target``: gd and heavy-ball are one compiled program (the
    ``momentum`` program), each method's lanes one call of it, as ``otod sweep`` runs them. Every repeat clears
    JAX's caches (``jax.clear_caches``) and times a first pass (the one compilation included; the script checks
-   there is exactly one) and a second, compiled pass;
+   there is exactly one) and a second, compiled pass. The baselines' turn clears the caches too, so each of
+   their repeats includes their own compilations, whichever side runs first;
 2. ``otod.core.reference.reference_run``, otod's one reference loop (the loop its tests compare the engine with):
    a Python loop per config that steps the method's standalone optax form (``optax.sgd``, with momentum for
-   heavy-ball) until the same stopping rule. The script counts the XLA compilations it makes per config;
+   heavy-ball), jitted, until the same stopping rule. The script counts the XLA compilations it makes;
 3. ``optax_loop_condition.run`` from the standalone script next to this one (numpy/jax/optax only): a Python loop
    per config over one jitted optax step compiled once per method, i.e. what a user without otod writes;
 4. a per-config plain NumPy float64 loop with the same update rules (gd: x ← x − lr·g; heavy-ball: m ← g + βm,
@@ -252,6 +253,7 @@ def part_one(kmax, n_seeds, repeats):
             eng.append(run_engine(spec, kappas, seed_idx, target, cap))
 
         def baselines():
+            jax.clear_caches()  # as for the engine: every repeat's loops include their own compilations
             ref.append(run_reference(spec, configs, target, cap))
             std.append(run_standalone(kmax, n_seeds, configs, cap))
             npy.append(run_numpy(configs, problems, cap))

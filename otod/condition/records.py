@@ -35,3 +35,35 @@ def chosen_records(results: results_io.Results, records: list[dict], tol: float 
         records = at_rung(records, rung)
     fields = tuple(a["name"] for a in results.meta.get("axes", [{"name": "kappa"}]))
     return selected(records, fields, rung)
+
+
+#: The fits' asymptotic range: κ at or above this (the count at κ = 1 is 1 by construction).
+FIT_MIN_KAPPA = 10.0
+
+
+def fit_range(records: list[dict]) -> float | None:
+    """The smallest κ a fit uses: `FIT_MIN_KAPPA`, or every κ (None) when fewer than 3 values reach it."""
+    return FIT_MIN_KAPPA if len({r["kappa"] for r in records if r["kappa"] >= FIT_MIN_KAPPA}) >= 3 else None
+
+
+def condition_fits(config: dict, records: list[dict], tol: float):
+    """The power-law fits of a condition sweep's chosen records, over the asymptotic range, with the theory's
+    exponents where the closed forms apply."""
+    from otod.condition import theory
+    from otod.core.fit import fit_sweep
+
+    applies = theory.applies_to(config)
+    return fit_sweep(records, "kappa", min_x=fit_range(records),
+                     exponent=theory.exponent if applies else None,
+                     exponent_on_grid=(lambda m, xs: theory.exponent_on_grid(m, xs, tol)) if applies else None)
+
+
+def coordinate_wise_note(config: dict) -> str | None:
+    """A warning where coordinate-wise methods meet a diagonal Hessian (the eigen basis): there Adam and Jacobi
+    are exact diagonal preconditioners and look immune to conditioning."""
+    methods = [m for m in config["methods"] if m in ("adam", "jacobi")]
+    if methods and config["problem"]["kind"] == "quadratic" and config["problem"]["basis"] == "eigen":
+        return (f"note: {', '.join(methods)} {'is' if len(methods) == 1 else 'are'} coordinate-wise and H is diagonal "
+                "in the eigen basis, where a diagonal preconditioner is exact: use --basis rotated to see them "
+                "meet conditioning")
+    return None

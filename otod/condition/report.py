@@ -8,9 +8,9 @@ from typing import Callable, NamedTuple
 
 from otod.condition import theory
 from otod.condition.bill import iteration_flops
-from otod.condition.records import chosen_records, static_groups
+from otod.condition.records import chosen_records, condition_fits, coordinate_wise_note, fit_range, static_groups
 from otod.core import results as results_io
-from otod.core.fit import fit_sweep, summarize
+from otod.core.fit import summarize
 from otod.core.report import fit_table, sweep_table
 
 
@@ -31,8 +31,9 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     applies = theory.applies_to(config)
     eps = config["problem"].get("perturbation", 0.0)
     flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
-    notes = ["median iterations to tolerance over seeds (converged lanes only); ·th = closed-form bound "
-             "⌈ln(1/ε)/(2 ln(1/ρ))⌉; Nc/Nd = lanes censored at --max-iters / diverged, excluded from the median"]
+    notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
+             "censored, so the median is only a lower bound); ·th = the asymptotic rate ⌈ln(1/ε)/(2 ln(1/ρ))⌉, "
+             "not a bound; Nc/Ns/Nd = lanes censored at --max-iters / stalled / diverged"]
     if config["lr"] == "tuned":
         notes.append("--lr tuned: one multiplier of the reference step per κ and method, the best by the median "
                      "over seeds (censored lanes count as worst)")
@@ -42,16 +43,20 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         th = (lambda m, x: theory.iterations(m, x, tol, eps)) if applies else None
         table = sweep_table(summarize(records, "kappa", th), value_name="κ", max_rows=None if full else 16,
                             flops=flops, notes=notes)
-        fits = fit_sweep(records, "kappa", exponent=theory.exponent if applies else None,
-                         exponent_on_grid=(lambda m, xs: theory.exponent_on_grid(m, xs, tol)) if applies else None)
+        fits = condition_fits(config, records, tol)
+        low = fit_range(records)
+        fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
+                    "seeds:" if low else "fitted scaling laws over every κ (fewer than 3 values ≥ 10); 95% CI "
+                    "from a bootstrap over seeds:")
         edge = sorted({(r["method"], r["kappa"]) for r in records if r.get("lr_on_edge")})
         warn = []
         if edge:
             methods = sorted({m for m, _ in edge})
             warn = [f"warning: the chosen rate lies on the edge of --lr-grid at {len(edge)} (κ, method) points "
                     f"({', '.join(methods)}): the best rate may lie beyond the grid; widen --lr-grid", ""]
-        parts += ([heading, ""] if heading else []) + [table, ""] + warn + [
-            "fitted scaling laws (pairs-bootstrap 95% CI over seeds and κ):", fit_table(fits, "κ"), ""]
+        note = coordinate_wise_note(config)
+        parts += ([heading, ""] if heading else []) + [table, ""] + warn + ([note, ""] if note else []) + [
+            fit_head, fit_table(fits, "κ"), ""]
     status = ""
     if meta.get("read_back"):
         status += "  (read back from the finished results file: nothing recomputed)"

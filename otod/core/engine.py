@@ -36,6 +36,10 @@ from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
 #: Iterations per trip of the while loop (each with its own check): fewer trips, fewer kernels.
 UNROLL = 2
 
+#: A lane whose metric has not fallen by this fraction below its last mark for ``stall_window`` iterations is
+#: stalled (stuck at the precision's floor, not slow): it stops and is recorded as such.
+STALL_DECREASE = 1e-3
+
 #: At most about this many lanes per block: each block runs its own while_loop, so a block stops with its own
 #: slowest lane and its arrays stay in cache.
 BLOCK_LANES = 256
@@ -87,7 +91,7 @@ def _prune(status, counts, t, group):
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
                                              "primary", "group", "block_lanes", "unroll"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, block_lanes, unroll, points, draws,
-          seed_indices, lrs, method_indices, root_seed, ladder, max_iters) -> tuple:
+          seed_indices, lrs, method_indices, root_seed, ladder, max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map``; see `_block`."""
     blocks = seed_indices.shape[0] // block_lanes
     per_block = jax.tree.map(lambda a: a.reshape(blocks, block_lanes, *a.shape[1:]),
@@ -95,13 +99,13 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, unroll,
                               draws,
-                              root_key, ladder, max_iters)
+                              root_key, ladder, max_iters, stall_window)
     out = jax.lax.map(lambda args: solve(*args), per_block)
     return jax.tree.map(lambda a: a.reshape(blocks * block_lanes, *a.shape[2:]), out)
 
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, unroll, draws, root_key, ladder,
-           max_iters, points, seed_indices, lrs, method_indices):
+           max_iters, stall_window, points, seed_indices, lrs, method_indices):
     family = spec.family()
     dynamics = (family.dynamics or optax_dynamics)(family, members, options, relative_lr)
 
@@ -131,11 +135,11 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
     status0 = classify(gap0, hits0, RUNNING)
 
     def running(carry):
-        t, *_, status = carry
+        t, status = carry[0], carry[5]
         return (t < max_iters) & jnp.any(status == RUNNING)
 
     def one_iteration(carry):
-        t, state, iterations, gap, hits, status = carry
+        t, state, iterations, gap, hits, status, anchor, progress = carry
         keys = jax.vmap(jax.random.fold_in, (0, None))(lane_keys, t) if dynamics.stochastic else lane_keys
         state, f = advance(lanes.constants, state, keys)
         t = t + 1
@@ -146,17 +150,22 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         gap = jnp.where(newly, gap_t, gap)
         hits = jnp.where(newly[:, None] & (gap_t[:, None] <= ladder[None, :]) & (hits < 0), t, hits)
         status = jnp.where(newly, classify(gap_t, hits, RUNNING), status)
+        improved = newly & (gap_t < anchor * (1.0 - STALL_DECREASE))
+        anchor = jnp.where(improved, gap_t, anchor)
+        progress = jnp.where(improved, t, progress)
+        status = jnp.where((status == RUNNING) & (t - progress > stall_window), Status.STALLED, status)
         if group is not None and group[0] > 1:
             status = jnp.where(check, _prune(status, hits[:, primary], t, group), status)
-        return t, state, iterations, gap, hits, status
+        return t, state, iterations, gap, hits, status, anchor, progress
 
     def iterate(carry):
         for _ in range(unroll):
             carry = one_iteration(carry)
         return carry
 
-    init = (jnp.zeros((), jnp.int32), lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0)
-    _, _, iterations, gap, hits, status = jax.lax.while_loop(running, iterate, init)
+    zero = jnp.zeros((), jnp.int32)
+    init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
+    _, _, iterations, gap, hits, status, _, _ = jax.lax.while_loop(running, iterate, init)
     status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
     return iterations, hits, gap, status, lanes.step_size
 
@@ -171,7 +180,7 @@ def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LAN
 def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, *,
                          method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
-                         block_lanes: int = BLOCK_LANES, draws=None) -> Solution:
+                         block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
@@ -206,5 +215,6 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                      points_per_block * per_point,
                      UNROLL, {k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
                      pad(np.asarray(lrs, dtype)), pad(method_indices), np.int32(seed),
-                     np.asarray(target.ladder, dtype), np.int32(max_iters))
+                     np.asarray(target.ladder, dtype), np.int32(max_iters),
+                     np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
     return Solution(*(np.asarray(a)[:n] for a in solution))

@@ -1,13 +1,18 @@
-"""Scaling laws fitted to sweep results: iterations ≈ a·x^b along a sweep's main axis, with a bootstrap 95%
-confidence interval.
+"""Scaling laws fitted to sweep results: iterations ≈ a·x^b along a sweep's main axis, with a 95% confidence
+interval from the seeds.
 
-Only converged lanes enter a fit. Censored lanes (stopped at the cap) and diverged lanes are excluded and
-counted, never averaged in: a censored count is a lower bound, and mixing it in would bend the slope down. With
-``--lr tuned`` each point keeps the rate chosen by the median over seeds first (`otod.core.tuning.selected`).
+What enters a fit, and why:
 
-The fit is least squares of log(median iterations over seeds) on log x. The confidence interval resamples seeds
-(the problem instances) and sweep points with replacement and refits (a pairs bootstrap, Efron & Tibshirani 1993,
-§9.5), so it reflects both seed-to-seed spread and how well a single power law describes the curve.
+* the median over seeds at each point, with censored lanes counted as "at least their cap" (a censored count is
+  a lower bound: leaving it out would bias the median low, averaging it in would bend the slope). Where more than
+  half the seeds are censored, the median itself is only a lower bound ("≥ cap"): that point is shown, and left
+  out of the fit. Diverged lanes are left out and counted;
+* points at or above ``min_x`` only (the asymptotic range: the count at κ = 1 is 1 by construction, and the
+  pre-asymptotic range bends the slope); excluded points are counted and drawn hollow;
+* the confidence interval resamples the seeds (the problem instances, shared by every point: common random
+  numbers) with replacement and refits, at fixed points (Efron & Tibshirani 1993, §6). Where every seed gives the
+  same counts, the sweep is deterministic and there is no sampling error to report, so no interval is given;
+* the residual, the RMS of the log-log misfit, shows a curved line for what it is.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ import numpy as np
 
 
 class PowerLawFit(NamedTuple):
-    """iterations ≈ prefactor · x^exponent over ``points`` sweep values, with the bootstrap 95% CI of the exponent.
+    """iterations ≈ prefactor · x^exponent over ``points`` axis values, with the seed-bootstrap 95% CI.
 
-    excluded_censored / excluded_diverged count the lanes left out; theory_grid is the slope of the closed form
-    fitted over the same sweep values, theory_asymptotic its x → ∞ exponent (None without a closed form).
+    excluded_censored / excluded_diverged: lanes left out (censored ones count as ≥ cap in the medians; points
+    whose median is only a lower bound are among ``excluded_points``); excluded_points: points below ``min_x`` or
+    with a lower-bound median; residual: RMS of log(median) − fit; deterministic: every seed gave the same counts
+    (the CI is then the estimate itself). theory_grid is the slope of the theory over the same points,
+    theory_asymptotic its x → ∞ exponent (None without a closed form).
     """
 
     method: str
@@ -36,6 +44,10 @@ class PowerLawFit(NamedTuple):
     excluded_diverged: int
     theory_grid: float | None
     theory_asymptotic: float | None
+    residual: float = math.nan
+    deterministic: bool = False
+    excluded_points: int = 0
+    min_x: float | None = None
 
 
 def at_rung(records: list[dict], rung: int) -> list[dict]:
@@ -49,7 +61,8 @@ def at_rung(records: list[dict], rung: int) -> list[dict]:
 
 
 def iteration_matrix(records: list[dict], method: str, axis: str):
-    """(x values, matrix [value, seed] of iterations with NaN for lanes that did not converge, statuses)."""
+    """(x values, matrix [value, seed] of counts, statuses): converged lanes hold their count, censored lanes their
+    cap (a lower bound: see ``status``), diverged lanes NaN."""
     rows = [r for r in records if r["method"] == method]
     xs = sorted({r[axis] for r in rows})
     seeds = sorted({r["seed"] for r in rows})
@@ -59,26 +72,43 @@ def iteration_matrix(records: list[dict], method: str, axis: str):
     for r in rows:
         i, j = xi[r[axis]], si[r["seed"]]
         status[i, j] = r["status"]
-        if r["status"] == "converged":
+        if r["status"] in ("converged", "censored", "stalled"):
             y[i, j] = r["iterations"]
     return np.asarray(xs, float), y, status
 
 
+def censored_medians(y: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Medians over the last axis with lanes in ``lower`` counted as +∞ (at least their value), NaN ignored;
+    returns (median, whether it is only a lower bound). A lower-bound median is reported as the smallest
+    censored value among those it rests on."""
+    big = np.where(lower, np.inf, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(big, axis=-1)
+    bound = np.isinf(med)
+    floor = np.nanmin(np.where(lower, y, np.nan), axis=-1) if lower.any() else np.full(med.shape, np.nan)
+    return np.where(bound, floor, med), bound
+
+
 def summarize(records: list[dict], axis: str, theory: Callable[[str, float], float | None] | None = None
               ) -> list[dict]:
-    """Per (method, axis value): median and quartiles of converged iterations, counts by status, and the theory's
+    """Per (method, axis value): the median over seeds with censored lanes counted as ≥ their cap (``lower_bound``
+    when the median itself is only that), quartiles of the converged counts, counts by status, and the theory's
     prediction where ``theory(method, x)`` gives one."""
     out = []
     for method in dict.fromkeys(r["method"] for r in records):
         xs, y, status = iteration_matrix(records, method, axis)
+        lower = np.isin(status, ("censored", "stalled"))
+        med, bound = censored_medians(y, lower)
         for i, x in enumerate(xs):
-            conv = y[i][np.isfinite(y[i])]
+            conv = y[i][status[i] == "converged"]
             out.append({
                 "method": method, "value": float(x),
-                "median": float(np.median(conv)) if conv.size else None,
+                "median": float(med[i]) if np.isfinite(med[i]) else None, "lower_bound": bool(bound[i]),
                 "q25": float(np.percentile(conv, 25)) if conv.size else None,
                 "q75": float(np.percentile(conv, 75)) if conv.size else None,
                 "converged": int(conv.size), "censored": int(np.sum(status[i] == "censored")),
+                "stalled": int(np.sum(status[i] == "stalled")),
                 "diverged": int(np.sum(status[i] == "diverged")),
                 "theory": theory(method, float(x)) if theory is not None else None,
             })
@@ -98,44 +128,74 @@ def _slopes(logx: np.ndarray, logy: np.ndarray) -> np.ndarray:
     return np.where((n >= 2) & (sxx > 1e-12), slope, np.nan)
 
 
-def fit_power_law(x, y, *, n_boot: int = 1000, seed: int = 0) -> tuple[float, float, float, float, int]:
-    """Fit log(median_s y[:, s]) = log a + b log x; return (b, ci_low, ci_high, a, points).
+class _Line(NamedTuple):
+    exponent: float
+    ci_low: float
+    ci_high: float
+    prefactor: float
+    points: int
+    residual: float
+    deterministic: bool
 
-    ``y`` is [value, seed] with NaN for excluded lanes. The CI is the 2.5–97.5 percentile range of b over
-    ``n_boot`` pairs-bootstrap replicates (seeds and values resampled). NaNs come back where fewer than two values
-    have a converged lane.
+
+def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch: int = 100) -> _Line:
+    """Fit log(median_s y[:, s]) = log a + b log x.
+
+    ``y`` is [value, seed] with NaN for lanes left out; ``lower`` marks lanes whose count is only a lower bound
+    (censored: +∞ in the median). Points whose median is a lower bound or not finite are left out. The CI is the
+    2.5–97.5 percentile range of b over ``n_boot`` replicates that resample the seed columns (all points at once),
+    computed ``batch`` replicates at a time so memory stays O(batch · points · seeds). NaNs come back where fewer
+    than two points remain.
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(y, axis=1) if y.size else np.array([])
-        logx, logy = np.log(x), np.log(med)
-        b = float(_slopes(logx, logy))
-        if not math.isfinite(b):
-            return math.nan, math.nan, math.nan, math.nan, int(np.isfinite(logy).sum())
-        w = np.isfinite(logy)
-        a = float(np.exp(np.mean(logy[w]) - b * np.mean(logx[w])))
-        rng = np.random.default_rng(seed)
-        rows = rng.integers(0, len(x), (n_boot, len(x)))
-        cols = rng.integers(0, y.shape[1], (n_boot, y.shape[1]))
-        boot_med = np.nanmedian(y[rows[:, :, None], cols[:, None, :]], axis=2)
-        slopes = _slopes(logx[rows], np.log(boot_med))
+    lower = np.zeros(y.shape, bool) if lower is None else np.asarray(lower, bool)
+    med, bound = censored_medians(y, lower) if y.size else (np.array([]), np.array([], bool))
+    use = np.isfinite(med) & ~bound & (med > 0)
+    logx = np.log(x)
+    logy = np.where(use, np.log(np.where(use, med, 1.0)), np.nan)
+    b = float(_slopes(logx, logy))
+    if not math.isfinite(b):
+        return _Line(math.nan, math.nan, math.nan, math.nan, int(use.sum()), math.nan, False)
+    a = float(np.exp(np.mean(logy[use]) - b * np.mean(logx[use])))
+    residual = float(np.sqrt(np.mean((logy[use] - np.log(a) - b * logx[use]) ** 2)))
+    same = np.where(np.isnan(y), -1.0, np.where(lower, -2.0, y))
+    deterministic = bool(np.all(same == same[:, :1]))
+    if deterministic or y.shape[1] < 2:
+        return _Line(b, b, b, a, int(use.sum()), residual, deterministic)
+    rng = np.random.default_rng(seed)
+    slopes = []
+    big = np.where(lower, np.inf, y)
+    for start in range(0, n_boot, batch):
+        cols = rng.integers(0, y.shape[1], (min(batch, n_boot - start), y.shape[1]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
+        ok = np.isfinite(boot) & (boot > 0) & use[None, :]
+        slopes.append(_slopes(logx[None, :], np.where(ok, np.log(np.where(ok, boot, 1.0)), np.nan)))
+    slopes = np.concatenate(slopes)
     slopes = slopes[np.isfinite(slopes)]
     low, high = (np.percentile(slopes, [2.5, 97.5]) if slopes.size else (math.nan, math.nan))
-    return b, float(low), float(high), a, int(w.sum())
+    return _Line(b, float(low), float(high), a, int(use.sum()), residual, False)
 
 
-def fit_sweep(records: list[dict], axis: str, *, exponent: Callable[[str], float | None] | None = None,
+def fit_sweep(records: list[dict], axis: str, *, min_x: float | None = None,
+              exponent: Callable[[str], float | None] | None = None,
               exponent_on_grid: Callable[[str, np.ndarray], float | None] | None = None, n_boot: int = 1000,
               seed: int = 0) -> list[PowerLawFit]:
     """One `PowerLawFit` per method of a sweep's records (one record per seed and point: select rates first),
-    along ``axis``; ``exponent`` and ``exponent_on_grid`` give the theory's slopes where it has them."""
+    along ``axis``, over the points ≥ ``min_x``; ``exponent`` and ``exponent_on_grid`` give the theory's slopes
+    where it has them (the latter over the fitted points)."""
     fits = []
     for method in dict.fromkeys(r["method"] for r in records):
         xs, y, status = iteration_matrix(records, method, axis)
-        b, lo, hi, a, points = fit_power_law(xs, y, n_boot=n_boot, seed=seed)
-        fits.append(PowerLawFit(method, b, lo, hi, a, points, int(np.sum(status == "censored")),
-                                int(np.sum(status == "diverged")),
-                                exponent_on_grid(method, xs) if exponent_on_grid else None,
-                                exponent(method) if exponent else None))
+        keep = xs >= min_x if min_x is not None else np.ones(xs.shape, bool)
+        lower = np.isin(status, ("censored", "stalled"))
+        line = fit_power_law(xs[keep], y[keep], lower[keep], n_boot=n_boot, seed=seed)
+        _, bound = censored_medians(y[keep], lower[keep]) if keep.any() else (None, np.array([], bool))
+        fits.append(PowerLawFit(
+            method, line.exponent, line.ci_low, line.ci_high, line.prefactor, line.points,
+            int(np.sum(np.isin(status[keep], ("censored", "stalled")))), int(np.sum(status[keep] == "diverged")),
+            exponent_on_grid(method, xs[keep]) if exponent_on_grid and keep.any() else None,
+            exponent(method) if exponent else None, line.residual, line.deterministic,
+            int((~keep).sum() + bound.sum()), min_x))
     return fits

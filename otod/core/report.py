@@ -17,16 +17,26 @@ def _fmt_num(v, digits=4) -> str:
 
 
 def _cell(s: dict) -> str:
-    """Median iterations, with the counts of lanes excluded from it: '353', '410 2c', '— 8c', '12 1d'."""
-    text = "—" if s["median"] is None else f"{s['median']:.0f}"
-    tags = (f"{s['censored']}c" if s["censored"] else "") + (f"{s['diverged']}d" if s["diverged"] else "")
+    """The median over seeds, with the counts of lanes that did not converge: '353', '410 2c', '≥5000 8c' (more
+    than half censored: the median is only a lower bound), '12 1d', '≥900 3s' (stalled)."""
+    if s["median"] is None:
+        text = "—"
+    else:
+        text = ("≥" if s.get("lower_bound") else "") + f"{s['median']:.0f}"
+    tags = "".join(f"{s[k]}{k[0]}" for k in ("censored", "stalled", "diverged") if s.get(k))
     return f"{text} {tags}".strip()
 
 
 def _pick_rows(values: list[float], max_rows: int | None) -> list[float]:
+    """At most ``max_rows`` of the values, log-spaced in value (not in index), ends included."""
     if max_rows is None or len(values) <= max_rows:
         return values
-    idx = np.unique(np.round(np.geomspace(1, len(values), max_rows)).astype(int) - 1)
+    v = np.asarray(values, float)
+    if v[0] <= 0:
+        idx = np.unique(np.round(np.linspace(0, len(v) - 1, max_rows)).astype(int))
+    else:
+        targets = np.geomspace(v[0], v[-1], max_rows)
+        idx = np.unique([int(np.argmin(np.abs(np.log(v) - np.log(t)))) for t in targets])
     return [values[i] for i in idx]
 
 
@@ -71,13 +81,17 @@ def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 
 
 def fit_table(fits: list[PowerLawFit], value_name: str) -> str:
     """One line per method: fitted exponent b with its 95% CI, the theory beside it, and what was excluded."""
-    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI", "theory b (this grid)", f"theory b ({value_name}→∞)",
-              "a", "points", "excluded"]
+    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI (seeds)", "theory b (this grid)", f"theory b ({value_name}→∞)",
+              "a", "residual", "points", "left out"]
     rows = []
     for f in fits:
-        rows.append([f.method, _fmt_num(f.exponent, 3), f"[{_fmt_num(f.ci_low, 3)}, {_fmt_num(f.ci_high, 3)}]",
-                     _fmt_num(f.theory_grid, 3), _fmt_num(f.theory_asymptotic, 3), _fmt_num(f.prefactor, 3),
-                     str(f.points), f"{f.excluded_censored} censored, {f.excluded_diverged} diverged"])
+        ci = ("deterministic: no sampling error" if f.deterministic
+              else f"[{_fmt_num(f.ci_low, 3)}, {_fmt_num(f.ci_high, 3)}]")
+        left = [f"{n} {what}" for n, what in ((f.excluded_points, "points"), (f.excluded_censored, "censored"),
+                                              (f.excluded_diverged, "diverged")) if n]
+        rows.append([f.method, _fmt_num(f.exponent, 3), ci, _fmt_num(f.theory_grid, 3),
+                     _fmt_num(f.theory_asymptotic, 3), _fmt_num(f.prefactor, 3), _fmt_num(f.residual, 2),
+                     str(f.points), ", ".join(left) or "none"])
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]

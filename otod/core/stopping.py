@@ -7,8 +7,9 @@ the lowest one, and `otod fit --tol X` re-reads any rung without re-running. A l
 ``check_every`` iterations (1: exact counts).
 
 The outcome comes back as data, as optimistix returns a result in its solution, so a sweep never stops for one
-bad lane: converged, censored (hit the cap), diverged (non-finite, or metric > DIVERGENCE_BOUND·metric₀), or
-pruned (``--lr tuned`` stopped it: its learning rate could no longer be chosen).
+bad lane: converged, censored (hit the cap), diverged (non-finite, or metric > DIVERGENCE_BOUND·metric₀),
+stalled (no 0.1% decrease for a window of iterations: stuck at the precision's floor, not merely slow), or pruned
+(``--lr tuned`` stopped it: its learning rate could no longer be chosen).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Status(IntEnum):
     CENSORED = 1
     DIVERGED = 2
     PRUNED = 3
+    STALLED = 4
 
 
 STATUS_NAMES = {int(s): s.name.lower() for s in Status}
