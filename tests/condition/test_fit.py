@@ -36,8 +36,26 @@ def test_fit_recovers_a_known_power_law_and_covers_it():
     rng = np.random.default_rng(1)
     x = np.geomspace(1, 1e3, 20)
     y = 3.0 * x[:, None] ** 0.7 * np.exp(rng.normal(0, 0.05, (20, 8)))
-    b, lo, hi, a, n = fit_power_law(x, y)
-    assert abs(b - 0.7) < 0.02 and lo < 0.7 < hi and abs(a - 3.0) < 0.3 and n == 20
+    line = fit_power_law(x, y)
+    assert abs(line.exponent - 0.7) < 0.02 and line.ci_low < 0.7 < line.ci_high
+    assert abs(line.prefactor - 3.0) < 0.3 and line.points == 20 and line.residual < 0.05
+    assert not line.deterministic
+
+
+def test_identical_seeds_are_reported_as_deterministic_not_as_an_interval():
+    x = np.geomspace(10, 1e3, 6)
+    line = fit_power_law(x, np.repeat((2 * x)[:, None], 4, axis=1))
+    assert line.deterministic and line.ci_low == line.ci_high == line.exponent == pytest.approx(1.0)
+
+
+def test_a_median_resting_on_censored_lanes_is_a_lower_bound_and_left_out():
+    """At x = 1000, 3 of 4 seeds are censored at 500: the median is only '≥ 500', so that point is left out and
+    the slope comes from the converged points (exactly 1)."""
+    x = np.array([10.0, 100.0, 1000.0])
+    y = np.array([[20.0] * 4, [200.0] * 4, [500.0, 500.0, 500.0, 2000.0]])
+    lower = np.array([[False] * 4, [False] * 4, [True, True, True, False]])
+    line = fit_power_law(x, y, lower)
+    assert line.points == 2 and line.exponent == pytest.approx(1.0)
 
 
 def test_censored_and_diverged_lanes_are_excluded_and_counted():
@@ -53,8 +71,8 @@ def test_censored_and_diverged_lanes_are_excluded_and_counted():
 
 
 def test_fit_with_one_point_is_nan_not_an_error():
-    b, lo, hi, a, n = fit_power_law([10.0], np.array([[5.0, 6.0]]))
-    assert math.isnan(b) and n == 1
+    line = fit_power_law([10.0], np.array([[5.0, 6.0]]))
+    assert math.isnan(line.exponent) and line.points == 1
 
 
 def test_theory_is_left_out_of_the_report_when_the_step_is_not_the_methods_own(tmp_path):
