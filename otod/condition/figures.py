@@ -146,7 +146,9 @@ def zigzag_figure(base: Path, kappa: float = 10.0) -> list[Path]:
     ax.set_xlim(-extent, extent)
     ax.set_ylim(-extent, extent)
     ax.set_title(f"The zig-zag: a 2-D quadratic with κ = {kappa:g}", fontsize=11)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel("parameter x₁")
+    ax.set_ylabel("parameter x₂")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return save(fig, base)
 
 

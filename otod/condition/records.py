@@ -46,16 +46,16 @@ def fit_range(records: list[dict]) -> float | None:
     return FIT_MIN_KAPPA if len({r["kappa"] for r in records if r["kappa"] >= FIT_MIN_KAPPA}) >= 3 else None
 
 
-def condition_fits(config: dict, records: list[dict], tol: float):
-    """The power-law fits of a condition sweep's chosen records, over the asymptotic range, with the theory's
-    exponents where the closed forms apply."""
+def condition_fits(records: list[dict], predictions):
+    """The power-law fits of a condition sweep's chosen records over the asymptotic range, with the theory's
+    exponents where the closed forms apply: the asymptotic one, and the slope of the exact counts (or of the
+    bound) over the fitted κ (`otod.condition.predictions`)."""
     from otod.condition import theory
     from otod.core.fit import fit_sweep
 
-    applies = theory.applies_to(config)
     return fit_sweep(records, "kappa", min_x=fit_range(records),
-                     exponent=theory.exponent if applies else None,
-                     exponent_on_grid=(lambda m, xs: theory.exponent_on_grid(m, xs, tol)) if applies else None)
+                     exponent=theory.exponent if predictions else None,
+                     exponent_on_grid=predictions.slope if predictions else None)
 
 
 def coordinate_wise_note(config: dict) -> str | None:

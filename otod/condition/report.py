@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from otod.condition import theory
 from otod.condition.bill import iteration_flops
+from otod.condition.predictions import predictions
 from otod.condition.records import chosen_records, condition_fits, coordinate_wise_note, fit_range, static_groups
 from otod.core import results as results_io
 from otod.core.fit import summarize
@@ -28,22 +28,27 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     meta = results.meta
     config = meta["config"]
     tol = config["target"]["tol"] if tol is None else tol
-    applies = theory.applies_to(config)
-    eps = config["problem"].get("perturbation", 0.0)
+    preds = predictions(meta, tol)
     flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
     notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
-             "censored, so the median is only a lower bound); ·th = the asymptotic rate ⌈ln(1/ε)/(2 ln(1/ρ))⌉, "
-             "not a bound; Nc/Ns/Nd = lanes censored at --max-iters / stalled / diverged"]
+             "censored, so the median is only a lower bound); Nc/Ns/Nd = lanes censored at --max-iters / stalled / "
+             "diverged"]
+    if preds:
+        notes.append("exact = the lanes' own counts in exact arithmetic (residual polynomials on their spectra and "
+                     "starts, median over seeds); bound = the worst case over every spectrum in [μ, L] and start: "
+                     "no lane at the method's own step needs more; rate = ⌈ln(1/ε)/(2 ln(1/ρ))⌉ from the "
+                     "asymptotic rate ρ alone, which undercounts heavy-ball and nesterov (a double root) and bounds "
+                     "nothing")
     if config["lr"] == "tuned":
         notes.append("--lr tuned: one multiplier of the reference step per κ and method, the best by the median "
                      "over seeds (censored lanes count as worst)")
     parts = []
     for heading, rows in static_groups(results):
         records = chosen_records(results, rows, tol)
-        th = (lambda m, x: theory.iterations(m, x, tol, eps)) if applies else None
-        table = sweep_table(summarize(records, "kappa", th), value_name="κ", max_rows=None if full else 16,
-                            flops=flops, notes=notes)
-        fits = condition_fits(config, records, tol)
+        columns = {"exact": preds.exact, "bound": preds.bound, "rate": preds.rate} if preds else None
+        table = sweep_table(summarize(records, "kappa"), value_name="κ", max_rows=None if full else 16,
+                            flops=flops, notes=notes, columns=columns)
+        fits = condition_fits(records, preds)
         low = fit_range(records)
         fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
                     "seeds:" if low else "fitted scaling laws over every κ (fewer than 3 values ≥ 10); 95% CI "

@@ -85,16 +85,14 @@ def censored_medians(y: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.n
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         med = np.nanmedian(big, axis=-1)
+        floor = np.nanmin(np.where(lower, y, np.nan), axis=-1) if lower.any() else np.full(med.shape, np.nan)
     bound = np.isinf(med)
-    floor = np.nanmin(np.where(lower, y, np.nan), axis=-1) if lower.any() else np.full(med.shape, np.nan)
     return np.where(bound, floor, med), bound
 
 
-def summarize(records: list[dict], axis: str, theory: Callable[[str, float], float | None] | None = None
-              ) -> list[dict]:
+def summarize(records: list[dict], axis: str) -> list[dict]:
     """Per (method, axis value): the median over seeds with censored lanes counted as ≥ their cap (``lower_bound``
-    when the median itself is only that), quartiles of the converged counts, counts by status, and the theory's
-    prediction where ``theory(method, x)`` gives one."""
+    when the median itself is only that), quartiles of the converged counts, and counts by status."""
     out = []
     for method in dict.fromkeys(r["method"] for r in records):
         xs, y, status = iteration_matrix(records, method, axis)
@@ -110,7 +108,6 @@ def summarize(records: list[dict], axis: str, theory: Callable[[str, float], flo
                 "converged": int(conv.size), "censored": int(np.sum(status[i] == "censored")),
                 "stalled": int(np.sum(status[i] == "stalled")),
                 "diverged": int(np.sum(status[i] == "diverged")),
-                "theory": theory(method, float(x)) if theory is not None else None,
             })
     return out
 

@@ -4,6 +4,7 @@ the theory column's name and the notes under the table come from the obstacle.""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -22,7 +23,7 @@ def _cell(s: dict) -> str:
     if s["median"] is None:
         text = "—"
     else:
-        text = ("≥" if s.get("lower_bound") else "") + f"{s['median']:.0f}"
+        text = ("≥" if s.get("lower_bound") else "") + f"{s['median']:g}"
     tags = "".join(f"{s[k]}{k[0]}" for k in ("censored", "stalled", "diverged") if s.get(k))
     return f"{text} {tags}".strip()
 
@@ -41,38 +42,53 @@ def _pick_rows(values: list[float], max_rows: int | None) -> list[float]:
 
 
 def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 16,
-                flops: dict[str, float] | None = None, notes: list[str] = ()) -> str:
-    """Axis value × method table of median iterations to target (censored 'c' and diverged 'd' lane counts beside
-    them), the theory's prediction in a ·th column where it has one, and FLOPs to target where ``flops`` gives
-    each method's FLOPs per iteration; ``notes`` are printed under it."""
+                flops: dict[str, float] | None = None, notes: list[str] = (),
+                columns: dict[str, Callable[[str, float], float | None]] | None = None) -> str:
+    """Axis value × method table of median iterations to target (censored 'c', stalled 's' and diverged 'd' lane
+    counts beside them), a ``m·NAME`` column for each of ``columns`` (the theory's predictions, evaluated only on
+    the rows shown, and only for methods where it gives a number), and FLOPs to target where ``flops`` gives each
+    method's FLOPs per iteration; ``notes`` are printed under it."""
     methods = list(dict.fromkeys(s["method"] for s in summary))
     by = {(s["method"], s["value"]): s for s in summary}
     values = sorted({s["value"] for s in summary})
     shown = _pick_rows(values, max_rows)
-    header = [value_name]
+    extra = {(m, name, v): fn(m, v) for m in methods for name, fn in (columns or {}).items() for v in shown}
+    groups = []  # (method, [sub-column names])
     for m in methods:
-        header.append(m)
-        if any(by[(m, v)]["theory"] is not None for v in values if (m, v) in by):
-            header.append(f"{m}·th")
+        subs = ["median"] + [name for name in (columns or {}) if any(extra[(m, name, v)] is not None for v in shown)]
         if flops and m in flops:
-            header.append(f"{m}·flops")
+            subs.append("flops")
+        groups.append((m, subs))
     rows = []
     for v in shown:
         row = [_fmt_num(v, 5)]
-        for m in methods:
+        for m, subs in groups:
             s = by.get((m, v))
-            row.append(_cell(s) if s else "")
-            if f"{m}·th" in header:
-                row.append(_fmt_num(s["theory"], 6) if s else "")
-            if f"{m}·flops" in header:
-                row.append(_fmt_num(s["median"] * flops[m], 3) if s and s["median"] is not None else "—")
+            for name in subs:
+                if name == "median":
+                    row.append(_cell(s) if s else "")
+                elif name == "flops":
+                    row.append(_fmt_num(s["median"] * flops[m], 3) if s and s["median"] is not None else "—")
+                else:
+                    row.append(_fmt_num(extra[(m, name, v)], 6))
         rows.append(row)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
+    sub_header = [value_name] + [name if len(subs) > 1 else "" for _, subs in groups for name in subs]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(sub_header)]
+    top, i = [" " * widths[0]], 1
+    for m, subs in groups:  # the method's name over its sub-columns, widening them if the name is longer
+        span = sum(widths[i:i + len(subs)]) + 2 * (len(subs) - 1)
+        if len(m) > span:
+            widths[i + len(subs) - 1] += len(m) - span
+            span = len(m)
+        top.append(m.center(span) if len(subs) > 1 else m.rjust(span))
+        i += len(subs)
+    lines = ["  ".join(top)]
+    if any(len(subs) > 1 for _, subs in groups):
+        lines.append("  ".join(h.rjust(w) for h, w in zip(sub_header, widths)))
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     notes = list(notes)
     if flops:
-        notes.append("·flops = median iterations × XLA's FLOPs of one iteration (value-and-gradient + update)")
+        notes.append("flops = median iterations × XLA's FLOPs of one iteration (value-and-gradient + update)")
     if len(shown) < len(values):
         notes.append(f"{len(shown)} of {len(values)} {value_name} values shown (log-spaced); --full shows all, "
                      "the results file holds every lane")
@@ -81,7 +97,7 @@ def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 
 
 def fit_table(fits: list[PowerLawFit], value_name: str) -> str:
     """One line per method: fitted exponent b with its 95% CI, the theory beside it, and what was excluded."""
-    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI (seeds)", "theory b (this grid)", f"theory b ({value_name}→∞)",
+    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI (seeds)", "theory b (exact, this grid)", f"theory b ({value_name}→∞)",
               "a", "residual", "points", "left out"]
     rows = []
     for f in fits:

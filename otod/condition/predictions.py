@@ -1,0 +1,114 @@
+"""What theory predicts for a condition sweep's own lanes, beside what was measured:
+
+* ``exact``: the lane's own count in exact arithmetic, from its residual polynomial on its own spectrum and start
+  (`otod.condition.theory.quadratic_exact_hits`), the median over seeds. Only at ``--lr theory`` (the methods'
+  own steps) on quadratics: a float64 engine run measures exactly this;
+* ``bound``: the worst case over every spectrum in [μ, L] and every start (`theory.bound_iterations`): no lane
+  of the method at its own step can need more, and a tuned step only does better at the median;
+* ``rate``: the asymptotic rate's count ⌈ln(1/ε)/(2 ln(1/ρ))⌉, which undercounts methods with a double root
+  (heavy ball, Nesterov) and bounds nothing.
+
+On Kronecker problems with ε > 0 the methods step with the true μ and L of H, whose condition number exceeds the
+nominal κ: ``bound`` and ``rate`` use the largest true κ(H) over the seeds.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from otod.condition import theory
+
+
+class Predictions(NamedTuple):
+    exact: object
+    bound: object
+    rate: object
+    slope: object
+
+
+def _median(values) -> float | None:
+    v = np.asarray(values, float)
+    if v.size == 0 or np.any(v < 0):
+        return None
+    return float(np.median(v))
+
+
+def true_condition_numbers(problem: dict, kappas, seeds: int, seed: int) -> dict[float, float]:
+    """The largest κ(H) over the seeds at each nominal κ, for Kronecker problems (exact for quadratics)."""
+    if problem["kind"] != "kronecker":
+        return {float(k): float(k) for k in kappas}
+    import jax
+
+    from otod.condition.kronecker import KroneckerSpec
+
+    spec = KroneckerSpec(**{k: v for k, v in problem.items() if k != "kind"})
+    family = spec.family()
+    out = {}
+    with jax.enable_x64(True):
+        draws = [family.draws(np.random.default_rng([seed, s])) for s in range(seeds)]
+        for k in kappas:
+            worst = 1.0
+            for drawn in draws:
+                h = np.asarray(family.make({"kappa": np.float64(k)}, drawn)["hessian"])
+                lam = np.linalg.eigvalsh(h)
+                worst = max(worst, float(lam[-1] / lam[0]))
+            out[float(k)] = worst
+    return out
+
+
+def predictions(meta: dict, tol: float) -> Predictions | None:
+    """The sweep's theory columns at ``tol`` (None where the closed forms say nothing: an absolute ``--lr``)."""
+    config = meta["config"]
+    if not theory.applies_to(config):
+        return None
+    problem = config["problem"]
+    kappas = config["axes"]["kappa"]
+    eps = problem.get("perturbation", 0.0)
+    cap = config["resolved"]["max_iters"]
+    true_kappa = true_condition_numbers(problem, kappas, config["seeds"], config["seed"])
+    ladder = config["target"]["ladder"]
+    rung = min(range(len(ladder)), key=lambda i: abs(math.log(ladder[i] / tol)))
+    static = [a["name"] for a in meta.get("axes", []) if not a.get("traced", True)]
+    polynomial = set(theory.POLYNOMIAL_METHODS) - {"kfac"}
+    with_exact = config["lr"] == "theory" and problem["kind"] == "quadratic" and not static
+
+    @functools.lru_cache(maxsize=None)
+    def exact_table(method: str):
+        from otod.condition.quadratic import QuadraticSpec
+
+        spec = QuadraticSpec(**{k: v for k, v in problem.items() if k != "kind"})
+        hits = theory.quadratic_exact_hits(spec, method, kappas, config["seeds"], [ladder[rung]],
+                                           seed=config["seed"], max_iters=cap,
+                                           x64=meta.get("precision") == "float64")
+        return {float(k): hits[i, :, 0] for i, k in enumerate(kappas)}
+
+    def exact(method: str, kappa: float):
+        if not with_exact or method not in polynomial:
+            return None
+        return _median(exact_table(method)[float(kappa)])
+
+    @functools.lru_cache(maxsize=None)
+    def bound(method: str, kappa: float):
+        if method not in theory.POLYNOMIAL_METHODS:
+            return None
+        return theory.bound_iterations(method, true_kappa[float(kappa)], tol, max_iters=max(cap, 10**6),
+                                       perturbation=eps)
+
+    def rate(method: str, kappa: float):
+        return theory.rate_iterations(method, true_kappa[float(kappa)], tol, eps)
+
+    def slope(method: str, xs) -> float | None:
+        """The slope of log(exact median) — or of log(bound) — on log κ over these κ: what a perfect
+        measurement would fit on this grid."""
+        use = exact if exact(method, float(xs[0])) is not None else bound
+        k = np.asarray([use(method, float(x)) or np.nan for x in xs], float)
+        ok = np.isfinite(k) & (k > 0)
+        if ok.sum() < 2 or np.ptp(np.log(np.asarray(xs, float)[ok])) == 0:
+            return None
+        return float(np.polyfit(np.log(np.asarray(xs, float)[ok]), np.log(k[ok]), 1)[0])
+
+    return Predictions(exact, bound, rate, slope)
