@@ -32,65 +32,94 @@ def _describe(meta: dict) -> str:
             f"{meta['precision']}")
 
 
-def fit_label(f) -> str:
-    """Legend text of one method: fitted exponent and CI, theory, and the lanes left out of the fit."""
+def fit_label(f, theory_name: str = "theory") -> str:
+    """Legend text of one method: fitted exponent and CI (or 'deterministic'), the exact slope and asymptotic
+    exponent of theory, and what the fit left out."""
     if not np.isfinite(f.exponent):
         label = f"{f.method}: fewer than 2 κ values converged, no fit"
     else:
-        label = f"{f.method}: b = {f.exponent:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]"
+        ci = "deterministic" if f.deterministic else f"[{f.ci_low:.3f}, {f.ci_high:.3f}]"
+        label = f"{f.method}: b = {f.exponent:.3f} {ci}"
         if f.theory_grid is not None:
-            label += f"; closed form {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"
+            label += f"; {theory_name} {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"
     left_out = [f"{n} {what}" for n, what in ((f.excluded_censored, "censored"), (f.excluded_diverged, "diverged"))
                 if n]
     return label + (f" ({', '.join(left_out)} lanes left out)" if left_out else "")
 
 
 def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None) -> None:
-    """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``."""
+    """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``: the
+    median over seeds (filled: in the fit; hollow: below the fit's range), the seed spread as a band, medians that
+    are only lower bounds as open triangles, and theory: the worst-case bound dashed, the exact count dotted."""
+    from otod.condition.predictions import predictions
+    from otod.condition.records import condition_fits
+    from otod.core.fit import censored_medians
+
     meta = results.meta
     tol = meta["config"]["target"]["tol"]
-    with_theory = theory.applies_to(meta["config"])
-    cap = meta["config"]["resolved"]["max_iters"]
+    preds = predictions(meta, tol)
     records = chosen_records(results, results.records)
-    fits = {f.method: f for f in fit_sweep(
-        records, "kappa", exponent=theory.exponent if with_theory else None,
-        exponent_on_grid=(lambda m, xs: theory.exponent_on_grid(m, xs, tol)) if with_theory else None)}
-    censored_labelled = False
+    fits = {f.method: f for f in condition_fits(records, preds)}
+    bound_labelled = exact_labelled = lower_labelled = False
     for method in dict.fromkeys(r["method"] for r in records):
         scale = flops[method] if flops else 1.0
         xs, y, status = iteration_matrix(records, method, "kappa")
+        lower = np.isin(status, ("censored", "stalled"))
+        med, bound = censored_medians(y, lower)
         color = COLORS.get(method, None)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            med, lo, hi = np.nanmedian(y, 1), np.nanmin(y, 1), np.nanmax(y, 1)
-        label = fit_label(fits[method])
-        ax.plot(xs, med * scale, "o-", ms=2.5, lw=1.4, color=color, label=label)
+            conv = np.where(status == "converged", y, np.nan)
+            lo, hi = np.nanmin(conv, 1), np.nanmax(conv, 1)
+        fit = fits[method]
+        inside = (xs >= fit.min_x) if fit.min_x is not None else np.ones(xs.shape, bool)
+        ok = ~bound & np.isfinite(med)
+        ax.plot(xs[ok], med[ok] * scale, "-", lw=1.4, color=color)
+        ax.plot(xs[ok & inside], med[ok & inside] * scale, "o", ms=3, color=color, label=fit_label(fit, preds.slope_of if preds else "theory"))
+        if (ok & ~inside).any():
+            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale, "o", ms=3.5, mfc="white", color=color)
         ax.fill_between(xs, lo * scale, hi * scale, color=color, alpha=0.2, lw=0)
-        eps = meta["config"]["problem"].get("perturbation", 0.0)
-        th = [theory.iterations(method, x, tol, eps) for x in xs]
-        if with_theory and all(t is not None for t in th):
-            ax.plot(xs, np.asarray(th, float) * scale, "--", lw=1.0, color=color, alpha=0.9)
-        cens = np.any(status == "censored", axis=1)
-        if cens.any():
-            ax.plot(xs[cens], np.full(cens.sum(), cap * scale), "o", mfc="none", color=color, ms=5,
-                    label=None if censored_labelled else f"censored at --max-iters {cap}")
-            censored_labelled = True
+        if bound.any():
+            ax.plot(xs[bound], med[bound] * scale, "^", mfc="none", color=color, ms=6,
+                    label=None if lower_labelled else "median only a lower bound (most lanes censored)")
+            lower_labelled = True
+        if preds is None:
+            continue
+        th = np.asarray([preds.bound(method, float(x)) or np.nan for x in xs], float)
+        if np.isfinite(th).any():
+            ax.plot(xs, th * scale, "--", lw=1.0, color=color, alpha=0.9,
+                    label=None if bound_labelled else "bound: worst case over spectra and starts")
+            bound_labelled = True
+        ex = np.asarray([(preds.exact(method, float(x)) or np.nan) for x in xs], float)
+        if np.isfinite(ex).any():
+            ax.plot(xs, ex * scale, ":", lw=1.6, color="k", alpha=0.6,
+                    label=None if exact_labelled else "exact: these lanes in exact arithmetic")
+            exact_labelled = True
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("condition number κ = L/μ")
     ax.set_ylabel("FLOPs to tolerance" if flops else "iterations to tolerance")
     ax.grid(True, which="both", alpha=0.25)
-    if with_theory:
-        ax.plot([], [], "k--", lw=1.0, label="theory ⌈ln(1/ε)/(2 ln(1/ρ))⌉")
+    if any(f.min_x for f in fits.values()):
+        ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
+
+
+def _legend_outside(ax, fontsize=7.5):
+    """The legend to the right of the axes, where it cannot cover data: the methods first, then the keys."""
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: (": b =" not in labels[i] and "no fit" not in labels[i], i))
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=fontsize, loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None) -> list[Path]:
     """Figure (a): iterations (or FLOPs) to tolerance vs κ, log-log, written to ``base``.png/.pdf."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig, ax = plt.subplots(figsize=(6.0, 4.6))
     draw_condition(ax, results, flops=flops)
-    ax.set_title("Conditioning: iterations to tolerance vs κ", fontsize=11)
-    ax.legend(fontsize=7.5, loc="best")
-    fig.text(0.5, -0.01, _describe(results.meta), ha="center", va="top", fontsize=7.5, color="0.35")
+    what = "FLOPs" if flops else "iterations"
+    ax.set_title(f"Conditioning: {what} to tolerance vs κ", fontsize=11)
+    _legend_outside(ax)
+    fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
     return save(fig, base)
 
 
@@ -171,14 +200,15 @@ def make_zigzag(spec: dict[str, Any], out_dir: Path) -> list[Path]:
 
 def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[Path]:
     """Iterations and FLOPs to tolerance side by side: serial complexity and the whole bill."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.6))
     draw_condition(left, results)
     draw_condition(right, results, flops=flops)
     left.set_title("iterations to tolerance", fontsize=10)
-    right.set_title("FLOPs to tolerance = iterations × XLA FLOPs of one iteration", fontsize=10)
-    left.legend(fontsize=7, loc="upper left")
+    right.set_title("FLOPs to tolerance = iterations × XLA FLOPs of one iteration\n(set-up — factorisations, "
+                    "inverses — not counted)", fontsize=9)
+    _legend_outside(right, fontsize=7)
     per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
-    fig.suptitle("The whole bill: iterations × cost of one iteration", fontsize=11)
+    fig.suptitle("The whole bill: iterations × cost of one iteration", fontsize=11, y=1.06)
     fig.text(0.5, -0.01, _describe(results.meta) + f"\nFLOPs per iteration: {per_iter}", ha="center", va="top",
              fontsize=7.5, color="0.35")
     return save(fig, base)

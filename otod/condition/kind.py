@@ -43,9 +43,24 @@ def condition_target(tol: float, ladder=(), check_every: int = 1) -> Target:
 
 
 def max_iters(config) -> int:
-    """2·κ_max·ln(1/tol) (tol: the ladder's lowest rung), from 1000 to 10⁶: about four times what gd needs."""
-    kmax = max(config.values("kappa"))
-    return int(min(AUTO_MAX_ITERS_LIMIT, max(1000, math.ceil(2.0 * kmax * math.log(1.0 / config.target.lowest)))))
+    """The automatic cap follows the slowest method: four times the largest worst-case bound (`theory.bound_iterations`
+    at κ_max, and at (1+ε)κ_max on a perturbed Kronecker problem, whose true κ(H) can be that large) among the
+    methods that have one; for methods without one (adam, jacobi) ten times gd's bound and at least 10⁴. Never
+    below 1000 or above 10⁶. Lanes reaching it are censored, never lost; stuck lanes stop early as stalled."""
+    eps = getattr(config.problem, "perturbation", 0.0)
+    kmax = max(config.values("kappa")) * (1.0 + eps)
+    tol = config.target.lowest
+    gd_bound = theory.bound_iterations("gd", kmax, tol, max_iters=10**9) or AUTO_MAX_ITERS_LIMIT
+    caps = [1000]
+    for m in config.methods:
+        if m in ("heavy-ball", "nesterov") and kmax > 1e6:
+            caps.append(4 * gd_bound)  # their exact bound is slow to certify this far out; gd's exceeds it
+        elif m in theory.POLYNOMIAL_METHODS:
+            caps.append(4 * (theory.bound_iterations(m, kmax, tol, max_iters=10**9, perturbation=eps)
+                             or AUTO_MAX_ITERS_LIMIT))
+        else:
+            caps.append(max(10_000, 10 * gd_bound))
+    return int(min(AUTO_MAX_ITERS_LIMIT, max(caps)))
 
 
 def x64(config) -> bool:

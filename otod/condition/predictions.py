@@ -24,10 +24,14 @@ from otod.condition import theory
 
 
 class Predictions(NamedTuple):
+    """The theory columns as functions of (method, κ), and ``slope(method, κs)``: the slope of the exact counts
+    where this sweep has them (``slope_of`` = "exact"), else of the bound ("bound")."""
+
     exact: object
     bound: object
     rate: object
     slope: object
+    slope_of: str
 
 
 def _median(values) -> float | None:
@@ -111,4 +115,4 @@ def predictions(meta: dict, tol: float) -> Predictions | None:
             return None
         return float(np.polyfit(np.log(np.asarray(xs, float)[ok]), np.log(k[ok]), 1)[0])
 
-    return Predictions(exact, bound, rate, slope)
+    return Predictions(exact, bound, rate, slope, "exact" if with_exact else "bound")

@@ -61,7 +61,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
                     f"({', '.join(methods)}): the best rate may lie beyond the grid; widen --lr-grid", ""]
         note = coordinate_wise_note(config)
         parts += ([heading, ""] if heading else []) + [table, ""] + warn + ([note, ""] if note else []) + [
-            fit_head, fit_table(fits, "κ"), ""]
+            fit_head, fit_table(fits, "κ", preds.slope_of if preds else "theory"), ""]
     status = ""
     if meta.get("read_back"):
         status += "  (read back from the finished results file: nothing recomputed)"

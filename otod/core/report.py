@@ -95,9 +95,9 @@ def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 
     return "\n".join(lines + [""] + notes)
 
 
-def fit_table(fits: list[PowerLawFit], value_name: str) -> str:
+def fit_table(fits: list[PowerLawFit], value_name: str, theory_name: str = "theory") -> str:
     """One line per method: fitted exponent b with its 95% CI, the theory beside it, and what was excluded."""
-    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI (seeds)", "theory b (exact, this grid)", f"theory b ({value_name}→∞)",
+    header = ["method", f"b (iterations ≈ a·{value_name}^b)", "95% CI (seeds)", f"b of {theory_name} (this grid)", f"theory b ({value_name}→∞)",
               "a", "residual", "points", "left out"]
     rows = []
     for f in fits:
