@@ -6,6 +6,7 @@ several dimensions are given, the dimension d (a static axis: one program per d)
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -48,11 +49,14 @@ def max_iters(config) -> int:
     methods that have one; for methods without one (adam, jacobi) ten times gd's bound and at least 10⁴. Never
     below 1000 or above 10⁶. Lanes reaching it are censored, never lost; stuck lanes stop early as stalled."""
     eps = getattr(config.problem, "perturbation", 0.0)
-    kmax = max(config.values("kappa")) * (1.0 + eps)
-    tol = config.target.lowest
+    return _cap(tuple(config.methods), max(config.values("kappa")) * (1.0 + eps), config.target.lowest, eps)
+
+
+@functools.lru_cache(maxsize=256)
+def _cap(methods: tuple[str, ...], kmax: float, tol: float, eps: float) -> int:
     gd_bound = theory.bound_iterations("gd", kmax, tol, max_iters=10**9) or AUTO_MAX_ITERS_LIMIT
     caps = [1000]
-    for m in config.methods:
+    for m in methods:
         if m in ("heavy-ball", "nesterov") and kmax > 1e6:
             caps.append(4 * gd_bound)  # their exact bound is slow to certify this far out; gd's exceeds it
         elif m in theory.POLYNOMIAL_METHODS:

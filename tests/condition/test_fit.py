@@ -76,12 +76,14 @@ def test_fit_with_one_point_is_nan_not_an_error():
 
 
 def test_theory_is_left_out_of_the_report_when_the_step_is_not_the_methods_own(tmp_path):
-    """An absolute --lr is not the textbook method: no ·th column, no theory exponents."""
+    """An absolute --lr is not the textbook method: no exact/bound/rate columns, no theory exponents."""
     spec = QuadraticSpec(dim=8)
     own = text_report(run_sweep(condition_sweep((2.0, 20.0), methods=("gd",), problem=spec, seeds=2),
                                 out_dir=tmp_path))
     fixed = text_report(run_sweep(condition_sweep((2.0, 20.0), methods=("gd",), problem=spec, seeds=2, lr=0.05),
                                   out_dir=tmp_path))
-    assert "gd·th" in own and "gd·th" not in fixed
+    header = lambda text: text.split("median iterations")[0]  # noqa: E731
+    assert "bound" in header(own) and "exact" in header(own)
+    assert "bound" not in header(fixed) and "exact" not in header(fixed)
     fits = [line for line in fixed.splitlines() if line.startswith("gd ")]
     assert fits and fits[-1].split()[4:6] == ["—", "—"]
