@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from otod.condition import theory
-from otod.condition.bill import iteration_flops
+from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import chosen_records
 from otod.core.fit import fit_sweep, iteration_matrix
 from otod.core.plotting import COLORS, save
@@ -39,7 +39,7 @@ def fit_label(f, theory_name: str = "theory") -> str:
         label = f"{f.method}: fewer than 2 κ values converged, no fit"
     else:
         ci = "deterministic" if f.deterministic else f"[{f.ci_low:.3f}, {f.ci_high:.3f}]"
-        label = f"{f.method}: b = {f.exponent:.3f} {ci}"
+        label = f"{f.method}: b = {round(f.exponent, 3) + 0.0:.3f} {ci}"
         if f.theory_grid is not None:
             label += f"; {theory_name} {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"
     left_out = [f"{n} {what}" for n, what in ((f.excluded_censored, "censored"), (f.excluded_diverged, "diverged"))
@@ -47,10 +47,12 @@ def fit_label(f, theory_name: str = "theory") -> str:
     return label + (f" ({', '.join(left_out)} lanes left out)" if left_out else "")
 
 
-def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None) -> None:
+def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None,
+                   setup: dict[str, float] | None = None) -> None:
     """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``: the
     median over seeds (filled: in the fit; hollow: below the fit's range), the seed spread as a band, medians that
-    are only lower bounds as open triangles, and theory: the worst-case bound dashed, the exact count dotted."""
+    are only lower bounds as open triangles, and theory: the worst-case bound dashed, the exact count dotted.
+    With ``flops``, the y axis is set-up (``setup``) + iterations × FLOPs of one iteration."""
     from otod.condition.predictions import predictions
     from otod.condition.records import condition_fits
     from otod.core.fit import censored_medians
@@ -63,6 +65,7 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
     bound_labelled = exact_labelled = lower_labelled = False
     for method in dict.fromkeys(r["method"] for r in records):
         scale = flops[method] if flops else 1.0
+        once = (setup or {}).get(method, 0.0) if flops else 0.0
         xs, y, status = iteration_matrix(records, method, "kappa")
         lower = np.isin(status, ("censored", "stalled"))
         med, bound = censored_medians(y, lower)
@@ -74,25 +77,25 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
         fit = fits[method]
         inside = (xs >= fit.min_x) if fit.min_x is not None else np.ones(xs.shape, bool)
         ok = ~bound & np.isfinite(med)
-        ax.plot(xs[ok], med[ok] * scale, "-", lw=1.4, color=color)
-        ax.plot(xs[ok & inside], med[ok & inside] * scale, "o", ms=3, color=color, label=fit_label(fit, preds.slope_of if preds else "theory"))
+        ax.plot(xs[ok], med[ok] * scale + once, "-", lw=1.4, color=color)
+        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, "o", ms=3, color=color, label=fit_label(fit, preds.slope_of if preds else "theory"))
         if (ok & ~inside).any():
-            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale, "o", ms=3.5, mfc="white", color=color)
-        ax.fill_between(xs, lo * scale, hi * scale, color=color, alpha=0.2, lw=0)
+            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, "o", ms=3.5, mfc="white", color=color)
+        ax.fill_between(xs, lo * scale + once, hi * scale + once, color=color, alpha=0.2, lw=0)
         if bound.any():
-            ax.plot(xs[bound], med[bound] * scale, "^", mfc="none", color=color, ms=6,
+            ax.plot(xs[bound], med[bound] * scale + once, "^", mfc="none", color=color, ms=6,
                     label=None if lower_labelled else "median only a lower bound (most lanes censored)")
             lower_labelled = True
         if preds is None:
             continue
         th = np.asarray([preds.bound(method, float(x)) or np.nan for x in xs], float)
         if np.isfinite(th).any():
-            ax.plot(xs, th * scale, "--", lw=1.0, color=color, alpha=0.9,
+            ax.plot(xs, th * scale + once, "--", lw=1.0, color=color, alpha=0.9,
                     label=None if bound_labelled else "bound: worst case over spectra and starts")
             bound_labelled = True
         ex = np.asarray([(preds.exact(method, float(x)) or np.nan) for x in xs], float)
         if np.isfinite(ex).any():
-            ax.plot(xs, ex * scale, ":", lw=1.6, color="k", alpha=0.6,
+            ax.plot(xs, ex * scale + once, ":", lw=1.6, color="k", alpha=0.6,
                     label=None if exact_labelled else "exact: these lanes in exact arithmetic")
             exact_labelled = True
     ax.set_xscale("log")
@@ -112,12 +115,15 @@ def _legend_outside(ax, fontsize=7.5):
               bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
 
 
-def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None) -> list[Path]:
-    """Figure (a): iterations (or FLOPs) to tolerance vs κ, log-log, written to ``base``.png/.pdf."""
+def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None,
+                     setup: dict[str, float] | None = None) -> list[Path]:
+    """Figure (a): iterations (or FLOPs: set-up + iterations × one iteration) to tolerance vs κ, log-log, written
+    to ``base``.png/.pdf."""
     fig, ax = plt.subplots(figsize=(6.0, 4.6))
-    draw_condition(ax, results, flops=flops)
-    what = "FLOPs" if flops else "iterations"
-    ax.set_title(f"Conditioning: {what} to tolerance vs κ", fontsize=11)
+    draw_condition(ax, results, flops=flops, setup=setup)
+    title = ("The whole bill: FLOPs to tolerance (set-up + iterations × one iteration) vs κ" if flops
+             else "Conditioning: iterations to tolerance vs κ")
+    ax.set_title(title, fontsize=11 if not flops else 9.5)
     _legend_outside(ax)
     fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
     return save(fig, base)
@@ -202,14 +208,16 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
     """Iterations and FLOPs to tolerance side by side: serial complexity and the whole bill."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.6))
     draw_condition(left, results)
-    draw_condition(right, results, flops=flops)
+    setup = setup_costs(results)
+    draw_condition(right, results, flops=flops, setup=setup)
     left.set_title("iterations to tolerance", fontsize=10)
-    right.set_title("FLOPs to tolerance = iterations × XLA FLOPs of one iteration\n(set-up — factorisations, "
-                    "inverses — not counted)", fontsize=9)
+    right.set_title("FLOPs to tolerance = set-up + iterations × XLA FLOPs of one iteration", fontsize=9.5)
     _legend_outside(right, fontsize=7)
     per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
-    fig.suptitle("The whole bill: iterations × cost of one iteration", fontsize=11, y=1.06)
-    fig.text(0.5, -0.01, _describe(results.meta) + f"\nFLOPs per iteration: {per_iter}", ha="center", va="top",
+    once = ", ".join(f"{m} {f:.3g}" for m, f in setup.items())
+    fig.suptitle("The whole bill: iterations × cost of one iteration", fontsize=11, y=1.0)
+    fig.text(0.5, -0.01, _describe(results.meta) + f"\nFLOPs per iteration: {per_iter}\nset-up FLOPs "
+             f"(textbook counts of the factorisations, which XLA's count leaves out): {once}", ha="center", va="top",
              fontsize=7.5, color="0.35")
     return save(fig, base)
 

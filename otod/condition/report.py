@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from otod.condition.bill import iteration_flops
+from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.predictions import predictions
 from otod.condition.records import chosen_records, condition_fits, coordinate_wise_note, fit_range, static_groups
 from otod.core import results as results_io
@@ -30,6 +30,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     tol = config["target"]["tol"] if tol is None else tol
     preds = predictions(meta, tol)
     flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
+    setup = setup_costs(results) if flops else None
     notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
              "censored, so the median is only a lower bound); Nc/Ns/Nd = lanes censored at --max-iters / stalled / "
              "diverged"]
@@ -47,7 +48,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         records = chosen_records(results, rows, tol)
         columns = {"exact": preds.exact, "bound": preds.bound, "rate": preds.rate} if preds else None
         table = sweep_table(summarize(records, "kappa"), value_name="κ", max_rows=None if full else 16,
-                            flops=flops, notes=notes, columns=columns)
+                            flops=flops, setup=setup, notes=notes, columns=columns)
         fits = condition_fits(records, preds)
         low = fit_range(records)
         fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
@@ -80,22 +81,24 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 
     base = Path(base)
     if quantity == "flops":
-        return condition_figure(results, base.with_name(base.name + "-flops"), flops=iteration_flops(results))
+        return condition_figure(results, base.with_name(base.name + "-flops"), flops=iteration_flops(results),
+                                setup=setup_costs(results))
     return condition_figure(results, base)
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
                      progress: Callable[[dict], None] | None = None, yes: bool = False) -> Report:
     """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method, plot and report."""
-    from otod.condition.bill import flops_per_iteration
+    from otod.condition.bill import flops_per_iteration, setup_flops
     from otod.core.sweep import run_sweep
 
     results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes)
-    if "flops_per_iteration" not in results.meta and not config.static_axes:
+    if "setup_flops" not in results.meta and not config.static_axes:
         meta = {k: v for k, v in results.meta.items() if k != "read_back"}
         meta["flops_per_iteration"] = flops_per_iteration(config.problem, config.methods,
                                                           max(config.values("kappa")), config.options,
                                                           config.resolved_x64)
+        meta["setup_flops"] = {m: setup_flops(config.problem, m) for m in config.methods}
         results_io.save(results.path, meta, results.records)
         results = results_io.Results(meta=results_io.jsonable(meta), records=results.records, path=results.path)
     files = [results.path]

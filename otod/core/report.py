@@ -42,12 +42,13 @@ def _pick_rows(values: list[float], max_rows: int | None) -> list[float]:
 
 
 def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 16,
-                flops: dict[str, float] | None = None, notes: list[str] = (),
+                flops: dict[str, float] | None = None, setup: dict[str, float] | None = None,
+                notes: list[str] = (),
                 columns: dict[str, Callable[[str, float], float | None]] | None = None) -> str:
     """Axis value × method table of median iterations to target (censored 'c', stalled 's' and diverged 'd' lane
     counts beside them), a ``m·NAME`` column for each of ``columns`` (the theory's predictions, evaluated only on
     the rows shown, and only for methods where it gives a number), and FLOPs to target where ``flops`` gives each
-    method's FLOPs per iteration; ``notes`` are printed under it."""
+    method's FLOPs per iteration (plus ``setup`` FLOPs, where given); ``notes`` are printed under it."""
     methods = list(dict.fromkeys(s["method"] for s in summary))
     by = {(s["method"], s["value"]): s for s in summary}
     values = sorted({s["value"] for s in summary})
@@ -68,7 +69,9 @@ def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 
                 if name == "median":
                     row.append(_cell(s) if s else "")
                 elif name == "flops":
-                    row.append(_fmt_num(s["median"] * flops[m], 3) if s and s["median"] is not None else "—")
+                    once = (setup or {}).get(m, 0.0)
+                    row.append(_fmt_num(once + s["median"] * flops[m], 3) if s and s["median"] is not None
+                               else "—")
                 else:
                     row.append(_fmt_num(extra[(m, name, v)], 6))
         rows.append(row)
@@ -88,7 +91,8 @@ def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     notes = list(notes)
     if flops:
-        notes.append("flops = median iterations × XLA's FLOPs of one iteration (value-and-gradient + update)")
+        notes.append("flops = median iterations × XLA's FLOPs of one iteration (value-and-gradient + update)"
+                     + (" + the method's set-up (factorisations, inverses; textbook counts)" if setup else ""))
     if len(shown) < len(values):
         notes.append(f"{len(shown)} of {len(values)} {value_name} values shown (log-spaced); --full shows all, "
                      "the results file holds every lane")

@@ -32,3 +32,16 @@ def test_rotated_quadratic_iteration_is_two_matrix_vector_products():
     rotated = iteration_cost(QuadraticSpec(dim=d, basis="rotated"), "gd", 10.0).flops
     diagonal = iteration_cost(QuadraticSpec(dim=d), "gd", 10.0).flops
     assert rotated - diagonal == pytest.approx(4 * d * d, rel=0.02)
+
+
+def test_set_up_counts_the_factorisations_each_method_needs():
+    """Kronecker 6×9 (d = 54): Newton's eigendecomposition 9d³, the first-order methods' eigenvalues 4d³/3, KFAC's
+    two damped inverses 2·6³ + 2·9³; on a quadratic built from its eigendecomposition nothing."""
+    from otod.condition.bill import setup_flops
+
+    spec = KroneckerSpec(rows=6, cols=9, perturbation=0.1)
+    assert setup_flops(spec, "newton") == 9 * 54 ** 3
+    assert setup_flops(spec, "gd") == pytest.approx(4 * 54 ** 3 / 3)
+    assert setup_flops(spec, "kfac") == 2 * 6 ** 3 + 2 * 9 ** 3
+    assert setup_flops(QuadraticSpec(dim=64, basis="rotated"), "newton") == 0.0
+    assert setup_flops(QuadraticSpec(dim=64, basis="rotated"), "jacobi") == pytest.approx(4 * 64 ** 3 / 3 + 64 ** 2)
