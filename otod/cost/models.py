@@ -8,7 +8,7 @@ A `Network` is a tuple of layers (frozen dataclasses). Each layer knows three th
   parameter operand (``weight``: dense, conv) and products of two activations (``activation``: attention).
 
 The formulas are those of Hobbhahn & Sevilla, "What's the backward-forward FLOP ratio for neural networks?",
-Epoch AI 2021 (seeds/001): a dense layer costs 2·in·out FLOPs per example forward, a convolution
+Epoch AI 2021: a dense layer costs 2·in·out FLOPs per example forward, a convolution
 2·k_h·k_w·C_in·C_out·H_out·W_out; ReLUs, biases, pooling and the loss are "negligible" and left out.
 
 The four networks of that text's appendix are here (`linearnet`, `onenet`, `convnet`, `deeperconvnet`; inputs

@@ -10,8 +10,8 @@ Each part is its own jitted program, timed after warm-up (compilation and first 
 * value_and_grad = forward and backward fused in one program, for comparison.
 
 Precision: ``float32``, or ``bfloat16`` mixed precision (inputs and every layer's computation in bfloat16,
-float32 master weights, gradients, optimizer state and loss). The seed measurement (Li et al., PyTorch
-Distributed, fig. 6, via seeds/000: ResNet50 and BERT on V100) puts the backward pass at ≈ 3× the forward and the
+float32 master weights, gradients, optimizer state and loss). A published measurement (Li et al., "PyTorch
+Distributed: Experiences on Accelerating Data Parallel Training", VLDB 2020, fig. 6: ResNet50 and BERT on V100) puts the backward pass at ≈ 3× the forward and the
 optimizer step small; we report the backward/forward time ratio next to the FLOP ratio. The same code runs
 unchanged on GPU: it times whatever ``jax.devices()[0]`` is.
 
