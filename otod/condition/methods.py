@@ -118,7 +118,8 @@ METHODS: dict[str, Method] = {
                                  "step 1/L, β = (√κ−1)/(√κ+1); ρ = 1 − 1/√κ (Nesterov 2018, §2.2)"),
     "adam": Method(lambda info: jnp.asarray(1e-2, info["curvature"].mu.dtype),
                    lambda lr, info, o, hp=None: optax.adam(lr),
-                   "no closed form: 1e-2, scale-dependent (Kingma & Ba 2015)", needs=CURVATURE),
+                   "no closed form: 1e-2 (Kingma & Ba 2015), which is scale-dependent: tuned over --lr-grid "
+                   "by default", needs=CURVATURE, tuned_by_default=True),
     "newton": Method(lambda info: jnp.ones_like(info["curvature"].mu), _newton,
                      "exact H⁻¹, step 1: one iteration on any quadratic", needs=CURVATURE),
     "jacobi": Method(lambda info: 1.0 / info["curvature"].jacobi_lipschitz, _jacobi,

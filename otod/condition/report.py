@@ -40,9 +40,14 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
                      "no lane at the method's own step needs more; rate = ⌈ln(1/ε)/(2 ln(1/ρ))⌉ from the "
                      "asymptotic rate ρ alone, which undercounts heavy-ball and nesterov (a double root) and bounds "
                      "nothing")
-    if config["lr"] == "tuned":
-        notes.append("--lr tuned: one multiplier of the reference step per κ and method, the best by the median "
-                     "over seeds (censored lanes count as worst)")
+    from otod.condition.methods import METHODS
+
+    tuned = [m for m in config["methods"] if config["lr"] == "tuned"
+             or (config["lr"] == "theory" and METHODS[m].tuned_by_default)]
+    if tuned:
+        why = "" if config["lr"] == "tuned" else " (its reference step is a scale-dependent constant, no theory)"
+        notes.append(f"tuned: {', '.join(tuned)}{why}: one multiplier of the reference step per κ from --lr-grid, "
+                     "the best by the median over seeds (censored lanes count as worst)")
     parts = []
     for heading, rows in static_groups(results):
         records = chosen_records(results, rows, tol)

@@ -26,7 +26,8 @@ class Method(NamedTuple):
     reference step (``--lr theory`` uses it, ``--lr tuned`` multiplies it); ``hyperparameters(info)`` the arrays
     besides the step it fixes (momentum β, Nesterov weight ν), which ``build`` uses when ``hyper`` is None.
     ``reference`` says where the step comes from; ``standalone`` is the method in its cheapest optax form (for
-    counting the FLOPs of one of its iterations)."""
+    counting the FLOPs of one of its iterations). ``tuned_by_default``: its reference step is no theory (a
+    scale-dependent constant), so ``--lr theory`` tunes it over the grid instead."""
 
     reference_lr: Callable[[Info], jax.Array]
     build: Callable[..., optax.GradientTransformation]
@@ -35,6 +36,7 @@ class Method(NamedTuple):
     program: str | None = None
     hyperparameters: Callable[[Info], tuple] = lambda info: ()
     standalone: Callable[..., optax.GradientTransformation] | None = None
+    tuned_by_default: bool = False
 
     def cheapest(self, lr, info: Info, options) -> optax.GradientTransformation:
         return (self.standalone or self.build)(lr, info, options)

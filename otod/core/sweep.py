@@ -161,6 +161,15 @@ class SweepConfig:
     def relative_lr(self) -> bool:
         return isinstance(self.lr, str)
 
+    def tuned(self, method: str) -> bool:
+        """Whether a method's learning rate is tuned: under ``--lr tuned``, and under ``--lr theory`` for a method
+        whose reference step is no theory (``Method.tuned_by_default``: Adam's 1e-2 is scale-dependent)."""
+        return self.lr == "tuned" or (self.lr == "theory" and self.kind.methods[method].tuned_by_default)
+
+    def rates_for(self, method: str) -> tuple[float, ...]:
+        """The per-lane lr values of one method: the grid where it is tuned, else `learning_rates`."""
+        return self.lr_grid if self.tuned(method) else self.learning_rates
+
     @property
     def learning_rates(self) -> tuple[float, ...]:
         """The per-lane lr values: multipliers of the reference step (theory, tuned) or the absolute step."""
@@ -240,11 +249,11 @@ def plan(config: SweepConfig) -> list[Chunk]:
     compiles once; the length is the number of points whose predicted work, at the program's heaviest point, is
     about ``chunk_seconds`` (at most 1000 chunks per method)."""
     points = config.traced_points()
-    per_point_lanes = config.seeds * len(config.learning_rates)
     chunks = []
     for si, spec in enumerate(config.specs()):
         seconds = lane_seconds(spec)
         for program in programs(config.kind.methods, config.methods):
+            per_point_lanes = config.seeds * max(len(config.rates_for(name)) for name in program)
             heaviest = max(predicted_iterations(config, p, name) for p in points for name in program)
             per_chunk = max(1, min(len(points), int(config.chunk_seconds // max(heaviest * per_point_lanes
                                                                                   * seconds, 1e-12))))
@@ -272,14 +281,14 @@ def estimate(config: SweepConfig) -> Estimate:
 
     itemsize = 8 if config.resolved_x64 else 4
     points = config.traced_points()
-    per_point = config.seeds * len(config.learning_rates)
     lanes, work, seconds, peak = 0, 0.0, 0.0, 0.0
     for spec in config.specs():
         family = spec.family()
-        block = max(BLOCK_LANES, per_point)
-        peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane)
-                   + 64 * per_point * len(points))
         for name in config.methods:
+            per_point = config.seeds * len(config.rates_for(name))
+            block = max(BLOCK_LANES, per_point)
+            peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane)
+                       + 64 * per_point * len(points))
             its = sum(predicted_iterations(config, p, name) for p in points) * per_point
             lanes += per_point * len(points)
             work += its
@@ -329,7 +338,7 @@ def deferred_interrupt() -> Iterator[dict]:
 
 def _lanes(config: SweepConfig, points: list[dict], chunk: Chunk):
     """Per-lane arrays of a chunk, ordered [point, rate, seed]: traced axis values, seeds, rates, method index."""
-    rates = config.learning_rates
+    rates = config.rates_for(chunk.program[chunk.method_index])
     grid = [(p, r, s) for p in chunk.point_indices for r in range(len(rates)) for s in range(config.seeds)]
     idx = np.asarray(grid, dtype=np.int64).reshape(-1, 3)
     axis_values = {n: np.asarray([points[i][n] for i in idx[:, 0]], float) for n in config.traced_axes}
@@ -339,8 +348,9 @@ def _lanes(config: SweepConfig, points: list[dict], chunk: Chunk):
 def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solution) -> list[dict]:
     primary = config.target.index(config.target.tol)
     gap_name = "final_gap" if config.target.kind == "relative" else "final_loss"
-    n_real = chunk.n_points * config.seeds * len(config.learning_rates)
     name = chunk.program[chunk.method_index]
+    rates = config.rates_for(name)
+    n_real = chunk.n_points * config.seeds * len(rates)
     rows = []
     for i in range(n_real):
         hits = [int(h) if h >= 0 else None for h in solution.hits[i]]
@@ -350,14 +360,14 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
             "sweep": config.sweep, **{k: float(v) for k, v in static_point.items()},
             **{k: float(v) for k, v in points[idx[i, 0]].items()},
             "method": name, "seed": int(idx[i, 2]),
-            "lr_multiplier": float(config.learning_rates[idx[i, 1]]) if config.relative_lr else None,
+            "lr_multiplier": float(rates[idx[i, 1]]) if config.relative_lr else None,
             "learning_rate": float(solution.learning_rate[i]),
             "iterations": hit if hit is not None else int(solution.iterations[i]),
             "status": "converged" if hit is not None else STATUS_NAMES[status if status != Status.CONVERGED
                                                                        else int(Status.CENSORED)],
             gap_name: float(solution.final_metric[i]), "hits": hits,
         })
-    if config.lr == "tuned":
+    if config.tuned(name):
         from otod.core.tuning import mark_selection
 
         mark_selection(rows, tuple(config.static_axes) + tuple(config.traced_axes))
@@ -395,13 +405,11 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
         done = {c["key"]: c for c in finished}
         chunks = plan(config)
         points, statics = config.traced_points(), config.static_points()
-        per_point = config.seeds * len(config.learning_rates)
-        total = sum(c.n_points for c in chunks) * per_point
+        total = sum(c.n_points * config.seeds * len(config.rates_for(c.program[c.method_index])) for c in chunks)
         lanes_done = sum(c["lanes"] for c in finished)
         resumed = len(done)
         run_seconds = 0.0
         draws_cache: dict = {}
-        group = (len(config.learning_rates), config.seeds) if config.lr == "tuned" else None
         kind = config.kind
         with jax.enable_x64(config.resolved_x64), count_compilations() as compiles, deferred_interrupt() as stop:
             dtype = np.float64 if config.resolved_x64 else np.float32
@@ -413,13 +421,15 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     draws_cache = {spec: seed_draws(spec, config.seed, config.seeds, dtype)}
                 idx, axis_values, seed_idx, lrs = _lanes(config, points, chunk)
                 members = tuple(kind.methods[m] for m in chunk.program)
+                name = chunk.program[chunk.method_index]
+                group = (len(config.rates_for(name)), config.seeds)
                 t0 = time.perf_counter()
                 solution = iterations_to_target(
                     spec, members, axis_values, seed_idx, lrs, method_indices=np.full(len(seed_idx),
                                                                                       chunk.method_index),
                     seed=config.seed, target=config.target, max_iters=config.resolved_max_iters,
                     relative_lr=config.relative_lr, options=config.options,
-                    group=group or (1, config.seeds), draws=draws_cache[spec])
+                    group=group, draws=draws_cache[spec])
                 seconds = time.perf_counter() - t0
                 run_seconds += seconds
                 records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
