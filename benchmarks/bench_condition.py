@@ -506,30 +506,13 @@ def part_two(kmax, n_seeds, repeats):
 
 # ------------------------------------------------------------------------------------------------------------------
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one clear line, exit 2
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
-
-
-def _at_least(minimum: int):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
-        return value
-    return parse
-
-
 def main(argv=None) -> int:
-    ap = _Parser(prog="bench_condition.py", description=__doc__.split("\n\n")[0],
+    ap = standalone.OneLineParser(prog="bench_condition.py", description=__doc__.split("\n\n")[0],
                  epilog="Exit status: 0 all counts identical, 1 a mismatch or a failed run, 2 bad input.")
-    ap.add_argument("--kmax", type=_at_least(2), default=None, metavar="K", help="κ = 1..K (default 100)")
-    ap.add_argument("--seeds", type=_at_least(1), default=None, metavar="S", help="seeds 0..S−1 (default 8)")
+    ap.add_argument("--kmax", type=standalone.at_least(2), default=None, metavar="K", help="κ = 1..K (default 100)")
+    ap.add_argument("--seeds", type=standalone.at_least(1), default=None, metavar="S", help="seeds 0..S−1 (default 8)")
     ap.add_argument("--quick", action="store_true", help="κ = 1..20 × 4 seeds unless --kmax/--seeds say otherwise")
-    ap.add_argument("--repeats", type=_at_least(1), default=5, metavar="N",
+    ap.add_argument("--repeats", type=standalone.at_least(1), default=5, metavar="N",
                     help="timed runs of everything, alternating engine and baseline (default 5)")
     parts = ap.add_mutually_exclusive_group()
     parts.add_argument("--skip-cli", action="store_true", help="part 1 only (in-process)")

@@ -92,12 +92,12 @@ def run(kmax: int, seeds: int, dim: int, methods, tol: float, max_iters: int, dt
     return records, time.perf_counter() - t0
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2
         self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
 
-def _at_least(minimum: int):
+def at_least(minimum: int):
     def parse(text):
         try:
             value = int(text)
@@ -110,13 +110,13 @@ def _at_least(minimum: int):
 
 
 def main(argv=None) -> int:
-    ap = _Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kmax", type=_at_least(1), default=100, help="κ = 1..KMAX (default 100)")
-    ap.add_argument("--seeds", type=_at_least(1), default=8, help="seeds 0..SEEDS−1 (default 8)")
-    ap.add_argument("--dim", type=_at_least(2), default=64, help="dimension d (default 64)")
+    ap = OneLineParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kmax", type=at_least(1), default=100, help="κ = 1..KMAX (default 100)")
+    ap.add_argument("--seeds", type=at_least(1), default=8, help="seeds 0..SEEDS−1 (default 8)")
+    ap.add_argument("--dim", type=at_least(2), default=64, help="dimension d (default 64)")
     ap.add_argument("--method", default="gd", help="comma-separated: gd, heavy-ball (default gd)")
     ap.add_argument("--tol", type=float, default=1e-6, help="relative loss gap to reach (default 1e-6)")
-    ap.add_argument("--max-iters", type=_at_least(1), required=True,
+    ap.add_argument("--max-iters", type=at_least(1), required=True,
                     help="iteration cap (required; bench_condition.py passes otod's automatic cap)")
     ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--out", help="write the iteration counts as JSON here")
