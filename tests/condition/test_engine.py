@@ -42,7 +42,7 @@ def test_every_family_and_method_equals_the_reference_loop_exactly_in_float64(x6
     """The contract: same problems, the method's own standalone optax form in a plain Python loop, same stopping
     rule: identical iteration counts and statuses, with no tolerance."""
     spec = FAMILIES[family]
-    v, s, sol = run(spec, method, [1.0, 3.0, 17.0, 60.0], 2, max_iters=3000)
+    v, s, sol = run(spec, method, [3.0, 60.0], 2, max_iters=3000)
     ref = [reference_run(spec, METHODS[method], {"kappa": k}, i, target=Target(1e-6), max_iters=3000,
                          options=MethodOptions()) for k, i in zip(v, s)]
     assert sol.iterations.tolist() == [r.iterations for r in ref]

@@ -46,6 +46,7 @@ def _ratios(net, batches, opt="sgd"):
     return [r.ratio_xla for r in F.flops_table([net], batches, [opt])]
 
 
+@pytest.mark.slow
 def test_every_sgd_ratio_between_1_and_3():
     # Epoch: (FIRST + 2·OTHER + UPDATE) / (FIRST + OTHER) ∈ [1, 3] for SGD (LinearNet and OneNet are checked
     # in their own tests below). Small images keep compiles fast. The formula may exceed 3 by the biases' share
@@ -72,6 +73,7 @@ def test_onenet_ratio_falls_toward_2():
     assert r[-1] == pytest.approx(2.0, abs=0.02)
 
 
+@pytest.mark.slow
 def test_deeperconvnet_ratio_rises_with_depth():
     # First layer 1:1, each intermediate layer 2:1: ratio = (F + 2·N·L + ...)/(F + N·L + ...) rises toward 2.
     # XLA and the formula agree within 0.05 at 64×64 (padding taps are a few % of the taps there).
