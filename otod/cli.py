@@ -98,9 +98,10 @@ def fit_command(files, full, tol):
               help="Plot iterations or FLOPs to tolerance. E.g. --x-axis flops")
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for the figure (default: beside the results file). E.g. --out figures/")
+@click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
 @user_errors
-def plot_command(files, x_axis, out):
-    """Draw the figure of saved sweep results (PNG and PDF).
+def plot_command(files, x_axis, out, pdf):
+    """Draw the figure of saved sweep results (PNG, and PDF with --pdf).
 
     \b
     Example:
@@ -111,7 +112,7 @@ def plot_command(files, x_axis, out):
     for path in files:
         results, kind = _load_sweep(path)
         base = Path(out) / Path(path).stem if out else Path(path).with_suffix("")
-        for written in kind.figure(results, base, quantity=x_axis):
+        for written in kind.figure(results, base, quantity=x_axis, pdf=pdf):
             click.echo(f"figure: {written}")
 
 

@@ -5,6 +5,8 @@ Problems (`quadratic`, `kronecker`), methods (`methods`), closed-form theory (`t
 (`kind`), its options, report, figures and command. Importing this package registers it with the core.
 """
 
+import functools
+
 from otod.core.registry import Obstacle, register
 
 
@@ -32,14 +34,14 @@ def _figure(results, base, **kwargs) -> list:
     return figure(results, base, **kwargs)
 
 
-def _register() -> Obstacle:
+@functools.lru_cache(maxsize=1)
+def _sweeps() -> tuple:
     import dataclasses
 
     from otod.condition.kind import CONDITION
 
-    sweep = dataclasses.replace(CONDITION, report=_report, figure=_figure)
-    return register(Obstacle(name="condition", summary="iterations vs condition number κ on quadratics",
-                             sweeps=(sweep,), commands=_commands, figure_makers=_figure_makers))
+    return (dataclasses.replace(CONDITION, report=_report, figure=_figure),)
 
 
-OBSTACLE = _register()
+OBSTACLE = register(Obstacle(name="condition", summary="iterations vs condition number κ on quadratics",
+                             sweeps=_sweeps, commands=_commands, figure_makers=_figure_makers))

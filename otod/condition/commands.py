@@ -51,6 +51,7 @@ from otod.core.cli import terminal_progress, user_errors
 @click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the results file and figure. E.g. --out runs/")
 @click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
+@click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables go to stderr). "
                                                        "E.g. --json | jq")
 @click.option("--full", is_flag=True, help="Print every κ in the table, not a log-spaced selection. E.g. --full")
@@ -60,7 +61,7 @@ from otod.core.cli import terminal_progress, user_errors
 @click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
 def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, perturbation, damping, tol, ladder,
-                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, out, no_plot, as_json, full,
+                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, out, no_plot, pdf, as_json, full,
                     chunk_seconds, yes):
     """Iterations to tolerance vs condition number κ (the conditioning obstacle).
 
@@ -78,7 +79,7 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
         perturbation=perturbation, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
         max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
     report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
-                              yes=yes)
+                              yes=yes, pdf=pdf)
     if as_json:
         import json
 

@@ -116,7 +116,7 @@ def _legend_outside(ax, fontsize=7.5):
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None,
-                     setup: dict[str, float] | None = None) -> list[Path]:
+                     setup: dict[str, float] | None = None, pdf: bool = True) -> list[Path]:
     """Figure (a): iterations (or FLOPs: set-up + iterations × one iteration) to tolerance vs κ, log-log, written
     to ``base``.png/.pdf."""
     fig, ax = plt.subplots(figsize=(6.0, 4.6))
@@ -126,7 +126,7 @@ def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | 
     ax.set_title(title, fontsize=11 if not flops else 9.5)
     _legend_outside(ax)
     fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
-    return save(fig, base)
+    return save(fig, base, pdf=pdf)
 
 
 def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 0.6), steps: int = 80) -> dict:

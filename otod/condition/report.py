@@ -80,19 +80,21 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     return "\n".join([head, ""] + parts).rstrip()
 
 
-def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations") -> list[Path]:
-    """The sweep's figure: iterations (or FLOPs) to tolerance against κ."""
+def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True
+           ) -> list[Path]:
+    """The sweep's figure: iterations (or FLOPs) to tolerance against κ, as PNG and, with ``pdf``, PDF."""
     from otod.condition.figures import condition_figure
 
     base = Path(base)
     if quantity == "flops":
         return condition_figure(results, base.with_name(base.name + "-flops"), flops=iteration_flops(results),
-                                setup=setup_costs(results))
-    return condition_figure(results, base)
+                                setup=setup_costs(results), pdf=pdf)
+    return condition_figure(results, base, pdf=pdf)
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
-                     progress: Callable[[dict], None] | None = None, yes: bool = False) -> Report:
+                     progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False
+                     ) -> Report:
     """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method, plot and report."""
     from otod.condition.bill import flops_per_iteration, setup_flops
     from otod.core.sweep import run_sweep
@@ -108,7 +110,7 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
         results = results_io.Results(meta=results_io.jsonable(meta), records=results.records, path=results.path)
     files = [results.path]
     if plot:
-        files += figure(results, results.path.with_suffix(""))
+        files += figure(results, results.path.with_suffix(""), pdf=pdf)
     text = text_report(results, full=full) + "\n\n" + "\n".join(
         [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
     return Report(results, text, files)

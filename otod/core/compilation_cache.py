@@ -26,8 +26,11 @@ def cache_dir() -> Path | None:
 
 def enable(path: str | os.PathLike | None = None) -> Path | None:
     """Point JAX's persistent compilation cache at ``path`` (default `cache_dir`); return the folder used, or None
-    when turned off or the folder cannot be created (the cache is an optimisation: never an error)."""
-    import jax
+    when turned off or the folder cannot be created (the cache is an optimisation: never an error).
+
+    Before JAX is imported this only sets JAX's own environment variables (read when it is imported), so a command
+    that never compiles (``otod --help``, a bad option) does not pay for importing JAX."""
+    import sys
 
     folder = Path(path) if path is not None else cache_dir()
     if folder is None:
@@ -36,9 +39,16 @@ def enable(path: str | os.PathLike | None = None) -> Path | None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    settings = {"jax_compilation_cache_dir": str(folder), "jax_persistent_cache_min_compile_time_secs": 0.05,
+                "jax_persistent_cache_min_entry_size_bytes": 0}
+    if "jax" in sys.modules:
+        import jax
+
+        for name, value in settings.items():
+            jax.config.update(name, value)
+    else:
+        for name, value in settings.items():
+            os.environ[name.upper()] = str(value)
     return folder
 
 

@@ -9,11 +9,13 @@ imports an obstacle; `otod.obstacles` lists the packages the command line loads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 
-from otod.core.axes import Axis
 from otod.core.errors import OtodError
-from otod.core.methods import Method
+
+if TYPE_CHECKING:  # the registry itself stays free of JAX, so `otod --help` is fast
+    from otod.core.axes import Axis
+    from otod.core.methods import Method
 
 
 class Theory(NamedTuple):
@@ -62,13 +64,14 @@ class SweepKind:
 
 @dataclass(frozen=True)
 class Obstacle:
-    """An obstacle package: its sweeps, commands (a function returning click commands, imported lazily so that
-    ``otod --help`` stays fast) and figure makers (name → ``maker(spec, out_dir) -> [paths]``)."""
+    """An obstacle package: its sweeps (a function returning them), commands (a function returning click commands)
+    and figure makers (name → ``maker(spec, out_dir) -> [paths]``), all imported lazily so that ``otod --help``
+    imports no JAX."""
 
     name: str
     summary: str
-    sweeps: tuple[SweepKind, ...] = ()
-    commands: Callable[[], list] = lambda: []
+    sweeps: Callable[[], tuple[SweepKind, ...]] = lambda: ()
+    commands: Callable[[], Mapping[str, list]] = lambda: {}
     figure_makers: Callable[[], Mapping[str, Callable]] = lambda: {}
 
 
@@ -88,10 +91,10 @@ def obstacles() -> list[Obstacle]:
 def sweep_kind(name: str) -> SweepKind:
     """The registered sweep of that name; an unknown one raises `OtodError` naming the known ones."""
     for o in _OBSTACLES.values():
-        for s in o.sweeps:
+        for s in o.sweeps():
             if s.name == name:
                 return s
-    known = ", ".join(s.name for o in _OBSTACLES.values() for s in o.sweeps) or "none registered"
+    known = ", ".join(s.name for o in _OBSTACLES.values() for s in o.sweeps()) or "none registered"
     raise OtodError(f"unknown sweep {name!r}; known: {known} (a notebook imports the obstacle first, "
                     f"e.g. import otod.{name})")
 

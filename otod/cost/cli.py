@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from otod.core.cli import user_errors
 from otod.core.results import digest
-from otod.cost import models as M
 from otod.core.errors import OtodError
+from otod.cost.names import NETWORKS
+
+if TYPE_CHECKING:
+    from otod.cost import models as M
 
 
 def parse_list(text: str, option: str, example: str) -> list[str]:
@@ -31,6 +35,8 @@ def parse_list(text: str, option: str, example: str) -> list[str]:
 def build_networks(models: str, widths: str | None, depth: int, image: int, shared: bool, tokens: int,
                    width: int, heads: int, blocks: int) -> list[M.Network]:
     """Networks named in ``--model`` with their shape options (validated before any compilation)."""
+    from otod.cost import models as M
+
     names = parse_list(models, "--model", "convnet,onenet")
     w = M.parse_widths(widths) if widths is not None else None
     if image < 1:
@@ -60,7 +66,7 @@ def network_options(fn):
     """Shape options shared by `flops` and `profile`."""
     options = [
         click.option("--model", "models", default="convnet", show_default=True,
-                     help=f"comma list of: {', '.join(M.NETWORKS)}"),
+                     help=f"comma list of: {', '.join(NETWORKS)}"),
         click.option("--widths", default=None, help="MLP widths input,hidden...,output, e.g. 784,512,10"),
         click.option("--depth", default=100, show_default=True, type=int,
                      help="DeeperConvNet: number N of intermediate 3×3 conv layers"),

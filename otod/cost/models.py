@@ -437,7 +437,7 @@ def transformer(tokens: int = 64, width: int = 128, heads: int = 4, blocks: int 
                    config={"tokens": tokens, "width": width, "heads": heads, "blocks": blocks})
 
 
-NETWORKS = ("linearnet", "onenet", "convnet", "deeperconvnet", "mlp", "transformer")
+from otod.cost.names import NETWORKS  # noqa: E402  (the names live apart so the CLI can list them cheaply)
 
 
 def parse_widths(text: str) -> tuple[int, ...]:

@@ -60,11 +60,12 @@ def test_sweep_prints_table_fits_and_paths_and_fit_plot_reread_the_file(tmp_path
     assert r.exit_code == 0, r.output
     assert "fitted scaling laws" in r.output and "bound" in r.output and "exact" in r.output and "results:" in r.output
     path = next(out.glob("condition-*.json"))
-    assert path.with_suffix(".png").exists() and path.with_suffix(".pdf").exists()
+    assert path.with_suffix(".png").exists() and not path.with_suffix(".pdf").exists()  # PNG unless --pdf
     r2 = runner.invoke(main, ["fit", str(path)])
     assert r2.exit_code == 0 and "newton" in r2.output
-    r3 = runner.invoke(main, ["plot", str(path), "--x-axis", "flops", "--out", str(tmp_path / "figs")])
-    assert r3.exit_code == 0 and (tmp_path / "figs" / (path.stem + "-flops.png")).exists()
+    r3 = runner.invoke(main, ["plot", str(path), "--x-axis", "flops", "--pdf", "--out", str(tmp_path / "figs")])
+    assert r3.exit_code == 0
+    assert {p.name for p in (tmp_path / "figs").iterdir()} == {path.stem + "-flops.png", path.stem + "-flops.pdf"}
 
 
 def test_json_output_is_the_records(tmp_path):

@@ -191,7 +191,7 @@ TWO_LAYER_KIND = SweepKind(
     name="test-two-layer", axes=(Axis("scale", "s", "target scale", "--scale", traced=True),),
     methods=TWO_LAYER_METHODS, problems={"two-layer": TwoLayerSpec}, options=NoOptions,
     max_iters=lambda config: 3000, x64=lambda config: True)
-register(Obstacle(name="test-only", summary="families defined in tests", sweeps=(NOISY_KIND, TWO_LAYER_KIND)))
+register(Obstacle(name="test-only", summary="families defined in tests", sweeps=lambda: (NOISY_KIND, TWO_LAYER_KIND)))
 
 
 def test_a_two_axis_grid_with_a_static_axis_runs_one_program_per_static_value(tmp_path):

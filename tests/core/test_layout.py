@@ -60,3 +60,15 @@ def test_no_import_cycles_between_modules():
     for m in graph:
         if m not in state:
             visit(m, [])
+
+
+def test_the_command_line_loads_without_jax():
+    """`otod --help`, `--version` and option errors never compile, so importing the CLI (and registering every
+    obstacle) must not import JAX or matplotlib."""
+    import subprocess
+    import sys
+
+    probe = "import sys, otod.cli; print(sorted(m for m in ('jax', 'matplotlib', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "jax" not in out.stdout and "matplotlib" not in out.stdout
