@@ -99,15 +99,15 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
     from otod.condition.bill import flops_per_iteration, setup_flops
     from otod.core.sweep import run_sweep
 
-    results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes)
-    if "setup_flops" not in results.meta and not config.static_axes:
-        meta = {k: v for k, v in results.meta.items() if k != "read_back"}
-        meta["flops_per_iteration"] = flops_per_iteration(config.problem, config.methods,
-                                                          max(config.values("kappa")), config.options,
-                                                          config.resolved_x64)
-        meta["setup_flops"] = {m: setup_flops(config.problem, m) for m in config.methods}
-        results_io.save(results.path, meta, results.records)
-        results = results_io.Results(meta=results_io.jsonable(meta), records=results.records, path=results.path)
+    def bill() -> dict:
+        if config.static_axes:
+            return {}
+        return {"flops_per_iteration": flops_per_iteration(config.problem, config.methods,
+                                                           max(config.values("kappa")), config.options,
+                                                           config.resolved_x64),
+                "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods}}
+
+    results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=bill)
     files = [results.path]
     if plot:
         files += figure(results, results.path.with_suffix(""), pdf=pdf)

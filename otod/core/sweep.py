@@ -375,13 +375,15 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
 
 
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
-              progress: Callable[[dict], None] | None = None, yes: bool = False) -> results_io.Results:
+              progress: Callable[[dict], None] | None = None, yes: bool = False,
+              extra_meta: Callable[[], dict] | None = None) -> results_io.Results:
     """Run, resume or read back a sweep; return its `Results`.
 
     ``progress`` receives a dict after each chunk (lanes done and total, seconds so far, predicted seconds left).
     A complete file of the same config is read back (``meta["read_back"]`` is True in the returned object);
     a file of another config, or a damaged one, is refused. Ctrl-C raises `Interrupted` once the running chunk is
-    saved.
+    saved. ``extra_meta()`` is called once the last chunk is in, and its entries join the metadata, so the
+    results file is written once.
     """
     import jax
 
@@ -458,6 +460,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
             "estimate": guess._asdict(), "record_count": len(records),
         }
+        if extra_meta is not None:
+            meta.update(extra_meta())
         results_io.save(path, meta, records)
         results_io.journal_path(path).unlink(missing_ok=True)
         return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path)
