@@ -22,13 +22,14 @@ class Report(NamedTuple):
     files: list[Path]
 
 
-def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:
+def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None, preds=None,
+                fits=None) -> str:
     """The table (median iterations, theory, FLOPs to tolerance) and the fitted scaling laws of a sweep, at its
     own tol or at another recorded rung of its ladder."""
     meta = results.meta
     config = meta["config"]
     tol = config["target"]["tol"] if tol is None else tol
-    preds = predictions(meta, tol)
+    preds = predictions(meta, tol) if preds is None else preds
     flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
     setup = setup_costs(results) if flops else None
     notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
@@ -54,7 +55,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         columns = {"exact": preds.exact, "bound": preds.bound, "rate": preds.rate} if preds else None
         table = sweep_table(summarize(records, "kappa"), value_name="κ", max_rows=None if full else 16,
                             flops=flops, setup=setup, notes=notes, columns=columns)
-        fits = condition_fits(records, preds)
+        fits = condition_fits(records, preds) if fits is None or heading else fits
         low = fit_range(records)
         fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
                     "seeds:" if low else "fitted scaling laws over every κ (fewer than 3 values ≥ 10); 95% CI "
@@ -80,16 +81,16 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     return "\n".join([head, ""] + parts).rstrip()
 
 
-def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True
-           ) -> list[Path]:
+def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
+           preds=None, fits=None) -> list[Path]:
     """The sweep's figure: iterations (or FLOPs) to tolerance against κ, as PNG and, with ``pdf``, PDF."""
     from otod.condition.figures import condition_figure
 
     base = Path(base)
     if quantity == "flops":
         return condition_figure(results, base.with_name(base.name + "-flops"), flops=iteration_flops(results),
-                                setup=setup_costs(results), pdf=pdf)
-    return condition_figure(results, base, pdf=pdf)
+                                setup=setup_costs(results), pdf=pdf, preds=preds, fits=fits)
+    return condition_figure(results, base, pdf=pdf, preds=preds, fits=fits)
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
@@ -108,9 +109,11 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
                 "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods}}
 
     results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=bill)
+    preds = predictions(results.meta, config.target.tol)  # once, for the table and the figure
+    fits = None if config.static_axes else condition_fits(chosen_records(results, results.records), preds)
     files = [results.path]
     if plot:
-        files += figure(results, results.path.with_suffix(""), pdf=pdf)
-    text = text_report(results, full=full) + "\n\n" + "\n".join(
+        files += figure(results, results.path.with_suffix(""), pdf=pdf, preds=preds, fits=fits)
+    text = text_report(results, full=full, preds=preds, fits=fits) + "\n\n" + "\n".join(
         [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
     return Report(results, text, files)

@@ -75,6 +75,7 @@ at κ = 10⁵ takes about 0.1 s.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -398,6 +399,7 @@ def worst_case_gap(method: str, kappa: float, k: int, *, perturbation: float = 0
     return float(np.max(_power_first_entry(lam, alpha, beta, nu, int(k)) ** 2))
 
 
+@functools.lru_cache(maxsize=4096)
 def bound_iterations(method: str, kappa: float, tol: float, *, max_iters: int = 1_000_000,
                      perturbation: float = 0.0, interval: tuple[float, float] | None = None) -> int | None:
     """The worst case over every spectrum inside [1, κ] and every start: the first k with
@@ -504,23 +506,36 @@ def exact_hits_many(method: str, eigenvalues, starts, ladder, *, mu, lipschitz, 
     return hits
 
 
+@functools.lru_cache(maxsize=8)
+def quadratic_lanes(spec, kappas: tuple, seeds: int, seed: int = 0, x64: bool = True):
+    """(λ, z), each [seeds · len(kappas), d] in seed-major order: every lane's spectrum and start as
+    `quadratic_problem` builds them, all at once (one vmapped call per quantity), in float64 or, with ``x64``
+    False, rounded to float32. Cached: the methods of one sweep share them."""
+    import jax
+    import jax.numpy as jnp
+
+    from otod.condition import quadratic
+
+    family = spec.family()
+    with jax.enable_x64(True):
+        lam = jax.vmap(lambda k: quadratic.eigenvalues(spec.spectrum, spec.dim, k))(jnp.asarray(kappas, jnp.float64))
+        starts = [family.draws(np.random.default_rng([seed, s]))["start"] for s in range(seeds)]
+        stacked = {name: jnp.asarray(np.stack([st[name] for st in starts]), jnp.float64) for name in starts[0]}
+        per_kappa = jax.vmap(lambda st, l: quadratic.start_coordinates(spec.start, st, l), in_axes=(None, 0))
+        z = jax.vmap(per_kappa, in_axes=(0, None))(stacked, lam)  # [seed, κ, d]
+        lam = np.broadcast_to(np.asarray(lam, np.float64), z.shape).reshape(-1, spec.dim)
+        z = np.asarray(z, np.float64).reshape(-1, spec.dim)
+    if not x64:
+        lam, z = lam.astype(np.float32).astype(np.float64), z.astype(np.float32).astype(np.float64)
+    return lam, z
+
+
 def quadratic_exact_hits(spec, method: str, kappas, seeds: int, ladder, *, seed: int = 0, max_iters: int,
                          x64: bool = True) -> np.ndarray:
     """The ``·exact`` first hits [κ, seed, rung] of a quadratic sweep: every lane's own spectrum and start
-    (`quadratic_problem`, built in float64 or, with ``x64`` False, rounded to float32 as a float32 engine run
+    (`quadratic_lanes`, built in float64 or, with ``x64`` False, rounded to float32 as a float32 engine run
     builds it), by `exact_hits_many`."""
-    import jax
-
-    with jax.enable_x64(True):
-        lams, zs = [], []
-        for s in range(seeds):
-            for k in kappas:
-                lam, z = quadratic_problem(spec, float(k), s, seed=seed)
-                lams.append(lam)
-                zs.append(z)
-    lam, z = np.asarray(lams), np.asarray(zs)
-    if not x64:
-        lam, z = lam.astype(np.float32).astype(np.float64), z.astype(np.float32).astype(np.float64)
+    lam, z = quadratic_lanes(spec, tuple(float(k) for k in kappas), int(seeds), int(seed), bool(x64))
     hits = exact_hits_many(method, lam, z, ladder, mu=lam.min(axis=1), lipschitz=lam.max(axis=1),
                            max_iters=max_iters)
     return hits.reshape(seeds, len(kappas), -1).transpose(1, 0, 2)
