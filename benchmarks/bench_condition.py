@@ -45,7 +45,6 @@ enforced).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform

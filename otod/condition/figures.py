@@ -15,10 +15,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from otod.condition import theory
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import chosen_records
-from otod.core.fit import fit_sweep, iteration_matrix
+from otod.core.fit import iteration_matrix
 from otod.core.plotting import COLORS, save
 from otod.core.results import Results
 

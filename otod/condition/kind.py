@@ -7,7 +7,6 @@ several dimensions are given, the dimension d (a static axis: one program per d)
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 

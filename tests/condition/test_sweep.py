@@ -1,6 +1,5 @@
 """Condition sweeps: the precision rule, stalled lanes, tuning, and a static dimension axis."""
 
-import numpy as np
 import pytest
 
 from otod.condition.options import condition_sweep
