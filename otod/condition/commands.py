@@ -72,12 +72,13 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
       otod sweep condition --problem kronecker --method gd,kfac --perturbation 0.1
     """
     from otod.condition.options import sweep_config_from_options
-    from otod.condition.report import sweep_and_report
 
     config = sweep_config_from_options(
         k=k, method=method, problem=problem, dim=dim, spectrum=spectrum, basis=basis, start=start, shape=shape,
         perturbation=perturbation, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
         max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+    from otod.condition.report import sweep_and_report  # after the options are checked: it imports JAX
+
     report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
                               yes=yes, pdf=pdf)
     if as_json:

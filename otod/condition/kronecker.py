@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax.numpy as jnp
 import numpy as np
 
 from otod.core.errors import OtodError
+from otod.core.lazy import lazy
 from otod.core.family import Family
 from otod.condition.quadratic import (SPECTRA, Curvature, STARTS, check_choices, eigenvalues, haar_orthogonal, start_coordinates,
                                     start_draws)
 
+
+jnp = lazy("jax.numpy")
 
 @dataclass(frozen=True)
 class KroneckerSpec:

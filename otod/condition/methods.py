@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-import optax
 
+from otod.core.lazy import lazy
 from otod.core.methods import Method, momentum, precondition
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+optax = lazy("optax")
 
 CURVATURE = frozenset({"curvature"})
 

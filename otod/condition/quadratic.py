@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from otod.core.errors import OtodError
+from otod.core.lazy import lazy
 from otod.core.family import Family
 
-Array = jax.Array
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
 
 
 class Curvature(NamedTuple):
@@ -33,14 +33,14 @@ class Curvature(NamedTuple):
     jacobi_lipschitz: λ_max(D^{-1/2} H D^{-1/2}) with D = diag(H): the L of the Jacobi-preconditioned problem.
     """
 
-    mu: Array
-    lipschitz: Array
-    hessian_eigenvalues: Array
-    hessian_eigenvectors: Array | None
-    hessian_diagonal: Array
-    jacobi_lipschitz: Array
+    mu: jax.Array
+    lipschitz: jax.Array
+    hessian_eigenvalues: jax.Array
+    hessian_eigenvectors: jax.Array | None
+    hessian_diagonal: jax.Array
+    jacobi_lipschitz: jax.Array
 
-    def inverse_hessian_apply(self, g: Array) -> Array:
+    def inverse_hessian_apply(self, g: jax.Array) -> jax.Array:
         """H⁻¹g = V diag(1/λ) Vᵀ g: the exact Newton direction."""
         if self.hessian_eigenvectors is None:
             return g / self.hessian_eigenvalues.reshape(g.shape)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, NamedTuple
 
-import jax
-import jax.numpy as jnp
-import optax
-
 from otod.core.errors import OtodError
+from otod.core.lazy import lazy
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+optax = lazy("optax")
 
 Info = Mapping[str, Any]
 

@@ -72,3 +72,18 @@ def test_the_command_line_loads_without_jax():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "jax" not in out.stdout and "matplotlib" not in out.stdout
+
+
+def test_checking_a_condition_sweeps_options_does_not_import_jax():
+    """Bad input is refused before anything computes: building and validating a config imports no JAX."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom otod.condition.options import sweep_config_from_options\n"
+             "from otod.core.errors import OtodError\n"
+             "sweep_config_from_options(k='1..10', method='gd,heavy-ball,kfac', problem='kronecker')\n"
+             "try:\n    sweep_config_from_options(method='kfac')\nexcept OtodError as e:\n    print('refused:', e)\n"
+             "print('jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "refused: --method kfac: needs kronecker" in out.stdout and out.stdout.strip().endswith("False")
