@@ -24,6 +24,7 @@ is *pruned*, so its lanes stop. The rate a point finally chooses is the one it w
 from __future__ import annotations
 
 import functools
+import math
 from typing import Mapping, NamedTuple
 
 import jax
@@ -40,20 +41,30 @@ UNROLL = 2
 #: stalled (stuck at the precision's floor, not slow): it stops and is recorded as such.
 STALL_DECREASE = 1e-3
 
-#: At most about this many lanes per block: each block runs its own while_loop, so a block stops with its own
-#: slowest lane and its arrays stay in cache.
-BLOCK_LANES = 256
+#: At most this many lanes per block: each block runs its own while_loop, so a block stops with its own slowest
+#: lane and its arrays stay in cache. Measured on the 2-core development CPU (d = 64, eigen basis, gd, float32;
+#: `benchmarks/`): 70, 66 and 128 ns per lane-iteration at 32, 128 and 512 lanes per block, the last spilling
+#: out of cache.
+BLOCK_LANES = 128
+
+#: Seconds of fixed cost per iteration of a block's while loop, whatever its lane count (the loop's trip, its
+#: predicate and the per-block reductions): 0.35 µs on the same machine and problem (0.86 µs per iteration at 8
+#: lanes of 65 ns each). With `lane_seconds` it is the cost model that sizes blocks (`points_per_block`).
+TRIP_SECONDS = 3.5e-7
 
 
 class Solution(NamedTuple):
     """Per-lane outcome (NumPy arrays): the iteration the lane stopped at, the first-hit iteration of every ladder
-    rung (−1: never), the last metric read (relative gap or absolute), the `Status` code and the step size."""
+    rung (−1: never), the last metric read (relative gap or absolute), the `Status` code and the step size; and
+    ``lane_iterations``, the lane-iterations the program executed (each block's iterations × its lanes, padding
+    included): against the sum of ``iterations`` it measures the work lost to lanes waiting for their block."""
 
     iterations: np.ndarray
     hits: np.ndarray
     final_metric: np.ndarray
     status: np.ndarray
     learning_rate: np.ndarray
+    lane_iterations: int = 0
 
 
 def seed_draws(spec, seed: int, num_seeds: int, dtype) -> dict:
@@ -91,21 +102,21 @@ def _prune(status, counts, t, group):
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
                                              "primary", "group", "block_lanes", "unroll"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, block_lanes, unroll, points, draws,
-          seed_indices, lrs, method_indices, root_seed, ladder, max_iters, stall_window) -> tuple:
+          seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map``; see `_block`."""
     blocks = seed_indices.shape[0] // block_lanes
     per_block = jax.tree.map(lambda a: a.reshape(blocks, block_lanes, *a.shape[1:]),
-                             (points, seed_indices, lrs, method_indices))
+                             (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, unroll,
                               draws,
                               root_key, ladder, max_iters, stall_window)
-    out = jax.lax.map(lambda args: solve(*args), per_block)
-    return jax.tree.map(lambda a: a.reshape(blocks * block_lanes, *a.shape[2:]), out)
+    *out, trips = jax.lax.map(lambda args: solve(*args), per_block)
+    return tuple(a.reshape(blocks * block_lanes, *a.shape[2:]) for a in out) + (trips,)
 
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, unroll, draws, root_key, ladder,
-           max_iters, stall_window, points, seed_indices, lrs, method_indices):
+           max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
     family = spec.family()
     dynamics = (family.dynamics or optax_dynamics)(family, members, options, relative_lr)
 
@@ -132,7 +143,7 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
                          jnp.where(finite, otherwise, Status.DIVERGED)).astype(jnp.int32)
 
     hits0 = jnp.where(gap0[:, None] <= ladder[None, :], 0, -1).astype(jnp.int32)
-    status0 = classify(gap0, hits0, RUNNING)
+    status0 = jnp.where(active, classify(gap0, hits0, RUNNING), Status.PADDING).astype(jnp.int32)
 
     def running(carry):
         t, status = carry[0], carry[5]
@@ -165,27 +176,55 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
 
     zero = jnp.zeros((), jnp.int32)
     init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
-    _, _, iterations, gap, hits, status, _, _ = jax.lax.while_loop(running, iterate, init)
+    t, _, iterations, gap, hits, status, _, _ = jax.lax.while_loop(running, iterate, init)
     status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
-    return iterations, hits, gap, status, lanes.step_size
+    return iterations, hits, gap, status, lanes.step_size, t
 
 
 def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LANES) -> tuple[int, int]:
-    """(points per block, blocks): whole points per block, about ``block_lanes`` lanes, points split evenly."""
+    """(points per block, blocks): whole points per block, at most ``block_lanes`` lanes (at least one point),
+    points split evenly, consecutive points together (callers order points by predicted cost, so a block's lanes
+    finish together)."""
     most = max(1, block_lanes // lanes_per_point)
     blocks = -(-n_points // most)
     return -(-n_points // blocks), blocks
 
 
+def choose_points_per_block(costs, lanes_per_point: int, lane_seconds: float, trip_seconds: float = TRIP_SECONDS,
+                     max_lanes: int = BLOCK_LANES) -> int:
+    """The number of whole points per block that minimises the predicted time of running points whose predicted
+    iteration counts are ``costs`` (in run order), as consecutive blocks:
+
+        time(p) = Σ_blocks max(costs in block) · (trip_seconds + p · lanes_per_point · lane_seconds).
+
+    Larger blocks pay for lanes idling until their block's slowest lane; smaller ones pay the fixed cost of a loop
+    trip more often. Candidates are powers of two up to ``max_lanes`` lanes (always at least one point)."""
+    costs = np.asarray(costs, float)
+    best, best_time = 1, math.inf
+    p = 1
+    while True:
+        n_blocks = -(-len(costs) // p)
+        padded = np.concatenate([costs, np.full(n_blocks * p - len(costs), costs[-1])])
+        slowest = padded.reshape(n_blocks, p).max(axis=1)
+        seconds = float(slowest.sum()) * (trip_seconds + p * lanes_per_point * lane_seconds)
+        if seconds < best_time * (1 - 1e-9):
+            best, best_time = p, seconds
+        p *= 2
+        if p > len(costs) or p * lanes_per_point > max_lanes:
+            return best
+
+
 def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, *,
                          method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
-                         block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None) -> Solution:
+                         block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
+                         active=None) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
     ``points`` maps each traced axis name to its per-lane values. With ``group = (rates, seeds)`` the lanes are
-    whole points in [point, rate, seed] order and hopeless rates are pruned (module docstring). Returns a
+    whole points in [point, rate, seed] order and hopeless rates are pruned (module docstring). Lanes whose
+    ``active`` entry is False only fill the compiled shape: they start stopped (status PADDING). Returns a
     `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target, lane count,
     dtype).
     """
@@ -210,11 +249,17 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
         tail = a[n - per_point:]
         return np.concatenate([a] + [tail] * (extra // per_point))
 
+    def pad_active(a):  # padding lanes start stopped, so they never hold a block back
+        a = np.ones(n, bool) if a is None else np.asarray(a, bool)
+        return np.concatenate([a, np.zeros(padded - n, bool)])
+
     primary = target.index(target.tol)
     solution = _grid(spec, members, options, relative_lr, target.kind, target.check_every, primary, group,
                      points_per_block * per_point,
                      UNROLL, {k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
-                     pad(np.asarray(lrs, dtype)), pad(method_indices), np.int32(seed),
+                     pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), np.int32(seed),
                      np.asarray(target.ladder, dtype), np.int32(max_iters),
                      np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
-    return Solution(*(np.asarray(a)[:n] for a in solution))
+    *per_lane, trips = solution
+    executed = int(np.asarray(trips, np.int64).sum()) * points_per_block * per_point
+    return Solution(*(np.asarray(a)[:n] for a in per_lane), lane_iterations=executed)

@@ -33,6 +33,8 @@ class Status(IntEnum):
     DIVERGED = 2
     PRUNED = 3
     STALLED = 4
+    #: A lane that only fills a block or a chunk to its compiled shape: stopped from the start, never recorded.
+    PADDING = 5
 
 
 STATUS_NAMES = {int(s): s.name.lower() for s in Status}

@@ -15,6 +15,7 @@ the journal; a finished file is read back instead of recomputed; a damaged file 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import math
 import signal
@@ -219,7 +220,8 @@ def default_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
 
 class Chunk(NamedTuple):
     """One compiled call: one method (of its program) at one static point, over a run of traced points (padded to
-    the common chunk length by repeating the last one)."""
+    the common chunk length by repeating the last one), in order of predicted cost, ``block_points`` points per
+    block of lanes (the same for every chunk of a program, so it compiles once)."""
 
     key: str
     static_index: int
@@ -227,6 +229,7 @@ class Chunk(NamedTuple):
     method_index: int
     point_indices: tuple[int, ...]
     n_points: int
+    block_points: int = 1
 
 
 def predicted_iterations(config: SweepConfig, point: dict, method: str) -> float:
@@ -245,25 +248,44 @@ def lane_seconds(spec) -> float:
 
 
 def plan(config: SweepConfig) -> list[Chunk]:
-    """The chunks of a sweep, in run order. Chunk lengths are equal per (static point, method) so each program
-    compiles once; the length is the number of points whose predicted work, at the program's heaviest point, is
-    about ``chunk_seconds`` (at most 1000 chunks per method)."""
+    """The chunks of a sweep, in run order.
+
+    Each method's points run in order of predicted cost (`predicted_iterations`: the theory's count where there
+    is one), so the lanes that share a block, and a chunk, finish at about the same iteration instead of waiting
+    for a slow neighbour. The block size comes from the engine's cost model
+    (`otod.core.engine.choose_points_per_block`) on those predictions, one per (static point, program). Chunk
+    lengths are equal per (static point, program) so each program compiles once, a multiple of the block where
+    possible; the length is the number of points whose predicted work, at the program's heaviest point, is about
+    ``chunk_seconds`` (at most 1000 chunks per method). A chunk's key names its points, so a journal written under
+    another plan is never mistaken for this one's.
+    """
+    from otod.core.engine import choose_points_per_block
+
     points = config.traced_points()
     chunks = []
     for si, spec in enumerate(config.specs()):
         seconds = lane_seconds(spec)
         for program in programs(config.kind.methods, config.methods):
             per_point_lanes = config.seeds * max(len(config.rates_for(name)) for name in program)
-            heaviest = max(predicted_iterations(config, p, name) for p in points for name in program)
+            costs = {name: [predicted_iterations(config, p, name) for p in points] for name in program}
+            orders = {name: sorted(range(len(points)), key=lambda i, c=costs[name]: (c[i], i)) for name in program}
+            heaviest = max(max(c) for c in costs.values())
             per_chunk = max(1, min(len(points), int(config.chunk_seconds // max(heaviest * per_point_lanes
                                                                                   * seconds, 1e-12))))
             per_chunk = max(per_chunk, -(-len(points) // 1000))
+            block = max(choose_points_per_block([costs[name][i] for i in orders[name]], per_point_lanes, seconds)
+                        for name in program)
+            if per_chunk >= block:
+                per_chunk -= per_chunk % block
+            block = min(block, per_chunk)
             for mi, name in enumerate(program):
+                order = orders[name]
                 for c, start in enumerate(range(0, len(points), per_chunk)):
-                    idx = list(range(start, min(start + per_chunk, len(points))))
+                    idx = order[start:start + per_chunk]
                     n = len(idx)
                     idx += [idx[-1]] * (per_chunk - n)
-                    chunks.append(Chunk(f"{si}/{name}/{c}", si, program, mi, tuple(idx), n))
+                    tag = hashlib.sha256(repr(idx).encode()).hexdigest()[:8]
+                    chunks.append(Chunk(f"{si}/{name}/{c}/{tag}", si, program, mi, tuple(idx), n, block))
     return chunks
 
 
@@ -367,11 +389,22 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
                                                                        else int(Status.CENSORED)],
             gap_name: float(solution.final_metric[i]), "hits": hits,
         })
+    rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
     if config.tuned(name):
         from otod.core.tuning import mark_selection
 
         mark_selection(rows, tuple(config.static_axes) + tuple(config.traced_axes))
     return rows
+
+
+def lane_work(chunks: list[dict]) -> dict:
+    """Lane-iterations executed by the while loops (every lane of a block runs until the block's slowest lane
+    stops) against those the lanes needed (their own counts): ``ratio`` 1 means no lane waited. Chunks journalled
+    before this was recorded are left out of both sums."""
+    known = [c for c in chunks if "lane_iterations" in c]
+    executed = sum(c["lane_iterations"] for c in known)
+    needed = sum(c["iterations_needed"] for c in known)
+    return {"executed": executed, "needed": needed, "ratio": executed / needed if needed else None}
 
 
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
@@ -431,12 +464,15 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                                                                                       chunk.method_index),
                     seed=config.seed, target=config.target, max_iters=config.resolved_max_iters,
                     relative_lr=config.relative_lr, options=config.options,
-                    group=group, draws=draws_cache[spec])
+                    group=group, draws=draws_cache[spec], block_lanes=chunk.block_points * group[0] * group[1],
+                    active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1])
                 seconds = time.perf_counter() - t0
                 run_seconds += seconds
                 records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
-                done[chunk.key] = {**results_io.append_chunk(path, chunk.key, records, {"seconds": seconds}),
-                                   "records": records, "seconds": seconds}
+                work = {"seconds": seconds, "lane_iterations": solution.lane_iterations,
+                        "iterations_needed": int(sum(r["iterations"] for r in records))}
+                done[chunk.key] = {**results_io.append_chunk(path, chunk.key, records, work), "records": records,
+                                   **work}
                 lanes_done += len(records)
                 if progress:
                     elapsed = time.perf_counter() - started
@@ -455,6 +491,9 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             "precision": "float64" if config.resolved_x64 else "float32",
             "wall_time_s": time.perf_counter() - started,
             "run_time_s": run_seconds + sum(c.get("seconds", 0.0) for c in finished),
+            "lane_iterations": lane_work([done[c.key] for c in chunks]),
+            "blocks": {f"{c.static_index}/{'+'.join(c.program)}": c.block_points * config.seeds
+                       * max(len(config.rates_for(n)) for n in c.program) for c in chunks},
             "compile_count": len(compiles), "compile_time_s": float(sum(compiles)),
             "complete": True, "resumed_chunks": resumed,
             "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
