@@ -55,10 +55,13 @@ class KroneckerSpec:
         m, n, eps = self.rows, self.cols, self.perturbation
 
         def draws(rng: np.random.Generator) -> dict:
-            g = rng.standard_normal((m * n, m * n))
-            p_raw = g @ g.T
-            return {"ua": haar_orthogonal(rng, m), "ub": haar_orthogonal(rng, n),
-                    "perturbation": p_raw / np.linalg.eigvalsh(p_raw)[-1],
+            g = rng.standard_normal((m * n, m * n))  # drawn at ε = 0 too, so every ε sees the same A, B and start
+            if eps:
+                p_raw = g @ g.T
+                perturbation = p_raw / np.linalg.eigvalsh(p_raw)[-1]
+            else:
+                perturbation = np.zeros((1, 1))  # unused: the loss and H have no perturbation term at ε = 0
+            return {"ua": haar_orthogonal(rng, m), "ub": haar_orthogonal(rng, n), "perturbation": perturbation,
                     "w_star": rng.standard_normal((m, n)), "start": start_draws(rng, (m * n,))}
 
         def make(point, drawn):
@@ -70,12 +73,17 @@ class KroneckerSpec:
             sym = lambda u, d: (u * d) @ u.T  # noqa: E731
             a_half, b_half = sym(ua, jnp.sqrt(a)), sym(ub, jnp.sqrt(b))
             perturb = drawn["perturbation"].astype(dtype)
-            root_kron = jnp.kron(a_half, b_half)
-            hessian = root_kron @ (jnp.eye(m * n, dtype=dtype) + eps * perturb) @ root_kron
+            full_a, full_b = sym(ua, a), sym(ub, b)
+            if eps:
+                root_kron = jnp.kron(a_half, b_half)
+                hessian = root_kron @ (jnp.eye(m * n, dtype=dtype) + eps * perturb) @ root_kron
+            else:
+                hessian = jnp.kron(full_a, full_b)
             z0 = start_coordinates(self.start, drawn["start"], jnp.outer(a, b).reshape(-1)).reshape(m, n)
             w_star = drawn["w_star"].astype(dtype)
-            return {"a": sym(ua, a), "b": sym(ub, b), "a_half": a_half, "b_half": b_half,
-                    "perturbation": perturb, "hessian": hessian, "w_star": w_star, "w0": w_star + ua @ z0 @ ub.T}
+            return {"a": full_a, "b": full_b, "a_half": a_half, "b_half": b_half, "a_eig": a, "b_eig": b,
+                    "ua": ua, "ub": ub, "perturbation": perturb, "hessian": hessian, "w_star": w_star,
+                    "w0": w_star + ua @ z0 @ ub.T}
 
         def loss(p, w):
             r = p["a_half"] @ (w - p["w_star"]) @ p["b_half"]
@@ -85,14 +93,30 @@ class KroneckerSpec:
                 value = value + 0.5 * eps * v @ (p["perturbation"] @ v)
             return value
 
+        def jacobi_top(x):
+            """λ_max(D^{-1/2} X D^{-1/2}) with D = diag(X)."""
+            diag = jnp.diagonal(x)
+            return jnp.linalg.eigvalsh(x / jnp.sqrt(jnp.outer(diag, diag)))[-1]
+
         def info(p, w):
+            """The Hessian's spectrum. At ε = 0, H = A ⊗ B in closed form (Van Loan 2000, *The ubiquitous
+            Kronecker product*): eigenvalues a_i·b_j, eigenvectors U_A ⊗ U_B, diagonal diag(A) ⊗ diag(B), and the
+            Jacobi-scaled matrix is the Kronecker product of the scaled factors, whose top eigenvalue is the
+            product of theirs; no (mn)×(mn) eigendecomposition. Otherwise `eigh` of H."""
             del w
-            spectrum, vectors = jnp.linalg.eigh(p["hessian"])
-            diag = jnp.diagonal(p["hessian"])
-            scaled = p["hessian"] / jnp.sqrt(jnp.outer(diag, diag))
+            if eps:
+                spectrum, vectors = jnp.linalg.eigh(p["hessian"])
+                diag = jnp.diagonal(p["hessian"])
+                mu, lipschitz, jacobi = spectrum[0], spectrum[-1], jacobi_top(p["hessian"])
+            else:
+                spectrum = jnp.outer(p["a_eig"], p["b_eig"]).reshape(-1)
+                vectors = jnp.kron(p["ua"], p["ub"])
+                diag = jnp.outer(jnp.diagonal(p["a"]), jnp.diagonal(p["b"])).reshape(-1)
+                mu, lipschitz = jnp.min(spectrum), jnp.max(spectrum)
+                jacobi = jacobi_top(p["a"]) * jacobi_top(p["b"])
             curvature = Curvature(
-                mu=spectrum[0], lipschitz=spectrum[-1], hessian_eigenvalues=spectrum, hessian_eigenvectors=vectors,
-                hessian_diagonal=diag.reshape(m, n), jacobi_lipschitz=jnp.linalg.eigvalsh(scaled)[-1])
+                mu=mu, lipschitz=lipschitz, hessian_eigenvalues=spectrum, hessian_eigenvectors=vectors,
+                hessian_diagonal=diag.reshape(m, n), jacobi_lipschitz=jacobi)
             return {"curvature": curvature, "kronecker": (p["a"], p["b"])}
 
         d = m * n

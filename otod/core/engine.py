@@ -83,8 +83,10 @@ def _medians(x):
     return 0.5 * (s[..., (n - 1) // 2] + s[..., n // 2])
 
 
-def _prune(status, counts, t, group):
-    """Mark running lanes of rates that can no longer be chosen as PRUNED (see module docstring)."""
+def _prune(status, counts, t, group, by_seed):
+    """Mark running lanes of rates that can no longer be chosen as PRUNED (see module docstring). ``status`` and
+    ``counts`` are [seed, lane] when ``by_seed`` (lanes of a seed in [point, rate] order), else [1, lane] in
+    [point, rate, seed] order."""
     rates, seeds = group
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
     inf = jnp.asarray(jnp.inf, dtype)
@@ -92,40 +94,102 @@ def _prune(status, counts, t, group):
     running = status == RUNNING
     lower = jnp.where(known, counts.astype(dtype), jnp.where(running, (t + 1).astype(dtype), inf))
     upper = jnp.where(known, counts.astype(dtype), inf)
-    shape = (-1, rates, seeds)
-    lower_med, upper_med = _medians(lower.reshape(shape)), _medians(upper.reshape(shape))
+
+    def grouped(a):  # [point, rate, seed]
+        return a.reshape(seeds, -1, rates).transpose(1, 2, 0) if by_seed else a.reshape(-1, rates, seeds)
+
+    lower_med, upper_med = _medians(grouped(lower)), _medians(grouped(upper))
     best = jnp.min(upper_med, axis=1, keepdims=True)
-    hopeless = jnp.broadcast_to((lower_med > best)[..., None], (lower_med.shape[0], rates, seeds)).reshape(-1)
-    return jnp.where(running & hopeless, Status.PRUNED, status).astype(jnp.int32)
+    hopeless = jnp.broadcast_to((lower_med > best)[..., None], (lower_med.shape[0], rates, seeds))
+    hopeless = hopeless.transpose(2, 0, 1) if by_seed else hopeless
+    return jnp.where(running & hopeless.reshape(status.shape), Status.PRUNED, status).astype(jnp.int32)
+
+
+def lane_dependent(fn, lane_args, shared_args) -> list[bool]:
+    """For each output leaf of ``fn(*lane_args, *shared_args)``, whether it depends on ``lane_args`` (a
+    dependence analysis of its jaxpr; conservative: an equation with any dependent input makes all its outputs
+    dependent). Outputs computed from ``shared_args`` alone (a seed's rotation, its Kronecker factors) need not be
+    copied into every lane."""
+    closed = jax.make_jaxpr(fn)(*lane_args, *shared_args)
+    jaxpr = closed.jaxpr
+    n_lane = len(jax.tree.leaves(lane_args))
+    dependent = {v for v in jaxpr.invars[:n_lane]}
+
+    def hit(v):
+        return not hasattr(v, "val") and v in dependent
+
+    for eqn in jaxpr.eqns:
+        if any(hit(v) for v in eqn.invars):
+            dependent.update(eqn.outvars)
+    return [hit(v) for v in jaxpr.outvars]
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
-                                             "primary", "group", "block_lanes", "unroll"))
-def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, block_lanes, unroll, points, draws,
-          seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters, stall_window) -> tuple:
+                                             "primary", "group", "by_seed", "block_lanes", "unroll"))
+def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
+          points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
+          stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map``; see `_block`."""
     blocks = seed_indices.shape[0] // block_lanes
     per_block = jax.tree.map(lambda a: a.reshape(blocks, block_lanes, *a.shape[1:]),
                              (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
-    solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, unroll,
-                              draws,
-                              root_key, ladder, max_iters, stall_window)
+    solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
+                              unroll, draws, root_key, ladder, max_iters, stall_window)
     *out, trips = jax.lax.map(lambda args: solve(*args), per_block)
     return tuple(a.reshape(blocks * block_lanes, *a.shape[2:]) for a in out) + (trips,)
 
 
-def _block(spec, members, options, relative_lr, kind, check_every, primary, group, unroll, draws, root_key, ladder,
-           max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
+def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, draws, root_key,
+           ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
+    """One block of lanes: a vmapped set-up, then one ``while_loop`` until no lane runs.
+
+    With ``by_seed`` the block's lanes (whole points, [point, rate, seed]) are laid out [seed, lane]: the set-up
+    and the step are vmapped over seeds outside and lanes inside, and whatever the set-up computes from the seed's
+    draws alone (found by `lane_dependent`: a rotation, Kronecker factors) stays one array per seed, multiplied
+    batched by seed, instead of a copy per lane. Otherwise the lanes are one row, each with its own seed's draws.
+    """
     family = spec.family()
     dynamics = (family.dynamics or optax_dynamics)(family, members, options, relative_lr)
+    n = seed_indices.shape[0]
+    if by_seed:
+        seeds = group[1]
 
-    def set_up(point, s, lr, m):
-        return dynamics.set_up(point, jax.tree.map(lambda a: a[s], draws), lr, m)
+        def nest(a):
+            return jnp.swapaxes(a.reshape(n // seeds, seeds, *a.shape[1:]), 0, 1)
 
-    lanes = jax.vmap(set_up)(points, seed_indices, lrs, method_indices)
-    advance = jax.vmap(dynamics.advance)
-    lane_keys = jax.vmap(lambda s: jax.random.fold_in(root_key, s))(seed_indices)
+        def unnest(a):
+            return jnp.swapaxes(a, 0, 1).reshape(n, *a.shape[2:])
+
+        drawn = jax.tree.map(lambda a: a[:seeds], draws)
+    else:
+        def nest(a):
+            return a[None]
+
+        def unnest(a):
+            return a[0]
+
+        drawn = jax.tree.map(lambda a: a[seed_indices][None], draws)
+    points, seed_indices, lrs, method_indices, active = jax.tree.map(
+        nest, (points, seed_indices, lrs, method_indices, active))
+
+    def set_up(point, lr, m, drawn):
+        return dynamics.set_up(point, drawn, lr, m)
+
+    lane_args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[2:], a.dtype), (points, lrs, method_indices))
+    shared_arg = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1 if by_seed else 2:], a.dtype), drawn)
+    shape = jax.eval_shape(set_up, *lane_args, shared_arg)
+    if by_seed:
+        dependent = lane_dependent(set_up, lane_args, (shared_arg,))
+        const_leaves, const_tree = jax.tree.flatten(shape.constants)
+        const_axes = jax.tree.unflatten(const_tree, [0 if d else None for d in dependent[:len(const_leaves)]])
+    else:
+        const_axes = 0
+    inner = jax.vmap(set_up, in_axes=(0, 0, 0, None if by_seed else 0),
+                     out_axes=type(shape)(const_axes, 0, 0, 0))
+    lanes = jax.vmap(inner)(points, lrs, method_indices, drawn)
+    advance = jax.vmap(jax.vmap(dynamics.advance, in_axes=(const_axes, 0, 0)))
+    lane_keys = jax.vmap(jax.vmap(lambda s: jax.random.fold_in(root_key, s)))(seed_indices)
     f0 = lanes.metric0
     if kind == "relative":
         scale = jnp.where(f0 > 0, f0, 1.0)
@@ -139,11 +203,12 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
 
     def classify(gap, hits, otherwise):
         finite = jnp.isfinite(gap) & (gap <= limit)
-        return jnp.where(hits[:, -1] >= 0, Status.CONVERGED,
+        return jnp.where(hits[..., -1] >= 0, Status.CONVERGED,
                          jnp.where(finite, otherwise, Status.DIVERGED)).astype(jnp.int32)
 
-    hits0 = jnp.where(gap0[:, None] <= ladder[None, :], 0, -1).astype(jnp.int32)
+    hits0 = jnp.where(gap0[..., None] <= ladder, 0, -1).astype(jnp.int32)
     status0 = jnp.where(active, classify(gap0, hits0, RUNNING), Status.PADDING).astype(jnp.int32)
+    fold = jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None))
 
     def running(carry):
         t, status = carry[0], carry[5]
@@ -151,7 +216,7 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
 
     def one_iteration(carry):
         t, state, iterations, gap, hits, status, anchor, progress = carry
-        keys = jax.vmap(jax.random.fold_in, (0, None))(lane_keys, t) if dynamics.stochastic else lane_keys
+        keys = fold(lane_keys, t) if dynamics.stochastic else lane_keys
         state, f = advance(lanes.constants, state, keys)
         t = t + 1
         check = ((t % check_every) == 0) | (t >= max_iters)
@@ -159,14 +224,14 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         gap_t = f / scale
         iterations = jnp.where(newly, t, iterations)
         gap = jnp.where(newly, gap_t, gap)
-        hits = jnp.where(newly[:, None] & (gap_t[:, None] <= ladder[None, :]) & (hits < 0), t, hits)
+        hits = jnp.where(newly[..., None] & (gap_t[..., None] <= ladder) & (hits < 0), t, hits)
         status = jnp.where(newly, classify(gap_t, hits, RUNNING), status)
         improved = newly & (gap_t < anchor * (1.0 - STALL_DECREASE))
         anchor = jnp.where(improved, gap_t, anchor)
         progress = jnp.where(improved, t, progress)
         status = jnp.where((status == RUNNING) & (t - progress > stall_window), Status.STALLED, status)
         if group is not None and group[0] > 1:
-            status = jnp.where(check, _prune(status, hits[:, primary], t, group), status)
+            status = jnp.where(check, _prune(status, hits[..., primary], t, group, by_seed), status)
         return t, state, iterations, gap, hits, status, anchor, progress
 
     def iterate(carry):
@@ -178,7 +243,7 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
     init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
     t, _, iterations, gap, hits, status, _, _ = jax.lax.while_loop(running, iterate, init)
     status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
-    return iterations, hits, gap, status, lanes.step_size, t
+    return tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size)) + (t,)
 
 
 def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LANES) -> tuple[int, int]:
@@ -254,7 +319,10 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
         return np.concatenate([a, np.zeros(padded - n, bool)])
 
     primary = target.index(target.tol)
-    solution = _grid(spec, members, options, relative_lr, target.kind, target.check_every, primary, group,
+    seeds = None if group is None else group[1]
+    by_seed = bool(seeds is not None and jax.tree.leaves(draws)[0].shape[0] >= seeds
+                   and np.array_equal(seed_indices.reshape(-1, seeds), np.broadcast_to(np.arange(seeds), (n // seeds, seeds))))
+    solution = _grid(spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed,
                      points_per_block * per_point,
                      UNROLL, {k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
                      pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), np.int32(seed),

@@ -1,0 +1,56 @@
+"""The engine's layout of lanes: per-seed matrices stay one per seed, and the seed-major layout gives the same
+numbers as one row of lanes each holding its own seed's draws."""
+
+import jax
+import numpy as np
+import pytest
+
+from otod.condition.methods import METHODS, MethodOptions
+from otod.core.dynamics import optax_dynamics
+from otod.core.engine import iterations_to_target, lane_dependent, seed_draws
+from otod.core.stopping import Target
+
+from tests.conftest import KRONECKER_PERTURBED, SMALL_ROTATED
+
+
+def test_a_seeds_rotation_is_found_to_depend_on_the_seed_alone():
+    """The set-up of a rotated quadratic reads the rotation from the seed's draws and κ from the lane: the
+    rotation (in the problem and in the curvature Newton reads) is shared by the seed's lanes, the eigenvalues
+    and the start are not."""
+    family = SMALL_ROTATED.family()
+    dynamics = optax_dynamics(family, (METHODS["newton"],), None, True)
+    drawn = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype),
+                         seed_draws(SMALL_ROTATED, 0, 1, np.float32))
+    lane = (({"kappa": jax.ShapeDtypeStruct((), np.float32)}), jax.ShapeDtypeStruct((), np.float32),
+            jax.ShapeDtypeStruct((), np.int32))
+
+    def set_up(point, lr, m, drawn):
+        return dynamics.set_up(point, drawn, lr, m)
+
+    shape = jax.eval_shape(set_up, *lane, drawn)
+    dependent = jax.tree.unflatten(jax.tree.structure(shape), lane_dependent(set_up, lane, (drawn,)))
+    problem, info = dependent.constants[0], dependent.constants[1]
+    assert problem["rotation"] is False and info["curvature"].hessian_eigenvectors is False
+    assert problem["eigenvalues"] is True and problem["x_star"] is False
+
+
+@pytest.mark.parametrize("spec,method,rates", [(SMALL_ROTATED, "nesterov", 1), (SMALL_ROTATED, "adam", 3),
+                                               (KRONECKER_PERTURBED, "kfac", 1), (KRONECKER_PERTURBED, "gd", 3)])
+def test_seed_major_layout_gives_the_numbers_of_one_row_of_lanes(spec, method, rates, x64):
+    """Whole points (rates × 4 seeds) run seed-major (shared per-seed arrays) and, with each point's seeds in
+    another order so no such layout exists, as one row of lanes each holding its own seed's draws: identical
+    counts and statuses, pruning of learning rates included. In float64: batched products by seed and per-lane
+    ones round differently, and in float32 that can move a count by one and so the moment a rate is pruned."""
+    seeds, kappas = 4, np.array([2.0, 30.0, 300.0])
+    grid = [(k, r, s) for k in kappas for r in range(rates) for s in range(seeds)]
+    v = np.array([g[0] for g in grid])
+    r = np.array([(0.5, 1.0, 2.0)[g[1]] if rates > 1 else 1.0 for g in grid])
+    s = np.array([g[2] for g in grid])
+    kw = dict(target=Target(1e-6), max_iters=3000, block_lanes=2 * rates * seeds, group=(rates, seeds),
+              options=MethodOptions())
+    seed_major = iterations_to_target(spec, (METHODS[method],), {"kappa": v}, s, r, **kw)
+    flip = (np.arange(len(s)) // seeds) * seeds + (seeds - 1 - s)  # each (point, rate)'s seeds reversed
+    one_row = iterations_to_target(spec, (METHODS[method],), {"kappa": v[flip]}, s[flip], r[flip], **kw)
+    back = np.argsort(flip)
+    assert np.array_equal(seed_major.iterations, one_row.iterations[back])
+    assert np.array_equal(seed_major.status, one_row.status[back])
