@@ -39,7 +39,8 @@ def main():
     """otod: measure why training takes so many sequential iterations, and what would take fewer.
 
     Compiled programs are cached in ~/.cache/otod/xla (JAX's persistent cache), so later runs skip compiling;
-    OTOD_COMPILATION_CACHE=DIR moves it, OTOD_COMPILATION_CACHE=off turns it off.
+    OTOD_COMPILATION_CACHE=DIR moves it, OTOD_COMPILATION_CACHE=off turns it off. On a CPU every core is a JAX
+    device and sweeps share their blocks among them; OTOD_CPU_DEVICES=1 keeps one.
 
     \b
     Examples:
@@ -47,9 +48,10 @@ def main():
       otod fit results/condition-*.json
       otod figures condition
     """
-    from otod.core import compilation_cache
+    from otod.core import compilation_cache, devices
 
     compilation_cache.enable()
+    devices.use_every_core()
 
 
 @main.group()

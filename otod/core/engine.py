@@ -125,18 +125,39 @@ def lane_dependent(fn, lane_args, shared_args) -> list[bool]:
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
-                                             "primary", "group", "by_seed", "block_lanes", "unroll"))
+                                             "primary", "group", "by_seed", "block_lanes", "unroll", "devices"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
+          devices, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
           stall_window) -> tuple:
-    """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map``; see `_block`."""
+    """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map`` (see `_block`), the blocks
+    dealt round-robin to ``devices`` local devices by ``shard_map``: each device runs its own blocks and stops
+    when they are done, and blocks in order of cost spread evenly over devices."""
     blocks = seed_indices.shape[0] // block_lanes
-    per_block = jax.tree.map(lambda a: a.reshape(blocks, block_lanes, *a.shape[1:]),
-                             (points, seed_indices, lrs, method_indices, active))
+    per_device = blocks // devices
+
+    def deal(a):  # device i gets blocks i, i + devices, i + 2·devices, ...
+        a = a.reshape(per_device, devices, block_lanes, *a.shape[1:])
+        return jnp.swapaxes(a, 0, 1).reshape(blocks, block_lanes, *a.shape[3:])
+
+    def undeal(a):
+        a = a.reshape(devices, per_device, *a.shape[1:])
+        return jnp.swapaxes(a, 0, 1).reshape(blocks, *a.shape[2:])
+
+    per_block = jax.tree.map(deal, (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
                               unroll, draws, root_key, ladder, max_iters, stall_window)
-    *out, trips = jax.lax.map(lambda args: solve(*args), per_block)
+
+    def run(per_block):
+        return jax.lax.map(lambda args: solve(*args), per_block)
+
+    if devices > 1:
+        from jax.sharding import Mesh, PartitionSpec
+
+        mesh = Mesh(np.asarray(jax.local_devices()[:devices]), ("blocks",))
+        run = jax.shard_map(run, mesh=mesh, in_specs=PartitionSpec("blocks"), out_specs=PartitionSpec("blocks"),
+                            check_vma=False)
+    *out, trips = (undeal(a) for a in run(per_block))
     return tuple(a.reshape(blocks * block_lanes, *a.shape[2:]) for a in out) + (trips,)
 
 
@@ -283,13 +304,15 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                          method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
                          block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
-                         active=None) -> Solution:
+                         active=None, devices: int | None = None) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
     ``points`` maps each traced axis name to its per-lane values. With ``group = (rates, seeds)`` the lanes are
     whole points in [point, rate, seed] order and hopeless rates are pruned (module docstring). Lanes whose
-    ``active`` entry is False only fill the compiled shape: they start stopped (status PADDING). Returns a
+    ``active`` entry is False only fill the compiled shape: they start stopped (status PADDING). Blocks are shared
+    among ``devices`` local devices (default: all of them; on a CPU, `otod.core.devices` makes one per core).
+    Returns a
     `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target, lane count,
     dtype).
     """
@@ -304,6 +327,8 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     if n % per_point:
         raise ValueError(f"{n} lanes are not whole points of {per_point} lanes")
     points_per_block, blocks = block_size(n // per_point, per_point, block_lanes)
+    devices = max(1, min(len(jax.local_devices()) if devices is None else devices, blocks))
+    blocks = -(-blocks // devices) * devices
     padded = blocks * points_per_block * per_point
 
     def pad(a):  # repeat the last point's lanes
@@ -321,10 +346,11 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     primary = target.index(target.tol)
     seeds = None if group is None else group[1]
     by_seed = bool(seeds is not None and jax.tree.leaves(draws)[0].shape[0] >= seeds
-                   and np.array_equal(seed_indices.reshape(-1, seeds), np.broadcast_to(np.arange(seeds), (n // seeds, seeds))))
+                   and np.array_equal(seed_indices.reshape(-1, seeds),
+                                      np.broadcast_to(np.arange(seeds), (n // seeds, seeds))))
     solution = _grid(spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed,
-                     points_per_block * per_point,
-                     UNROLL, {k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
+                     points_per_block * per_point, UNROLL, devices,
+                     {k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
                      pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), np.int32(seed),
                      np.asarray(target.ladder, dtype), np.int32(max_iters),
                      np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
