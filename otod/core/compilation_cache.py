@@ -105,3 +105,28 @@ def count_cache_hits() -> Iterator[list[str]]:
         yield hits
     finally:
         jax.monitoring.unregister_event_listener(listener)
+
+
+@contextlib.contextmanager
+def side_cache(name: str) -> Iterator[dict]:
+    """A small JSON dict kept beside the compilation cache (``<cache>-<name>.json``), for numbers as costly to
+    recompute as a compile (XLA's FLOP count of a method's step): yields the dict and writes it back, atomically,
+    if it changed. With the cache turned off, or an unreadable file, it is an empty dict that is not kept."""
+    import json
+
+    folder = cache_dir()
+    path = None if folder is None else folder.with_name(f"{folder.name}-{name}.json")
+    try:
+        stored = json.loads(path.read_text()) if path is not None and path.exists() else {}
+    except (OSError, ValueError):
+        stored = {}
+    table = dict(stored)
+    yield table
+    if path is not None and table != stored:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(table, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError:
+            pass

@@ -112,6 +112,17 @@ def summarize(records: list[dict], axis: str) -> list[dict]:
     return out
 
 
+def nan_median(a: np.ndarray) -> np.ndarray:
+    """Median along the last axis ignoring NaN (+∞ counts as a value), as ``np.nanmedian`` but by one sort: the
+    bootstrap takes ~10⁵ such medians, where ``nanmedian``'s per-row handling of NaN dominated the report."""
+    s = np.sort(a, axis=-1)  # NaN sort last
+    n = (~np.isnan(a)).sum(-1)
+    lo = np.take_along_axis(s, np.maximum((n - 1) // 2, 0)[..., None], -1)[..., 0]
+    hi = np.take_along_axis(s, np.maximum(n // 2, 0)[..., None], -1)[..., 0]
+    with np.errstate(invalid="ignore"):
+        return np.where(n > 0, 0.5 * (lo + hi), np.nan)
+
+
 def _slopes(logx: np.ndarray, logy: np.ndarray) -> np.ndarray:
     """Least-squares slopes along the last axis, ignoring NaN entries of logy; NaN where < 2 distinct x remain."""
     w = np.isfinite(logy)
@@ -164,9 +175,7 @@ def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch:
     big = np.where(lower, np.inf, y)
     for start in range(0, n_boot, batch):
         cols = rng.integers(0, y.shape[1], (min(batch, n_boot - start), y.shape[1]))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
+        boot = nan_median(big[:, cols].transpose(1, 0, 2))  # [replicate, point]
         ok = np.isfinite(boot) & (boot > 0) & use[None, :]
         slopes.append(_slopes(logx[None, :], np.where(ok, np.log(np.where(ok, boot, 1.0)), np.nan)))
     slopes = np.concatenate(slopes)

@@ -45,3 +45,32 @@ def test_set_up_counts_the_factorisations_each_method_needs():
     assert setup_flops(spec, "kfac") == 2 * 6 ** 3 + 2 * 9 ** 3
     assert setup_flops(QuadraticSpec(dim=64, basis="rotated"), "newton") == 0.0
     assert setup_flops(QuadraticSpec(dim=64, basis="rotated"), "jacobi") == pytest.approx(4 * 64 ** 3 / 3 + 64 ** 2)
+
+
+def test_at_zero_perturbation_the_kronecker_spectrum_costs_no_factorisation():
+    """H = A ⊗ B at ε = 0: eigenvalues a_i·b_j and eigenvectors U_A ⊗ U_B are known by construction."""
+    from otod.condition.bill import setup_flops
+
+    spec = KroneckerSpec(rows=6, cols=9, perturbation=0.0)
+    assert setup_flops(spec, "newton") == 0.0 and setup_flops(spec, "gd") == 0.0
+    assert setup_flops(spec, "jacobi") == pytest.approx(4 * (6 ** 3 + 9 ** 3) / 3 + 2 * (36 + 81))
+
+
+def test_flops_of_one_iteration_are_counted_once_then_read_back_from_disk(tmp_path, monkeypatch):
+    """The second count of the same (method, shape) is a cache hit (the hit is observed) with no XLA compile, and
+    gives the same number; another shape is counted afresh."""
+    from otod.condition.bill import flops_per_iteration
+    from otod.core.compilation_cache import count_compilations
+
+    monkeypatch.setenv("OTOD_COMPILATION_CACHE", str(tmp_path / "xla"))
+    spec = QuadraticSpec(dim=24)
+    hits: list[str] = []
+    with count_compilations() as first:
+        counted = flops_per_iteration(spec, ("gd", "nesterov"), 10.0, on_hit=hits.append)
+    with count_compilations() as second:
+        again = flops_per_iteration(spec, ("gd", "nesterov"), 1000.0, on_hit=hits.append)
+    assert len(first) == 2 and len(second) == 0 and len(hits) == 2 and again == counted
+    assert (tmp_path / "xla-flops.json").exists()
+    with count_compilations() as other:
+        flops_per_iteration(QuadraticSpec(dim=25), ("gd",), 10.0, on_hit=hits.append)
+    assert len(other) == 1 and len(hits) == 2
