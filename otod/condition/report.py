@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from otod.condition.bill import iteration_flops, setup_costs
+from otod.core.report import sweep_header
 from otod.condition.predictions import predictions
 from otod.condition.records import chosen_records, condition_fits, coordinate_wise_note, fit_range, static_groups
 from otod.core import results as results_io
@@ -69,15 +70,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         note = coordinate_wise_note(config)
         parts += ([heading, ""] if heading else []) + [table, ""] + warn + ([note, ""] if note else []) + [
             fit_head, fit_table(fits, "κ", preds.slope_of if preds else "theory"), ""]
-    status = ""
-    if meta.get("read_back"):
-        status += "  (read back from the finished results file: nothing recomputed)"
-    if meta.get("resumed_chunks"):
-        status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
-    at = f", at tol {tol:g}" if tol != config["target"]["tol"] else ""
-    head = (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "
-            f"{meta['compile_count']} compilations ({meta['compile_time_s']:.1f} s), "
-            f"wall {meta['wall_time_s']:.1f} s on {meta['environment']['device']}{at}{status}")
+    head = sweep_header(results, tol)
     return "\n".join([head, ""] + parts).rstrip()
 
 

@@ -561,9 +561,9 @@ def _stepped_hits(lam, z, alpha, beta, nu, ladder, max_iters: int) -> np.ndarray
 
 @functools.lru_cache(maxsize=8)
 def quadratic_lanes(spec, kappas: tuple, seeds: int, seed: int = 0, x64: bool = True):
-    """(λ, z), each [seeds · len(kappas), d] in seed-major order: every lane's spectrum and start as
-    `quadratic_problem` builds them, all at once (one vmapped call per quantity), in float64 or, with ``x64``
-    False, rounded to float32. Cached: the methods of one sweep share them."""
+    """(λ [κ, d], z [seed, κ, d]): every lane's spectrum and start as `quadratic_problem` builds them, all at once
+    (one vmapped call per quantity), in float64 or, with ``x64`` False, rounded to float32. Cached: the methods of
+    one sweep share them. λ is kept once per κ, not copied for every seed."""
     import jax
     import jax.numpy as jnp
 
@@ -575,9 +575,8 @@ def quadratic_lanes(spec, kappas: tuple, seeds: int, seed: int = 0, x64: bool = 
         starts = [family.draws(np.random.default_rng([seed, s]))["start"] for s in range(seeds)]
         stacked = {name: jnp.asarray(np.stack([st[name] for st in starts]), jnp.float64) for name in starts[0]}
         per_kappa = jax.vmap(lambda st, l: quadratic.start_coordinates(spec.start, st, l), in_axes=(None, 0))
-        z = jax.vmap(per_kappa, in_axes=(0, None))(stacked, lam)  # [seed, κ, d]
-        lam = np.broadcast_to(np.asarray(lam, np.float64), z.shape).reshape(-1, spec.dim)
-        z = np.asarray(z, np.float64).reshape(-1, spec.dim)
+        z = np.asarray(jax.vmap(per_kappa, in_axes=(0, None))(stacked, lam), np.float64)  # [seed, κ, d]
+        lam = np.asarray(lam, np.float64)
     if not x64:
         lam, z = lam.astype(np.float32).astype(np.float64), z.astype(np.float32).astype(np.float64)
     return lam, z
@@ -587,8 +586,14 @@ def quadratic_exact_hits(spec, method: str, kappas, seeds: int, ladder, *, seed:
                          x64: bool = True) -> np.ndarray:
     """The ``·exact`` first hits [κ, seed, rung] of a quadratic sweep: every lane's own spectrum and start
     (`quadratic_lanes`, built in float64 or, with ``x64`` False, rounded to float32 as a float32 engine run
-    builds it), by `exact_hits_many`."""
+    builds it), by `exact_hits_many`, ``EXACT_BATCH`` lanes at a time."""
     lam, z = quadratic_lanes(spec, tuple(float(k) for k in kappas), int(seeds), int(seed), bool(x64))
-    hits = exact_hits_many(method, lam, z, ladder, mu=lam.min(axis=1), lipschitz=lam.max(axis=1),
-                           max_iters=max_iters)
-    return hits.reshape(seeds, len(kappas), -1).transpose(1, 0, 2)
+    n_k = lam.shape[0]
+    hits = np.empty((seeds * n_k, len(ladder)), np.int64)
+    for start in range(0, seeds * n_k, EXACT_BATCH):
+        lanes = np.arange(start, min(seeds * n_k, start + EXACT_BATCH))
+        s_idx, k_idx = np.divmod(lanes, n_k)
+        lam_b = lam[k_idx]
+        hits[lanes] = exact_hits_many(method, lam_b, z[s_idx, k_idx], ladder, mu=lam_b.min(axis=1),
+                                      lipschitz=lam_b.max(axis=1), max_iters=max_iters)
+    return hits.reshape(seeds, n_k, -1).transpose(1, 0, 2)

@@ -116,3 +116,23 @@ def fit_table(fits: list[PowerLawFit], value_name: str, theory_name: str = "theo
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join(out)
+
+
+def sweep_header(results, tol: float | None = None) -> str:
+    """The first line of a sweep's report: lanes, precision, compilations, wall time, devices, the lane-iterations
+    the while loops executed per one a lane needed, and whether the file was read back or resumed."""
+    meta = results.meta
+    env = meta["environment"]
+    devices = env.get("device_count", 1)
+    where = f"{env['device']}" + (f" ×{devices}" if devices > 1 else "")
+    work = meta.get("lane_iterations") or {}
+    waste = f", {work['ratio']:.2f} lane-iterations run per one needed" if work.get("ratio") else ""
+    at = f", at tol {tol:g}" if tol is not None and tol != meta["config"]["target"]["tol"] else ""
+    status = ""
+    if meta.get("read_back"):
+        status += "  (read back from the finished results file: nothing recomputed)"
+    if meta.get("resumed_chunks"):
+        status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
+    return (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "
+            f"{meta['compile_count']} compilations ({meta['compile_time_s']:.1f} s), "
+            f"wall {meta['wall_time_s']:.1f} s on {where}{waste}{at}{status}")

@@ -37,7 +37,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from otod.core.errors import OtodError
 
@@ -145,9 +145,10 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, fsync, rename), mode 0666 less
-    the umask (0644 usually), creating parent folders; an unwritable folder raises `OtodError`."""
+def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
+    """Write ``text`` (a string, or pieces of one written as they come) to ``path`` atomically (temporary file in
+    the same folder, fsync, rename), mode 0666 less the umask (0644 usually), creating parent folders; an
+    unwritable folder raises `OtodError`."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +158,8 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
                         "e.g. --out results/") from None
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(text)
+            for piece in ([text] if isinstance(text, str) else text):
+                f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -171,12 +173,21 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
 
 def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]]) -> Path:
     """Write a results file atomically and return its path. ``meta`` gets ``record_count``; if it lists
-    ``chunks``, their lane counts must add up to the records (checked, so a bad file is never written)."""
+    ``chunks``, their lane counts must add up to the records (checked, so a bad file is never written). The
+    records are serialised one at a time as they are written: a million-record sweep never holds a second copy
+    of them, or the whole text, in memory."""
     meta = dict(meta, record_count=len(records))
     if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != len(records):
         raise ValueError("chunk lane counts do not add up to the records")
-    payload = {"format": FORMAT, "meta": jsonable(meta), "records": jsonable(records)}
-    return write_atomic(path, json.dumps(payload, separators=(",", ":"), allow_nan=False))
+
+    def pieces():
+        yield json.dumps({"format": FORMAT, "meta": jsonable(meta)}, separators=(",", ":"), allow_nan=False)[:-1]
+        yield ',"records":['
+        for i, r in enumerate(records):
+            yield ("," if i else "") + json.dumps(jsonable(r), separators=(",", ":"), allow_nan=False)
+        yield "]}"
+
+    return write_atomic(path, pieces())
 
 
 def _refuse(path: Path, what: str) -> OtodError:

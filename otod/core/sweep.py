@@ -397,6 +397,12 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     return rows
 
 
+#: Compile programs side by side only for sweeps predicted to run shorter than this: there the compiles are
+#: most of the wait, while for long sweeps they are not, and parallel compiles raise peak memory (~90 MB more on a
+#: 51 200-lane sweep: XLA's compiler working on two programs at once).
+COMPILE_AHEAD_SECONDS = 30.0
+
+
 def compile_ahead(solve: Callable, chunks: list[Chunk]) -> None:
     """Compile the programs the chunks need, side by side, before any runs: one thread per distinct program and
     shape (XLA releases the GIL while it compiles, so two programs take about the time of one on two cores).
@@ -488,7 +494,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
 
         with count_compilations() as compiles, deferred_interrupt() as stop:
             pending = [c for c in chunks if c.key not in done]
-            compile_ahead(solve, pending)
+            if guess.seconds < COMPILE_AHEAD_SECONDS:
+                compile_ahead(solve, pending)
             for chunk in pending:
                 t0 = time.perf_counter()
                 idx, solution = solve(chunk)
