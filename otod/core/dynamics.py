@@ -31,9 +31,15 @@ class Lane(NamedTuple):
 
 
 class Dynamics(NamedTuple):
+    """``prepare(point, drawn)`` and ``set_up_prepared(prepared, lr, method_index)``, where given, split
+    ``set_up`` into what depends on the point and the seed alone (the problem, what methods read: a spectrum, an
+    eigendecomposition) and the rest, so the engine prepares once for all of a point's learning rates."""
+
     set_up: Callable[..., Lane]
     advance: Callable[..., tuple[Any, jax.Array]]
     stochastic: bool = False
+    prepare: Callable[..., Any] | None = None
+    set_up_prepared: Callable[..., Lane] | None = None
 
 
 def optax_dynamics(family: Family, members: tuple[Method, ...], options, relative_lr: bool) -> Dynamics:
@@ -48,10 +54,13 @@ def optax_dynamics(family: Family, members: tuple[Method, ...], options, relativ
     build = members[0].build
     value_and_grad = jax.value_and_grad(family.metric, argnums=1)
 
-    def set_up(point, drawn, lr, method_index) -> Lane:
+    def prepare(point, drawn):
         problem = family.make(point, drawn)
         params = family.init(problem)
-        info = family.info(problem, params)
+        return problem, params, family.info(problem, params)
+
+    def set_up_prepared(prepared, lr, method_index) -> Lane:
+        problem, params, info = prepared
         pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
         hyper = tuple(pick(list(column)) for column in zip(*(m.hyperparameters(info) for m in members)))
         if relative_lr:
@@ -66,6 +75,9 @@ def optax_dynamics(family: Family, members: tuple[Method, ...], options, relativ
             metric0, g0 = value_and_grad(problem, params)
             carry = (params, state, g0)
         return Lane((problem, info, step_size, hyper), carry, metric0, step_size)
+
+    def set_up(point, drawn, lr, method_index) -> Lane:
+        return set_up_prepared(prepare(point, drawn), lr, method_index)
 
     def advance(constants, carry, key):
         problem, info, step_size, hyper = constants
@@ -83,4 +95,4 @@ def optax_dynamics(family: Family, members: tuple[Method, ...], options, relativ
         f, g = value_and_grad(problem, params)
         return (params, state, g), f
 
-    return Dynamics(set_up, advance, family.stochastic)
+    return Dynamics(set_up, advance, family.stochastic, prepare, set_up_prepared)

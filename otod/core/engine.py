@@ -197,18 +197,25 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
     def set_up(point, lr, m, drawn):
         return dynamics.set_up(point, drawn, lr, m)
 
-    lane_args = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[2:], a.dtype), (points, lrs, method_indices))
-    shared_arg = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1 if by_seed else 2:], a.dtype), drawn)
+    def abstract(tree, skip):
+        return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[skip:], a.dtype), tree)
+
+    lane_args = abstract((points, lrs, method_indices), 2)
+    shared_arg = abstract(drawn, 1 if by_seed else 2)
     shape = jax.eval_shape(set_up, *lane_args, shared_arg)
-    if by_seed:
-        dependent = lane_dependent(set_up, lane_args, (shared_arg,))
-        const_leaves, const_tree = jax.tree.flatten(shape.constants)
-        const_axes = jax.tree.unflatten(const_tree, [0 if d else None for d in dependent[:len(const_leaves)]])
+    const_leaves, const_tree = jax.tree.flatten(shape.constants)
+    if by_seed and dynamics.prepare is not None:
+        lanes, const_axes = _prepared_lanes(dynamics, group[0], points, lrs, method_indices, drawn, lane_args,
+                                            shared_arg, shape)
     else:
-        const_axes = 0
-    inner = jax.vmap(set_up, in_axes=(0, 0, 0, None if by_seed else 0),
-                     out_axes=type(shape)(const_axes, 0, 0, 0))
-    lanes = jax.vmap(inner)(points, lrs, method_indices, drawn)
+        if by_seed:
+            dependent = lane_dependent(set_up, lane_args, (shared_arg,))
+            const_axes = jax.tree.unflatten(const_tree, [0 if d else None for d in dependent[:len(const_leaves)]])
+        else:
+            const_axes = 0
+        inner = jax.vmap(set_up, in_axes=(0, 0, 0, None if by_seed else 0),
+                         out_axes=type(shape)(const_axes, 0, 0, 0))
+        lanes = jax.vmap(inner)(points, lrs, method_indices, drawn)
     advance = jax.vmap(jax.vmap(dynamics.advance, in_axes=(const_axes, 0, 0)))
     lane_keys = jax.vmap(jax.vmap(lambda s: jax.random.fold_in(root_key, s)))(seed_indices)
     f0 = lanes.metric0
@@ -265,6 +272,36 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
     t, _, iterations, gap, hits, status, _, _ = jax.lax.while_loop(running, iterate, init)
     status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
     return tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size)) + (t,)
+
+
+def _prepared_lanes(dynamics, rates, points, lrs, method_indices, drawn, lane_args, shared_arg, shape):
+    """The seed-major set-up with the point-and-seed part prepared once per point (not once per learning rate):
+    ``prepare`` vmapped over [seed, point], its per-point outputs repeated for the point's rates, then
+    ``set_up_prepared`` over [seed, lane]. Outputs of ``prepare`` that depend on the seed alone stay one per
+    seed; so do the lanes' constants that come from them. Returns (lanes, constants' vmap axes)."""
+    point_abs, lr_abs, m_abs = lane_args
+    on_point = lane_dependent(dynamics.prepare, (point_abs,), (shared_arg,))
+    prep_shape = jax.eval_shape(dynamics.prepare, point_abs, shared_arg)
+    prep_leaves, prep_tree = jax.tree.flatten(prep_shape)
+    prep_axes = jax.tree.unflatten(prep_tree, [0 if d else None for d in on_point])
+    firsts = jax.tree.map(lambda a: a[:, ::rates], points)  # a point's rates share its axis values
+    per_point = jax.vmap(jax.vmap(dynamics.prepare, in_axes=(0, None), out_axes=prep_axes))(firsts, drawn)
+    leaves = [jnp.repeat(a, rates, axis=1) if d else a for a, d in zip(jax.tree.leaves(per_point), on_point)]
+
+    def from_parts(varying, lr, m, fixed):  # the prepared pytree from its per-lane and per-seed leaves
+        v, f = iter(varying), iter(fixed)
+        return dynamics.set_up_prepared(jax.tree.unflatten(prep_tree, [next(v) if d else next(f) for d in on_point]),
+                                        lr, m)
+
+    varying = [a for a, d in zip(leaves, on_point) if d]
+    fixed = [a for a, d in zip(leaves, on_point) if not d]
+    varying_abs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a, d in zip(prep_leaves, on_point) if d]
+    fixed_abs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a, d in zip(prep_leaves, on_point) if not d]
+    n_const = len(jax.tree.leaves(shape.constants))
+    dependent = lane_dependent(from_parts, (varying_abs, lr_abs, m_abs), (fixed_abs,))[:n_const]
+    const_axes = jax.tree.unflatten(jax.tree.structure(shape.constants), [0 if d else None for d in dependent])
+    inner = jax.vmap(from_parts, in_axes=(0, 0, 0, None), out_axes=type(shape)(const_axes, 0, 0, 0))
+    return jax.vmap(inner)(varying, lrs, method_indices, fixed), const_axes
 
 
 def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LANES) -> tuple[int, int]:
