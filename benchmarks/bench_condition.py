@@ -2,7 +2,7 @@
 
 Sweep: κ = 1..KMAX (integers) × SEEDS seeds (default 1..100 × 8), gd at its theory step 1/L, tol 1e-6, log-uniform
 spectrum, random start, float32 (otod's precision rule at this tolerance). The iteration cap is otod's own automatic
-cap, ``otod.condition.kind.max_iters`` of the same sweep's `SweepConfig` (2764 for κ ≤ 100), and every
+cap, ``otod.condition.kind.max_iters`` of the same sweep's `SweepConfig` (2752 for gd at κ ≤ 100), and every
 implementation gets it. Seed s draws x*, the start and (rotated basis) a Haar rotation from
 ``numpy.random.default_rng([0, s])``, as ``otod.core.engine.seed_draws`` does.
 
@@ -12,7 +12,7 @@ the order below, odd ones reversed), ``--repeats`` times (default 5):
 
 * **engine**: ``otod.core.engine.iterations_to_target`` with the sweep's lanes (value-major, as ``otod sweep``
   lays them out). Every repeat clears JAX's caches and times a first pass (compilation included; the script checks
-  it compiles exactly once) and a compiled pass (checked: no compilation);
+  it compiles exactly once) and a compiled pass (checked: no compilation; the best of 3 calls in a row);
 * **prototype**: the prototype-class kernel of issue 8 (``optax_loop_condition.run_buckets``): lanes sorted by
   predicted cost (κ), buckets of 32 lanes, each bucket one ``jit(vmap(per-lane lax.while_loop))`` call; a first
   pass (compile included) and a compiled pass, as for the engine;
@@ -22,11 +22,12 @@ the order below, odd ones reversed), ``--repeats`` times (default 5):
   implementation that shares no code with the others); its problems are built once, untimed, from the engine's
   own family, and its step 1/L is checked bit for bit against the engine's ``Solution.learning_rate``;
 * **step** (first case only, unless ``--all-step-loops``): a Python loop per config over one jitted optax step
-  (``optax_loop_condition.run``), what most users write. It costs ~10 s a repeat, so it runs once per repeat.
+  (``optax_loop_condition.run``), what most users write. It costs 5-10 s a repeat, hence only in the first case.
 
 Iteration counts must be identical for every (κ, seed) in every repeat and every implementation (exit 1
-otherwise). For the rotated cases the script prints the time per lane-iteration next to the FLOP and byte roofline
-of one lane-iteration (two d×d matrix-vector products: 4d² FLOPs; 8d² bytes when each lane streams its own float32
+otherwise), except a ±1 that the script verifies to be float32 rounding at the tolerance (`near_tie`). For the
+rotated cases the script prints the time per lane-iteration next to the FLOP and byte roofline of one
+lane-iteration (two d×d matrix-vector products: 4d² FLOPs; 8d² bytes when each lane streams its own float32
 rotation, as a per-lane copy does), using the machine's GEMM rate and copy bandwidth measured at start-up.
 
 Part 2 (whole processes, interpreter start and imports included, a fresh process and folder each, cold: every otod
