@@ -61,15 +61,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # this checkout's otod, whatever is installed
 sys.path.insert(0, str(HERE))
+try:  # one host device per core, as `otod sweep` makes them; set before JAX is imported (OTOD_CPU_DEVICES=1: one)
+    from otod.core.devices import use_every_core
+except ImportError:  # an engine that runs on one device
+    pass
+else:
+    use_every_core()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
 import optax_loop_condition as standalone  # noqa: E402  (the standalone scripts next to this one)
 
 import otod.condition  # noqa: E402,F401  (registers the condition sweep)
@@ -227,7 +234,7 @@ def run_engine(case: Case, draws) -> dict:
     return {"first": first_s, "compiled": compiled_s, "compiles": len(first_compiles),
             "compile_s": float(sum(first_compiles)), "recompiles": len(second_compiles),
             "iterations": [first.iterations, second.iterations], "status": first.status,
-            "learning_rate": first.learning_rate}
+            "learning_rate": first.learning_rate, "executed": int(getattr(first, "lane_iterations", 0) or 0)}
 
 
 def _standalone_counts(records) -> np.ndarray:
@@ -449,14 +456,19 @@ def report_case(case: Case, runs: dict, rates: dict, problems: dict) -> tuple[bo
     for label, xs in rows.items():
         print(f"    {label:<48} {median(xs):>8.4f}   {fmt_runs(xs)}")
     executed = runs["prototype"][0]["executed"]
+    engine_executed = eng[0]["executed"]  # 0: this engine does not report it
     per_engine = [t / needed for t in rows[ENGINE_COMPILED]]
     per_proto = [t / executed for t in rows[PROTOTYPE_COMPILED]]
-    print(f"  lane-iterations: needed {needed}; prototype executed {executed} ({executed / needed:.3f}× needed); the "
-          f"engine's executed count is its own metadata's (part 2)")
-    print(f"  per lane-iteration, compiled: engine {1e9 * median(per_engine):.1f} ns per needed one; prototype "
-          f"{1e9 * median(per_proto):.1f} ns per executed one, "
+    print(f"  lane-iterations: needed {needed}; prototype executed {executed} ({executed / needed:.3f}× needed); "
+          + (f"engine executed {engine_executed} ({engine_executed / needed:.3f}× needed, its Solution's count)"
+             if engine_executed else "the engine does not report its executed count"))
+    print(f"  per lane-iteration, compiled: engine {1e9 * median(per_engine):.1f} ns per needed one"
+          + (f", {1e9 * median(rows[ENGINE_COMPILED]) / engine_executed:.1f} ns per executed one"
+             if engine_executed else "")
+          + f"; prototype {1e9 * median(per_proto):.1f} ns per executed one, "
           f"{1e9 * median(rows[PROTOTYPE_COMPILED]) / needed:.1f} ns per needed one")
     result = {"lanes": n, "cap": case.cap, "needed_lane_iterations": needed, "prototype_executed": executed,
+              "engine_executed": engine_executed or None,
               "mismatches": mismatches, "rounding_ties": ties, "times": rows, "per_lane_iteration_engine": per_engine,
               "per_lane_iteration_prototype_executed": per_proto}
     if case.basis == "rotated":
@@ -674,7 +686,7 @@ def part_two(kmax: int, seeds: int, repeats: int, quick: bool) -> tuple[bool, di
             print("  not measured: the results file's metadata has no efficiency / lane_iterations entry yet "
                   "(the engine change that records it has not landed in this checkout)")
         else:
-            efficiency["default grid"] = found
+            efficiency["default grid" if kmax == 100 else f"--k {k_arg}"] = found
             for label, extra in EFFICIENCY_SWEEPS[1:]:
                 out = tmp / ("eff" + str(len(efficiency)))
                 out.mkdir()
@@ -685,8 +697,10 @@ def part_two(kmax: int, seeds: int, repeats: int, quick: bool) -> tuple[bool, di
             for label, entries in efficiency.items():
                 waste = efficiency_ratio(entries)
                 efficiency[label] = {"entries": entries, "ratio": waste}
-                print(f"  {label}: " + "; ".join(f"{k} = {json.dumps(v, default=str)[:300]}"
-                                                 for k, v in entries.items()))
+                shown = sorted(entries.items(), key=lambda kv: not isinstance(kv[1], dict))[:3]
+                more = f" (+{len(entries) - len(shown)} more entries)" if len(entries) > len(shown) else ""
+                print(f"  {label}: " + "; ".join(f"{k} = {json.dumps(v, default=str)[:200]}" for k, v in shown)
+                      + more)
                 print("      executed/needed: " + ("not understood (read the entries above)" if waste is None else
                                                   f"{waste:.3f}  target ≤ {TARGET_EFFICIENCY:g} "
                                                   f"{verdict(waste <= TARGET_EFFICIENCY)}"))
