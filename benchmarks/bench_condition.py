@@ -205,17 +205,36 @@ def make_case(basis: str, dim: int, kmax: int, seeds: int) -> Case:
     return Case(basis, dim, kmax, seeds, config, condition_max_iters(config))
 
 
+def sweep_layout(case: Case) -> tuple[list[int], int | None, str]:
+    """The point order and block size `otod sweep` gives these lanes: its `plan`'s, when the plan is one chunk of
+    all points with a ``block_points`` (the engine's cost model); else value order and the engine's default."""
+    points = list(range(case.kmax))
+    try:
+        from otod.core.sweep import plan
+        chunks = plan(case.config)
+    except ImportError:
+        return points, None, "value order, the engine's default block size"
+    if len(chunks) == 1 and chunks[0].n_points == case.kmax and getattr(chunks[0], "block_points", None):
+        block = int(chunks[0].block_points) * case.seeds
+        return list(chunks[0].point_indices), block, f"the sweep's plan: cost order, blocks of {block} lanes"
+    return points, None, "value order, the engine's default block size"
+
+
 def run_engine(case: Case, draws) -> dict:
-    """One repeat: clear JAX's caches, a first pass (compilation included), then a compiled pass."""
+    """One repeat: clear JAX's caches, a first pass (compilation included), then a compiled pass. The lanes are
+    laid out as `otod sweep` lays them out (`sweep_layout`); the results are put back in value-major order."""
+    order, block, _ = sweep_layout(case)
+    lane = np.asarray([p * case.seeds + s for p in order for s in range(case.seeds)])  # into case.configs
     cfg = case.configs
-    kappas = np.asarray([k for k, _ in cfg], np.float32)
-    seed_idx = np.asarray([s for _, s in cfg], np.int32)
+    kappas = np.asarray([cfg[i][0] for i in lane], np.float32)
+    seed_idx = np.asarray([cfg[i][1] for i in lane], np.int32)
     n = len(cfg)
     config = case.config
-    # as `otod sweep` calls it: whole points of (1 rate, seeds) and the seeds' draws made once, where the engine
-    # takes them (its interface keeps the positional arguments; these keywords may change with its internals)
+    # as `otod sweep` calls it: whole points of (1 rate, seeds), the seeds' draws made once and the plan's block
+    # size, where the engine takes them (its interface keeps the positional arguments; keywords may change)
     accepted = inspect.signature(iterations_to_target).parameters
-    extra = {k: v for k, v in (("group", (1, case.seeds)), ("draws", draws)) if k in accepted}
+    extra = {k: v for k, v in (("group", (1, case.seeds)), ("draws", draws), ("block_lanes", block))
+             if k in accepted and v is not None}
 
     def one_pass():
         t0 = time.perf_counter()
@@ -225,6 +244,11 @@ def run_engine(case: Case, draws) -> dict:
                                    options=config.options, **extra)
         return sol, time.perf_counter() - t0  # the Solution is NumPy arrays: the work is done
 
+    def value_major(a):
+        out = np.empty_like(a)
+        out[lane] = a
+        return out
+
     jax.clear_caches()
     with count_compilations() as first_compiles:
         first, first_s = one_pass()
@@ -233,8 +257,9 @@ def run_engine(case: Case, draws) -> dict:
     second, compiled_s = passes[0][0], min(t for _, t in passes)
     return {"first": first_s, "compiled": compiled_s, "compiles": len(first_compiles),
             "compile_s": float(sum(first_compiles)), "recompiles": len(second_compiles),
-            "iterations": [first.iterations, second.iterations], "status": first.status,
-            "learning_rate": first.learning_rate, "executed": int(getattr(first, "lane_iterations", 0) or 0)}
+            "iterations": [value_major(first.iterations), value_major(second.iterations)],
+            "status": value_major(first.status), "learning_rate": value_major(first.learning_rate),
+            "executed": int(getattr(first, "lane_iterations", 0) or 0)}
 
 
 def _standalone_counts(records) -> np.ndarray:
@@ -407,7 +432,7 @@ def part_one(kmax: int, seeds: int, repeats: int, all_step_loops: bool, rates: d
 
 def report_case(case: Case, runs: dict, rates: dict, problems: dict) -> tuple[bool, dict]:
     n = len(case.configs)
-    print(f"\n-- case {case.name}: {n} lanes, cap {case.cap} --")
+    print(f"\n-- case {case.name}: {n} lanes, cap {case.cap}; engine lanes in {sweep_layout(case)[2]} --")
     reference = runs["engine"][0]["iterations"][0]
     fail = False
     mismatches, ties = {}, {}
