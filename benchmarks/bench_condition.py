@@ -10,8 +10,8 @@ Part 1 (in one process) runs four cases: the eigen (diagonal H) and rotated (den
 seed) bases at d = 64 and d = 100. Each case runs, alternating their order from repeat to repeat (even repeats in
 the order below, odd ones reversed), ``--repeats`` times (default 5):
 
-* **engine**: ``otod.core.engine.iterations_to_target`` with the sweep's lanes (value-major, as ``otod sweep``
-  lays them out). Every repeat clears JAX's caches and times a first pass (compilation included; the script checks
+* **engine**: ``otod.core.engine.iterations_to_target`` with the sweep's lanes laid out as ``otod sweep`` lays
+  them out (`sweep_layout`: its plan's point order and block size, where the plan gives them). Every repeat clears JAX's caches and times a first pass (compilation included; the script checks
   it compiles exactly once) and a compiled pass (checked: no compilation; the best of 3 calls in a row);
 * **prototype**: the prototype-class kernel of issue 8 (``optax_loop_condition.run_buckets``): lanes sorted by
   predicted cost (κ), buckets of 32 lanes, each bucket one ``jit(vmap(per-lane lax.while_loop))`` call; a first
