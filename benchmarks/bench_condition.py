@@ -1,434 +1,631 @@
-"""Benchmark: the otod engine against per-config loops a user would write, on one condition sweep.
+"""Benchmark (issue 8): the otod engine against three baselines and a prototype kernel, on identical work.
 
-Sweep: κ = 1..KMAX (integers) × SEEDS seeds (default 1..100 × 8), d = 64, methods gd and heavy-ball, tol 1e-6,
-lr = theory, log-uniform spectrum, eigen basis, random start. The iteration cap is otod's own automatic cap,
-``otod.condition.kind.max_iters`` of the same sweep's `SweepConfig` (2764 for κ ≤ 100; 1000 for κ ≤ 72), and every
-implementation gets it.
+Sweep: κ = 1..KMAX (integers) × SEEDS seeds (default 1..100 × 8), gd at its theory step 1/L, tol 1e-6, log-uniform
+spectrum, random start, float32 (otod's precision rule at this tolerance). The iteration cap is otod's own automatic
+cap, ``otod.condition.kind.max_iters`` of the same sweep's `SweepConfig` (2752 for gd at κ ≤ 100), and every
+implementation gets it. Seed s draws x*, the start and (rotated basis) a Haar rotation from
+``numpy.random.default_rng([0, s])``, as ``otod.core.engine.seed_draws`` does.
 
-Part 1 (in one process, float64) runs the sweep four ways, each timed ``--repeats`` times (default 5), alternating
-the engine and the baselines (even repeats engine first, odd repeats baselines first):
+Part 1 (in one process) runs four cases: the eigen (diagonal H) and rotated (dense H = QΛQᵀ, one Haar rotation per
+seed) bases at d = 64 and d = 100. Each case runs, alternating their order from repeat to repeat (even repeats in
+the order below, odd ones reversed), ``--repeats`` times (default 5):
 
-1. the engine, ``otod.core.engine.iterations_to_target``: gd and heavy-ball are one compiled program (the
-   ``momentum`` program), each method's lanes one call of it, as ``otod sweep`` runs them. Every repeat clears
-   JAX's caches (``jax.clear_caches``) and times a first pass (the one compilation included; the script checks
-   there is exactly one) and a second, compiled pass. The baselines' turn clears the caches too, so each of
-   their repeats includes their own compilations, whichever side runs first;
-2. ``otod.core.reference.reference_run``, otod's one reference loop (the loop its tests compare the engine with):
-   a Python loop per config that steps the method's standalone optax form (``optax.sgd``, with momentum for
-   heavy-ball), jitted, until the same stopping rule. The script counts the XLA compilations it makes;
-3. ``optax_loop_condition.run`` from the standalone script next to this one (numpy/jax/optax only): a Python loop
-   per config over one jitted optax step compiled once per method, i.e. what a user without otod writes;
-4. a per-config plain NumPy float64 loop with the same update rules (gd: x ← x − lr·g; heavy-ball: m ← g + βm,
-   x ← x − lr·m, optax's sgd-with-momentum form): an independent implementation, written here on purpose.
+* **engine**: ``otod.core.engine.iterations_to_target`` with the sweep's lanes laid out as ``otod sweep`` lays
+  them out (`sweep_layout`: its plan's point order and block size, where the plan gives them). Every repeat clears JAX's caches and times a first pass (compilation included; the script checks
+  it compiles exactly once) and a compiled pass (checked: no compilation; the best of 3 calls in a row);
+* **prototype**: the prototype-class kernel of issue 8 (``optax_loop_condition.run_buckets``): lanes sorted by
+  predicted cost (κ), buckets of 32 lanes, each bucket one ``jit(vmap(per-lane lax.while_loop))`` call; a first
+  pass (compile included) and a compiled pass, as for the engine;
+* **while**: the careful JAX user's script (``optax_loop_condition.run_while``): one jitted ``lax.while_loop``
+  running the whole optax loop of one config, compiled once, called per config; timed with its compilation;
+* **NumPy**: a per-config float32 NumPy loop with the same update and stopping rule, written here on purpose (an
+  implementation that shares no code with the others); its problems are built once, untimed, from the engine's
+  own family, and its step 1/L is checked bit for bit against the engine's ``Solution.learning_rate``;
+* **step** (first case only, unless ``--all-step-loops``): a Python loop per config over one jitted optax step
+  (``optax_loop_condition.run``), what most users write. It costs 5-10 s a repeat, hence only in the first case.
 
-All four run identical work: the same problems (seed s draws from ``numpy.random.default_rng([0, s])``, as
-``otod.core.engine.seed_draws`` does), spectrum, start, step and cap. The NumPy loop's problems are built once,
-untimed, from the engine's own family; its step sizes and momenta are computed in NumPy from μ and L and checked
-bit for bit against ``METHODS[m].reference_lr`` / ``hyperparameters`` and the engine's ``Solution.learning_rate``.
-Iteration counts must be identical for every (κ, seed, method) in every repeat.
+Iteration counts must be identical for every (κ, seed) in every repeat and every implementation (exit 1
+otherwise), except a ±1 that the script verifies to be float32 rounding at the tolerance (`near_tie`). For the
+rotated cases the script prints the time per lane-iteration next to the FLOP and byte roofline of one
+lane-iteration (two d×d matrix-vector products: 4d² FLOPs; 8d² bytes when each lane streams its own float32
+rotation, as a per-lane copy does), using the machine's GEMM rate and copy bandwidth measured at start-up.
 
-Part 2 (whole processes: interpreter start and imports included; each run in a fresh process and folder, nothing
-resumed): ``otod sweep condition --k 1..KMAX --method gd --dim 64 --seeds SEEDS --no-plot`` against
-``optax_loop_condition.py`` doing the same work at the precision the sweep uses and with otod's cap (passed as
-``--max-iters``), alternated ``--repeats`` times; the otod command runs cold (an empty compilation cache) and warm
-(the cache the cold run filled). Plain ``otod sweep condition --k 1..KMAX`` is timed too (cold and warm). Counts
-from the sweep's results file are compared with the script's.
+Part 2 (whole processes, interpreter start and imports included, a fresh process and folder each, cold: every otod
+run gets a fresh empty compilation cache): ``otod sweep condition --k 1..KMAX --method gd --dim 64 --seeds SEEDS
+--basis rotated`` against ``optax_loop_condition.py --basis rotated`` (the per-config jitted-step script on the
+same dense problem, same cap and precision), alternated ``--repeats`` times, counts compared; plain ``otod sweep
+condition --k 1..KMAX`` cold in the same repeats; the peak memory (max RSS of the child process, from
+``getrusage(RUSAGE_CHILDREN)``) of one ``otod sweep condition --k 1..1e4:200:log --seeds 64 --no-plot``; and, when
+the results file's metadata reports executed/needed lane-iterations (a key with ``efficiency`` or
+``lane_iterations`` in its name), that ratio for the default grid, ``--k 1..1e4:25:log`` and ``--lr tuned``.
 
-Every timing prints its runs, their median, the per-pair ratios (same repeat) and the median of those ratios, and
-the CPU model. Run from the repository root:
+The otod commands run this checkout's code (``python3 -m otod`` with the repository root first on PYTHONPATH).
+Targets (issue 8) are printed PASS/MISS; they are reported, not enforced. Run from the repository root:
 
-    python3 benchmarks/bench_condition.py [--kmax 100] [--seeds 8] [--repeats 5] [--skip-cli | --skip-inprocess]
+    python3 benchmarks/bench_condition.py [--quick] [--repeats 5] [--skip-cli | --skip-inprocess] [--json PATH]
 
-Exit status: 0 when all counts match, 1 on any mismatch, 2 on bad input (targets are reported PASS/MISS, not
-enforced).
+Exit status: 0 when all counts match and every run succeeded, 1 otherwise, 2 (one line) on bad input.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-import numpy as np
-import optax
-
-import otod.condition  # noqa: F401  (registers the condition sweep)
-from otod.condition.kind import max_iters as condition_max_iters
-from otod.condition.methods import METHODS, MethodOptions, heavy_ball_momentum
-from otod.condition.options import sweep_config_from_options
-from otod.core.compilation_cache import count_compilations
-from otod.core.engine import iterations_to_target, seed_draws
-from otod.core.reference import reference_run
-from otod.core.results import cpu_model
-
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # this checkout's otod, whatever is installed
 sys.path.insert(0, str(HERE))
-import optax_loop_condition as standalone  # noqa: E402  (the standalone script next to this one)
+try:  # one host device per core, as `otod sweep` makes them; set before JAX is imported (OTOD_CPU_DEVICES=1: one)
+    from otod.core.devices import use_every_core
+except ImportError:  # an engine that runs on one device
+    pass
+else:
+    use_every_core()
 
-METHOD_NAMES = ("gd", "heavy-ball")
-DIM = 64
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+
+import optax_loop_condition as standalone  # noqa: E402  (the standalone scripts next to this one)
+
+import otod.condition  # noqa: E402,F401  (registers the condition sweep)
+from otod.condition.kind import max_iters as condition_max_iters  # noqa: E402
+from otod.condition.methods import METHODS  # noqa: E402
+from otod.condition.options import sweep_config_from_options  # noqa: E402
+from otod.core.compilation_cache import count_compilations  # noqa: E402
+from otod.core.engine import iterations_to_target, seed_draws  # noqa: E402
+from otod.core.results import cpu_model  # noqa: E402
+
+METHOD = "gd"
 TOL = 1e-6
 SEED = 0
+CASES = (("eigen", 64), ("rotated", 64), ("eigen", 100), ("rotated", 100))
+COMPILED_PASSES = 3  # a compiled pass (10-500 ms) is timed as the best of this many calls in a row: less noise
+ENGINE_COMPILED = f"engine, compiled pass (best of {COMPILED_PASSES})"
+PROTOTYPE_COMPILED = f"prototype buckets, compiled pass (best of {COMPILED_PASSES})"
 
-# Targets (ratios of wall times; larger = engine faster). Set for the full sweep (κ 1..100 × 8 seeds) against a
-# per-config loop over one jitted optax step.
-TARGET_OPTAX_FIRST = 20.0     # optax loop / engine, engine compile included
-TARGET_OPTAX_COMPILED = 100.0  # optax loop / engine, compiled
-TARGET_NUMPY_FIRST = 2.0      # NumPy loop / engine, compile included
-TARGET_CLI_RATIO = 4.0        # whole process: optax-loop script / otod sweep
-TARGET_CLI_COLD_S = 10.0      # whole process: otod sweep condition --k 1..100, cold
+# Targets of issue 8 (ratios: larger = engine faster).
+TARGET_PROTOTYPE = 1.5      # prototype compiled / engine compiled, eigen, d = 64
+TARGET_ROTATED = 3.0        # rotated / eigen time per lane-iteration, d = 100: at most this
+TARGET_CLI_ROTATED = 10.0   # whole process, cold: optax script / otod sweep --basis rotated
+TARGET_CLI_COLD_S = 1.5     # whole process: otod sweep condition --k 1..100, cold
+TARGET_PEAK_MIB = 400.0     # otod sweep condition --k 1..1e4:200:log --seeds 64 --no-plot
+TARGET_EFFICIENCY = 1.15    # executed / needed lane-iterations
+
+MEMORY_SWEEP = ("--k", "1..1e4:200:log", "--seeds", "64", "--no-plot")
+MEMORY_SWEEP_QUICK = ("--k", "1..1e3:50:log", "--seeds", "8", "--no-plot")
+EFFICIENCY_SWEEPS = (("default grid", ()), ("--k 1..1e4:25:log", ("--k", "1..1e4:25:log")),
+                     ("--lr tuned", ("--lr", "tuned")))
 
 
 def median(xs) -> float:
     return float(statistics.median(xs))
 
 
-def fmt_runs(xs, unit="") -> str:
-    return ", ".join(f"{x:.3f}{unit}" for x in xs)
+def fmt_runs(xs) -> str:
+    return ", ".join(f"{x:.3f}" for x in xs)
 
 
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
+def load() -> str:
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def compare(label: str, numerator, denominator, target: float | None, *, at_most: bool = False) -> dict:
+    """Per-pair ratios numerator/denominator (same repeat), printed with their median and the target's verdict."""
+    pairs = [a / b for a, b in zip(numerator, denominator)]
+    m = median(pairs)
+    if target is None:
+        tgt = "(no target)"
+    else:
+        tgt = f"target {'≤' if at_most else '≥'} {target:g}× {verdict(m <= target if at_most else m >= target)}"
+    print(f"  {label:<50} median {m:>7.2f}×  {tgt:<20}  pairs: " + ", ".join(f"{x:.2f}" for x in pairs))
+    return {"pairs": pairs, "median": m, "target": target, "pass": None if target is None else
+            bool(m <= target if at_most else m >= target)}
+
+
 # ------------------------------------------------------------------------------------------------------------------
-# Part 1: the engine and the in-process baselines
+# The machine's rates, for the roofline
 # ------------------------------------------------------------------------------------------------------------------
 
-def run_engine(spec, kappas, seed_idx, target, cap):
-    """One repeat: clear JAX's caches, a first pass (compile included), then a compiled pass; both passes run
-    gd and heavy-ball as one program, each method's lanes one call."""
-    members = tuple(METHODS[m] for m in METHOD_NAMES)
-    n = len(kappas)
-    points = {"kappa": np.asarray(kappas, np.float64)}
-    lrs = np.ones(n, np.float64)
+def machine_rates(n: int = 1024, copy_mib: int = 128) -> dict:
+    """Peak float32 GEMM rate (n×n matmul, NumPy and jitted JAX, best of 5 each) and copy bandwidth (a
+    ``copy_mib`` MiB NumPy copy, read + write bytes counted, best of 5)."""
+
+    def best(f, reps=5):
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    a @ a
+    t_np = best(lambda: a @ a)
+    ja = jnp.asarray(a)
+    mm = jax.jit(lambda x: x @ x)
+    mm(ja).block_until_ready()
+    t_jax = best(lambda: mm(ja).block_until_ready())
+    src = np.ones(copy_mib * 2 ** 20 // 4, np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    t_copy = best(lambda: np.copyto(dst, src))
+    flops = 2.0 * n ** 3
+    out = {"gemm_numpy_gflops": flops / t_np / 1e9, "gemm_jax_gflops": flops / t_jax / 1e9,
+           "copy_gbytes_per_s": 2.0 * src.nbytes / t_copy / 1e9}
+    out["gemm_gflops"] = max(out["gemm_numpy_gflops"], out["gemm_jax_gflops"])
+    print(f"machine rates (best of 5): float32 GEMM {n}×{n}: NumPy {out['gemm_numpy_gflops']:.1f} GFLOP/s, "
+          f"JAX {out['gemm_jax_gflops']:.1f} GFLOP/s; copy of {copy_mib} MiB: "
+          f"{out['copy_gbytes_per_s']:.1f} GB/s (read + write)")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Part 1: in one process
+# ------------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    basis: str
+    dim: int
+    kmax: int
+    seeds: int
+    config: object
+    cap: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.basis}, d = {self.dim}"
+
+    @property
+    def configs(self) -> list[tuple[int, int]]:
+        return standalone.configs(self.kmax, self.seeds)
+
+
+def make_case(basis: str, dim: int, kmax: int, seeds: int) -> Case:
+    config = sweep_config_from_options(k=f"1..{kmax}", method=METHOD, dim=dim, seeds=seeds, basis=basis, tol=TOL,
+                                       seed=SEED)
+    if config.resolved_x64:
+        raise SystemExit(f"bench_condition.py: expected otod to pick float32 at tol {TOL:g}; it picked float64")
+    return Case(basis, dim, kmax, seeds, config, condition_max_iters(config))
+
+
+def sweep_layout(case: Case) -> tuple[list[int], int | None, str]:
+    """The point order and block size `otod sweep` gives these lanes: its `plan`'s, when the plan is one chunk of
+    all points with a ``block_points`` (the engine's cost model); else value order and the engine's default."""
+    points = list(range(case.kmax))
+    try:
+        from otod.core.sweep import plan
+        chunks = plan(case.config)
+    except ImportError:
+        return points, None, "value order, the engine's default block size"
+    if len(chunks) == 1 and chunks[0].n_points == case.kmax and getattr(chunks[0], "block_points", None):
+        block = int(chunks[0].block_points) * case.seeds
+        return list(chunks[0].point_indices), block, f"the sweep's plan: cost order, blocks of {block} lanes"
+    return points, None, "value order, the engine's default block size"
+
+
+def run_engine(case: Case, draws) -> dict:
+    """One repeat: clear JAX's caches, a first pass (compilation included), then a compiled pass. The lanes are
+    laid out as `otod sweep` lays them out (`sweep_layout`); the results are put back in value-major order."""
+    order, block, _ = sweep_layout(case)
+    lane = np.asarray([p * case.seeds + s for p in order for s in range(case.seeds)])  # into case.configs
+    cfg = case.configs
+    kappas = np.asarray([cfg[i][0] for i in lane], np.float32)
+    seed_idx = np.asarray([cfg[i][1] for i in lane], np.int32)
+    n = len(cfg)
+    config = case.config
+    # as `otod sweep` calls it: whole points of (1 rate, seeds), the seeds' draws made once and the plan's block
+    # size, where the engine takes them (its interface keeps the positional arguments; keywords may change)
+    accepted = inspect.signature(iterations_to_target).parameters
+    extra = {k: v for k, v in (("group", (1, case.seeds)), ("draws", draws), ("block_lanes", block))
+             if k in accepted and v is not None}
 
     def one_pass():
-        sols, times = {}, {}
-        for i, m in enumerate(METHOD_NAMES):
-            t0 = time.perf_counter()
-            sols[m] = iterations_to_target(spec, members, points, seed_idx, lrs, method_indices=np.full(n, i),
-                                           seed=SEED, target=target, max_iters=cap, relative_lr=True,
-                                           options=MethodOptions())
-            times[m] = time.perf_counter() - t0  # the Solution is NumPy arrays: the work is done
-        return sols, times
+        t0 = time.perf_counter()
+        sol = iterations_to_target(config.problem, (METHODS[METHOD],), {"kappa": kappas}, seed_idx,
+                                   np.ones(n, np.float32), method_indices=np.zeros(n, np.int32), seed=SEED,
+                                   target=config.target, max_iters=case.cap, relative_lr=True,
+                                   options=config.options, **extra)
+        return sol, time.perf_counter() - t0  # the Solution is NumPy arrays: the work is done
+
+    def value_major(a):
+        out = np.empty_like(a)
+        out[lane] = a
+        return out
 
     jax.clear_caches()
     with count_compilations() as first_compiles:
-        first, first_t = one_pass()
+        first, first_s = one_pass()
     with count_compilations() as second_compiles:
-        second, second_t = one_pass()
-    return {"first": first_t, "compiled": second_t, "compiles": len(first_compiles),
+        passes = [one_pass() for _ in range(COMPILED_PASSES)]
+    second, compiled_s = passes[0][0], min(t for _, t in passes)
+    return {"first": first_s, "compiled": compiled_s, "compiles": len(first_compiles),
             "compile_s": float(sum(first_compiles)), "recompiles": len(second_compiles),
-            "solutions": [first, second]}
+            "iterations": [value_major(first.iterations), value_major(second.iterations)],
+            "status": value_major(first.status), "learning_rate": value_major(first.learning_rate),
+            "executed": int(getattr(first, "lane_iterations", 0) or 0)}
 
 
-def run_reference(spec, configs, target, cap):
-    """otod.core.reference.reference_run for every (κ, seed) and method."""
-    out = {}
-    for m in METHOD_NAMES:
-        iters = np.zeros(len(configs), np.int64)
-        with count_compilations() as compiles:
-            t0 = time.perf_counter()
-            for i, (k, s) in enumerate(configs):
-                r = reference_run(spec, METHODS[m], {"kappa": k}, s, seed=SEED, target=target, max_iters=cap,
-                                  lr=1.0, relative_lr=True, options=MethodOptions())
-                iters[i] = r.iterations
-            seconds = time.perf_counter() - t0
-        out[m] = {"seconds": seconds, "iterations": iters, "compiles": len(compiles)}
-    return out
+def _standalone_counts(records) -> np.ndarray:
+    return np.asarray([t for _, _, _, t in records], np.int64)
 
 
-def run_standalone(kmax, n_seeds, configs, cap):
-    """optax_loop_condition.run (float64, as part 1), counts reordered to ``configs``."""
-    records, seconds = standalone.run(kmax, n_seeds, DIM, METHOD_NAMES, TOL, cap, "float64")
-    counts = {(m, float(k), int(s)): t for m, k, s, t in records}
-    return {"seconds": seconds,
-            "iterations": {m: np.asarray([counts[(m, float(k), int(s))] for k, s in configs], np.int64)
-                           for m in METHOD_NAMES}}
+def _sweep_args(case: Case):
+    return case.kmax, case.seeds, case.dim, [METHOD], TOL, case.cap, "float32", case.basis
 
 
-def build_numpy_problems(spec, configs, n_seeds):
-    """Per (κ, seed): the engine's problem as float64 NumPy arrays, plus each method's step and β computed in
-    NumPy from μ and L. Returns the problems and the number of configs whose NumPy step or β differs (bitwise)
-    from ``METHODS[m].reference_lr`` / ``hyperparameters`` / ``heavy_ball_momentum``."""
-    fam = spec.family()
-    draws = seed_draws(spec, SEED, n_seeds, np.float64)
-    problems, mismatched = {}, 0
-    for k, s in configs:
-        drawn = jax.tree.map(lambda a: a[s], draws)
-        p = fam.make({"kappa": np.float64(k)}, drawn)
-        x0 = fam.init(p)
-        info = fam.info(p, x0)
-        c = info["curvature"]
-        mu, lip = float(c.mu), float(c.lipschitz)
-        lr_gd = 1.0 / lip
-        lr_hb = 4.0 / (np.sqrt(lip) + np.sqrt(mu)) ** 2
-        r = np.sqrt(lip / mu)
-        beta = float(((r - 1) / (r + 1)) ** 2)
-        ref = (float(METHODS["gd"].reference_lr(info)), float(METHODS["heavy-ball"].reference_lr(info)),
-               float(heavy_ball_momentum(c)), float(METHODS["heavy-ball"].hyperparameters(info)[0]),
-               float(METHODS["gd"].hyperparameters(info)[0]))
-        if ref != (lr_gd, float(lr_hb), beta, beta, 0.0):
-            mismatched += 1
-        problems[(k, s)] = {"lam": np.asarray(p["eigenvalues"], np.float64),
-                            "x_star": np.asarray(p["x_star"], np.float64),
-                            "x0": np.asarray(x0, np.float64),
-                            "lr": {"gd": float(lr_gd), "heavy-ball": float(lr_hb)},
-                            "beta": {"gd": 0.0, "heavy-ball": beta}}
-    return problems, mismatched
+def run_prototype(case: Case) -> dict:
+    jax.clear_caches()
+    with count_compilations() as first_compiles:
+        first, first_s, executed = standalone.run_buckets(*_sweep_args(case))
+    with count_compilations() as second_compiles:
+        passes = [standalone.run_buckets(*_sweep_args(case)) for _ in range(COMPILED_PASSES)]
+    second, compiled_s = passes[0][0], min(p[1] for p in passes)
+    return {"first": first_s, "compiled": compiled_s, "compiles": len(first_compiles),
+            "compile_s": float(sum(first_compiles)), "recompiles": len(second_compiles), "executed": executed,
+            "iterations": [_standalone_counts(first), _standalone_counts(second)]}
 
 
-def numpy_iterations(lam, x_star, x0, lr, beta, tol, max_iters) -> int:
-    """Iterations until ½Σλᵢ(xᵢ−x*ᵢ)² / f(x₀) ≤ tol, float64, optax's sgd (with momentum when β > 0)."""
-    d = x0 - x_star
-    g = lam * d  # the gradient λ∘(x − x*)
-    f0 = 0.5 * np.sum(g * d)
-    safe_f0 = f0 if f0 > 0 else 1.0
-    gap = 1.0 if f0 > 0 else 0.0
-    x = x0.copy()
-    mom = np.zeros_like(x0)
+def run_while(case: Case) -> dict:
+    jax.clear_caches()
+    with count_compilations() as compiles:
+        records, seconds = standalone.run_while(*_sweep_args(case))
+    return {"seconds": seconds, "compiles": len(compiles), "compile_s": float(sum(compiles)),
+            "iterations": [_standalone_counts(records)]}
+
+
+def run_step(case: Case) -> dict:
+    jax.clear_caches()
+    records, seconds = standalone.run(*_sweep_args(case))
+    return {"seconds": seconds, "iterations": [_standalone_counts(records)]}
+
+
+def numpy_problems(case: Case, draws) -> dict:
+    """The engine's problems as float32 NumPy arrays (built untimed from its own family), the seeds' rotations
+    (one per seed, not copied per config) and the step 1/L computed in NumPy."""
+    family = case.config.problem.family()
+    cfg = case.configs
+
+    def one(kappa, s):
+        p = family.make({"kappa": kappa}, jax.tree.map(lambda a: jnp.asarray(a)[s], draws))
+        return p["eigenvalues"], family.init(p)
+
+    lam, x0 = jax.jit(jax.vmap(one))(np.asarray([k for k, _ in cfg], np.float32),
+                                     np.asarray([s for _, s in cfg], np.int32))
+    lam, x0 = np.asarray(lam), np.asarray(x0)
+    return {"lam": lam, "x0": x0, "x_star": np.asarray(draws["x_star"], np.float32),
+            "rotation": None if case.basis == "eigen" else np.asarray(draws["rotation"], np.float32),
+            "lr": np.float32(1.0) / lam.max(axis=1)}
+
+
+def numpy_iterations(lam, x_star, x0, rotation, lr, tol, max_iters) -> int:
+    """Iterations of x ← x − lr·∇f until f(x)/f(x₀) ≤ tol or max_iters, f(x) = ½ Σλᵢzᵢ², z = Qᵀ(x − x*)."""
+
+    def value_and_grad(x):
+        d = x - x_star
+        z = d if rotation is None else rotation.T @ d
+        lz = lam * z
+        return 0.5 * np.sum(lz * z), (lz if rotation is None else rotation @ lz)
+
+    x = x0
+    f0, g = value_and_grad(x)
+    safe_f0 = f0 if f0 > 0 else np.float32(1.0)
+    gap = np.float32(1.0) if f0 > 0 else np.float32(0.0)
     t = 0
-    if beta == 0.0:
-        while gap > tol and t < max_iters:
-            x = x - lr * g
-            d = x - x_star
-            g = lam * d
-            gap = 0.5 * np.sum(g * d) / safe_f0
-            t += 1
-    else:
-        while gap > tol and t < max_iters:
-            mom = g + beta * mom
-            x = x - lr * mom
-            d = x - x_star
-            g = lam * d
-            gap = 0.5 * np.sum(g * d) / safe_f0
-            t += 1
+    while gap > tol and t < max_iters:
+        x = x - lr * g
+        f, g = value_and_grad(x)
+        gap = f / safe_f0
+        t += 1
     return t
 
 
-def run_numpy(configs, problems, cap):
-    out = {}
-    for m in METHOD_NAMES:
-        t0 = time.perf_counter()
-        iters = np.asarray([numpy_iterations(problems[c]["lam"], problems[c]["x_star"], problems[c]["x0"],
-                                             problems[c]["lr"][m], problems[c]["beta"][m], TOL, cap)
-                            for c in configs], np.int64)
-        out[m] = {"seconds": time.perf_counter() - t0, "iterations": iters}
-    return out
-
-
-def part_one(kmax, n_seeds, repeats):
-    config = sweep_config_from_options(k=f"1..{kmax}", method=",".join(METHOD_NAMES), dim=DIM, seeds=n_seeds,
-                                       tol=TOL, seed=SEED)
-    cap = condition_max_iters(config)
-    spec, target = config.problem, config.target
-    kappas_axis = config.values("kappa")
-    configs = [(float(k), s) for k in kappas_axis for s in range(n_seeds)]  # value-major, as the engine orders lanes
-    kappas = [k for k, _ in configs]
-    seed_idx = np.asarray([s for _, s in configs], np.int32)
-    n = len(configs)
-    print(f"== part 1: in one process, float64; κ = 1..{kmax} × {n_seeds} seeds = {n} configs per method, d = {DIM}, "
-          f"methods {', '.join(METHOD_NAMES)}, tol {TOL:g}, lr theory, max_iters {cap} "
-          f"(otod.condition.kind.max_iters), {repeats} repeats ==")
-
-    jax.config.update("jax_enable_x64", True)
-    jax.block_until_ready(jax.numpy.zeros(3) + 1)  # initialise the backend first: no one-time setup in any timing
+def run_numpy(case: Case, problems) -> dict:
+    tol = np.float32(TOL)  # the engine compares the float32 gap with the float32 tolerance
+    rot = problems["rotation"]
     t0 = time.perf_counter()
-    problems, bad_hyper = build_numpy_problems(spec, configs, n_seeds)
-    build_s = time.perf_counter() - t0
+    iters = np.asarray([numpy_iterations(problems["lam"][i], problems["x_star"][s], problems["x0"][i],
+                                         None if rot is None else rot[s], problems["lr"][i], tol, case.cap)
+                        for i, (_, s) in enumerate(case.configs)], np.int64)
+    return {"seconds": time.perf_counter() - t0, "iterations": [iters], "lr": problems["lr"]}
 
-    eng, ref, std, npy = [], [], [], []
-    for rep in range(repeats):
-        def engine():
-            eng.append(run_engine(spec, kappas, seed_idx, target, cap))
 
-        def baselines():
-            jax.clear_caches()  # as for the engine: every repeat's loops include their own compilations
-            ref.append(run_reference(spec, configs, target, cap))
-            std.append(run_standalone(kmax, n_seeds, configs, cap))
-            npy.append(run_numpy(configs, problems, cap))
+TIE = 1e-3
 
-        for run in ((engine, baselines) if rep % 2 == 0 else (baselines, engine)):
-            run()
-        print(f"  repeat {rep + 1}/{repeats}: engine {sum(eng[-1]['first'].values()):.3f} s first, "
-              f"{sum(eng[-1]['compiled'].values()):.3f} s compiled; reference loop "
-              f"{sum(r['seconds'] for r in ref[-1].values()):.2f} s; jitted-step loop {std[-1]['seconds']:.2f} s; "
-              f"NumPy {sum(r['seconds'] for r in npy[-1].values()):.2f} s", flush=True)
 
-    # ---- agreement ----
-    print("\n-- iteration counts --")
-    fail = False
-    if bad_hyper:
-        print(f"WARNING: {bad_hyper} configs whose NumPy step/momentum differ from otod's METHODS (bitwise)")
-        fail = True
-    lr_mismatch = sum(int(np.sum(np.asarray([problems[c]["lr"][m] for c in configs])
-                                 != e["solutions"][0][m].learning_rate))
-                      for e in eng for m in METHOD_NAMES)
-    print(f"step sizes: NumPy's vs the engine's Solution.learning_rate, {lr_mismatch} bitwise mismatches "
-          f"(all repeats); NumPy's vs otod's METHODS, {bad_hyper} configs differ")
-    fail |= lr_mismatch > 0
-    total_mismatch, worst = 0, 0
-    for m in METHOD_NAMES:
-        e0 = eng[0]["solutions"][0][m].iterations.astype(np.int64)
-        others = ([("engine", e["solutions"][p][m].iterations.astype(np.int64)) for e in eng for p in (0, 1)]
-                  + [("reference", r[m]["iterations"]) for r in ref]
-                  + [("jitted-step", s["iterations"][m]) for s in std]
-                  + [("NumPy", p[m]["iterations"]) for p in npy])
-        bad = np.zeros(n, bool)
-        by_name = {}
-        for name, it in others:
-            diff = it != e0
-            bad |= diff
-            by_name[name] = by_name.get(name, 0) + int(np.sum(diff))
-            worst = max(worst, int(np.max(np.abs(it - e0))))
-        total_mismatch += int(np.sum(bad))
-        status = np.concatenate([e["solutions"][p][m].status for e in eng for p in (0, 1)])
-        print(f"{m:>10}: against the engine's first repeat, mismatches: "
-              + ", ".join(f"{k} {v}" for k, v in by_name.items())
-              + f" (of {n} per run); iterations min/mean/max {e0.min()}/{e0.mean():.1f}/{e0.max()}, "
-              f"total {e0.sum()}; engine lanes not converged: {int(np.sum(status != 0))}")
-        for i in np.flatnonzero(bad)[:10]:
-            k, s = configs[i]
-            print(f"            κ={k:g} seed={s}: engine {e0[i]}, reference {ref[0][m]['iterations'][i]}, "
-                  f"jitted-step {std[0]['iterations'][m][i]}, NumPy {npy[0][m]['iterations'][i]}")
-    print(f"MISMATCHES: {total_mismatch} of {n * len(METHOD_NAMES)} (κ, seed, method) triples")
-    if worst > 1:
-        print(f"!!!!! LOUD: some iteration counts differ by {worst} > ±1: the implementations disagree, not just "
-              "rounding at the tolerance !!!!!")
-    fail |= total_mismatch > 0
-    compiles = [e["compiles"] for e in eng]
-    recompiles = [e["recompiles"] for e in eng]
-    compiles_ok = all(c == 1 for c in compiles) and not any(recompiles)
-    fail |= not compiles_ok
-    print(f"engine XLA compilations per repeat (gd and heavy-ball, one program): first pass {compiles}, compiled "
-          f"pass {recompiles}" + ("  (OK)" if compiles_ok else "  (expected exactly 1 and 0!)"))
-    ref_compiles = [sum(r[m]["compiles"] for m in METHOD_NAMES) for r in ref]
-    print(f"reference loop XLA compilations per repeat: {ref_compiles} for {n * len(METHOD_NAMES)} runs "
-          f"({median(ref_compiles) / (n * len(METHOD_NAMES)):.2f} per config)")
+def gap_offset(case: Case, problems: dict, i: int, t: int) -> float:
+    """gap/tol − 1 after ``t`` iterations of config ``i``, recomputed in float64 NumPy: how close the run is to the
+    tolerance where two float32 implementations disagree by one iteration."""
+    s = case.configs[i][1]
+    rot = problems["rotation"]
+    lam, x_star = problems["lam"][i].astype(np.float64), problems["x_star"][s].astype(np.float64)
+    q = None if rot is None else rot[s].astype(np.float64)
+    lr = np.float64(problems["lr"][i])
 
-    # ---- times ----
-    steps = {m: int(eng[0]["solutions"][0][m].iterations.sum()) for m in METHOD_NAMES}
-    rows = {
-        "engine, first pass (compile incl.)": [dict(e["first"]) for e in eng],
-        "  of which XLA compile": [{"total": e["compile_s"]} for e in eng],
-        "engine, compiled pass": [dict(e["compiled"]) for e in eng],
-        "optax reference loop (reference_run)": [{m: r[m]["seconds"] for m in METHOD_NAMES} for r in ref],
-        "optax loop, jitted step (standalone)": [{"total": s["seconds"]} for s in std],
-        "NumPy loop": [{m: p[m]["seconds"] for m in METHOD_NAMES} for p in npy],
-    }
-    totals = {label: [sum(r.values()) for r in runs] for label, runs in rows.items()}
-    print(f"\n-- times (seconds, wall; median of {repeats}; every run listed) --")
-    print(f"{'':<38}" + "".join(f"{m:>11}" for m in METHOD_NAMES) + f"{'total':>11}   runs (total)")
-    for label, runs in rows.items():
-        cells = "".join(f"{median([r[m] for r in runs]):>11.3f}" if m in runs[0] else f"{'':>11}"
-                        for m in METHOD_NAMES)
-        print(f"{label:<38}{cells}{median(totals[label]):>11.3f}   {fmt_runs(totals[label])}")
-    print(f"{'iterations run (sum over configs)':<38}" + "".join(f"{steps[m]:>11d}" for m in METHOD_NAMES)
-          + f"{sum(steps.values()):>11d}")
-    all_steps = sum(steps.values())
-    print(f"(per iteration, medians: reference loop "
-          f"{1e6 * median(totals['optax reference loop (reference_run)']) / all_steps:.1f} µs, jitted-step loop "
-          f"{1e6 * median(totals['optax loop, jitted step (standalone)']) / all_steps:.1f} µs, NumPy "
-          f"{1e6 * median(totals['NumPy loop']) / all_steps:.1f} µs; the NumPy problems were built once, untimed, "
-          f"in {build_s:.2f} s; every config run by every implementation in every repeat, no extrapolation)")
+    def f_and_g(x):
+        z = x - x_star if q is None else q.T @ (x - x_star)
+        return 0.5 * np.sum(lam * z * z), (lam * z if q is None else q @ (lam * z))
 
-    first = totals["engine, first pass (compile incl.)"]
-    compiled = totals["engine, compiled pass"]
-    comparisons = [
-        ("reference loop / engine (compile incl.)", totals["optax reference loop (reference_run)"], first,
-         TARGET_OPTAX_FIRST),
-        ("reference loop / engine (compiled)", totals["optax reference loop (reference_run)"], compiled,
-         TARGET_OPTAX_COMPILED),
-        ("jitted-step loop / engine (compile incl.)", totals["optax loop, jitted step (standalone)"], first,
-         TARGET_OPTAX_FIRST),
-        ("jitted-step loop / engine (compiled)", totals["optax loop, jitted step (standalone)"], compiled,
-         TARGET_OPTAX_COMPILED),
-        ("NumPy loop / engine (compile incl.)", totals["NumPy loop"], first, TARGET_NUMPY_FIRST),
-        ("NumPy loop / engine (compiled)", totals["NumPy loop"], compiled, None),
-    ]
-    print("\n-- ratios: baseline / engine, per pair (same repeat); larger = engine faster --")
-    ratios = {}
-    for label, a, b, target_ in comparisons:
-        pairs = [x / y for x, y in zip(a, b)]
-        ratios[label] = {"pairs": pairs, "median": median(pairs), "ratio_of_medians": median(a) / median(b)}
-        tgt = f"target ≥ {target_:g}× {verdict(median(pairs) >= target_)}" if target_ else "(no target)"
-        print(f"{label:<43} median {median(pairs):>7.1f}×  {tgt:<20} pairs: "
-              + ", ".join(f"{x:.1f}" for x in pairs))
-    if kmax != 100 or n_seeds != 8:
-        print("(a smaller sweep than κ 1..100 × 8 seeds: the targets are set for that one)")
+    x = problems["x0"][i].astype(np.float64)
+    f0, g = f_and_g(x)
+    f = f0
+    for _ in range(t):
+        x = x - lr * g
+        f, g = f_and_g(x)
+    return float(f / f0 / TOL - 1.0)
+
+
+def near_tie(case: Case, problems: dict, i: int, t: int) -> bool:
+    """A ±1 disagreement is float32 rounding at the tolerance, not a bug, when the exact (float64) gap after the
+    smaller count lies within ``TIE`` (relative) of tol: one gd step changes the gap by ≥ 1 − (1 − 1/κ)² ≥ 2 %
+    at κ ≤ 100, 20× more than that window."""
+    return abs(gap_offset(case, problems, i, t)) < TIE
+
+
+def roofline(case: Case, rates: dict, per_lane_iteration_s: dict) -> dict:
+    """FLOP and byte bounds of one rotated lane-iteration (two d×d float32 matrix-vector products) at the
+    measured rates, printed next to the measured times."""
+    d = case.dim
+    flops = 4.0 * d * d
+    streamed = 8.0 * d * d  # Q read twice per iteration, float32, if each lane holds its own copy
+    state = 4.0 * 6 * d  # x, x*, λ, g read; x, g written: what a lane touches besides Q
+    bound_flop = flops / (rates["gemm_gflops"] * 1e9)
+    bound_stream = streamed / (rates["copy_gbytes_per_s"] * 1e9)
+    bound_state = state / (rates["copy_gbytes_per_s"] * 1e9)
+    print(f"  roofline of one lane-iteration (d = {d}): {flops:.0f} FLOPs (2 matvecs) → ≥ {1e9 * bound_flop:.1f} ns "
+          f"at {rates['gemm_gflops']:.0f} GFLOP/s; {streamed / 1024:.0f} KiB if each lane streams its own Q → ≥ "
+          f"{1e9 * bound_stream:.1f} ns at {rates['copy_gbytes_per_s']:.1f} GB/s; Q shared and cached, state only "
+          f"({state:.0f} B) → ≥ {1e9 * bound_state:.2f} ns")
+    for label, seconds in per_lane_iteration_s.items():
+        print(f"    {label:<46} {1e9 * seconds:>9.1f} ns per lane-iteration = {seconds / bound_flop:.1f}× the FLOP "
+              f"bound, {seconds / bound_stream:.2f}× the streamed-Q byte bound")
+    return {"flops": flops, "bytes_streamed": streamed, "bound_flop_s": bound_flop, "bound_stream_s": bound_stream,
+            "bound_state_s": bound_state}
+
+
+def part_one(kmax: int, seeds: int, repeats: int, all_step_loops: bool, rates: dict) -> tuple[bool, dict]:
+    print(f"== part 1: in one process; gd, float32, κ = 1..{kmax} × {seeds} seeds, tol {TOL:g}, lr theory (1/L), "
+          f"{repeats} repeats alternating (even repeats engine first, odd repeats engine last) ==")
+    jax.block_until_ready(jnp.zeros(3) + 1)  # the backend's one-time set-up outside every timing
+    fail, out = False, {}
+    for ci, (basis, dim) in enumerate(CASES):
+        case = make_case(basis, dim, kmax, seeds)
+        draws = seed_draws(case.config.problem, SEED, seeds, np.float32)
+        problems = numpy_problems(case, draws)
+        runners = {"engine": lambda: run_engine(case, draws), "prototype": lambda: run_prototype(case),
+                   "while": lambda: run_while(case), "numpy": lambda: run_numpy(case, problems)}
+        if ci == 0 or all_step_loops:
+            runners["step"] = lambda: run_step(case)
+        runs = {k: [] for k in runners}
+        for rep in range(repeats):
+            order = list(runners) if rep % 2 == 0 else list(reversed(runners))
+            for name in order:
+                runs[name].append(runners[name]())
+        f, out[case.name] = report_case(case, runs, rates, problems)
+        fail |= f
+    # rotated against eigen, per lane-iteration (issue 8, item 2)
+    print("\n-- rotated / eigen basis, engine compiled, time per needed lane-iteration (same repeat) --")
+    for dim in sorted({d for _, d in CASES}):
+        eig, rot = out[f"eigen, d = {dim}"], out[f"rotated, d = {dim}"]
+        out[f"rotated/eigen, d = {dim}"] = compare(
+            f"d = {dim}: rotated / eigen", rot["per_lane_iteration_engine"], eig["per_lane_iteration_engine"],
+            TARGET_ROTATED if dim == 100 else None, at_most=True)
     print()
-    payload = {"configs": n, "max_iters": cap, "kmax": kmax, "seeds": n_seeds, "repeats": repeats,
-               "times": totals, "ratios": ratios, "mismatches": total_mismatch, "engine_compiles": compiles,
-               "reference_compiles": ref_compiles}
-    return fail, payload
+    return fail, out
+
+
+def report_case(case: Case, runs: dict, rates: dict, problems: dict) -> tuple[bool, dict]:
+    n = len(case.configs)
+    print(f"\n-- case {case.name}: {n} lanes, cap {case.cap}; engine lanes in {sweep_layout(case)[2]} --")
+    reference = runs["engine"][0]["iterations"][0]
+    fail = False
+    mismatches, ties = {}, {}
+    for name, reps in runs.items():
+        counts = [c for r in reps for c in r["iterations"]]
+        bad = [(int(i), int(c[i])) for c in counts for i in np.flatnonzero(c != reference)]
+        mismatches[name] = len(bad)
+        tied = [(i, other) for i, other in bad if name != "engine" and abs(other - int(reference[i])) == 1
+                and near_tie(case, problems, i, min(other, int(reference[i])))]
+        ties[name] = len(tied)
+        for i, other in sorted(set(bad))[:5]:
+            k, s = case.configs[i]
+            kind = "a rounding tie" if (i, other) in tied else "NOT a tie"
+            print(f"    κ={k} seed={s}: engine {reference[i]}, {name} {other} ({kind}: float64 gap at the smaller "
+                  f"count / tol − 1 = {gap_offset(case, problems, i, min(other, int(reference[i]))):+.1e})")
+        fail |= len(bad) > len(tied)
+    status = runs["engine"][0]["status"]
+    needed = int(reference.sum())
+    print(f"  counts against the engine's first pass, mismatches over all repeats (of which rounding ties): "
+          + ", ".join(f"{k} {v} ({ties[k]})" for k, v in mismatches.items())
+          + f"; iterations min/mean/max {reference.min()}/{reference.mean():.1f}/{reference.max()}, "
+          f"needed lane-iterations Σ {needed}; engine lanes not converged: {int(np.sum(status != 0))}")
+    lr_bad = sum(int(np.sum(r["learning_rate"] != runs["numpy"][0]["lr"])) for r in runs["engine"])
+    print(f"  step sizes: NumPy's 1/L vs the engine's Solution.learning_rate, {lr_bad} bitwise mismatches")
+    fail |= lr_bad > 0
+    eng = runs["engine"]
+    ok = all(r["compiles"] == 1 for r in eng) and not any(r["recompiles"] for r in eng + runs["prototype"])
+    print(f"  XLA compilations per repeat, first pass / compiled pass: engine {[r['compiles'] for r in eng]} / "
+          f"{[r['recompiles'] for r in eng]}, prototype {[r['compiles'] for r in runs['prototype']]} / "
+          f"{[r['recompiles'] for r in runs['prototype']]} (its kernel and the transfers of its inputs), while loop "
+          f"{[r['compiles'] for r in runs['while']]}" + ("  (OK)" if ok else "  (expected 1 and 0 / 0!)"))
+    fail |= not ok
+
+    rows = {"engine, first pass (compile incl.)": [r["first"] for r in eng],
+            "  of which XLA compile (engine)": [r["compile_s"] for r in eng],
+            ENGINE_COMPILED: [r["compiled"] for r in eng],
+            "prototype buckets, first pass (compile incl.)": [r["first"] for r in runs["prototype"]],
+            "  of which XLA compile (prototype)": [r["compile_s"] for r in runs["prototype"]],
+            PROTOTYPE_COMPILED: [r["compiled"] for r in runs["prototype"]],
+            "per-config jitted while_loop (compile incl.)": [r["seconds"] for r in runs["while"]],
+            "  of which XLA compile (while)": [r["compile_s"] for r in runs["while"]],
+            "NumPy loop": [r["seconds"] for r in runs["numpy"]]}
+    if "step" in runs:
+        rows["per-config Python loop, jitted optax step"] = [r["seconds"] for r in runs["step"]]
+    print("  seconds (wall; median; every run in order):")
+    for label, xs in rows.items():
+        print(f"    {label:<48} {median(xs):>8.4f}   {fmt_runs(xs)}")
+    executed = runs["prototype"][0]["executed"]
+    engine_executed = eng[0]["executed"]  # 0: this engine does not report it
+    per_engine = [t / needed for t in rows[ENGINE_COMPILED]]
+    per_proto = [t / executed for t in rows[PROTOTYPE_COMPILED]]
+    print(f"  lane-iterations: needed {needed}; prototype executed {executed} ({executed / needed:.3f}× needed); "
+          + (f"engine executed {engine_executed} ({engine_executed / needed:.3f}× needed, its Solution's count)"
+             if engine_executed else "the engine does not report its executed count"))
+    print(f"  per lane-iteration, compiled: engine {1e9 * median(per_engine):.1f} ns per needed one"
+          + (f", {1e9 * median(rows[ENGINE_COMPILED]) / engine_executed:.1f} ns per executed one"
+             if engine_executed else "")
+          + f"; prototype {1e9 * median(per_proto):.1f} ns per executed one, "
+          f"{1e9 * median(rows[PROTOTYPE_COMPILED]) / needed:.1f} ns per needed one")
+    result = {"lanes": n, "cap": case.cap, "needed_lane_iterations": needed, "prototype_executed": executed,
+              "engine_executed": engine_executed or None,
+              "mismatches": mismatches, "rounding_ties": ties, "times": rows, "per_lane_iteration_engine": per_engine,
+              "per_lane_iteration_prototype_executed": per_proto}
+    if case.basis == "rotated":
+        result["roofline"] = roofline(case, rates, {"engine, compiled (per needed lane-iteration)": median(per_engine),
+                                                    "prototype, compiled (per executed lane-iteration)":
+                                                        median(per_proto)})
+    print("  ratios baseline / engine, per pair (same repeat); larger = engine faster:")
+    is_target_case = case.basis == "eigen" and case.dim == 64
+    e_first, e_comp = rows["engine, first pass (compile incl.)"], rows[ENGINE_COMPILED]
+    r = {"prototype/engine, compiled": compare("prototype / engine, both compiled", rows[
+        PROTOTYPE_COMPILED], e_comp, TARGET_PROTOTYPE if is_target_case else None),
+         "prototype/engine, first": compare("prototype / engine, both compile incl.", rows[
+             "prototype buckets, first pass (compile incl.)"], e_first, None),
+         "while/engine, first": compare("while_loop script / engine, both compile incl.", rows[
+             "per-config jitted while_loop (compile incl.)"], e_first, None),
+         "while/engine, compiled": compare("while_loop script (compile incl.) / engine compiled", rows[
+             "per-config jitted while_loop (compile incl.)"], e_comp, None),
+         "numpy/engine, first": compare("NumPy / engine (compile incl.)", rows["NumPy loop"], e_first, None),
+         "numpy/engine, compiled": compare("NumPy / engine compiled", rows["NumPy loop"], e_comp, None)}
+    if "step" in runs:
+        step = rows["per-config Python loop, jitted optax step"]
+        r["step/engine, first"] = compare("jitted-step loop / engine (compile incl.)", step, e_first, None)
+        r["step/engine, compiled"] = compare("jitted-step loop / engine compiled", step, e_comp, None)
+    result["ratios"] = r
+    return fail, result
 
 
 # ------------------------------------------------------------------------------------------------------------------
 # Part 2: whole processes
 # ------------------------------------------------------------------------------------------------------------------
 
-def otod_command() -> list[str]:
-    exe = shutil.which("otod")
-    return [exe] if exe else [sys.executable, "-c", "import sys; from otod.cli import main; sys.exit(main())"]
+def child_env(cache: Path | None) -> dict:
+    """The environment of a child process: this checkout first on PYTHONPATH, the compilation cache given."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, OTOD_COMPILATION_CACHE=str(cache) if cache else "off")
+
+
+OTOD = [sys.executable, "-m", "otod"]
 
 
 def timed_process(cmd, cwd, cache: Path | None = None):
-    """Run a command as a whole process; ``cache`` is the otod compilation-cache folder it gets (None: off)."""
-    env = dict(os.environ, OTOD_COMPILATION_CACHE=str(cache) if cache else "off")
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=child_env(cache))
     return time.perf_counter() - t0, r
 
 
-def sweep_counts(directory: Path):
-    """{(method, κ, seed): iterations} and the meta of the results file an `otod sweep` wrote."""
-    counts, meta = {}, {}
+def peak_rss_mib(cmd, cwd, cache: Path | None) -> tuple[float, int, str]:
+    """Max RSS (MiB) of ``cmd`` run as the only child of a fresh wrapper process (getrusage(RUSAGE_CHILDREN))."""
+    wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+               "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", wrapper, *cmd], cwd=cwd, capture_output=True, text=True,
+                       env=child_env(cache))
+    try:
+        rc, kib = (int(x) for x in r.stdout.split()[-2:])
+    except ValueError:
+        return float("nan"), 1, (r.stdout + r.stderr)[-1500:]
+    return kib / 1024.0, rc, r.stderr[-1500:]
+
+
+def results_file(directory: Path) -> dict:
     for path in sorted(directory.rglob("condition-*.json")):
         try:
-            data = json.loads(path.read_text())
+            return json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        meta = data.get("meta", {})
-        for rec in data.get("records", []):
-            counts[(rec["method"], float(rec["kappa"]), int(rec["seed"]))] = int(rec["iterations"])
-    return counts, meta
+    return {}
 
 
-def part_two(kmax, n_seeds, repeats):
-    otod_cmd = otod_command()
+def sweep_counts(data: dict) -> dict:
+    return {(rec["method"], float(rec["kappa"]), int(rec["seed"])): int(rec["iterations"])
+            for rec in data.get("records", [])}
+
+
+def find_efficiency(meta, path: str = "") -> dict:
+    """Every entry of the metadata whose key names an efficiency or a count of lane-iterations, by its path; the
+    pre-run ``estimate`` (a prediction, not a count) and the config are skipped."""
+    found = {}
+    if isinstance(meta, dict):
+        for k, v in meta.items():
+            where = f"{path}.{k}" if path else k
+            if where in ("estimate", "config"):
+                continue
+            if "efficiency" in k.lower() or "lane_iteration" in k.lower():
+                found[where] = v
+            else:
+                found.update(find_efficiency(v, where))
+    elif isinstance(meta, list):
+        for i, v in enumerate(meta):
+            found.update(find_efficiency(v, f"{path}[{i}]"))
+    return found
+
+
+def efficiency_ratio(entries: dict) -> float | None:
+    """executed/needed lane-iterations from the metadata entries `find_efficiency` found: Σ executed / Σ needed over
+    every mapping with ``executed`` and ``needed`` counts (per chunk or in total: the ratio is the same), else a
+    number under a key naming an efficiency (or a mapping's ``ratio`` / ``efficiency``); None when the entries
+    have no such shape."""
+    pairs = [(float(v["executed"]), float(v["needed"])) for v in entries.values() if isinstance(v, dict)
+             and isinstance(v.get("executed"), (int, float)) and isinstance(v.get("needed"), (int, float))]
+    if pairs and sum(n for _, n in pairs) > 0:
+        return sum(e for e, _ in pairs) / sum(n for _, n in pairs)
+    for key, v in entries.items():
+        if isinstance(v, (int, float)) and "efficiency" in key.lower():
+            return float(v)
+        if isinstance(v, dict):
+            for name in ("ratio", "efficiency", "executed_over_needed"):
+                if isinstance(v.get(name), (int, float)):
+                    return float(v[name])
+    return None
+
+
+def part_two(kmax: int, seeds: int, repeats: int, quick: bool) -> tuple[bool, dict]:
     k_arg = f"1..{kmax}"
-    check = subprocess.run(otod_cmd + ["sweep", "condition", "--help"], capture_output=True, text=True)
-    if check.returncode != 0:
-        print(f"== part 2: NOT MEASURED: `otod sweep condition --help` failed: {check.stderr.strip()[-300:]}")
-        return False, {"measured": False}
-    config = sweep_config_from_options(k=k_arg, method="gd", dim=DIM, seeds=n_seeds, tol=TOL, seed=SEED)
+    config = sweep_config_from_options(k=k_arg, method=METHOD, dim=64, seeds=seeds, basis="rotated", tol=TOL,
+                                       seed=SEED)
     cap = condition_max_iters(config)
     dtype = "float64" if config.resolved_x64 else "float32"
-    sweep_args = ["sweep", "condition", "--k", k_arg, "--method", "gd", "--dim", str(DIM), "--seeds", str(n_seeds),
-                  "--no-plot"]
-    loop_args = ["--kmax", str(kmax), "--seeds", str(n_seeds), "--dim", str(DIM), "--method", "gd",
-                 "--max-iters", str(cap), "--dtype", dtype]
-    labels = {"sweep_gd": "otod " + " ".join(sweep_args) + " --out DIR",
-              "sweep_gd_warm": "  the same, compilation cache warm",
-              "optax_loop": "python3 benchmarks/optax_loop_condition.py " + " ".join(loop_args),
-              "sweep_plain": f"otod sweep condition --k {k_arg} --out DIR",
-              "sweep_plain_warm": "  the same, compilation cache warm"}
-    print(f"== part 2: whole processes (interpreter start and imports included), {repeats} repeats, alternating; "
-          f"max_iters {cap} (otod.condition.kind.max_iters), {dtype} (otod's precision rule) ==")
+    rotated = ["sweep", "condition", "--k", k_arg, "--method", METHOD, "--dim", "64", "--seeds", str(seeds),
+               "--basis", "rotated"]
+    script = [sys.executable, str(HERE / "optax_loop_condition.py"), "--kmax", str(kmax), "--seeds", str(seeds),
+              "--dim", "64", "--method", METHOD, "--basis", "rotated", "--max-iters", str(cap), "--dtype", dtype]
+    plain = ["sweep", "condition", "--k", k_arg]
+    labels = {"rotated": "otod " + " ".join(rotated) + " --out DIR",
+              "script": "python3 benchmarks/optax_loop_condition.py " + " ".join(script[2:]) + " --out FILE",
+              "plain": "otod " + " ".join(plain) + " --out DIR"}
+    print(f"== part 2: whole processes (interpreter start and imports included), {repeats} repeats alternating, "
+          f"every otod run with a fresh empty compilation cache (cold); cap {cap}, {dtype} ==")
     times = {k: [] for k in labels}
     rc = {k: 0 for k in labels}
     errors, summaries = {}, {}
     compared = mismatched = 0
-    meta_ok = True
+    plain_meta = {}
 
     def record(key, t, r):
         times[key].append(t)
@@ -443,105 +640,192 @@ def part_two(kmax, n_seeds, repeats):
         tmp = Path(tmp)
         for rep in range(repeats):
             base = tmp / f"r{rep}"
-            for sub in ("cold", "warm", "loop", "plain-cold", "plain-warm"):
+            for sub in ("rotated", "script", "plain"):
                 (base / sub).mkdir(parents=True)
 
-            def otod_gd():
-                for key, sub in (("sweep_gd", "cold"), ("sweep_gd_warm", "warm")):
-                    t, r = timed_process(otod_cmd + sweep_args + ["--out", str(base / sub / "out")], base / sub,
-                                         base / "cache")
-                    record(key, t, r)
+            def otod_rotated():
+                record("rotated", *timed_process(OTOD + rotated + ["--out", str(base / "rotated" / "out")],
+                                                 base / "rotated", base / "cache-rotated"))
 
-            def loop():
-                t, r = timed_process([sys.executable, str(HERE / "optax_loop_condition.py"), *loop_args,
-                                      "--out", str(base / "loop" / "counts.json")], base / "loop")
-                record("optax_loop", t, r)
+            def optax_script():
+                record("script", *timed_process(script + ["--out", str(base / "script" / "counts.json")],
+                                                base / "script"))
 
-            for run in ((otod_gd, loop) if rep % 2 == 0 else (loop, otod_gd)):
+            def otod_plain():
+                record("plain", *timed_process(OTOD + plain + ["--out", str(base / "plain" / "out")],
+                                               base / "plain", base / "cache-plain"))
+
+            for run in ((otod_rotated, optax_script, otod_plain) if rep % 2 == 0
+                        else (otod_plain, optax_script, otod_rotated)):
                 run()
-            for key, sub in (("sweep_plain", "plain-cold"), ("sweep_plain_warm", "plain-warm")):
-                t, r = timed_process(otod_cmd + ["sweep", "condition", "--k", k_arg, "--out", str(base / sub / "out")],
-                                     base / sub, base / "plain-cache")
-                record(key, t, r)
-            counts, meta = sweep_counts(base / "cold")
-            meta_ok &= (meta.get("precision") == dtype
-                        and meta.get("config", {}).get("resolved", {}).get("max_iters") == cap)
-            loop_file = base / "loop" / "counts.json"
+            data = results_file(base / "rotated")
+            counts = sweep_counts(data)
+            loop_file = base / "script" / "counts.json"
             if counts and loop_file.exists():
                 for m, k, s, t in json.loads(loop_file.read_text())["records"]:
                     compared += 1
                     mismatched += counts.get((m, float(k), int(s))) != t
-            print(f"  repeat {rep + 1}/{repeats}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
-                  flush=True)
+            if rep == 0:
+                plain_meta = results_file(base / "plain").get("meta", {})
+            print(f"  repeat {rep + 1}/{repeats} (load {load()}): "
+                  + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
 
-    print(f"\n-- seconds per run (median of {repeats}; runs in order) --")
-    for key, label in labels.items():
-        print(f"  {label:<100} median {median(times[key]):6.2f}   runs {fmt_runs(times[key])}  (exit {rc[key]})")
-        if key in summaries:
-            print(f"      its own report: {summaries[key]}")
-    for key, err in errors.items():
-        print(f"--- {key} output (last run that failed) ---\n{err}")
-    print(f"  results files: precision and cap as passed to the script ({dtype}, {cap}): "
-          + ("yes" if meta_ok else "NO"))
-    print(f"  iteration counts, otod sweep vs optax-loop script: {mismatched} mismatches of {compared} "
-          f"(all repeats)")
-    ok_runs = all(v == 0 for v in rc.values())
-    ratios = {}
-    print("\n-- ratios: optax-loop script / otod sweep --method gd, per pair (same repeat) --")
-    for key, label in (("sweep_gd", "cold cache"), ("sweep_gd_warm", "warm cache")):
-        pairs = [a / b for a, b in zip(times["optax_loop"], times[key])]
-        ratios[key] = {"pairs": pairs, "median": median(pairs)}
-        print(f"  {label:<12} median {median(pairs):5.2f}×  target ≥ {TARGET_CLI_RATIO:g}× "
-              f"{verdict(ok_runs and median(pairs) >= TARGET_CLI_RATIO)}   pairs: "
-              + ", ".join(f"{x:.2f}" for x in pairs))
-    plain = median(times["sweep_plain"])
-    print(f"  otod sweep condition --k {k_arg}, cold: median {plain:.2f} s  target < {TARGET_CLI_COLD_S:g} s "
-          f"{verdict(rc['sweep_plain'] == 0 and plain < TARGET_CLI_COLD_S)}")
+        print(f"\n-- seconds per run (median of {repeats}; runs in order) --")
+        for key, label in labels.items():
+            print(f"  {label}\n      median {median(times[key]):6.2f}   runs {fmt_runs(times[key])}  (exit {rc[key]})")
+            if key in summaries:
+                print(f"      its own report: {summaries[key]}")
+        for key, err in errors.items():
+            print(f"--- {key} output (last run that failed) ---\n{err}")
+        print(f"  iteration counts, otod sweep --basis rotated vs the optax script: {mismatched} mismatches of "
+              f"{compared} (all repeats)")
+        ok_runs = all(v == 0 for v in rc.values())
+        print("\n-- ratios, per pair (same repeat) --")
+        ratio = compare("optax script / otod sweep --basis rotated, cold", times["script"], times["rotated"],
+                        TARGET_CLI_ROTATED)
+        ratio["pass"] = bool(ratio["pass"] and ok_runs)
+        plain_s = median(times["plain"])
+        plain_ok = rc["plain"] == 0 and plain_s < TARGET_CLI_COLD_S
+        print(f"  otod sweep condition --k {k_arg}, cold: median {plain_s:.2f} s  target < {TARGET_CLI_COLD_S:g} s "
+              f"{verdict(plain_ok)}")
+
+        # -- peak memory --
+        sweep = MEMORY_SWEEP_QUICK if quick else MEMORY_SWEEP
+        (tmp / "mem").mkdir()
+        t0 = time.perf_counter()
+        peak, mem_rc, mem_err = peak_rss_mib(OTOD + ["sweep", "condition", *sweep, "--out", str(tmp / "mem" / "out")],
+                                             tmp / "mem", tmp / "cache-mem")
+        mem_s = time.perf_counter() - t0
+        print(f"\n-- peak memory (max RSS of the child, getrusage(RUSAGE_CHILDREN)), one cold run --\n"
+              f"  otod sweep condition {' '.join(sweep)}: {peak:.0f} MiB in {mem_s:.1f} s (exit {mem_rc})  "
+              + (f"target < {TARGET_PEAK_MIB:g} MiB {verdict(mem_rc == 0 and peak < TARGET_PEAK_MIB)}"
+                 if not quick else "(a smaller sweep than the target's)"))
+        if mem_rc:
+            print(f"--- output ---\n{mem_err}")
+
+        # -- executed / needed lane-iterations --
+        print("\n-- executed / needed lane-iterations (from the results file's metadata) --")
+        efficiency = {}
+        found = find_efficiency(plain_meta)
+        if not found:
+            print("  not measured: the results file's metadata has no efficiency / lane_iterations entry yet "
+                  "(the engine change that records it has not landed in this checkout)")
+        else:
+            efficiency["default grid" if kmax == 100 else f"--k {k_arg}"] = found
+            for label, extra in EFFICIENCY_SWEEPS[1:]:
+                out = tmp / ("eff" + str(len(efficiency)))
+                out.mkdir()
+                _, r = timed_process(OTOD + ["sweep", "condition", *extra, "--no-plot", "--out", str(out / "out")],
+                                     out, tmp / "cache-eff")
+                efficiency[label] = find_efficiency(results_file(out).get("meta", {})) if r.returncode == 0 else {
+                    "error": (r.stdout + r.stderr)[-300:]}
+            for label, entries in efficiency.items():
+                waste = efficiency_ratio(entries)
+                efficiency[label] = {"entries": entries, "ratio": waste}
+                shown = sorted(entries.items(), key=lambda kv: not isinstance(kv[1], dict))[:3]
+                more = f" (+{len(entries) - len(shown)} more entries)" if len(entries) > len(shown) else ""
+                print(f"  {label}: " + "; ".join(f"{k} = {json.dumps(v, default=str)[:200]}" for k, v in shown)
+                      + more)
+                print("      executed/needed: " + ("not understood (read the entries above)" if waste is None else
+                                                  f"{waste:.3f}  target ≤ {TARGET_EFFICIENCY:g} "
+                                                  f"{verdict(waste <= TARGET_EFFICIENCY)}"))
     print()
-    fail = mismatched > 0 or not meta_ok or compared == 0 or not ok_runs
-    return fail, {"measured": True, "times": times, "ratios": ratios, "mismatches": mismatched,
-                  "compared": compared, "rc": rc}
+    fail = mismatched > 0 or compared == 0 or not ok_runs or mem_rc != 0
+    return fail, {"labels": labels, "times": times, "rc": rc, "mismatches": mismatched, "compared": compared,
+                  "ratio_script_over_rotated": ratio, "plain_cold_median_s": plain_s, "plain_cold_pass": plain_ok,
+                  "peak_rss_mib": peak, "peak_sweep": list(sweep), "quick": quick, "peak_seconds": mem_s,
+                  "efficiency": efficiency}
 
 
 # ------------------------------------------------------------------------------------------------------------------
 
+def targets(payload: dict) -> list[dict]:
+    """The issue's targets, each with what was measured and PASS/MISS, printed as one table."""
+    rows = []
+    one, two = payload.get("in_process"), payload.get("whole_process")
+    if one:
+        r = one["eigen, d = 64"]["ratios"]["prototype/engine, compiled"]
+        rows.append(("engine ≥ 1.5× the prototype kernel (compiled, eigen, d = 64)", f"{r['median']:.2f}×", r["pass"]))
+        r = one["rotated/eigen, d = 100"]
+        rows.append(("rotated within 3× of eigen per lane-iteration (d = 100)", f"{r['median']:.2f}×", r["pass"]))
+    if two:
+        r = two["ratio_script_over_rotated"]
+        rows.append(("optax script ≥ 10× otod sweep --basis rotated, cold", f"{r['median']:.2f}×", r["pass"]))
+        rows.append((f"otod sweep condition --k 1..K cold < {TARGET_CLI_COLD_S:g} s",
+                     f"{two['plain_cold_median_s']:.2f} s", two["plain_cold_pass"]))
+        rows.append((f"peak memory of the 1e4 × 64-seed sweep < {TARGET_PEAK_MIB:g} MiB",
+                     f"{two['peak_rss_mib']:.0f} MiB", None if two["quick"] else
+                     bool(two["peak_rss_mib"] < TARGET_PEAK_MIB)))
+        if not two["efficiency"]:
+            rows.append((f"executed/needed lane-iterations ≤ {TARGET_EFFICIENCY:g}", "not recorded yet", None))
+        for label, e in two["efficiency"].items():
+            ratio = e.get("ratio")
+            rows.append((f"executed/needed lane-iterations ≤ {TARGET_EFFICIENCY:g}, {label}",
+                         "see above" if ratio is None else f"{ratio:.3f}",
+                         None if ratio is None else bool(ratio <= TARGET_EFFICIENCY)))
+    print("-- targets (issue 8) --")
+    for label, measured, ok in rows:
+        print(f"  {label:<62} {measured:>16}  {'—' if ok is None else verdict(ok)}")
+    print()
+    return [{"target": label, "measured": measured, "pass": ok} for label, measured, ok in rows]
+
+
 def main(argv=None) -> int:
     ap = standalone.OneLineParser(prog="bench_condition.py", description=__doc__.split("\n\n")[0],
-                 epilog="Exit status: 0 all counts identical, 1 a mismatch or a failed run, 2 bad input.")
+                                  epilog="Exit status: 0 all counts identical, 1 a mismatch or a failed run, "
+                                         "2 bad input.")
     ap.add_argument("--kmax", type=standalone.at_least(2), default=None, metavar="K", help="κ = 1..K (default 100)")
     ap.add_argument("--seeds", type=standalone.at_least(1), default=None, metavar="S", help="seeds 0..S−1 (default 8)")
-    ap.add_argument("--quick", action="store_true", help="κ = 1..20 × 4 seeds unless --kmax/--seeds say otherwise")
-    ap.add_argument("--repeats", type=standalone.at_least(1), default=5, metavar="N",
-                    help="timed runs of everything, alternating engine and baseline (default 5)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke test: κ = 1..20 × 4 seeds, 2 repeats, a smaller memory sweep (targets are for the "
+                         "full run)")
+    ap.add_argument("--repeats", type=standalone.at_least(1), default=None, metavar="N",
+                    help="timed runs of everything, alternating (default 5; 2 with --quick)")
+    ap.add_argument("--all-step-loops", action="store_true",
+                    help="run the per-config jitted-step Python loop in every case, not just eigen d = 64 (slow)")
     parts = ap.add_mutually_exclusive_group()
-    parts.add_argument("--skip-cli", action="store_true", help="part 1 only (in-process)")
+    parts.add_argument("--skip-cli", action="store_true", help="part 1 only (in one process)")
     parts.add_argument("--skip-inprocess", action="store_true", help="part 2 only (whole processes)")
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON to PATH")
     args = ap.parse_args(argv)
     kmax = args.kmax or (20 if args.quick else 100)
-    n_seeds = args.seeds or (4 if args.quick else 8)
+    seeds = args.seeds or (4 if args.quick else 8)
+    repeats = args.repeats or (2 if args.quick else 5)
     if args.json:
         folder = Path(args.json).expanduser().resolve().parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             ap.error(f"argument --json: cannot write into {folder}")
 
-    print(f"otod condition benchmark; date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__} ({jax.default_backend()}), "
-          f"optax {optax.__version__}, numpy {np.__version__}, python {platform.python_version()}")
-    print(f"load average (1, 5, 15 min) before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    print(f"command: python3 benchmarks/bench_condition.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}")
+    started = time.perf_counter()
+    env = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cpu": cpu_model(),
+           "cores": os.cpu_count(), "jax": jax.__version__, "backend": jax.default_backend(),
+           "devices": len(jax.devices()), "optax": optax.__version__, "numpy": np.__version__,
+           "python": platform.python_version(), "load_before": os.getloadavg(),
+           "command": "python3 benchmarks/bench_condition.py" + "".join(f" {a}" for a in sys.argv[1:])}
+    print(f"otod engine benchmark (issue 8); {env['date']}")
+    print(f"CPU: {env['cpu']}, {env['cores']} cores; jax {env['jax']} ({env['backend']}, {env['devices']} device(s)), "
+          f"optax {env['optax']}, numpy {env['numpy']}, python {env['python']}")
+    print(f"load average (1, 5, 15 min) before: {load()}  (the cores are shared with other work)")
+    print(f"command: {env['command']}\n")
+    rates = machine_rates()
     print()
 
-    fail, payload = False, {"cpu": cpu_model(), "kmax": kmax, "seeds": n_seeds, "repeats": args.repeats}
+    fail, payload = False, {"environment": env, "kmax": kmax, "seeds": seeds, "repeats": repeats,
+                            "machine_rates": rates}
     if not args.skip_inprocess:
-        f1, payload["in_process"] = part_one(kmax, n_seeds, args.repeats)
+        f1, payload["in_process"] = part_one(kmax, seeds, repeats, args.all_step_loops, rates)
         fail |= f1
     if not args.skip_cli:
-        f2, payload["whole_process"] = part_two(kmax, n_seeds, args.repeats)
+        f2, payload["whole_process"] = part_two(kmax, seeds, repeats, args.quick)
         fail |= f2
-    print(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    payload["targets"] = targets(payload)
+    if (kmax, seeds) != (100, 8):
+        print("(a smaller sweep than κ 1..100 × 8 seeds: the targets are set for that one)")
+    env["load_after"] = os.getloadavg()
+    env["seconds"] = time.perf_counter() - started
+    print(f"load average after: {load()}; the whole benchmark took {env['seconds']:.0f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(payload, indent=2, default=float))
+        Path(args.json).write_text(json.dumps(payload, indent=2, default=lambda o: np.asarray(o).tolist()))
     print("RESULT: " + ("FAIL: iteration counts disagree, or a run failed" if fail
                         else "all iteration counts identical"))
     return 1 if fail else 0
