@@ -1,5 +1,5 @@
 """Shared test problems and helpers (one place, so tests across modules use the same instances). The one reference
-loop lives in the package (`otod.core.reference`), shared with the benchmarks."""
+loop lives in the package (`otod.core.reference`)."""
 
 from __future__ import annotations
 

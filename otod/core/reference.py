@@ -3,7 +3,7 @@
 It builds one lane's problem from the same per-seed draws (NumPy's ``default_rng([seed, s])``), steps it one
 iteration at a time in Python with the method's *standalone* optax form (``optax.sgd(lr, momentum=β)`` for the
 momentum family, not otod's shared `momentum` program), and stops by the same rule as the engine. Tests compare
-the engine with it exactly (float64); benchmarks time the engine against it. Stochastic families get the same
+the engine with it exactly (float64). Stochastic families get the same
 per-step keys, fold_in(fold_in(PRNGKey(seed), s), t).
 """
 
