@@ -147,6 +147,18 @@ def _dynamics():
     return build
 
 
+def epoch_batch(key, t, batch, n: int, dtype):
+    """Which of n examples step t uses, sampling without replacement within each epoch of ⌊n/B⌋ steps: epoch
+    e = ⌊t/steps⌋ ranks the examples by a permutation drawn from fold_in(key, e), and step t takes the ranks
+    [pB, (p+1)B) of its position p in the epoch (the last n mod B examples sit the epoch out). A mask, not an index
+    list, so B can be a traced value."""
+    per_epoch = jnp.maximum(1.0, jnp.floor(n / batch))
+    epoch = jnp.floor(t / per_epoch)
+    position = t - epoch * per_epoch
+    rank = jax.random.permutation(jax.random.fold_in(key, epoch.astype(jnp.int32)), n).astype(dtype)
+    return (rank >= position * batch) & (rank < (position + 1) * batch)
+
+
 @dataclass(frozen=True)
 class RegressionSpec:
     """Least squares ½/n ‖Xw − y‖² on n examples with d features x ~ N(0, diag(λ)) (λ log-spaced from 1 down to
@@ -196,12 +208,7 @@ class RegressionSpec:
             return 0.5 * jnp.mean(r * r)
 
         def gradient(p, w, step):
-            per_epoch = jnp.maximum(1.0, jnp.floor(n / p["batch"]))
-            epoch = jnp.floor(step.t / per_epoch)
-            position = step.t - epoch * per_epoch
-            rank = jax.random.permutation(jax.random.fold_in(p["key"], epoch.astype(jnp.int32)), n)
-            rank = rank.astype(w.dtype)
-            chosen = (rank >= position * p["batch"]) & (rank < (position + 1) * p["batch"])
+            chosen = epoch_batch(p["key"], step.t, p["batch"], n, w.dtype)
             residual = p["X"] @ w - p["y"]
             return p["X"].T @ jnp.where(chosen, residual, 0.0) / p["batch"]
 
