@@ -24,8 +24,9 @@ def run(config, mode: str, out: str):
 @click.command("noise")
 @click.option("--batch", default="1..1024:11:log", show_default=True,
               help="Batch sizes B ≥ 1 (whole numbers; log ranges are rounded). E.g. --batch 1..65536:17:log")
-@click.option("--method", default="sgd,heavy-ball,precond:0.5,ema", show_default=True,
+@click.option("--method", default=None,
               help="Comma list of sgd, heavy-ball, precond:P (update scaled by H^−P, P in [0, 1]), ema, adam. "
+                   "Default: sgd,heavy-ball,precond:0.5,ema (no precond on regression, rosenbrock). "
                    "E.g. --method sgd,precond:1")
 @click.option("--mode", default=None, help="exact (the NQM's moment recursions; default on nqm) or simulate "
                                            "(the Monte-Carlo simulator; default elsewhere). E.g. --mode simulate")

@@ -96,7 +96,12 @@ def _common(method, target, max_iters, seeds, seed, lr, lr_grid, schedule, x64, 
     return dataclasses.replace(provisional, options=NoiseOptions(schedule, provisional.resolved_max_iters))
 
 
-def noise_config(*, batch="1..1024:11:log", method="sgd,heavy-ball,precond:0.5,ema", mode=None, problem="nqm",
+def default_methods(problem: str) -> str:
+    """The default comparison: preconditioning only where the problem offers its curvature (the quadratics)."""
+    return "sgd,heavy-ball,precond:0.5,ema" if problem in ("nqm", "isotropic") else "sgd,heavy-ball,ema"
+
+
+def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm",
                  dim=None, target="0.01", beta="0.9", schedule="constant", noise_spectrum="hessian", noise=None,
                  examples=1024, kappa=10.0, label_noise=0.5, max_iters=None, seeds=8, seed=0, lr="tuned",
                  lr_grid=None, x64=None, chunk_seconds=5.0) -> tuple[SweepConfig, str]:
@@ -110,8 +115,8 @@ def noise_config(*, batch="1..1024:11:log", method="sgd,heavy-ball,precond:0.5,e
     axes = [("batch", parse_batches(batch)), ("beta", BETA.parse(beta))]
     if problem != "rosenbrock":
         axes.append(("dim", dims))
-    return _common(method, target, max_iters, seeds, seed, lr, lr_grid, schedule, x64, chunk_seconds, mode, axes,
-                   "noise", spec), mode
+    return _common(method or default_methods(problem), target, max_iters, seeds, seed, lr, lr_grid, schedule, x64,
+                   chunk_seconds, mode, axes, "noise", spec), mode
 
 
 def parse_rules(text: str) -> list[tuple[str, float]]:
