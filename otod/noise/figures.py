@@ -293,8 +293,8 @@ def make_rosenbrock(spec: dict, out_dir: Path) -> list[Path]:
         loss = (1 - p[-1, 0]) ** 2 + 100 * (p[-1, 1] - p[-1, 0] ** 2) ** 2
         ax.plot(p[:, 0], p[:, 1], "-", lw=0.8 + 0.6 * (i == 0), color=f"C{i}", zorder=10 - i,
                 label=f"σ = {sigma:g}: loss {loss:.2g} after {steps}")
-    ax.plot([1], [1], "k*", ms=10, label="minimum (1, 1)")
-    ax.plot([-1.2], [1], "ks", ms=5, label="start (−1.2, 1)")
+    ax.plot([1], [1], "k*", ms=12, mec="w", zorder=20, label="minimum (1, 1)")
+    ax.plot([-1.2], [1], "ks", ms=5, zorder=20, label="start (−1.2, 1)")
     ax.set(xlabel="x", ylabel="y", title=f"(f) SGD on Rosenbrock, lr {lr:g}, gradient noise σ per coordinate")
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}")
