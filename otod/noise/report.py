@@ -74,7 +74,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     methods = list(dict.fromkeys(r["method"] for r in records))
     p = config["problem"]
     head = (f"{meta['sweep']} sweep ({meta.get('mode', 'simulate')}): {p['kind']} "
-            + ", ".join(f"{k} = {v}" for k, v in p.items() if k != "kind")
+            + ", ".join(f"{k} = {v}" for k, v in p.items() if k != "kind" and not (k == "dim" and axis == "dim"))
             + f"; target loss {config['target']['tol']:g}; schedule {config['options']['schedule']}; "
             f"{config['seeds'] if meta.get('mode') != 'exact' else 1} seed(s); cap {config['resolved']['max_iters']}")
     lines = [head, ""]
