@@ -62,7 +62,7 @@ def part1(repeats: int) -> None:
         ratios.append((t2 - t1) / (t1 - t0))
     print(f"== part 1: exact path, NQM d = 1000, sgd, {len(batches)} batches × {len(lrs)} lrs = "
           f"{a.size} configs, target {target}; steps to target equal in every repeat ({int((a >= 0).sum())} configs "
-          f"reach it, {int(a[a >= 0].sum())} steps in all, max {a.max()}; the rest diverge in both) ==")
+          f"reach it, {int(a[a >= 0].sum())} steps in all, max {a.max()}; the other configs reach it in neither: noise floor above the target) ==")
     print(f"binary jumps (all configs)   median {np.median(fast):.4f} s   runs {', '.join(f'{v:.4f}' for v in fast)}")
     print(f"per-config NumPy step loop   median {np.median(slow):.3f} s   runs {', '.join(f'{v:.3f}' for v in slow)}")
     print(f"ratio loop/jumps per pair    {', '.join(f'{v:.0f}' for v in ratios)}  (median {np.median(ratios):.0f})")

@@ -11,14 +11,10 @@ PROBLEM = click.Choice(["nqm", "isotropic", "regression", "rosenbrock"])
 
 
 def run(config, mode: str, out: str):
-    """Results of one config on the chosen path (the exact recursions or the simulator)."""
-    if mode == "exact":
-        from otod.noise.exact import run_exact
+    """Results of one config on the chosen path, with a progress line on a terminal."""
+    from otod.noise.runner import run as run_on_path
 
-        return run_exact(config, out)
-    from otod.core.sweep import run_sweep
-
-    return run_sweep(config, out_dir=out, progress=terminal_progress())
+    return run_on_path(config, mode, out, terminal_progress())
 
 
 @click.command("noise")

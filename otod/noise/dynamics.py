@@ -14,7 +14,7 @@ import optax
 
 from otod.core.dynamics import Dynamics, Lane
 from otod.noise.methods import ema_decay, schedule_factor
-from otod.noise.problems import Step
+from otod.noise.step import Step
 
 
 def noise_dynamics(family, members, options, relative_lr: bool) -> Dynamics:

@@ -183,7 +183,7 @@ def _params_keys(spec: dict) -> dict:
 
 
 def _run_noise(spec: dict):
-    from otod.noise.commands import run
+    from otod.noise.runner import run
     from otod.noise.options import noise_config
 
     config, mode = noise_config(**{k: (str(v) if not isinstance(v, bool) else v)
@@ -222,7 +222,7 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
 def make_params(spec: dict, out_dir: Path) -> list[Path]:
     """Figure (d): steps vs d under a fixed batch and B ∝ d."""
     from otod.core.plotting import save
-    from otod.noise.commands import run
+    from otod.noise.runner import run
     from otod.noise.options import params_configs
 
     plt = _plt()

@@ -17,7 +17,6 @@ family passes it to the methods through ``info``. Stopping reads the exact loss 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -25,18 +24,12 @@ from otod.core.errors import OtodError
 from otod.core.family import Family
 from otod.core.lazy import lazy
 from otod.noise import theory
+from otod.noise.step import Step  # noqa: F401  (re-exported: the families' gradient argument)
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
 
 PROVIDES_QUADRATIC = frozenset({"curvature", "lipschitz", "beta"})
-
-
-class Step(NamedTuple):
-    """What a sampled gradient gets: the lane's per-step key and the iteration t (0-based)."""
-
-    key: object
-    t: object
 
 
 def _batch(point, dim: int):
