@@ -89,10 +89,13 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
             xm, med, bound, _, _ = cols[m]
             i = list(xm).index(x) if x in xm else None
             lr, beta = lr_of.get((m, x), (math.nan, math.nan))
-            row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>10.3g}{beta:>8.3g}")
+            uses_beta = m in ("heavy-ball", "ema")
+            row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>10.3g}"
+                    f"{f'{beta:.3g}' if uses_beta else '—':>8}")
         lines.append(row)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the "
-              "cap; ≥N: the median is only a lower bound, left out of fits)"]
+              "cap; ≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
+              "or ema's decay (— where a method has none)"]
     if axis == "batch":
         q = quadratic_of(config)
         if q is not None:
