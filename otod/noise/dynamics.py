@@ -1,0 +1,50 @@
+"""How a lane of the noise sweep moves: an optax step on a sampled gradient, a learning-rate schedule, and the
+EMA of iterates the loss is read on (`otod.core.dynamics.Dynamics` shape).
+
+The carry is (θ, optimizer state, θ̃, t): each step samples g_t at θ_t with the lane's per-step key and t (so a
+family can sample without replacement within an epoch), takes the update with step η·schedule(t), and averages
+θ̃ ← γθ̃ + (1 − γ)θ (γ = 0: θ̃ = θ exactly). Stopping reads the exact loss at θ̃.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from otod.core.dynamics import Dynamics, Lane
+from otod.noise.methods import ema_decay, schedule_factor
+from otod.noise.step import Step
+
+
+def noise_dynamics(family, members, options, relative_lr: bool) -> Dynamics:
+    build = members[0].build
+    factor = schedule_factor(options.schedule, options.horizon)
+
+    def set_up(point, drawn, lr, method_index) -> Lane:
+        problem = family.make(point, drawn)
+        params = family.init(problem)
+        info = family.info(problem, params)
+        pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
+        hyper = tuple(pick([jnp.asarray(a, lr.dtype) for a in column])
+                      for column in zip(*(m.hyperparameters(info) for m in members)))
+        if relative_lr:
+            step_size = lr * pick([jnp.asarray(m.reference_lr(info), lr.dtype) for m in members])
+        else:
+            step_size = lr
+        state = build(step_size, info, options, hyper).init(params)
+        carry = (params, state, params, jnp.zeros((), jnp.int32))
+        return Lane((problem, info, step_size, hyper), carry, family.metric(problem, params), step_size)
+
+    def advance(constants, carry, key):
+        problem, info, step_size, hyper = constants
+        params, state, average, t = carry
+        g = family.gradient(problem, params, Step(key, t.astype(step_size.dtype)))
+        lr_t = step_size * jnp.asarray(factor(t), step_size.dtype)
+        updates, state = build(lr_t, info, options, hyper).update(g, state, params)
+        params = optax.apply_updates(params, updates)
+        gamma = ema_decay(hyper)
+        average = jax.tree.map(lambda a, p: gamma * a + (1 - gamma) * p, average, params)
+        return (params, state, average, t + 1), family.metric(problem, average)
+
+    return Dynamics(set_up, advance, stochastic=True)

@@ -1,0 +1,352 @@
+"""Figures of the gradient-noise obstacle (``otod figures noise``, from ``experiments/noise.toml``).
+
+(a) steps to target vs B per method, log-log: the measured medians (simulate) or exact counts, the exact-theory
+curve, the fitted McCandlish curve S_min(1 + B_crit/B) and the ideal estimator's d/(2·target·B); (b) the best lr
+vs B; (c) steps vs examples E = B·S with the hyperbola (S/S_min − 1)(E/E_min − 1) = 1; (d) steps vs d under
+the two batch rules; (e) the RMS of d-dimensional Gaussian noise vs d and the error of an average of n samples vs
+n; (f) Rosenbrock paths with and without gradient noise; (g) the two-batch estimate of B_simple along a run
+against the exact value; (h) steps vs B under constant, cosine and one-cycle schedules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+
+from otod.noise import theory
+from otod.noise.records import best_lrs, choose_setting, critical_batch, medians, tidy
+
+COLORS = {"sgd": "C0", "heavy-ball": "C1", "ema": "C2", "adam": "C4"}
+
+
+def _color(method: str, i: int) -> str:
+    return COLORS.get(method, "C3" if method.startswith("precond") else f"C{5 + i % 4}")
+
+
+def _plt():
+    from otod.core.plotting import plt
+
+    return plt
+
+
+def _exact_twin(results):
+    """The exact path's records for the same sweep (nqm/isotropic only), else None."""
+    from otod.core.sweep import SweepConfig
+    from otod.noise.exact import exact_records
+
+    meta = results.meta
+    if meta.get("mode") == "exact":
+        return choose_setting(tidy(results))
+    if meta["config"]["problem"]["kind"] not in ("nqm", "isotropic") or meta["config"]["options"]["schedule"] != \
+            "constant":
+        return None
+    config = SweepConfig.from_dict(meta["config"])
+    methods = tuple(m for m in config.methods if m != "adam")
+    if not methods:
+        return None
+    config = dataclasses.replace(config, methods=methods, seeds=1, max_iters=10 ** 8)
+    records = exact_records(config)
+    for r in records:
+        r["lr"] = r["learning_rate"]
+    return choose_setting(records)
+
+
+def steps_vs_batch(results, ax, exact=None) -> None:
+    """Figure (a) on ``ax``."""
+    config = results.meta["config"]
+    records = choose_setting(tidy(results))
+    simulated = results.meta.get("mode") != "exact"
+    for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
+        color = _color(m, i)
+        xs, med, bound, y, lower = medians(records, m)
+        ok = np.isfinite(med) & ~bound
+        if simulated:
+            with np.errstate(all="ignore"):
+                q25, q75 = np.nanpercentile(np.where(lower, np.nan, y), [25, 75], axis=1)
+            ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color, ms=4,
+                        label=f"{m} (median, IQR over seeds)")
+            if (~ok).any():
+                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=color, label=f"{m}: ≥ cap (censored)")
+        if exact is not None and any(r["method"] == m for r in exact):
+            ex, emed, ebound, _, _ = medians(exact, m)
+            good = np.isfinite(emed) & ~ebound
+            ax.plot(ex[good], emed[good], "-", color=color, lw=1.5, label=f"{m} exact" if simulated else m)
+        fit = critical_batch(records, m)
+        if math.isfinite(fit.b_crit):
+            grid = np.geomspace(xs.min(), xs.max(), 100)
+            ax.plot(grid, fit.s_min * (1 + fit.b_crit / grid), ":", color=color, lw=1,
+                    label=f"{m} fit: B_crit = {fit.b_crit:.3g}")
+    q = _quadratic(config)
+    if q is not None:
+        xs = np.asarray(sorted({r["batch"] for r in records}))
+        ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
+                label="ideal estimator d/(2·target·B)")
+    ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target")
+    ax.set_xscale("log", base=2)
+
+
+def _quadratic(config):
+    from otod.noise.report import quadratic_of
+
+    return quadratic_of(config)
+
+
+def _title(results) -> str:
+    c = results.meta["config"]
+    p = c["problem"]
+    return (f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, "
+            f"{results.meta.get('mode', 'simulate')}, lr (and β) tuned per B")
+
+
+def _legend(ax):
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def sweep_figure(results, base, pdf: bool = False, **kwargs) -> list:
+    """Figure (a) of a noise sweep (a params sweep: steps vs d)."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    if results.meta["sweep"] == "params":
+        params_panel([("", results)], ax)
+    else:
+        steps_vs_batch(results, ax, _exact_twin(results))
+    ax.set_title(_title(results), fontsize=9)
+    _legend(ax)
+    return save(fig, Path(base), pdf=pdf)
+
+
+def lr_vs_batch(results, ax) -> None:
+    """Figure (b): the chosen step size per B, with the slope over the perfect-scaling region."""
+    records = choose_setting(tidy(results))
+    for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
+        xs, lrs = best_lrs(records, m)
+        _, med, bound, _, _ = medians(records, m)
+        ok = np.isfinite(med) & ~bound
+        limit = theory.perfect_scaling_limit(xs[ok], med[ok])
+        from otod.noise.records import lr_slope
+
+        slope, _ = lr_slope(records, m, limit)
+        ax.plot(xs, lrs, "o-", ms=3, color=_color(m, i), label=f"{m}: slope {slope:.2f} up to B = {limit or 0:g}")
+    xs = np.asarray(sorted({r["batch"] for r in records}))
+    ax.plot(xs, 1e-3 * xs, "--", color="0.5", label="∝ B (linear scaling)")
+    ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="best learning rate")
+    ax.set_xscale("log", base=2)
+
+
+def tradeoff(results, ax) -> None:
+    """Figure (c): steps S vs examples E = B·S per method, and McCandlish's hyperbola from each fit."""
+    records = choose_setting(tidy(results))
+    for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
+        xs, med, bound, _, _ = medians(records, m)
+        ok = np.isfinite(med) & ~bound
+        ax.plot(xs[ok] * med[ok], med[ok], "o", ms=4, color=_color(m, i), label=m)
+        fit = critical_batch(records, m)
+        if math.isfinite(fit.b_crit) and fit.b_crit > 0:
+            e_min = fit.s_min * fit.b_crit
+            grid = np.geomspace(xs.min(), xs.max(), 200)
+            s = fit.s_min * (1 + fit.b_crit / grid)
+            ax.plot(grid * s, s, "-", lw=1, color=_color(m, i),
+                    label=f"(S/S_min − 1)(E/E_min − 1) = 1: S_min {fit.s_min:.3g}, E_min {e_min:.3g}")
+    ax.set(xscale="log", yscale="log", xlabel="examples processed E = B·S", ylabel="steps S")
+
+
+def params_panel(labelled, ax) -> None:
+    """Figure (d): steps vs d per batch rule, with each rule's fitted exponent."""
+    from otod.noise.records import loglog_slope
+
+    for i, (label, results) in enumerate(labelled):
+        records = choose_setting(tidy(results))
+        for j, m in enumerate(dict.fromkeys(r["method"] for r in records)):
+            xs, med, bound, _, _ = medians(records, m, "dim")
+            ok = np.isfinite(med) & ~bound
+            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}",
+                    label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
+            if (~ok).any():
+                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{label}: ≥ cap (censored)")
+    ax.set(xscale="log", yscale="log", xlabel="dimension d (parameters)", ylabel="steps to target")
+
+
+# -- makers --------------------------------------------------------------------------------------------------------
+
+
+def _sweep_option_keys(spec: dict) -> dict:
+    return {k: v for k, v in spec.items() if k not in ("maker", "name", "figures")}
+
+
+def _params_keys(spec: dict) -> dict:
+    return {k.replace("-", "_"): v for k, v in _sweep_option_keys(spec).items()}
+
+
+def _run_noise(spec: dict):
+    from otod.noise.runner import run
+    from otod.noise.options import noise_config
+
+    config, mode = noise_config(**{k: (str(v) if not isinstance(v, bool) else v)
+                                   for k, v in _sweep_option_keys(spec).items()})
+    return run(config, mode, "results")
+
+
+def make_batch(spec: dict, out_dir: Path) -> list[Path]:
+    """Figures (a), (b), (c) of one noise sweep."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    results = _run_noise(spec)
+    name = spec["name"]
+    files = []
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    steps_vs_batch(results, ax, _exact_twin(results))
+    ax.set_title("(a) steps to target vs batch size: " + _title(results), fontsize=9)
+    _legend(ax)
+    files += save(fig, out_dir / f"noise_{name}_steps")
+    if spec.get("figures", "abc") == "a":
+        return files
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    lr_vs_batch(results, ax)
+    ax.set_title("(b) best learning rate vs batch size: " + _title(results), fontsize=9)
+    _legend(ax)
+    files += save(fig, out_dir / f"noise_{name}_lr")
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    tradeoff(results, ax)
+    ax.set_title("(c) steps vs examples (McCandlish et al. 2018): " + _title(results), fontsize=9)
+    _legend(ax)
+    files += save(fig, out_dir / f"noise_{name}_tradeoff")
+    return files
+
+
+def make_params(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (d): steps vs d under a fixed batch and B ∝ d."""
+    from otod.core.plotting import save
+    from otod.noise.runner import run
+    from otod.noise.options import params_configs
+
+    plt = _plt()
+    configs, mode = params_configs(**{k: str(v) for k, v in _params_keys(spec).items()})
+    labelled = [(label, run(config, mode, "results")) for label, config in configs]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    params_panel(labelled, ax)
+    c = labelled[0][1].meta["config"]
+    ax.set_title(f"(d) batch vs parameters: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, "
+                 "lr tuned per d", fontsize=9)
+    _legend(ax)
+    return save(fig, out_dir / f"noise_{spec['name']}")
+
+
+def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n)."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    rng = np.random.default_rng(int(spec.get("seed", 0)))
+    draws = int(spec.get("draws", 200))
+    dims = np.unique(np.geomspace(1, 1e4, 13).round()).astype(int)
+    rms = [np.sqrt(np.mean(np.sum(rng.standard_normal((draws, d)) ** 2, -1))) for d in dims]
+    ns = 2 ** np.arange(0, 13)
+    err = [np.sqrt(np.mean(rng.standard_normal((draws, n)).mean(-1) ** 2)) for n in ns]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
+    a.plot(dims, rms, "o", ms=4, label="measured RMS ‖ξ‖")
+    a.plot(dims, np.sqrt(dims), "--", color="0.4",
+           label=f"√d (fitted exponent {np.polyfit(np.log(dims), np.log(rms), 1)[0]:.3f})")
+    a.set(xscale="log", yscale="log", xlabel="dimension d", ylabel="RMS norm of N(0, I_d) noise",
+          title="(e) noise grows like √d")
+    b.plot(ns, err, "o", ms=4, label="measured RMS error of the mean")
+    b.plot(ns, 1 / np.sqrt(ns), "--", color="0.4",
+           label=f"1/√n (fitted exponent {np.polyfit(np.log(ns), np.log(err), 1)[0]:.3f})")
+    b.set(xscale="log", yscale="log", xlabel="samples averaged n", ylabel="RMS error", title="averaging shrinks it")
+    for ax in (a, b):
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return save(fig, out_dir / f"noise_{spec['name']}")
+
+
+def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: float = 1.0) -> np.ndarray:
+    """The iterates of SGD on Rosenbrock from (−1.2, 1) with gradient noise σ/√B (NumPy, the family's gradient
+    written out: ∇ = (−2(a − x) − 4bx(y − x²), 2b(y − x²)), a = 1, b = 100)."""
+    rng = np.random.default_rng(seed)
+    z = np.array([-1.2, 1.0])
+    path = [z.copy()]
+    for _ in range(steps):
+        x, y = z
+        g = np.array([-2 * (1 - x) - 400 * x * (y - x * x), 200 * (y - x * x)])
+        z = z - lr * (g + noise / np.sqrt(batch) * rng.standard_normal(2))
+        path.append(z.copy())
+    return np.asarray(path)
+
+
+def make_rosenbrock(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (f): SGD paths on Rosenbrock with and without gradient noise."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    lr, steps = float(spec.get("lr", 1e-3)), int(spec.get("steps", 5000))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    X, Y = np.meshgrid(np.linspace(-1.6, 1.6, 300), np.linspace(-0.6, 1.8, 300))
+    ax.contour(X, Y, np.log10((1 - X) ** 2 + 100 * (Y - X * X) ** 2 + 1e-3), levels=15, colors="0.8",
+               linewidths=0.6)
+    for i, sigma in enumerate(spec.get("noise", [0.0, 3.0, 30.0])):
+        p = rosenbrock_path(float(sigma), lr, steps, seed=int(spec.get("seed", 0)))
+        loss = (1 - p[-1, 0]) ** 2 + 100 * (p[-1, 1] - p[-1, 0] ** 2) ** 2
+        ax.plot(p[:, 0], p[:, 1], "-", lw=0.8 + 0.6 * (i == 0), color=f"C{i}", zorder=10 - i,
+                label=f"σ = {sigma:g}: loss {loss:.2g} after {steps}")
+    ax.plot([1], [1], "k*", ms=12, mec="w", zorder=20, label="minimum (1, 1)")
+    ax.plot([-1.2], [1], "ks", ms=5, zorder=20, label="start (−1.2, 1)")
+    ax.set(xlabel="x", ylabel="y", title=f"(f) SGD on Rosenbrock, lr {lr:g}, gradient noise σ per coordinate")
+    _legend(ax)
+    return save(fig, out_dir / f"noise_{spec['name']}")
+
+
+def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (g): the two-batch B_simple estimate (median and IQR over seeds) against the exact value."""
+    from otod.core.plotting import save
+    from otod.noise.estimators import parse_scale_options, run_estimators
+
+    plt = _plt()
+    o = parse_scale_options(**{k: spec.get(k, d) for k, d in (("dim", 1000), ("pairs", "4:32"),
+                                                               ("decay", "0,0.9,0.99"), ("lr", 0.05),
+                                                               ("batch", 32), ("steps", 400), ("seeds", 64),
+                                                               ("seed", 0))})
+    out = run_estimators(**o)
+    t = np.arange(1, o["steps"] + 1)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ax.plot(t, out["true"].mean(0), "k-", lw=2, label="exact B_simple = tr Σ/|G|² (mean over seeds)")
+    for i, ((pair, g), e) in enumerate(out["estimates"].items()):
+        q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
+        ax.plot(t, q50, "-", lw=1, color=f"C{i}", label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
+        ax.fill_between(t, np.maximum(q25, 1e-1), np.maximum(q75, 1e-1), color=f"C{i}", alpha=0.15)
+    ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(1, None),
+           title=f"(g) two-batch noise-scale estimate vs exact, NQM d = {o['dim']}, SGD B = {o['batch']}")
+    _legend(ax)
+    return save(fig, out_dir / f"noise_{spec['name']}")
+
+
+def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (h): steps vs B (simulated) under several schedules, each with its own tuned lr."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    opts = _sweep_option_keys(spec)
+    schedules = opts.pop("schedules", ["constant", "cosine", "one-cycle"])
+    for i, name in enumerate(schedules):
+        results = _run_noise({**opts, "schedule": name})
+        records = choose_setting(tidy(results))
+        for m in dict.fromkeys(r["method"] for r in records):
+            xs, med, bound, y, lower = medians(records, m)
+            ok = np.isfinite(med) & ~bound
+            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", label=f"{name} ({m})")
+            if (~ok).any():
+                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{name}: ≥ cap (censored)")
+    ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target (median over seeds)",
+           title="(h) schedules (horizon = the run's cap): " + _title(results))
+    ax.set_xscale("log", base=2)
+    _legend(ax)
+    return save(fig, out_dir / f"noise_{spec['name']}")
+
+
+MAKERS = {"noise-batch": make_batch, "noise-params": make_params, "noise-rms": make_noise_rms,
+          "noise-rosenbrock": make_rosenbrock, "noise-estimator": make_estimator, "noise-schedules": make_schedules}

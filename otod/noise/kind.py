@@ -1,0 +1,91 @@
+"""The noise sweeps as the core sees them: ``noise`` (steps to target vs batch size B) and ``params`` (steps vs
+dimension d under a batch rule), their axes, problems, methods, cap, precision and checks.
+
+B and β are traced axes (one compiled program for all of them); d is static (one program per d). ``params``
+puts d first, so fits and figures use it as x; its batch rule is either a fixed ``batch`` or ``batch_ratio``
+(B = ratio·d, at least 1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from otod.core.axes import Axis
+from otod.core.errors import OtodError
+from otod.core.registry import SweepKind
+from otod.noise import theory
+from otod.noise.methods import METHODS, NoiseOptions
+from otod.noise.problems import PROBLEMS, IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
+
+BATCH = Axis("batch", "B", "batch size B", "--batch", traced=True, minimum=1, integer=True, what="batch sizes B",
+             example="1..1024:11:log")
+BATCH_RATIO = Axis("batch_ratio", "B/d", "batch size per dimension B/d", "--batch-rule", traced=True, minimum=0,
+                   what="batch ratios", example="proportional:0.1")
+BETA = Axis("beta", "β", "momentum β (heavy-ball) or EMA decay γ (ema)", "--beta", traced=True, minimum=0.0,
+            maximum=0.999, what="β values", example="0,0.5,0.9",
+            why_maximum=": at β → 1 the momentum or average never forgets its start")
+DIM = Axis("dim", "d", "dimension d", "--dim", traced=False, minimum=1, integer=True, what="dimensions d",
+           example="1000")
+PARAMS_DIM = Axis("dim", "d", "dimension d (parameters)", "--dim", traced=False, minimum=1, integer=True,
+                  what="dimensions d", example="10..10000:13:log")
+
+#: Simulated lanes stop here at the latest (censored).
+AUTO_MAX_ITERS_LIMIT = 1_000_000
+
+
+def initial_loss(spec) -> float:
+    """The expected starting loss (the exact quadratics' E L₀; seed 0's for regression; Rosenbrock's f(x₀))."""
+    if isinstance(spec, (NQMSpec, IsotropicSpec)):
+        return theory.initial_loss(spec.quadratic())
+    if isinstance(spec, RegressionSpec):
+        return spec.initial_loss(np.random.default_rng([0, 0]))
+    return spec.initial_loss()
+
+
+def batches(config) -> list[float]:
+    """Every batch size the sweep runs at."""
+    axes = dict(config.axes)
+    if "batch" in axes:
+        return list(axes["batch"])
+    dims = axes.get("dim", (config.problem.dim,))
+    return [max(1.0, round(r * d)) for r in axes["batch_ratio"] for d in dims]
+
+
+def max_iters(config) -> int:
+    """The automatic cap: 20× the ideal estimator's steps d/(2·target·B) at the smallest batch (the noise-
+    dominated end), and never below 2000 or above 10⁶."""
+    dims = dict(config.axes).get("dim", (getattr(config.problem, "dim", 2),))
+    ideal = float(theory.ideal_steps(max(dims), config.target.tol, min(batches(config))))
+    return int(min(AUTO_MAX_ITERS_LIMIT, max(2000, 20 * ideal)))
+
+
+def validate(config) -> None:
+    if config.target.kind != "absolute":
+        raise OtodError("noise sweeps stop at an absolute loss (--target), not a relative gap")
+    for spec in config.specs():
+        start = initial_loss(spec)
+        if config.target.tol >= start:
+            raise OtodError(f"--target {config.target.tol:g}: must lie below the initial loss {start:.4g} of the "
+                            f"{spec.kind} problem, e.g. --target {start / 100:.2g}")
+        if isinstance(spec, RegressionSpec) and max(batches(config)) > spec.examples:
+            raise OtodError(f"--batch {max(batches(config)):g}: larger than the data set ({spec.examples} examples); "
+                            f"use --batch ≤ {spec.examples} or more --examples")
+    if isinstance(config.problem, RosenbrockSpec) and "dim" in dict(config.axes):
+        raise OtodError("--dim: the Rosenbrock function is 2-dimensional")
+
+
+def _x64(config) -> bool:
+    return False
+
+
+NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,
+                  max_iters=max_iters, x64=_x64, validate=validate)
+PARAMS = SweepKind(name="params", axes=(PARAMS_DIM, BATCH, BATCH_RATIO, BETA), methods=METHODS, problems=PROBLEMS,
+                   options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate)
+
+
+def round_integers(values) -> tuple[float, ...]:
+    """Log-spaced ranges of whole quantities (B, d) rounded to whole numbers, duplicates dropped."""
+    return tuple(sorted({float(round(v)) if math.isfinite(v) else v for v in values}))

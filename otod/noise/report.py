@@ -1,0 +1,129 @@
+"""What a noise or params sweep prints: steps to target per batch size (or dimension) and method with the chosen
+lr and β, the perfect-scaling region, the fitted critical batch with its CI, the exact noise scales, the ideal
+estimator's line, and the best lr's slope."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from otod.core import results as results_io
+from otod.noise import theory
+from otod.noise.records import choose_setting, critical_batch, lr_slope, medians, tidy
+
+
+class Report(NamedTuple):
+    results: results_io.Results
+    text: str
+    files: list
+
+
+def _steps(value: float, bound: bool) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return f"≥{value:.0f}" if bound else f"{value:.6g}"
+
+
+def quadratic_of(config: dict):
+    """The exact quadratic of a results file's problem, or None (regression, rosenbrock)."""
+    p = config["problem"]
+    if p["kind"] == "nqm":
+        return theory.nqm(int(p["dim"]), p["noise"])
+    if p["kind"] == "isotropic":
+        return theory.isotropic(int(p["dim"]), p["sigma"], p["distance"])
+    return None
+
+
+def exact_noise_scales(config: dict, records: list[dict]) -> list[str]:
+    """B_simple and B_noise at the start (E θ² = s₀) and where SGD at the largest batch reaches the target (its
+    exact second moments at its hitting step, chosen lr), whitened for precond:p (McCandlish et al. 2018)."""
+    q = quadratic_of(config)
+    if q is None:
+        return []
+    lines = []
+    tol = config["target"]["tol"]
+    for method in dict.fromkeys(r["method"] for r in records):
+        if not (method == "sgd" or method.startswith("precond")):
+            continue
+        power = float(method.split(":")[1]) if ":" in method else (1.0 if method == "precond" else 0.0)
+        rows = [r for r in records if r["method"] == method and r["status"] == "converged"]
+        start = theory.noise_scales(q, q.s0, power)
+        text = f"{method}: B_simple {start[0]:.4g}, B_noise {start[1]:.4g} at the start"
+        if rows:
+            last = max(rows, key=lambda r: r["batch"])
+            x = theory.contraction(q, np.array([last["learning_rate"]]), power)[0]
+            noise = theory.noise_variance(q, np.array([last["learning_rate"]]), np.array([last["batch"]]), power)[0]
+            s = theory.sgd_second_moment(last["iterations"], x, noise, q.s0)
+            end = theory.noise_scales(q, s, power)
+            text += (f"; B_simple {end[0]:.4g}, B_noise {end[1]:.4g} at the target ({method} at B = "
+                     f"{last['batch']:g}, step {last['iterations']})")
+        lines.append(text)
+    if lines:
+        lines.insert(0, f"exact noise scales (expected state; loss target {tol:g}):")
+    return lines
+
+
+def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:
+    del full, tol
+    meta = results.meta
+    config = meta["config"]
+    records = choose_setting(tidy(results))
+    axis = "dim" if meta["sweep"] == "params" else "batch"
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    p = config["problem"]
+    head = (f"{meta['sweep']} sweep ({meta.get('mode', 'simulate')}): {p['kind']} "
+            + ", ".join(f"{k} = {v}" for k, v in p.items() if k != "kind" and not (k == "dim" and axis == "dim"))
+            + f"; target loss {config['target']['tol']:g}; schedule {config['options']['schedule']}; "
+            f"{config['seeds'] if meta.get('mode') != 'exact' else 1} seed(s); cap {config['resolved']['max_iters']}")
+    lines = [head, ""]
+    cols = {m: medians(records, m, axis) for m in methods}
+    xs = sorted({r[axis] for r in records})
+    lr_of = {(r["method"], r[axis]): (r["learning_rate"], r["beta"]) for r in records}
+    header = f"{'B' if axis == 'batch' else 'd':>7} " + "".join(f"{m:>30}" for m in methods)
+    lines += [header, " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>8}" for _ in methods)]
+    for x in xs:
+        row = f"{x:>7g} "
+        for m in methods:
+            xm, med, bound, _, _ = cols[m]
+            i = list(xm).index(x) if x in xm else None
+            lr, beta = lr_of.get((m, x), (math.nan, math.nan))
+            uses_beta = m in ("heavy-ball", "ema")
+            row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>10.3g}"
+                    f"{f'{beta:.3g}' if uses_beta else '—':>8}")
+        lines.append(row)
+    lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the "
+              "cap; ≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
+              "or ema's decay (— where a method has none)"]
+    if axis == "batch":
+        q = quadratic_of(config)
+        if q is not None:
+            ideal = theory.ideal_steps(len(q.h), config["target"]["tol"], np.asarray(xs))
+            lines.append("ideal estimator d/(2·target·B): " + ", ".join(f"B={b:g}: {v:.3g}" for b, v in
+                                                                          zip(xs[::4], ideal[::4])))
+        lines += ["", "critical batch, S(B) = S_min·(1 + B_crit/B), 95% CI from a bootstrap over seeds; perfect "
+                  "scaling: largest B with S(2B)/S(B) ≤ 0.55; best-lr slope over that region:"]
+        for m in methods:
+            fit = critical_batch(records, m)
+            xm, med, bound, _, _ = cols[m]
+            ok = np.isfinite(med) & ~bound
+            limit = theory.perfect_scaling_limit(xm[ok], med[ok])
+            slope, n = lr_slope(records, m, limit)
+            ci = "deterministic" if fit.deterministic else (f"S_min [{fit.s_min_ci[0]:.4g}, {fit.s_min_ci[1]:.4g}], "
+                                                            f"B_crit [{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
+            lines.append(f"  {m:<14} S_min {fit.s_min:.4g}  B_crit {fit.b_crit:.4g} ({ci}; {fit.points} points, "
+                         f"{fit.excluded} censored left out)  perfect scaling up to B = "
+                         f"{'—' if limit is None else f'{limit:g}'}  lr slope {slope:.3g} ({n} points)")
+        lines += [""] + exact_noise_scales(config, records)
+    else:
+        from otod.noise.records import loglog_slope
+
+        lines += ["", "exponent of steps vs d (log-log least squares over the points whose median is not censored):"]
+        for m in methods:
+            xm, med, bound, _, _ = cols[m]
+            ok = np.isfinite(med) & ~bound
+            lines.append(f"  {m:<14} {loglog_slope(xm[ok], med[ok]):.3g} ({int(ok.sum())} points)")
+    if results.path is not None:
+        lines += ["", f"results: {results.path}"]
+    return "\n".join(lines)
