@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-OBSTACLES = ("otod.condition", "otod.cost")
+OBSTACLES = ("otod.condition", "otod.cost", "otod.depth")
 
 
 def load_all() -> None:
