@@ -65,7 +65,7 @@ def draw_series(ax, records: list[dict], axis: str, *, color_of=_color, label_pr
 
 
 def _theory_overlay(ax, meta: dict, records: list[dict], label: str = "per-mode theory (identity, gd)") -> None:
-    from otod.depth.report import theory_columns
+    from otod.depth.overlays import theory_columns
 
     columns = theory_columns(meta, records)
     if "modes" not in columns:
@@ -219,12 +219,13 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
         draw_series(ax, records, "layers", marker=marker,
                     color_of=lambda series, i, reading=reading: "C0" if reading == "per-layer" else "C1")
         if reading == "per-layer":
-            from otod.depth.report import theory_columns
+            from otod.depth.overlays import theory_columns
 
             k1 = theory_columns(results.meta, _chosen(results))["theory"]("gd", 1.0)
             if k1 is not None:
                 ax.plot([1], [k1], "x", color="k", ms=9, label=f"k = 1 theory (κ = 1): {k1}")
-    _finish(ax, "number of matrices k", "iterations to gap 1e-6 vs k: " + _describe(results.meta).split(", ", 1)[1])
+    _finish(ax, "number of matrices k", "(d) iterations vs k, per-layer (circles) and shared (squares) readings:\n"
+            + _describe(results.meta).split(", ", 2)[2])
     fig.tight_layout()
     return save(fig, out_dir / spec["name"])
 
