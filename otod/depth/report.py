@@ -30,7 +30,7 @@ def main_axis(meta: dict) -> str:
 def stuck_lines(records: list[dict], axis: str) -> list[str]:
     """Per series and axis value with lanes that did not converge: how many were censored (hit the cap) or
     stalled (stopped improving), and the median of their final loss: a loss near 1 is a plateau at the saddle
-    around 0 (stuck), a small one a slow lane."""
+    P = 0, a multiple of 1/Σs² a set of singular modes that never moved off zero (stuck), anything else slow."""
     lines = []
     groups: dict[tuple, list[dict]] = {}
     for r in records:
@@ -59,7 +59,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     parts = []
     for heading, rows in static_groups(meta, chosen):
         columns = theory_columns(meta, rows)
-        if columns:
+        if columns and (axis == "layers" or any(r["method"] == "gd·identity" for r in rows)):
             notes_here = notes + ["modes = the per-mode recursion u ← u + ηL·u^(2−2/L)(s − u) at the chosen step; "
                                   "flow = the gradient-flow time over η (Saxe et al. 2014; Arora et al. 2018)"
                                   if axis == "depth" else "theory = ⌈ln(1/tol)/(2 ln(1/|1 − η|))⌉ for the k = 1 "
@@ -72,7 +72,8 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         fits = fit_laws(rows, axis)
         parts += ([heading, ""] if heading else []) + [table, ""]
         if stuck:
-            parts += ["lanes that did not converge (a final loss near 1: stuck at the saddle near 0; small: slow):"]
+            parts += ["lanes that did not converge, with their median final relative loss (near 1: stuck at the saddle "
+                      "P = 0; a multiple of 1/Σs²: that many singular modes of Φ never learned, a saddle too):"]
             parts += stuck + [""]
         parts += [f"which law in {symbol}: power T ≈ a·{symbol}^b or exponential T ≈ a·e^(c·{symbol}), chosen by AIC "
                   "over the medians (censored medians left out); 95% CI from a bootstrap over seeds:",
