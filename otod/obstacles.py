@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-OBSTACLES = ("otod.condition", "otod.cost", "otod.noise")
+OBSTACLES = ("otod.condition", "otod.depth", "otod.noise", "otod.cost")
 
 
 def load_all() -> None:

@@ -1,0 +1,135 @@
+"""``otod sweep depth`` and ``otod sweep toy``: parse options, build the config (`otod.depth.options`), run, print."""
+
+from __future__ import annotations
+
+import click
+
+from otod.core.cli import terminal_progress, user_errors
+
+
+def _common(f):
+    """The options every sweep shares (same names and range syntax as ``otod sweep condition``)."""
+    options = [
+        click.option("--method", default="gd", show_default=True,
+                     help="Comma list of gd, heavy-ball, adam, kfac. E.g. --method gd,heavy-ball,adam"),
+        click.option("--beta", default=None,
+                     help="Momentum β (heavy-ball) / b₁ (adam), a traced axis tuned like the lr. Default "
+                          "0,0.5,0.9,0.99 with heavy-ball or adam, else 0. E.g. --beta 0,0.9"),
+        click.option("--tol", default="1e-6", show_default=True,
+                     help="Stop at a relative loss ≤ tol (0 < tol < 1). E.g. --tol 1e-4"),
+        click.option("--ladder", default=None, help="Further tolerances recorded in the same run. E.g. --ladder 1e-8"),
+        click.option("--check-every", default="1", show_default=True, help="Check every N iterations. "
+                                                                           "E.g. --check-every 10"),
+        click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. "
+                                                       "E.g. --max-iters 50000"),
+        click.option("--seeds", default="8", show_default=True, help="Problem instances per point. E.g. --seeds 16"),
+        click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1"),
+        click.option("--lr", default="tuned", show_default=True,
+                     help="tuned (a multiplier of the reference step per point from --lr-grid, by the median over "
+                          "seeds), theory (the reference step) or a number. E.g. --lr theory"),
+        click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned. Default 0.1..3:12:log and 1. "
+                                                     "E.g. --lr-grid 0.01..4:20:log"),
+        click.option("--x64/--x32", default=None, help="Force float64 / float32 (default float32). E.g. --x64"),
+        click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False),
+                     help="Folder for the results file and figure. E.g. --out runs/"),
+        click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot"),
+        click.option("--pdf", is_flag=True, help="Also write the figure as PDF. E.g. --pdf"),
+        click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables to "
+                                                              "stderr). E.g. --json | jq"),
+        click.option("--full", is_flag=True, help="Print every row. E.g. --full"),
+        click.option("--chunk-seconds", default="5", show_default=True, help="Planned seconds per saved chunk. "
+                                                                            "E.g. --chunk-seconds 2"),
+        click.option("--yes", is_flag=True, help="Run even when estimated to take more than an hour. E.g. --yes"),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _run(config, out, no_plot, pdf, as_json, full, yes):
+    from otod.depth.report import sweep_and_report  # after the options are checked: it imports JAX
+
+    report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
+                              yes=yes, pdf=pdf)
+    if as_json:
+        import json
+
+        click.echo(report.text, err=True)
+        click.echo(json.dumps(report.results.records))
+    else:
+        click.echo(report.text)
+
+
+@click.command("depth")
+@click.option("--depth", default="1..12", show_default=True,
+              help="Depths L ≥ 1 (a static axis: one program per depth). E.g. --depth 1..12")
+@click.option("--init", default="identity,xavier,small", show_default=True,
+              help="Comma list of identity, orthogonal, xavier, small, gaussian, zero (a traced axis). "
+                   "E.g. --init identity,gaussian")
+@click.option("--problem", default="deep-linear", show_default=True,
+              help="deep-linear (W_L⋯W_1 → Φ), chain (scalar w_L⋯w_1 → y) or residual ((I+V_L)⋯(I+V_1)). "
+                   "E.g. --problem chain")
+@click.option("--width", default="8", show_default=True,
+              help="Width n (several values: a static axis). E.g. --width 4..256:7:log")
+@click.option("--init-scale", default="0.1", show_default=True, help="s of --init small, N(0, s²/n). "
+                                                                     "E.g. --init-scale 0.01")
+@click.option("--target-kappa", default="2", show_default=True,
+              help="Φ's singular values spread over [1, κ_Φ]. E.g. --target-kappa 10")
+@click.option("--target-value", default="2", show_default=True, help="The chain's target y. E.g. --target-value 1")
+@click.option("--input-kappa", default="1", show_default=True,
+              help="Condition number of the input covariance Σ (1: whitened). E.g. --input-kappa 10")
+@click.option("--target", "target", default="symmetric", show_default=True,
+              help="symmetric Φ = U S Uᵀ (identity init decoupled) or general U S Vᵀ. E.g. --target general")
+@click.option("--balanced", is_flag=True, help="Rebalance the drawn factors (Arora et al. 2018). E.g. --balanced")
+@click.option("--damping", default="1e-3", show_default=True, help="KFAC damping λ. E.g. --damping 1e-4")
+@_common
+@user_errors
+def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_value, input_kappa, target, balanced,
+                damping, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, out,
+                no_plot, pdf, as_json, full, chunk_seconds, yes):
+    """Iterations to tolerance vs depth of a deep linear network (the nonlinearity obstacle).
+
+    \b
+    Examples:
+      otod sweep depth --depth 1..12 --init identity,xavier,small
+      otod sweep depth --problem chain --depth 10..20 --init gaussian --lr theory --seeds 64
+      otod sweep depth --depth 2..10:5 --width 4..64:5:log --init orthogonal,xavier
+    """
+    from otod.depth.options import depth_config_from_options
+
+    config = depth_config_from_options(
+        depth=depth, init=init, problem=problem, width=width, method=method, beta=beta, init_scale=init_scale,
+        target_kappa=target_kappa, target_value=target_value, input_kappa=input_kappa, target=target,
+        balanced=balanced, damping=damping, tol=tol, ladder=ladder, check_every=check_every, max_iters=max_iters,
+        seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+    _run(config, out, no_plot, pdf, as_json, full, yes)
+
+
+@click.command("toy")
+@click.option("--layers", default="1..8", show_default=True,
+              help="Numbers k ≥ 1 of random 3×3 matrices (a static axis). E.g. --layers 1..8")
+@click.option("--reading", default="per-layer", show_default=True,
+              help="per-layer (a in the first matrix, b in the last) or shared (a, b in every matrix). "
+                   "E.g. --reading shared")
+@_common
+@user_errors
+def sweep_toy(layers, reading, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
+              out, no_plot, pdf, as_json, full, chunk_seconds, yes):
+    """Iterations to tolerance vs the number of matrices k of the essay's toy: minimise ‖M_k⋯M_1‖ over two
+    entries a, b.
+
+    \b
+    Examples:
+      otod sweep toy --layers 1..8
+      otod sweep toy --layers 1..8 --reading shared --method gd,heavy-ball
+    """
+    from otod.depth.options import toy_config_from_options
+
+    config = toy_config_from_options(layers=layers, reading=reading, method=method, beta=beta, tol=tol,
+                                     ladder=ladder, check_every=check_every, max_iters=max_iters, seeds=seeds,
+                                     seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+    _run(config, out, no_plot, pdf, as_json, full, yes)
+
+
+def commands() -> dict[str, list]:
+    return {"sweep": [sweep_depth, sweep_toy]}

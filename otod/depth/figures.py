@@ -1,0 +1,295 @@
+"""The nonlinearity obstacle's figures, and the makers ``otod figures depth`` runs from ``experiments/depth.toml``.
+
+Conventions (`otod.core.plotting`): the median over seeds as a line with filled markers, the seed spread (min to
+max over converged seeds) as a band, medians that are only lower bounds (more than half the lanes censored or
+stalled) as hollow markers at that bound, theory dashed, log-y. Every sweep a figure needs is an ordinary
+``otod sweep depth`` / ``otod sweep toy`` config, cached in ``results/`` like any sweep.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from otod.core.fit import censored_medians, iteration_matrix
+from otod.core.plotting import save
+from otod.core.results import Results
+from otod.depth.laws import fit_laws
+from otod.depth.records import chosen_records, relabelled
+
+INIT_COLORS = {"identity": "C0", "orthogonal": "C2", "xavier": "C1", "small": "C3", "gaussian": "C4", "zero": "C7"}
+METHOD_COLORS = {"gd": "C0", "heavy-ball": "C1", "adam": "C4", "kfac": "C6"}
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def _color(series: str, index: int) -> str:
+    method, _, init = series.partition("·")
+    return INIT_COLORS.get(init) or METHOD_COLORS.get(method) or f"C{index % 10}"
+
+
+def law_label(fit) -> str:
+    if fit.law is None:
+        return f"{fit.label}: {fit.note or 'no law'}"
+    if fit.law == "power":
+        return f"{fit.label}: power, b = {fit.power_b:.2f} (ΔAIC {fit.delta_aic:.1f})"
+    return f"{fit.label}: exponential, c = {fit.exp_c:.2f} (ΔAIC {fit.delta_aic:.1f})"
+
+
+def draw_series(ax, records: list[dict], axis: str, *, color_of=_color, label_prefix: str = "",
+                marker: str | None = None) -> dict:
+    """Median iterations against ``axis`` per series, seed band, hollow markers where the median is only a lower
+    bound; returns the series' fits by label."""
+    fits = {f.label: f for f in fit_laws(records, axis, n_boot=200)}
+    for i, series in enumerate(dict.fromkeys(r["method"] for r in records)):
+        xs, y, status = iteration_matrix(records, series, axis)
+        lower = np.isin(status, ("censored", "stalled"))
+        med, bound = censored_medians(y, lower)
+        color = color_of(series, i)
+        m = marker or MARKERS[i % len(MARKERS)]
+        ok = np.isfinite(med)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            conv = np.where(status == "converged", y, np.nan)
+            lo, hi = np.nanmin(conv, 1), np.nanmax(conv, 1)
+        band = np.isfinite(lo) & np.isfinite(hi)
+        ax.fill_between(xs[band], lo[band], hi[band], color=color, alpha=0.12, lw=0)
+        ax.plot(xs[ok], med[ok], "-", color=color, lw=1.3, marker=None)
+        ax.plot(xs[ok & ~bound], med[ok & ~bound], m, color=color, ms=5,
+                label=label_prefix + law_label(fits[series]))
+        if np.any(ok & bound):
+            ax.plot(xs[ok & bound], med[ok & bound], m, mfc="none", color=color, ms=7)
+    return fits
+
+
+def _theory_overlay(ax, meta: dict, records: list[dict], label: str = "per-mode theory (identity, gd)") -> None:
+    from otod.depth.overlays import theory_columns
+
+    columns = theory_columns(meta, records)
+    if "modes" not in columns:
+        return
+    xs = sorted({r["depth"] for r in records if r["method"] == "gd·identity"})
+    ys = [columns["modes"]("gd·identity", x) for x in xs]
+    pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+    if pts:
+        ax.plot(*zip(*pts), "--", color="k", lw=1.2, label=label)
+    flows = [(x, columns["flow"]("gd·identity", x)) for x in xs]
+    flows = [(x, y) for x, y in flows if y is not None]
+    if flows:
+        ax.plot(*zip(*flows), ":", color="k", lw=1.2, label="gradient-flow integral / η")
+
+
+def _finish(ax, xlabel: str, title: str) -> None:
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("iterations to tolerance (median over seeds)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _describe(meta: dict) -> str:
+    c = meta["config"]
+    p = c["problem"]
+    what = (f"toy, {p['reading']} reading" if meta["sweep"] == "toy" else
+            f"{p['kind']}, width {p['width']}, κ_Φ {p['target_kappa']:g}")
+    return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
+
+
+def sweep_figure(results: Results, base: Path, pdf: bool = True) -> list[Path]:
+    """Iterations against depth (or k) per series, with the per-mode theory where it applies; hollow markers:
+    lower-bound medians (more than half the lanes censored or stalled)."""
+    meta = results.meta
+    axis = "layers" if meta["sweep"] == "toy" else "depth"
+    records = relabelled(chosen_records(meta, results.records))
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    draw_series(ax, records, axis)
+    if axis == "depth":
+        _theory_overlay(ax, meta, records)
+    _finish(ax, "number of matrices k" if axis == "layers" else "depth L", _describe(meta) +
+            "\nhollow: median only a lower bound (most lanes censored or stalled)")
+    return save(fig, base, pdf=pdf)
+
+
+# -- the makers of experiments/depth.toml ---------------------------------------------------------------------
+
+
+def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
+    """Run (or read back from ``results/``) the sweep a figure spec describes; keys are the command's options."""
+    from otod.core.sweep import run_sweep
+    from otod.depth.options import depth_config_from_options, toy_config_from_options
+
+    skip = ("maker", "name", "results_dir", "residual_init", "contour_layers", "needed", "method_groups")
+    options = {k: v for k, v in spec.items() if k not in skip}
+    options.update(override)
+    build = depth_config_from_options if kind == "depth" else toy_config_from_options
+    return run_sweep(build(**options), out_dir=spec.get("results_dir", "results"))
+
+
+def _chosen(results: Results) -> list[dict]:
+    return relabelled(chosen_records(results.meta, results.records))
+
+
+def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
+    """(a) Iterations against depth per init (gd, tuned lr), log-y, with the per-mode theory for the identity."""
+    results = _sweep(spec)
+    fig, ax = plt.subplots(figsize=(8, 4.4))
+    records = _chosen(results)
+    draw_series(ax, records, "depth")
+    _theory_overlay(ax, results.meta, records)
+    _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
+            + "\nhollow: median only a lower bound (most lanes censored or stalled at a saddle)")
+    return save(fig, out_dir / spec["name"])
+
+
+def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
+    """(b) The plain net W_L⋯W_1 against the residual (I + V_L)⋯(I + V_1), same init distributions."""
+    plain = _sweep(spec)
+    residual = _sweep(spec, problem="residual", init=spec["residual_init"])
+    fig, ax = plt.subplots(figsize=(8, 4.4))
+    draw_series(ax, _chosen(plain), "depth", label_prefix="plain ", marker="o")
+    draw_series(ax, [{**r, "method": r["method"].replace("·", "·V ")} for r in _chosen(residual)], "depth",
+                label_prefix="residual ", marker="s",
+                color_of=lambda series, i: {"zero": "C0", "small": "C3", "xavier": "C1"}.get(series.split(" ")[-1],
+                                                                                             f"C{i}"))
+    _finish(ax, "depth L", "(b) plain W_L⋯W_1 (circles) vs residual (I+V_L)⋯(I+V_1) (squares): "
+            + _describe(plain.meta) + "\nresidual ·V zero is W = I; hollow: median only a lower bound")
+    return save(fig, out_dir / spec["name"])
+
+
+def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
+    """(c) gd, heavy ball, Adam and KFAC at one init; momentum methods tune β (a traced axis) with the lr."""
+    records = []
+    for group in spec["method_groups"]:
+        records += _chosen(_sweep(spec, method=group))
+    fig, ax = plt.subplots(figsize=(8, 4.4))
+    draw_series(ax, records, "depth", color_of=lambda series, i: METHOD_COLORS.get(series.split("·")[0], f"C{i}"))
+    meta = _sweep(spec, method=spec["method_groups"][0]).meta
+    _finish(ax, "depth L", "(c) methods at one init, (lr, β) tuned by the median over seeds: " + _describe(meta)
+            + "\nhollow: median only a lower bound")
+    return save(fig, out_dir / spec["name"])
+
+
+def gd_path(matrices, reading: str, step: float, steps: int) -> np.ndarray:
+    """gd's iterates (a, b) on the toy from its start, in NumPy float64 (for drawing), with the gradient by central
+    differences of the exact loss (h = 1e-6)."""
+    from otod.depth.toy import start_entries, toy_loss
+
+    x = np.array(start_entries(matrices, reading))
+    path = [x.copy()]
+    h = 1e-6
+    for _ in range(steps):
+        g = np.array([(toy_loss(matrices, x[0] + h, x[1], reading) - toy_loss(matrices, x[0] - h, x[1], reading)),
+                      (toy_loss(matrices, x[0], x[1] + h, reading) - toy_loss(matrices, x[0], x[1] - h, reading))])
+        x = x - step * g / (2 * h)
+        path.append(x.copy())
+    return np.asarray(path)
+
+
+def make_toy(spec: dict, out_dir: Path) -> list[Path]:
+    """(d) The toy: the loss over (a, b) for k = 1 and k = 4 matrices with gd's path, and iterations against k for
+    both readings."""
+    from otod.depth.toy import losses_on_grid, start_entries
+
+    ks = spec.get("contour_layers", [1, 4])
+    fig, axes = plt.subplots(1, len(ks) + 1, figsize=(5 * len(ks) + 6.5, 4.2))
+    for ax, k in zip(axes, ks):
+        m = np.random.default_rng([spec.get("seed", 0), 0]).standard_normal((k, 3, 3)) / np.sqrt(3.0)
+        a0, b0 = start_entries(m, "per-layer")
+        path = gd_path(m, "per-layer", _toy_step(m), 200)
+        lo = np.minimum(path.min(0), [a0, b0]) - 1.0
+        hi = np.maximum(path.max(0), [a0, b0]) + 1.0
+        aa, bb = np.meshgrid(np.linspace(lo[0], hi[0], 201), np.linspace(lo[1], hi[1], 201))
+        f = losses_on_grid(m, aa, bb, "per-layer").reshape(aa.shape)
+        cs = ax.contour(aa, bb, f, levels=np.quantile(f, np.linspace(0.01, 0.95, 14)), cmap="viridis",
+                        linewidths=0.8)
+        ax.clabel(cs, fontsize=6, fmt="%.2g")
+        ax.plot(path[:, 0], path[:, 1], ".-", color="C3", ms=2, lw=0.8, label="gd path (step 1/|λ|max at start)")
+        ax.plot(*path[0], "o", color="k", ms=5, label="start")
+        ax.set_xlabel("a = M₁[0,0]")
+        ax.set_ylabel(f"b = M_{k}[2,2]")
+        ax.set_title(f"½‖M_{k}⋯M_1‖²_F, k = {k} (per-layer reading)", fontsize=9)
+        ax.legend(fontsize=7, loc="lower left")
+    ax = axes[-1]
+    for reading, marker in (("per-layer", "o"), ("shared", "s")):
+        results = _sweep(spec, kind="toy", reading=reading)
+        records = [{**r, "method": f"{r['method']} {reading}"} for r in _chosen(results)]
+        draw_series(ax, records, "layers", marker=marker,
+                    color_of=lambda series, i, reading=reading: "C0" if reading == "per-layer" else "C1")
+        if reading == "per-layer":
+            from otod.depth.overlays import theory_columns
+
+            k1 = theory_columns(results.meta, _chosen(results))["theory"]("gd", 1.0)
+            if k1 is not None:
+                ax.plot([1], [k1], "x", color="k", ms=9, label=f"k = 1 theory (κ = 1): {k1}")
+    _finish(ax, "number of matrices k", "(d) iterations vs k, per-layer (circles) and shared (squares) readings:\n"
+            + _describe(results.meta).split(", ", 2)[2])
+    fig.tight_layout()
+    return save(fig, out_dir / spec["name"])
+
+
+def _toy_step(matrices) -> float:
+    """1/|λ|max of the toy's Hessian at the start (per-layer), by central differences: the reference step."""
+    from otod.depth.toy import start_entries, toy_loss
+
+    x0 = np.array(start_entries(matrices, "per-layer"))
+    h = 1e-4
+    f = lambda x: toy_loss(matrices, x[0], x[1], "per-layer")  # noqa: E731
+    e = np.eye(2) * h
+    hess = np.array([[(f(x0 + e[i] + e[j]) - f(x0 + e[i] - e[j]) - f(x0 - e[i] + e[j]) + f(x0 - e[i] - e[j]))
+                      / (4 * h * h) for j in range(2)] for i in range(2)])
+    return 1.0 / np.max(np.abs(np.linalg.eigvalsh(hess)))
+
+
+def width_needed(records: list[dict], needed: float) -> dict:
+    """(series, depth) → the smallest width whose median count (censored lanes as ≥ their cap) is ≤ ``needed``,
+    or None where no swept width reaches it."""
+    out: dict = {}
+    for series in dict.fromkeys(r["method"] for r in records):
+        rows = [r for r in records if r["method"] == series]
+        for depth in sorted({r["depth"] for r in rows}):
+            ok = []
+            for width in sorted({r["width"] for r in rows}):
+                here = [r for r in rows if r["depth"] == depth and r["width"] == width]
+                counts = [r["iterations"] if r["status"] == "converged" else np.inf for r in here]
+                if here and np.median(counts) <= needed:
+                    ok.append(width)
+            out[(series, depth)] = min(ok) if ok else None
+    return out
+
+
+def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
+    """(e) The width needed for fast convergence (median ≤ ``needed`` iterations) against depth, orthogonal against
+    Gaussian (xavier, N(0, 1/n)) init (Hu, Xiao & Pennington 2020); depths where no swept width suffices are
+    drawn as hollow markers above the widest width."""
+    results = _sweep(spec)
+    records = _chosen(results)
+    needed = float(spec["needed"])
+    table = width_needed(records, needed)
+    widest = max(r["width"] for r in records)
+    fig, ax = plt.subplots(figsize=(8, 4.4))
+    for i, series in enumerate(dict.fromkeys(r["method"] for r in records)):
+        depths = sorted({d for s, d in table if s == series})
+        ys = [table[(series, d)] for d in depths]
+        color = _color(series, i)
+        ax.plot(depths, [y if y is not None else np.nan for y in ys], "-o", color=color,
+                label=f"{series}: smallest width with median ≤ {needed:g} iterations")
+        miss = [d for d, y in zip(depths, ys) if y is None]
+        if miss:
+            ax.plot(miss, [widest * 1.5] * len(miss), "^", mfc="none", color=color, ms=8,
+                    label=f"{series}: no width up to {widest:g} suffices")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("depth L")
+    ax.set_ylabel("width n needed")
+    ax.set_title("(e) width needed vs depth (Hu, Xiao & Pennington 2020): " + _describe(results.meta).split(", ", 2)[2],
+                 fontsize=9)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return save(fig, out_dir / spec["name"])
+
+
+MAKERS = {"depth-iterations": make_depth_iterations, "depth-residual": make_depth_residual,
+          "depth-methods": make_depth_methods, "toy": make_toy, "depth-width": make_depth_width}

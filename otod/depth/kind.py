@@ -1,0 +1,110 @@
+"""The depth and toy sweeps as the core sees them: axes, problems, methods, cap, precision and theory.
+
+``otod sweep depth``: depth L and width n are static axes (one compiled program per shape); the init (a code,
+`otod.depth.linear.INITS`) and the momentum β are traced axes, so seeds × learning rates × β × inits run in one
+vmapped program per shape. ``otod sweep toy``: the number of matrices k is static, β traced.
+"""
+
+from __future__ import annotations
+
+from otod.core.axes import Axis
+from otod.core.errors import OtodError
+from otod.core.registry import SweepKind, Theory
+from otod.core.stopping import Target, decades
+from otod.depth.linear import INITS, DeepLinearSpec, init_code
+from otod.depth.methods import METHODS, MethodOptions
+from otod.depth.toy import ToySpec
+
+DEFAULT_METHODS = ("gd",)
+DEFAULT_BETAS = (0.0, 0.5, 0.9, 0.99)
+#: Automatic caps: lanes reaching them are censored (shown, never dropped); lanes that stop improving by 0.1%
+#: within a tenth of the cap (the engine's stall window) stop earlier as stalled. The Gaussian chain's plateau
+#: near w_L⋯w_1 = 0 is long but escaped (Shamir 2019): its cap of 10⁶ gives a window of 10⁵, so a plateau that
+#: ends within 10⁵ iterations is counted as slow, not stuck.
+DEFAULT_CAP = {"deep-linear": 20_000, "residual": 20_000, "chain": 1_000_000, "toy": 100_000}
+
+DEPTH = Axis("depth", "L", "depth L (number of layers)", "--depth", traced=False, minimum=1, maximum=1000,
+             integer=True, what="depths", example="1..12")
+INIT = Axis("init", "init", "initialization", "--init", traced=True, minimum=0, maximum=len(INITS) - 1,
+            integer=True, what="init codes", example="identity,xavier,small")
+BETA = Axis("beta", "β", "momentum β (heavy ball) / b₁ (adam)", "--beta", traced=True, minimum=0.0,
+            maximum=0.9999, what="momentum values β", example="0,0.5,0.9,0.99")
+WIDTH = Axis("width", "n", "width n", "--width", traced=False, minimum=1, maximum=4096, integer=True,
+             what="widths", example="4..256:7:log")
+LAYERS = Axis("layers", "k", "number of random 3×3 matrices k", "--layers", traced=False, minimum=1, maximum=64,
+              integer=True, what="matrix counts k", example="1..8")
+
+
+def depth_target(tol: float, ladder=(), check_every: int = 1) -> Target:
+    """An absolute target on the relative loss (loss over the zero predictor's), with every decade from 0.1."""
+    if not (0.0 < tol < 1.0):
+        raise OtodError(f"--tol {tol:g}: the relative loss must lie strictly between 0 and 1, e.g. --tol 1e-6")
+    return Target(tol=tol, kind="absolute", ladder=tuple(decades(0.1, tol)) + tuple(ladder),
+                  check_every=check_every)
+
+
+def toy_target(tol: float, ladder=(), check_every: int = 1) -> Target:
+    """A relative loss-gap target (f − f*)/(f₀ − f*) with every decade from 0.1."""
+    if not (0.0 < tol < 1.0):
+        raise OtodError(f"--tol {tol:g}: the relative loss gap must lie strictly between 0 and 1, e.g. --tol 1e-6")
+    return Target(tol=tol, kind="relative", ladder=tuple(decades(0.1, tol)) + tuple(ladder),
+                  check_every=check_every)
+
+
+def validate_depth(config) -> None:
+    if not isinstance(config.problem, DeepLinearSpec):
+        raise OtodError("depth sweeps take a deep-linear, chain or residual problem")
+    if config.target.kind != "absolute":
+        raise OtodError("depth sweeps stop at a relative loss (loss over the zero predictor's loss), an absolute "
+                        "target on that ratio")
+    codes = config.values("init")
+    if config.problem.residual and init_code("identity") in codes:
+        raise OtodError("--init identity: for --problem residual the init draws V in W = I + V; V = 0 (W = I) is "
+                        "--init zero")
+    if config.problem.problem == "chain" and "width" in dict(config.axes):
+        raise OtodError("--width: the chain is scalar (width 1); use --problem deep-linear to sweep widths")
+
+
+def validate_toy(config) -> None:
+    if not isinstance(config.problem, ToySpec):
+        raise OtodError("toy sweeps take the toy problem")
+    if config.target.kind != "relative":
+        raise OtodError("toy sweeps stop at a relative loss gap (--tol)")
+
+
+def _identity_theory(config, point, method):
+    """The per-mode count where it applies (identity init, gd, whitened inputs, symmetric target), else None."""
+    from otod.depth import theory
+
+    if not applies(config) or method != "gd" or int(point.get("init", -1)) != init_code("identity"):
+        return None
+    spec = config.spec_at({k: v for k, v in point.items() if k in ("depth", "width")})
+    multiplier = 1.0 if config.lr == "theory" else None
+    if multiplier is None:
+        return None
+    return theory.mode_iterations(spec.depth, spec.target_singular_values(), multiplier
+                                  * theory.reference_step(spec.depth, float(spec.target_singular_values().max())),
+                                  config.target.tol, max_iters=config.resolved_max_iters)
+
+
+def applies(config) -> bool:
+    """Whether the per-mode theory describes a depth sweep: whitened inputs, a symmetric target, the plain (or
+    residual with V = 0) net, float learning-rate multipliers of the reference step."""
+    p = config.problem
+    return (isinstance(p, DeepLinearSpec) and p.input_kappa == 1.0 and p.target == "symmetric"
+            and not p.balanced and isinstance(config.lr, str))
+
+
+DEPTH_THEORY = Theory(iterations=_identity_theory, exponent=lambda method: None,
+                      exponent_on_grid=lambda config, method, xs: None, applies=applies)
+
+DEPTH_KIND = SweepKind(
+    name="depth", axes=(DEPTH, INIT, BETA, WIDTH), methods=METHODS,
+    problems={"deep-linear": DeepLinearSpec, "chain": DeepLinearSpec, "residual": DeepLinearSpec},
+    options=MethodOptions, max_iters=lambda config: DEFAULT_CAP[config.problem.problem],
+    x64=lambda config: False, validate=validate_depth, theory=DEPTH_THEORY)
+
+TOY_KIND = SweepKind(
+    name="toy", axes=(LAYERS, BETA), methods={k: v for k, v in METHODS.items() if k != "kfac"},
+    problems={"toy": ToySpec}, options=MethodOptions, max_iters=lambda config: DEFAULT_CAP["toy"],
+    x64=lambda config: False, validate=validate_toy)

@@ -1,0 +1,132 @@
+"""Which law iterations follow in depth: a power law T ≈ a·L^b or an exponential T ≈ a·e^{cL}, chosen by AIC.
+
+Both are least-squares lines through log(median over seeds): log T on log L (power) and log T on L
+(exponential), each with two parameters, so AIC = n·ln(RSS/n) + 2·2 (Akaike 1974; Burnham & Anderson 2002, §2.2)
+and ΔAIC = n·ln(RSS_other/RSS_chosen) ≥ 0; ΔAIC < 2 means the data hardly prefer either. Medians count
+censored and stalled lanes as at least their count (`otod.core.fit.censored_medians`); a depth whose median is
+only such a lower bound is shown but left out of the fit, and a fit with fewer than 3 depths left says so and
+chooses nothing. The 95% CIs of b and c resample the seeds (the problem instances, shared by every depth) with
+replacement and refit (Efron & Tibshirani 1993, §6); where every seed gives the same counts there is no sampling
+error and the CI is the estimate itself.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from otod.core.fit import censored_medians, iteration_matrix
+
+
+class LawFit(NamedTuple):
+    """The two fits of one series along an axis. ``law`` is "power", "exponential" or None (fewer than 3 points,
+    or a flat line where both fits are perfect); ``delta_aic`` is the other law's AIC minus the chosen one's."""
+
+    label: str
+    law: str | None
+    power_b: float
+    power_ci: tuple[float, float]
+    power_a: float
+    exp_c: float
+    exp_ci: tuple[float, float]
+    exp_a: float
+    delta_aic: float
+    points: int
+    left_out: int
+    deterministic: bool
+    note: str = ""
+
+
+def _line(x: np.ndarray, logy: np.ndarray) -> tuple[float, float, float]:
+    """(slope, intercept, RSS) of least squares logy ≈ intercept + slope·x."""
+    slope, intercept = np.polyfit(x, logy, 1)
+    rss = float(np.sum((logy - intercept - slope * x) ** 2))
+    return float(slope), float(intercept), rss
+
+
+def _slopes(x: np.ndarray, logy: np.ndarray) -> np.ndarray:
+    """Least-squares slopes along the last axis of logy [replicate, point] (NaN where < 2 finite points)."""
+    w = np.isfinite(logy)
+    n = w.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xm = np.where(w, x, 0).sum(-1) / n
+        ym = np.where(w, logy, 0).sum(-1) / n
+        dx = np.where(w, x - xm[..., None], 0)
+        slope = (dx * np.where(w, logy - ym[..., None], 0)).sum(-1) / (dx * dx).sum(-1)
+    return np.where(n >= 2, slope, np.nan)
+
+
+def aic(rss: float, n: int, k: int = 2) -> float:
+    """n·ln(RSS/n) + 2k for a least-squares fit with Gaussian errors (RSS floored at 10⁻¹²·n: a perfect fit)."""
+    return n * math.log(max(rss, 1e-12 * n) / n) + 2 * k
+
+
+def fit_laws(records: list[dict], axis: str, *, n_boot: int = 1000, seed: int = 0) -> list[LawFit]:
+    """One `LawFit` per series (``method`` field, one record per seed and point) along ``axis``."""
+    fits = []
+    for name in dict.fromkeys(r["method"] for r in records):
+        xs, y, status = iteration_matrix(records, name, axis)
+        lower = np.isin(status, ("censored", "stalled"))
+        med, bound = censored_medians(y, lower)
+        use = np.isfinite(med) & ~bound & (med > 0)
+        left_out = int((~use).sum())
+        same = np.where(np.isnan(y), -1.0, np.where(lower, -2.0, y))
+        deterministic = bool(np.all(same == same[:, :1]))
+        nan2 = (math.nan, math.nan)
+        if use.sum() < 3:
+            fits.append(LawFit(name, None, math.nan, nan2, math.nan, math.nan, nan2, math.nan, math.nan,
+                               int(use.sum()), left_out, deterministic,
+                               f"fewer than 3 {axis} values left after leaving out {left_out} whose median is "
+                               "censored or missing: no law chosen"))
+            continue
+        x, logy = xs[use], np.log(med[use])
+        b, log_a, rss_p = _line(np.log(x), logy)
+        c, log_e, rss_e = _line(x, logy)
+        n = int(use.sum())
+        aic_p, aic_e = aic(rss_p, n), aic(rss_e, n)
+        flat = max(rss_p, rss_e) <= 1e-12 * n
+        law = None if flat else ("power" if aic_p <= aic_e else "exponential")
+        delta = abs(aic_p - aic_e)
+        b_ci, c_ci = (b, b), (c, c)
+        if not deterministic and y.shape[1] > 1:
+            rng = np.random.default_rng(seed)
+            cols = rng.integers(0, y.shape[1], (n_boot, y.shape[1]))
+            big = np.where(lower, np.inf, y)[use]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
+            logb = np.where(np.isfinite(boot) & (boot > 0), np.log(np.where(boot > 0, boot, 1.0)), np.nan)
+            bs, cs = _slopes(np.log(x)[None, :], logb), _slopes(x[None, :], logb)
+            bs, cs = bs[np.isfinite(bs)], cs[np.isfinite(cs)]
+            if bs.size:
+                b_ci = tuple(float(v) for v in np.percentile(bs, [2.5, 97.5]))
+                c_ci = tuple(float(v) for v in np.percentile(cs, [2.5, 97.5]))
+        note = "flat: both fits exact, no law preferred" if flat else ""
+        fits.append(LawFit(name, law, b, b_ci, math.exp(log_a), c, c_ci, math.exp(log_e), delta, n, left_out,
+                           deterministic, note))
+    return fits
+
+
+def law_table(fits: list[LawFit], symbol: str) -> str:
+    """One line per series: the chosen law and its parameter with CI, the other law and ΔAIC, what was left out."""
+    header = ["series", "law (by AIC)", f"power: T ≈ a·{symbol}^b", "b 95% CI", f"exponential: T ≈ a·e^(c·{symbol})",
+              "c 95% CI", "ΔAIC", "points", "left out"]
+    rows = []
+
+    def fmt(v, digits=3):
+        return "—" if v is None or not math.isfinite(v) else f"{v:.{digits}g}"
+
+    for f in fits:
+        ci = (lambda lo_hi: "deterministic" if f.deterministic else f"[{fmt(lo_hi[0])}, {fmt(lo_hi[1])}]")
+        rows.append([f.label, f.law or f"none ({f.note})" if f.note else (f.law or "none"),
+                     f"b = {fmt(f.power_b)}, a = {fmt(f.power_a)}", ci(f.power_ci),
+                     f"c = {fmt(f.exp_c)}, a = {fmt(f.exp_a)}", ci(f.exp_ci), fmt(f.delta_aic), str(f.points),
+                     str(f.left_out)])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)] if rows else [len(h) for h in
+                                                                                                    header]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)

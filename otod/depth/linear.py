@@ -1,0 +1,221 @@
+"""Deep linear networks: a product of L matrices W_L⋯W_1 fitted to a target Φ, the nonlinearity obstacle in its
+purest form (the model is linear, its loss is not convex in the factors).
+
+The loss is ½ tr((P − Φ) Σ (P − Φ)ᵀ) with P = W_L⋯W_1 and Σ the input covariance (Σ = I: whitened inputs, the
+population loss ½‖P − Φ‖²_F). The metric the engine reads is this loss divided by the zero predictor's loss
+½ tr(Φ Σ Φᵀ), so a target of 1e-6 means "a relative loss of 10⁻⁶" whatever the init (an absolute target on the
+relative loss). The methods multiply their step by that scale back (``info["loss_scale"]``), so a step η here is
+a step η on the loss itself, as in the papers.
+
+Problems:
+
+* ``deep-linear``: L matrices of width n; the target Φ = U diag(s) Vᵀ has singular values s spread geometrically
+  over [1, κ_Φ] (``target_kappa``) and random singular vectors from the seed. With ``target = "symmetric"``
+  (the default) V = U, so Φ is symmetric positive definite and the identity init is *decoupled*: every layer stays
+  U D_l Uᵀ and each singular mode follows a scalar recursion (Saxe, McClelland & Ganguli 2014), which
+  `otod.depth.theory` iterates. ``target = "general"`` draws V independently.
+* ``chain``: the scalar case, width 1, w_L⋯w_1 → y (Shamir 2019), y = ``target_value`` (2).
+* ``residual``: the same net parameterized as (I + V_L)⋯(I + V_1); the init draws the V_l. Gradient descent is
+  translation-equivariant, so this is the plain net started at W_l = I + V_l: the parameterization changes where
+  the natural inits put the start (near I rather than near 0), which is what ResNets change.
+
+Inits (per layer; for ``residual`` they draw V_l): ``identity`` (W = I), ``orthogonal`` (Haar), ``xavier``
+(N(0, 1/n) entries), ``small`` (N(0, s²/n), s = ``init_scale``), ``gaussian`` (N(0, 1), Shamir's) and ``zero``
+(W = 0: for depth 1 the convex quadratic from 0; for depth ≥ 2 an exact saddle, where gradient methods never move).
+The init is a *traced* axis (a code, `INITS`): every init runs in one program, each seed drawing one set of
+matrices that all inits share. ``balanced`` rebalances the drawn factors to the same end-to-end product with
+W_{j+1}ᵀW_{j+1} = W_jW_jᵀ (Arora, Cohen & Hazan 2018): P = UΣVᵀ gives W_1 = Σ^{1/L}Vᵀ, W_j = Σ^{1/L},
+W_L = UΣ^{1/L}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from otod.core.errors import OtodError
+from otod.core.family import Family
+from otod.core.lazy import lazy
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+
+#: Init names in code order: the traced ``init`` axis holds the index (records carry it as a number; tables,
+#: fits and figures print the name).
+INITS = ("identity", "orthogonal", "xavier", "small", "gaussian", "zero")
+PROBLEMS = ("deep-linear", "chain", "residual")
+TARGETS = ("symmetric", "general")
+
+
+def init_code(name: str) -> int:
+    try:
+        return INITS.index(name)
+    except ValueError:
+        raise OtodError(f"--init {name}: unknown init; choose from {', '.join(INITS)}, e.g. --init identity") from None
+
+
+def init_name(code: float) -> str:
+    return INITS[int(round(code))]
+
+
+def haar(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A Haar-random orthogonal n×n matrix: QR of a Gaussian matrix with the signs of R's diagonal moved into Q
+    (Mezzadri 2007, "How to generate random matrices from the classical compact groups")."""
+    q, r = np.linalg.qr(rng.standard_normal((n, n)))
+    return q * np.sign(np.diag(r))
+
+
+def singular_values(width: int, target_kappa: float) -> np.ndarray:
+    """The target's singular values: geometrically spaced from κ_Φ down to 1 (κ_Φ alone at width 1)."""
+    return np.geomspace(target_kappa, 1.0, width) if width > 1 else np.array([target_kappa])
+
+
+def input_spectrum(width: int, input_kappa: float) -> np.ndarray:
+    """Eigenvalues of the input covariance Σ: geometrically spaced from 1 down to 1/κ_x (top eigenvalue 1, so the
+    reference step is unchanged)."""
+    return np.geomspace(1.0, 1.0 / input_kappa, width) if width > 1 else np.ones(1)
+
+
+def chain_product(weights):
+    """W_L⋯W_1 of stacked weights [L, n, n] (W_1 first), as a scan: one program for any depth's shape."""
+    eye = jnp.eye(weights.shape[-1], dtype=weights.dtype)
+    product, _ = jax.lax.scan(lambda p, w: (w @ p, None), eye, weights)
+    return product
+
+
+def prefix_suffix(weights):
+    """(before, after): before[l] = W_{l−1}⋯W_1 (I for l = 1), after[l] = W_L⋯W_{l+1} (I for l = L), each [L, n, n]:
+    the products KFAC's factors are made of."""
+    eye = jnp.eye(weights.shape[-1], dtype=weights.dtype)
+    _, before = jax.lax.scan(lambda p, w: (w @ p, p), eye, weights)
+    _, after = jax.lax.scan(lambda p, w: (p @ w, p), eye, weights, reverse=True)
+    return before, after
+
+
+@dataclass(frozen=True)
+class DeepLinearSpec:
+    """Static options of a deep linear problem (module docstring). ``depth`` and ``width`` are the static axes."""
+
+    problem: str = "deep-linear"
+    depth: int = 4
+    width: int = 8
+    init_scale: float = 0.1
+    target_kappa: float = 2.0
+    target_value: float = 2.0
+    input_kappa: float = 1.0
+    target: str = "symmetric"
+    balanced: bool = False
+
+    def __post_init__(self):
+        if self.problem not in PROBLEMS:
+            raise OtodError(f"--problem {self.problem}: unknown; choose from {', '.join(PROBLEMS)}")
+        if not (isinstance(self.depth, int) and self.depth >= 1):
+            raise OtodError(f"--depth {self.depth}: depth must be an integer ≥ 1, e.g. --depth 1..12")
+        if not (isinstance(self.width, int) and self.width >= 1):
+            raise OtodError(f"--width {self.width}: width must be an integer ≥ 1, e.g. --width 8")
+        if not (self.init_scale > 0 and np.isfinite(self.init_scale)):
+            raise OtodError(f"--init-scale {self.init_scale:g}: must be a positive number, e.g. --init-scale 0.1")
+        if not (self.target_kappa >= 1 and np.isfinite(self.target_kappa)):
+            raise OtodError(f"--target-kappa {self.target_kappa:g}: the target's condition number must be ≥ 1, "
+                            "e.g. --target-kappa 2")
+        if not (self.input_kappa >= 1 and np.isfinite(self.input_kappa)):
+            raise OtodError(f"--input-kappa {self.input_kappa:g}: the input covariance's condition number must be "
+                            "≥ 1, e.g. --input-kappa 10")
+        if not (self.target_value > 0 and np.isfinite(self.target_value)):
+            raise OtodError(f"--target-value {self.target_value:g}: the chain's target y must be positive, "
+                            "e.g. --target-value 2")
+        if self.target not in TARGETS:
+            raise OtodError(f"--target {self.target}: choose from {', '.join(TARGETS)}")
+        if self.problem == "chain" and self.width != 1:
+            raise OtodError(f"--width {self.width}: the chain is scalar (width 1); use --problem deep-linear for "
+                            "matrices")
+        if self.balanced and self.problem == "residual":
+            raise OtodError("--balanced: applies to the plain parameterization (--problem deep-linear or chain)")
+
+    @property
+    def kind(self) -> str:
+        return self.problem
+
+    @property
+    def residual(self) -> bool:
+        return self.problem == "residual"
+
+    def target_singular_values(self) -> np.ndarray:
+        if self.problem == "chain":
+            return np.array([self.target_value])
+        return singular_values(self.width, self.target_kappa)
+
+    def draws(self, rng: np.random.Generator) -> dict:
+        """One seed's numbers: the target's singular vectors, the input covariance's eigenvectors, and the init's
+        Gaussian and Haar matrices (one set, shared by every init)."""
+        n, depth = self.width, self.depth
+        u = haar(rng, n)
+        v = haar(rng, n) if self.target == "general" else u
+        r = haar(rng, n)
+        gaussian = rng.standard_normal((depth, n, n))
+        orthogonal = np.stack([haar(rng, n) for _ in range(depth)])
+        return {"u": u, "v": v, "r": r, "gaussian": gaussian, "orthogonal": orthogonal}
+
+    def family(self) -> Family:
+        n, depth = self.width, self.depth
+        s = self.target_singular_values()
+        x_spectrum = input_spectrum(n, self.input_kappa)
+        residual, balanced, scale = self.residual, self.balanced, self.init_scale
+
+        def make(point, drawn):
+            dtype = drawn["u"].dtype
+            eye = jnp.eye(n, dtype=dtype)
+            phi = drawn["u"] @ jnp.diag(jnp.asarray(s, dtype)) @ drawn["v"].T
+            sigma = drawn["r"] @ jnp.diag(jnp.asarray(x_spectrum, dtype)) @ drawn["r"].T
+            g = drawn["gaussian"]
+            candidates = jnp.stack([jnp.broadcast_to(eye, g.shape), drawn["orthogonal"], g / np.sqrt(n),
+                                    scale * g / np.sqrt(n), g, jnp.zeros_like(g)])
+            code = jnp.asarray(point["init"]).astype(jnp.int32)
+            start = jnp.tensordot(jax.nn.one_hot(code, len(INITS), dtype=dtype), candidates, axes=1)
+            if balanced:
+                start = balance(start)
+            zero_loss = 0.5 * jnp.trace(phi @ sigma @ phi.T)
+            return {"phi": phi, "sigma": sigma, "start": start, "zero_loss": zero_loss,
+                    "offset": eye if residual else jnp.zeros_like(eye),
+                    "beta": jnp.asarray(point.get("beta", 0.0), dtype)}
+
+        def loss(p, params):
+            e = chain_product(p["offset"] + params) - p["phi"]
+            return 0.5 * jnp.trace(e @ p["sigma"] @ e.T)
+
+        def metric(p, params):
+            return loss(p, params) / p["zero_loss"]
+
+        s_max = float(np.max(s))
+
+        def info(p, params):
+            del params
+            dtype = p["zero_loss"].dtype
+            return {"loss_scale": p["zero_loss"],
+                    "gd_step": jnp.asarray(reference_step(depth, s_max), dtype),
+                    "kfac_step": jnp.asarray(1.0 / depth, dtype),
+                    "beta": p["beta"], "sigma": p["sigma"], "offset": p["offset"]}
+
+        floats = depth * n * n
+        return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric, info=info,
+                      provides=frozenset({"steps", "layers"}), floats_per_seed=2 * floats + 3 * n * n,
+                      floats_per_lane=8 * floats + 6 * n * n)
+
+
+def reference_step(depth: int, s_max: float) -> float:
+    """η = 1/(L·s_max^{2(L−1)/L}): the inverse of the top Hessian eigenvalue of ½‖W_L⋯W_1 − Φ‖² at the balanced
+    minimum (Saxe et al. 2014; Arora, Cohen & Hazan 2018), where every layer has singular values s^{1/L}."""
+    return 1.0 / (depth * s_max ** (2.0 * (depth - 1) / depth))
+
+
+def balance(weights):
+    """Factors with the same product as ``weights`` [L, n, n] and W_{j+1}ᵀW_{j+1} = W_jW_jᵀ: from P = UΣVᵀ,
+    W_1 = Σ^{1/L}Vᵀ, W_j = Σ^{1/L} (1 < j < L), W_L = UΣ^{1/L} (Arora, Cohen & Hazan 2018, balanced init)."""
+    depth = weights.shape[0]
+    u, sv, vt = jnp.linalg.svd(chain_product(weights))
+    root = jnp.diag(sv ** (1.0 / depth))
+    if depth == 1:
+        return (u @ jnp.diag(sv) @ vt)[None]
+    middle = jnp.broadcast_to(root, (depth - 2,) + root.shape)
+    return jnp.concatenate([(root @ vt)[None], middle, (u @ root)[None]])

@@ -1,0 +1,112 @@
+"""From user-facing option values (strings as typed, or TOML values) to depth and toy `SweepConfig`s, shared by
+the CLI and ``experiments/depth.toml``."""
+
+from __future__ import annotations
+
+import math
+
+from otod.core.errors import OtodError
+from otod.core.ranges import parse_range
+from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
+from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, LAYERS, WIDTH, depth_target, toy_target
+from otod.depth.linear import DeepLinearSpec, init_code
+from otod.depth.methods import USES_BETA, MethodOptions
+from otod.depth.toy import ToySpec
+
+
+def parse_methods(text) -> tuple[str, ...]:
+    names = text if isinstance(text, list) else [m.strip() for m in str(text).split(",")]
+    if not names or any(not n for n in names):
+        raise OtodError(f"--method {text}: give a comma list of methods, e.g. --method gd,heavy-ball")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_lr(text) -> str | float:
+    if isinstance(text, str) and text in ("theory", "tuned"):
+        return text
+    value = _float(text, "--lr", "tuned")
+    if not value > 0:
+        raise OtodError(f"--lr {text}: use theory, tuned or a positive number, e.g. --lr 0.01")
+    return value
+
+
+def _positive_int(value, option: str, example: str, minimum: int = 1) -> int:
+    try:
+        as_float = float(value)
+        number = int(as_float)
+    except (TypeError, ValueError, OverflowError):
+        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}") from None
+    if number != as_float or number < minimum:
+        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}")
+    return number
+
+
+def _float(value, option: str, example: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OtodError(f"{option} {value}: not a number, e.g. {option} {example}") from None
+    if not math.isfinite(number):
+        raise OtodError(f"{option} {value}: not a finite number, e.g. {option} {example}")
+    return number
+
+
+def parse_inits(text) -> tuple[float, ...]:
+    names = text if isinstance(text, list) else [t.strip() for t in str(text).split(",")]
+    if not names or any(not n for n in names):
+        raise OtodError(f"--init {text}: give a comma list of inits, e.g. --init identity,xavier,small")
+    return tuple(float(init_code(n)) for n in dict.fromkeys(names))
+
+
+def _betas(beta, methods) -> tuple[float, ...]:
+    if beta is None:
+        return DEFAULT_BETAS if any(m in USES_BETA for m in methods) else (0.0,)
+    return BETA.parse(beta)
+
+
+def _common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds, target):
+    grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
+    rungs = () if ladder is None else parse_range(ladder, "--ladder", what="tolerances")
+    return dict(target=target(_float(tol, "--tol", "1e-6"), rungs, _positive_int(check_every, "--check-every", "1")),
+                max_iters=None if max_iters is None else _positive_int(max_iters, "--max-iters", "20000"),
+                seeds=_positive_int(seeds, "--seeds", "8"), seed=_positive_int(seed, "--seed", "0", minimum=0),
+                lr=parse_lr(lr), lr_grid=tuple(grid), x64=x64,
+                chunk_seconds=_float(chunk_seconds, "--chunk-seconds", "5"))
+
+
+def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", problem="deep-linear", width="8",
+                              method="gd", beta=None, init_scale=0.1, target_kappa=2.0, target_value=2.0,
+                              input_kappa=1.0, target="symmetric", balanced=False, damping=1e-3, tol=1e-6,
+                              ladder=None, check_every=1, max_iters=None, seeds=8, seed=0, lr="tuned", lr_grid=None,
+                              x64=None, chunk_seconds=5.0) -> SweepConfig:
+    """The `SweepConfig` of a depth sweep from option values as a user writes them. Depth is always an axis (the
+    x of fits and figures); several widths make width one too."""
+    methods = parse_methods(method)
+    depths = DEPTH.parse(depth)
+    widths = (1.0,) if problem == "chain" and str(width) == "8" else WIDTH.parse(width)
+    axes = [("depth", depths), ("init", parse_inits(init)), ("beta", _betas(beta, methods))]
+    if len(widths) > 1:
+        axes.append(("width", widths))
+    spec = DeepLinearSpec(problem=problem, depth=int(depths[0]), width=int(widths[0]),
+                          init_scale=_float(init_scale, "--init-scale", "0.1"),
+                          target_kappa=_float(target_kappa, "--target-kappa", "2"),
+                          target_value=_float(target_value, "--target-value", "2"),
+                          input_kappa=_float(input_kappa, "--input-kappa", "10"), target=target,
+                          balanced=bool(balanced))
+    return SweepConfig(sweep="depth", axes=tuple(axes), methods=methods, problem=spec,
+                       options=MethodOptions(damping=_float(damping, "--damping", "1e-3")),
+                       **_common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds,
+                                 depth_target))
+
+
+def toy_config_from_options(*, layers="1..8", reading="per-layer", method="gd", beta=None, tol=1e-6, ladder=None,
+                            check_every=1, max_iters=None, seeds=8, seed=0, lr="tuned", lr_grid=None, x64=None,
+                            chunk_seconds=5.0) -> SweepConfig:
+    """The `SweepConfig` of a toy sweep: the number of matrices k is a static axis, β a traced one."""
+    methods = parse_methods(method)
+    ks = LAYERS.parse(layers)
+    spec = ToySpec(layers=int(ks[0]), reading=reading)
+    return SweepConfig(sweep="toy", axes=(("layers", ks), ("beta", _betas(beta, methods))), methods=methods,
+                       problem=spec,
+                       **_common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds,
+                                 toy_target))

@@ -1,0 +1,55 @@
+"""The theory's counts beside a sweep's measurements, at each point's chosen step: the table's theory columns and
+the figures' overlays read them from here."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+def step_of(records: list[dict]) -> dict:
+    """(series, axis value) → the chosen step (the same for every seed of a point)."""
+    return {(r["method"], r.get("depth", r.get("layers"))): r["learning_rate"] for r in records}
+
+
+def theory_columns(meta: dict, records: list[dict]) -> dict[str, Callable]:
+    """The theory's counts at each point's chosen step, where they apply: for gd from the identity init on a
+    whitened, symmetric deep linear problem, the end-to-end per-mode recursion (``modes``) and the gradient-flow
+    estimate (``flow``); for gd on the k = 1 per-layer toy, the quadratic's count (``theory``)."""
+    from otod.depth import theory
+    from otod.depth.linear import DeepLinearSpec
+
+    config = meta["config"]
+    tol = config["target"]["tol"]
+    steps = step_of(records)
+    p = dict(config["problem"])
+    kind = p.pop("kind")
+    if meta["sweep"] == "toy":
+        if p["reading"] != "per-layer":
+            return {}
+
+        def toy(series, k):
+            return theory.toy_quadratic_iterations(steps[(series, k)], tol) if series == "gd" and k == 1 \
+                and (series, k) in steps else None
+        return {"theory": toy}
+    spec = DeepLinearSpec(**p)
+    if not (spec.input_kappa == 1.0 and spec.target == "symmetric" and not spec.balanced) or kind == "residual":
+        return {}
+    cap = config["resolved"]["max_iters"]
+
+    def applies(series, depth):
+        return series == "gd·identity" and (series, depth) in steps
+
+    def modes(series, depth):
+        if not applies(series, depth):
+            return None
+        s = spec.target_singular_values()
+        return theory.mode_iterations(int(depth), s, steps[(series, depth)], tol, max_iters=cap)
+
+    def flow(series, depth):
+        if not applies(series, depth):
+            return None
+        s = spec.target_singular_values()
+        value = theory.flow_iterations(int(depth), s, steps[(series, depth)], tol)
+        return None if value is None else round(value, 1)
+
+    return {"modes": modes, "flow": flow}

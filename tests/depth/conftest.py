@@ -1,0 +1,3 @@
+"""Registers the depth sweeps for these tests."""
+
+import otod.depth  # noqa: F401
