@@ -451,7 +451,7 @@ def report_case(case: Case, runs: dict, rates: dict, problems: dict) -> tuple[bo
         fail |= len(bad) > len(tied)
     status = runs["engine"][0]["status"]
     needed = int(reference.sum())
-    print(f"  counts against the engine's first pass, mismatches over all repeats (of which rounding ties): "
+    print("  counts against the engine's first pass, mismatches over all repeats (of which rounding ties): "
           + ", ".join(f"{k} {v} ({ties[k]})" for k, v in mismatches.items())
           + f"; iterations min/mean/max {reference.min()}/{reference.mean():.1f}/{reference.max()}, "
           f"needed lane-iterations Σ {needed}; engine lanes not converged: {int(np.sum(status != 0))}")

@@ -5,43 +5,9 @@ Problems (`quadratic`, `kronecker`), methods (`methods`), closed-form theory (`t
 (`kind`), its options, report, figures and command. Importing this package registers it with the core.
 """
 
-import functools
+from otod.core.registry import register_lazily
 
-from otod.core.registry import Obstacle, register
-
-
-def _commands():
-    from otod.condition.commands import commands
-
-    return commands()
-
-
-def _figure_makers():
-    from otod.condition.figures import MAKERS
-
-    return MAKERS
-
-
-def _report(results, **kwargs) -> str:
-    from otod.condition.report import text_report
-
-    return text_report(results, **kwargs)
-
-
-def _figure(results, base, **kwargs) -> list:
-    from otod.condition.report import figure
-
-    return figure(results, base, **kwargs)
-
-
-@functools.lru_cache(maxsize=1)
-def _sweeps() -> tuple:
-    import dataclasses
-
-    from otod.condition.kind import CONDITION
-
-    return (dataclasses.replace(CONDITION, report=_report, figure=_figure),)
-
-
-OBSTACLE = register(Obstacle(name="condition", summary="iterations vs condition number κ on quadratics",
-                             sweeps=_sweeps, commands=_commands, figure_makers=_figure_makers))
+OBSTACLE = register_lazily(
+    "condition", "iterations vs condition number κ on quadratics", kinds=("otod.condition.kind:CONDITION",),
+    report="otod.condition.report:text_report", figure="otod.condition.report:figure",
+    commands="otod.condition.commands:commands", figure_makers="otod.condition.figures:MAKERS")

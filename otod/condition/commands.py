@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import terminal_progress, user_errors
+from otod.core.cli import echo_report, terminal_progress, user_errors
 
 
 @click.command("condition")
@@ -81,13 +81,7 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
 
     report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
                               yes=yes, pdf=pdf)
-    if as_json:
-        import json
-
-        click.echo(report.text, err=True)
-        click.echo(json.dumps(report.results.records))
-    else:
-        click.echo(report.text)
+    echo_report(report, as_json)
 
 
 def commands() -> dict[str, list]:

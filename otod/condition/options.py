@@ -6,37 +6,19 @@ Shared by the CLI and the experiment specs, so ``otod sweep condition --k 1..100
 
 from __future__ import annotations
 
-import math
 
 from otod.condition.kind import DEFAULT_METHODS, DIM, KAPPA, condition_target
 from otod.condition.kronecker import KroneckerSpec
 from otod.condition.methods import MethodOptions
 from otod.condition.quadratic import QuadraticSpec
 from otod.core.errors import OtodError
+from otod.core.options import finite_float, parse_lr, parse_methods, positive_int
 from otod.core.ranges import parse_range
 from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
 
 
-def parse_methods(text: str | list[str]) -> tuple[str, ...]:
-    names = text if isinstance(text, list) else [m.strip() for m in str(text).split(",")]
-    if not names or any(not n for n in names):
-        raise OtodError(f"--method {text}: give a comma list of methods, e.g. --method gd,heavy-ball")
-    return tuple(dict.fromkeys(names))
 
 
-def parse_lr(text: str | float) -> str | float:
-    if isinstance(text, (int, float)):
-        value = float(text)
-    elif text in ("theory", "tuned"):
-        return text
-    else:
-        try:
-            value = float(text)
-        except ValueError:
-            raise OtodError(f"--lr {text}: use theory, tuned or a positive number, e.g. --lr 0.01") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise OtodError(f"--lr {text}: a learning rate must be a positive number, e.g. --lr 0.01")
-    return value
 
 
 def parse_shape(text: str) -> tuple[int, int]:
@@ -47,25 +29,8 @@ def parse_shape(text: str) -> tuple[int, int]:
     return rows, cols
 
 
-def _positive_int(value, option: str, example: str, minimum: int = 1) -> int:
-    try:
-        as_float = float(value)
-        number = int(as_float)
-    except (TypeError, ValueError, OverflowError):
-        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}") from None
-    if number != as_float or number < minimum:
-        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}")
-    return number
 
 
-def _float(value, option: str, example: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise OtodError(f"{option} {value}: not a number, e.g. {option} {example}") from None
-    if not math.isfinite(number):
-        raise OtodError(f"{option} {value}: not a finite number, e.g. {option} {example}")
-    return number
 
 
 def sweep_config_from_options(*, k="1..100", method=",".join(DEFAULT_METHODS), problem="quadratic", dim=100,
@@ -84,20 +49,20 @@ def sweep_config_from_options(*, k="1..100", method=",".join(DEFAULT_METHODS), p
     elif problem == "kronecker":
         rows, cols = parse_shape(shape)
         spec = KroneckerSpec(rows=rows, cols=cols, spectrum=spectrum, start=start,
-                             perturbation=_float(perturbation, "--perturbation", "0.1"))
+                             perturbation=finite_float(perturbation, "--perturbation", "0.1"))
     else:
         raise OtodError(f"--problem {problem}: unknown; choose quadratic or kronecker")
     grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
     rungs = () if ladder is None else parse_range(ladder, "--ladder", what="tolerances")
     return SweepConfig(
         sweep="condition", axes=tuple(axes), methods=parse_methods(method), problem=spec,
-        target=condition_target(_float(tol, "--tol", "1e-6"), rungs,
-                                _positive_int(check_every, "--check-every", "1")),
-        max_iters=None if max_iters is None else _positive_int(max_iters, "--max-iters", "10000"),
-        seeds=_positive_int(seeds, "--seeds", "8"), seed=_positive_int(seed, "--seed", "0", minimum=0),
+        target=condition_target(finite_float(tol, "--tol", "1e-6"), rungs,
+                                positive_int(check_every, "--check-every", "1")),
+        max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "10000"),
+        seeds=positive_int(seeds, "--seeds", "8"), seed=positive_int(seed, "--seed", "0", minimum=0),
         lr=parse_lr(lr), lr_grid=tuple(grid), x64=x64,
-        options=MethodOptions(damping=_float(damping, "--damping", "1e-4")),
-        chunk_seconds=_float(chunk_seconds, "--chunk-seconds", "5"))
+        options=MethodOptions(damping=finite_float(damping, "--damping", "1e-4")),
+        chunk_seconds=finite_float(chunk_seconds, "--chunk-seconds", "5"))
 
 
 def condition_sweep(values, *, methods=DEFAULT_METHODS, problem=None, tol: float = 1e-6, ladder=(),

@@ -47,3 +47,15 @@ def terminal_progress(stream: TextIO | None = None, after: float = 2.0) -> Calla
         stream.flush()
 
     return report
+
+
+def echo_report(report, as_json: bool) -> None:
+    """Print a sweep's report: the text on stdout, or with ``as_json`` the records as JSON on stdout and the text on
+    stderr (so ``otod sweep ... --json | jq`` reads clean JSON)."""
+    if as_json:
+        import json
+
+        click.echo(report.text, err=True)
+        click.echo(json.dumps(report.results.records))
+    else:
+        click.echo(report.text)

@@ -123,7 +123,7 @@ def nan_median(a: np.ndarray) -> np.ndarray:
         return np.where(n > 0, 0.5 * (lo + hi), np.nan)
 
 
-def _slopes(logx: np.ndarray, logy: np.ndarray) -> np.ndarray:
+def slopes(logx: np.ndarray, logy: np.ndarray) -> np.ndarray:
     """Least-squares slopes along the last axis, ignoring NaN entries of logy; NaN where < 2 distinct x remain."""
     w = np.isfinite(logy)
     n = w.sum(-1)
@@ -161,7 +161,7 @@ def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch:
     use = np.isfinite(med) & ~bound & (med > 0)
     logx = np.log(x)
     logy = np.where(use, np.log(np.where(use, med, 1.0)), np.nan)
-    b = float(_slopes(logx, logy))
+    b = float(slopes(logx, logy))
     if not math.isfinite(b):
         return _Line(math.nan, math.nan, math.nan, math.nan, int(use.sum()), math.nan, False)
     a = float(np.exp(np.mean(logy[use]) - b * np.mean(logx[use])))
@@ -171,16 +171,16 @@ def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch:
     if deterministic or y.shape[1] < 2:
         return _Line(b, b, b, a, int(use.sum()), residual, deterministic)
     rng = np.random.default_rng(seed)
-    slopes = []
+    replicates = []
     big = np.where(lower, np.inf, y)
     for start in range(0, n_boot, batch):
         cols = rng.integers(0, y.shape[1], (min(batch, n_boot - start), y.shape[1]))
         boot = nan_median(big[:, cols].transpose(1, 0, 2))  # [replicate, point]
         ok = np.isfinite(boot) & (boot > 0) & use[None, :]
-        slopes.append(_slopes(logx[None, :], np.where(ok, np.log(np.where(ok, boot, 1.0)), np.nan)))
-    slopes = np.concatenate(slopes)
-    slopes = slopes[np.isfinite(slopes)]
-    low, high = (np.percentile(slopes, [2.5, 97.5]) if slopes.size else (math.nan, math.nan))
+        replicates.append(slopes(logx[None, :], np.where(ok, np.log(np.where(ok, boot, 1.0)), np.nan)))
+    boot_b = np.concatenate(replicates)
+    boot_b = boot_b[np.isfinite(boot_b)]
+    low, high = (np.percentile(boot_b, [2.5, 97.5]) if boot_b.size else (math.nan, math.nan))
     return _Line(b, float(low), float(high), a, int(use.sum()), residual, False)
 
 

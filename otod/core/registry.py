@@ -78,6 +78,41 @@ class Obstacle:
 _OBSTACLES: dict[str, Obstacle] = {}
 
 
+def _resolve(path: str) -> Any:
+    """``"package.module:name"`` → that object, importing the module now."""
+    import importlib
+
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), report: str | None = None,
+                    figure: str | None = None, commands: str | None = None,
+                    figure_makers: str | None = None) -> Obstacle:
+    """Register an obstacle whose parts are named ``"module:attribute"`` and imported on first use, so that
+    registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``report`` and ``figure``,
+    the functions the kinds report and draw with; ``commands``, a function returning ``{group: [click
+    commands]}``; ``figure_makers``, a mapping of figure makers."""
+    import dataclasses
+    import functools
+
+    def report_fn(results, **kwargs) -> str:
+        return _resolve(report)(results, **kwargs)
+
+    def figure_fn(results, base, **kwargs) -> list:
+        return _resolve(figure)(results, base, **kwargs)
+
+    attached = {**({"report": report_fn} if report else {}), **({"figure": figure_fn} if figure else {})}
+
+    @functools.lru_cache(maxsize=1)
+    def sweeps() -> tuple:
+        return tuple(dataclasses.replace(_resolve(k), **attached) for k in kinds)
+
+    return register(Obstacle(name=name, summary=summary, sweeps=sweeps,
+                             commands=(lambda: _resolve(commands)()) if commands else (lambda: {}),
+                             figure_makers=(lambda: _resolve(figure_makers)) if figure_makers else (lambda: {})))
+
+
 def register(obstacle: Obstacle) -> Obstacle:
     """Add (or replace, on re-import) an obstacle."""
     _OBSTACLES[obstacle.name] = obstacle

@@ -4,20 +4,7 @@ Importing this package registers it with the core: its commands (`otod flops`, `
 makers (`otod figures cost`).
 """
 
-from otod.core.registry import Obstacle, register
+from otod.core.registry import register_lazily
 
-
-def _commands():
-    from otod.cost.cli import commands
-
-    return commands()
-
-
-def _figure_makers():
-    from otod.cost.plots import MAKERS
-
-    return MAKERS
-
-
-OBSTACLE = register(Obstacle(name="cost", summary="FLOPs and time of one iteration (forward, backward, update)",
-                             commands=_commands, figure_makers=_figure_makers))
+OBSTACLE = register_lazily("cost", "FLOPs and time of one iteration (forward, backward, update)",
+                           commands="otod.cost.cli:commands", figure_makers="otod.cost.plots:MAKERS")

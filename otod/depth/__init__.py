@@ -9,43 +9,10 @@ Problems (`linear`: deep-linear, chain, residual; `toy`: the essay's product of 
 registers it with the core.
 """
 
-import functools
+from otod.core.registry import register_lazily
 
-from otod.core.registry import Obstacle, register
-
-
-def _commands():
-    from otod.depth.commands import commands
-
-    return commands()
-
-
-def _figure_makers():
-    from otod.depth.figures import MAKERS
-
-    return MAKERS
-
-
-def _report(results, **kwargs) -> str:
-    from otod.depth.report import text_report
-
-    return text_report(results, **kwargs)
-
-
-def _figure(results, base, **kwargs) -> list:
-    from otod.depth.report import figure
-
-    return figure(results, base, **kwargs)
-
-
-@functools.lru_cache(maxsize=1)
-def _sweeps() -> tuple:
-    import dataclasses
-
-    from otod.depth.kind import DEPTH_KIND, TOY_KIND
-
-    return tuple(dataclasses.replace(k, report=_report, figure=_figure) for k in (DEPTH_KIND, TOY_KIND))
-
-
-OBSTACLE = register(Obstacle(name="depth", summary="iterations vs depth of deep linear networks (nonlinearity)",
-                             sweeps=_sweeps, commands=_commands, figure_makers=_figure_makers))
+OBSTACLE = register_lazily(
+    "depth", "iterations vs depth of deep linear networks (nonlinearity)",
+    kinds=("otod.depth.kind:DEPTH_KIND", "otod.depth.kind:TOY_KIND"), report="otod.depth.report:text_report",
+    figure="otod.depth.report:figure", commands="otod.depth.commands:commands",
+    figure_makers="otod.depth.figures:MAKERS")

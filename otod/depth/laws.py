@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from otod.core.fit import censored_medians, iteration_matrix
+from otod.core.fit import censored_medians, iteration_matrix, slopes
 
 
 class LawFit(NamedTuple):
@@ -45,18 +45,6 @@ def _line(x: np.ndarray, logy: np.ndarray) -> tuple[float, float, float]:
     slope, intercept = np.polyfit(x, logy, 1)
     rss = float(np.sum((logy - intercept - slope * x) ** 2))
     return float(slope), float(intercept), rss
-
-
-def _slopes(x: np.ndarray, logy: np.ndarray) -> np.ndarray:
-    """Least-squares slopes along the last axis of logy [replicate, point] (NaN where < 2 finite points)."""
-    w = np.isfinite(logy)
-    n = w.sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        xm = np.where(w, x, 0).sum(-1) / n
-        ym = np.where(w, logy, 0).sum(-1) / n
-        dx = np.where(w, x - xm[..., None], 0)
-        slope = (dx * np.where(w, logy - ym[..., None], 0)).sum(-1) / (dx * dx).sum(-1)
-    return np.where(n >= 2, slope, np.nan)
 
 
 def aic(rss: float, n: int, k: int = 2) -> float:
@@ -99,7 +87,7 @@ def fit_laws(records: list[dict], axis: str, *, n_boot: int = 1000, seed: int = 
                 warnings.simplefilter("ignore", RuntimeWarning)
                 boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
             logb = np.where(np.isfinite(boot) & (boot > 0), np.log(np.where(boot > 0, boot, 1.0)), np.nan)
-            bs, cs = _slopes(np.log(x)[None, :], logb), _slopes(x[None, :], logb)
+            bs, cs = slopes(np.log(x)[None, :], logb), slopes(x[None, :], logb)
             bs, cs = bs[np.isfinite(bs)], cs[np.isfinite(cs)]
             if bs.size:
                 b_ci = tuple(float(v) for v in np.percentile(bs, [2.5, 97.5]))

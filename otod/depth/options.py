@@ -3,9 +3,9 @@ the CLI and ``experiments/depth.toml``."""
 
 from __future__ import annotations
 
-import math
 
 from otod.core.errors import OtodError
+from otod.core.options import finite_float, parse_lr, parse_methods, positive_int
 from otod.core.ranges import parse_range
 from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
 from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, LAYERS, WIDTH, depth_target, toy_target
@@ -14,41 +14,12 @@ from otod.depth.methods import USES_BETA, MethodOptions
 from otod.depth.toy import ToySpec
 
 
-def parse_methods(text) -> tuple[str, ...]:
-    names = text if isinstance(text, list) else [m.strip() for m in str(text).split(",")]
-    if not names or any(not n for n in names):
-        raise OtodError(f"--method {text}: give a comma list of methods, e.g. --method gd,heavy-ball")
-    return tuple(dict.fromkeys(names))
 
 
-def parse_lr(text) -> str | float:
-    if isinstance(text, str) and text in ("theory", "tuned"):
-        return text
-    value = _float(text, "--lr", "tuned")
-    if not value > 0:
-        raise OtodError(f"--lr {text}: use theory, tuned or a positive number, e.g. --lr 0.01")
-    return value
 
 
-def _positive_int(value, option: str, example: str, minimum: int = 1) -> int:
-    try:
-        as_float = float(value)
-        number = int(as_float)
-    except (TypeError, ValueError, OverflowError):
-        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}") from None
-    if number != as_float or number < minimum:
-        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}")
-    return number
 
 
-def _float(value, option: str, example: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise OtodError(f"{option} {value}: not a number, e.g. {option} {example}") from None
-    if not math.isfinite(number):
-        raise OtodError(f"{option} {value}: not a finite number, e.g. {option} {example}")
-    return number
 
 
 def parse_inits(text) -> tuple[float, ...]:
@@ -67,11 +38,11 @@ def _betas(beta, methods) -> tuple[float, ...]:
 def _common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds, target):
     grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
     rungs = () if ladder is None else parse_range(ladder, "--ladder", what="tolerances")
-    return dict(target=target(_float(tol, "--tol", "1e-6"), rungs, _positive_int(check_every, "--check-every", "1")),
-                max_iters=None if max_iters is None else _positive_int(max_iters, "--max-iters", "20000"),
-                seeds=_positive_int(seeds, "--seeds", "8"), seed=_positive_int(seed, "--seed", "0", minimum=0),
+    return dict(target=target(finite_float(tol, "--tol", "1e-6"), rungs, positive_int(check_every, "--check-every", "1")),
+                max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "20000"),
+                seeds=positive_int(seeds, "--seeds", "8"), seed=positive_int(seed, "--seed", "0", minimum=0),
                 lr=parse_lr(lr), lr_grid=tuple(grid), x64=x64,
-                chunk_seconds=_float(chunk_seconds, "--chunk-seconds", "5"))
+                chunk_seconds=finite_float(chunk_seconds, "--chunk-seconds", "5"))
 
 
 def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", problem="deep-linear", width="8",
@@ -88,13 +59,13 @@ def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", pr
     if len(widths) > 1:
         axes.append(("width", widths))
     spec = DeepLinearSpec(problem=problem, depth=int(depths[0]), width=int(widths[0]),
-                          init_scale=_float(init_scale, "--init-scale", "0.1"),
-                          target_kappa=_float(target_kappa, "--target-kappa", "2"),
-                          target_value=_float(target_value, "--target-value", "2"),
-                          input_kappa=_float(input_kappa, "--input-kappa", "10"), target=target,
+                          init_scale=finite_float(init_scale, "--init-scale", "0.1"),
+                          target_kappa=finite_float(target_kappa, "--target-kappa", "2"),
+                          target_value=finite_float(target_value, "--target-value", "2"),
+                          input_kappa=finite_float(input_kappa, "--input-kappa", "10"), target=target,
                           balanced=bool(balanced))
     return SweepConfig(sweep="depth", axes=tuple(axes), methods=methods, problem=spec,
-                       options=MethodOptions(damping=_float(damping, "--damping", "1e-3")),
+                       options=MethodOptions(damping=finite_float(damping, "--damping", "1e-3")),
                        **_common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds,
                                  depth_target))
 

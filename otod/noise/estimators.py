@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from otod.condition.options import _float, _positive_int
+from otod.core.options import finite_float, positive_int
 from otod.core.errors import OtodError
 from otod.noise import theory
 
@@ -34,16 +34,16 @@ def parse_scale_options(*, dim, pairs, decay, lr, batch, steps, seeds, seed) -> 
         pair_list.append((small, big))
     decays = []
     for item in str(decay).split(","):
-        g = _float(item, "--decay", "0.9")
+        g = finite_float(item, "--decay", "0.9")
         if not 0.0 <= g < 1.0:
             raise OtodError(f"--decay {item}: an EMA decay lies in [0, 1), e.g. --decay 0.9")
         decays.append(g)
-    lr = _float(lr, "--lr", "0.05")
+    lr = finite_float(lr, "--lr", "0.05")
     if not lr > 0:
         raise OtodError(f"--lr {lr:g}: a learning rate must be positive, e.g. --lr 0.05")
-    return {"dim": _positive_int(dim, "--dim", "1000"), "pairs": pair_list, "decays": decays, "lr": lr,
-            "batch": _positive_int(batch, "--batch", "32"), "steps": _positive_int(steps, "--steps", "400"),
-            "seeds": _positive_int(seeds, "--seeds", "64"), "seed": _positive_int(seed, "--seed", "0", minimum=0)}
+    return {"dim": positive_int(dim, "--dim", "1000"), "pairs": pair_list, "decays": decays, "lr": lr,
+            "batch": positive_int(batch, "--batch", "32"), "steps": positive_int(steps, "--steps", "400"),
+            "seeds": positive_int(seeds, "--seeds", "64"), "seed": positive_int(seed, "--seed", "0", minimum=0)}
 
 
 def two_batch_draw(rng, G, c, b_small: int, b_big: int, shape=()):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from otod.condition.options import _float, _positive_int, parse_methods
+from otod.core.options import finite_float, parse_methods, positive_int
 from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
 from otod.core.stopping import Target
@@ -36,13 +36,13 @@ def problem_spec(problem: str, dim: int, *, noise_spectrum="hessian", noise=None
     if problem == "nqm":
         return NQMSpec(dim=dim, noise=noise_spectrum)
     if problem == "isotropic":
-        return IsotropicSpec(dim=dim, sigma=_float(1.0 if noise is None else noise, "--noise", "1"))
+        return IsotropicSpec(dim=dim, sigma=finite_float(1.0 if noise is None else noise, "--noise", "1"))
     if problem == "regression":
-        return RegressionSpec(examples=_positive_int(examples, "--examples", "1024"), dim=dim,
-                              kappa=_float(kappa, "--kappa", "10"),
-                              label_noise=_float(label_noise, "--label-noise", "0.5"))
+        return RegressionSpec(examples=positive_int(examples, "--examples", "1024"), dim=dim,
+                              kappa=finite_float(kappa, "--kappa", "10"),
+                              label_noise=finite_float(label_noise, "--label-noise", "0.5"))
     if problem == "rosenbrock":
-        return RosenbrockSpec(noise=_float(0.0 if noise is None else noise, "--noise", "0.1"))
+        return RosenbrockSpec(noise=finite_float(0.0 if noise is None else noise, "--noise", "0.1"))
     raise OtodError(f"--problem {problem}: unknown; choose nqm, isotropic, regression or rosenbrock")
 
 
@@ -60,7 +60,7 @@ def parse_mode(mode: str | None, problem: str) -> str:
 def _lr(lr):
     if lr in ("tuned", "theory"):
         return lr
-    value = _float(lr, "--lr", "0.01")
+    value = finite_float(lr, "--lr", "0.01")
     if not value > 0:
         raise OtodError(f"--lr {lr}: a learning rate must be a positive number, e.g. --lr 0.01")
     return value
@@ -78,18 +78,18 @@ def _common(method, target, max_iters, seeds, seed, lr, lr_grid, schedule, x64, 
         if "adam" in methods:
             raise OtodError("--method adam: no exact recursion for adam; use --mode simulate")
     grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
-    tol = _float(target, "--target", "0.01")
+    tol = finite_float(target, "--target", "0.01")
     if not (tol > 0 and math.isfinite(tol)):
         raise OtodError(f"--target {target}: a target loss must be a positive number, e.g. --target 0.01")
     NoiseOptions(schedule=schedule)  # an unknown schedule is refused before anything else is built
     provisional = SweepConfig(sweep=sweep, axes=tuple(axes), problem=spec, methods=methods,
                               target=Target(tol, kind="absolute"),
                               max_iters=(EXACT_MAX_ITERS if mode == "exact" else None) if max_iters is None
-                              else _positive_int(max_iters, "--max-iters", "100000"),
-                              seeds=1 if mode == "exact" else _positive_int(seeds, "--seeds", "8"),
-                              seed=_positive_int(seed, "--seed", "0", minimum=0), lr=_lr(lr), lr_grid=tuple(grid),
+                              else positive_int(max_iters, "--max-iters", "100000"),
+                              seeds=1 if mode == "exact" else positive_int(seeds, "--seeds", "8"),
+                              seed=positive_int(seed, "--seed", "0", minimum=0), lr=_lr(lr), lr_grid=tuple(grid),
                               x64=x64, options=NoiseOptions(schedule=schedule),
-                              chunk_seconds=_float(chunk_seconds, "--chunk-seconds", "5"))
+                              chunk_seconds=finite_float(chunk_seconds, "--chunk-seconds", "5"))
     import dataclasses
 
     # the schedule's horizon is the run's cap: a cosine reaches 0 where the run would be censored
@@ -127,7 +127,7 @@ def parse_rules(text: str) -> list[tuple[str, float]]:
         if name not in ("fixed", "proportional") or not value:
             raise OtodError(f"--batch-rule {item}: write fixed:B or proportional:R, e.g. "
                             "--batch-rule fixed:32,proportional:0.1")
-        number = _float(value, "--batch-rule", "fixed:32")
+        number = finite_float(value, "--batch-rule", "fixed:32")
         if not number > 0 or (name == "fixed" and (number < 1 or number != int(number))):
             raise OtodError(f"--batch-rule {item}: a fixed batch is a whole number ≥ 1 and a ratio is positive, "
                             "e.g. --batch-rule fixed:32,proportional:0.1")

@@ -1,4 +1,5 @@
-"""The layout the brief promises: the core imports no obstacle, and no module imports another in a cycle."""
+"""The layout the brief promises: the core imports no obstacle, no obstacle imports another, and no module imports
+another in a cycle."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ def test_core_imports_no_obstacle():
     offenders = {module_name(p): sorted(i for i in imports_of(p) if i.startswith(OBSTACLES))
                  for p in (ROOT / "core").glob("*.py")}
     assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_no_obstacle_imports_another():
+    """Each obstacle stands on the core alone, so it can be read (and removed) in one folder."""
+    offenders = {}
+    for package in OBSTACLES:
+        for p in (ROOT / package.split(".")[1]).glob("*.py"):
+            others = sorted(i for i in imports_of(p) if i.startswith(OBSTACLES) and not i.startswith(package))
+            if others:
+                offenders[module_name(p)] = others
+    assert offenders == {}
 
 
 def test_no_import_cycles_between_modules():

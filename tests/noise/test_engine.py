@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from otod.core.engine import iterations_to_target
 from otod.core.stopping import Status, Target
