@@ -341,7 +341,7 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                          method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
                          block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
-                         active=None, devices: int | None = None, compile_only: bool = False) -> Solution | None:
+                         active=None, devices: int | None = None) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
@@ -350,8 +350,7 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     ``active`` entry is False only fill the compiled shape: they start stopped (status PADDING). Blocks are shared
     among ``devices`` local devices (default: all of them; on a CPU, `otod.core.devices` makes one per core).
     Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target,
-    lane count, dtype); with ``compile_only`` it compiles (into JAX's cache, so the run that follows does not) and
-    returns None: the sweep compiles its programs side by side this way, XLA releasing the GIL as it compiles.
+    lane count, dtype).
     """
     members = tuple(members)
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
@@ -391,9 +390,6 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
               pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), np.int32(seed),
               np.asarray(target.ladder, dtype), np.int32(max_iters),
               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
-    if compile_only:
-        _grid.lower(*static, *arrays).compile()
-        return None
     *per_lane, trips = _grid(*static, *arrays)
     executed = int(np.asarray(trips, np.int64).sum()) * points_per_block * per_point
     return Solution(*(np.asarray(a)[:n] for a in per_lane), lane_iterations=executed)

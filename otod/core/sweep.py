@@ -397,30 +397,6 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     return rows
 
 
-#: Compile programs side by side only for sweeps predicted to run shorter than this: there the compiles are
-#: most of the wait, while for long sweeps they are not, and parallel compiles raise peak memory (~90 MB more on a
-#: 51 200-lane sweep: XLA's compiler working on two programs at once).
-COMPILE_AHEAD_SECONDS = 30.0
-
-
-def compile_ahead(solve: Callable, chunks: list[Chunk]) -> None:
-    """Compile the programs the chunks need, side by side, before any runs: one thread per distinct program and
-    shape (XLA releases the GIL while it compiles, so two programs take about the time of one on two cores).
-    ``solve(chunk, compile_only=True)`` compiles a chunk's program into JAX's cache."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    firsts = {}
-    for c in chunks:
-        firsts.setdefault((c.static_index, c.program, len(c.point_indices), c.block_points), c)
-    if len(firsts) < 2:
-        return
-    from otod.core.devices import cores
-
-    with ThreadPoolExecutor(max_workers=min(len(firsts), cores())) as pool:
-        for future in [pool.submit(solve, c, True) for c in firsts.values()]:
-            future.result()
-
-
 def lane_work(chunks: list[dict]) -> dict:
     """Lane-iterations executed by the while loops (every lane of a block runs until the block's slowest lane
     stops) against those the lanes needed (their own counts): ``ratio`` 1 means no lane waited. Chunks journalled
@@ -472,11 +448,10 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
         kind = config.kind
         dtype = np.float64 if config.resolved_x64 else np.float32
 
-        def solve(chunk: Chunk, compile_only: bool = False):
+        def solve(chunk: Chunk):
             spec = config.spec_at(statics[chunk.static_index])
-            if not compile_only:  # runs go static point by static point: keep one point's draws
-                for other in [s for s in draws_cache if s != spec]:
-                    del draws_cache[other]
+            for other in [s for s in draws_cache if s != spec]:  # keep one static point's draws
+                del draws_cache[other]
             if spec not in draws_cache:
                 draws_cache[spec] = seed_draws(spec, config.seed, config.seeds, dtype)
             idx, axis_values, seed_idx, lrs = _lanes(config, points, chunk)
@@ -489,13 +464,10 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     target=config.target, max_iters=config.resolved_max_iters, relative_lr=config.relative_lr,
                     options=config.options, group=group, draws=draws_cache[spec],
                     block_lanes=chunk.block_points * group[0] * group[1],
-                    active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1],
-                    compile_only=compile_only)
+                    active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1])
 
         with count_compilations() as compiles, deferred_interrupt() as stop:
             pending = [c for c in chunks if c.key not in done]
-            if guess.seconds < COMPILE_AHEAD_SECONDS:
-                compile_ahead(solve, pending)
             for chunk in pending:
                 t0 = time.perf_counter()
                 idx, solution = solve(chunk)
