@@ -13,6 +13,7 @@ from otod.core import results as results_io
 from otod.core.errors import OtodError
 from otod.core.sweep import SweepConfig
 from otod.noise import theory
+from otod.noise.kind import record_fields
 from otod.noise.methods import power_of, theory_name
 
 USES_BETA = ("heavy-ball", "ema")
@@ -60,7 +61,8 @@ def exact_records(config: SweepConfig) -> list[dict]:
                                "beta": float(beta), "method": name, "seed": 0,
                                "lr_multiplier": float(multipliers[j]) if config.relative_lr else None,
                                "learning_rate": float(lr), "iterations": hit if hit >= 0 else cap,
-                               "status": status, "final_loss": None, "hits": [hit if hit >= 0 else None]}
+                               "status": status, "final_loss": None, "hits": [hit if hit >= 0 else None],
+                               **record_fields(config, "exact")}
                         if "batch_ratio" in axes:
                             row["batch_ratio"] = float(axes["batch_ratio"][0])
                         records.append(row)

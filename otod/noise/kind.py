@@ -80,10 +80,16 @@ def _x64(config) -> bool:
     return False
 
 
+def record_fields(config, mode: str = "simulate") -> dict:
+    """What every record of a noise sweep carries by name besides its axes: the schedule and the path."""
+    return {"schedule": config.options.schedule, "mode": mode}
+
+
 NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,
-                  max_iters=max_iters, x64=_x64, validate=validate)
+                  max_iters=max_iters, x64=_x64, validate=validate, record_fields=record_fields)
 PARAMS = SweepKind(name="params", axes=(PARAMS_DIM, BATCH, BATCH_RATIO, BETA), methods=METHODS, problems=PROBLEMS,
-                   options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate)
+                   options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate,
+                   record_fields=record_fields)
 
 
 def round_integers(values) -> tuple[float, ...]:

@@ -44,3 +44,19 @@ def test_an_exact_noise_sweep_prints_its_table_and_records_carry_the_named_field
     records = json.loads(path.read_text())["records"]
     assert {"batch", "dim", "method", "beta", "learning_rate"} <= set(records[0])
     assert {r["beta"] for r in records if r["method"] == "heavy-ball"} == {0.5, 0.9}
+
+
+def test_records_carry_the_schedule_and_the_path_by_name(tmp_path):
+    """A reader of the bare JSON sees every record's schedule and mode (exact or simulate) by name, on both
+    paths."""
+    import json
+
+    from otod.noise.options import noise_config
+    from otod.noise.runner import run
+
+    for mode, schedule in (("exact", "constant"), ("simulate", "cosine")):
+        config, mode = noise_config(batch="1,4", method="sgd", mode=mode, dim=20, seeds=2, schedule=schedule,
+                                    target="0.5", lr="1")
+        path = run(config, mode, out=str(tmp_path / mode)).path
+        records = json.loads(path.read_text())["records"]
+        assert records and {(r["schedule"], r["mode"]) for r in records} == {(schedule, mode)}
