@@ -139,8 +139,31 @@ def figures_command(groups, out):
                  log=lambda line: click.echo(line))
 
 
+@main.command("merge")
+@click.argument("parts", nargs=-1, required=True)
+@click.option("--out", default=None, type=click.Path(dir_okay=False),
+              help="The results file to write. Default: the parts' name less .part-I-of-N. E.g. --out merged.json")
+@user_errors
+def merge_command(parts, out):
+    """Join the part files of a distributed sweep (copied together from several hosts) into its results file.
+
+    Parts of different sweep configs are refused (by the hash of their config), and so is a set of parts that
+    misses a chunk: rerun the sweep command to finish it. The parts are left in place.
+
+    \b
+    Examples:
+      otod merge results/condition-1a2b3c4d5e.json.part-*
+      otod merge host0/x.json.part-0-of-2 host1/x.json.part-1-of-2 --out x.json
+    """
+    from otod.core.sweep import merge
+
+    results = merge(list(parts), out)
+    click.echo(f"{results.path}: {results.meta['record_count']} records from {len(parts)} part files")
+
+
 def _register_obstacle_commands() -> None:
     """Attach every registered obstacle's commands: to `sweep` or to the top level."""
+    from otod.core.cli import with_distributed_options
     from otod.core.registry import obstacles
     from otod.obstacles import load_all
 
@@ -149,7 +172,7 @@ def _register_obstacle_commands() -> None:
     for obstacle in obstacles():
         for group, commands in obstacle.commands().items():
             for command in commands:
-                groups[group].add_command(command)
+                groups[group].add_command(with_distributed_options(command) if group == "sweep" else command)
 
 
 _register_obstacle_commands()

@@ -9,7 +9,7 @@ from typing import Callable, TextIO
 
 import click
 
-from otod.core.errors import Interrupted, OtodError
+from otod.core.errors import Interrupted, OtodError, ShareDone
 
 
 def user_errors(fn):
@@ -26,6 +26,8 @@ def user_errors(fn):
         except Interrupted as e:
             click.echo(f"otod: {e}", err=True)
             sys.exit(130)
+        except ShareDone as e:
+            click.echo(f"otod: {e}", err=True)
 
     return wrapper
 
@@ -59,3 +61,43 @@ def echo_report(report, as_json: bool) -> None:
         click.echo(json.dumps(report.results.records))
     else:
         click.echo(report.text)
+
+
+def with_distributed_options(command: click.Command) -> click.Command:
+    """Give a sweep command ``--distributed`` (with ``--coordinator HOST:PORT --num-processes N --process-id I``,
+    or none of them to read the cluster environment): the process joins JAX's distributed runtime before the
+    command runs, and `otod.core.sweep.run_sweep` then runs this process's share. Added to every command of the
+    ``sweep`` group, so each obstacle's command gets them without declaring them."""
+    if any(p.name == "distributed" for p in command.params):
+        return command
+    callback = command.callback
+    command.params += [
+        click.Option(["--distributed"], is_flag=True,
+                     help="Share the sweep among processes on one or many hosts (jax.distributed); each writes a "
+                          "part file and process 0 merges them. E.g. --distributed"),
+        click.Option(["--coordinator"], default=None,
+                     help="HOST:PORT of process 0, for --distributed outside a cluster manager. "
+                          "E.g. --coordinator node0:12345"),
+        click.Option(["--num-processes"], type=int, default=None,
+                     help="How many processes share the sweep (--distributed). E.g. --num-processes 2"),
+        click.Option(["--process-id"], type=int, default=None,
+                     help="This process's index, 0 to N−1 (--distributed). E.g. --process-id 0"),
+    ]
+
+    @functools.wraps(callback)
+    def run(*args, distributed, coordinator, num_processes, process_id, **kwargs):
+        if distributed:
+            from otod.core.distributed import JOIN_SECONDS, check_options, initialize
+
+            check_options(coordinator, num_processes, process_id)
+            if coordinator:
+                click.echo(f"otod: process {process_id} of {num_processes} joining the coordinator at "
+                           f"{coordinator} (waits up to {JOIN_SECONDS} s for every process)", err=True)
+            initialize(coordinator, num_processes, process_id)
+        elif any(v is not None for v in (coordinator, num_processes, process_id)):
+            raise OtodError("--coordinator, --num-processes and --process-id belong to a --distributed run; add "
+                            "--distributed")
+        return callback(*args, **kwargs)
+
+    command.callback = user_errors(run)
+    return command

@@ -17,3 +17,13 @@ class Interrupted(Exception):
         self.path, self.lanes_saved, self.lanes_total = path, lanes_saved, lanes_total
         super().__init__(f"interrupted: {lanes_saved} of {lanes_total} lanes are saved in the journal of {path}; "
                          "the same command resumes the sweep")
+
+
+class ShareDone(Exception):
+    """A process other than 0 of a distributed sweep has run its share, and process 0 has merged every part into
+    the results file: nothing is wrong, and this process has no results of its own to report."""
+
+    def __init__(self, path, index: int, count: int, chunks: int, lanes: int):
+        self.path, self.index, self.count = path, index, count
+        super().__init__(f"process {index} of {count}: ran {chunks} chunks ({lanes} lanes) of its share; process 0 "
+                         f"wrote {path}")

@@ -125,14 +125,18 @@ def sweep_header(results, tol: float | None = None) -> str:
     env = meta["environment"]
     devices = env.get("device_count", 1)
     where = f"{env['device']}" + (f" ×{devices}" if devices > 1 else "")
+    if meta.get("processes", 1) > 1:
+        where += f" in {meta['processes']} processes"
     work = meta.get("lane_iterations") or {}
     waste = f", {work['ratio']:.2f} lane-iterations run per one needed" if work.get("ratio") else ""
     at = f", at tol {tol:g}" if tol is not None and tol != meta["config"]["target"]["tol"] else ""
     status = ""
     if meta.get("read_back"):
         status += "  (read back from the finished results file: nothing recomputed)"
-    if meta.get("resumed_chunks"):
+    if meta.get("merged_from"):
+        status += f"  (merged from {len(meta['merged_from'])} part files)"
+    elif meta.get("resumed_chunks"):
         status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
     return (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "
-            f"{meta['compile_count']} compilations ({meta['compile_time_s']:.1f} s), "
-            f"wall {meta['wall_time_s']:.1f} s on {where}{waste}{at}{status}")
+            f"{meta['compile_count']} compilations ({meta.get('compile_time_s', 0.0):.1f} s), "
+            f"wall {meta.get('wall_time_s', meta.get('run_time_s', 0.0)):.1f} s on {where}{waste}{at}{status}")

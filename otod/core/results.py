@@ -31,6 +31,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -117,6 +118,7 @@ def environment() -> dict[str, Any]:
         "backend": jax.default_backend(),
         "device": getattr(device, "device_kind", str(device)),
         "device_count": jax.device_count(),
+        "process_count": jax.process_count(),
         "cpu": cpu_model(),
         "utc_time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
@@ -253,15 +255,31 @@ def _migrate_v1(path: Path, payload: dict) -> dict:
 
 
 def journal_path(path: Path) -> Path:
+    """The journal of a sweep run by one process: ``<file>.partial``."""
     return path.with_name(path.name + ".partial")
 
 
-def read_journal(path: Path, expected_digest: str) -> tuple[dict | None, list[dict]]:
-    """(header, finished chunks) of the journal beside ``path``, or (None, []) when there is none.
+def part_path(path: Path, index: int, count: int) -> Path:
+    """The journal of process ``index`` of ``count`` in a distributed sweep: ``<file>.part-<index>-of-<count>``.
+    It is a journal like ``<file>.partial`` (header, then one line per finished chunk), and so a *part file*:
+    `otod merge` joins part files copied from several hosts."""
+    return path.with_name(f"{path.name}.part-{index}-of-{count}")
 
-    A last line cut short (a kill during the write) is dropped and cut from the file; any other damage, a
-    checksum or lane-count mismatch, or a journal of another config raises `OtodError` naming the journal."""
-    jpath = journal_path(path)
+
+def journals(path: Path) -> list[Path]:
+    """Every journal beside ``path`` (``.partial`` and any ``.part-I-of-N``), in name order."""
+    pattern = re.compile(re.escape(path.name) + r"\.part-\d+-of-\d+")
+    names = sorted(p for p in path.parent.iterdir() if pattern.fullmatch(p.name)) if path.parent.is_dir() else []
+    return [p for p in [journal_path(path), *names] if p.is_file()]
+
+
+def read_journal(jpath: Path, expected_digest: str | None, repair: bool = True) -> tuple[dict | None, list[dict]]:
+    """(header, finished chunks) of the journal ``jpath``, or (None, []) when there is none.
+
+    A last line cut short (a kill during the write) is dropped, and with ``repair`` cut from the file (only the
+    journal's own writer repairs: another process's journal may be mid-write). Any other damage, a checksum or
+    lane-count mismatch, or a journal of another config (``expected_digest``; None accepts any) raises `OtodError`
+    naming the journal."""
     if not jpath.exists():
         return None, []
     raw = jpath.read_bytes()
@@ -276,15 +294,16 @@ def read_journal(path: Path, expected_digest: str) -> tuple[dict | None, list[di
         except json.JSONDecodeError:
             last = i == len(lines) - 1 and not raw.endswith(b"\n")
             if last:
-                with open(jpath, "r+b") as f:
-                    f.truncate(complete_end)
+                if repair:
+                    with open(jpath, "r+b") as f:
+                        f.truncate(complete_end)
                 break
             raise OtodError(f"results journal {jpath}: line {i + 1} is damaged; it is not trusted or overwritten: "
                             "move it away (or delete it) to run the sweep again") from None
     if not entries or entries[0].get("format") != JOURNAL_FORMAT:
         raise OtodError(f"results journal {jpath}: not an otod journal; move it away (or delete it) to start over")
     header, chunks = entries[0], entries[1:]
-    if header.get("digest") != expected_digest:
+    if expected_digest is not None and header.get("digest") != expected_digest:
         raise OtodError(f"results journal {jpath}: belongs to another sweep config (digest {header.get('digest')}"
                         f", expected {expected_digest}); move it away to run this one")
     for i, chunk in enumerate(chunks):
@@ -295,17 +314,18 @@ def read_journal(path: Path, expected_digest: str) -> tuple[dict | None, list[di
     return header, chunks
 
 
-def start_journal(path: Path, header: dict) -> None:
-    write_atomic(journal_path(path), json.dumps(jsonable({"format": JOURNAL_FORMAT, **header}),
-                                                separators=(",", ":"), allow_nan=False) + "\n")
+def start_journal(jpath: Path, header: dict) -> None:
+    write_atomic(jpath, json.dumps(jsonable({"format": JOURNAL_FORMAT, **header}), separators=(",", ":"),
+                                   allow_nan=False) + "\n")
 
 
-def append_chunk(path: Path, key: str, records: list[dict], extra: dict | None = None) -> dict:
-    """Append one finished chunk to the journal and fsync; return its metadata entry (key, lanes, sha256)."""
+def append_chunk(jpath: Path, key: str, records: list[dict], extra: dict | None = None) -> dict:
+    """Append one finished chunk to the journal ``jpath`` and fsync; return its metadata entry (key, lanes,
+    sha256)."""
     entry = {"key": key, "lanes": len(records), "sha256": records_checksum(records)}
     line = json.dumps(jsonable({**entry, **(extra or {}), "records": records}), separators=(",", ":"),
                       allow_nan=False)
-    with open(journal_path(path), "a") as f:
+    with open(jpath, "a") as f:
         f.write(line + "\n")
         f.flush()
         os.fsync(f.fileno())

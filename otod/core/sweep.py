@@ -14,10 +14,13 @@ the journal; a finished file is read back instead of recomputed; a damaged file 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
 import math
+import platform
+import re
 import signal
 import threading
 import time
@@ -29,7 +32,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from otod.core import results as results_io
-from otod.core.errors import Interrupted, OtodError
+from otod.core.errors import Interrupted, OtodError, ShareDone
 from otod.core.methods import check_admits, lookup, programs
 from otod.core.registry import SweepKind, sweep_kind
 from otod.core.stopping import STATUS_NAMES, Status, Target
@@ -408,9 +411,43 @@ def lane_work(chunks: list[dict]) -> dict:
     return {"executed": executed, "needed": needed, "ratio": executed / needed if needed else None}
 
 
+def chunk_seconds_predicted(config: SweepConfig, chunk: Chunk, points: list[dict], spec) -> float:
+    """A chunk's predicted seconds (its points' theory counts × lanes × a lane-iteration's time): what the
+    processes of a distributed sweep balance."""
+    name = chunk.program[chunk.method_index]
+    lanes = config.seeds * len(config.rates_for(name))
+    its = sum(predicted_iterations(config, points[i], name) for i in chunk.point_indices[:chunk.n_points])
+    return its * lanes * lane_seconds(spec)
+
+
+def share_of(config: SweepConfig, chunks: list[Chunk], index: int, count: int) -> list[Chunk]:
+    """The chunks process ``index`` of ``count`` runs: `otod.core.distributed.share` of the whole plan by
+    predicted cost. It depends on the plan alone, not on what is done, so a rerun gives each process the same
+    share and it finishes only its missing chunks."""
+    from otod.core.distributed import share
+
+    if count == 1:
+        return list(chunks)
+    points, specs = config.traced_points(), config.specs()
+    owner = share([chunk_seconds_predicted(config, c, points, specs[c.static_index]) for c in chunks], count)
+    return [c for c, p in zip(chunks, owner) if p == index]
+
+
+def finished_chunks(path: Path, digest: str, own: Path | None = None) -> dict[str, dict]:
+    """Every finished chunk of the sweep ``digest`` in the journals beside ``path`` (``.partial`` and the part
+    files of distributed runs), by key. Only ``own`` (this process's journal) is repaired after a kill; the
+    others are read as they are, since their writers may be running."""
+    done = {}
+    for jpath in results_io.journals(path):
+        _, chunks = results_io.read_journal(jpath, digest, repair=jpath == own)
+        done.update({c["key"]: c for c in chunks})
+    return done
+
+
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
               progress: Callable[[dict], None] | None = None, yes: bool = False,
-              extra_meta: Callable[[], dict] | None = None) -> results_io.Results:
+              extra_meta: Callable[[], dict] | None = None,
+              processes: tuple[int, int] | None = None) -> results_io.Results:
     """Run, resume or read back a sweep; return its `Results`.
 
     ``progress`` receives a dict after each chunk (lanes done and total, seconds so far, predicted seconds left).
@@ -418,16 +455,28 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     a file of another config, or a damaged one, is refused. Ctrl-C raises `Interrupted` once the running chunk is
     saved. ``extra_meta()`` is called once the last chunk is in, and its entries join the metadata, so the
     results file is written once.
+
+    Distributed (``processes`` = (index, count), by default JAX's own after ``jax.distributed.initialize``):
+    process ``index`` runs its `share_of` the plan into its part file ``<file>.part-<index>-of-<count>``, then
+    every process meets at a barrier and process 0 merges the parts into the results file; the others raise
+    `ShareDone` once it has. A process that dies loses only its chunk in flight: the same command finishes the
+    missing chunks of every share (a one-process run finishes them too, reading the parts).
     """
     import jax
 
     from otod.core.compilation_cache import count_compilations
+    from otod.core.distributed import barrier
+    from otod.core.distributed import processes as jax_processes
     from otod.core.engine import iterations_to_target, seed_draws
 
     path = Path(path) if path is not None else default_path(config, out_dir)
     digest = config.digest()
+    index, count = processes if processes is not None else jax_processes()
+    own = results_io.journal_path(path) if count == 1 else results_io.part_path(path, index, count)
     started = time.perf_counter()
-    with results_io.lock(path):
+    with contextlib.ExitStack() as held:
+        for locked in ([path] if index == 0 else []) + ([own] if count > 1 else []):
+            held.enter_context(results_io.lock(locked))
         if path.exists():
             existing = results_io.load(path)
             if existing.meta.get("digest") != digest:
@@ -435,16 +484,20 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                                 f"this one is {digest}); choose another --out or move it away")
             return dataclasses.replace(existing, meta={**existing.meta, "read_back": True})
         guess = check_estimate(config, yes)
-        header, finished = results_io.read_journal(path, digest)
+        header, _ = results_io.read_journal(own, digest)
         if header is None:
-            results_io.start_journal(path, {"digest": digest, "config": config.to_dict()})
-        done = {c["key"]: c for c in finished}
+            results_io.start_journal(own, {"digest": digest, "config": config.to_dict(), "process": index,
+                                           "processes": count, "host": platform.node()})
+        done = finished_chunks(path, digest, own)
         chunks = plan(config)
+        mine = share_of(config, chunks, index, count)
         points, statics = config.traced_points(), config.static_points()
-        total = sum(c.n_points * config.seeds * len(config.rates_for(c.program[c.method_index])) for c in chunks)
-        lanes_done = sum(c["lanes"] for c in finished)
-        resumed = len(done)
-        run_seconds = 0.0
+        lanes_of = {c.key: c.n_points * config.seeds * len(config.rates_for(c.program[c.method_index]))
+                    for c in chunks}
+        total = sum(lanes_of[c.key] for c in mine)
+        lanes_done = sum(lanes_of[c.key] for c in mine if c.key in done)
+        lanes_before = lanes_done
+        resumed = sum(c.key in done for c in chunks)
         draws_cache: dict = {}
         kind = config.kind
         dtype = np.float64 if config.resolved_x64 else np.float32
@@ -467,46 +520,120 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     block_lanes=chunk.block_points * group[0] * group[1],
                     active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1])
 
+        pending = [c for c in mine if c.key not in done]
         with count_compilations() as compiles, deferred_interrupt() as stop:
-            pending = [c for c in chunks if c.key not in done]
             for chunk in pending:
                 t0 = time.perf_counter()
                 idx, solution = solve(chunk)
                 seconds = time.perf_counter() - t0
-                run_seconds += seconds
                 records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
                 work = {"seconds": seconds, "lane_iterations": solution.lane_iterations,
                         "iterations_needed": int(sum(r["iterations"] for r in records))}
-                done[chunk.key] = {**results_io.append_chunk(path, chunk.key, records, work), "records": records,
+                done[chunk.key] = {**results_io.append_chunk(own, chunk.key, records, work), "records": records,
                                    **work}
                 lanes_done += len(records)
                 if progress:
                     elapsed = time.perf_counter() - started
-                    rate = (lanes_done - sum(c["lanes"] for c in finished)) / max(elapsed, 1e-9)
+                    rate = (lanes_done - lanes_before) / max(elapsed, 1e-9)
                     progress({"lanes_done": lanes_done, "lanes_total": total, "elapsed": elapsed,
                               "lanes_per_second": rate,
                               "eta": (total - lanes_done) / rate if rate > 0 else math.inf, "chunk": chunk.key})
                 if stop["count"] and lanes_done < total:
                     raise Interrupted(path, lanes_done, total)
-        records = [r for c in chunks for r in done[c.key]["records"]]
-        meta = {
-            "kind": "sweep", "sweep": config.sweep, "digest": digest, "config": config.to_dict(),
-            "axes": [{"name": n, "symbol": kind.axis(n).symbol, "label": kind.axis(n).label,
-                      "traced": kind.axis(n).traced} for n, _ in config.axes],
-            "environment": results_io.environment(),
-            "precision": "float64" if config.resolved_x64 else "float32",
-            "wall_time_s": time.perf_counter() - started,
-            "run_time_s": run_seconds + sum(c.get("seconds", 0.0) for c in finished),
-            "lane_iterations": lane_work([done[c.key] for c in chunks]),
-            "blocks": {f"{c.static_index}/{'+'.join(c.program)}": c.block_points * config.seeds
-                       * max(len(config.rates_for(n)) for n in c.program) for c in chunks},
-            "compile_count": len(compiles), "compile_time_s": float(sum(compiles)),
-            "complete": True, "resumed_chunks": resumed,
-            "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
-            "estimate": guess._asdict(), "record_count": len(records),
-        }
-        if extra_meta is not None:
-            meta.update(extra_meta())
-        results_io.save(path, meta, records)
-        results_io.journal_path(path).unlink(missing_ok=True)
-        return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path)
+        run = {"wall_time_s": time.perf_counter() - started, "compile_count": len(compiles),
+               "compile_time_s": float(sum(compiles)), "resumed_chunks": resumed, "estimate": guess._asdict()}
+        if count == 1:
+            return finish(config, path, chunks, done, run, extra_meta)
+        barrier(f"otod/{digest}/ran")
+        failure = None
+        if index == 0:
+            try:
+                merged = finish(config, path, chunks, finished_chunks(path, digest), {**run, "processes": count},
+                                extra_meta)
+            except OtodError as e:
+                failure = e
+        barrier(f"otod/{digest}/merged")
+        if failure is not None:
+            raise failure
+        if index != 0:
+            raise ShareDone(path, index, count, len(pending), lanes_done - lanes_before)
+        return merged
+
+
+def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str, dict], run: dict,
+           extra_meta: Callable[[], dict] | None = None, remove_journals: bool = True) -> results_io.Results:
+    """Write the results file of a sweep whose every chunk is in ``done`` (records in plan order, metadata from
+    the config, the run, the chunks' own work and this process's environment), then (``remove_journals``) remove
+    the journals beside it. A missing chunk is refused in one line: the same sweep command finishes it."""
+    missing = [c.key for c in chunks if c.key not in done]
+    if missing:
+        raise OtodError(f"results file {path}: {len(missing)} of {len(chunks)} chunks are in no journal or part "
+                        f"file (first: {missing[0]}); run the same sweep command to finish them")
+    kind = config.kind
+    records = [r for c in chunks for r in done[c.key]["records"]]
+    meta = {
+        "kind": "sweep", "sweep": config.sweep, "digest": config.digest(), "config": config.to_dict(),
+        "axes": [{"name": n, "symbol": kind.axis(n).symbol, "label": kind.axis(n).label,
+                  "traced": kind.axis(n).traced} for n, _ in config.axes],
+        "environment": results_io.environment(),
+        "precision": "float64" if config.resolved_x64 else "float32",
+        **run,
+        "run_time_s": float(sum(done[c.key].get("seconds", 0.0) for c in chunks)),
+        "lane_iterations": lane_work([done[c.key] for c in chunks]),
+        "blocks": {f"{c.static_index}/{'+'.join(c.program)}": c.block_points * config.seeds
+                   * max(len(config.rates_for(n)) for n in c.program) for c in chunks},
+        "complete": True,
+        "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
+        "record_count": len(records),
+    }
+    if extra_meta is not None:
+        meta.update(extra_meta())
+    results_io.save(path, meta, records)
+    for jpath in results_io.journals(path) if remove_journals else []:
+        jpath.unlink(missing_ok=True)
+    return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path)
+
+
+def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io.Results:
+    """Join part files (journals of one sweep, from one or many hosts) into its results file: ``otod merge``.
+
+    Every part must hold the same config, by hash: a part whose config is another sweep's, or whose stored config
+    does not hash to its digest (edited), is refused by name. Every chunk of the plan must be in some part. The
+    results file defaults to the parts' name less ``.part-I-of-N``. The parts are left where they are."""
+    parts = [Path(p) for p in parts]
+    if not parts:
+        raise OtodError("otod merge: no part files given, e.g. otod merge results/condition-*.json.part-*")
+    headers, done = {}, {}
+    for part in parts:
+        if not part.is_file():
+            raise OtodError(f"part file {part}: no such file")
+        header, chunks = results_io.read_journal(part, None, repair=False)
+        if header is None or "config" not in header:
+            raise OtodError(f"part file {part}: not an otod part file (a journal with its sweep's config)")
+        if results_io.digest(header["config"]) != header.get("digest"):
+            raise OtodError(f"part file {part}: its config does not hash to its digest {header.get('digest')} "
+                            "(edited or damaged); it is not merged")
+        headers[part] = header
+        done.update({c["key"]: c for c in chunks})
+    digests = sorted({h["digest"] for h in headers.values()})
+    if len(digests) > 1:
+        by = {d: [str(p) for p, h in headers.items() if h["digest"] == d] for d in digests}
+        raise OtodError("otod merge: the part files come from different sweep configs ("
+                        + "; ".join(f"{d}: {', '.join(ps)}" for d, ps in by.items()) + "); merge one sweep's parts")
+    config = SweepConfig.from_dict(headers[parts[0]]["config"])
+    if config.digest() != digests[0]:
+        raise OtodError(f"part file {parts[0]}: written by another otod version (its config now hashes to "
+                        f"{config.digest()}, not {digests[0]}); merge it with the version that wrote it")
+    if path is None:
+        path = parts[0].with_name(re.sub(r"\.(part-\d+-of-\d+|partial)$", "", parts[0].name))
+        if path == parts[0]:
+            raise OtodError(f"otod merge: cannot name the results file from {parts[0]}; give --out FILE")
+    path = Path(path)
+    with results_io.lock(path):
+        if path.exists():
+            raise OtodError(f"results file {path}: already exists; move it away to merge again")
+        chunks = plan(config)
+        run = {"merged_from": [{"file": p.name, **{k: h.get(k) for k in ("process", "processes", "host")}}
+                               for p, h in headers.items()], "processes": max(h.get("processes", 1) for h in headers.values()),
+               "compile_count": 0, "compile_time_s": 0.0, "resumed_chunks": len(chunks)}
+        return finish(config, path, chunks, done, run, remove_journals=False)

@@ -56,9 +56,10 @@ def test_seed_major_layout_gives_the_numbers_of_one_row_of_lanes(spec, method, r
     assert np.array_equal(seed_major.status, one_row.status[back])
 
 
-def test_blocks_shared_among_two_host_devices_give_the_records_of_one(tmp_path):
-    """The same sweep in a process with two CPU devices (its blocks dealt to both by shard_map) and in this one
-    (one device): identical records, and the results file says how many devices there were."""
+@pytest.mark.parametrize("devices", [2, 4])
+def test_blocks_shared_among_host_devices_give_the_records_of_one(tmp_path, devices):
+    """The same sweep in a process with 2 or 4 CPU devices (its blocks dealt among them by shard_map) and in this
+    one (one device): identical records, and the results file says how many devices there were."""
     import json
     import os
     import subprocess
@@ -75,10 +76,11 @@ def test_blocks_shared_among_two_host_devices_give_the_records_of_one(tmp_path):
     probe = ("import otod.condition\nfrom otod.condition.options import condition_sweep\n"
              "from otod.core.sweep import run_sweep\nfrom tests.conftest import SMALL_RANDOM\n"
              "run_sweep(condition_sweep((1.0, 3.0, 10.0, 30.0, 100.0, 300.0), methods=('gd', 'nesterov'), "
-             f"problem=SMALL_RANDOM, seeds=4), path={str(tmp_path / 'two.json')!r})\n")
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "OTOD_COMPILATION_CACHE": "off"}
+             f"problem=SMALL_RANDOM, seeds=4), path={str(tmp_path / 'many.json')!r})\n")
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+           "OTOD_COMPILATION_CACHE": "off"}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
-    there = json.loads((tmp_path / "two.json").read_text())
-    assert there["meta"]["environment"]["device_count"] == 2
+    there = json.loads((tmp_path / "many.json").read_text())
+    assert there["meta"]["environment"]["device_count"] == devices
     assert there["records"] == here.records
