@@ -24,6 +24,7 @@ is *pruned*, so its lanes stop. The rate a point finally chooses is the one it w
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from typing import Mapping, NamedTuple
 
@@ -124,26 +125,45 @@ def lane_dependent(fn, lane_args, shared_args) -> list[bool]:
     return [hit(v) for v in jaxpr.outvars]
 
 
+def deal(block_costs, devices: int) -> np.ndarray:
+    """Which blocks each device runs, device-major (row d: device d's blocks, in run order), from each block's
+    predicted cost: longest first, each to the least-loaded device that still has room (Graham's LPT rule under
+    shard_map's equal block count per device). Deterministic: ties go to the lower index.
+
+    Measured on the 1 ≤ κ ≤ 10⁴ (25 log-spaced) gd/heavy-ball/nesterov/newton sweep, d = 100, 8 seeds, from the
+    blocks' executed trips: the busiest device's trips over an even split are 1.026 on 2 devices and 1.086 on 4,
+    against 1.152 and 1.494 for round-robin dealing of the cost-sorted blocks."""
+    costs = np.asarray(block_costs, float)
+    per_device = len(costs) // devices
+    loads = [(0.0, d) for d in range(devices)]
+    rows: list[list[int]] = [[] for _ in range(devices)]
+    for i in sorted(range(len(costs)), key=lambda i: (-costs[i], i)):
+        full = []
+        load, d = heapq.heappop(loads)
+        while len(rows[d]) == per_device:
+            full.append((load, d))
+            load, d = heapq.heappop(loads)
+        rows[d].append(i)
+        heapq.heappush(loads, (load + costs[i], d))
+        for entry in full:
+            heapq.heappush(loads, entry)
+    return np.asarray([sorted(r) for r in rows], np.int32).reshape(-1)
+
+
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
                                              "primary", "group", "by_seed", "block_lanes", "unroll", "devices"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          devices, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
-          stall_window) -> tuple:
+          devices, points, draws, seed_indices, lrs, method_indices, active, order, back, root_seed, ladder,
+          max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map`` (see `_block`), the blocks
-    dealt round-robin to ``devices`` local devices by ``shard_map``: each device runs its own blocks and stops
-    when they are done, and blocks in order of cost spread evenly over devices."""
+    dealt to ``devices`` local devices by ``shard_map``, device-major in ``order`` (`deal`; ``back`` undoes it):
+    each device runs its own blocks and stops when they are done."""
     blocks = seed_indices.shape[0] // block_lanes
-    per_device = blocks // devices
 
-    def deal(a):  # device i gets blocks i, i + devices, i + 2·devices, ...
-        a = a.reshape(per_device, devices, block_lanes, *a.shape[1:])
-        return jnp.swapaxes(a, 0, 1).reshape(blocks, block_lanes, *a.shape[3:])
+    def to_devices(a):
+        return a.reshape(blocks, block_lanes, *a.shape[1:])[order]
 
-    def undeal(a):
-        a = a.reshape(devices, per_device, *a.shape[1:])
-        return jnp.swapaxes(a, 0, 1).reshape(blocks, *a.shape[2:])
-
-    per_block = jax.tree.map(deal, (points, seed_indices, lrs, method_indices, active))
+    per_block = jax.tree.map(to_devices, (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
                               unroll, draws, root_key, ladder, max_iters, stall_window)
@@ -157,7 +177,7 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
         mesh = Mesh(np.asarray(jax.local_devices()[:devices]), ("blocks",))
         run = jax.shard_map(run, mesh=mesh, in_specs=PartitionSpec("blocks"), out_specs=PartitionSpec("blocks"),
                             check_vma=False)
-    *out, trips = (undeal(a) for a in run(per_block))
+    *out, trips = (a[back] for a in run(per_block))
     return tuple(a.reshape(blocks * block_lanes, *a.shape[2:]) for a in out) + (trips,)
 
 
@@ -341,14 +361,16 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                          method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
                          block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
-                         active=None, devices: int | None = None) -> Solution:
+                         active=None, devices: int | None = None, costs=None) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
     ``points`` maps each traced axis name to its per-lane values. With ``group = (rates, seeds)`` the lanes are
     whole points in [point, rate, seed] order and hopeless rates are pruned (module docstring). Lanes whose
     ``active`` entry is False only fill the compiled shape: they start stopped (status PADDING). Blocks are shared
-    among ``devices`` local devices (default: all of them; on a CPU, `otod.core.devices` makes one per core).
+    among ``devices`` local devices (default: all of them; on a CPU, `otod.core.devices` makes one per core),
+    balanced by `deal` on ``costs``, each lane's predicted iterations (default: lanes come in order of cost, so a
+    block's position stands for it).
     Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target,
     lane count, dtype).
     """
@@ -379,6 +401,10 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
         a = np.ones(n, bool) if a is None else np.asarray(a, bool)
         return np.concatenate([a, np.zeros(padded - n, bool)])
 
+    lane_costs = np.arange(1, n + 1, dtype=float) if costs is None else np.asarray(costs, float)
+    block_costs = (np.concatenate([lane_costs, np.zeros(padded - n)]) * pad_active(active)).reshape(blocks, -1).max(1)
+    order = deal(block_costs, devices)
+
     primary = target.index(target.tol)
     seeds = None if group is None else group[1]
     by_seed = bool(seeds is not None and jax.tree.leaves(draws)[0].shape[0] >= seeds
@@ -387,7 +413,8 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed,
               points_per_block * per_point, UNROLL, devices)
     arrays = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
-              pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), np.int32(seed),
+              pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), order,
+              np.argsort(order).astype(np.int32), np.int32(seed),
               np.asarray(target.ladder, dtype), np.int32(max_iters),
               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
     *per_lane, trips = _grid(*static, *arrays)

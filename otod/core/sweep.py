@@ -245,12 +245,18 @@ def predicted_iterations(config: SweepConfig, point: dict, method: str) -> float
     return float(min(cap, guess)) if guess is not None and math.isfinite(guess) else float(cap)
 
 
+def predicted_costs(config: SweepConfig) -> dict[str, list[float]]:
+    """`predicted_iterations` of every traced point (in `SweepConfig.traced_points` order), by method."""
+    points = config.traced_points()
+    return {name: [predicted_iterations(config, p, name) for p in points] for name in config.methods}
+
+
 def lane_seconds(spec) -> float:
     """Predicted seconds of one lane-iteration of a problem spec on this machine."""
     return max(64, spec.family().floats_per_lane) * SECONDS_PER_FLOAT_ITERATION
 
 
-def plan(config: SweepConfig) -> list[Chunk]:
+def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> list[Chunk]:
     """The chunks of a sweep, in run order.
 
     Each method's points run in order of predicted cost (`predicted_iterations`: the theory's count where there
@@ -258,21 +264,21 @@ def plan(config: SweepConfig) -> list[Chunk]:
     for a slow neighbour. The block size comes from the engine's cost model
     (`otod.core.engine.choose_points_per_block`) on those predictions, one per (static point, program). Chunk
     lengths are equal per (static point, program) so each program compiles once, a multiple of the block where
-    possible; the length is the number of points whose predicted work, at the program's heaviest point, is about
+    possible (``costs``: `predicted_costs`, computed here when not given); the length is the number of points whose predicted work, at the program's heaviest point, is about
     ``chunk_seconds`` (at most 1000 chunks per method). A chunk's key names its points, so a journal written under
     another plan is never mistaken for this one's.
     """
     from otod.core.engine import choose_points_per_block
 
     points = config.traced_points()
+    costs = predicted_costs(config) if costs is None else costs
     chunks = []
     for si, spec in enumerate(config.specs()):
         seconds = lane_seconds(spec)
         for program in programs(config.kind.methods, config.methods):
             per_point_lanes = config.seeds * max(len(config.rates_for(name)) for name in program)
-            costs = {name: [predicted_iterations(config, p, name) for p in points] for name in program}
             orders = {name: sorted(range(len(points)), key=lambda i, c=costs[name]: (c[i], i)) for name in program}
-            heaviest = max(max(c) for c in costs.values())
+            heaviest = max(max(costs[name]) for name in program)
             per_chunk = max(1, min(len(points), int(config.chunk_seconds // max(heaviest * per_point_lanes
                                                                                   * seconds, 1e-12))))
             per_chunk = max(per_chunk, -(-len(points) // 1000))
@@ -411,16 +417,16 @@ def lane_work(chunks: list[dict]) -> dict:
     return {"executed": executed, "needed": needed, "ratio": executed / needed if needed else None}
 
 
-def chunk_seconds_predicted(config: SweepConfig, chunk: Chunk, points: list[dict], spec) -> float:
+def chunk_seconds_predicted(config: SweepConfig, chunk: Chunk, costs: dict[str, list[float]], spec) -> float:
     """A chunk's predicted seconds (its points' theory counts × lanes × a lane-iteration's time): what the
     processes of a distributed sweep balance."""
     name = chunk.program[chunk.method_index]
     lanes = config.seeds * len(config.rates_for(name))
-    its = sum(predicted_iterations(config, points[i], name) for i in chunk.point_indices[:chunk.n_points])
-    return its * lanes * lane_seconds(spec)
+    return sum(costs[name][i] for i in chunk.point_indices[:chunk.n_points]) * lanes * lane_seconds(spec)
 
 
-def share_of(config: SweepConfig, chunks: list[Chunk], index: int, count: int) -> list[Chunk]:
+def share_of(config: SweepConfig, chunks: list[Chunk], index: int, count: int,
+             costs: dict[str, list[float]] | None = None) -> list[Chunk]:
     """The chunks process ``index`` of ``count`` runs: `otod.core.distributed.share` of the whole plan by
     predicted cost. It depends on the plan alone, not on what is done, so a rerun gives each process the same
     share and it finishes only its missing chunks."""
@@ -428,8 +434,8 @@ def share_of(config: SweepConfig, chunks: list[Chunk], index: int, count: int) -
 
     if count == 1:
         return list(chunks)
-    points, specs = config.traced_points(), config.specs()
-    owner = share([chunk_seconds_predicted(config, c, points, specs[c.static_index]) for c in chunks], count)
+    costs, specs = predicted_costs(config) if costs is None else costs, config.specs()
+    owner = share([chunk_seconds_predicted(config, c, costs, specs[c.static_index]) for c in chunks], count)
     return [c for c, p in zip(chunks, owner) if p == index]
 
 
@@ -489,8 +495,9 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             results_io.start_journal(own, {"digest": digest, "config": config.to_dict(), "process": index,
                                            "processes": count, "host": platform.node()})
         done = finished_chunks(path, digest, own)
-        chunks = plan(config)
-        mine = share_of(config, chunks, index, count)
+        costs = predicted_costs(config)
+        chunks = plan(config, costs)
+        mine = share_of(config, chunks, index, count, costs)
         points, statics = config.traced_points(), config.static_points()
         lanes_of = {c.key: c.n_points * config.seeds * len(config.rates_for(c.program[c.method_index]))
                     for c in chunks}
@@ -509,6 +516,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             if spec not in draws_cache:
                 draws_cache[spec] = seed_draws(spec, config.seed, config.seeds, dtype)
             idx, axis_values, seed_idx, lrs = _lanes(config, points, chunk)
+            name = chunk.program[chunk.method_index]
             members = tuple(kind.methods[m] for m in chunk.program)
             group = (len(config.rates_for(chunk.program[chunk.method_index])), config.seeds)
             with jax.enable_x64(config.resolved_x64):
@@ -518,7 +526,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     target=config.target, max_iters=config.resolved_max_iters, relative_lr=config.relative_lr,
                     options=config.options, group=group, draws=draws_cache[spec],
                     block_lanes=chunk.block_points * group[0] * group[1],
-                    active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1])
+                    active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1],
+                    costs=np.asarray(costs[name])[idx[:, 0]])
 
         pending = [c for c in mine if c.key not in done]
         with count_compilations() as compiles, deferred_interrupt() as stop:

@@ -84,3 +84,24 @@ def test_blocks_shared_among_host_devices_give_the_records_of_one(tmp_path, devi
     there = json.loads((tmp_path / "many.json").read_text())
     assert there["meta"]["environment"]["device_count"] == devices
     assert there["records"] == here.records
+
+
+def test_deal_balances_blocks_by_predicted_cost_with_equal_counts_per_device():
+    """`deal` is a permutation giving every device the same number of blocks; its busiest device carries no more
+    than round-robin's on cost-sorted blocks with padding (cost 0) last, and is optimal on small cases (brute
+    force over every equal-count split)."""
+    import itertools
+
+    from otod.core.engine import deal
+
+    for costs, devices in (([1, 2, 4, 0], 2), ([1, 2, 3, 5, 8, 13, 0, 0], 2), ([1, 1, 2, 3, 5, 8, 13, 21], 4),
+                           ([3, 3, 3, 3, 3, 3], 3)):
+        order = deal(costs, devices)
+        assert sorted(order.tolist()) == list(range(len(costs)))
+        rows = np.asarray(costs)[order].reshape(devices, -1)
+        round_robin = np.asarray(costs).reshape(-1, devices).sum(0).max()
+        assert rows.sum(1).max() <= round_robin
+        per = len(costs) // devices
+        best = min(max(sum(costs[i] for i in perm[d * per:(d + 1) * per]) for d in range(devices))
+                   for perm in itertools.permutations(range(len(costs))))
+        assert rows.sum(1).max() == best
