@@ -47,6 +47,9 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     check_options(coordinator, num_processes, process_id)
     import jax
 
+    # Processes share no arrays (each runs whole chunks on its own devices), so they need no cross-process
+    # collectives; JAX's CPU default, Gloo, would start with the first multi-device program and print to stdout.
+    jax.config.update("jax_cpu_collectives_implementation", None)
     try:
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                                    process_id=process_id, initialization_timeout=timeout)

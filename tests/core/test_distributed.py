@@ -144,11 +144,12 @@ def _free_port() -> int:
 
 def test_two_localhost_processes_give_the_records_of_one(tmp_path):
     """``otod sweep condition --distributed`` in two processes on this host (JAX's coordination service on
-    localhost, one CPU device each): the results file holds the records of the same command in one process,
-    process 1 ran a share of the chunks and says so, and no part file is left."""
+    localhost, two CPU devices each, so shard_map runs inside each process): the results file holds the records of
+    the same command in one process, process 1 ran a share of the chunks and says so, standard output holds the
+    report alone, and no part file is left."""
     args = ["sweep", "condition", "--k", "1..300:6:log", "--dim", "16", "--seeds", "2", "--method", "gd,nesterov",
             "--chunk-seconds", "1e-9", "--no-plot"]
-    env = {**os.environ, "OTOD_CPU_DEVICES": "1", "OTOD_COMPILATION_CACHE": "off"}
+    env = {**os.environ, "OTOD_CPU_DEVICES": "2", "OTOD_COMPILATION_CACHE": "off"}
     port = _free_port()
     cli = [sys.executable, "-m", "otod"]
     procs = [subprocess.Popen(cli + args + ["--out", str(tmp_path / "two"), "--distributed", "--coordinator",
@@ -157,7 +158,7 @@ def test_two_localhost_processes_give_the_records_of_one(tmp_path):
              for i in (0, 1)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
-    assert "in 2 processes" in outs[0][0]
+    assert outs[0][0].startswith("condition sweep: ") and "cpu ×4 in 2 processes" in outs[0][0]
     assert "process 1 of 2: ran " in outs[1][1] and "ran 0 chunks" not in outs[1][1]
     one = subprocess.run(cli + args + ["--out", str(tmp_path / "one")], capture_output=True, text=True,
                          env=env, timeout=300)
