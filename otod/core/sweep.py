@@ -10,6 +10,10 @@ memory and lane-iterations and refuses what cannot fit or would take more than a
 Never losing work: a lock stops a second run on the same file; Ctrl-C is honoured when the current chunk ends
 (every finished chunk is saved, and the `Interrupted` error says how many lanes); the same command resumes from
 the journal; a finished file is read back instead of recomputed; a damaged file or journal is refused by name.
+
+Many processes (``--distributed``, `otod.core.distributed`): each runs its share of the chunks into its own part
+file, and process 0 merges the parts into the file one process would write; `merge` joins parts copied from
+hosts that share no file system.
 """
 
 from __future__ import annotations

@@ -238,3 +238,22 @@ def test_cost_model_trades_waiting_lanes_against_loop_trips():
     assert choose_points_per_block(list(np.geomspace(1, 1e4, 25)), 8, 1e-8, trip_seconds=1e-7) == 1
     # a free trip makes one point per block optimal whatever the costs
     assert choose_points_per_block(list(range(1, 101)), 8, 1e-8, trip_seconds=0.0) == 1
+
+
+def test_a_sweep_killed_after_its_first_chunk_resumes_to_the_uninterrupted_records(tmp_path, uninterrupted):
+    """A real SIGKILL (no handler runs) once the first chunk is journalled: the rerun computes only the other
+    chunks and its file holds the uninterrupted run's records."""
+    config, full = uninterrupted
+    path = tmp_path / "killed.json"
+    probe = ("import os, signal\nimport otod.condition\nfrom otod.condition.options import condition_sweep\n"
+             "from otod.core.sweep import run_sweep\nfrom tests.core.test_sweep import MANY_CHUNKS, VALUES\n"
+             f"run_sweep(condition_sweep(VALUES, **MANY_CHUNKS), path={str(path)!r}, "
+             "progress=lambda p: os.kill(os.getpid(), signal.SIGKILL))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OTOD_COMPILATION_CACHE": "off"})
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    assert not path.exists() and len(results_io.journal_path(path).read_text().splitlines()) == 2
+    ran = []
+    resumed = run_sweep(config, path=path, progress=lambda p: ran.append(p["chunk"]))
+    assert len(ran) == len(full.meta["chunks"]) - 1 and resumed.meta["resumed_chunks"] == 1
+    assert resumed.records == full.records
