@@ -331,8 +331,10 @@ def estimate(config: SweepConfig) -> Estimate:
     return Estimate(lanes, work, seconds, peak)
 
 
-def check_estimate(config: SweepConfig, yes: bool = False, available: int | None = None) -> Estimate:
-    """Refuse with one line what cannot fit in memory, or would take longer than an hour without ``yes``."""
+def check_estimate(config: SweepConfig, yes: bool = False, available: int | None = None,
+                   processes: int = 1) -> Estimate:
+    """Refuse with one line what cannot fit in memory, or would take longer than an hour (shared among
+    ``processes``) without ``yes``."""
     from otod.core.resources import memory_available
 
     e = estimate(config)
@@ -341,9 +343,11 @@ def check_estimate(config: SweepConfig, yes: bool = False, available: int | None
         raise OtodError(f"{config.sweep} sweep: needs about {e.bytes / 2**30:.3g} GiB of memory and "
                         f"{available / 2**30:.3g} GiB is free; use a smaller problem (--dim, --shape, --basis eigen) "
                         "or fewer seeds")
-    if e.seconds > MAX_SECONDS and not yes:
+    if e.seconds / processes > MAX_SECONDS and not yes:
+        where = "this machine" if processes == 1 else f"each of {processes} processes"
         raise OtodError(f"{config.sweep} sweep: about {e.lane_iterations:.3g} lane-iterations, an estimated "
-                        f"{e.seconds / 3600:.1f} h on this machine; narrow the grid, lower --max-iters, or pass --yes")
+                        f"{e.seconds / processes / 3600:.1f} h on {where}; narrow the grid, lower --max-iters, or "
+                        "pass --yes")
     return e
 
 
@@ -493,7 +497,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                 raise OtodError(f"results file {path}: holds another sweep (config {existing.meta.get('digest')}, "
                                 f"this one is {digest}); choose another --out or move it away")
             return dataclasses.replace(existing, meta={**existing.meta, "read_back": True})
-        guess = check_estimate(config, yes)
+        guess = check_estimate(config, yes, processes=count)
         header, _ = results_io.read_journal(own, digest)
         if header is None:
             results_io.start_journal(own, {"digest": digest, "config": config.to_dict(), "process": index,
