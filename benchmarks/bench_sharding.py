@@ -24,7 +24,7 @@ blocks' trips the engine returns.
 
 The whole-process comparison of the sharded condition sweep against one device is `bench_devices.py`.
 
-    python3 benchmarks/bench_sharding.py [--repeats 5] [--kmax 1000] [--lanes 256] [--dim 64] [--json PATH]
+    python3 benchmarks/bench_sharding.py [--repeats 5] [--kmax 10000] [--lanes 64] [--dim 64] [--json PATH]
 """
 
 from __future__ import annotations
@@ -185,8 +185,8 @@ def lpt_vs_round_robin(kmax: float, repeats: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--kmax", type=float, default=1000.0, help="largest κ of part 1's lanes")
-    parser.add_argument("--lanes", type=int, default=256)
+    parser.add_argument("--kmax", type=float, default=1e4, help="largest κ of part 1's lanes")
+    parser.add_argument("--lanes", type=int, default=64)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--sweep-kmax", type=float, default=1e4, help="largest κ of part 2's condition sweep")

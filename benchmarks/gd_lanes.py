@@ -64,3 +64,30 @@ def predicted_count(kappa, tol: float) -> np.ndarray:
     with np.errstate(divide="ignore"):
         slow = np.where(kappa > 1, np.log(1 / tol) / (-2 * np.log1p(-1 / np.maximum(kappa, 1 + 1e-12))), 1.0)
     return np.ceil(slow)
+
+
+def dense_problems(lanes: int, d: int, kmax: float, seed: int = 0) -> np.ndarray:
+    """[lanes, d, d] float32 Hessians H_l = Q diag(λ_l) Qᵀ (one Haar rotation Q, λ_l as in `eigenvalues`, κ_l
+    log-spaced from 1 to ``kmax``), each lane holding its own copy: the dense sweep whose loop streams every H once
+    per iteration, which is what makes it a memory-bandwidth measurement."""
+    q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((d, d)))
+    q = q * np.sign(np.diag(r))
+    lam = eigenvalues(np.geomspace(1.0, kmax, lanes), d)
+    return np.einsum("ij,lj,kj->lik", q, lam, q, optimize=True).astype(np.float32)
+
+
+def dense_lane(h, trips):
+    """``trips`` gd steps x ← x − H x (step 1/L, L = 1) on one dense quadratic, with f = ½ xᵀHx read every step from
+    the same product H x (as a stopping rule would read it); returns the last f. Reads H once per step."""
+    def trip(carry):
+        t, x, _ = carry
+        g = h @ x
+        return t + 1, x - g, 0.5 * jnp.dot(x, g)
+
+    x0 = jnp.ones(h.shape[-1], h.dtype)
+    return jax.lax.while_loop(lambda c: c[0] < trips, trip, (jnp.zeros((), jnp.int32), x0, jnp.zeros((), h.dtype)))[2]
+
+
+def dense_solve(h, trips):
+    """`dense_lane` for every lane of ``h`` [lanes, d, d]. Not jitted."""
+    return jax.vmap(dense_lane, in_axes=(0, None))(h, trips)
