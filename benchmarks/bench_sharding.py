@@ -165,6 +165,7 @@ def lpt_vs_round_robin(kmax: float, repeats: int) -> dict:
         loads = np.asarray([c["per_device"] for c in calls])  # [call, device]
         busiest = float(loads.max(1).sum() / (loads.sum() / loads.shape[1]))
         return {"engine": sum(c["seconds"] for c in calls), "wall": wall, "busiest_over_even": busiest,
+                "busiest_trips": int(loads.max(1).sum()), "trips": int(loads.sum()), "calls": len(calls),
                 "records": results.records, "devices": results.meta["environment"]["device_count"]}
 
     run(original_deal), run(round_robin)  # compile (one program: the order is an argument, not static)
@@ -173,9 +174,12 @@ def lpt_vs_round_robin(kmax: float, repeats: int) -> dict:
     print(f"Part 2: engine deal (LPT by predicted cost) vs round-robin, otod condition sweep κ = 1..{kmax:g} (25 "
           f"log-spaced), gd/heavy-ball/nesterov/newton, d = 100, 8 seeds, {lpt[0]['devices']} devices, in process")
     print(f"  records identical: {same}; busiest device's trips / even split: LPT {lpt[0]['busiest_over_even']:.3f},"
-          f" round-robin {rr[0]['busiest_over_even']:.3f} (summed over the sweep's engine calls)")
-    out = {"records_identical": same, "busiest_over_even": {"lpt": lpt[0]["busiest_over_even"],
-                                                            "round_robin": rr[0]["busiest_over_even"]}}
+          f" round-robin {rr[0]['busiest_over_even']:.3f} (summed over the sweep's {lpt[0]['calls']} engine calls; "
+          f"Σ trips of all blocks {lpt[0]['trips']}, busiest device LPT {lpt[0]['busiest_trips']}, round-robin "
+          f"{rr[0]['busiest_trips']})")
+    out = {"records_identical": same, "trips": lpt[0]["trips"], "calls": lpt[0]["calls"],
+           "busiest_over_even": {"lpt": lpt[0]["busiest_over_even"], "round_robin": rr[0]["busiest_over_even"]},
+           "busiest_trips": {"lpt": lpt[0]["busiest_trips"], "round_robin": rr[0]["busiest_trips"]}}
     for key, label in (("engine", "engine device time"), ("wall", "run_sweep wall")):
         print(f" {label}:")
         out[key] = summary("A round-robin", "B LPT (deal)", [x[key] for x in rr], [x[key] for x in lpt])
