@@ -171,7 +171,8 @@ def main() -> int:
     report["copy"] = copy = copy_bandwidth(a.repeats)
     report["dense"] = dense = dense_bandwidth(a.dense_lanes, a.dense_dim, a.dense_trips, a.repeats)
     dense["fraction_of_copy"] = dense["bytes_per_s"] / copy["bytes_per_s"]
-    print(f"\ncopy bandwidth ({copy['mib']} MiB float32, y ← c·y in place, read + write): {copy['bytes_per_s'] / 1e9:.1f} GB/s")
+    print(f"\ncopy bandwidth ({copy['mib']} MiB float32, y ← c·y in place, read + write): "
+          f"{copy['bytes_per_s'] / 1e9:.1f} GB/s")
     print(f"dense sweep ({dense['lanes']} lanes × H {dense['dim']}², {dense['bytes_per_trip'] / 2**20:.0f} MiB read "
           f"per trip, {dense['trips']} trips): {dense['trip_s'] * 1e3:.3f} ms per trip, "
           f"{dense['bytes_per_s'] / 1e9:.1f} GB/s = {dense['fraction_of_copy']:.2f} of the copy bandwidth")

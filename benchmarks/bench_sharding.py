@@ -19,8 +19,9 @@ Part 2, the engine's `deal` (LPT by predicted cost) against round-robin dealing 
 engine used before commit a5f14bf), on the uneven condition sweep ``--sweep-kmax`` (25 log-spaced κ from 1,
 gd/heavy-ball/nesterov/newton, d = 100, 8 seeds) run in this process by ``otod.core.sweep.run_sweep``: records
 checked identical; the engine's device time (every ``_grid`` call, waited for) and the sweep's wall, medians and
-per-pair ratios; and the busiest device's executed while-loop trips over an even split (Σ trips / devices), from the
-blocks' trips the engine returns.
+per-pair ratios; and the busiest device's executed loop iterations over an even split (Σ / devices), from each
+block's loop count the engine returns (``_grid``'s last output; the engine's loop makes `UNROLL` = 2 iterations per
+while trip, so while trips are half of these).
 
 The whole-process comparison of the sharded condition sweep against one device is `bench_devices.py`.
 
@@ -173,9 +174,10 @@ def lpt_vs_round_robin(kmax: float, repeats: int) -> dict:
     same = all(x["records"] == lpt[0]["records"] for x in lpt + rr)
     print(f"Part 2: engine deal (LPT by predicted cost) vs round-robin, otod condition sweep κ = 1..{kmax:g} (25 "
           f"log-spaced), gd/heavy-ball/nesterov/newton, d = 100, 8 seeds, {lpt[0]['devices']} devices, in process")
-    print(f"  records identical: {same}; busiest device's trips / even split: LPT {lpt[0]['busiest_over_even']:.3f},"
-          f" round-robin {rr[0]['busiest_over_even']:.3f} (summed over the sweep's {lpt[0]['calls']} engine calls; "
-          f"Σ trips of all blocks {lpt[0]['trips']}, busiest device LPT {lpt[0]['busiest_trips']}, round-robin "
+    print(f"  records identical: {same}; busiest device's block-loop iterations / even split: LPT "
+          f"{lpt[0]['busiest_over_even']:.3f}, round-robin {rr[0]['busiest_over_even']:.3f} (summed over the sweep's "
+          f"{lpt[0]['calls']} engine calls; "
+          f"Σ over all blocks {lpt[0]['trips']}, busiest device LPT {lpt[0]['busiest_trips']}, round-robin "
           f"{rr[0]['busiest_trips']})")
     out = {"records_identical": same, "trips": lpt[0]["trips"], "calls": lpt[0]["calls"],
            "busiest_over_even": {"lpt": lpt[0]["busiest_over_even"], "round_robin": rr[0]["busiest_over_even"]},

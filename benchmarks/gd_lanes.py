@@ -1,7 +1,7 @@
-"""The benchmarks' own small kernel: gd on diagonal quadratics, one lane per condition number, in JAX only.
+"""The benchmarks' own small kernel: gd on diagonal quadratics, one lane per condition number, JAX only.
 
-Lane l minimises f(x) = ½ Σᵢ λᵢ xᵢ² with λᵢ = κ_l^(−i/(d−1)) (L = 1, μ = 1/κ_l), from x₀ = 1, with gd at the step
-1/L: x ← (1 − λ) ∘ x. It stops at the first iteration t with f(x_t) ≤ tol · f(x₀), so its count grows about as
+Lane l minimises f(x) = ½ Σᵢ λᵢ xᵢ² with λᵢ = κ_l^(−i/(d−1)) (L = 1, μ = 1/κ_l), from x₀ = 1, with gd at the
+step 1/L: x ← (1 − λ) ∘ x. It stops at the first iteration t with f(x_t) ≤ tol · f(x₀), so its count grows about as
 κ ln(1/tol)/2 (the slowest component decays as (1 − 1/κ)^{2t}): a grid of κ from 1 to 10⁴ is a grid of very
 uneven lanes. It shares no code with the engine (``otod.core.engine``), so that what it measures is JAX and the
 devices, not otod.
@@ -77,8 +77,8 @@ def dense_problems(lanes: int, d: int, kmax: float, seed: int = 0) -> np.ndarray
 
 
 def dense_lane(h, trips):
-    """``trips`` gd steps x ← x − H x (step 1/L, L = 1) on one dense quadratic, with f = ½ xᵀHx read every step from
-    the same product H x (as a stopping rule would read it); returns the last f. Reads H once per step."""
+    """``trips`` gd steps x ← x − H x (step 1/L, L = 1) on one dense quadratic, with f = ½ xᵀHx read every step
+    from the same product H x (as a stopping rule would read it); returns the last f. Reads H once per step."""
     def trip(carry):
         t, x, _ = carry
         g = h @ x
