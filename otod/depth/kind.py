@@ -1,7 +1,8 @@
 """The depth and toy sweeps as the core sees them: axes, problems, methods, cap, precision and theory.
 
-``otod sweep depth``: depth L and width n are static axes (one compiled program per shape); the init (a code,
-`otod.depth.linear.INITS`) and the momentum β are traced axes, so seeds × learning rates × β × inits run in one
+``otod sweep depth``: depth L and width n are static axes (one compiled program per shape); the init (a coded
+axis: the engine vmaps over its index in `otod.depth.linear.INITS`, records carry its name) and the momentum β are
+traced axes, so seeds × learning rates × β × inits run in one
 vmapped program per shape. ``otod sweep toy``: the number of matrices k is static, β traced.
 """
 
@@ -26,7 +27,7 @@ DEFAULT_CAP = {"deep-linear": 20_000, "residual": 20_000, "chain": 1_000_000, "t
 DEPTH = Axis("depth", "L", "depth L (number of layers)", "--depth", traced=False, minimum=1, maximum=1000,
              integer=True, what="depths", example="1..12")
 INIT = Axis("init", "init", "initialization", "--init", traced=True, minimum=0, maximum=len(INITS) - 1,
-            integer=True, what="init codes", example="identity,xavier,small")
+            integer=True, what="inits", example="identity,xavier,small", labels=INITS)
 BETA = Axis("beta", "β", "momentum β (heavy ball) / b₁ (adam)", "--beta", traced=True, minimum=0.0,
             maximum=0.9999, what="momentum values β", example="0,0.5,0.9,0.99")
 WIDTH = Axis("width", "n", "width n", "--width", traced=False, minimum=1, maximum=4096, integer=True,

@@ -22,8 +22,8 @@ Problems:
 Inits (per layer; for ``residual`` they draw V_l): ``identity`` (W = I), ``orthogonal`` (Haar), ``xavier``
 (N(0, 1/n) entries), ``small`` (N(0, s²/n), s = ``init_scale``), ``gaussian`` (N(0, 1), Shamir's) and ``zero``
 (W = 0: for depth 1 the convex quadratic from 0; for depth ≥ 2 an exact saddle, where gradient methods never move).
-The init is a *traced* axis (a code, `INITS`): every init runs in one program, each seed drawing one set of
-matrices that all inits share. ``balanced`` rebalances the drawn factors to the same end-to-end product with
+The init is a *traced* axis (coded: the engine sees its index in `INITS`, records its name): every init runs in
+one program, each seed drawing one set of matrices that all inits share. ``balanced`` rebalances the drawn factors to the same end-to-end product with
 W_{j+1}ᵀW_{j+1} = W_jW_jᵀ (Arora, Cohen & Hazan 2018): P = UΣVᵀ gives W_1 = Σ^{1/L}Vᵀ, W_j = Σ^{1/L},
 W_L = UΣ^{1/L}.
 """
@@ -41,8 +41,8 @@ from otod.core.lazy import lazy
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
 
-#: Init names in code order: the traced ``init`` axis holds the index (records carry it as a number; tables,
-#: fits and figures print the name).
+#: Init names in code order: the traced ``init`` axis vmaps over the index; records, tables, fits and figures
+#: carry the name (`otod.core.axes.Axis.labels`).
 INITS = ("identity", "orthogonal", "xavier", "small", "gaussian", "zero")
 PROBLEMS = ("deep-linear", "chain", "residual")
 TARGETS = ("symmetric", "general")

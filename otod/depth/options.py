@@ -8,25 +8,15 @@ from otod.core.errors import OtodError
 from otod.core.options import finite_float, parse_lr, parse_methods, positive_int
 from otod.core.ranges import parse_range
 from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
-from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, LAYERS, WIDTH, depth_target, toy_target
-from otod.depth.linear import DeepLinearSpec, init_code
+from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, INIT, LAYERS, WIDTH, depth_target, toy_target
+from otod.depth.linear import DeepLinearSpec
 from otod.depth.methods import USES_BETA, MethodOptions
 from otod.depth.toy import ToySpec
 
 
-
-
-
-
-
-
-
-
 def parse_inits(text) -> tuple[float, ...]:
-    names = text if isinstance(text, list) else [t.strip() for t in str(text).split(",")]
-    if not names or any(not n for n in names):
-        raise OtodError(f"--init {text}: give a comma list of inits, e.g. --init identity,xavier,small")
-    return tuple(float(init_code(n)) for n in dict.fromkeys(names))
+    """Init names (a comma list or a TOML list) as the codes the engine vmaps over."""
+    return INIT.parse(text)
 
 
 def _betas(beta, methods) -> tuple[float, ...]:
