@@ -191,7 +191,10 @@ class SweepConfig:
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["axes"] = {n: list(v) for n, v in self.axes}
-        d["problem"] = {"kind": self.problem.kind, **dataclasses.asdict(self.problem)}
+        # A spec field left at None (an optional setting not given) is left out, so adding such a field to a
+        # problem keeps the digests, and so the results files, of the configs written before it.
+        d["problem"] = {"kind": self.problem.kind,
+                        **{k: v for k, v in dataclasses.asdict(self.problem).items() if v is not None}}
         d["target"] = dataclasses.asdict(self.target)
         d["options"] = dataclasses.asdict(self.options)
         d["resolved"] = {"max_iters": self.resolved_max_iters, "x64": self.resolved_x64,

@@ -90,10 +90,10 @@ def _identity_theory(config, point, method):
 
 def applies(config) -> bool:
     """Whether the per-mode theory describes a depth sweep: whitened inputs, a symmetric target, the plain (or
-    residual with V = 0) net, float learning-rate multipliers of the reference step."""
+    residual with V = 0) square net, float learning-rate multipliers of the reference step."""
     p = config.problem
     return (isinstance(p, DeepLinearSpec) and p.input_kappa == 1.0 and p.target == "symmetric"
-            and not p.balanced and isinstance(config.lr, str))
+            and not p.balanced and not p.rectangular and isinstance(config.lr, str))
 
 
 DEPTH_THEORY = Theory(iterations=_identity_theory, exponent=lambda method: None,

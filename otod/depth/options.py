@@ -37,11 +37,13 @@ def _common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, 
 
 def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", problem="deep-linear", width="8",
                               method="gd", beta=None, init_scale=0.1, target_kappa=2.0, target_value=2.0,
-                              input_kappa=1.0, target="symmetric", balanced=False, damping=1e-3, tol=1e-6,
+                              input_kappa=1.0, target="symmetric", balanced=False, d_in=None, d_out=None,
+                              damping=1e-3, tol=1e-6,
                               ladder=None, check_every=1, max_iters=None, seeds=8, seed=0, lr="tuned", lr_grid=None,
                               x64=None, chunk_seconds=5.0) -> SweepConfig:
     """The `SweepConfig` of a depth sweep from option values as a user writes them. Depth is always an axis (the
-    x of fits and figures); several widths make width one too."""
+    x of fits and figures); several widths make width one too. ``d_in``/``d_out`` (None: the width) make the net
+    rectangular (`otod.depth.linear`)."""
     methods = parse_methods(method)
     depths = DEPTH.parse(depth)
     widths = (1.0,) if problem == "chain" and str(width) == "8" else WIDTH.parse(width)
@@ -53,7 +55,9 @@ def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", pr
                           target_kappa=finite_float(target_kappa, "--target-kappa", "2"),
                           target_value=finite_float(target_value, "--target-value", "2"),
                           input_kappa=finite_float(input_kappa, "--input-kappa", "10"), target=target,
-                          balanced=bool(balanced))
+                          balanced=bool(balanced),
+                          d_in=None if d_in is None else positive_int(d_in, "--d-in", "8", minimum=1),
+                          d_out=None if d_out is None else positive_int(d_out, "--d-out", "8", minimum=1))
     return SweepConfig(sweep="depth", axes=tuple(axes), methods=methods, problem=spec,
                        options=MethodOptions(damping=finite_float(damping, "--damping", "1e-3")),
                        **_common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds,
