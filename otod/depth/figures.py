@@ -289,7 +289,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
         exact = [(d, y) for d, y in zip(depths, ys) if y is not None and y > narrowest]
         ax.plot(depths, [y if y is not None else np.nan for y in ys], "-", color=color, lw=1.3)
         if exact:
-            ax.plot(*zip(*exact), "o", color=color, ms=6, label=f"{name}: smallest swept width with median ≤ "
+            ax.plot(*zip(*exact), MARKERS[i % len(MARKERS)], color=color, ms=8 - 3 * (i % 2), label=f"{name}: smallest swept width with median ≤ "
                     f"{needed:g} iterations")
         at_floor = [d for d, y in zip(depths, ys) if y == narrowest]
         if at_floor:
@@ -303,8 +303,12 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_yscale("log", base=2)
     ax.set_ylim(narrowest / 1.6, widest * 2.5)
     ax.axhline(widest, color="0.6", lw=0.8, ls=":")
+    depths = sorted({r["depth"] for r in records})
+    ax.set_xticks(depths, [f"{d:g}" for d in depths])
+    ax.set_yticks(widths, [f"{w:g}" for w in widths])
+    ax.minorticks_off()
     ax.set_xlabel("depth L")
-    ax.set_ylabel(f"width n needed (swept {', '.join(f'{w:g}' for w in widths)})")
+    ax.set_ylabel("width n needed (ticks: the swept widths)")
     ax.set_title("(e) width needed vs depth: Hu, Xiao & Pennington 2020 predict it constant in L for orthogonal "
                  "init,\ngrowing about linearly in L for Gaussian init. " + _describe(results.meta), fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
