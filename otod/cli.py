@@ -124,12 +124,14 @@ def plot_command(files, x_axis, out, pdf):
               help="Folder for the figures (default: the checkout's figures/). E.g. --out /tmp/figs")
 @user_errors
 def figures_command(groups, out):
-    """Regenerate the paper's figures from experiments/*.toml (all groups, or the ones named).
+    """Regenerate the paper's figures from experiments/*.toml (all groups, the groups named, or one figure as
+    GROUP/NAME, NAME a table of GROUP's file).
 
     \b
     Examples:
       otod figures
       otod figures condition
+      otod figures depth/depth_width
     """
     from pathlib import Path
 

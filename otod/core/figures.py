@@ -7,7 +7,8 @@ Each ``experiments/<group>.toml`` holds one table per figure::
     k = "1..1000:25:log"             # the maker's own options
     ...
 
-``otod figures <group>`` runs every figure of that group; ``otod figures`` runs all groups. A maker is a function
+``otod figures <group>`` runs every figure of that group; ``otod figures <group>/<figure>`` runs one (its table's
+name); ``otod figures`` runs all groups. A maker is a function
 ``maker(spec: dict, out_dir: Path) -> list[Path]`` that runs what it needs and writes PNG and PDF files.
 """
 
@@ -55,16 +56,21 @@ def load_specs(experiments_dir: Path = EXPERIMENTS_DIR) -> dict[str, dict[str, d
 
 def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
                  experiments_dir: Path = EXPERIMENTS_DIR, log: Callable[[str], None] = print) -> list[Path]:
-    """Run the figure specs of ``groups`` (all groups when None) and return the files written."""
+    """Run the figure specs of ``groups`` (all groups when None; ``group/figure`` names one figure of a group) and
+    return the files written."""
     specs = load_specs(experiments_dir)
-    groups = list(specs) if not groups else groups
-    unknown = [g for g in groups if g not in specs]
-    if unknown:
-        raise OtodError(f"unknown figure group {unknown[0]!r}; known: {', '.join(specs) or 'none'}")
+    wanted = [(g, None) if "/" not in g else tuple(g.split("/", 1)) for g in (groups or list(specs))]
+    for group, name in wanted:
+        if group not in specs:
+            raise OtodError(f"unknown figure group {group!r}; known: {', '.join(specs) or 'none'}")
+        if name is not None and name not in specs[group]:
+            raise OtodError(f"unknown figure {group}/{name}; known in {group}: {', '.join(specs[group])}")
     table = makers()
     written: list[Path] = []
-    for group in groups:
+    for group, only in wanted:
         for name, spec in specs[group].items():
+            if only is not None and name != only:
+                continue
             maker = table.get(spec.get("maker", ""))
             if maker is None:
                 raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from otod.core.axes import named_records
 from otod.core.errors import OtodError
 
 FORMAT = "otod-results/2"
@@ -234,7 +235,25 @@ def load(path: str | os.PathLike) -> Results:
         raise OtodError(f"results file {path}: format {payload.get('format')!r} is not one this otod reads "
                         f"({FORMAT!r} or {FORMAT_V1!r}); it was written by another version of otod")
     verify(path, payload["meta"], payload["records"])
-    return Results(meta=payload["meta"], records=payload["records"], path=path)
+    meta = with_axis_labels(payload["meta"])
+    return Results(meta=meta, records=named_records(meta.get("axes", []), payload["records"]), path=path)
+
+
+def with_axis_labels(meta: dict) -> dict:
+    """The metadata with each coded axis's ``labels`` (`otod.core.axes`): files written before an axis had labels
+    lack them, so they come from the registered sweep (left out where that sweep is not registered)."""
+    axes = meta.get("axes")
+    if meta.get("kind") != "sweep" or not axes or any("labels" in a for a in axes):
+        return meta
+    from otod.core.registry import sweep_kind
+
+    try:
+        kind = sweep_kind(meta.get("sweep", "?"))
+    except OtodError:
+        return meta
+    known = {a.name: a.labels for a in kind.axes}
+    return {**meta, "axes": [{**a, "labels": list(known[a["name"]])} if known.get(a.get("name")) else a
+                             for a in axes]}
 
 
 def _migrate_v1(path: Path, payload: dict) -> dict:

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from otod.core import results as results_io
+from otod.core.axes import named_records
 from otod.core.errors import Interrupted, OtodError, ShareDone
 from otod.core.methods import check_admits, lookup, programs
 from otod.core.registry import SweepKind, sweep_kind
@@ -190,7 +191,10 @@ class SweepConfig:
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["axes"] = {n: list(v) for n, v in self.axes}
-        d["problem"] = {"kind": self.problem.kind, **dataclasses.asdict(self.problem)}
+        # A spec field left at None (an optional setting not given) is left out, so adding such a field to a
+        # problem keeps the digests, and so the results files, of the configs written before it.
+        d["problem"] = {"kind": self.problem.kind,
+                        **{k: v for k, v in dataclasses.asdict(self.problem).items() if v is not None}}
         d["target"] = dataclasses.asdict(self.target)
         d["options"] = dataclasses.asdict(self.options)
         d["resolved"] = {"max_iters": self.resolved_max_iters, "x64": self.resolved_x64,
@@ -398,7 +402,7 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
         status = int(solution.status[i])
         rows.append({
             "sweep": config.sweep, **{k: float(v) for k, v in static_point.items()},
-            **{k: float(v) for k, v in points[idx[i, 0]].items()},
+            **{k: config.kind.axis(k).record_value(v) for k, v in points[idx[i, 0]].items()},
             "method": name, "seed": int(idx[i, 2]),
             "lr_multiplier": float(rates[idx[i, 1]]) if config.relative_lr else None,
             "learning_rate": float(solution.learning_rate[i]),
@@ -591,7 +595,8 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     meta = {
         "kind": "sweep", "sweep": config.sweep, "digest": config.digest(), "config": config.to_dict(),
         "axes": [{"name": n, "symbol": kind.axis(n).symbol, "label": kind.axis(n).label,
-                  "traced": kind.axis(n).traced} for n, _ in config.axes],
+                  "traced": kind.axis(n).traced, **({"labels": list(kind.axis(n).labels)} if kind.axis(n).labels
+                                                    else {})} for n, _ in config.axes],
         "environment": results_io.environment(),
         "precision": "float64" if config.resolved_x64 else "float32",
         **run,
@@ -608,7 +613,8 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     results_io.save(path, meta, records)
     for jpath in results_io.journals(path) if remove_journals else []:
         jpath.unlink(missing_ok=True)
-    return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path)
+    meta = results_io.jsonable(meta)
+    return results_io.Results(meta=meta, records=named_records(meta["axes"], records), path=path)
 
 
 def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io.Results:

@@ -75,12 +75,17 @@ def _run(config, out, no_plot, pdf, as_json, full, yes):
 @click.option("--target", "target", default="symmetric", show_default=True,
               help="symmetric Φ = U S Uᵀ (identity init decoupled) or general U S Vᵀ. E.g. --target general")
 @click.option("--balanced", is_flag=True, help="Rebalance the drawn factors (Arora et al. 2018). E.g. --balanced")
+@click.option("--d-in", "d_in", default=None,
+              help="Input dimension d_in: a rectangular net W_1 ∈ R^(n×d_in), scaled α = √(n/d_out) (Hu, Xiao & "
+                   "Pennington 2020). Default: the width (the square net). E.g. --d-in 8")
+@click.option("--d-out", "d_out", default=None,
+              help="Output dimension d_out: W_L ∈ R^(d_out×n). Default: the width. E.g. --d-out 8")
 @click.option("--damping", default="1e-3", show_default=True, help="KFAC damping λ. E.g. --damping 1e-4")
 @_common
 @user_errors
 def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_value, input_kappa, target, balanced,
-                damping, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, out,
-                no_plot, pdf, as_json, full, chunk_seconds, yes):
+                d_in, d_out, damping, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
+                out, no_plot, pdf, as_json, full, chunk_seconds, yes):
     """Iterations to tolerance vs depth of a deep linear network (the nonlinearity obstacle).
 
     \b
@@ -88,14 +93,15 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
       otod sweep depth --depth 1..12 --init identity,xavier,small
       otod sweep depth --problem chain --depth 10..20 --init gaussian --lr theory --seeds 64
       otod sweep depth --depth 2..10:5 --width 4..64:5:log --init orthogonal,xavier
+      otod sweep depth --depth 2,8,32 --width 8..256:6:log --d-in 8 --d-out 8 --init orthogonal,xavier --lr theory
     """
     from otod.depth.options import depth_config_from_options
 
     config = depth_config_from_options(
         depth=depth, init=init, problem=problem, width=width, method=method, beta=beta, init_scale=init_scale,
         target_kappa=target_kappa, target_value=target_value, input_kappa=input_kappa, target=target,
-        balanced=balanced, damping=damping, tol=tol, ladder=ladder, check_every=check_every, max_iters=max_iters,
-        seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+        balanced=balanced, d_in=d_in, d_out=d_out, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
+        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
     _run(config, out, no_plot, pdf, as_json, full, yes)
 
 

@@ -93,8 +93,13 @@ def _finish(ax, xlabel: str, title: str) -> None:
 def _describe(meta: dict) -> str:
     c = meta["config"]
     p = c["problem"]
-    what = (f"toy, {p['reading']} reading" if meta["sweep"] == "toy" else
-            f"{p['kind']}, width {p['width']}, κ_Φ {p['target_kappa']:g}")
+    if meta["sweep"] == "toy":
+        what = f"toy, {p['reading']} reading"
+    elif p.get("d_in") is not None or p.get("d_out") is not None:
+        what = (f"{p['kind']}, d_in {p.get('d_in') or 'n'}, d_out {p.get('d_out') or 'n'}, α = √(n/d_out), "
+                f"κ_Φ {p['target_kappa']:g}")
+    else:
+        what = f"{p['kind']}, width {p['width']}, κ_Φ {p['target_kappa']:g}"
     return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
 
 
@@ -260,32 +265,52 @@ def width_needed(records: list[dict], needed: float) -> dict:
     return out
 
 
+SERIES_NAMES = {"gd·orthogonal": "orthogonal init", "gd·xavier": "Gaussian init (N(0, 1/n), xavier)"}
+
+
 def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
-    """(e) The width needed for fast convergence (median ≤ ``needed`` iterations) against depth, orthogonal against
-    Gaussian (xavier, N(0, 1/n)) init (Hu, Xiao & Pennington 2020); depths where no swept width suffices are
-    drawn as hollow markers above the widest width."""
+    """(e) The width n needed for fast convergence (median ≤ ``needed`` iterations over seeds, censored lanes
+    counting as slow) against depth, orthogonal against Gaussian init, on Hu, Xiao & Pennington's (2020)
+    rectangular net (d_in, d_out fixed, αW_L⋯W_1 with α = √(n/d_out), step d_out/(L·n)). Their theorem: with
+    orthogonal init the width needed does not depend on L; with Gaussian init it grows (about linearly) with L.
+    Honest bounds: where the narrowest swept width already suffices the need is only ≤ it (hollow ▽ at it);
+    where no swept width suffices it is > the widest (hollow △ above it)."""
     results = _sweep(spec)
     records = _chosen(results)
     needed = float(spec["needed"])
     table = width_needed(records, needed)
-    widest = max(r["width"] for r in records)
+    widths = sorted({r["width"] for r in records})
+    narrowest, widest = widths[0], widths[-1]
     fig, ax = plt.subplots(figsize=(8, 4.4))
     for i, series in enumerate(dict.fromkeys(r["method"] for r in records)):
         depths = sorted({d for s, d in table if s == series})
         ys = [table[(series, d)] for d in depths]
-        color = _color(series, i)
-        ax.plot(depths, [y if y is not None else np.nan for y in ys], "-o", color=color,
-                label=f"{series}: smallest width with median ≤ {needed:g} iterations")
+        color, name = _color(series, i), SERIES_NAMES.get(series, series)
+        exact = [(d, y) for d, y in zip(depths, ys) if y is not None and y > narrowest]
+        ax.plot(depths, [y if y is not None else np.nan for y in ys], "-", color=color, lw=1.3)
+        if exact:
+            ax.plot(*zip(*exact), MARKERS[i % len(MARKERS)], color=color, ms=8 - 3 * (i % 2), label=f"{name}: smallest swept width with median ≤ "
+                    f"{needed:g} iterations")
+        at_floor = [d for d, y in zip(depths, ys) if y == narrowest]
+        if at_floor:
+            ax.plot(at_floor, [narrowest] * len(at_floor), "v", mfc="none", color=color, ms=8,
+                    label=f"{name}: ≤ {narrowest:g} (the narrowest swept width suffices)")
         miss = [d for d, y in zip(depths, ys) if y is None]
         if miss:
-            ax.plot(miss, [widest * 1.5] * len(miss), "^", mfc="none", color=color, ms=8,
-                    label=f"{series}: no width up to {widest:g} suffices")
+            ax.plot(miss, [widest * 1.6] * len(miss), "^", mfc="none", color=color, ms=8,
+                    label=f"{name}: > {widest:g} (no swept width suffices)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    ax.set_ylim(narrowest / 1.6, widest * 2.5)
+    ax.axhline(widest, color="0.6", lw=0.8, ls=":")
+    depths = sorted({r["depth"] for r in records})
+    ax.set_xticks(depths, [f"{d:g}" for d in depths])
+    ax.set_yticks(widths, [f"{w:g}" for w in widths])
+    ax.minorticks_off()
     ax.set_xlabel("depth L")
-    ax.set_ylabel("width n needed")
-    ax.set_title("(e) width needed vs depth (Hu, Xiao & Pennington 2020): " + _describe(results.meta).split(", ", 2)[2],
-                 fontsize=9)
+    ax.set_ylabel("width n needed (ticks: the swept widths)")
+    ax.set_title("(e) width needed vs depth: Hu, Xiao & Pennington 2020 predict it constant in L for orthogonal "
+                 "init,\ngrowing about linearly in L for Gaussian init. " + _describe(results.meta), fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return save(fig, out_dir / spec["name"])

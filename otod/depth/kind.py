@@ -1,7 +1,8 @@
 """The depth and toy sweeps as the core sees them: axes, problems, methods, cap, precision and theory.
 
-``otod sweep depth``: depth L and width n are static axes (one compiled program per shape); the init (a code,
-`otod.depth.linear.INITS`) and the momentum β are traced axes, so seeds × learning rates × β × inits run in one
+``otod sweep depth``: depth L and width n are static axes (one compiled program per shape); the init (a coded
+axis: the engine vmaps over its index in `otod.depth.linear.INITS`, records carry its name) and the momentum β are
+traced axes, so seeds × learning rates × β × inits run in one
 vmapped program per shape. ``otod sweep toy``: the number of matrices k is static, β traced.
 """
 
@@ -26,7 +27,7 @@ DEFAULT_CAP = {"deep-linear": 20_000, "residual": 20_000, "chain": 1_000_000, "t
 DEPTH = Axis("depth", "L", "depth L (number of layers)", "--depth", traced=False, minimum=1, maximum=1000,
              integer=True, what="depths", example="1..12")
 INIT = Axis("init", "init", "initialization", "--init", traced=True, minimum=0, maximum=len(INITS) - 1,
-            integer=True, what="init codes", example="identity,xavier,small")
+            integer=True, what="inits", example="identity,xavier,small", labels=INITS)
 BETA = Axis("beta", "β", "momentum β (heavy ball) / b₁ (adam)", "--beta", traced=True, minimum=0.0,
             maximum=0.9999, what="momentum values β", example="0,0.5,0.9,0.99")
 WIDTH = Axis("width", "n", "width n", "--width", traced=False, minimum=1, maximum=4096, integer=True,
@@ -89,10 +90,10 @@ def _identity_theory(config, point, method):
 
 def applies(config) -> bool:
     """Whether the per-mode theory describes a depth sweep: whitened inputs, a symmetric target, the plain (or
-    residual with V = 0) net, float learning-rate multipliers of the reference step."""
+    residual with V = 0) square net, float learning-rate multipliers of the reference step."""
     p = config.problem
     return (isinstance(p, DeepLinearSpec) and p.input_kappa == 1.0 and p.target == "symmetric"
-            and not p.balanced and isinstance(config.lr, str))
+            and not p.balanced and not p.rectangular and isinstance(config.lr, str))
 
 
 DEPTH_THEORY = Theory(iterations=_identity_theory, exponent=lambda method: None,

@@ -19,11 +19,27 @@ Problems:
   translation-equivariant, so this is the plain net started at W_l = I + V_l: the parameterization changes where
   the natural inits put the start (near I rather than near 0), which is what ResNets change.
 
+Rectangular nets (``d_in``/``d_out`` given; Hu, Xiao & Pennington 2020, "Provable benefit of orthogonal
+initialization in optimizing deep linear networks"): input and output dimensions d_in, d_out fixed, hidden width
+n varying, W_1 ∈ R^{n×d_in}, W_l ∈ R^{n×n}, W_L ∈ R^{d_out×n}, and the scaled model αW_L⋯W_1 with
+α = √(n/d_out). Derivation: the paper writes f(x) = W̃_L⋯W̃_1 x / √(n^{L−1}d_out) with N(0, 1) entries (or
+W̃_lᵀW̃_l = n·I, orthogonal); with W̃_l = √n·W_l (entries N(0, 1/n), or W_lᵀW_l = I) the factor √n^L over
+√(n^{L−1}d_out) is α = √(n/d_out), so ``xavier`` is the paper's Gaussian init and ``orthogonal`` its
+orthogonal one (semi-orthogonal W_1, W_L: orthonormal columns, resp. rows, when n ≥ d_in, d_out), and at either
+init E‖αPx‖² = ‖x‖². The loss is ½ tr((αP − Φ) Σ (αP − Φ)ᵀ) with Φ ∈ R^{d_out×d_in} (singular values over
+[1, κ_Φ], min(d_in, d_out) of them; singular vectors shared only when d_in = d_out and the target is symmetric).
+The reference step is the paper's η ∝ d_out/L: η = 1/(Lα²) = d_out/(L·n) in W_l, since at an orthogonal init each
+layer's Jacobian dW_l ↦ αA dW_l B (A, B partial products, norm 1) has norm α, so the Gauss–Newton curvature is at
+most Lα² (W̃_l = √n W_l turns it into the paper's η̃ = n·η = d_out/L). Their result: with orthogonal init the width
+needed for efficient convergence does not grow with depth; with Gaussian init it grows (about linearly) with L.
+Rectangular nets need depth ≥ 2 and the plain parameterization; without ``d_in``/``d_out`` the problem is the
+square one above (α = 1, the balanced-minimum step), unchanged.
+
 Inits (per layer; for ``residual`` they draw V_l): ``identity`` (W = I), ``orthogonal`` (Haar), ``xavier``
 (N(0, 1/n) entries), ``small`` (N(0, s²/n), s = ``init_scale``), ``gaussian`` (N(0, 1), Shamir's) and ``zero``
 (W = 0: for depth 1 the convex quadratic from 0; for depth ≥ 2 an exact saddle, where gradient methods never move).
-The init is a *traced* axis (a code, `INITS`): every init runs in one program, each seed drawing one set of
-matrices that all inits share. ``balanced`` rebalances the drawn factors to the same end-to-end product with
+The init is a *traced* axis (coded: the engine sees its index in `INITS`, records its name): every init runs in
+one program, each seed drawing one set of matrices that all inits share. ``balanced`` rebalances the drawn factors to the same end-to-end product with
 W_{j+1}ᵀW_{j+1} = W_jW_jᵀ (Arora, Cohen & Hazan 2018): P = UΣVᵀ gives W_1 = Σ^{1/L}Vᵀ, W_j = Σ^{1/L},
 W_L = UΣ^{1/L}.
 """
@@ -41,8 +57,8 @@ from otod.core.lazy import lazy
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
 
-#: Init names in code order: the traced ``init`` axis holds the index (records carry it as a number; tables,
-#: fits and figures print the name).
+#: Init names in code order: the traced ``init`` axis vmaps over the index; records, tables, fits and figures
+#: carry the name (`otod.core.axes.Axis.labels`).
 INITS = ("identity", "orthogonal", "xavier", "small", "gaussian", "zero")
 PROBLEMS = ("deep-linear", "chain", "residual")
 TARGETS = ("symmetric", "general")
@@ -106,6 +122,8 @@ class DeepLinearSpec:
     input_kappa: float = 1.0
     target: str = "symmetric"
     balanced: bool = False
+    d_in: int | None = None
+    d_out: int | None = None
 
     def __post_init__(self):
         if self.problem not in PROBLEMS:
@@ -132,6 +150,16 @@ class DeepLinearSpec:
                             "matrices")
         if self.balanced and self.problem == "residual":
             raise OtodError("--balanced: applies to the plain parameterization (--problem deep-linear or chain)")
+        for option, value in (("--d-in", self.d_in), ("--d-out", self.d_out)):
+            if value is not None and not (isinstance(value, int) and 1 <= value <= 4096):
+                raise OtodError(f"{option} {value}: must be an integer from 1 to 4096, e.g. {option} 8")
+        if self.rectangular:
+            if self.problem != "deep-linear" or self.balanced:
+                raise OtodError("--d-in/--d-out: the rectangular net applies to --problem deep-linear without "
+                                "--balanced")
+            if self.depth < 2:
+                raise OtodError(f"--depth {self.depth}: --d-in/--d-out need depth ≥ 2 (a hidden width n between "
+                                "W_1 and W_L), e.g. --depth 2..32")
 
     @property
     def kind(self) -> str:
@@ -141,14 +169,35 @@ class DeepLinearSpec:
     def residual(self) -> bool:
         return self.problem == "residual"
 
+    @property
+    def rectangular(self) -> bool:
+        """Hu, Xiao & Pennington's setting: d_in, d_out fixed (one given; the other defaults to the width)."""
+        return self.d_in is not None or self.d_out is not None
+
+    @property
+    def inputs(self) -> int:
+        return self.width if self.d_in is None else self.d_in
+
+    @property
+    def outputs(self) -> int:
+        return self.width if self.d_out is None else self.d_out
+
+    @property
+    def output_scale(self) -> float:
+        """α of the model αW_L⋯W_1: √(n/d_out) for a rectangular net (module docstring), else 1."""
+        return float(np.sqrt(self.width / self.outputs)) if self.rectangular else 1.0
+
     def target_singular_values(self) -> np.ndarray:
         if self.problem == "chain":
             return np.array([self.target_value])
-        return singular_values(self.width, self.target_kappa)
+        return singular_values(min(self.inputs, self.outputs) if self.rectangular else self.width,
+                               self.target_kappa)
 
     def draws(self, rng: np.random.Generator) -> dict:
         """One seed's numbers: the target's singular vectors, the input covariance's eigenvectors, and the init's
         Gaussian and Haar matrices (one set, shared by every init)."""
+        if self.rectangular:
+            return self._rectangular_draws(rng)
         n, depth = self.width, self.depth
         u = haar(rng, n)
         v = haar(rng, n) if self.target == "general" else u
@@ -158,6 +207,8 @@ class DeepLinearSpec:
         return {"u": u, "v": v, "r": r, "gaussian": gaussian, "orthogonal": orthogonal}
 
     def family(self) -> Family:
+        if self.rectangular:
+            return self._rectangular_family()
         n, depth = self.width, self.depth
         s = self.target_singular_values()
         x_spectrum = input_spectrum(n, self.input_kappa)
@@ -201,6 +252,78 @@ class DeepLinearSpec:
         return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric, info=info,
                       provides=frozenset({"steps", "layers"}), floats_per_seed=2 * floats + 3 * n * n,
                       floats_per_lane=8 * floats + 6 * n * n)
+
+
+    def _rectangular_draws(self, rng: np.random.Generator) -> dict:
+        """One seed's numbers for a rectangular net: Φ's singular vectors, Σ's eigenvectors, and the Gaussian and
+        (semi-)orthogonal matrices of W_1 [n, d_in], W_2..W_{L−1} [L−2, n, n] and W_L [d_out, n]."""
+        n, depth, d_in, d_out = self.width, self.depth, self.inputs, self.outputs
+        u = haar(rng, d_out)
+        v = u if self.target == "symmetric" and d_in == d_out else haar(rng, d_in)
+        r = haar(rng, d_in)
+        shapes = {"first": (n, d_in), "last": (d_out, n)}
+        gaussian = {k: rng.standard_normal(shape) for k, shape in shapes.items()}
+        gaussian["middle"] = rng.standard_normal((depth - 2, n, n))
+        orthogonal = {k: semi_orthogonal(rng, *shape) for k, shape in shapes.items()}
+        orthogonal["middle"] = np.array([haar(rng, n) for _ in range(depth - 2)]).reshape(depth - 2, n, n)
+        return {"u": u, "v": v, "r": r, "gaussian": gaussian, "orthogonal": orthogonal}
+
+    def _rectangular_family(self) -> Family:
+        """αW_L⋯W_1 → Φ ∈ R^{d_out×d_in} (module docstring); the parameters are {first, middle, last}."""
+        n, depth, d_in, d_out = self.width, self.depth, self.inputs, self.outputs
+        s = self.target_singular_values()
+        rank = len(s)
+        x_spectrum = input_spectrum(d_in, self.input_kappa)
+        scale, alpha = self.init_scale, self.output_scale
+
+        def make(point, drawn):
+            dtype = drawn["u"].dtype
+            phi = drawn["u"][:, :rank] @ jnp.diag(jnp.asarray(s, dtype)) @ drawn["v"][:, :rank].T
+            sigma = drawn["r"] @ jnp.diag(jnp.asarray(x_spectrum, dtype)) @ drawn["r"].T
+            pick = jax.nn.one_hot(jnp.asarray(point["init"]).astype(jnp.int32), len(INITS), dtype=dtype)
+            # The inits in INITS order are I, O, g/√n, s·g/√n, g, 0: one weight each on I, O and g, so no lane
+            # holds six candidate copies of a deep wide net.
+            on_g = pick @ jnp.asarray([0.0, 0.0, 1 / np.sqrt(n), scale / np.sqrt(n), 1.0, 0.0], dtype)
+
+            def start(piece):
+                g = drawn["gaussian"][piece]
+                eye = jnp.broadcast_to(jnp.eye(*g.shape[-2:], dtype=dtype), g.shape)
+                return pick[0] * eye + pick[1] * drawn["orthogonal"][piece] + on_g * g
+
+            return {"phi": phi, "sigma": sigma, "start": {k: start(k) for k in ("first", "middle", "last")},
+                    "zero_loss": 0.5 * jnp.trace(phi @ sigma @ phi.T),
+                    "beta": jnp.asarray(point.get("beta", 0.0), dtype)}
+
+        def loss(p, params):
+            e = alpha * rectangular_product(params) - p["phi"]
+            return 0.5 * jnp.trace(e @ p["sigma"] @ e.T)
+
+        def metric(p, params):
+            return loss(p, params) / p["zero_loss"]
+
+        step = 1.0 / (depth * alpha ** 2)
+
+        def info(p, params):
+            del params
+            dtype = p["zero_loss"].dtype
+            return {"loss_scale": p["zero_loss"], "gd_step": jnp.asarray(step, dtype), "beta": p["beta"]}
+
+        floats = (depth - 2) * n * n + n * (d_in + d_out)
+        return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric,
+                      info=info, provides=frozenset({"steps"}), floats_per_seed=2 * floats + 3 * d_in * d_in,
+                      floats_per_lane=6 * floats + 6 * d_in * d_in)
+
+
+def semi_orthogonal(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """A Haar-random rows×cols matrix with orthonormal columns (rows ≥ cols) or rows (rows < cols): a corner of a
+    Haar orthogonal matrix of size max(rows, cols)."""
+    return haar(rng, max(rows, cols))[:rows, :cols]
+
+
+def rectangular_product(params):
+    """W_L⋯W_1 of {first [n, d_in], middle [L−2, n, n], last [d_out, n]}: W_1 applied first, the middle as a scan."""
+    inner, _ = jax.lax.scan(lambda p, w: (w @ p, None), params["first"], params["middle"])
+    return params["last"] @ inner
 
 
 def reference_step(depth: int, s_max: float) -> float:

@@ -8,25 +8,15 @@ from otod.core.errors import OtodError
 from otod.core.options import finite_float, parse_lr, parse_methods, positive_int
 from otod.core.ranges import parse_range
 from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
-from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, LAYERS, WIDTH, depth_target, toy_target
-from otod.depth.linear import DeepLinearSpec, init_code
+from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, INIT, LAYERS, WIDTH, depth_target, toy_target
+from otod.depth.linear import DeepLinearSpec
 from otod.depth.methods import USES_BETA, MethodOptions
 from otod.depth.toy import ToySpec
 
 
-
-
-
-
-
-
-
-
 def parse_inits(text) -> tuple[float, ...]:
-    names = text if isinstance(text, list) else [t.strip() for t in str(text).split(",")]
-    if not names or any(not n for n in names):
-        raise OtodError(f"--init {text}: give a comma list of inits, e.g. --init identity,xavier,small")
-    return tuple(float(init_code(n)) for n in dict.fromkeys(names))
+    """Init names (a comma list or a TOML list) as the codes the engine vmaps over."""
+    return INIT.parse(text)
 
 
 def _betas(beta, methods) -> tuple[float, ...]:
@@ -47,11 +37,13 @@ def _common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, 
 
 def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", problem="deep-linear", width="8",
                               method="gd", beta=None, init_scale=0.1, target_kappa=2.0, target_value=2.0,
-                              input_kappa=1.0, target="symmetric", balanced=False, damping=1e-3, tol=1e-6,
+                              input_kappa=1.0, target="symmetric", balanced=False, d_in=None, d_out=None,
+                              damping=1e-3, tol=1e-6,
                               ladder=None, check_every=1, max_iters=None, seeds=8, seed=0, lr="tuned", lr_grid=None,
                               x64=None, chunk_seconds=5.0) -> SweepConfig:
     """The `SweepConfig` of a depth sweep from option values as a user writes them. Depth is always an axis (the
-    x of fits and figures); several widths make width one too."""
+    x of fits and figures); several widths make width one too. ``d_in``/``d_out`` (None: the width) make the net
+    rectangular (`otod.depth.linear`)."""
     methods = parse_methods(method)
     depths = DEPTH.parse(depth)
     widths = (1.0,) if problem == "chain" and str(width) == "8" else WIDTH.parse(width)
@@ -63,7 +55,9 @@ def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", pr
                           target_kappa=finite_float(target_kappa, "--target-kappa", "2"),
                           target_value=finite_float(target_value, "--target-value", "2"),
                           input_kappa=finite_float(input_kappa, "--input-kappa", "10"), target=target,
-                          balanced=bool(balanced))
+                          balanced=bool(balanced),
+                          d_in=None if d_in is None else positive_int(d_in, "--d-in", "8", minimum=1),
+                          d_out=None if d_out is None else positive_int(d_out, "--d-out", "8", minimum=1))
     return SweepConfig(sweep="depth", axes=tuple(axes), methods=methods, problem=spec,
                        options=MethodOptions(damping=finite_float(damping, "--damping", "1e-3")),
                        **_common(tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64, chunk_seconds,

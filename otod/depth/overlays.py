@@ -32,7 +32,8 @@ def theory_columns(meta: dict, records: list[dict]) -> dict[str, Callable]:
                 and (series, k) in steps else None
         return {"theory": toy}
     spec = DeepLinearSpec(**p)
-    if not (spec.input_kappa == 1.0 and spec.target == "symmetric" and not spec.balanced) or kind == "residual":
+    if not (spec.input_kappa == 1.0 and spec.target == "symmetric" and not spec.balanced) or kind == "residual" \
+            or spec.rectangular:
         return {}
     cap = config["resolved"]["max_iters"]
 

@@ -47,7 +47,10 @@ def chosen_records(meta: dict, records: list[dict], tol: float | None = None) ->
 
 def label(record: dict) -> str:
     """The series a record belongs to: ``method·init`` in depth sweeps, the method in toy sweeps."""
-    return f"{record['method']}·{init_name(record['init'])}" if "init" in record else record["method"]
+    if "init" not in record:
+        return record["method"]
+    init = record["init"]
+    return f"{record['method']}·{init if isinstance(init, str) else init_name(init)}"
 
 
 def relabelled(records: list[dict]) -> list[dict]:

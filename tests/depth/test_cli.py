@@ -52,6 +52,6 @@ def test_a_small_depth_sweep_runs_end_to_end(tmp_path):
                "--no-plot", "--json", "--out", str(tmp_path)], tmp_path)
     assert out.returncode == 0, out.stderr
     records = json.loads(out.stdout)
-    assert {(r["depth"], r["init"], r["beta"], r["iterations"]) for r in records} == {(1.0, 0.0, 0.0, 1),
-                                                                                      (2.0, 0.0, 0.0, 6)}
+    assert {(r["depth"], r["init"], r["beta"], r["iterations"]) for r in records} == {(1.0, "identity", 0.0, 1),
+                                                                                      (2.0, "identity", 0.0, 6)}
     assert "modes" in out.stderr and "gd·identity" in out.stderr

@@ -19,3 +19,80 @@ def test_the_beta_with_the_lowest_median_wins_not_the_luckiest_seed():
 def test_censored_lanes_count_as_worst_and_ties_go_to_the_smaller_beta():
     records = rows(0.0, [30, 30, 30]) + rows(0.5, [5, 5, 5], censored=(0, 1)) + rows(0.9, [30, 30, 30])
     assert {r["beta"] for r in choose_beta(records, ("depth", "init"))} == {0.0}
+
+
+# -- records carry the init by name; files written before that (codes) load with names --------------------------
+
+import json  # noqa: E402
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from otod.core import results as results_io  # noqa: E402
+from otod.depth.linear import INITS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory):
+    """Depth 1..2, identity and xavier, 2 seeds at the reference step, tol 1e-3: a new-style results file."""
+    from otod.core.sweep import run_sweep
+    from otod.depth.options import depth_config_from_options
+
+    config = depth_config_from_options(depth="1..2", init="identity,xavier", seeds=2, lr="theory", tol=1e-3)
+    return run_sweep(config, out_dir=tmp_path_factory.mktemp("results"))
+
+
+def old_style_copy(results, path):
+    """The same file as otod wrote it before the init axis had labels: codes in the records, no labels in the
+    metadata, the chunk checksums recomputed over those records (so `load` verifies it as a genuine file)."""
+    payload = json.loads(results.path.read_text())
+    records = [{**r, "init": float(INITS.index(r["init"]))} for r in payload["records"]]
+    meta = payload["meta"]
+    meta["axes"] = [{k: v for k, v in a.items() if k != "labels"} for a in meta["axes"]]
+    start = 0
+    for chunk in meta["chunks"]:
+        chunk["sha256"] = results_io.records_checksum(records[start:start + chunk["lanes"]])
+        start += chunk["lanes"]
+    path.write_text(json.dumps({**payload, "meta": meta, "records": records}))
+    return path
+
+
+def test_records_carry_the_init_by_name_in_memory_and_on_disk(small_sweep):
+    on_disk = json.loads(small_sweep.path.read_text())
+    assert {r["init"] for r in on_disk["records"]} == {"identity", "xavier"}
+    assert {r["init"] for r in small_sweep.records} == {"identity", "xavier"}
+    assert [a.get("labels") for a in on_disk["meta"]["axes"] if a["name"] == "init"] == [list(INITS)]
+
+
+def test_an_old_file_with_init_codes_loads_with_names(small_sweep, tmp_path):
+    path = old_style_copy(small_sweep, tmp_path / "old.json")
+    assert {r["init"] for r in json.loads(path.read_text())["records"]} == {0.0, 2.0}
+    old = results_io.load(path)
+    assert [r["init"] for r in old.records] == [r["init"] for r in small_sweep.records]
+    assert [r["iterations"] for r in old.records] == [r["iterations"] for r in small_sweep.records]
+
+
+def test_tables_and_legends_show_init_names_for_old_and_new_files(small_sweep, tmp_path):
+    from otod.depth.figures import draw_series
+    from otod.depth.records import chosen_records, relabelled
+    from otod.depth.report import text_report
+
+    for results in (small_sweep, results_io.load(old_style_copy(small_sweep, tmp_path / "old.json"))):
+        text = text_report(results)
+        assert "gd·identity" in text and "gd·xavier" in text
+        fig, ax = plt.subplots()
+        draw_series(ax, relabelled(chosen_records(results.meta, results.records)), "depth")
+        labels = ax.get_legend_handles_labels()[1]
+        plt.close(fig)
+        assert sorted(label.split(":")[0] for label in labels) == ["gd·identity", "gd·xavier"]
+
+
+def test_otod_plot_draws_an_old_file_with_init_names(small_sweep, tmp_path):
+    from click.testing import CliRunner
+
+    from otod.cli import main
+
+    path = old_style_copy(small_sweep, tmp_path / "old.json")
+    out = CliRunner().invoke(main, ["plot", str(path), "--out", str(tmp_path / "figs")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "figs" / "old.png").is_file()
