@@ -217,7 +217,8 @@ def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
     return Path(path)
 
 
-def _check_format(path: Path) -> str:
+def check_suffix(path: Path) -> str:
+    """The format a results file's suffix names (``.json`` or ``.npz``); any other raises `OtodError`."""
     suffix = Path(path).suffix
     if suffix not in (".json", ".npz"):
         raise OtodError(f"results file {path}: unknown format {suffix or '(no suffix)'!r}; name it .json (one "
@@ -231,7 +232,7 @@ def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, 
     path. ``meta`` gets ``record_count``; if it lists ``chunks``, their lane counts must add up to the records
     (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
     path = Path(path)
-    suffix = _check_format(path)
+    suffix = check_suffix(path)
     count = table.length if records is None else len(records)
     meta = dict(meta, record_count=count)
     if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != count:
@@ -326,7 +327,7 @@ def convert(source: str | os.PathLike, target: str | os.PathLike) -> Results:
     verified first; converting to JSON re-checks every chunk's checksum on the rebuilt records, so a file that
     went through npz and back is the file it was. An existing target is refused."""
     source, target = Path(source), Path(target)
-    _check_format(target)
+    check_suffix(target)
     if target.exists():
         raise OtodError(f"results file {target}: already exists; move it away, or choose another target")
     loaded = load(source)
