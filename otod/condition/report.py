@@ -9,7 +9,8 @@ from typing import Callable, NamedTuple
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.core.report import sweep_header
 from otod.condition.predictions import predictions
-from otod.condition.records import chosen_records, condition_fits, coordinate_wise_note, fit_range, static_groups
+from otod.condition.records import (chosen_records, condition_fits, coordinate_wise_note, edge_points, fit_range,
+                                    static_groups)
 from otod.core import results as results_io
 from otod.core.fit import summarize
 from otod.core.report import fit_table, sweep_table
@@ -31,7 +32,10 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     config = meta["config"]
     tol = config["target"]["tol"] if tol is None else tol
     preds = predictions(meta, tol) if preds is None else preds
-    flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
+    from otod.core.frame import Frame
+
+    groups = static_groups(results, Frame.of(results))  # columns: NumPy group-bys, no dict per record
+    flops = iteration_flops(results) if len(groups) == 1 else None
     setup = setup_costs(results) if flops else None
     notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
              "censored, so the median is only a lower bound); Nc/Ns/Nd = lanes censored at --max-iters / stalled / "
@@ -51,7 +55,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         notes.append(f"tuned: {', '.join(tuned)}{why}: one multiplier of the reference step per κ from --lr-grid, "
                      "the best by the median over seeds (censored lanes count as worst)")
     parts = []
-    for heading, rows in static_groups(results):
+    for heading, rows in groups:
         records = chosen_records(results, rows, tol)
         columns = {"exact": preds.exact, "bound": preds.bound, "rate": preds.rate} if preds else None
         table = sweep_table(summarize(records, "kappa"), value_name="κ", max_rows=None if full else 16,
@@ -61,7 +65,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
                     "seeds:" if low else "fitted scaling laws over every κ (fewer than 3 values ≥ 10); 95% CI "
                     "from a bootstrap over seeds:")
-        edge = sorted({(r["method"], r["kappa"]) for r in records if r.get("lr_on_edge")})
+        edge = edge_points(records)
         warn = []
         if edge:
             methods = sorted({m for m, _ in edge})
