@@ -7,8 +7,9 @@ but realistic (`synthetic_results.py`: every field a condition sweep writes, fro
 load alternate over ``--repeats`` runs (the order of formats rotates each run); a load counts as done when the
 records (JSON) or the columns (npz, Parquet: `Results.columns()`) are in memory, verified against their checksums. Each loaded set is
 checked equal to the saved one (records for JSON, columns for the others; npz's records are also built from
-its columns, timed, and checked equal). Then ``otod fit`` runs on the npz
-file, in a fresh process, ``--fit-repeats`` times.
+its columns, timed, and checked equal). Then the metadata gets what a sweep stores after its last chunk (FLOPs
+per iteration and the exact theory's medians, `synthetic_results.sweep_theory`: timed, paid once per sweep), and
+``otod fit`` runs on the npz file, in a fresh process, ``--fit-repeats`` times.
 
     python3 benchmarks/bench_results.py [--records 1000000] [--repeats 5] [--fit-repeats 3]
 """
@@ -134,6 +135,13 @@ def main() -> None:
         ratios = [a / b for a, b in zip(times["npz-deflate"]["save"], times["npz"]["save"])]
         print(f"npz-deflate/npz save: per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; median "
               f"{statistics.median(ratios):.2f}")
+        from synthetic_results import sweep_theory
+        from otod.core.sweep import SweepConfig
+
+        t = time.perf_counter()
+        meta.update(sweep_theory(SweepConfig.from_dict(meta["config"])))
+        print(f"the theory a sweep stores after its last chunk (FLOPs, exact medians of {len(records)} lanes): "
+              f"{time.perf_counter() - t:.1f} s, once", flush=True)
         npz = Path(tmp) / "fit.npz"
         results_io.save(npz, meta, records)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -93,17 +93,23 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
                      progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False
                      ) -> Report:
-    """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method, plot and report."""
+    """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method and the theory's exact
+    counts (stored in the file, so a later ``otod fit`` reads them), plot and report."""
     from otod.condition.bill import flops_per_iteration, setup_flops
     from otod.core.sweep import run_sweep
 
     def bill() -> dict:
         if config.static_axes:
             return {}
+        from otod.condition.predictions import exact_medians
+
+        exact = exact_medians(config.to_dict(), "float64" if config.resolved_x64 else "float32",
+                              list(config.static_axes))
         return {"flops_per_iteration": flops_per_iteration(config.problem, config.methods,
                                                            max(config.values("kappa")), config.options,
                                                            config.resolved_x64),
-                "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods}}
+                "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods},
+                **({"exact_medians": exact} if exact else {})}
 
     results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=bill)
     preds = predictions(results.meta, config.target.tol)  # once, for the table and the figure
