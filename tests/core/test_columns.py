@@ -181,3 +181,60 @@ def test_pandas_reads_any_format_in_one_line(sweeps, suffix):
     assert len(frame) == len(sweeps[0].records)
     assert frame["iterations"].tolist() == [r["iterations"] for r in sweeps[0].records]
     assert frame["method"].tolist() == [r["method"] for r in sweeps[0].records]
+
+
+# -- otod fit on columns (`otod.core.frame`): the same numbers as the dict path ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """gd and adam tuned over a small lr grid, with a cap low enough that some lanes are censored."""
+    config = condition_sweep((1.0, 3.0, 10.0, 30.0, 100.0, 300.0), methods=("gd", "adam"), problem=SMALL_RANDOM,
+                             seeds=4, lr="tuned", lr_grid=(0.5, 1.0, 1.5), max_iters=400)
+    return run_sweep(config, path=tmp_path_factory.mktemp("tuned") / "t.npz")
+
+
+def _rows(records) -> list[tuple]:
+    from otod.core.frame import Frame
+
+    if isinstance(records, Frame):
+        rows = zip(*(records[k].tolist() for k in ("method", "kappa", "seed", "lr_multiplier", "iterations",
+                                                   "status")))
+        return sorted((m, k, int(s), r, int(i), st) for m, k, s, r, i, st in rows)
+    return sorted((r["method"], r["kappa"], r["seed"], r["lr_multiplier"], r["iterations"], r["status"])
+                  for r in records)
+
+
+@pytest.mark.parametrize("tol", [None, 1e-3, 1e-2])
+def test_fits_and_tables_on_columns_equal_the_dict_path(tuned, sweeps, tol):
+    from otod.condition.records import chosen_records, condition_fits, edge_points, fit_range
+    from otod.core.fit import summarize
+    from otod.core.frame import Frame
+
+    for results in (tuned, results_io.load(sweeps[1].path)):
+        frame = Frame.of(results)
+        by_dict = chosen_records(results, results.records, tol)
+        by_frame = chosen_records(results, frame, tol)
+        assert len(by_frame) == len(by_dict) and _rows(by_frame) == _rows(by_dict)
+        assert summarize(by_frame, "kappa") == summarize(by_dict, "kappa")
+        assert fit_range(by_frame) == fit_range(by_dict)
+        assert edge_points(by_frame) == edge_points(by_dict)
+        assert repr(condition_fits(by_frame, None)) == repr(condition_fits(by_dict, None))
+    statuses = {r["status"] for r in tuned.records}
+    assert "censored" in statuses and any(r.get("lr_on_edge") for r in tuned.records)  # the cases are exercised
+
+
+def test_stored_exact_medians_give_the_recomputed_predictions(sweeps):
+    from otod.condition.predictions import exact_medians, predictions
+
+    meta = results_io.load(sweeps[0].path).meta
+    assert "exact_medians" not in meta  # run_sweep alone stores none: predictions compute them
+    stored = {**meta, "exact_medians": exact_medians(meta["config"], meta["precision"], [])}
+    kappas = meta["config"]["axes"]["kappa"]
+    for tol in (1e-6, 1e-3, 1e-1):
+        fresh, kept = predictions(meta, tol), predictions(stored, tol)
+        for method in ("gd", "heavy-ball"):
+            values = [fresh.exact(method, k) for k in kappas]
+            assert all(v is not None and v >= 1 for v in values)
+            assert [kept.exact(method, k) for k in kappas] == values
+            assert kept.slope(method, kappas[1:]) == fresh.slope(method, kappas[1:])
