@@ -1,15 +1,16 @@
 """Benchmark: a 10⁶-record results file saved and loaded (and verified) in each format, and `otod fit` on it.
 
-Formats: JSON (``.json``, otod-results/2), npz with members stored (``.npz``, what otod writes), npz with members
-deflated (zlib level 6, as ``numpy.savez_compressed``) and, when pyarrow is importable, Parquet (the columns of
-`Results.columns`, zstd-compressed; pyarrow's own page checksums are its only check). The records are synthetic
-but realistic (`synthetic_results.py`: every field a condition sweep writes, from a seed). Every format's save and
-load alternate over ``--repeats`` runs (the order of formats rotates each run); a load counts as done when the
-records (JSON) or the columns (npz, Parquet: `Results.columns()`) are in memory, verified against their checksums. Each loaded set is
+Formats: JSON (``.json``, otod-results/2), otod's npz (``.npz``, members deflated at level 1) and, when pyarrow
+is importable, Parquet (the columns of `Results.columns`, zstd-compressed; pyarrow's own page checksums are its
+only check). The records are synthetic but realistic (`synthetic_results.py`: every field a condition sweep
+writes, from a seed). Every format's save and load alternate over ``--repeats`` runs (the order of formats rotates
+each run); a load counts as done when the records (JSON) or the columns (npz, Parquet: `Results.columns()`) are in
+memory, verified against their checksums. Each loaded set is
 checked equal to the saved one (records for JSON, columns for the others; npz's records are also built from
 its columns, timed, and checked equal). Then the metadata gets what a sweep stores after its last chunk (FLOPs
 per iteration and the exact theory's medians, `synthetic_results.sweep_theory`: timed, paid once per sweep), and
-``otod fit`` runs on the npz file, in a fresh process, ``--fit-repeats`` times.
+``otod fit`` runs on the npz file, in a fresh process, ``--fit-repeats`` times. Between the two, the npz member
+compressions (stored, deflate level 1 and 6) are compared on one table: write time against size.
 
     python3 benchmarks/bench_results.py [--records 1000000] [--repeats 5] [--fit-repeats 3]
 """
@@ -38,10 +39,43 @@ from otod.core.results import cpu_model  # noqa: E402
 from synthetic_results import synthetic  # noqa: E402
 
 
-def save_deflated(path: Path, meta: dict, records: list) -> None:
-    with results_io.atomic_file(path, "wb") as f:
-        columns_io.write_table(f, results_io.jsonable(dict(meta, record_count=len(records))),
-                               columns_io.table_of(records), zipfile.ZIP_DEFLATED, 6)
+#: The npz member compressions compared on one table: write time against size.
+COMPRESSIONS = {"stored": (zipfile.ZIP_STORED, None), "deflate-1": (zipfile.ZIP_DEFLATED, 1),
+                "deflate-6": (zipfile.ZIP_DEFLATED, 6)}
+
+
+def compare_compressions(meta: dict, records: list, folder: Path, repeats: int) -> None:
+    """Write the same `Table` with each member compression (alternating, ``repeats`` runs) and load it back to
+    columns, verified: the cost of compression alone, the dict → column conversion left out (timed once)."""
+    t = time.perf_counter()
+    table = columns_io.table_of(records)
+    print(f"\nbuilding the columns from the {len(records)} dicts (every npz save does this): "
+          f"{time.perf_counter() - t:.2f} s")
+    meta = results_io.jsonable(dict(meta, record_count=len(records)))
+    times = {k: {"write": [], "load": []} for k in COMPRESSIONS}
+    sizes = {}
+    for rep in range(repeats):
+        order = list(COMPRESSIONS)[rep % len(COMPRESSIONS):] + list(COMPRESSIONS)[:rep % len(COMPRESSIONS)]
+        for name in order:
+            path = folder / f"c-{name}.npz"
+            t = time.perf_counter()
+            with results_io.atomic_file(path, "wb") as f:
+                columns_io.write_table(f, meta, table, *COMPRESSIONS[name])
+            times[name]["write"].append(time.perf_counter() - t)
+            sizes[name] = path.stat().st_size
+            t = time.perf_counter()
+            loaded = results_io.load(path).table
+            times[name]["load"].append(time.perf_counter() - t)
+            assert loaded.length == table.length
+    print(f"{'members':10} {'write median':>13} {'load median':>12} {'size MB':>8}   (write: the table only; load: "
+          "read + verify)")
+    for name in COMPRESSIONS:
+        print(f"{name:10} {statistics.median(times[name]['write']):12.2f}s "
+              f"{statistics.median(times[name]['load']):11.2f}s {sizes[name] / 1e6:8.1f}")
+    for a, b in (("deflate-1", "stored"), ("deflate-6", "deflate-1")):
+        ratios = [x / y for x, y in zip(times[a]["write"], times[b]["write"])]
+        print(f"write {a}/{b}: per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; median "
+              f"{statistics.median(ratios):.2f}; size {a}/{b} {sizes[a] / sizes[b]:.2f}")
 
 
 def save_parquet(path: Path, meta: dict, records: list) -> None:
@@ -85,9 +119,7 @@ def main() -> None:
     expected = results_io.Results(meta, records).columns()
 
     formats = {"json": (".json", lambda p: results_io.save(p, meta, records), lambda p: results_io.load(p).records),
-               "npz": (".npz", lambda p: results_io.save(p, meta, records), lambda p: results_io.load(p).columns()),
-               "npz-deflate": (".npz", lambda p: save_deflated(p, meta, records),
-                               lambda p: results_io.load(p).columns())}
+               "npz": (".npz", lambda p: results_io.save(p, meta, records), lambda p: results_io.load(p).columns())}
     try:
         import pyarrow
 
@@ -132,9 +164,12 @@ def main() -> None:
                 ratios = [a / b for a, b in zip(times["json"][what], times[name][what])]
                 print(f"json/{name} {what}: per-run ratios {', '.join(f'{r:.1f}' for r in ratios)}; median "
                       f"{statistics.median(ratios):.1f}")
-        ratios = [a / b for a, b in zip(times["npz-deflate"]["save"], times["npz"]["save"])]
-        print(f"npz-deflate/npz save: per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; median "
-              f"{statistics.median(ratios):.2f}")
+        if "parquet" in times:
+            for what in ("save", "load"):
+                ratios = [a / b for a, b in zip(times["parquet"][what], times["npz"][what])]
+                print(f"parquet/npz {what}: per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; median "
+                      f"{statistics.median(ratios):.2f}")
+        compare_compressions(meta, records, Path(tmp), args.repeats)
         from synthetic_results import sweep_theory
         from otod.core.sweep import SweepConfig
 
