@@ -11,7 +11,6 @@ as it reads one `otod sweep` wrote.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from otod.core.errors import OtodError
+from otod.core.plain import jsonable
 
 FORMAT = "otod-columns/1"
 #: Zip compression of the members, by the numbers in benchmarks/RESULTS.md ("Issue 11: results at scale"): deflate
@@ -154,18 +155,12 @@ def _codes(values: list) -> tuple[np.ndarray, np.ndarray]:
     return _smallest_int(codes), labels
 
 
-def _as_json(v: Any) -> Any:
-    from otod.core.results import jsonable
-
-    return jsonable(v)
-
-
 def column_of(name: str, values: list, present: np.ndarray | None) -> Column:
     """The `Column` of one field's values (None where null or absent), by the types it holds."""
     n = len(values)
     types = set(map(type, values))
     if not types <= {bool, int, float, str, list, dict, type(None)}:  # numpy scalars, tuples, paths
-        values = [_as_json(v) for v in values]
+        values = [jsonable(v) for v in values]
         types = set(map(type, values))
     nulls = type(None) in types
     types.discard(type(None))

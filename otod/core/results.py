@@ -29,7 +29,6 @@ import errno
 import fcntl
 import hashlib
 import json
-import math
 import os
 import platform
 import re
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from otod.core.errors import OtodError
+from otod.core.plain import jsonable  # noqa: F401 (re-exported: results_io.jsonable)
 
 FORMAT = "otod-results/2"
 FORMAT_V1 = "otod-results/1"
@@ -161,21 +161,6 @@ def environment() -> dict[str, Any]:
         "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
         "git_commit": git_commit(),
     }
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON types; non-finite floats become None (JSON has no NaN), numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "item") and getattr(value, "shape", None) == ():
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def _umask() -> int:
