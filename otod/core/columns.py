@@ -29,10 +29,10 @@ from otod.core.errors import OtodError
 from otod.core.plain import jsonable
 
 FORMAT = "otod-columns/1"
-#: Zip compression of the members, by the numbers in benchmarks/RESULTS.md ("Issue 11: results at scale"): deflate
-#: at level 1 makes the file about 5× smaller than stored members for about 0.1 s more per 10⁵ records written
-#: (building the columns from the dicts costs 3× that either way) and a few hundredths more to load; level 6
-#: (``numpy.savez_compressed``) is 2–3× slower to write than level 1 for 10–15% less.
+#: Zip compression of the members, by the numbers in benchmarks/RESULTS.md ("Issue 11: results at scale"): at 10⁶
+#: records deflate level 1 makes the file 5× smaller than stored members (14 MB against 71) for ~0.45 s more
+#: written (turning the dicts into columns costs 2.2 s either way) and ~0.1 s more to load; level 6
+#: (``numpy.savez_compressed``) writes 2.3× slower than level 1 for 20% less.
 COMPRESSION = zipfile.ZIP_DEFLATED
 COMPRESSLEVEL = 1
 #: Integers above this are kept exactly only as JSON text (lists of ints pass through float64 on the way in).
