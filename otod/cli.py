@@ -46,6 +46,7 @@ def main():
     Examples:
       otod sweep condition --k 1..100
       otod fit results/condition-*.json
+      otod convert results/condition-0123456789.npz condition.json
       otod figures condition
     """
     from otod.core import compilation_cache, devices
@@ -161,6 +162,26 @@ def merge_command(parts, out):
 
     results = merge(list(parts), out)
     click.echo(f"{results.path}: {results.meta['record_count']} records from {len(parts)} part files")
+
+
+@main.command("convert")
+@click.argument("source")
+@click.argument("target")
+@user_errors
+def convert_command(source, target):
+    """Rewrite a results file in another format, chosen by TARGET's suffix: .json (one JSON document) or .npz
+    (NumPy columns, what sweeps of 10⁵ lanes and more write). The source is verified first; an existing TARGET is
+    refused.
+
+    \b
+    Examples:
+      otod convert results/condition-0123456789.npz condition.json
+      otod convert results/condition-0123456789.json condition.npz
+    """
+    from otod.core.results import convert
+
+    results = convert(source, target)
+    click.echo(f"{results.path}: {results.meta['record_count']} records from {source}")
 
 
 def _register_obstacle_commands() -> None:

@@ -48,8 +48,9 @@ from otod.core.cli import echo_report, terminal_progress, user_errors
                    "E.g. --lr-grid 0.01..4:20:log")
 @click.option("--x64/--x32", default=None, help="Force float64 / float32. Default: float64 only where float32 "
                                                  "rounding would meet --tol. E.g. --x64")
-@click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the results file and figure. E.g. --out runs/")
+@click.option("--out", default="results", show_default=True, type=click.Path(),
+              help="Folder for the results file and figure, or the results file itself (.json, or .npz: NumPy "
+                   "columns; the default from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz")
 @click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
 @click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables go to stderr). "

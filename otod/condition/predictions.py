@@ -2,7 +2,9 @@
 
 * ``exact``: the lane's own count in exact arithmetic, from its residual polynomial on its own spectrum and start
   (`otod.condition.theory.quadratic_exact_hits`), the median over seeds. Only at ``--lr theory`` (the methods'
-  own steps) on quadratics: a float64 engine run measures exactly this;
+  own steps) on quadratics: a float64 engine run measures exactly this. It costs a polynomial run per lane, so a
+  sweep stores the medians of every rung in its file (`exact_medians`, ``meta["exact_medians"]``) and a later
+  report reads them;
 * ``bound``: the worst case over every spectrum in [μ, L] and every start (`theory.bound_iterations`): no lane
   of the method at its own step can need more, and a tuned step only does better at the median;
 * ``rate``: the asymptotic rate's count ⌈ln(1/ε)/(2 ln(1/ρ))⌉, which undercounts methods with a double root
@@ -64,6 +66,38 @@ def true_condition_numbers(problem: dict, kappas, seeds: int, seed: int) -> dict
     return out
 
 
+def exact_applies(config: dict, static: list[str]) -> bool:
+    """Whether a sweep has ``exact`` counts: the methods' own steps (``--lr theory``) on quadratics, no static axis."""
+    return theory.applies_to(config) and config["lr"] == "theory" and config["problem"]["kind"] == "quadratic" \
+        and not static
+
+
+def exact_rungs(config: dict, precision: str | None, method: str, ladder) -> dict[float, list[float | None]]:
+    """κ → the median over seeds of the lanes' exact first hits at each tolerance of ``ladder`` (None where a
+    seed misses it within the cap): every lane's residual polynomial on its own spectrum and start, the costly
+    part of the ``exact`` column (κ × seeds lanes)."""
+    from otod.condition.quadratic import QuadraticSpec
+
+    problem, kappas = config["problem"], config["axes"]["kappa"]
+    spec = QuadraticSpec(**{k: v for k, v in problem.items() if k != "kind"})
+    hits = theory.quadratic_exact_hits(spec, method, kappas, config["seeds"], list(ladder), seed=config["seed"],
+                                       max_iters=config["resolved"]["max_iters"], x64=precision == "float64")
+    return {float(k): [_median(hits[i, :, j]) for j in range(hits.shape[2])] for i, k in enumerate(kappas)}
+
+
+def exact_medians(config: dict, precision: str | None, static: list[str]) -> dict | None:
+    """What a sweep stores as ``exact_medians`` (method → [κ][rung] medians, every rung of the ladder), so that
+    `predictions` and ``otod fit`` read them instead of recomputing κ × seeds lanes; None where no exact counts
+    apply."""
+    if not exact_applies(config, static):
+        return None
+    polynomial = sorted(set(theory.POLYNOMIAL_METHODS) - {"kfac"})
+    ladder = config["target"]["ladder"]
+    return {m: [table[float(k)] for k in config["axes"]["kappa"]]
+            for m in config["methods"] if m in polynomial
+            for table in [exact_rungs(config, precision, m, ladder)]}
+
+
 def predictions(meta: dict, tol: float) -> Predictions | None:
     """The sweep's theory columns at ``tol`` (None where the closed forms say nothing: an absolute ``--lr``)."""
     config = meta["config"]
@@ -78,22 +112,20 @@ def predictions(meta: dict, tol: float) -> Predictions | None:
     rung = min(range(len(ladder)), key=lambda i: abs(math.log(ladder[i] / tol)))
     static = [a["name"] for a in meta.get("axes", []) if not a.get("traced", True)]
     polynomial = set(theory.POLYNOMIAL_METHODS) - {"kfac"}
-    with_exact = config["lr"] == "theory" and problem["kind"] == "quadratic" and not static
+    with_exact = exact_applies(config, static)
+
+    stored = meta.get("exact_medians") or {}
 
     @functools.lru_cache(maxsize=None)
-    def exact_table(method: str):
-        from otod.condition.quadratic import QuadraticSpec
-
-        spec = QuadraticSpec(**{k: v for k, v in problem.items() if k != "kind"})
-        hits = theory.quadratic_exact_hits(spec, method, kappas, config["seeds"], [ladder[rung]],
-                                           seed=config["seed"], max_iters=cap,
-                                           x64=meta.get("precision") == "float64")
-        return {float(k): hits[i, :, 0] for i, k in enumerate(kappas)}
+    def exact_table(method: str) -> dict[float, float | None]:
+        if method in stored:  # computed once when the sweep was written
+            return {float(k): stored[method][i][rung] for i, k in enumerate(kappas)}
+        return {float(k): m[0] for k, m in exact_rungs(config, meta.get("precision"), method, [ladder[rung]]).items()}
 
     def exact(method: str, kappa: float):
         if not with_exact or method not in polynomial:
             return None
-        return _median(exact_table(method)[float(kappa)])
+        return exact_table(method)[float(kappa)]
 
     @functools.lru_cache(maxsize=None)
     def bound(method: str, kappa: float):

@@ -9,7 +9,8 @@ from typing import Callable, NamedTuple
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.core.report import sweep_header
 from otod.condition.predictions import predictions
-from otod.condition.records import chosen_records, condition_fits, coordinate_wise_note, fit_range, static_groups
+from otod.condition.records import (chosen_records, condition_fits, coordinate_wise_note, edge_points, fit_range,
+                                    static_groups)
 from otod.core import results as results_io
 from otod.core.fit import summarize
 from otod.core.report import fit_table, sweep_table
@@ -31,7 +32,10 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     config = meta["config"]
     tol = config["target"]["tol"] if tol is None else tol
     preds = predictions(meta, tol) if preds is None else preds
-    flops = iteration_flops(results) if len(static_groups(results)) == 1 else None
+    from otod.core.frame import Frame
+
+    groups = static_groups(results, Frame.of(results))  # columns: NumPy group-bys, no dict per record
+    flops = iteration_flops(results) if len(groups) == 1 else None
     setup = setup_costs(results) if flops else None
     notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
              "censored, so the median is only a lower bound); Nc/Ns/Nd = lanes censored at --max-iters / stalled / "
@@ -51,7 +55,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         notes.append(f"tuned: {', '.join(tuned)}{why}: one multiplier of the reference step per κ from --lr-grid, "
                      "the best by the median over seeds (censored lanes count as worst)")
     parts = []
-    for heading, rows in static_groups(results):
+    for heading, rows in groups:
         records = chosen_records(results, rows, tol)
         columns = {"exact": preds.exact, "bound": preds.bound, "rate": preds.rate} if preds else None
         table = sweep_table(summarize(records, "kappa"), value_name="κ", max_rows=None if full else 16,
@@ -61,7 +65,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
                     "seeds:" if low else "fitted scaling laws over every κ (fewer than 3 values ≥ 10); 95% CI "
                     "from a bootstrap over seeds:")
-        edge = sorted({(r["method"], r["kappa"]) for r in records if r.get("lr_on_edge")})
+        edge = edge_points(records)
         warn = []
         if edge:
             methods = sorted({m for m, _ in edge})
@@ -89,17 +93,23 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
                      progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False
                      ) -> Report:
-    """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method, plot and report."""
+    """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method and the theory's exact
+    counts (stored in the file, so a later ``otod fit`` reads them), plot and report."""
     from otod.condition.bill import flops_per_iteration, setup_flops
     from otod.core.sweep import run_sweep
 
     def bill() -> dict:
         if config.static_axes:
             return {}
+        from otod.condition.predictions import exact_medians
+
+        exact = exact_medians(config.to_dict(), "float64" if config.resolved_x64 else "float32",
+                              list(config.static_axes))
         return {"flops_per_iteration": flops_per_iteration(config.problem, config.methods,
                                                            max(config.values("kappa")), config.options,
                                                            config.resolved_x64),
-                "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods}}
+                "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods},
+                **({"exact_medians": exact} if exact else {})}
 
     results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=bill)
     preds = predictions(results.meta, config.target.tol)  # once, for the table and the figure

@@ -23,6 +23,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from otod.core.frame import Frame, first_seen
+
 
 class PowerLawFit(NamedTuple):
     """iterations ≈ prefactor · x^exponent over ``points`` axis values, with the seed-bootstrap 95% CI.
@@ -50,8 +52,22 @@ class PowerLawFit(NamedTuple):
     min_x: float | None = None
 
 
-def at_rung(records: list[dict], rung: int) -> list[dict]:
+def methods_of(records: list[dict] | Frame) -> list[str]:
+    """The methods of the records, in order of first appearance."""
+    if isinstance(records, Frame):
+        return first_seen(records["method"])
+    return list(dict.fromkeys(r["method"] for r in records))
+
+
+def at_rung(records: list[dict] | Frame, rung: int) -> list[dict] | Frame:
     """The records as if the target were ladder rung ``rung``: iterations and status of its first hit."""
+    if isinstance(records, Frame):
+        hit = records["hits"][:, rung]
+        reached = ~np.isnan(hit)
+        status = records["status"]
+        status = np.where(reached, "converged", np.where(status == "converged", "censored", status)).astype(object)
+        return Frame({**records.data, "iterations": np.where(reached, hit, records["iterations"]),
+                      "status": status})
     out = []
     for r in records:
         hit = r["hits"][rung]
@@ -63,6 +79,8 @@ def at_rung(records: list[dict], rung: int) -> list[dict]:
 def iteration_matrix(records: list[dict], method: str, axis: str):
     """(x values, matrix [value, seed] of counts, statuses): converged lanes hold their count, censored lanes their
     cap (a lower bound: see ``status``), diverged lanes NaN."""
+    if isinstance(records, Frame):
+        return _iteration_matrix(records, method, axis)
     rows = [r for r in records if r["method"] == method]
     xs = sorted({r[axis] for r in rows})
     seeds = sorted({r["seed"] for r in rows})
@@ -74,6 +92,19 @@ def iteration_matrix(records: list[dict], method: str, axis: str):
         status[i, j] = r["status"]
         if r["status"] in ("converged", "censored", "stalled"):
             y[i, j] = r["iterations"]
+    return np.asarray(xs, float), y, status
+
+
+def _iteration_matrix(frame: Frame, method: str, axis: str):
+    """`iteration_matrix` of a `Frame`: the rows of the method scattered into [value, seed] by sorted index."""
+    rows = frame.where(frame["method"] == method)
+    xs, xi = np.unique(rows[axis], return_inverse=True)
+    seeds, si = np.unique(rows["seed"], return_inverse=True)
+    y = np.full((len(xs), len(seeds)), np.nan)
+    status = np.full((len(xs), len(seeds)), "", dtype=object)
+    status[xi, si] = rows["status"]
+    counted = np.isin(rows["status"].astype(str), ("converged", "censored", "stalled"))
+    y[xi[counted], si[counted]] = rows["iterations"][counted]
     return np.asarray(xs, float), y, status
 
 
@@ -90,11 +121,11 @@ def censored_medians(y: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.n
     return np.where(bound, floor, med), bound
 
 
-def summarize(records: list[dict], axis: str) -> list[dict]:
+def summarize(records: list[dict] | Frame, axis: str) -> list[dict]:
     """Per (method, axis value): the median over seeds with censored lanes counted as ≥ their cap (``lower_bound``
     when the median itself is only that), quartiles of the converged counts, and counts by status."""
     out = []
-    for method in dict.fromkeys(r["method"] for r in records):
+    for method in methods_of(records):
         xs, y, status = iteration_matrix(records, method, axis)
         lower = np.isin(status, ("censored", "stalled"))
         med, bound = censored_medians(y, lower)
@@ -184,7 +215,7 @@ def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch:
     return _Line(b, float(low), float(high), a, int(use.sum()), residual, False)
 
 
-def fit_sweep(records: list[dict], axis: str, *, min_x: float | None = None,
+def fit_sweep(records: list[dict] | Frame, axis: str, *, min_x: float | None = None,
               exponent: Callable[[str], float | None] | None = None,
               exponent_on_grid: Callable[[str, np.ndarray], float | None] | None = None, n_boot: int = 1000,
               seed: int = 0) -> list[PowerLawFit]:
@@ -192,7 +223,7 @@ def fit_sweep(records: list[dict], axis: str, *, min_x: float | None = None,
     along ``axis``, over the points ≥ ``min_x``; ``exponent`` and ``exponent_on_grid`` give the theory's slopes
     where it has them (the latter over the fitted points)."""
     fits = []
-    for method in dict.fromkeys(r["method"] for r in records):
+    for method in methods_of(records):
         xs, y, status = iteration_matrix(records, method, axis)
         keep = xs >= min_x if min_x is not None else np.ones(xs.shape, bool)
         lower = np.isin(status, ("censored", "stalled"))

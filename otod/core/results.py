@@ -1,7 +1,8 @@
 """Results files: tidy records plus the metadata that makes them reproducible, and the journal and lock that
 make sure a sweep never loses finished work.
 
-A finished sweep is one JSON file (format ``otod-results/2``)::
+A finished sweep is one file: JSON (format ``otod-results/2``), or for large sweeps NumPy columns in an ``.npz``
+(`otod.core.columns`; `save` and `load` choose by the suffix, `convert` rewrites one as the other)::
 
     {"format": "otod-results/2",
      "meta": {"kind": "sweep", "sweep": ..., "digest": ..., "config": {...}, "environment": {...},
@@ -28,7 +29,6 @@ import errno
 import fcntl
 import hashlib
 import json
-import math
 import os
 import platform
 import re
@@ -42,19 +42,56 @@ from typing import Any, Iterable, Iterator
 
 from otod.core.axes import named_records
 from otod.core.errors import OtodError
+from otod.core.plain import jsonable  # noqa: F401 (re-exported: results_io.jsonable)
 
 FORMAT = "otod-results/2"
 FORMAT_V1 = "otod-results/1"
 JOURNAL_FORMAT = "otod-journal/2"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, eq=False)
 class Results:
-    """A loaded results file: ``meta`` (config, environment, timings) and ``records`` (one dict per row)."""
+    """A loaded results file: ``meta`` (config, environment, timings) and ``records`` (one dict per row).
+
+    From an ``.npz`` file the records are kept as columns (`otod.core.columns.Table`) and the dicts built on first
+    use of ``records``; `columns` gives NumPy arrays without building them, e.g.
+    ``pandas.DataFrame(otod.results.load(path).columns())``."""
 
     meta: dict[str, Any]
-    records: list[dict[str, Any]] = field(default_factory=list)
-    path: Path | None = None
+    path: Path | None
+    _rows: list[dict[str, Any]] | None = field(repr=False)
+    _table: Any = field(repr=False)
+
+    def __init__(self, meta: dict[str, Any], records: list[dict[str, Any]] | None = None, path: Path | None = None,
+                 table=None, *, _rows=None, _table=None):
+        object.__setattr__(self, "meta", meta)
+        object.__setattr__(self, "path", path)
+        rows = records if records is not None else _rows
+        object.__setattr__(self, "_table", table if table is not None else _table)
+        object.__setattr__(self, "_rows", rows if rows is not None or self._table is not None else [])
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            object.__setattr__(self, "_rows", self._table.records())
+        return self._rows
+
+    @property
+    def table(self):
+        """The records as an `otod.core.columns.Table` (built from the dicts once, where they came as dicts)."""
+        if self._table is None:
+            from otod.core.columns import table_of
+
+            object.__setattr__(self, "_table", table_of(self._rows))
+        return self._table
+
+    def __len__(self) -> int:
+        return self._table.length if self._rows is None else len(self._rows)
+
+    def columns(self) -> dict[str, Any]:
+        """Every record field as a 1-D NumPy array (NaN or None where a record has no value; a fixed-length list
+        such as ``hits`` as one column per position, ``hits[0]`` …): one line to a data frame."""
+        return self.table.arrays()
 
     def column(self, name: str) -> list[Any]:
         """All values of one record field, in record order."""
@@ -127,31 +164,17 @@ def environment() -> dict[str, Any]:
     }
 
 
-def jsonable(value: Any) -> Any:
-    """Plain JSON types; non-finite floats become None (JSON has no NaN), numpy scalars become Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "item") and getattr(value, "shape", None) == ():
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
-    """Write ``text`` (a string, or pieces of one written as they come) to ``path`` atomically (temporary file in
-    the same folder, fsync, rename), mode 0666 less the umask (0644 usually), creating parent folders; an
-    unwritable folder raises `OtodError`."""
+@contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
+    """A file object that becomes ``path`` atomically when the block ends (a temporary file in the same folder,
+    fsync, rename), mode 0666 less the umask (0644 usually), creating parent folders; an unwritable folder raises
+    `OtodError`. If the block raises, ``path`` is untouched."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,9 +183,8 @@ def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
         raise OtodError(f"cannot write results to {path.parent}: {e.strerror or e}; choose another folder, "
                         "e.g. --out results/") from None
     try:
-        with os.fdopen(fd, "w") as f:
-            for piece in ([text] if isinstance(text, str) else text):
-                f.write(piece)
+        with os.fdopen(fd, mode) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
@@ -171,17 +193,49 @@ def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
 
 
-def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]]) -> Path:
-    """Write a results file atomically and return its path. ``meta`` gets ``record_count``; if it lists
-    ``chunks``, their lane counts must add up to the records (checked, so a bad file is never written). The
-    records are serialised one at a time as they are written: a million-record sweep never holds a second copy
-    of them, or the whole text, in memory."""
-    meta = dict(meta, record_count=len(records))
-    if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != len(records):
+def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
+    """Write ``text`` (a string, or pieces of one written as they come) to ``path`` with `atomic_file`."""
+    with atomic_file(path) as f:
+        for piece in ([text] if isinstance(text, str) else text):
+            f.write(piece)
+    return Path(path)
+
+
+def check_suffix(path: Path) -> str:
+    """The format a results file's suffix names (``.json`` or ``.npz``); any other raises `OtodError`."""
+    suffix = Path(path).suffix
+    if suffix not in (".json", ".npz"):
+        raise OtodError(f"results file {path}: unknown format {suffix or '(no suffix)'!r}; name it .json (one "
+                        "JSON document) or .npz (NumPy columns, for large sweeps)")
+    return suffix
+
+
+def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]] | None = None,
+         table=None) -> Path:
+    """Write a results file atomically, in the format its suffix names (``.json`` or ``.npz``), and return its
+    path. ``meta`` gets ``record_count``; if it lists ``chunks``, their lane counts must add up to the records
+    (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
+    path = Path(path)
+    suffix = check_suffix(path)
+    count = table.length if records is None else len(records)
+    meta = dict(meta, record_count=count)
+    if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != count:
         raise ValueError("chunk lane counts do not add up to the records")
+    if suffix == ".npz":
+        from otod.core import columns
+
+        table = columns.table_of(records) if table is None else table
+        with atomic_file(path, "wb") as f:
+            columns.write_table(f, jsonable(meta), table)
+        return path
+    return _save_json(path, meta, table.records() if records is None else records)
+
+
+def _save_json(path: Path, meta: dict[str, Any], records: list[dict[str, Any]]) -> Path:
+    """The JSON format: records serialised one at a time as they are written, so a million-record sweep never
+    holds a second copy of them, or the whole text, in memory."""
 
     def pieces():
         yield json.dumps({"format": FORMAT, "meta": jsonable(meta)}, separators=(",", ":"), allow_nan=False)[:-1]
@@ -216,12 +270,28 @@ def verify(path: Path, meta: dict, records: list) -> None:
         raise _refuse(path, f"{len(records) - start} records belong to no chunk in the metadata")
 
 
+def verify_counts(path: Path, meta: dict, count: int) -> None:
+    """Check a record count against the metadata's ``record_count`` and its chunks' lane counts."""
+    if meta.get("record_count") is not None and meta["record_count"] != count:
+        raise _refuse(path, f"holds {count} records but its metadata says {meta['record_count']}")
+    if meta.get("chunks") is not None and sum(c["lanes"] for c in meta["chunks"]) != count:
+        raise _refuse(path, f"its chunks hold {sum(c['lanes'] for c in meta['chunks'])} records, it holds {count}")
+
+
 def load(path: str | os.PathLike) -> Results:
-    """Load and verify a results file; a missing, unreadable, foreign or inconsistent file raises `OtodError`
-    naming the path and what is wrong. Format-1 files are migrated by their sweep's ``migrate``."""
+    """Load and verify a results file, ``.json`` or ``.npz`` by its suffix; a missing, unreadable, foreign or
+    inconsistent file raises `OtodError` naming the path and what is wrong. Format-1 files are migrated by their
+    sweep's ``migrate``. An npz file is verified by its columns' checksums (its chunks' JSON checksums are kept
+    for the file's JSON twin, see `convert`)."""
     path = Path(path)
     if not path.is_file():
-        raise OtodError(f"results file {path}: no such file (expected a .json file written by otod)")
+        raise OtodError(f"results file {path}: no such file (expected a .json or .npz file written by otod)")
+    if path.suffix == ".npz":
+        from otod.core.columns import load_table
+
+        header, table = load_table(path, lambda what: _refuse(path, what))
+        verify_counts(path, header["meta"], table.length)
+        return Results(meta=header["meta"], path=path, table=table)
     try:
         payload = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -254,6 +324,23 @@ def with_axis_labels(meta: dict) -> dict:
     known = {a.name: a.labels for a in kind.axes}
     return {**meta, "axes": [{**a, "labels": list(known[a["name"]])} if known.get(a.get("name")) else a
                              for a in axes]}
+
+
+def convert(source: str | os.PathLike, target: str | os.PathLike) -> Results:
+    """Rewrite a results file in the format of ``target``'s suffix (``otod convert``): the source is loaded and
+    verified first; converting to JSON re-checks every chunk's checksum on the rebuilt records, so a file that
+    went through npz and back is the file it was. An existing target is refused."""
+    source, target = Path(source), Path(target)
+    check_suffix(target)
+    if target.exists():
+        raise OtodError(f"results file {target}: already exists; move it away, or choose another target")
+    loaded = load(source)
+    if target.suffix == ".json":
+        verify(target, loaded.meta, loaded.records)
+        save(target, loaded.meta, loaded.records)
+    else:
+        save(target, loaded.meta, table=loaded.table)
+    return Results(meta=loaded.meta, path=target, _rows=loaded._rows, _table=loaded._table)
 
 
 def _migrate_v1(path: Path, payload: dict) -> dict:

@@ -221,9 +221,23 @@ class SweepConfig:
                    chunk_seconds=d["chunk_seconds"])
 
 
+#: Sweeps of at least this many lanes are saved as NumPy columns (``.npz``) by default, smaller ones as JSON: at
+#: 10⁶ records JSON takes tens of seconds to save or load, npz under two (benchmarks/RESULTS.md, issue 11).
+NPZ_LANES = 100_000
+
+
+def lane_count(config: SweepConfig) -> int:
+    """The sweep's lanes (records), from the grid's sizes alone: static points × traced points × seeds × rates,
+    summed over methods."""
+    points = math.prod(len(v) for _, v in config.axes)
+    return points * config.seeds * sum(len(config.rates_for(m)) for m in config.methods)
+
+
 def default_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
-    """``<out>/<sweep>-<digest>.json``: one file per distinct config, so the same command resumes the same file."""
-    return Path(out_dir) / f"{config.sweep}-{config.digest()}.json"
+    """``<out>/<sweep>-<digest>.json`` (``.npz`` from `NPZ_LANES` lanes): one file per distinct config, so the
+    same command resumes the same file."""
+    suffix = ".npz" if lane_count(config) >= NPZ_LANES else ".json"
+    return Path(out_dir) / f"{config.sweep}-{config.digest()}{suffix}"
 
 
 # -- the plan: chunks of whole points, and estimates before anything is allocated ------------------------------
@@ -468,6 +482,9 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
               processes: tuple[int, int] | None = None) -> results_io.Results:
     """Run, resume or read back a sweep; return its `Results`.
 
+    The file is ``path``, or ``out_dir`` where it names a ``.json`` or ``.npz`` file, else `default_path` in the
+    folder ``out_dir``; its suffix chooses the format.
+
     ``progress`` receives a dict after each chunk (lanes done and total, seconds so far, predicted seconds left).
     A complete file of the same config is read back (``meta["read_back"]`` is True in the returned object);
     a file of another config, or a damaged one, is refused. Ctrl-C raises `Interrupted` once the running chunk is
@@ -487,7 +504,10 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     from otod.core.distributed import processes as jax_processes
     from otod.core.engine import iterations_to_target, seed_draws
 
+    if path is None and Path(out_dir).suffix in (".json", ".npz"):  # --out FILE.npz names the file itself
+        path = out_dir
     path = Path(path) if path is not None else default_path(config, out_dir)
+    results_io.check_suffix(path)
     digest = config.digest()
     index, count = processes if processes is not None else jax_processes()
     own = results_io.journal_path(path) if count == 1 else results_io.part_path(path, index, count)
@@ -500,7 +520,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             if existing.meta.get("digest") != digest:
                 raise OtodError(f"results file {path}: holds another sweep (config {existing.meta.get('digest')}, "
                                 f"this one is {digest}); choose another --out or move it away")
-            return dataclasses.replace(existing, meta={**existing.meta, "read_back": True})
+            return results_io.Results({**existing.meta, "read_back": True}, path=existing.path,
+                                      _rows=existing._rows, _table=existing._table)
         guess = check_estimate(config, yes, processes=count)
         header, _ = results_io.read_journal(own, digest)
         if header is None:
@@ -652,6 +673,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         if path == parts[0]:
             raise OtodError(f"otod merge: cannot name the results file from {parts[0]}; give --out FILE")
     path = Path(path)
+    results_io.check_suffix(path)
     with results_io.lock(path):
         if path.exists():
             raise OtodError(f"results file {path}: already exists; move it away to merge again")

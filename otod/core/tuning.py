@@ -60,6 +60,10 @@ def mark_selection(records: list[dict], point_fields: tuple[str, ...]) -> None:
 def selected(records: list[dict], point_fields: tuple[str, ...], rung: int | None = None) -> list[dict]:
     """The records at each point's chosen rate (one per seed). Records of a single rate pass through. With
     ``rung`` the choice is remade on that ladder rung's counts (``otod fit --tol``)."""
+    from otod.core.frame import Frame
+
+    if isinstance(records, Frame):
+        return _selected_frame(records, point_fields, rung)
     if not records or records[0].get("lr_multiplier") is None:
         return list(records)
     groups: dict[tuple, list[dict]] = {}
@@ -73,3 +77,54 @@ def selected(records: list[dict], point_fields: tuple[str, ...], rung: int | Non
             rate, _ = choose_rate(group, rung)
             out += [r for r in group if r["lr_multiplier"] == rate]
     return out
+
+
+def _group_ids(*columns: np.ndarray) -> np.ndarray:
+    """One integer per row naming its combination of values of ``columns``."""
+    ids = np.zeros(len(columns[0]), np.int64)
+    for column in columns:
+        _, inverse = np.unique(column.astype(str) if column.dtype == object else column, return_inverse=True)
+        ids = np.unique(ids * (inverse.max(initial=0) + 1) + inverse, return_inverse=True)[1]
+    return ids
+
+
+def _selected_frame(frame, point_fields: tuple[str, ...], rung: int | None):
+    """`selected` of a `otod.core.frame.Frame`, by group-bys: each (point, method) keeps its rows at the rate
+    `choose_rate` picks (the lowest median count over seeds, ties to the smaller rate, the reference step where
+    none converges on more than half the seeds), or its ``lr_selected`` rows where the sweep marked them."""
+    from otod.core.frame import is_missing
+
+    if len(frame) == 0 or "lr_multiplier" not in frame or is_missing(frame["lr_multiplier"][:1])[0]:
+        return frame
+    group = _group_ids(*(frame[f] for f in point_fields), frame["method"])
+    rate = frame["lr_multiplier"].astype(float)
+    if rung is None:
+        counts = np.where(frame["status"] == "converged", frame["iterations"], np.inf).astype(float)
+    else:
+        hit = frame["hits"][:, rung]
+        counts = np.where(np.isnan(hit) | (hit < 0), np.inf, hit)
+    sub = _group_ids(group, rate)  # (group, rate) pairs
+    order = np.lexsort((counts, sub))
+    sizes = np.bincount(sub)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    ranked = counts[order]
+    score = 0.5 * (ranked[starts + (sizes - 1) // 2] + ranked[starts + sizes // 2])
+    sub_group = np.zeros(len(sizes), np.int64)
+    sub_rate = np.zeros(len(sizes))
+    sub_group[sub], sub_rate[sub] = group, rate
+    best = np.lexsort((sub_rate, score, sub_group))  # per group: lowest score, then smallest rate
+    first = best[np.r_[True, np.diff(sub_group[best]) != 0]]
+    chosen = np.empty(sub_group.max() + 1)
+    chosen[sub_group[first]] = sub_rate[first]
+    stuck = np.isinf(score[first])
+    has_one = np.zeros(len(chosen), bool)
+    has_one[group[rate == 1.0]] = True
+    fallback = sub_group[first][stuck & has_one[sub_group[first]]]
+    chosen[fallback] = 1.0
+    keep = rate == chosen[group]
+    if rung is None and "lr_selected" in frame:
+        marked = ~is_missing(frame["lr_selected"])
+        marked_group = np.zeros(len(chosen), bool)
+        marked_group[group[marked]] = True  # the dict path reads the group's first record; every record of a
+        keep = np.where(marked_group[group], frame["lr_selected"] == True, keep)  # noqa: E712 (a group has it or not)
+    return frame.where(keep.astype(bool))

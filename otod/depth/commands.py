@@ -30,8 +30,9 @@ def _common(f):
         click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned. Default 0.1..3:12:log and 1. "
                                                      "E.g. --lr-grid 0.01..4:20:log"),
         click.option("--x64/--x32", default=None, help="Force float64 / float32 (default float32). E.g. --x64"),
-        click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False),
-                     help="Folder for the results file and figure. E.g. --out runs/"),
+        click.option("--out", default="results", show_default=True, type=click.Path(),
+                     help="Folder for the results file and figure, or the results file itself (.json, or .npz: "
+                          "NumPy columns; the default from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz"),
         click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot"),
         click.option("--pdf", is_flag=True, help="Also write the figure as PDF. E.g. --pdf"),
         click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables to "

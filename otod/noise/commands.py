@@ -48,8 +48,9 @@ def run(config, mode: str, out: str):
 @click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned (default 2^(k/2), 1e-6..1.41). "
                                               "E.g. --lr-grid 1e-3..1:31:log")
 @click.option("--x64/--x32", default=None, help="Simulator precision (default float32). E.g. --x64")
-@click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the results file. E.g. --out runs/")
+@click.option("--out", default="results", show_default=True, type=click.Path(),
+              help="Folder for the results file, or the file itself (.json, or .npz: NumPy columns; the default "
+                   "from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz")
 @click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
 @click.option("--json", "as_json", is_flag=True, help="Records as JSON on stdout (table on stderr). E.g. --json")
 @click.option("--yes", is_flag=True, help="Run even when estimated to take over an hour. E.g. --yes")

@@ -70,6 +70,9 @@ def exact_records(config: SweepConfig) -> list[dict]:
 
 
 def exact_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
+    """``out_dir`` itself where it names a .json or .npz file, else ``<out_dir>/noise-exact-<digest>.json``."""
+    if Path(out_dir).suffix in (".json", ".npz"):
+        return Path(out_dir)
     return Path(out_dir) / f"{config.sweep}-exact-{config.digest()}.json"
 
 
