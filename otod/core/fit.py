@@ -129,16 +129,20 @@ def summarize(records: list[dict] | Frame, axis: str) -> list[dict]:
         xs, y, status = iteration_matrix(records, method, axis)
         lower = np.isin(status, ("censored", "stalled"))
         med, bound = censored_medians(y, lower)
+        converged = status == "converged"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a point with no converged lane: NaN, shown as None
+            q25, q75 = np.nanpercentile(np.where(converged, y, np.nan), [25, 75], axis=1)
+        n_converged = converged.sum(1)
+        n_censored, n_stalled, n_diverged = ((status == s).sum(1) for s in ("censored", "stalled", "diverged"))
         for i, x in enumerate(xs):
-            conv = y[i][status[i] == "converged"]
             out.append({
                 "method": method, "value": float(x),
                 "median": float(med[i]) if np.isfinite(med[i]) else None, "lower_bound": bool(bound[i]),
-                "q25": float(np.percentile(conv, 25)) if conv.size else None,
-                "q75": float(np.percentile(conv, 75)) if conv.size else None,
-                "converged": int(conv.size), "censored": int(np.sum(status[i] == "censored")),
-                "stalled": int(np.sum(status[i] == "stalled")),
-                "diverged": int(np.sum(status[i] == "diverged")),
+                "q25": float(q25[i]) if n_converged[i] else None,
+                "q75": float(q75[i]) if n_converged[i] else None,
+                "converged": int(n_converged[i]), "censored": int(n_censored[i]), "stalled": int(n_stalled[i]),
+                "diverged": int(n_diverged[i]),
             })
     return out
 
@@ -152,6 +156,42 @@ def nan_median(a: np.ndarray) -> np.ndarray:
     hi = np.take_along_axis(s, np.maximum(n // 2, 0)[..., None], -1)[..., 0]
     with np.errstate(invalid="ignore"):
         return np.where(n > 0, 0.5 * (lo + hi), np.nan)
+
+
+def sorted_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each row's sort order, the sorted rows, each row's count of non-NaN entries): what `resampled_medians`
+    needs, computed once for all bootstrap replicates."""
+    order = np.argsort(a, axis=1)  # NaN sort last
+    return order, np.take_along_axis(a, order, 1), (~np.isnan(a)).sum(1)
+
+
+def resampled_medians(rows: tuple[np.ndarray, np.ndarray, np.ndarray], cols: np.ndarray) -> np.ndarray:
+    """``nan_median(a[:, cols].transpose(1, 0, 2))`` ([replicate, row]: each row's median over the columns that
+    replicate drew, NaN ignored), bitwise, without gathering and sorting every resample.
+
+    A replicate that draws column j c_j times holds, in row i, the row's sorted values each repeated c_j times, so
+    its k-th order statistic is the first sorted value whose running count exceeds k. With the rows sorted once
+    (`sorted_rows`), a pass over the sorted positions keeps every (row, replicate)'s running count and how many
+    positions stay at or below the two middle ranks: O(rows × replicates) memory, and about 9× faster than the
+    gather-and-sort on 1250 points × 200 seeds × 100 replicates."""
+    order, ordered, valid = rows
+    n_rows, n_cols = ordered.shape
+    counts = np.zeros((n_cols, len(cols)), np.int32)  # [column, replicate]: how often each replicate drew it
+    np.add.at(counts, (cols.ravel(), np.repeat(np.arange(len(cols)), cols.shape[1])), 1)
+    not_nan = np.zeros((n_rows, n_cols))
+    np.put_along_axis(not_nan, order, np.arange(n_cols)[None, :] < valid[:, None], 1)  # by column, not sorted
+    n = (not_nan @ counts).astype(np.int32)  # [row, replicate]: values drawn that are not NaN (exact: small ints)
+    below_low, below_high = np.maximum((n - 1) // 2, 0), n // 2
+    running = np.zeros_like(n)
+    low, high = np.zeros_like(n), np.zeros_like(n)
+    for k in range(n_cols):
+        running += counts[order[:, k]]
+        low += running <= below_low
+        high += running <= below_high
+    low, high = np.minimum(low, n_cols - 1), np.minimum(high, n_cols - 1)
+    index = np.arange(n_rows)[:, None]
+    with np.errstate(invalid="ignore"):
+        return np.ascontiguousarray(np.where(n > 0, 0.5 * (ordered[index, low] + ordered[index, high]), np.nan).T)
 
 
 def slopes(logx: np.ndarray, logy: np.ndarray) -> np.ndarray:
@@ -183,8 +223,8 @@ def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch:
     ``y`` is [value, seed] with NaN for lanes left out; ``lower`` marks lanes whose count is only a lower bound
     (censored: +∞ in the median). Points whose median is a lower bound or not finite are left out. The CI is the
     2.5–97.5 percentile range of b over ``n_boot`` replicates that resample the seed columns (all points at once),
-    computed ``batch`` replicates at a time so memory stays O(batch · points · seeds). NaNs come back where fewer
-    than two points remain.
+    computed ``batch`` replicates at a time by `resampled_medians` (memory O(batch · points)). NaNs come back where
+    fewer than two points remain.
     """
     x, y = np.asarray(x, float), np.asarray(y, float)
     lower = np.zeros(y.shape, bool) if lower is None else np.asarray(lower, bool)
@@ -203,10 +243,10 @@ def fit_power_law(x, y, lower=None, *, n_boot: int = 1000, seed: int = 0, batch:
         return _Line(b, b, b, a, int(use.sum()), residual, deterministic)
     rng = np.random.default_rng(seed)
     replicates = []
-    big = np.where(lower, np.inf, y)
+    rows = sorted_rows(np.where(lower, np.inf, y))
     for start in range(0, n_boot, batch):
         cols = rng.integers(0, y.shape[1], (min(batch, n_boot - start), y.shape[1]))
-        boot = nan_median(big[:, cols].transpose(1, 0, 2))  # [replicate, point]
+        boot = resampled_medians(rows, cols)  # [replicate, point]
         ok = np.isfinite(boot) & (boot > 0) & use[None, :]
         replicates.append(slopes(logx[None, :], np.where(ok, np.log(np.where(ok, boot, 1.0)), np.nan)))
     boot_b = np.concatenate(replicates)
