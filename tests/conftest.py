@@ -28,3 +28,17 @@ KRONECKER_PERTURBED = KroneckerSpec(rows=3, cols=4, perturbation=0.2)
 def x64():
     with jax.enable_x64(True):
         yield
+
+
+def run_shares_in_turn(config, path, count: int = 2) -> None:
+    """Run every share of a ``count``-process sweep in this process, one after another, as separate hosts would
+    run them at once. Share 0 runs first, so its merge finds the others' chunks missing and says so (OtodError);
+    every other share writes its part file and ends with ShareDone. Leaves the part files for the test to merge."""
+    from otod.core.errors import OtodError, ShareDone
+    from otod.core.sweep import run_sweep
+
+    with pytest.raises(OtodError, match="in no journal or part file"):
+        run_sweep(config, path=path, processes=(0, count))
+    for index in range(1, count):
+        with pytest.raises(ShareDone):
+            run_sweep(config, path=path, processes=(index, count))

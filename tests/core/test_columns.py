@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from otod.condition.options import condition_sweep
 from otod.core import results as results_io
-from otod.core.errors import OtodError, ShareDone
+from otod.core.errors import OtodError
 from otod.core.sweep import NPZ_LANES, default_path, lane_count, merge, run_sweep
 
-from tests.conftest import SMALL_RANDOM
+from tests.conftest import SMALL_RANDOM, run_shares_in_turn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from synthetic_results import synthetic  # noqa: E402
@@ -145,11 +145,7 @@ def test_merge_of_npz_parts_equals_the_one_process_result(tmp_path):
                              seeds=2, chunk_seconds=1e-9)
     one = run_sweep(config, path=tmp_path / "one.json")
     path = tmp_path / "x.npz"
-    for index in (0, 1):
-        try:
-            run_sweep(config, path=path, processes=(index, 2))
-        except (ShareDone, OtodError):
-            pass
+    run_shares_in_turn(config, path)
     if path.exists():
         path.unlink()
     merged = merge([results_io.part_path(path, i, 2) for i in (0, 1)])

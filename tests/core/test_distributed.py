@@ -22,7 +22,7 @@ from otod.core.distributed import check_options, share
 from otod.core.errors import OtodError, ShareDone
 from otod.core.sweep import default_path, merge, plan, run_sweep, share_of
 
-from tests.conftest import SMALL_RANDOM
+from tests.conftest import SMALL_RANDOM, run_shares_in_turn
 
 #: Four κ values, gd, heavy-ball and newton, every κ its own chunk: 12 chunks of 2 lanes.
 CONFIG = condition_sweep((1.0, 5.0, 25.0, 125.0), methods=("gd", "heavy-ball", "newton"), problem=SMALL_RANDOM,
@@ -99,11 +99,7 @@ def test_a_killed_process_loses_only_its_chunk_in_flight_and_a_rerun_finishes_it
 
 def test_merge_joins_parts_and_refuses_another_configs(tmp_path, one_process):
     path = tmp_path / "x.json"
-    for index in (0, 1):
-        try:
-            run_sweep(CONFIG, path=path, processes=(index, 2))
-        except (ShareDone, OtodError):
-            pass
+    run_shares_in_turn(CONFIG, path)
     parts = [results_io.part_path(path, i, 2) for i in (0, 1)]
     hosts = [tmp_path / "host0", tmp_path / "host1"]
     for part, host in zip(parts, hosts):
