@@ -20,7 +20,7 @@ from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.distributed import check_options, share
 from otod.core.errors import OtodError, ShareDone
-from otod.core.sweep import default_path, merge, plan, run_sweep, share_of
+from otod.core.sweep import merge, plan, run_sweep, share_of
 
 from tests.conftest import SMALL_RANDOM, run_shares_in_turn
 
