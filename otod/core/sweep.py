@@ -40,6 +40,7 @@ from otod.core.axes import named_records
 from otod.core.errors import Interrupted, OtodError, ShareDone
 from otod.core.methods import check_admits, lookup, programs
 from otod.core.registry import SweepKind, sweep_kind
+from otod.core.resources import release_free_memory
 from otod.core.stopping import STATUS_NAMES, Status, Target
 
 #: The default multipliers of the reference step for ``--lr tuned``: 12 log-spaced from 0.1 to 3, and 1 itself,
@@ -611,6 +612,7 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     if missing:
         raise OtodError(f"results file {path}: {len(missing)} of {len(chunks)} chunks are in no journal or part "
                         f"file (first: {missing[0]}); run the same sweep command to finish them")
+    release_free_memory()  # what the compiles and runs freed, before the metadata's theory allocates its own
     kind = config.kind
     records = [r for c in chunks for r in done[c.key]["records"]]
     meta = {
