@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import click
 
 from otod.core.cli import user_errors
-from otod.core.results import digest
 from otod.core.errors import OtodError
 from otod.cost.names import NETWORKS
 
@@ -47,6 +46,7 @@ def build_networks(models: str, widths: str | None, depth: int, image: int, shar
 
 def results_path(kind: str, config: dict, out: str) -> Path:
     """``<out>/<kind>-<digest>.json``: one file per distinct configuration (the project's convention)."""
+    from otod.core.results import digest  # imports NumPy: not on the path of `otod --help`
     return Path(out) / f"{kind}-{digest(config)}.json"
 
 

@@ -76,14 +76,15 @@ def test_no_import_cycles_between_modules():
 
 def test_the_command_line_loads_without_jax():
     """`otod --help`, `--version` and option errors never compile, so importing the CLI (and registering every
-    obstacle) must not import JAX or matplotlib."""
+    obstacle) must not import JAX or matplotlib, nor NumPy (0.09–0.14 s of an `otod --help` that now takes 0.12 s
+    on the development VM, where the interpreter alone starts in 0.10–0.19 s)."""
     import subprocess
     import sys
 
     probe = "import sys, otod.cli; print(sorted(m for m in ('jax', 'matplotlib', 'numpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "jax" not in out.stdout and "matplotlib" not in out.stdout
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def test_checking_a_condition_sweeps_options_does_not_import_jax():
