@@ -76,8 +76,8 @@ def test_no_import_cycles_between_modules():
 
 def test_the_command_line_loads_without_jax():
     """`otod --help`, `--version` and option errors never compile, so importing the CLI (and registering every
-    obstacle) must not import JAX or matplotlib, nor NumPy (0.09–0.14 s of an `otod --help` that now takes 0.12 s
-    on the development VM, where the interpreter alone starts in 0.10–0.19 s)."""
+    obstacle) must not import JAX or matplotlib, nor NumPy (~0.09 s: `otod --help` takes 0.12 s without it on the
+    development VM, where the interpreter alone starts in 0.06 s)."""
     import subprocess
     import sys
 
