@@ -57,26 +57,17 @@ def mark_selection(records: list[dict], point_fields: tuple[str, ...]) -> None:
                 r["lr_on_edge"] = edge
 
 
-def selected(records: list[dict], point_fields: tuple[str, ...], rung: int | None = None) -> list[dict]:
-    """The records at each point's chosen rate (one per seed). Records of a single rate pass through. With
-    ``rung`` the choice is remade on that ladder rung's counts (``otod fit --tol``)."""
+def selected(records, point_fields: tuple[str, ...], rung: int | None = None):
+    """The records (a list of dicts, or a `otod.core.frame.Frame`) at each point's chosen rate (one per seed), in
+    their order. Records of a single rate pass through. With ``rung`` the choice is remade on that ladder rung's
+    counts (``otod fit --tol``). One implementation for both forms: a list goes through its Frame."""
     from otod.core.frame import Frame
 
+    frame = records if isinstance(records, Frame) else Frame.of_records(list(records))
+    keep = _kept_rows(frame, point_fields, rung)
     if isinstance(records, Frame):
-        return _selected_frame(records, point_fields, rung)
-    if not records or records[0].get("lr_multiplier") is None:
-        return list(records)
-    groups: dict[tuple, list[dict]] = {}
-    for r in records:
-        groups.setdefault(tuple(r[f] for f in point_fields) + (r["method"],), []).append(r)
-    out = []
-    for group in groups.values():
-        if rung is None and "lr_selected" in group[0]:
-            out += [r for r in group if r["lr_selected"]]
-        else:
-            rate, _ = choose_rate(group, rung)
-            out += [r for r in group if r["lr_multiplier"] == rate]
-    return out
+        return records if keep is None else records.where(keep)
+    return list(records) if keep is None else [r for r, k in zip(records, keep) if k]
 
 
 def _group_ids(*columns: np.ndarray) -> np.ndarray:
@@ -88,14 +79,15 @@ def _group_ids(*columns: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _selected_frame(frame, point_fields: tuple[str, ...], rung: int | None):
-    """`selected` of a `otod.core.frame.Frame`, by group-bys: each (point, method) keeps its rows at the rate
-    `choose_rate` picks (the lowest median count over seeds, ties to the smaller rate, the reference step where
-    none converges on more than half the seeds), or its ``lr_selected`` rows where the sweep marked them."""
+def _kept_rows(frame, point_fields: tuple[str, ...], rung: int | None) -> np.ndarray | None:
+    """Which rows `selected` keeps, by group-bys (None: a single rate, keep all): each (point, method) keeps its
+    rows at the rate `choose_rate` picks (the lowest median count over seeds, ties to the smaller rate, the
+    reference step where none converges on more than half the seeds), or its ``lr_selected`` rows where the sweep
+    marked them."""
     from otod.core.frame import is_missing
 
     if len(frame) == 0 or "lr_multiplier" not in frame or is_missing(frame["lr_multiplier"][:1])[0]:
-        return frame
+        return None
     group = _group_ids(*(frame[f] for f in point_fields), frame["method"])
     rate = frame["lr_multiplier"].astype(float)
     if rung is None:
@@ -127,4 +119,4 @@ def _selected_frame(frame, point_fields: tuple[str, ...], rung: int | None):
         marked_group = np.zeros(len(chosen), bool)
         marked_group[group[marked]] = True  # the dict path reads the group's first record; every record of a
         keep = np.where(marked_group[group], frame["lr_selected"] == True, keep)  # noqa: E712 (a group has it or not)
-    return frame.where(keep.astype(bool))
+    return keep.astype(bool)
