@@ -90,6 +90,10 @@ def fit_command(files, full, tol):
       otod fit results/condition-0123456789.json
       otod fit results/condition-0123456789.json --tol 1e-3
     """
+    from otod.core.errors import OtodError
+
+    if tol is not None and not 0 < tol < float("inf"):
+        raise OtodError(f"--tol {tol:g}: a tolerance must be a positive number, e.g. --tol 1e-4")
     for path in files:
         results, kind = _load_sweep(path)
         click.echo(f"{path}\n" + kind.report(results, full=full, tol=tol))

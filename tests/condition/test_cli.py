@@ -42,6 +42,8 @@ def run(args, tmp_path):
     (["sweep", "condition", "--k", "2", "--out", "/proc/otod"], "cannot write results"),
     (["fit", "missing.json"], "no such file"),
     (["fit", "corrupt.json"], "not readable as JSON"),
+    (["fit", "corrupt.json", "--tol", "0"], "positive number"),
+    (["fit", "corrupt.json", "--tol", "-1e-3"], "positive number"),
     (["plot", "corrupt.json"], "not readable as JSON"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, args, fragment):
