@@ -31,30 +31,37 @@ def median_count(records: list[dict], rung: int | None = None) -> float:
 def choose_rate(records: list[dict], rung: int | None = None) -> tuple[float, bool]:
     """(chosen lr multiplier, on the grid's edge) among the records of one point: lowest median count over
     seeds, ties to the smaller rate. When no rate converges on more than half the seeds, the reference step (1,
-    where the grid has it) is chosen."""
-    by_rate: dict[float, list[dict]] = {}
-    for r in records:
-        by_rate.setdefault(r["lr_multiplier"], []).append(r)
-    rates = sorted(by_rate)
-    scores = [median_count(by_rate[m], rung) for m in rates]
-    best = min(range(len(rates)), key=lambda i: (scores[i], rates[i]))
-    if math.isinf(scores[best]) and 1.0 in by_rate:
-        best = rates.index(1.0)
-    on_edge = len(rates) > 1 and best in (0, len(rates) - 1) and not math.isinf(scores[best])
-    return rates[best], on_edge
+    where the grid has it) is chosen. The rule itself is `_kept_rows`'s, the one `selected` applies."""
+    from otod.core.frame import Frame
+
+    keep = _kept_rows(Frame.of_records(list(records)), (), rung)
+    chosen = [r for r, k in zip(records, keep) if k]
+    return chosen[0]["lr_multiplier"], _on_edge(records, chosen, rung)
+
+
+def _on_edge(group: list[dict], chosen: list[dict], rung: int | None = None) -> bool:
+    """Whether a point's chosen rate (the rate of its ``chosen`` records) is the smallest or largest of its grid,
+    with a finite median: the best rate may then lie beyond the grid."""
+    rates = sorted({r["lr_multiplier"] for r in group})
+    return (len(rates) > 1 and chosen[0]["lr_multiplier"] in (rates[0], rates[-1])
+            and math.isfinite(median_count(chosen, rung)))
 
 
 def mark_selection(records: list[dict], point_fields: tuple[str, ...]) -> None:
-    """Set ``lr_selected`` (and ``lr_on_edge`` on the chosen ones) on records of whole points, in place."""
+    """Set ``lr_selected`` (and ``lr_on_edge`` on the chosen ones) on records of whole points, in place, by the
+    rule `selected` applies."""
+    from otod.core.frame import Frame
+
+    keep = _kept_rows(Frame.of_records(list(records)), point_fields, None)
     groups: dict[tuple, list[dict]] = {}
-    for r in records:
+    for r, k in zip(records, keep):
+        r["lr_selected"] = bool(k)
         groups.setdefault(tuple(r[f] for f in point_fields) + (r["method"],), []).append(r)
     for group in groups.values():
-        rate, edge = choose_rate(group)
-        for r in group:
-            r["lr_selected"] = r["lr_multiplier"] == rate
-            if r["lr_selected"]:
-                r["lr_on_edge"] = edge
+        chosen = [r for r in group if r["lr_selected"]]
+        edge = _on_edge(group, chosen)
+        for r in chosen:
+            r["lr_on_edge"] = edge
 
 
 def selected(records, point_fields: tuple[str, ...], rung: int | None = None):
