@@ -24,6 +24,7 @@ from otod.condition.quadratic import (SPECTRA, Curvature, STARTS, check_choices,
 
 
 jnp = lazy("jax.numpy")
+linalg = lazy("otod.core.linalg")
 
 @dataclass(frozen=True)
 class KroneckerSpec:
@@ -96,7 +97,7 @@ class KroneckerSpec:
         def jacobi_top(x):
             """λ_max(D^{-1/2} X D^{-1/2}) with D = diag(X)."""
             diag = jnp.diagonal(x)
-            return jnp.linalg.eigvalsh(x / jnp.sqrt(jnp.outer(diag, diag)))[-1]
+            return linalg.eigvalsh(x / jnp.sqrt(jnp.outer(diag, diag)))[-1]
 
         def info(p, w):
             """The Hessian's spectrum. At ε = 0, H = A ⊗ B in closed form (Van Loan 2000, *The ubiquitous
@@ -105,7 +106,7 @@ class KroneckerSpec:
             product of theirs; no (mn)×(mn) eigendecomposition. Otherwise `eigh` of H."""
             del w
             if eps:
-                spectrum, vectors = jnp.linalg.eigh(p["hessian"])
+                spectrum, vectors = linalg.eigh(p["hessian"])
                 diag = jnp.diagonal(p["hessian"])
                 mu, lipschitz, jacobi = spectrum[0], spectrum[-1], jacobi_top(p["hessian"])
             else:

@@ -20,6 +20,7 @@ from otod.core.methods import Method, momentum, precondition
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
+linalg = lazy("otod.core.linalg")
 optax = lazy("optax")
 
 CURVATURE = frozenset({"curvature"})
@@ -42,8 +43,8 @@ def kronecker_precondition(a: jax.Array, b: jax.Array, damping: float) -> optax.
     def init(params):
         del params
         eye = lambda n: jnp.eye(n, dtype=a.dtype)  # noqa: E731
-        return KroneckerState(jnp.linalg.inv(a + damping * eye(a.shape[0])),
-                              jnp.linalg.inv(b + damping * eye(b.shape[0])))
+        return KroneckerState(linalg.inv(a + damping * eye(a.shape[0])),
+                              linalg.inv(b + damping * eye(b.shape[0])))
 
     def update(updates, state, params=None):
         del params

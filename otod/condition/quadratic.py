@@ -20,6 +20,7 @@ from otod.core.family import Family
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
+linalg = lazy("otod.core.linalg")
 
 
 class Curvature(NamedTuple):
@@ -161,7 +162,7 @@ class QuadraticSpec:
             if rotated:
                 diag = jnp.einsum("ij,j,ij->i", p["rotation"], lam, p["rotation"])
                 scaled = (p["rotation"] * lam) @ p["rotation"].T / jnp.sqrt(jnp.outer(diag, diag))
-                jacobi_l = jnp.linalg.eigvalsh(scaled)[-1]
+                jacobi_l = linalg.eigvalsh(scaled)[-1]
             else:
                 diag, jacobi_l = lam, jnp.ones((), lam.dtype)
             return {"curvature": Curvature(

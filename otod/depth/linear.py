@@ -56,6 +56,7 @@ from otod.core.lazy import lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
+linalg = lazy("otod.core.linalg")
 
 #: Init names in code order: the traced ``init`` axis vmaps over the index; records, tables, fits and figures
 #: carry the name (`otod.core.axes.Axis.labels`).
@@ -336,7 +337,7 @@ def balance(weights):
     """Factors with the same product as ``weights`` [L, n, n] and W_{j+1}ᵀW_{j+1} = W_jW_jᵀ: from P = UΣVᵀ,
     W_1 = Σ^{1/L}Vᵀ, W_j = Σ^{1/L} (1 < j < L), W_L = UΣ^{1/L} (Arora, Cohen & Hazan 2018, balanced init)."""
     depth = weights.shape[0]
-    u, sv, vt = jnp.linalg.svd(chain_product(weights))
+    u, sv, vt = linalg.svd(chain_product(weights))
     root = jnp.diag(sv ** (1.0 / depth))
     if depth == 1:
         return (u @ jnp.diag(sv) @ vt)[None]

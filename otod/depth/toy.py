@@ -26,6 +26,7 @@ from otod.core.lazy import lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
+linalg = lazy("otod.core.linalg")
 
 READINGS = ("per-layer", "shared")
 
@@ -130,7 +131,7 @@ class ToySpec:
 
         def info(p, x):
             h = jax.hessian(lambda y: toy_loss(p["m"], y[0], y[1], reading, jnp))(x)
-            top = jnp.max(jnp.abs(jnp.linalg.eigvalsh(h)))
+            top = jnp.max(jnp.abs(linalg.eigvalsh(h)))
             one = jnp.ones((), x.dtype)
             return {"loss_scale": one, "gd_step": 1.0 / top, "beta": p["beta"]}
 
