@@ -9,12 +9,25 @@ from typing import Callable, TextIO
 
 import click
 
-from otod.core.errors import Interrupted, OtodError, ShareDone
+from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone
+
+
+def end_now(message: str, code: int) -> None:
+    """Print ``message`` as one line on stderr and end the process at once with ``code``, without waiting for
+    the threads of a device program that is still running (XLA cannot cancel it; a normal exit would wait for
+    it forever if it is wedged). Every finished chunk is already in the sweep's journal."""
+    import os
+
+    click.echo(f"otod: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def user_errors(fn):
     """Run a command body; bad input (`OtodError`) ends as one line on stderr and exit code 2, an interrupted
-    sweep as one line saying what is saved and exit code 130."""
+    sweep as one line saying what is saved and exit code 130; a device program left running (`Abandoned`: the
+    watchdog, or a second Ctrl-C) as one line and exit code 1 (130 for Ctrl-C), at once (`end_now`)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -26,6 +39,8 @@ def user_errors(fn):
         except Interrupted as e:
             click.echo(f"otod: {e}", err=True)
             sys.exit(130)
+        except Abandoned as e:
+            end_now(str(e), 130 if e.interrupted else 1)
         except ShareDone as e:
             click.echo(f"otod: {e}", err=True)
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import os
+import time
 from typing import Mapping, NamedTuple
 
 import jax
@@ -33,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from otod.core.dynamics import optax_dynamics
+from otod.core.errors import Abandoned
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
 
 #: Iterations per trip of the while loop (each with its own check): fewer trips, fewer kernels.
@@ -324,6 +327,53 @@ def _prepared_lanes(dynamics, rates, points, lrs, method_indices, drawn, lane_ar
     return jax.vmap(inner)(varying, lrs, method_indices, fixed), const_axes
 
 
+#: The watchdog's default: seconds without progress after which a CPU device program is taken to be wedged.
+WATCHDOG_SECONDS = 30.0
+
+#: Process CPU time per wall second below which CPU devices count as making no progress (1 % of one core). A
+#: running XLA:CPU program keeps at least one core busy; a wedged one sits at 0 % (measured: 0.00 s of CPU time
+#: over 20 s of the deadlock that `otod.core.linalg` removes).
+IDLE_CPU_FRACTION = 0.01
+
+
+def watchdog_seconds() -> float | None:
+    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a positive number, or ``off``), else `WATCHDOG_SECONDS`."""
+    value = os.environ.get("OTOD_WATCHDOG_SECONDS", "").strip().lower()
+    if value in ("off", "0", "none"):
+        return None
+    try:
+        return float(value) if value and float(value) > 0 else WATCHDOG_SECONDS
+    except ValueError:
+        return WATCHDOG_SECONDS
+
+
+def wait_for_devices(outputs, program: str, stall_seconds: float | None = None, poll: float = 0.02) -> None:
+    """Wait until every array of ``outputs`` (a dispatched program's results) is ready, watching the devices.
+
+    Polling, not blocking in XLA, keeps the main thread in Python, so Ctrl-C reaches it. A KeyboardInterrupt
+    raised while waiting (the sweep's second Ctrl-C) becomes `Abandoned` (interrupted). On CPU devices the
+    watchdog reads the process's CPU time: if it grows by less than `IDLE_CPU_FRACTION` of the wall time for
+    ``stall_seconds`` (default `watchdog_seconds`; None or ``off``: no watchdog), the program is wedged and
+    `Abandoned` names it. On accelerators the host idles while the device computes, so there is no watchdog."""
+    leaves = [a for a in jax.tree.leaves(outputs) if hasattr(a, "is_ready")]
+    stall = watchdog_seconds() if stall_seconds is None else stall_seconds
+    on_cpu = all(d.platform == "cpu" for a in leaves for d in a.devices())
+    since_wall, since_cpu = time.monotonic(), time.process_time()
+    try:
+        while not all(a.is_ready() for a in leaves):
+            time.sleep(poll)
+            if not (on_cpu and stall):
+                continue
+            wall, cpu = time.monotonic(), time.process_time()
+            if cpu - since_cpu >= IDLE_CPU_FRACTION * max(wall - since_wall, poll):
+                since_wall, since_cpu = wall, cpu
+            elif wall - since_wall >= stall:
+                raise Abandoned(f"the {program} made no progress for {wall - since_wall:.0f} s (no CPU time used): "
+                                "stopped by the watchdog (OTOD_WATCHDOG_SECONDS sets its time)")
+    except KeyboardInterrupt:
+        raise Abandoned(f"interrupted while the {program} was running", interrupted=True) from None
+
+
 def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LANES) -> tuple[int, int]:
     """(points per block, blocks): whole points per block, at most ``block_lanes`` lanes (at least one point),
     points split evenly, consecutive points together (callers order points by predicted cost, so a block's lanes
@@ -361,7 +411,8 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                          method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
                          block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
-                         active=None, devices: int | None = None, costs=None) -> Solution:
+                         active=None, devices: int | None = None, costs=None,
+                         stall_seconds: float | None = None, program: str | None = None) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
@@ -372,7 +423,8 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     balanced by `deal` on ``costs``, each lane's predicted iterations (default: lanes come in order of cost, so a
     block's position stands for it).
     Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target,
-    lane count, dtype).
+    lane count, dtype). While the devices run, `wait_for_devices` watches them (``stall_seconds``: its watchdog;
+    default `watchdog_seconds`) and lets Ctrl-C through; ``program`` names the program in its messages.
     """
     members = tuple(members)
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
@@ -417,6 +469,9 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
               np.argsort(order).astype(np.int32), np.int32(seed),
               np.asarray(target.ladder, dtype), np.int32(max_iters),
               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
-    *per_lane, trips = _grid(*static, *arrays)
+    outputs = _grid(*static, *arrays)  # dispatched asynchronously: the devices run while we wait below
+    name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
+    wait_for_devices(outputs, f"{name} on {devices} device{'s' * (devices > 1)}", stall_seconds)
+    *per_lane, trips = outputs
     executed = int(np.asarray(trips, np.int64).sum()) * points_per_block * per_point
     return Solution(*(np.asarray(a)[:n] for a in per_lane), lane_iterations=executed)

@@ -27,3 +27,16 @@ class ShareDone(Exception):
         self.path, self.index, self.count = path, index, count
         super().__init__(f"process {index} of {count}: ran {chunks} chunks ({lanes} lanes) of its share; process 0 "
                          f"wrote {path}")
+
+
+class Abandoned(Exception):
+    """The engine stopped waiting on a device program that is still running: its devices made no progress for
+    the watchdog's time, or a second Ctrl-C asked to stop at once. XLA cannot cancel a running program, so the
+    process must end without waiting for it (`otod.core.cli.user_errors` ends it with ``os._exit``); the chunks
+    finished before it are in the sweep's journal, and the same command resumes from them.
+
+    ``interrupted`` tells a Ctrl-C (exit code 130) from the watchdog (exit code 1)."""
+
+    def __init__(self, message: str, interrupted: bool = False):
+        self.interrupted = interrupted
+        super().__init__(message)

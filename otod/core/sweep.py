@@ -26,6 +26,7 @@ import math
 import platform
 import re
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ import numpy as np
 
 from otod.core import results as results_io
 from otod.core.axes import named_records
-from otod.core.errors import Interrupted, OtodError, ShareDone
+from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone
 from otod.core.methods import check_admits, lookup, programs
 from otod.core.registry import SweepKind, sweep_kind
 from otod.core.resources import release_free_memory
@@ -375,8 +376,8 @@ def check_estimate(config: SweepConfig, yes: bool = False, available: int | None
 
 @contextmanager
 def deferred_interrupt() -> Iterator[dict]:
-    """While a sweep runs, Ctrl-C sets a flag the runner reads when the current chunk ends (a second Ctrl-C
-    interrupts at once). Only in the main thread; elsewhere signals are left alone."""
+    """While a sweep runs, Ctrl-C sets a flag the runner reads when the current chunk ends, and says so on stderr;
+    a second Ctrl-C interrupts at once (the engine's wait turns it into `Abandoned`). Only in the main thread; elsewhere signals are left alone."""
     flag = {"count": 0}
     if threading.current_thread() is not threading.main_thread():
         yield flag
@@ -386,6 +387,8 @@ def deferred_interrupt() -> Iterator[dict]:
         flag["count"] += 1
         if flag["count"] > 1:
             raise KeyboardInterrupt
+        sys.stderr.write("\notod: stopping once the running chunk is saved; Ctrl-C again stops at once, losing it\n")
+        sys.stderr.flush()
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
@@ -561,13 +564,18 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     options=config.options, group=group, draws=draws_cache[spec],
                     block_lanes=chunk.block_points * group[0] * group[1],
                     active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1],
-                    costs=np.asarray(costs[name])[idx[:, 0]])
+                    costs=np.asarray(costs[name])[idx[:, 0]],
+                    program=f"{config.sweep} program {'+'.join(chunk.program)} (chunk {chunk.key})")
 
         pending = [c for c in mine if c.key not in done]
         with count_compilations() as compiles, deferred_interrupt() as stop:
             for chunk in pending:
                 t0 = time.perf_counter()
-                idx, solution = solve(chunk)
+                try:
+                    idx, solution = solve(chunk)
+                except Abandoned as e:
+                    raise Abandoned(f"{e}; {lanes_done} of {total} lanes are saved in the journal of {path}, and "
+                                    "the same command resumes the sweep", e.interrupted) from None
                 seconds = time.perf_counter() - t0
                 records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
                 work = {"seconds": seconds, "lane_iterations": solution.lane_iterations,

@@ -105,3 +105,73 @@ def test_deal_balances_blocks_by_predicted_cost_with_equal_counts_per_device():
         best = min(max(sum(costs[i] for i in perm[d * per:(d + 1) * per]) for d in range(devices))
                    for perm in itertools.permutations(range(len(costs))))
         assert rows.sum(1).max() == best
+
+
+class _Wedged:
+    """A dispatched result on a CPU device that never becomes ready while the process uses no CPU time: to the
+    watchdog, exactly the wedged program it exists to catch (a real one was caught in the fix's commit: the
+    batched-eigh deadlock, 6 of 6 runs stopped after 5 s). A host callback cannot stand in: XLA:CPU runs a
+    program with one synchronously, at dispatch."""
+
+    def is_ready(self):
+        return False
+
+    def devices(self):
+        return {jax.devices("cpu")[0]}
+
+
+def test_the_watchdog_stops_a_program_that_makes_no_progress():
+    """No CPU time for ``stall_seconds``: `Abandoned` naming the program, soon after the stated time."""
+    import time
+
+    from otod.core.engine import wait_for_devices
+    from otod.core.errors import Abandoned
+
+    outputs = [_Wedged()]
+    t0 = time.monotonic()
+    with pytest.raises(Abandoned, match=r"the test program on 1 device made no progress for [12] s") as caught:
+        wait_for_devices(outputs, "test program on 1 device", stall_seconds=1.0)
+    assert 1.0 <= time.monotonic() - t0 < 5.0
+    assert not caught.value.interrupted
+
+
+def test_the_watchdog_leaves_a_busy_program_alone():
+    """A program that keeps the CPU busy for longer than ``stall_seconds`` runs to its end."""
+    from otod.core.engine import wait_for_devices
+
+    def spin(x):
+        return jax.lax.fori_loop(0, 20_000_000, lambda i, v: v * 0.999999 + 1e-7, x)
+
+    import time
+
+    program = jax.jit(spin).lower(np.float32(1.0)).compile()
+    t0 = time.monotonic()
+    outputs = program(np.float32(1.0))
+    wait_for_devices(outputs, "busy program", stall_seconds=0.03)
+    assert outputs.is_ready() and np.isfinite(float(outputs))
+    assert time.monotonic() - t0 > 3 * 0.03  # it did outlast the watchdog's time
+
+
+def test_ctrl_c_while_the_engine_waits_ends_the_wait():
+    """A KeyboardInterrupt (the sweep's second Ctrl-C) during the wait becomes `Abandoned` (interrupted) at once,
+    although the program runs on: the CLI then ends the process without waiting for it."""
+    import signal
+    import time
+
+    from otod.core.engine import wait_for_devices
+    from otod.core.errors import Abandoned
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    outputs = [_Wedged()]
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(Abandoned, match="interrupted while the test program was running") as caught:
+            wait_for_devices(outputs, "test program", stall_seconds=None)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert caught.value.interrupted and time.monotonic() - t0 < 2.0
