@@ -103,6 +103,24 @@ def digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(jsonable(obj), sort_keys=True).encode()).hexdigest()[:10]
 
 
+#: Metadata keys outside the metadata checksum: the checksum itself, and what `load` adds to a file read back.
+NOT_CHECKSUMMED = ("meta_sha256", "read_back")
+
+
+def meta_checksum(meta: dict[str, Any]) -> str:
+    """SHA-256 of the metadata (sorted-key JSON, without `NOT_CHECKSUMMED`): what a re-run reads back and
+    trusts (the config, the stored theory and FLOP counts, the chunks' checksums) is as verified as the records."""
+    kept = {k: v for k, v in meta.items() if k not in NOT_CHECKSUMMED}
+    return hashlib.sha256(json.dumps(jsonable(kept), sort_keys=True, allow_nan=False).encode()).hexdigest()
+
+
+def verify_meta(path: Path, meta: dict[str, Any]) -> None:
+    """Refuse a file whose metadata does not match its ``meta_sha256`` (edited or damaged). Files written before
+    otod stored the checksum have none and are read as before."""
+    if "meta_sha256" in meta and meta_checksum(meta) != meta["meta_sha256"]:
+        raise _refuse(path, "its metadata does not match its checksum (edited or damaged)")
+
+
 def records_checksum(records: list[dict[str, Any]]) -> str:
     """SHA-256 of a list of records in canonical JSON: what a chunk's entry in the metadata vouches for."""
     text = json.dumps(jsonable(records), sort_keys=True, separators=(",", ":"), allow_nan=False)
@@ -223,6 +241,7 @@ def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, 
     meta = dict(meta, record_count=count)
     if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != count:
         raise ValueError("chunk lane counts do not add up to the records")
+    meta["meta_sha256"] = meta_checksum(meta)
     if suffix == ".npz":
         from otod.core import columns
 
@@ -290,6 +309,7 @@ def load(path: str | os.PathLike) -> Results:
         from otod.core.columns import load_table
 
         header, table = load_table(path, lambda what: _refuse(path, what))
+        verify_meta(path, header["meta"])
         verify_counts(path, header["meta"], table.length)
         return Results(meta=header["meta"], path=path, table=table)
     try:
@@ -304,6 +324,7 @@ def load(path: str | os.PathLike) -> Results:
     elif payload.get("format") != FORMAT:
         raise OtodError(f"results file {path}: format {payload.get('format')!r} is not one this otod reads "
                         f"({FORMAT!r} or {FORMAT_V1!r}); it was written by another version of otod")
+    verify_meta(path, payload["meta"])
     verify(path, payload["meta"], payload["records"])
     meta = with_axis_labels(payload["meta"])
     return Results(meta=meta, records=named_records(meta.get("axes", []), payload["records"]), path=path)

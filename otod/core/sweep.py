@@ -204,7 +204,12 @@ class SweepConfig:
         return results_io.jsonable(d)
 
     def digest(self) -> str:
-        """A short hash of the config: the results file's name and the key for resuming."""
+        """A short hash of the config: the results file's name and the key for resuming (`config_digest`)."""
+        return config_digest(self.to_dict())
+
+    def legacy_digest(self) -> str:
+        """The digest otod wrote before `config_digest` left out what does not change the records: a finished
+        file of that version still reads back."""
         return results_io.digest(self.to_dict())
 
     @classmethod
@@ -233,6 +238,17 @@ def lane_count(config: SweepConfig) -> int:
     summed over methods."""
     points = math.prod(len(v) for _, v in config.axes)
     return points * config.seeds * sum(len(config.rates_for(m)) for m in config.methods)
+
+
+#: Config fields that do not change a single record (tested): left out of the digest, so changing them neither
+#: renames the results file nor orphans a journal.
+NOT_IN_DIGEST = ("chunk_seconds",)
+
+
+def config_digest(config: dict) -> str:
+    """A short hash of a config dict without `NOT_IN_DIGEST`: two configs share it exactly when their records
+    are the same."""
+    return results_io.digest({k: v for k, v in config.items() if k not in NOT_IN_DIGEST})
 
 
 def default_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
@@ -521,13 +537,19 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             held.enter_context(results_io.lock(locked))
         if path.exists():
             existing = results_io.load(path)
-            if existing.meta.get("digest") != digest:
+            if existing.meta.get("digest") not in (digest, config.legacy_digest()):
                 raise OtodError(f"results file {path}: holds another sweep (config {existing.meta.get('digest')}, "
                                 f"this one is {digest}); choose another --out or move it away")
             return results_io.Results({**existing.meta, "read_back": True}, path=existing.path,
                                       _rows=existing._rows, _table=existing._table)
         guess = check_estimate(config, yes, processes=count)
         header, _ = results_io.read_journal(own, digest)
+        journal_chunking = None if header is None else header["config"].get("chunk_seconds")
+        if journal_chunking is not None and journal_chunking != config.chunk_seconds:
+            # The chunk keys name their points: resume with the chunking the journal was written under.
+            sys.stderr.write(f"otod: resuming {own} with its --chunk-seconds {journal_chunking:g} (the records do "
+                             f"not depend on it; {config.chunk_seconds:g} applies to new sweeps)\n")
+            config = dataclasses.replace(config, chunk_seconds=journal_chunking)
         if header is None:
             results_io.start_journal(own, {"digest": digest, "config": config.to_dict(), "process": index,
                                            "processes": count, "host": platform.node()})
@@ -664,7 +686,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         header, chunks = results_io.read_journal(part, None, repair=False)
         if header is None or "config" not in header:
             raise OtodError(f"part file {part}: not an otod part file (a journal with its sweep's config)")
-        if results_io.digest(header["config"]) != header.get("digest"):
+        if header.get("digest") not in (config_digest(header["config"]), results_io.digest(header["config"])):
             raise OtodError(f"part file {part}: its config does not hash to its digest {header.get('digest')} "
                             "(edited or damaged); it is not merged")
         headers[part] = header

@@ -49,6 +49,37 @@ def _v1(complete=True):
     return {"format": "otod-results/1", "meta": meta, "records": records}
 
 
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_edited_metadata_is_refused_in_either_format(tmp_path, suffix):
+    """The metadata checksum is checked on load; files written before it (no meta_sha256) still load."""
+    path = results.save(tmp_path / f"r{suffix}", {"kind": "sweep", "flops_per_iteration": 10.0},
+                        [{"v": 1, "g": 2.5}])
+    assert results.load(path).meta["flops_per_iteration"] == 10.0
+    if suffix == ".json":
+        payload = json.loads(path.read_text())
+        payload["meta"]["flops_per_iteration"] = 1.0
+        path.write_text(json.dumps(payload))
+    else:  # an edit that also re-signs the header's own digest, so only meta_sha256 can catch it
+        import hashlib
+
+        import numpy as np
+
+        with np.load(path) as npz:
+            members = {k: npz[k] for k in npz.files}
+        text = str(members["header"][()]).replace('"flops_per_iteration":10.0', '"flops_per_iteration":1.0')
+        assert '"flops_per_iteration":1.0' in text
+        members["header"] = np.asarray(text)
+        members["header.sha256"] = np.asarray(hashlib.sha256(text.encode()).hexdigest())
+        with open(path, "wb") as f:
+            np.savez(f, **members)
+    with pytest.raises(OtodError, match="its metadata does not match its checksum"):
+        results.load(path)
+    if suffix == ".json":
+        del payload["meta"]["meta_sha256"]
+        path.write_text(json.dumps(payload))
+        assert results.load(path).meta["flops_per_iteration"] == 1.0
+
+
 def test_format_1_files_still_load_with_their_axis_by_name(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps(_v1()))

@@ -100,6 +100,40 @@ def test_interrupt_at_any_chunk_then_resume_gives_the_uninterrupted_file(tmp_pat
     assert not results_io.journal_path(path).exists()
 
 
+def test_resuming_with_another_chunk_seconds_finishes_the_journal_with_identical_records(tmp_path, uninterrupted,
+                                                                                      capfd):
+    """--chunk-seconds does not change the records, so it is not in the digest: a resume under another value
+    keeps the file name, finishes the journal's chunking (resumed chunks observed) and says so."""
+    import dataclasses
+
+    config, full = uninterrupted
+    other = dataclasses.replace(config, chunk_seconds=50.0)
+    assert other.digest() == config.digest() and other.legacy_digest() != config.legacy_digest()
+    path = tmp_path / "part.json"
+    with pytest.raises(Interrupted):
+        run_sweep(config, path=path, progress=_interrupt_after(4))
+    resumed = run_sweep(other, path=path)
+    assert resumed.meta["resumed_chunks"] == 4 and resumed.records == full.records
+    assert not results_io.journal_path(path).exists()
+    assert "with its --chunk-seconds 1e-09" in capfd.readouterr().err
+
+
+def test_a_finished_file_with_edited_metadata_is_refused_not_trusted(tmp_path, uninterrupted):
+    """What a re-run reads back (here the stored theory medians or FLOPs of the metadata) is checksummed like the
+    records: an edit is refused by name, and the file is left as it was."""
+    config, full = uninterrupted
+    path = tmp_path / "done.json"
+    run_sweep(config, path=path)
+    payload = json.loads(path.read_text())
+    assert payload["meta"]["meta_sha256"] == results_io.meta_checksum(payload["meta"])
+    payload["meta"]["config"]["seeds"] = 3
+    path.write_text(json.dumps(payload))
+    before = path.read_text()
+    with pytest.raises(OtodError, match="its metadata does not match its checksum"):
+        run_sweep(config, path=path)
+    assert path.read_text() == before
+
+
 def test_a_chunk_cut_short_by_a_kill_is_dropped_and_rerun(tmp_path, uninterrupted):
     config, full = uninterrupted
     path = tmp_path / "killed.json"
