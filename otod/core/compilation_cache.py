@@ -54,8 +54,9 @@ def enable(path: str | os.PathLike | None = None) -> Path | None:
 
 @contextlib.contextmanager
 def count_compilations() -> Iterator[list[float]]:
-    """Count XLA compilations inside the block: yields a list that holds one entry (seconds) per program compiled,
-    filled in when the block ends.
+    """Count XLA compilations inside the block: yields a list that holds one entry (seconds) per program compiled.
+    While the block runs it holds every program got from the backend as it comes (a persistent-cache load among
+    them, at milliseconds); when the block ends, exactly the compilations.
 
     JAX records '/jax/core/compile/backend_compile_duration' for every program it gets from the backend, compiled
     or loaded from the persistent cache; a load also records the cache-hit event. So the compilations are the
@@ -69,6 +70,7 @@ def count_compilations() -> Iterator[list[float]]:
     def on_duration(event: str, seconds: float, **kwargs):
         if event == "/jax/core/compile/backend_compile_duration":
             durations.append(seconds)
+            compiled.append(seconds)
 
     def on_event(event: str, **kwargs):
         if event == CACHE_HIT_EVENT:
@@ -82,7 +84,7 @@ def count_compilations() -> Iterator[list[float]]:
     finally:
         jax.monitoring.unregister_event_duration_listener(on_duration)
         jax.monitoring.unregister_event_listener(on_event)
-        compiled.extend(sorted(durations)[len(hits):])
+        compiled[:] = sorted(durations)[len(hits):]
 
 
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"

@@ -118,6 +118,22 @@ def test_resuming_with_another_chunk_seconds_finishes_the_journal_with_identical
     assert "with its --chunk-seconds 1e-09" in capfd.readouterr().err
 
 
+def test_the_eta_comes_from_the_cost_model_not_from_lanes_done():
+    """Chunks that cost 2·predicted + 0.1 s, cheap ones first: after three, the ETA is the exact remaining time
+    (the model is linear), plus a compile per program still to come; counting chunks done would say 3 × 0.3 s."""
+    from otod.core.sweep import eta_seconds
+
+    predicted = [0.05, 0.1, 0.2, 1.0, 2.0, 4.0]
+    took = [2 * p + 0.1 for p in predicted]
+    done = list(zip(predicted[:3], took[:3]))
+    assert eta_seconds(done[:1], predicted[1:]) == float("inf")  # one chunk cannot separate scale and fixed cost
+    assert eta_seconds(done, predicted[3:]) == pytest.approx(sum(took[3:]))
+    assert eta_seconds(done, predicted[3:], compile_seconds=2.5, programs_left=2) == pytest.approx(sum(took[3:]) + 5)
+    assert eta_seconds(done, []) == 0.0
+    assert sum(took[3:]) > 10 * sum(took[:3])  # far from what counting chunks done would extrapolate
+    assert eta_seconds([(0.1, 0.3), (0.1, 0.3)], [1.0]) == pytest.approx(3.0)  # equal predictions: proportional
+
+
 def test_a_finished_file_with_edited_metadata_is_refused_not_trusted(tmp_path, uninterrupted):
     """What a re-run reads back (here the stored theory medians or FLOPs of the metadata) is checksummed like the
     records: an edit is refused by name, and the file is left as it was."""
