@@ -118,7 +118,10 @@ def loglog_slope(x, y) -> float:
 
 
 def lr_slope(records: list[dict], method: str, up_to: float | None) -> tuple[float, int]:
-    """The log-log slope of the best lr vs B over B ≤ ``up_to`` (the perfect-scaling region), and its points."""
+    """The log-log slope of the best lr vs B over B ≤ ``up_to`` (the perfect-scaling region), and its points; no
+    region (``up_to`` None): nan over 0 points, not a slope over every point."""
     xs, lrs = best_lrs(records, method)
-    keep = xs <= up_to if up_to is not None else np.ones(xs.shape, bool)
+    if up_to is None:
+        return math.nan, 0
+    keep = xs <= up_to
     return loglog_slope(xs[keep], lrs[keep]), int(keep.sum())

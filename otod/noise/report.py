@@ -102,8 +102,9 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
             ideal = theory.ideal_steps(len(q.h), config["target"]["tol"], np.asarray(xs))
             lines.append("ideal estimator d/(2·target·B): " + ", ".join(f"B={b:g}: {v:.3g}" for b, v in
                                                                           zip(xs[::4], ideal[::4])))
-        lines += ["", "critical batch, S(B) = S_min·(1 + B_crit/B), 95% CI from a bootstrap over seeds; perfect "
-                  "scaling: largest B with S(2B)/S(B) ≤ 0.55; best-lr slope over that region:"]
+        lines += ["", "critical batch, S(B) = S_min·(1 + B_crit/B) fitted with S_min, B_crit ≥ 0 (beyond the grid: "
+                  "said so, not extrapolated), 95% CI from a bootstrap over seeds; perfect scaling: largest B whose "
+                  "next grid point B' has S(B')/S(B) ≤ 1.1·B/B'; best-lr slope over that region:"]
         for m in methods:
             fit = critical_batch(records, m)
             xm, med, bound, _, _ = cols[m]
@@ -112,9 +113,10 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
             slope, n = lr_slope(records, m, limit)
             ci = "deterministic" if fit.deterministic else (f"S_min [{fit.s_min_ci[0]:.4g}, {fit.s_min_ci[1]:.4g}], "
                                                             f"B_crit [{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
-            lines.append(f"  {m:<14} S_min {fit.s_min:.4g}  B_crit {fit.b_crit:.4g} ({ci}; {fit.points} points, "
-                         f"{fit.excluded} censored left out)  perfect scaling up to B = "
-                         f"{'—' if limit is None else f'{limit:g}'}  lr slope {slope:.3g} ({n} points)")
+            region = ("no perfect-scaling region" if limit is None else
+                      f"perfect scaling up to B = {limit:g}  lr slope {slope:.3g} ({n} points)")
+            lines.append(f"  {m:<14} S_min {fit.s_min:.4g}  B_crit {theory.describe_critical_batch(fit.b_crit, xm[ok])} "
+                         f"({ci}; {fit.points} points, {fit.excluded} censored left out)  {region}")
         lines += [""] + exact_noise_scales(config, records)
     else:
         from otod.noise.records import loglog_slope

@@ -159,6 +159,23 @@ def test_mccandlish_fit_recovers_its_own_curve_and_the_perfect_scaling_limit():
     assert theory.perfect_scaling_limit(b, s) == 4.0
 
 
+def test_mccandlish_fit_never_prints_a_negative_s_min_or_a_nan_b_crit():
+    """Data an unconstrained fit turned into S_min < 0 and B_crit nan: steps ∝ 1/B over a ×4 grid (perfect
+    scaling everywhere, B_crit beyond the grid), steps that fall faster than 1/B (noise), and flat steps."""
+    b = 4.0 ** np.arange(0, 8)
+    perfect = 1e5 / b
+    s_min, b_crit = theory.mccandlish_fit(b, perfect)
+    assert s_min == 0.0 and b_crit == np.inf
+    assert theory.describe_critical_batch(b_crit, b) == "> 16384 (beyond the largest B)"
+    faster = 1e5 / b ** 1.1  # curves the wrong way: the best non-negative fit is still S_min = 0
+    s_min, b_crit = theory.mccandlish_fit(b, faster)
+    assert s_min >= 0 and (b_crit == np.inf or b_crit >= 0)
+    s_min, b_crit = theory.mccandlish_fit(b, np.full(len(b), 70.0))
+    assert s_min == pytest.approx(70.0) and b_crit == pytest.approx(0.0, abs=1e-9)
+    assert theory.describe_critical_batch(b_crit, b) == "< 1 (below the smallest B)"
+    assert theory.describe_critical_batch(64.0, b) == "64"
+
+
 def test_noise_scales_at_the_start_of_the_nqm():
     """At θ₀ ~ N(0, I) with C = H: B_simple = Σ1/i ÷ Σ1/i² and B_noise = Σ1/i² ÷ Σ1/i³ (d = 50)."""
     i = np.arange(1, 51)
