@@ -5,7 +5,7 @@ Both are least-squares lines through log(median over seeds): log T on log L (pow
 and ΔAIC = n·ln(RSS_other/RSS_chosen) ≥ 0; ΔAIC < 2 means the data hardly prefer either. Medians count
 censored and stalled lanes as at least their count (`otod.core.fit.censored_medians`); a depth whose median is
 only such a lower bound is shown but left out of the fit, and a fit with fewer than 3 depths left says so and
-chooses nothing. The 95% CIs of b and c resample the seeds (the problem instances, shared by every depth) with
+chooses nothing, and so does a series whose medians rise and fall beyond their CIs (`reversal`). The 95% CIs of b and c resample the seeds (the problem instances, shared by every depth) with
 replacement and refit (Efron & Tibshirani 1993, §6); where every seed gives the same counts there is no sampling
 error and the CI is the estimate itself.
 """
@@ -52,6 +52,29 @@ def aic(rss: float, n: int, k: int = 2) -> float:
     return n * math.log(max(rss, 1e-12 * n) / n) + 2 * k
 
 
+def reversal(x: np.ndarray, medians: np.ndarray, boot: np.ndarray | None) -> str | None:
+    """Where medians along x both rise and fall beyond their 95% CIs (percentiles of the seed bootstrap's
+    replicate medians ``boot`` [replicate, point]; without sampling error, the medians themselves): a rise is a
+    pair i < j whose CIs do not overlap with j above, a fall the same with j below. A power or exponential law is
+    monotone, so it is not fitted to such a series (the toy's medians 1, 8.5, 31, 27, 122.5, 60.5, 114, 55.5 gave
+    b = 2.11). Returns the two pairs in words, or None when the series is monotone within its CIs."""
+    if boot is None:
+        lo = hi = np.asarray(medians, float)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo, hi = np.nanpercentile(np.where(np.isfinite(boot), boot, np.nan), [2.5, 97.5], axis=0)
+        lo, hi = np.where(np.isnan(lo), medians, lo), np.where(np.isnan(hi), medians, hi)
+    rise = fall = None
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            if rise is None and lo[j] > hi[i]:
+                rise = f"up from {x[i]:g} to {x[j]:g}"
+            if fall is None and hi[j] < lo[i]:
+                fall = f"down from {x[i]:g} to {x[j]:g}"
+    return f"{rise}, {fall}" if rise and fall else None
+
+
 def fit_laws(records: list[dict], axis: str, *, n_boot: int = 1000, seed: int = 0) -> list[LawFit]:
     """One `LawFit` per series (``method`` field, one record per seed and point) along ``axis``."""
     fits = []
@@ -71,6 +94,21 @@ def fit_laws(records: list[dict], axis: str, *, n_boot: int = 1000, seed: int = 
                                "censored or missing: no law chosen"))
             continue
         x, logy = xs[use], np.log(med[use])
+        boot = None
+        if not deterministic and y.shape[1] > 1:
+            rng = np.random.default_rng(seed)
+            cols = rng.integers(0, y.shape[1], (n_boot, y.shape[1]))
+            big = np.where(lower, np.inf, y)[use]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
+        turn = reversal(x, med[use], boot)
+        if turn is not None:
+            fits.append(LawFit(name, None, math.nan, nan2, math.nan, math.nan, nan2, math.nan, math.nan, int(use.sum()),
+                               left_out, deterministic,
+                               f"medians rise and fall in {axis} beyond their 95% CIs ({turn}): no power or "
+                               "exponential law fitted"))
+            continue
         b, log_a, rss_p = _line(np.log(x), logy)
         c, log_e, rss_e = _line(x, logy)
         n = int(use.sum())
@@ -79,13 +117,7 @@ def fit_laws(records: list[dict], axis: str, *, n_boot: int = 1000, seed: int = 
         law = None if flat else ("power" if aic_p <= aic_e else "exponential")
         delta = abs(aic_p - aic_e)
         b_ci, c_ci = (b, b), (c, c)
-        if not deterministic and y.shape[1] > 1:
-            rng = np.random.default_rng(seed)
-            cols = rng.integers(0, y.shape[1], (n_boot, y.shape[1]))
-            big = np.where(lower, np.inf, y)[use]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
+        if boot is not None:
             logb = np.where(np.isfinite(boot) & (boot > 0), np.log(np.where(boot > 0, boot, 1.0)), np.nan)
             bs, cs = slopes(np.log(x)[None, :], logb), slopes(x[None, :], logb)
             bs, cs = bs[np.isfinite(bs)], cs[np.isfinite(cs)]

@@ -48,3 +48,24 @@ def test_censored_medians_are_left_out_and_fewer_than_three_points_say_so():
 
 def test_aic_difference_is_n_log_of_the_rss_ratio():
     assert abs(aic(2.0, 10) - aic(1.0, 10) - 10 * math.log(2.0)) < 1e-12
+
+
+def test_medians_that_rise_and_fall_beyond_their_cis_get_no_law():
+    """The toy's medians 1, 8.5, 31, 27, 122.5, 60.5, 114, 55.5 (over k = 1..8) once gave b = 2.11. With 16 seeds
+    of 5% noise around them the fall from 122.5 to 55.5 is far outside the CIs: no law, one note saying where.
+    The same medians made monotone are fitted as before."""
+    medians = [1, 8.5, 31, 27, 122.5, 60.5, 114, 55.5]
+    fit = fit_laws(records(noisy(lambda k: medians[int(k) - 1], range(1, 9))), "depth", n_boot=300)[0]
+    assert fit.law is None and math.isnan(fit.power_b) and math.isnan(fit.exp_c)
+    assert fit.note.startswith("medians rise and fall in depth beyond their 95% CIs (up from 1 to 2, down from")
+    rising = fit_laws(records(noisy(lambda k: sorted(medians)[int(k) - 1], range(1, 9))), "depth", n_boot=300)[0]
+    assert rising.law is not None and rising.power_b > 0
+
+
+def test_a_dip_within_the_cis_is_still_fitted():
+    """Noise (40% per seed) makes a small dip in the medians; the CIs overlap, so the law is fitted."""
+    counts = noisy(lambda d: 10 * d ** 2, range(2, 10), seeds=16)
+    rng = np.random.default_rng(3)
+    counts = {d: [c * np.exp(0.4 * rng.standard_normal()) for c in cs] for d, cs in counts.items()}
+    fit = fit_laws(records(counts), "depth", n_boot=300)[0]
+    assert fit.law is not None and 1.5 < fit.power_b < 2.5

@@ -44,11 +44,13 @@ def small_sweep(tmp_path_factory):
 
 def old_style_copy(results, path):
     """The same file as otod wrote it before the init axis had labels: codes in the records, no labels in the
-    metadata, the chunk checksums recomputed over those records (so `load` verifies it as a genuine file)."""
+    metadata, the chunk checksums recomputed over those records (so `load` verifies it as a genuine file), and no
+    metadata checksum (otod wrote none then)."""
     payload = json.loads(results.path.read_text())
     records = [{**r, "init": float(INITS.index(r["init"]))} for r in payload["records"]]
     meta = payload["meta"]
     meta["axes"] = [{k: v for k, v in a.items() if k != "labels"} for a in meta["axes"]]
+    del meta["meta_sha256"]
     start = 0
     for chunk in meta["chunks"]:
         chunk["sha256"] = results_io.records_checksum(records[start:start + chunk["lanes"]])
