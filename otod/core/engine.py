@@ -156,11 +156,15 @@ def deal(block_costs, devices: int) -> np.ndarray:
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
                                              "primary", "group", "by_seed", "block_lanes", "unroll", "devices"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          devices, points, draws, seed_indices, lrs, method_indices, active, order, back, root_seed, ladder,
+          devices, points, draws, seed_indices, lrs, method_indices, active, order, root_seed, ladder,
           max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map`` (see `_block`), the blocks
-    dealt to ``devices`` local devices by ``shard_map``, device-major in ``order`` (`deal`; ``back`` undoes it):
-    each device runs its own blocks and stops when they are done."""
+    dealt to ``devices`` local devices by ``shard_map``, device-major in ``order`` (`deal`): each device runs its
+    own blocks and stops when they are done. The outputs stay device-major, [block, lane, ...], each device's
+    blocks on that device: the caller undoes ``order`` on the host. Reordering here would compile to an
+    all-reduce across the devices, a rendezvous at which a device that finished first waits for the slowest, and
+    XLA:CPU ends the process when that wait passes 40 s (seen on a loaded machine; measured: the reorder was two
+    all-reduces, now there are none)."""
     blocks = seed_indices.shape[0] // block_lanes
 
     def to_devices(a):
@@ -180,8 +184,7 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
         mesh = Mesh(np.asarray(jax.local_devices()[:devices]), ("blocks",))
         run = jax.shard_map(run, mesh=mesh, in_specs=PartitionSpec("blocks"), out_specs=PartitionSpec("blocks"),
                             check_vma=False)
-    *out, trips = (a[back] for a in run(per_block))
-    return tuple(a.reshape(blocks * block_lanes, *a.shape[2:]) for a in out) + (trips,)
+    return run(per_block)
 
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, draws, root_key,
@@ -465,13 +468,13 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed,
               points_per_block * per_point, UNROLL, devices)
     arrays = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
-              pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), order,
-              np.argsort(order).astype(np.int32), np.int32(seed),
+              pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), order, np.int32(seed),
               np.asarray(target.ladder, dtype), np.int32(max_iters),
               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
     outputs = _grid(*static, *arrays)  # dispatched asynchronously: the devices run while we wait below
     name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
     wait_for_devices(outputs, f"{name} on {devices} device{'s' * (devices > 1)}", stall_seconds)
-    *per_lane, trips = outputs
+    back = np.argsort(order)  # device-major blocks back to run order, on the host: no collective
+    *per_block, trips = (np.asarray(a)[back] for a in outputs)
     executed = int(np.asarray(trips, np.int64).sum()) * points_per_block * per_point
-    return Solution(*(np.asarray(a)[:n] for a in per_lane), lane_iterations=executed)
+    return Solution(*(a.reshape(-1, *a.shape[2:])[:n] for a in per_block), lane_iterations=executed)
