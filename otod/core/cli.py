@@ -96,6 +96,54 @@ def check_out(out: str, option: str = "--out") -> str:
     return str(out)
 
 
+#: At most this fraction of the free memory may be planned for, and longer estimated runs need --yes (the values
+#: of the core's sweeps, `otod.core.sweep.MEMORY_FRACTION` and `MAX_SECONDS`).
+MEMORY_FRACTION = 0.7
+MAX_SECONDS = 3600.0
+
+
+def host_memory_available() -> int | None:
+    """Free host memory in bytes (MemAvailable), read without importing JAX, so a command can refuse a plan
+    before its heavy imports. None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def refuse_memory(need: float, what: str, hint: str, available: int | None = None) -> None:
+    """Refuse with one line (`OtodError`) a plan of ``need`` bytes above `MEMORY_FRACTION` of the free host
+    memory, before anything is allocated: ``what`` names the options, ``hint`` what to change."""
+    available = host_memory_available() if available is None else available
+    if available is not None and need > MEMORY_FRACTION * available:
+        raise OtodError(f"{what} needs about {need / 2**30:.3g} GiB of memory and {available / 2**30:.3g} GiB is "
+                        f"free; {hint}")
+
+
+def refuse_time(seconds: float, yes: bool, what: str, hint: str) -> None:
+    """Refuse with one line a run estimated above `MAX_SECONDS` (an hour), unless ``yes`` (--yes)."""
+    if seconds > MAX_SECONDS and not yes:
+        raise OtodError(f"{what} takes an estimated {seconds / 3600:.1f} h on this machine; {hint}, or pass --yes")
+
+
+def whole_number(value, option: str, example: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number in [minimum, maximum] as typed (``1e4`` is accepted: it is whole); anything else is one
+    line naming the option and an example."""
+    try:
+        as_float = float(value)
+        number = int(as_float)
+    except (TypeError, ValueError, OverflowError):
+        number, as_float = minimum - 1, math.nan
+    if number != as_float or number < minimum or (maximum is not None and number > maximum):
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f"≥ {minimum}"
+        raise OtodError(f"{option} {value}: need an integer {bound}, e.g. {option} {example}")
+    return number
+
+
 def _number_option(value, option: str, example: str) -> float:
     try:
         number = float(value)
@@ -103,17 +151,6 @@ def _number_option(value, option: str, example: str) -> float:
         number = math.nan
     if not (math.isfinite(number) and number > 0):
         raise OtodError(f"{option} {value}: need a positive number of seconds, e.g. {option} {example}")
-    return number
-
-
-def _whole_option(value, option: str, example: str) -> int:
-    try:
-        as_float = float(value)
-        number = int(as_float)
-    except (TypeError, ValueError, OverflowError):
-        number, as_float = 0, math.nan
-    if number != as_float or number < 1:
-        raise OtodError(f"{option} {value}: need an integer ≥ 1, e.g. {option} {example}")
     return number
 
 
@@ -164,7 +201,7 @@ def common_sweep_options(command_fn):
             raise OtodError("--x64 --x32: contradictory precisions; give one of them, e.g. --x64")
         if pdf and no_plot:
             raise OtodError("--pdf --no-plot: --pdf asks for a figure that --no-plot skips; drop one, e.g. --pdf")
-        return command_fn(*args, seeds=None if seeds is None else _whole_option(seeds, "--seeds", "8"),
+        return command_fn(*args, seeds=None if seeds is None else whole_number(seeds, "--seeds", "8"),
                           seed=None if seed is None else parse_seed(seed),
                           x64=True if x64 else (False if x32 else None), out=check_out(out), as_json=as_json,
                           no_plot=no_plot, pdf=pdf, yes=yes,

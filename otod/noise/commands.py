@@ -197,9 +197,11 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
 @click.option("--batch", default="32", show_default=True, help="Batch of the training run. E.g. --batch 64")
 @click.option("--steps", default="400", show_default=True, help="Steps of the training run. E.g. --steps 1000")
 @click.option("--seeds", default="64", show_default=True, help="Independent runs. E.g. --seeds 32")
-@click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1")
+@click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2^31 − 1. E.g. --seed 1")
+@click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
-def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed):
+@quiet_numerics
+def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed, yes):
     """Two-batch estimators of |G|² and tr Σ along an SGD run on the NQM, against the exact values.
 
     \b
@@ -207,10 +209,12 @@ def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed):
       otod noise-scale
       otod noise-scale --pairs 1:8,8:64 --decay 0,0.99 --steps 1000
     """
-    from otod.noise.estimators import noise_scale_report, parse_scale_options
+    from otod.noise.estimators import check_plan, noise_scale_report, parse_scale_options
 
-    click.echo(noise_scale_report(**parse_scale_options(dim=dim, pairs=pairs, decay=decay, lr=lr, batch=batch,
-                                                        steps=steps, seeds=seeds, seed=seed)))
+    options = parse_scale_options(dim=dim, pairs=pairs, decay=decay, lr=lr, batch=batch, steps=steps, seeds=seeds,
+                                  seed=seed)
+    check_plan(options, yes)
+    click.echo(noise_scale_report(**options))
 
 
 def commands() -> dict[str, list]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from otod.core.cli import parse_seed
+from otod.core.cli import parse_seed, refuse_memory, refuse_time
 from otod.core.options import finite_float, parse_methods, positive_int
 from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
@@ -23,10 +23,6 @@ EXACT_PROBLEMS = ("nqm", "isotropic")
 EXACT_MAX_ITERS = 100_000_000
 #: The simulator's defaults where --seeds / --seed are not given (the exact path has neither).
 DEFAULT_SEEDS, DEFAULT_SEED = 8, 0
-#: At most this fraction of the host's free memory may be planned for (as the core's sweeps).
-MEMORY_FRACTION = 0.7
-#: Longer estimated exact sweeps are refused unless --yes (as the core's sweeps).
-MAX_SECONDS = 3600.0
 #: Seconds per operation of the exact recursions as `exact_cost` counts them (NumPy, float64), measured on the
 #: 2-core development machine shared with other jobs: the default exact sweep (d = 10⁴, 11 batches, 42 rates,
 #: sgd, heavy-ball, precond, ema; 4.1·10⁹ operations) ran in 24 s, with a peak of 1.6 GB (`exact_cost`: 1.6 GB).
@@ -55,19 +51,6 @@ def parse_dims(text, axis=DIM) -> tuple[float, ...]:
     return axis.check(whole_values(text, "--dim", "dimensions d"))
 
 
-def host_memory_available() -> int | None:
-    """Free host memory in bytes (MemAvailable), read without importing JAX: the exact path and the problems'
-    set-up (the NQM's spectrum, a regression's data) are NumPy arrays on the host. None where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def problem_floats(problem: str, dim: float, examples: float = 1024) -> tuple[float, float, float]:
     """(host floats of the set-up, floats per seed, floats per lane) of a problem at dimension d, from the
     families' declared sizes (`otod.noise.problems`), without building anything: the set-up is the NQM's or the
@@ -89,21 +72,6 @@ def exact_cost(dim: float, batches: int, rates: int, cap: int, components: int) 
     floats = dim * rates * (levels * (k * k + k) + 2 * k * k + batches * (3 * k + 3))
     operations = dim * rates * levels * (k ** 3 + batches * (k * k + 2))
     return 8.0 * floats, float(operations)
-
-
-def check_fits(need: float, what: str, hint: str, available: int | None = None) -> None:
-    """Refuse with one line a plan of ``need`` bytes above `MEMORY_FRACTION` of the free host memory, before
-    anything is allocated."""
-    available = host_memory_available() if available is None else available
-    if available is not None and need > MEMORY_FRACTION * available:
-        raise OtodError(f"{what}: needs about {need / 2**30:.3g} GiB of memory and {available / 2**30:.3g} GiB is "
-                        f"free; {hint}")
-
-
-def check_time(seconds: float, yes: bool, what: str, hint: str) -> None:
-    """Refuse with one line a run estimated above an hour, unless ``yes`` (--yes)."""
-    if seconds > MAX_SECONDS and not yes:
-        raise OtodError(f"{what}, an estimated {seconds / 3600:.1f} h on this machine; {hint}, or pass --yes")
 
 
 def check_problem_options(problem: str, *, noise_spectrum=None, noise=None, examples=None) -> None:
@@ -195,20 +163,20 @@ def check_resources(*, mode: str, problem: str, dims, batch_count: int, methods,
     over an hour without --yes. The simulator's time (and its device memory) is estimated again by the core's
     `check_estimate` once the config is built, with the same --yes."""
     d = max(float(v) for v in dims)
-    what = f"--dim {d:g}: the {mode} {sweep} sweep"
+    what = f"--dim {d:g}: the {'exact' if mode == 'exact' else 'simulated'} {sweep} sweep"
     if mode == "exact":
-        hint = "use a smaller --dim, fewer --batch values or a shorter --lr-grid"
+        hint = "use a smaller --dim, fewer --batch or --beta values or a shorter --lr-grid"
         need = max(exact_cost(d, batch_count, rates, cap, components(m))[0] for m in methods)
-        check_fits(need, what, hint, available)
+        refuse_memory(need, what, hint, available)
         operations = sweeps * sum(exact_cost(float(v), batch_count, rates, cap, components(m))[1]
                                   * (beta_count if components(m) == 3 and m != "sgd" else 1)
                                   for v in dims for m in methods)
-        check_time(operations * EXACT_SECONDS_PER_FLOAT, yes, f"{what} needs about {operations:.3g} operations", hint)
+        refuse_time(operations * EXACT_SECONDS_PER_FLOAT, yes, f"{what}, about {operations:.3g} operations,", hint)
         return
     setup, per_seed, per_lane = problem_floats(problem, d, 1024 if examples is None else examples)
     itemsize = 8 if x64 else 4
     need = 8.0 * (setup + seeds * per_seed) + itemsize * 2 * max(BLOCK_LANES, seeds * rates) * per_lane
-    check_fits(need, what, "use a smaller --dim or fewer --seeds (or --lr-grid values)", available)
+    refuse_memory(need, what, "use a smaller --dim or fewer --seeds (or --lr-grid values)", available)
 
 
 def _common(methods, target, max_iters, seeds, seed, lr, grid, schedule, x64, chunk_seconds, mode, axes,
