@@ -52,8 +52,9 @@ def run(config, mode: str, out: str, yes: bool = False):
                                           "regression 16; refused on rosenbrock (2-d). E.g. --dim 1000")
 @click.option("--target", default="0.01", show_default=True,
               help="Stop when the exact loss ≤ target (0 < target < initial loss). E.g. --target 0.05")
-@click.option("--beta", default="0.9", show_default=True,
-              help="β values tuned with the lr: heavy-ball's momentum, ema's decay. E.g. --beta 0.5,0.9,0.99")
+@click.option("--beta", default=None,
+              help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only with those methods). "
+                   "Default 0.9. E.g. --beta 0.5,0.9,0.99")
 @click.option("--schedule", default="constant", show_default=True,
               help="constant, step, cosine or one-cycle; the horizon is the run's cap. E.g. --schedule cosine")
 @click.option("--noise-spectrum", default=None,
@@ -144,7 +145,8 @@ def params_figure_base(out: str, labelled, mode: str):
               show_default=True, help="nqm, isotropic or regression (a problem with a dimension d). "
                                       "E.g. --problem nqm")
 @click.option("--target", default="0.05", show_default=True, help="Absolute loss target. E.g. --target 0.02")
-@click.option("--beta", default="0", show_default=True, help="β values tuned with the lr. E.g. --beta 0,0.9")
+@click.option("--beta", default=None, help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only "
+                                           "with those methods). Default 0. E.g. --beta 0,0.9")
 @click.option("--noise", default=None, help="isotropic only: per-coordinate noise σ. Default 1. E.g. --noise 2")
 @click.option("--max-iters", default=None, help="Step cap. Default: 10⁸ exact, automatic simulated. "
                                                  "E.g. --max-iters 100000")

@@ -150,6 +150,18 @@ def refuse_on_exact(mode: str, *, seeds=None, seed=None, x64=None, chunk_seconds
                         "simulate")
 
 
+USES_BETA = ("heavy-ball", "ema")
+
+
+def parse_betas(beta, default: str, methods) -> tuple[float, ...]:
+    """The β axis (heavy-ball's momentum, ema's decay); a --beta given where no listed method uses β would only
+    repeat every lane, so it is refused."""
+    if beta is not None and not any(m in USES_BETA for m in methods):
+        raise OtodError(f"--beta {beta}: only heavy-ball and ema use β, and --method {','.join(methods)} has "
+                        "neither; drop --beta or add one, e.g. --method sgd,heavy-ball")
+    return BETA.parse(default if beta is None else beta)
+
+
 def components(method: str) -> int:
     """Size of a method's second-moment recursion: 1 for (preconditioned) SGD, 3 for heavy-ball and ema."""
     return 1 if method == "sgd" or method.startswith("precond") else 3
@@ -229,7 +241,7 @@ def _rates(lr, grid) -> int:
 
 
 def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm",
-                 dim=None, target="0.01", beta="0.9", schedule="constant", noise_spectrum=None, noise=None,
+                 dim=None, target="0.01", beta=None, schedule="constant", noise_spectrum=None, noise=None,
                  examples=None, kappa=10.0, label_noise=0.5, max_iters=None, seeds=None, seed=None, lr="tuned",
                  lr_grid=None, x64=None, chunk_seconds=None, yes=False) -> tuple[SweepConfig, str]:
     """(config, mode) of ``otod sweep noise``: steps to target vs batch size. Options the chosen problem or path
@@ -244,7 +256,7 @@ def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm
     default_dim = {"nqm": 10_000 if mode == "exact" else 100, "isotropic": 100, "regression": 16,
                    "rosenbrock": 2}[problem]
     dims = parse_dims(default_dim if dim is None else dim)
-    batches, betas = parse_batches(batch), BETA.parse(beta)
+    batches, betas = parse_batches(batch), parse_betas(beta, "0.9", methods)
     check_resources(mode=mode, problem=problem, dims=dims, batch_count=len(batches), methods=methods,
                     beta_count=len(betas), rates=_rates(lr_value, grid), cap=cap or EXACT_MAX_ITERS, seeds=seeds,
                     x64=x64, examples=examples, yes=yes)
@@ -274,7 +286,7 @@ def parse_rules(text: str) -> list[tuple[str, float]]:
 
 
 def params_configs(*, dim="10..10000:13:log", batch_rule="fixed:32,proportional:0.1", method="sgd", mode=None,
-                   problem="isotropic", target="0.05", beta="0", noise=None, noise_spectrum=None,
+                   problem="isotropic", target="0.05", beta=None, noise=None, noise_spectrum=None,
                    max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
                    chunk_seconds=None, yes=False) -> tuple[list[tuple[str, SweepConfig]], str]:
     """([(rule label, config)], mode) of ``otod sweep params``: one sweep per batch rule, d static. The same
@@ -286,7 +298,7 @@ def params_configs(*, dim="10..10000:13:log", batch_rule="fixed:32,proportional:
     methods, lr_value, grid, cap, seeds, seed, chunk_seconds = parse_common(
         method, mode, "constant", lr, lr_grid, max_iters, seeds, seed, x64, chunk_seconds)
     dims = parse_dims(dim, PARAMS_DIM)
-    rules, betas = parse_rules(batch_rule), BETA.parse(beta)
+    rules, betas = parse_rules(batch_rule), parse_betas(beta, "0", methods)
     check_resources(mode=mode, problem=problem, dims=dims, batch_count=1, methods=methods, beta_count=len(betas),
                     rates=_rates(lr_value, grid), cap=cap or EXACT_MAX_ITERS, seeds=seeds, x64=x64,
                     sweeps=len(rules), yes=yes, sweep="params")
