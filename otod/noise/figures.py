@@ -66,14 +66,21 @@ def steps_vs_batch(results, ax, exact=None) -> None:
         if simulated:
             with np.errstate(all="ignore"):
                 q25, q75 = np.nanpercentile(np.where(lower, np.nan, y), [25, 75], axis=1)
-            ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color, ms=4,
-                        label=f"{m} (median, IQR over seeds)")
-            if (~ok).any():
-                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=color, label=f"{m}: ≥ cap (censored)")
+            censored = ~ok & np.isfinite(med)
+            if ok.any():
+                ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color,
+                            ms=4, label=f"{m} (median, IQR over seeds)")
+            if censored.any():
+                ax.plot(xs[censored], med[censored], "^", mfc="none", color=color, label=f"{m}: ≥ cap (censored)")
+            if not ok.any() and not censored.any():
+                _none_reached(ax, m, color)
         if exact is not None and any(r["method"] == m for r in exact):
             ex, emed, ebound, _, _ = medians(exact, m)
             good = np.isfinite(emed) & ~ebound
-            ax.plot(ex[good], emed[good], "-", color=color, lw=1.5, label=f"{m} exact" if simulated else m)
+            if good.any():
+                ax.plot(ex[good], emed[good], "-", color=color, lw=1.5, label=f"{m} exact" if simulated else m)
+            elif not simulated:
+                _none_reached(ax, m, color)
         fit = critical_batch(records, m)
         if math.isfinite(fit.b_crit):
             grid = np.geomspace(xs.min(), xs.max(), 100)
@@ -98,8 +105,14 @@ def _quadratic(config):
 def _title(results) -> str:
     c = results.meta["config"]
     p = c["problem"]
-    return (f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, "
-            f"{results.meta.get('mode', 'simulate')}, lr (and β) tuned per B")
+    lr = "lr (and β) tuned per B" if c["lr"] == "tuned" else f"lr {c['lr']}"
+    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {results.meta.get('mode', 'simulate')}, {lr}"
+
+
+def _none_reached(ax, method: str, color: str) -> None:
+    """A legend entry (no data) for a method none of whose points reached the target: every lane diverged or was
+    censored, so the figure says so instead of drawing nothing."""
+    ax.plot([], [], "x", color=color, label=f"{method}: no lane reached the target")
 
 
 def _log_axes(ax, xlabel: str, ylabel: str) -> None:
@@ -179,10 +192,15 @@ def params_panel(labelled, ax) -> None:
         for j, m in enumerate(dict.fromkeys(r["method"] for r in records)):
             xs, med, bound, _, _ = medians(records, m, "dim")
             ok = np.isfinite(med) & ~bound
-            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}",
-                    label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
-            if (~ok).any():
-                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{label}: ≥ cap (censored)")
+            censored = ~ok & np.isfinite(med)
+            if ok.any():
+                ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}",
+                        label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
+            if censored.any():
+                ax.plot(xs[censored], med[censored], "^", mfc="none", color=f"C{i}",
+                        label=f"{label}: ≥ cap (censored)")
+            if not ok.any() and not censored.any():
+                _none_reached(ax, f"{label} {m}".strip(), f"C{i}")
     _log_axes(ax, "dimension d (parameters)", "steps to target")
 
 
