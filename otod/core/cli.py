@@ -225,7 +225,11 @@ def with_distributed_options(command: click.Command) -> click.Command:
     """Give a sweep command ``--distributed`` (with ``--coordinator HOST:PORT --num-processes N --process-id I``,
     or none of them to read the cluster environment): the process joins JAX's distributed runtime before the
     command runs, and `otod.core.sweep.run_sweep` then runs this process's share. Added to every command of the
-    ``sweep`` group, so each obstacle's command gets them without declaring them."""
+    ``sweep`` group, so each obstacle's command gets them without declaring them.
+
+    A command whose callback has a ``refuse_distributed(options) -> str | None`` attribute is asked first: where
+    it returns a reason (a path that runs in one process, such as the noise sweeps' exact recursions),
+    ``--distributed`` is refused with that reason before any process joins the runtime."""
     if any(p.name == "distributed" for p in command.params):
         return command
     callback = command.callback
@@ -244,6 +248,9 @@ def with_distributed_options(command: click.Command) -> click.Command:
 
     @functools.wraps(callback)
     def run(*args, distributed, coordinator, num_processes, process_id, **kwargs):
+        refusal = getattr(callback, "refuse_distributed", None)
+        if distributed and refusal is not None and refusal(kwargs):
+            raise OtodError(f"--distributed: {refusal(kwargs)}")
         if distributed:
             from otod.core.distributed import JOIN_SECONDS, check_options, initialize
 

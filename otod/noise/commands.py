@@ -219,5 +219,19 @@ def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed, yes):
     click.echo(noise_scale_report(**options))
 
 
+def _exact_reason(options: dict) -> str | None:
+    """Why --distributed cannot serve these options: the exact path is one NumPy computation, not shared among
+    processes (each would compute it all and write the same file). None on the simulator."""
+    default = "exact" if options.get("problem") == "nqm" else "simulate"
+    if (options.get("mode") or default) == "exact":
+        return ("the exact path (--mode exact) is one NumPy computation and is not shared among processes; drop "
+                "--distributed or use --mode simulate")
+    return None
+
+
+sweep_noise.callback.refuse_distributed = _exact_reason
+sweep_params.callback.refuse_distributed = _exact_reason
+
+
 def commands() -> dict[str, list]:
     return {"sweep": [sweep_noise, sweep_params], "": [noise_scale]}
