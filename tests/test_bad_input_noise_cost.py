@@ -40,10 +40,12 @@ BAD_INPUT = [
     (["sweep", "params", "--seed", "2147483648"], "--seed 2147483648"),
     # hangs and out-of-memory kills before: now estimated first
     (["sweep", "noise", "--dim", "1e9"], "GiB of memory"),
-    (["sweep", "noise", "--mode", "simulate", "--dim", "1e9"], "--dim 1e+09"),
+    (["sweep", "noise", "--mode", "simulate", "--dim", "1e9"], "--dim 1e+09 --seeds 8"),
     (["sweep", "params", "--dim", "1e9", "--mode", "exact"], "--dim 1e+09"),
     (["sweep", "params", "--dim", "1e9"], "--dim 1e+09"),
     (["sweep", "noise", "--beta", "0..0.99:400"], "pass --yes"),
+    (["sweep", "noise", "--mode", "simulate", "--seeds", "1e9"], "--seeds 1000000000"),
+    (["sweep", "noise", "--problem", "regression", "--examples", "1e9"], "--examples 1e+09"),
     (["flops", "--model", "deeperconvnet", "--depth", "100000"], "--depth 100000"),
     (["profile", "--repeats", "1e9"], "--repeats 1000000000"),
     # silent acceptance before: each option ignored or contradicted

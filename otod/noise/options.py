@@ -181,14 +181,17 @@ def check_resources(*, mode: str, problem: str, dims, batch_count: int, methods,
         need = max(exact_cost(d, batch_count, rates, cap, components(m))[0] for m in methods)
         refuse_memory(need, what, hint, available)
         operations = sweeps * sum(exact_cost(float(v), batch_count, rates, cap, components(m))[1]
-                                  * (beta_count if components(m) == 3 and m != "sgd" else 1)
-                                  for v in dims for m in methods)
+                                  * (beta_count if m in USES_BETA else 1) for v in dims for m in methods)
         refuse_time(operations * EXACT_SECONDS_PER_FLOAT, yes, f"{what}, about {operations:.3g} operations,", hint)
         return
-    setup, per_seed, per_lane = problem_floats(problem, d, 1024 if examples is None else examples)
+    n = 1024 if examples is None else examples
+    setup, per_seed, per_lane = problem_floats(problem, d, n)
     itemsize = 8 if x64 else 4
     need = 8.0 * (setup + seeds * per_seed) + itemsize * 2 * max(BLOCK_LANES, seeds * rates) * per_lane
-    refuse_memory(need, what, "use a smaller --dim or fewer --seeds (or --lr-grid values)", available)
+    sizes = f"--dim {d:g} --seeds {seeds}" + (f" --examples {n:g}" if problem == "regression" else "")
+    hint = "use a smaller --dim, fewer --seeds" + (", a shorter --lr-grid or fewer --examples"
+                                                   if problem == "regression" else " or a shorter --lr-grid")
+    refuse_memory(need, f"{sizes}: the simulated {sweep} sweep", hint, available)
 
 
 def _common(methods, target, max_iters, seeds, seed, lr, grid, schedule, x64, chunk_seconds, mode, axes,
@@ -249,6 +252,7 @@ def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm
     path's time) is estimated before anything is built (`check_resources`)."""
     mode = parse_mode(mode, problem)
     check_problem_options(problem, noise_spectrum=noise_spectrum, noise=noise, examples=examples)
+    examples = None if examples is None else positive_int(examples, "--examples", "1024")
     if problem == "rosenbrock" and dim is not None:
         raise OtodError(f"--dim {dim}: the Rosenbrock function is 2-dimensional; drop --dim")
     methods, lr_value, grid, cap, seeds, seed, chunk_seconds = parse_common(
