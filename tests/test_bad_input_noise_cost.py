@@ -48,6 +48,9 @@ BAD_INPUT = [
     (["sweep", "noise", "--problem", "regression", "--examples", "1e9"], "--examples 1e+09"),
     (["flops", "--model", "deeperconvnet", "--depth", "100000"], "--depth 100000"),
     (["profile", "--repeats", "1e9"], "--repeats 1000000000"),
+    (["flops", "--image", "1e9"], "--image"),  # XLA aborted the process (C++ terminate) before
+    (["flops", "--model", "transformer", "--tokens", "1e9"], "--tokens"),
+    (["flops", "--model", "transformer", "--blocks", "100000"], "--blocks 100000"),
     # silent acceptance before: each option ignored or contradicted
     (["sweep", "noise", "--seeds", "4"], "--mode exact"),
     (["sweep", "noise", "--seed", "3"], "--seed 3"),
@@ -76,6 +79,7 @@ BAD_INPUT = [
     (["sweep", "noise", "--mode", "simulate", "--chunk-seconds", "0"], "--chunk-seconds 0"),
     (["flops", "--model", "convnet", "--depth", "5"], "--depth"),
     (["flops", "--widths", "784,10"], "--widths"),
+    (["flops", "--model", "mlp", "--widths", "7,,x"], "--widths 7,,x"),
     (["flops", "--model", "transformer", "--heads", "0"], "--heads 0"),
     (["flops", "--workers", "-1"], "--workers -1"),
     (["flops", "--batch", "1.5"], "--batch 1.5"),

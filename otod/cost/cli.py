@@ -77,8 +77,21 @@ def shape_options(names: list[str], *, widths, depth, unshared, image, tokens, w
     for key, example in (("tokens", "64"), ("width", "128"), ("heads", "4"), ("blocks", "2")):
         out[key] = whole_number(out[key], f"--{key}", example)
     out["shared"] = not unshared
-    out["widths"] = widths
+    out["widths"] = None if widths is None else parse_widths(widths)
     return out
+
+
+def parse_widths(text: str) -> tuple[int, ...]:
+    """``"784,512,10"`` → (784, 512, 10), without JAX (as `otod.cost.models.parse_widths`, whose message it
+    keeps): at least two whole numbers ≥ 1 (``1e3`` is whole too)."""
+    try:
+        widths = tuple(whole_number(p.strip(), "--widths", "784,512,10") for p in str(text).split(","))
+    except OtodError:
+        widths = ()
+    if len(widths) < 2:
+        raise OtodError(f"--widths {text}: widths must be ≥ 2 comma-separated integers ≥ 1, "
+                        "e.g. --widths 784,512,10")
+    return widths
 
 
 def layer_count(name: str, shape: dict) -> int:
@@ -90,8 +103,42 @@ def layer_count(name: str, shape: dict) -> int:
     if name == "transformer":
         return 12 * shape["blocks"] + 2
     if name == "mlp":
-        return 2 * len(str(shape["widths"] or "784,512,10").split(","))
+        return 2 * len(shape["widths"] or (784, 512, 10))
     return 8
+
+
+#: XLA multiplies a tensor's dimensions in a signed 64-bit integer and aborts the process (no Python exception)
+#: when the product overflows: shapes are refused well before that.
+MAX_ELEMENTS = 2 ** 60
+
+
+def largest_tensor(name: str, shape: dict, batch: int) -> float:
+    """An upper bound on the elements of the largest tensor a network's programs hold at ``batch``, from the
+    options alone: a conv net's first activations (batch·image²·32, 64 channels at a quarter), a transformer's
+    attention scores (batch·heads·tokens²) and MLP activations, an MLP's widest layer and weight matrix,
+    LinearNet's input."""
+    if name in ("convnet", "deeperconvnet"):
+        return float(batch) * shape["image"] ** 2 * 32
+    if name == "transformer":
+        t, d, h = shape["tokens"], shape["width"], shape["heads"]
+        return float(batch) * max(h * t * t, 4 * t * d) + 4.0 * d * d
+    if name == "mlp":
+        widths = [float(w) for w in shape["widths"] or (784, 512, 10)]
+        return max(float(batch) * max(widths), max(a * b for a, b in zip(widths, widths[1:])))
+    return float(batch) * 224 * 224 * 3
+
+
+def check_shapes(names: list[str], shape: dict, batches) -> None:
+    """Refuse, in one line, a shape XLA cannot represent (`MAX_ELEMENTS`) instead of letting it abort."""
+    for n in names:
+        for b in batches:
+            elements = largest_tensor(n, shape, b)
+            if elements > MAX_ELEMENTS:
+                sizes = {"convnet": "--image", "deeperconvnet": "--image", "transformer": "--tokens or --width",
+                         "mlp": "--widths"}.get(n, "--batch")
+                raise OtodError(f"--model {n} --batch {b}: a tensor of about {elements:.3g} elements, beyond the "
+                                f"{MAX_ELEMENTS:.3g} that XLA's 64-bit shapes allow; use a smaller {sizes} or "
+                                "--batch")
 
 
 def check_compile(names: list[str], shape: dict, programs_per_network: int, workers: int, yes: bool) -> None:
@@ -112,10 +159,9 @@ def build_networks(names: list[str], shape: dict) -> list[M.Network]:
     """Networks named in ``--model`` with their shape options (validated before any compilation)."""
     from otod.cost import models as M
 
-    w = M.parse_widths(shape["widths"]) if shape["widths"] is not None else None
-    return [M.network(n, widths=w, depth=shape["depth"], image=shape["image"], shared=shape["shared"],
-                      tokens=shape["tokens"], width=shape["width"], heads=shape["heads"], blocks=shape["blocks"])
-            for n in names]
+    return [M.network(n, widths=shape["widths"], depth=shape["depth"], image=shape["image"],
+                      shared=shape["shared"], tokens=shape["tokens"], width=shape["width"], heads=shape["heads"],
+                      blocks=shape["blocks"]) for n in names]
 
 
 def results_path(kind: str, config: dict, out: str) -> Path:
@@ -215,7 +261,8 @@ def check_batches(batches) -> tuple[int, ...]:
 
 @click.command("flops")
 @network_options
-@click.option("--batch", default="1,4,16,64,256", show_default=True, help="Comma list of batch sizes. E.g. --batch 1,64")
+@click.option("--batch", default="1,4,16,64,256", show_default=True,
+              help="Comma list of batch sizes. E.g. --batch 1,64")
 @click.option("--optimizer", default="sgd", show_default=True,
               help="Comma list of: sgd, momentum, adam. E.g. --optimizer sgd,adam")
 @click.option("--workers", default="0", show_default=True,
@@ -239,6 +286,7 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
     names, shape, batches, optimizers = common_cost_options(models, widths, depth, unshared, image, tokens, width,
                                                             heads, blocks, out, batch, optimizer)
     threads = parse_workers(workers)
+    check_shapes(names, shape, batches)
     check_compile(names, shape, 2 * len(batches) + len(optimizers), threads, yes)
     from otod.core import results
     from otod.cost.flops import flops_table
@@ -318,6 +366,7 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
         if p not in PRECISION_NAMES:
             raise OtodError(f"--precision {p}: unknown precision; known: {', '.join(PRECISION_NAMES)}, "
                             "e.g. --precision float32,bfloat16")
+    check_shapes(names, shape, batches)
     check_compile(names, shape, 4, 1, yes)
     runs = len(names) * len(batches) * len(optimizers) * len(precisions)
     refuse_time(runs * 4 * (warmup + repeats) * CALL_SECONDS, yes,  # the floor, before JAX is imported

@@ -60,11 +60,13 @@ def run(config, mode: str, out: str, yes: bool = False):
 @click.option("--noise-spectrum", default=None,
               help="nqm only: noise covariance C: hessian (C = H; the default), identity, square (H²). "
                    "E.g. --noise-spectrum identity")
-@click.option("--noise", default=None, help="Noise scale σ ≥ 0, isotropic (per coordinate, default 1) and rosenbrock "
-                                            "(additive, default 0) only. E.g. --noise 0.5")
+@click.option("--noise", default=None,
+              help="Noise scale σ ≥ 0, isotropic (per coordinate, default 1) and rosenbrock (additive, default 0) "
+                   "only. E.g. --noise 0.5")
 @click.option("--examples", default=None, help="regression only: data set size n. Default 1024. E.g. --examples 512")
-@click.option("--max-iters", default=None, help="Step cap; lanes reaching it are censored. Default: 10⁸ exact, "
-                                                 "20× the ideal steps (2000 to 10⁶) simulated. E.g. --max-iters 100000")
+@click.option("--max-iters", default=None,
+              help="Step cap; lanes reaching it are censored. Default: 10⁸ exact, 20× the ideal steps (2000 to 10⁶) "
+                   "simulated. E.g. --max-iters 100000")
 @click.option("--lr", default="tuned", show_default=True,
               help="tuned (the best multiplier of the reference step per B, by the median over seeds), theory, or "
                    "a number. E.g. --lr 0.1")

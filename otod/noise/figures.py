@@ -106,7 +106,8 @@ def _title(results) -> str:
     c = results.meta["config"]
     p = c["problem"]
     lr = "lr (and β) tuned per B" if c["lr"] == "tuned" else f"lr {c['lr']}"
-    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {results.meta.get('mode', 'simulate')}, {lr}"
+    mode = results.meta.get("mode", "simulate")
+    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {mode}, {lr}"
 
 
 def _none_reached(ax, method: str, color: str) -> None:
