@@ -74,14 +74,7 @@ RESULT_SUFFIXES = (".json", ".npz")
 def parse_seed(value, option: str = "--seed") -> int:
     """A base random seed: a whole number from 0 to `SEED_MAX` (``1e3`` is accepted: it is whole). Larger ones
     would overflow JAX's 32-bit key deep inside a run, so they are refused here, before anything is imported."""
-    try:
-        as_float = float(value)
-        number = int(as_float)
-    except (TypeError, ValueError, OverflowError):
-        number, as_float = -1, math.nan
-    if number != as_float or not 0 <= number <= SEED_MAX:
-        raise OtodError(f"{option} {value}: need an integer from 0 to {SEED_MAX} (2^31 − 1), e.g. {option} 1")
-    return number
+    return whole_number(value, option, "1", minimum=0, maximum=SEED_MAX)
 
 
 def check_out(out: str, option: str = "--out") -> str:
