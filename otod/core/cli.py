@@ -241,13 +241,13 @@ def with_distributed_options(command: click.Command) -> click.Command:
 
     @functools.wraps(callback)
     def run(*args, distributed, coordinator, num_processes, process_id, **kwargs):
-        refusal = getattr(callback, "refuse_distributed", None)
-        if distributed and refusal is not None and refusal(kwargs):
-            raise OtodError(f"--distributed: {refusal(kwargs)}")
         if distributed:
             from otod.core.distributed import JOIN_SECONDS, check_options, initialize
 
             check_options(coordinator, num_processes, process_id)
+            reason = getattr(callback, "refuse_distributed", lambda options: None)(kwargs)
+            if reason:  # before joining: the other processes would wait for one that never comes
+                raise OtodError(f"--distributed: {reason}")
             if coordinator:
                 click.echo(f"otod: process {process_id} of {num_processes} joining the coordinator at "
                            f"{coordinator} (waits up to {JOIN_SECONDS} s for every process)", err=True)
