@@ -44,6 +44,8 @@ BAD_INPUT = [
     (["sweep", "params", "--dim", "1e9", "--mode", "exact"], "--dim 1e+09"),
     (["sweep", "params", "--dim", "1e9"], "--dim 1e+09"),
     (["sweep", "noise", "--beta", "0..0.99:400"], "pass --yes"),
+    (["sweep", "noise", "--mode", "simulate", "--dim", "3000", "--batch", "1..1024:30:log", "--seeds", "64"],
+     "pass --yes"),
     (["sweep", "noise", "--mode", "simulate", "--seeds", "1e9"], "--seeds 1000000000"),
     (["sweep", "noise", "--problem", "regression", "--examples", "1e9"], "--examples 1e+09"),
     (["flops", "--model", "deeperconvnet", "--depth", "100000"], "--depth 100000"),
