@@ -78,11 +78,166 @@ def echo_report(report, as_json: bool) -> None:
         click.echo(report.text)
 
 
+#: The largest base seed: JAX's PRNGKey takes a 32-bit signed seed where 64-bit ints are off (the default), so
+#: every sweep's seed fits there; NumPy's generators take any of them too.
+SEED_MAX = 2 ** 31 - 1
+#: The suffixes of the results files a sweep writes (`otod.core.results`): an ``--out`` with any other names
+#: neither a results file nor a plain folder.
+RESULT_SUFFIXES = (".json", ".npz")
+
+
+def parse_seed(value, option: str = "--seed") -> int:
+    """A base random seed: a whole number from 0 to `SEED_MAX` (``1e3`` is accepted: it is whole). Larger ones
+    would overflow JAX's 32-bit key deep inside a run, so they are refused here, before anything is imported."""
+    return whole_number(value, option, "1", minimum=0, maximum=SEED_MAX)
+
+
+def check_out(out: str, option: str = "--out") -> str:
+    """``out`` names a folder (no extension) or a results file (.json, .npz); anything else (``x.csv``) is refused
+    rather than created as a folder of that name."""
+    from pathlib import Path
+
+    suffix = Path(str(out)).suffix
+    if suffix and suffix not in RESULT_SUFFIXES:
+        raise OtodError(f"{option} {out}: a sweep writes .json or .npz results; name a folder (no extension) or a "
+                        f"results file, e.g. {option} runs/ or {option} runs/sweep.json")
+    return str(out)
+
+
+#: At most this fraction of the free memory may be planned for, and longer estimated runs need --yes (the values
+#: of the core's sweeps, `otod.core.sweep.MEMORY_FRACTION` and `MAX_SECONDS`).
+MEMORY_FRACTION = 0.7
+MAX_SECONDS = 3600.0
+
+
+def host_memory_available() -> int | None:
+    """Free host memory in bytes (MemAvailable), read without importing JAX, so a command can refuse a plan
+    before its heavy imports. None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def refuse_memory(need: float, what: str, hint: str, available: int | None = None) -> None:
+    """Refuse with one line (`OtodError`) a plan of ``need`` bytes above `MEMORY_FRACTION` of the free host
+    memory, before anything is allocated: ``what`` names the options, ``hint`` what to change."""
+    available = host_memory_available() if available is None else available
+    if available is not None and need > MEMORY_FRACTION * available:
+        raise OtodError(f"{what} needs about {need / 2**30:.3g} GiB of memory and {available / 2**30:.3g} GiB is "
+                        f"free; {hint}")
+
+
+def refuse_time(seconds: float, yes: bool, what: str, hint: str) -> None:
+    """Refuse with one line a run estimated above `MAX_SECONDS` (an hour), unless ``yes`` (--yes)."""
+    if seconds > MAX_SECONDS and not yes:
+        raise OtodError(f"{what} takes an estimated {seconds / 3600:.1f} h on this machine; {hint}, or pass --yes")
+
+
+def whole_number(value, option: str, example: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number in [minimum, maximum] as typed (``1e4`` is accepted: it is whole); anything else is one
+    line naming the option and an example."""
+    try:
+        as_float = float(value)
+        number = int(as_float)
+    except (TypeError, ValueError, OverflowError):
+        number, as_float = minimum - 1, math.nan
+    if number != as_float or number < minimum or (maximum is not None and number > maximum):
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f"≥ {minimum}"
+        raise OtodError(f"{option} {value}: need an integer {bound}, e.g. {option} {example}")
+    return number
+
+
+def _number_option(value, option: str, example: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise OtodError(f"{option} {value}: need a positive number of seconds, e.g. {option} {example}")
+    return number
+
+
+#: The options `common_sweep_options` declares, in the order ``--help`` lists them.
+COMMON_SWEEP_OPTIONS = (
+    click.Option(["--seeds"], default=None,
+                 help="Seeds (random problem instances) per point. Default 8. E.g. --seeds 16"),
+    click.Option(["--seed"], default=None, help="Base random seed, 0 to 2^31 − 1. Default 0. E.g. --seed 1"),
+    click.Option(["--x64"], is_flag=True, help="Compute in float64 (not with --x32). Default: the sweep's own "
+                                               "precision rule. E.g. --x64"),
+    click.Option(["--x32"], is_flag=True, help="Compute in float32 (not with --x64). E.g. --x32"),
+    click.Option(["--out"], default="results", show_default=True,
+                 help="Folder for the results file and figure, or the results file itself (.json, or .npz: NumPy "
+                      "columns; the default from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz"),
+    click.Option(["--json", "as_json"], is_flag=True,
+                 help="Print the records as JSON to stdout (tables go to stderr). E.g. --json | jq"),
+    click.Option(["--no-plot"], is_flag=True, help="Skip the figure. E.g. --no-plot"),
+    click.Option(["--pdf"], is_flag=True, help="Also write the figure as PDF (PNG always; not with --no-plot). "
+                                               "E.g. --pdf"),
+    click.Option(["--yes"], is_flag=True,
+                 help="Run even when the estimate says it takes more than an hour. E.g. --yes"),
+    click.Option(["--chunk-seconds"], default=None,
+                 help="Planned seconds of work per chunk: each finished chunk is saved, so Ctrl-C loses at most one; "
+                      "the records do not depend on it. Default 5. E.g. --chunk-seconds 2"),
+)
+
+
+def common_sweep_options(command_fn):
+    """Declare, once, the options every sweep command shares (`COMMON_SWEEP_OPTIONS`): ``--seeds --seed --x64
+    --x32 --out --json --no-plot --pdf --yes --chunk-seconds`` (the distributed options come from
+    `with_distributed_options`). Use it under ``@click.command`` and the command's own options::
+
+        @click.command("noise")
+        @click.option("--batch", ...)
+        @common_sweep_options
+        def sweep_noise(batch, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds): ...
+
+    The body receives them checked, or None where not given, so that it can refuse what its mode ignores:
+    ``seeds`` (int ≥ 1 or None), ``seed`` (0..2^31 − 1 or None), ``x64`` (True for --x64, False for --x32, None
+    for neither), ``out`` (a folder or a .json/.npz file), ``as_json``, ``no_plot``, ``pdf``, ``yes`` and
+    ``chunk_seconds`` (seconds > 0 or None); the defaults each help text states are the body's to apply.
+    Contradictions end as one line and exit code 2 before the body runs: --x64 with --x32, --pdf with --no-plot,
+    an --out with another extension."""
+
+    @functools.wraps(command_fn)
+    def wrapper(*args, seeds, seed, x64, x32, out, as_json, no_plot, pdf, yes, chunk_seconds, **kwargs):
+        if x64 and x32:
+            raise OtodError("--x64 --x32: contradictory precisions; give one of them, e.g. --x64")
+        if pdf and no_plot:
+            raise OtodError("--pdf --no-plot: --pdf asks for a figure that --no-plot skips; drop one, e.g. --pdf")
+        return command_fn(*args, seeds=None if seeds is None else whole_number(seeds, "--seeds", "8"),
+                          seed=None if seed is None else parse_seed(seed),
+                          x64=True if x64 else (False if x32 else None), out=check_out(out), as_json=as_json,
+                          no_plot=no_plot, pdf=pdf, yes=yes,
+                          chunk_seconds=None if chunk_seconds is None
+                          else _number_option(chunk_seconds, "--chunk-seconds", "5"), **kwargs)
+
+    checked = user_errors(wrapper)
+    checked.__click_params__ = list(getattr(command_fn, "__click_params__", [])) + list(reversed(
+        [_copy_option(o) for o in COMMON_SWEEP_OPTIONS]))
+    return checked
+
+
+def _copy_option(option: click.Option) -> click.Option:
+    """A fresh copy of a declared option, so two commands never share one `click.Option` object."""
+    import copy
+
+    return copy.copy(option)
+
+
 def with_distributed_options(command: click.Command) -> click.Command:
     """Give a sweep command ``--distributed`` (with ``--coordinator HOST:PORT --num-processes N --process-id I``,
     or none of them to read the cluster environment): the process joins JAX's distributed runtime before the
     command runs, and `otod.core.sweep.run_sweep` then runs this process's share. Added to every command of the
-    ``sweep`` group, so each obstacle's command gets them without declaring them."""
+    ``sweep`` group, so each obstacle's command gets them without declaring them.
+
+    A command whose callback has a ``refuse_distributed(options) -> str | None`` attribute is asked first: where
+    it returns a reason (a path that runs in one process, such as the noise sweeps' exact recursions),
+    ``--distributed`` is refused with that reason before any process joins the runtime."""
     if any(p.name == "distributed" for p in command.params):
         return command
     callback = command.callback
@@ -105,6 +260,9 @@ def with_distributed_options(command: click.Command) -> click.Command:
             from otod.core.distributed import JOIN_SECONDS, check_options, initialize
 
             check_options(coordinator, num_processes, process_id)
+            reason = getattr(callback, "refuse_distributed", lambda options: None)(kwargs)
+            if reason:  # before joining: the other processes would wait for one that never comes
+                raise OtodError(f"--distributed: {reason}")
             if coordinator:
                 click.echo(f"otod: process {process_id} of {num_processes} joining the coordinator at "
                            f"{coordinator} (waits up to {JOIN_SECONDS} s for every process)", err=True)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from otod.core.cli import user_errors
+from otod.core.cli import refuse_memory, refuse_time, user_errors, whole_number
 from otod.core.errors import OtodError
-from otod.cost.names import NETWORKS
+from otod.cost.names import NETWORKS, OPTIMIZER_NAMES, PRECISION_NAMES
 
 if TYPE_CHECKING:
     from otod.cost import models as M
@@ -31,23 +31,155 @@ def parse_list(text: str, option: str, example: str) -> list[str]:
     return items
 
 
-def build_networks(models: str, widths: str | None, depth: int, image: int, shared: bool, tokens: int,
-                   width: int, heads: int, blocks: int) -> list[M.Network]:
+#: Which networks each shape option shapes: an option given for none of the listed models would be ignored, so it
+#: is refused.
+SHAPE_OPTIONS = {"--widths": ("mlp",), "--depth": ("deeperconvnet",), "--unshared": ("deeperconvnet",),
+                 "--image": ("convnet", "deeperconvnet"), "--tokens": ("transformer",),
+                 "--width": ("transformer",), "--heads": ("transformer",), "--blocks": ("transformer",)}
+#: Defaults of the shape options (stated in each option's help).
+SHAPE_DEFAULTS = {"depth": 100, "image": 224, "tokens": 64, "width": 128, "heads": 4, "blocks": 1}
+#: XLA's compile of one program grows with its layers: measured on the shared 2-core development machine,
+#: ``otod flops --model deeperconvnet --batch 1`` (3 programs) took 5.3 s at depth 100 and 12.5 s at depth 400
+#: (600 more layers: 0.004 s per layer and program) and 340 → 523 MB peak (0.15 MB per layer and program compiling
+#: at once). The constants round these up.
+COMPILE_SECONDS_PER_LAYER = 0.005
+COMPILE_BYTES_PER_LAYER = 2e5
+#: Memory of the interpreter, JAX and XLA before any program (the depth-100 run's 340 MB, rounded up).
+BASE_BYTES = 4e8
+#: A jitted call costs at least this on this machine's CPU (dispatch and synchronisation), and at most this many
+#: FLOP/s: the timing estimate of `otod profile` is a lower bound, so it never refuses a run that would be quick.
+CALL_SECONDS = 2e-5
+FLOPS_PER_SECOND = 1e11
+
+
+def model_names(models: str) -> list[str]:
+    """The --model list, lower-cased, each a known network (checked before JAX is imported)."""
+    names = [n.lower() for n in parse_list(models, "--model", "convnet,onenet")]
+    for n in names:
+        if n not in NETWORKS:
+            raise OtodError(f"--model {n}: unknown model; known: {', '.join(NETWORKS)}, e.g. --model convnet")
+    return names
+
+
+def shape_options(names: list[str], *, widths, depth, unshared, image, tokens, width, heads, blocks) -> dict:
+    """The shape options checked and with their defaults: each a whole number in range, and each given option
+    shaping at least one listed model (``--depth`` with ``--model convnet`` would be ignored: refused)."""
+    given = {"--widths": widths, "--depth": depth, "--unshared": unshared or None, "--image": image,
+             "--tokens": tokens, "--width": width, "--heads": heads, "--blocks": blocks}
+    for option, value in given.items():
+        if value is not None and not set(SHAPE_OPTIONS[option]) & set(names):
+            raise OtodError(f"{option}: shapes only {' and '.join(SHAPE_OPTIONS[option])}, not --model "
+                            f"{','.join(names)}, which ignores it; drop it or add the model, e.g. --model "
+                            f"{SHAPE_OPTIONS[option][0]}")
+    out = {k: v if given[f"--{k}"] is None else given[f"--{k}"] for k, v in SHAPE_DEFAULTS.items()}
+    out["depth"] = whole_number(out["depth"], "--depth", "8", minimum=0)
+    out["image"] = whole_number(out["image"], "--image", "224", minimum=16)
+    for key, example in (("tokens", "64"), ("width", "128"), ("heads", "4"), ("blocks", "2")):
+        out[key] = whole_number(out[key], f"--{key}", example)
+    out["shared"] = not unshared
+    out["widths"] = None if widths is None else parse_widths(widths)
+    return out
+
+
+def parse_widths(text: str) -> tuple[int, ...]:
+    """``"784,512,10"`` → (784, 512, 10), without JAX (as `otod.cost.models.parse_widths`, whose message it
+    keeps): at least two whole numbers ≥ 1 (``1e3`` is whole too)."""
+    try:
+        widths = tuple(whole_number(p.strip(), "--widths", "784,512,10") for p in str(text).split(","))
+    except OtodError:
+        widths = ()
+    if len(widths) < 2:
+        raise OtodError(f"--widths {text}: widths must be ≥ 2 comma-separated integers ≥ 1, "
+                        "e.g. --widths 784,512,10")
+    return widths
+
+
+def layer_count(name: str, shape: dict) -> int:
+    """Layers of a network as XLA sees them, from the options alone (no JAX): DeeperConvNet's intermediate
+    conv + ReLU pairs are unrolled (2 per --depth), a transformer block is about a dozen operations, an MLP two
+    per width."""
+    if name == "deeperconvnet":
+        return 2 * shape["depth"] + 8
+    if name == "transformer":
+        return 12 * shape["blocks"] + 2
+    if name == "mlp":
+        return 2 * len(shape["widths"] or (784, 512, 10))
+    return 8
+
+
+#: XLA multiplies a tensor's dimensions in a signed 64-bit integer and aborts the process (no Python exception)
+#: when the product overflows: shapes are refused well before that.
+MAX_ELEMENTS = 2 ** 60
+
+
+def largest_tensor(name: str, shape: dict, batch: int) -> float:
+    """An upper bound on the elements of the largest tensor a network's programs hold at ``batch``, from the
+    options alone: a conv net's first activations (batch·image²·32, 64 channels at a quarter), a transformer's
+    attention scores (batch·heads·tokens²) and MLP activations, an MLP's widest layer and weight matrix,
+    LinearNet's input."""
+    if name in ("convnet", "deeperconvnet"):
+        return float(batch) * shape["image"] ** 2 * 32
+    if name == "transformer":
+        t, d, h = shape["tokens"], shape["width"], shape["heads"]
+        return float(batch) * max(h * t * t, 4 * t * d) + 4.0 * d * d
+    if name == "mlp":
+        widths = [float(w) for w in shape["widths"] or (784, 512, 10)]
+        return max(float(batch) * max(widths), max(a * b for a, b in zip(widths, widths[1:])))
+    return float(batch) * 224 * 224 * 3
+
+
+def check_shapes(names: list[str], shape: dict, batches) -> None:
+    """Refuse, in one line, a shape XLA cannot represent (`MAX_ELEMENTS`) instead of letting it abort."""
+    for n in names:
+        for b in batches:
+            elements = largest_tensor(n, shape, b)
+            if elements > MAX_ELEMENTS:
+                sizes = {"convnet": "--image", "deeperconvnet": "--image", "transformer": "--tokens or --width",
+                         "mlp": "--widths"}.get(n, "--batch")
+                raise OtodError(f"--model {n} --batch {b}: a tensor of about {elements:.3g} elements, beyond the "
+                                f"{MAX_ELEMENTS:.3g} that XLA's 64-bit shapes allow; use a smaller {sizes} or "
+                                "--batch")
+
+
+def check_compile(names: list[str], shape: dict, programs_per_network: int, workers: int, yes: bool) -> None:
+    """Refuse, before JAX is imported, a compile that will not fit in memory (programs compile ``workers`` at a
+    time) or, without ``yes``, would take over an hour: both grow with the layers (`layer_count`)."""
+    layers = max(layer_count(n, shape) for n in names)
+    total = sum(layer_count(n, shape) for n in names) * programs_per_network
+    at_once = max(1, min(workers, programs_per_network * len(names)))
+    what = f"--model {','.join(names)}" + (f" --depth {shape['depth']}" if "deeperconvnet" in names else "") + \
+        (f" --blocks {shape['blocks']}" if "transformer" in names else "")
+    hint = "use fewer layers (--depth, --blocks) or fewer --batch values"
+    refuse_memory(BASE_BYTES + COMPILE_BYTES_PER_LAYER * layers * at_once, f"{what}: compiling", hint)
+    refuse_time(COMPILE_SECONDS_PER_LAYER * total / at_once, yes, f"{what}: compiling {total} layer-programs",
+                hint)
+
+
+def build_networks(names: list[str], shape: dict) -> list[M.Network]:
     """Networks named in ``--model`` with their shape options (validated before any compilation)."""
     from otod.cost import models as M
 
-    names = parse_list(models, "--model", "convnet,onenet")
-    w = M.parse_widths(widths) if widths is not None else None
-    if image < 1:
-        raise OtodError(f"--image {image}: image side must be an integer ≥ 1, e.g. --image 224")
-    return [M.network(n, widths=w, depth=depth, image=image, shared=shared, tokens=tokens, width=width,
-                      heads=heads, blocks=blocks) for n in names]
+    return [M.network(n, widths=shape["widths"], depth=shape["depth"], image=shape["image"],
+                      shared=shape["shared"], tokens=shape["tokens"], width=shape["width"], heads=shape["heads"],
+                      blocks=shape["blocks"]) for n in names]
 
 
 def results_path(kind: str, config: dict, out: str) -> Path:
-    """``<out>/<kind>-<digest>.json``: one file per distinct configuration (the project's convention)."""
+    """``<out>/<kind>-<digest>.json`` (one file per distinct configuration, the project's convention), or ``out``
+    itself where it names a .json file."""
+    if Path(out).suffix == ".json":
+        return Path(out)
     from otod.core.results import digest  # imports NumPy: not on the path of `otod --help`
     return Path(out) / f"{kind}-{digest(config)}.json"
+
+
+def check_cost_out(out: str) -> str:
+    """--out is a folder or a .json file (what these commands write); ``x.csv`` or ``x.npz`` is refused."""
+    suffix = Path(str(out)).suffix
+    if suffix and suffix != ".json":
+        raise OtodError(f"--out {out}: this command writes a .json results file; name a folder (no extension) or "
+                        f"a .json file, e.g. --out runs/ or --out runs/flops.json")
+    return str(out)
 
 
 def _fmt(x: float) -> str:
@@ -63,63 +195,109 @@ def _seconds(x: float) -> str:
 
 
 def network_options(fn):
-    """Shape options shared by `flops` and `profile`."""
+    """Shape options shared by `flops` and `profile`. The shape options default to None so that one given for a
+    model it does not shape is refused (`shape_options`); their defaults are stated in the help."""
     options = [
         click.option("--model", "models", default="convnet", show_default=True,
-                     help=f"comma list of: {', '.join(NETWORKS)}"),
-        click.option("--widths", default=None, help="MLP widths input,hidden...,output, e.g. 784,512,10"),
-        click.option("--depth", default=100, show_default=True, type=int,
-                     help="DeeperConvNet: number N of intermediate 3×3 conv layers"),
-        click.option("--unshared", is_flag=True, help="DeeperConvNet: own weights per intermediate layer "
-                                                      "(the appendix code shares one)"),
-        click.option("--image", default=224, show_default=True, type=int, help="conv nets: image side"),
-        click.option("--tokens", default=64, show_default=True, type=int, help="transformer: sequence length"),
-        click.option("--width", default=128, show_default=True, type=int, help="transformer: model width"),
-        click.option("--heads", default=4, show_default=True, type=int, help="transformer: attention heads"),
-        click.option("--blocks", default=1, show_default=True, type=int, help="transformer: blocks"),
-        click.option("--out", default="results", show_default=True, help="folder for the results file"),
-        click.option("--json", "as_json", is_flag=True, help="print the records as JSON instead of a table"),
+                     help=f"Comma list of: {', '.join(NETWORKS)}. E.g. --model convnet,deeperconvnet"),
+        click.option("--widths", default=None, help="mlp only: widths input,hidden...,output. Default 784,512,10. "
+                                                    "E.g. --widths 784,512,10"),
+        click.option("--depth", default=None, help="deeperconvnet only: number N of intermediate 3×3 conv layers. "
+                                                   "Default 100. E.g. --depth 8"),
+        click.option("--unshared", is_flag=True, help="deeperconvnet only: own weights per intermediate layer (the "
+                                                      "appendix code shares one). E.g. --unshared"),
+        click.option("--image", default=None, help="convnet, deeperconvnet only: image side, ≥ 16. Default 224. "
+                                                   "E.g. --image 64"),
+        click.option("--tokens", default=None, help="transformer only: sequence length. Default 64. E.g. --tokens 128"),
+        click.option("--width", default=None, help="transformer only: model width, a multiple of --heads. Default "
+                                                   "128. E.g. --width 256"),
+        click.option("--heads", default=None, help="transformer only: attention heads. Default 4. E.g. --heads 8"),
+        click.option("--blocks", default=None, help="transformer only: blocks. Default 1. E.g. --blocks 2"),
+        click.option("--out", default="results", show_default=True,
+                     help="Folder for the results file, or the .json file itself. E.g. --out runs/ or "
+                          "--out runs/cost.json"),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print the records as JSON instead of a table. E.g. --json | jq"),
+        click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. "
+                                                 "E.g. --yes"),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
+def parse_workers(workers) -> int:
+    """--workers: 0 (one compile thread per CPU) or a positive count."""
+    import os
+
+    count = whole_number(workers, "--workers", "2", minimum=0)
+    return count or os.cpu_count() or 1
+
+
+def common_cost_options(models, widths, depth, unshared, image, tokens, width, heads, blocks, out, batch,
+                        optimizer) -> tuple[list[str], dict, tuple[int, ...], list[str]]:
+    """What `flops` and `profile` check alike before JAX is imported: the models, their shapes, --out, the
+    batches and the optimizers' names."""
+    names = model_names(models)
+    shape = shape_options(names, widths=widths, depth=depth, unshared=unshared, image=image, tokens=tokens,
+                          width=width, heads=heads, blocks=blocks)
+    check_cost_out(out)
+    batches = check_batches(parse_list(batch, "--batch", "1,4,16"))
+    optimizers = [o.lower() for o in parse_list(optimizer, "--optimizer", "sgd,adam")]
+    for o in optimizers:
+        if o not in OPTIMIZER_NAMES:
+            raise OtodError(f"--optimizer {o}: unknown optimizer; known: {', '.join(OPTIMIZER_NAMES)}, e.g. "
+                            "--optimizer sgd,adam")
+    return names, shape, batches, optimizers
+
+
+def check_batches(batches) -> tuple[int, ...]:
+    """Batch sizes as whole numbers ≥ 1 (``1e3`` is whole too), or `OtodError` naming the bad one."""
+    out = [whole_number(str(b).strip(), "--batch", "1,4,16") for b in batches]
+    if not out:
+        raise OtodError("--batch: give at least one batch size, e.g. --batch 1,4,16")
+    return tuple(out)
+
+
 @click.command("flops")
 @network_options
-@click.option("--batch", default="1,4,16,64,256", show_default=True, help="comma list of batch sizes")
-@click.option("--optimizer", default="sgd", show_default=True, help="comma list of: sgd, momentum, adam")
-@click.option("--workers", default=0, type=int, help="compile threads (0: one per CPU)")
+@click.option("--batch", default="1,4,16,64,256", show_default=True,
+              help="Comma list of batch sizes. E.g. --batch 1,64")
+@click.option("--optimizer", default="sgd", show_default=True,
+              help="Comma list of: sgd, momentum, adam. E.g. --optimizer sgd,adam")
+@click.option("--workers", default="0", show_default=True,
+              help="Compile threads (0: one per CPU). E.g. --workers 2")
 @user_errors
-def flops_command(models, widths, depth, unshared, image, tokens, width, heads, blocks, out, as_json, batch,
+def flops_command(models, widths, depth, unshared, image, tokens, width, heads, blocks, out, as_json, yes, batch,
                   optimizer, workers):
     """Forward, backward and update FLOPs of one iteration: XLA's count next to the layer formulas.
 
     \b
     ratio = (backward + update) / forward, the update counted into backward
     (Hobbhahn & Sevilla, Epoch AI 2021: between 1:1 and 3:1 for SGD, typically 2:1).
-    Nothing is allocated: programs are compiled from abstract shapes.
+    Nothing is allocated: programs are compiled from abstract shapes. The compile's memory and time grow with
+    the layers; they are estimated first, and a compile over an hour needs --yes.
 
     \b
     Examples:
       otod flops --model convnet --batch 1,4,16,64,256 --optimizer sgd,adam
       otod flops --model mlp --widths 784,512,10 --batch 1,64
     """
+    names, shape, batches, optimizers = common_cost_options(models, widths, depth, unshared, image, tokens, width,
+                                                            heads, blocks, out, batch, optimizer)
+    threads = parse_workers(workers)
+    check_shapes(names, shape, batches)
+    check_compile(names, shape, 2 * len(batches) + len(optimizers), threads, yes)
     from otod.core import results
-    from otod.cost.flops import check_batches, flops_table
-    from otod.cost.optimizers import make_optimizer
+    from otod.cost.flops import flops_table
 
-    networks = build_networks(models, widths, depth, image, not unshared, tokens, width, heads, blocks)
-    batches = check_batches(parse_list(batch, "--batch", "1,4,16"))
-    optimizers = parse_list(optimizer, "--optimizer", "sgd,adam")
-    for o in optimizers:
-        make_optimizer(o)
+    networks = build_networks(names, shape)
     start = time.perf_counter()
-    rows = flops_table(networks, batches, optimizers, workers=workers or None)
+    rows = flops_table(networks, batches, optimizers, workers=threads)
     wall = time.perf_counter() - start
     records = [r._asdict() for r in rows]
     config = {"models": [n.name for n in networks], "model_options": {n.name: n.config for n in networks},
-              "batches": list(batches), "optimizers": [o.lower() for o in optimizers]}
+              "batches": list(batches), "optimizers": optimizers}
     meta = {"kind": "flops", "config": config, "environment": results.environment(), "precision": "float32",
             "wall_time_s": wall, "definition": "ratio = (backward + update) / forward; backward = "
                                                "value_and_grad - forward (XLA cost_analysis)"}
@@ -138,38 +316,70 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
     click.echo(f"{len(rows)} rows in {wall:.1f} s (compile included); wrote {path}")
 
 
+def timing_seconds(networks, batches, optimizers, precisions, warmup: int, repeats: int) -> float:
+    """A lower bound on `otod profile`'s time: per model × batch × optimizer × precision, four programs
+    compiled (`COMPILE_SECONDS_PER_LAYER` per layer) and called warmup + repeats times each, a call costing at
+    least `CALL_SECONDS` and its layer-formula FLOPs at `FLOPS_PER_SECOND`."""
+    from otod.cost import models as M
+    from otod.cost.flops import _flat_layers
+
+    total = 0.0
+    for n in networks:
+        layers = len(_flat_layers(n.layers))
+        for b in batches:
+            a = M.analytic_flops(n, b)
+            parts = (a.forward, a.backward, 4.0 * a.params, a.forward + a.backward)
+            call = sum(max(CALL_SECONDS, f / FLOPS_PER_SECOND) for f in parts)
+            total += len(optimizers) * len(precisions) * (4 * COMPILE_SECONDS_PER_LAYER * layers
+                                                          + (warmup + repeats) * call)
+    return total
+
+
 @click.command("profile")
 @network_options
-@click.option("--batch", default="16", show_default=True, help="comma list of batch sizes")
-@click.option("--optimizer", default="sgd", show_default=True, help="comma list of: sgd, momentum, adam")
+@click.option("--batch", default="16", show_default=True, help="Comma list of batch sizes. E.g. --batch 16,64")
+@click.option("--optimizer", default="sgd", show_default=True,
+              help="Comma list of: sgd, momentum, adam. E.g. --optimizer sgd,adam")
 @click.option("--precision", default="float32,bfloat16", show_default=True,
-              help="comma list of: float32, bfloat16 (mixed precision: bf16 compute, f32 weights)")
-@click.option("--repeats", default=7, show_default=True, type=int, help="timed calls per part")
-@click.option("--warmup", default=2, show_default=True, type=int, help="untimed calls per part")
+              help="Comma list of: float32, bfloat16 (mixed precision: bf16 compute, f32 weights). "
+                   "E.g. --precision float32")
+@click.option("--repeats", default="7", show_default=True, help="Timed calls per part. E.g. --repeats 20")
+@click.option("--warmup", default="2", show_default=True, help="Untimed calls per part (≥ 0). E.g. --warmup 1")
 @user_errors
-def profile_command(models, widths, depth, unshared, image, tokens, width, heads, blocks, out, as_json, batch,
-                    optimizer, precision, repeats, warmup):
+def profile_command(models, widths, depth, unshared, image, tokens, width, heads, blocks, out, as_json, yes,
+                    batch, optimizer, precision, repeats, warmup):
     """Wall-clock time of forward, backward and update on this device (median and 25–75% spread).
 
     \b
     The backward/forward time ratio is shown next to the FLOP ratio (XLA's count).
+    Memory and time are estimated first: a model too large for memory is refused, and a run over an hour needs
+    --yes.
     Example:
       otod profile --model convnet --batch 16
     """
+    names, shape, batches, optimizers = common_cost_options(models, widths, depth, unshared, image, tokens, width,
+                                                            heads, blocks, out, batch, optimizer)
+    repeats = whole_number(repeats, "--repeats", "7")
+    warmup = whole_number(warmup, "--warmup", "2", minimum=0)
+    precisions = [p.lower() for p in parse_list(precision, "--precision", "float32,bfloat16")]
+    for p in precisions:
+        if p not in PRECISION_NAMES:
+            raise OtodError(f"--precision {p}: unknown precision; known: {', '.join(PRECISION_NAMES)}, "
+                            "e.g. --precision float32,bfloat16")
+    check_shapes(names, shape, batches)
+    check_compile(names, shape, 4, 1, yes)
+    runs = len(names) * len(batches) * len(optimizers) * len(precisions)
+    refuse_time(runs * 4 * (warmup + repeats) * CALL_SECONDS, yes,  # the floor, before JAX is imported
+                f"--repeats {repeats} --warmup {warmup}: timing {runs} model × batch × optimizer × precision",
+                "use fewer --repeats, --batch values or models")
+    networks = build_networks(names, shape)
+    seconds = timing_seconds(networks, batches, optimizers, precisions, warmup, repeats)
+    refuse_time(seconds, yes, f"--repeats {repeats} --warmup {warmup}: timing {runs} model × batch × optimizer × "
+                "precision", "use fewer --repeats, --batch values or models")
     from otod.core import results
-    from otod.cost.flops import check_batches, flops_table
-    from otod.cost.optimizers import make_optimizer
-    from otod.cost.profile import check_fits, check_precision, profile_one
+    from otod.cost.flops import flops_table
+    from otod.cost.profile import check_fits, profile_one
 
-    networks = build_networks(models, widths, depth, image, not unshared, tokens, width, heads, blocks)
-    batches = check_batches(parse_list(batch, "--batch", "16"))
-    optimizers = [o.lower() for o in parse_list(optimizer, "--optimizer", "sgd,adam")]
-    for o in optimizers:
-        make_optimizer(o)
-    precisions = [check_precision(p) for p in parse_list(precision, "--precision", "float32,bfloat16")]
-    if repeats < 1 or warmup < 0:
-        raise OtodError(f"--repeats {repeats} --warmup {warmup}: need repeats ≥ 1 and warmup ≥ 0, "
-                        "e.g. --repeats 7 --warmup 2")
     for n in networks:  # refuse before any timing starts
         for b in batches:
             for o in optimizers:

@@ -5,59 +5,83 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import terminal_progress, user_errors
+from otod.core.cli import common_sweep_options, terminal_progress, user_errors
+from otod.core.errors import OtodError
 
 PROBLEM = click.Choice(["nqm", "isotropic", "regression", "rosenbrock"])
 
 
-def run(config, mode: str, out: str):
+def quiet_numerics(command_fn):
+    """Run a command body with NumPy's RuntimeWarnings (overflow, invalid value, all-NaN slice) silenced: they
+    come from lanes that diverge (``--lr 1e300``), which the records and the table already report as diverged,
+    so their raw text on stderr would only hide the one line that matters."""
+    import functools
+
+    @functools.wraps(command_fn)
+    def wrapper(*args, **kwargs):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=RuntimeWarning)
+            return command_fn(*args, **kwargs)
+
+    return wrapper
+
+
+def run(config, mode: str, out: str, yes: bool = False):
     """Results of one config on the chosen path, with a progress line on a terminal."""
     from otod.noise.runner import run as run_on_path
 
-    return run_on_path(config, mode, out, terminal_progress())
+    return run_on_path(config, mode, out, terminal_progress(), yes=yes)
 
 
 @click.command("noise")
 @click.option("--batch", default="1..1024:11:log", show_default=True,
-              help="Batch sizes B ≥ 1 (whole numbers; log ranges are rounded). E.g. --batch 1..65536:17:log")
+              help="Batch sizes B ≥ 1: whole numbers (a log range is rounded to them). E.g. --batch 1..65536:17:log")
 @click.option("--method", default=None,
               help="Comma list of sgd, heavy-ball, precond:P (update scaled by H^−P, P in [0, 1]), ema, adam. "
                    "Default: sgd,heavy-ball,precond:0.5,ema (no precond on regression, rosenbrock). "
                    "E.g. --method sgd,precond:1")
 @click.option("--mode", default=None, help="exact (the NQM's moment recursions; default on nqm) or simulate "
                                            "(the Monte-Carlo simulator; default elsewhere). E.g. --mode simulate")
-@click.option("--problem", type=PROBLEM, default="nqm", show_default=True, help="E.g. --problem regression")
-@click.option("--dim", default=None, help="Dimension d (nqm: 10⁴ exact, 100 simulated). E.g. --dim 1000")
+@click.option("--problem", type=PROBLEM, default="nqm", show_default=True,
+              help="nqm: the noisy quadratic model (h_i = 1/i); isotropic: ½‖x‖² with noise σ per coordinate; "
+                   "regression: least squares on --examples points; rosenbrock: the 2-d valley. "
+                   "E.g. --problem regression")
+@click.option("--dim", default=None, help="Dimension d. Default: nqm 10⁴ exact, 100 simulated; isotropic 100; "
+                                          "regression 16; refused on rosenbrock (2-d). E.g. --dim 1000")
 @click.option("--target", default="0.01", show_default=True,
               help="Stop when the exact loss ≤ target (0 < target < initial loss). E.g. --target 0.05")
-@click.option("--beta", default="0.9", show_default=True,
-              help="β values tuned with the lr: heavy-ball's momentum, ema's decay. E.g. --beta 0.5,0.9,0.99")
+@click.option("--beta", default=None,
+              help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only with those methods). "
+                   "Default 0.9. E.g. --beta 0.5,0.9,0.99")
 @click.option("--schedule", default="constant", show_default=True,
               help="constant, step, cosine or one-cycle; the horizon is the run's cap. E.g. --schedule cosine")
-@click.option("--noise-spectrum", default="hessian", show_default=True,
-              help="NQM noise covariance C: hessian (C = H), identity, square (H²). E.g. --noise-spectrum identity")
-@click.option("--noise", default=None, help="Noise scale σ ≥ 0 (isotropic: per coordinate, default 1; rosenbrock: "
-                                            "additive, default 0). E.g. --noise 0.5")
-@click.option("--examples", default="1024", show_default=True, help="regression: data set size n. E.g. --examples 512")
-@click.option("--max-iters", default=None, help="Step cap; lanes reaching it are censored. E.g. --max-iters 100000")
-@click.option("--seeds", default="8", show_default=True, help="Seeds per point (simulate). E.g. --seeds 16")
-@click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1")
+@click.option("--noise-spectrum", default=None,
+              help="nqm only: noise covariance C: hessian (C = H; the default), identity, square (H²). "
+                   "E.g. --noise-spectrum identity")
+@click.option("--noise", default=None,
+              help="Noise scale σ ≥ 0, isotropic (per coordinate, default 1) and rosenbrock (additive, default 0) "
+                   "only. E.g. --noise 0.5")
+@click.option("--examples", default=None, help="regression only: data set size n. Default 1024. E.g. --examples 512")
+@click.option("--max-iters", default=None,
+              help="Step cap; lanes reaching it are censored. Default: 10⁸ exact, 20× the ideal steps (2000 to 10⁶) "
+                   "simulated. E.g. --max-iters 100000")
 @click.option("--lr", default="tuned", show_default=True,
               help="tuned (the best multiplier of the reference step per B, by the median over seeds), theory, or "
                    "a number. E.g. --lr 0.1")
-@click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned (default 2^(k/2), 1e-6..1.41). "
-                                              "E.g. --lr-grid 1e-3..1:31:log")
-@click.option("--x64/--x32", default=None, help="Simulator precision (default float32). E.g. --x64")
-@click.option("--out", default="results", show_default=True, type=click.Path(),
-              help="Folder for the results file, or the file itself (.json, or .npz: NumPy columns; the default "
-                   "from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz")
-@click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
-@click.option("--json", "as_json", is_flag=True, help="Records as JSON on stdout (table on stderr). E.g. --json")
-@click.option("--yes", is_flag=True, help="Run even when estimated to take over an hour. E.g. --yes")
+@click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned (only there). Default 2^(k/2), "
+                                              "1e-6..1.41. E.g. --lr-grid 1e-3..1:31:log")
+@common_sweep_options
 @user_errors
+@quiet_numerics
 def sweep_noise(batch, method, mode, problem, dim, target, beta, schedule, noise_spectrum, noise, examples,
-                max_iters, seeds, seed, lr, lr_grid, x64, out, no_plot, as_json, yes):
+                max_iters, lr, lr_grid, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to target vs batch size B (the gradient-noise obstacle).
+
+    \b
+    The exact path takes no --seeds, --seed, --x64/--x32 or --chunk-seconds (it samples nothing); the simulator
+    defaults to float32, 8 seeds, seed 0.
 
     \b
     Examples:
@@ -70,67 +94,102 @@ def sweep_noise(batch, method, mode, problem, dim, target, beta, schedule, noise
     config, mode = noise_config(batch=batch, method=method, mode=mode, problem=problem, dim=dim, target=target,
                                 beta=beta, schedule=schedule, noise_spectrum=noise_spectrum, noise=noise,
                                 examples=examples, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
-                                lr_grid=lr_grid, x64=x64)
-    results = run(config, mode, out)
-    _print(results, as_json, no_plot)
-
-
-def _print(results, as_json: bool, no_plot: bool) -> None:
-    from otod.noise.report import text_report
-
-    text = text_report(results)
+                                lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, yes=yes)
+    results = run(config, mode, out, yes)
+    text = _report(results)
     if not no_plot and results.path is not None:
         from otod.noise.figures import sweep_figure
 
-        for f in sweep_figure(results, results.path.with_suffix("")):
-            text += f"\nfigure:  {f}"
+        text += "".join(f"\nfigure:  {f}" for f in sweep_figure(results, results.path.with_suffix(""), pdf=pdf))
+    _echo(text, results.records, as_json)
+
+
+def _report(results) -> str:
+    from otod.noise.report import text_report
+
+    return text_report(results)
+
+
+def _echo(text: str, records: list, as_json: bool) -> None:
+    """The text on stdout, or with --json the records as JSON on stdout and the text on stderr."""
     if as_json:
         import json
 
         click.echo(text, err=True)
-        click.echo(json.dumps(results.records))
+        click.echo(json.dumps(records))
     else:
         click.echo(text)
 
 
+def params_figure_base(out: str, labelled, mode: str):
+    """Where the params figure goes: beside a named results file (``f.json`` → ``f.png``), else in the folder as
+    ``params-<mode>-<digest of the rules' configs>`` (one name per distinct command)."""
+    import hashlib
+    from pathlib import Path
+
+    if Path(out).suffix:
+        return Path(out).with_suffix("")
+    digest = hashlib.sha256("".join(r.meta["digest"] for _, r in labelled).encode()).hexdigest()[:10]
+    return Path(out) / f"params-{mode}-{digest}"
+
+
 @click.command("params")
-@click.option("--dim", default="10..10000:13:log", show_default=True, help="Dimensions d. E.g. --dim 10..1000:7:log")
+@click.option("--dim", default="10..10000:13:log", show_default=True,
+              help="Dimensions d: whole numbers (a log range is rounded to them). E.g. --dim 10..1000:7:log")
 @click.option("--batch-rule", default="fixed:32,proportional:0.1", show_default=True,
-              help="Comma list of fixed:B (the same B at every d) and proportional:R (B = R·d, at least 1). "
-                   "E.g. --batch-rule fixed:8,proportional:0.05")
-@click.option("--method", default="sgd", show_default=True, help="E.g. --method sgd,heavy-ball")
-@click.option("--mode", default=None, help="exact or simulate (default on isotropic). E.g. --mode exact")
-@click.option("--problem", type=PROBLEM, default="isotropic", show_default=True, help="E.g. --problem nqm")
+              help="Comma list of fixed:B (the same B at every d) and proportional:R (B = R·d, at least 1); one "
+                   "results file each. E.g. --batch-rule fixed:8,proportional:0.05")
+@click.option("--method", default="sgd", show_default=True,
+              help="Comma list of sgd, heavy-ball, precond:P, ema (adam: simulate only). E.g. --method sgd,heavy-ball")
+@click.option("--mode", default=None, help="exact (default on nqm) or simulate (default on isotropic, regression). "
+                                           "E.g. --mode exact")
+@click.option("--problem", type=click.Choice(["nqm", "isotropic", "regression"]), default="isotropic",
+              show_default=True, help="nqm, isotropic or regression (a problem with a dimension d). "
+                                      "E.g. --problem nqm")
 @click.option("--target", default="0.05", show_default=True, help="Absolute loss target. E.g. --target 0.02")
-@click.option("--beta", default="0", show_default=True, help="β values tuned with the lr. E.g. --beta 0,0.9")
-@click.option("--noise", default=None, help="isotropic: per-coordinate noise σ (default 1). E.g. --noise 2")
-@click.option("--max-iters", default=None, help="Step cap. E.g. --max-iters 100000")
-@click.option("--seeds", default="8", show_default=True, help="Seeds per point. E.g. --seeds 4")
-@click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1")
+@click.option("--beta", default=None, help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only "
+                                           "with those methods). Default 0. E.g. --beta 0,0.9")
+@click.option("--noise", default=None, help="isotropic only: per-coordinate noise σ. Default 1. E.g. --noise 2")
+@click.option("--max-iters", default=None, help="Step cap. Default: 10⁸ exact, automatic simulated. "
+                                                 "E.g. --max-iters 100000")
 @click.option("--lr", default="tuned", show_default=True, help="tuned, theory or a number. E.g. --lr tuned")
-@click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned. E.g. --lr-grid 1e-4..1:17:log")
-@click.option("--out", default="results", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the results files. E.g. --out runs/")
-@click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
+@click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned (only there). Default 2^(k/2), "
+                                              "1e-6..1.41. E.g. --lr-grid 1e-4..1:17:log")
+@common_sweep_options
 @user_errors
-def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, max_iters, seeds, seed, lr, lr_grid,
-                 out, no_plot):
+@quiet_numerics
+def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, max_iters, lr, lr_grid, seeds, seed,
+                 x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to target vs dimension d at a fixed batch and with B ∝ d (the batch-vs-parameters rule).
+
+    \b
+    One results file per batch rule (--out FILE.json takes a single --batch-rule) and one figure of all rules.
+    The exact path takes no --seeds, --seed, --x64/--x32 or --chunk-seconds.
 
     \b
     Examples:
       otod sweep params --dim 10..10000:13:log --batch-rule fixed:32,proportional:0.1 --mode exact
       otod sweep params --dim 10..1000:7:log --seeds 4
+      otod sweep params --batch-rule fixed:8 --out runs/params.json
     """
+    from pathlib import Path
+
     from otod.noise.options import params_configs
 
     configs, mode = params_configs(dim=dim, batch_rule=batch_rule, method=method, mode=mode, problem=problem,
                                    target=target, beta=beta, noise=noise, max_iters=max_iters, seeds=seeds,
-                                   seed=seed, lr=lr, lr_grid=lr_grid)
-    for label, config in configs:
-        click.echo(f"batch rule {label}")
-        _print(run(config, mode, out), False, True)
-        click.echo("")
+                                   seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, yes=yes)
+    if Path(out).suffix and len(configs) > 1:
+        raise OtodError(f"--out {out}: names one results file but --batch-rule {batch_rule} gives {len(configs)} "
+                        "sweeps (one file each); give a folder, e.g. --out runs/, or one rule")
+    labelled = [(label, run(config, mode, out, yes)) for label, config in configs]
+    text = "\n\n".join(f"batch rule {label}\n{_report(results)}" for label, results in labelled)
+    if not no_plot:
+        from otod.noise.figures import params_figure
+
+        written = params_figure(labelled, params_figure_base(out, labelled, mode), mode, pdf=pdf)
+        text += "".join(f"\nfigure:  {f}" for f in written)
+    _echo(text, [r for _, results in labelled for r in results.records], as_json)
 
 
 @click.command("noise-scale")
@@ -142,9 +201,11 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
 @click.option("--batch", default="32", show_default=True, help="Batch of the training run. E.g. --batch 64")
 @click.option("--steps", default="400", show_default=True, help="Steps of the training run. E.g. --steps 1000")
 @click.option("--seeds", default="64", show_default=True, help="Independent runs. E.g. --seeds 32")
-@click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1")
+@click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2^31 − 1. E.g. --seed 1")
+@click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
-def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed):
+@quiet_numerics
+def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed, yes):
     """Two-batch estimators of |G|² and tr Σ along an SGD run on the NQM, against the exact values.
 
     \b
@@ -152,10 +213,26 @@ def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed):
       otod noise-scale
       otod noise-scale --pairs 1:8,8:64 --decay 0,0.99 --steps 1000
     """
-    from otod.noise.estimators import noise_scale_report, parse_scale_options
+    from otod.noise.estimators import check_plan, noise_scale_report, parse_scale_options
 
-    click.echo(noise_scale_report(**parse_scale_options(dim=dim, pairs=pairs, decay=decay, lr=lr, batch=batch,
-                                                        steps=steps, seeds=seeds, seed=seed)))
+    options = parse_scale_options(dim=dim, pairs=pairs, decay=decay, lr=lr, batch=batch, steps=steps, seeds=seeds,
+                                  seed=seed)
+    check_plan(options, yes)
+    click.echo(noise_scale_report(**options))
+
+
+def _exact_reason(options: dict) -> str | None:
+    """Why --distributed cannot serve these options: the exact path is one NumPy computation, not shared among
+    processes (each would compute it all and write the same file). None on the simulator."""
+    default = "exact" if options.get("problem") == "nqm" else "simulate"
+    if (options.get("mode") or default) == "exact":
+        return ("the exact path (--mode exact) is one NumPy computation and is not shared among processes; drop "
+                "--distributed or use --mode simulate")
+    return None
+
+
+sweep_noise.callback.refuse_distributed = _exact_reason
+sweep_params.callback.refuse_distributed = _exact_reason
 
 
 def commands() -> dict[str, list]:

@@ -66,14 +66,21 @@ def steps_vs_batch(results, ax, exact=None) -> None:
         if simulated:
             with np.errstate(all="ignore"):
                 q25, q75 = np.nanpercentile(np.where(lower, np.nan, y), [25, 75], axis=1)
-            ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color, ms=4,
-                        label=f"{m} (median, IQR over seeds)")
-            if (~ok).any():
-                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=color, label=f"{m}: ≥ cap (censored)")
+            censored = ~ok & np.isfinite(med)
+            if ok.any():
+                ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color,
+                            ms=4, label=f"{m} (median, IQR over seeds)")
+            if censored.any():
+                ax.plot(xs[censored], med[censored], "^", mfc="none", color=color, label=f"{m}: ≥ cap (censored)")
+            if not ok.any() and not censored.any():
+                _none_reached(ax, m, color)
         if exact is not None and any(r["method"] == m for r in exact):
             ex, emed, ebound, _, _ = medians(exact, m)
             good = np.isfinite(emed) & ~ebound
-            ax.plot(ex[good], emed[good], "-", color=color, lw=1.5, label=f"{m} exact" if simulated else m)
+            if good.any():
+                ax.plot(ex[good], emed[good], "-", color=color, lw=1.5, label=f"{m} exact" if simulated else m)
+            elif not simulated:
+                _none_reached(ax, m, color)
         fit = critical_batch(records, m)
         if math.isfinite(fit.b_crit):
             grid = np.geomspace(xs.min(), xs.max(), 100)
@@ -84,8 +91,9 @@ def steps_vs_batch(results, ax, exact=None) -> None:
         xs = np.asarray(sorted({r["batch"] for r in records}))
         ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
                 label="ideal estimator d/(2·target·B)")
-    ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target")
-    ax.set_xscale("log", base=2)
+    _log_axes(ax, "batch size B", "steps to target")
+    if ax.get_xscale() == "log":
+        ax.set_xscale("log", base=2)
 
 
 def _quadratic(config):
@@ -97,11 +105,32 @@ def _quadratic(config):
 def _title(results) -> str:
     c = results.meta["config"]
     p = c["problem"]
-    return (f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, "
-            f"{results.meta.get('mode', 'simulate')}, lr (and β) tuned per B")
+    lr = "lr (and β) tuned per B" if c["lr"] == "tuned" else f"lr {c['lr']}"
+    mode = results.meta.get("mode", "simulate")
+    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {mode}, {lr}"
+
+
+def _none_reached(ax, method: str, color: str) -> None:
+    """A legend entry (no data) for a method none of whose points reached the target: every lane diverged or was
+    censored, so the figure says so instead of drawing nothing."""
+    ax.plot([], [], "x", color=color, label=f"{method}: no lane reached the target")
+
+
+def _log_axes(ax, xlabel: str, ylabel: str) -> None:
+    """Label ``ax`` and make it log-log; where no point reached the target (every lane diverged, as with
+    ``--lr 1e300``) there is nothing to scale, so the axes stay linear and say why, instead of failing."""
+    ys = [np.asarray(line.get_ydata(), float) for line in ax.lines]
+    if any((np.isfinite(y) & (y > 0)).any() for y in ys if y.size):
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
+    else:
+        ax.set(xlabel=xlabel, ylabel=ylabel)
+        ax.text(0.5, 0.5, "no lane reached the target (diverged or censored)", ha="center", va="center",
+                transform=ax.transAxes)
 
 
 def _legend(ax):
+    if not ax.get_legend_handles_labels()[0]:
+        return
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
@@ -164,11 +193,16 @@ def params_panel(labelled, ax) -> None:
         for j, m in enumerate(dict.fromkeys(r["method"] for r in records)):
             xs, med, bound, _, _ = medians(records, m, "dim")
             ok = np.isfinite(med) & ~bound
-            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}",
-                    label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
-            if (~ok).any():
-                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{label}: ≥ cap (censored)")
-    ax.set(xscale="log", yscale="log", xlabel="dimension d (parameters)", ylabel="steps to target")
+            censored = ~ok & np.isfinite(med)
+            if ok.any():
+                ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}",
+                        label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
+            if censored.any():
+                ax.plot(xs[censored], med[censored], "^", mfc="none", color=f"C{i}",
+                        label=f"{label}: ≥ cap (censored)")
+            if not ok.any() and not censored.any():
+                _none_reached(ax, f"{label} {m}".strip(), f"C{i}")
+    _log_axes(ax, "dimension d (parameters)", "steps to target")
 
 
 # -- makers --------------------------------------------------------------------------------------------------------
@@ -219,22 +253,30 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
     return files
 
 
-def make_params(spec: dict, out_dir: Path) -> list[Path]:
-    """Figure (d): steps vs d under a fixed batch and B ∝ d."""
+def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
+    """Figure (d) of ``otod sweep params``: steps vs d for every batch rule [(label, results)], at ``base``.png
+    (and .pdf with ``pdf``)."""
     from otod.core.plotting import save
-    from otod.noise.runner import run
-    from otod.noise.options import params_configs
 
     plt = _plt()
-    configs, mode = params_configs(**{k: str(v) for k, v in _params_keys(spec).items()})
-    labelled = [(label, run(config, mode, "results")) for label, config in configs]
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     params_panel(labelled, ax)
     c = labelled[0][1].meta["config"]
-    ax.set_title(f"(d) batch vs parameters: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, "
-                 "lr tuned per d", fontsize=9)
+    lr = "lr tuned per d" if c["lr"] == "tuned" else f"lr {c['lr']}"
+    ax.set_title(f"(d) batch vs parameters: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, {lr}",
+                 fontsize=9)
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}")
+    return save(fig, Path(base), pdf=pdf)
+
+
+def make_params(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (d): steps vs d under a fixed batch and B ∝ d."""
+    from otod.noise.runner import run
+    from otod.noise.options import params_configs
+
+    configs, mode = params_configs(**{k: str(v) for k, v in _params_keys(spec).items()})
+    labelled = [(label, run(config, mode, "results")) for label, config in configs]
+    return params_figure(labelled, out_dir / f"noise_{spec['name']}", mode, pdf=True)
 
 
 def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:

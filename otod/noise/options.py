@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from otod.core.cli import parse_seed, refuse_memory, refuse_time
 from otod.core.options import finite_float, parse_methods, positive_int
 from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
@@ -20,25 +21,82 @@ MODES = ("exact", "simulate")
 EXACT_PROBLEMS = ("nqm", "isotropic")
 #: The exact path's cap: its binary jumps cost log₂(cap), so it can afford the 6·10⁶ steps SGD needs at B = 1.
 EXACT_MAX_ITERS = 100_000_000
+#: The simulator's defaults where --seeds / --seed are not given (the exact path has neither).
+DEFAULT_SEEDS, DEFAULT_SEED = 8, 0
+#: Seconds per operation of the exact recursions as `exact_cost` counts them (NumPy, float64), measured on the
+#: 2-core development machine shared with other jobs: the default exact sweep (d = 10⁴, 11 batches, 42 rates,
+#: sgd, heavy-ball, precond, ema; 4.1·10⁹ operations) ran in 24 s, with a peak of 1.6 GB (`exact_cost`: 1.6 GB).
+EXACT_SECONDS_PER_FLOAT = 5e-9
+#: The simulator's lanes per block (`otod.core.engine.BLOCK_LANES`; not imported: it imports JAX).
+BLOCK_LANES = 128
+
+
+def whole_values(text, option: str, what: str) -> tuple[float, ...]:
+    """A range of whole quantities (B, d): log ranges (``1..1024:11:log``) are rounded, as documented; any other
+    form must give whole numbers (``--batch 1.5`` is refused, not silently rounded to 2)."""
+    values = parse_range(str(text), option, what=what)
+    if not str(text).strip().endswith(":log"):
+        odd = [v for v in values if math.isfinite(v) and v != round(v)]
+        if odd:
+            raise OtodError(f"{option} {text}: {what} are whole numbers ({odd[0]:g} is not); give integers or a log "
+                            f"range (rounded), e.g. {option} 1,2,4 or {option} 1..1024:11:log")
+    return round_integers(values)
 
 
 def parse_batches(text) -> tuple[float, ...]:
-    values = round_integers(parse_range(str(text), "--batch", what="batch sizes B"))
-    return BATCH.check(values)
+    return BATCH.check(whole_values(text, "--batch", "batch sizes B"))
 
 
 def parse_dims(text, axis=DIM) -> tuple[float, ...]:
-    return axis.check(round_integers(parse_range(str(text), "--dim", what="dimensions d")))
+    return axis.check(whole_values(text, "--dim", "dimensions d"))
 
 
-def problem_spec(problem: str, dim: int, *, noise_spectrum="hessian", noise=None, examples=1024, kappa=10.0,
+def problem_floats(problem: str, dim: float, examples: float = 1024) -> tuple[float, float, float]:
+    """(host floats of the set-up, floats per seed, floats per lane) of a problem at dimension d, from the
+    families' declared sizes (`otod.noise.problems`), without building anything: the set-up is the NQM's or the
+    isotropic quadratic's h, c, s₀ (3d), or a regression's draw and least-squares fit (about 3·n·d)."""
+    n = float(examples)
+    if problem in ("nqm", "isotropic"):
+        return 3 * dim, dim, 8 * dim
+    if problem == "regression":
+        return 3 * n * dim, n * dim + 2 * n + 2 * dim, 8 * dim + 4 * n
+    return 0.0, 1.0, 16.0
+
+
+def exact_cost(dim: float, batches: int, rates: int, cap: int, components: int) -> tuple[float, float]:
+    """(bytes, float operations) of one `theory.method_hitting` call: the binary powers T^{2^k} and their forcing
+    sums (levels·(k² + k) arrays of [rates, d]), the noise, state and candidate ([batches, rates, d], about 3k + 3
+    of them) and the squaring's temporaries; the operations are the squarings (k³ per entry and level) and the
+    jumps (k² per entry, level and batch)."""
+    levels, k = max(1, int(cap).bit_length()), components
+    floats = dim * rates * (levels * (k * k + k) + 2 * k * k + batches * (3 * k + 3))
+    operations = dim * rates * levels * (k ** 3 + batches * (k * k + 2))
+    return 8.0 * floats, float(operations)
+
+
+def check_problem_options(problem: str, *, noise_spectrum=None, noise=None, examples=None) -> None:
+    """Refuse an option the chosen problem would ignore: --noise-spectrum belongs to nqm, --noise to isotropic and
+    rosenbrock (nqm's noise is its spectrum), --examples to regression."""
+    if noise_spectrum is not None and problem != "nqm":
+        raise OtodError(f"--noise-spectrum {noise_spectrum}: only the nqm problem has a noise spectrum (the "
+                        f"{problem} problem ignores it); drop it or use --problem nqm")
+    if noise is not None and problem not in ("isotropic", "rosenbrock"):
+        raise OtodError(f"--noise {noise}: the {problem} problem ignores it (only isotropic and rosenbrock take a "
+                        "noise scale; nqm's noise is --noise-spectrum); drop it or use --problem isotropic")
+    if examples is not None and problem != "regression":
+        raise OtodError(f"--examples {examples}: only the regression problem has a data set (the {problem} problem "
+                        "ignores it); drop it or use --problem regression")
+
+
+def problem_spec(problem: str, dim: int, *, noise_spectrum=None, noise=None, examples=None, kappa=10.0,
                  label_noise=0.5):
     if problem == "nqm":
-        return NQMSpec(dim=dim, noise=noise_spectrum)
+        return NQMSpec(dim=dim, noise="hessian" if noise_spectrum is None else noise_spectrum)
     if problem == "isotropic":
         return IsotropicSpec(dim=dim, sigma=finite_float(1.0 if noise is None else noise, "--noise", "1"))
     if problem == "regression":
-        return RegressionSpec(examples=positive_int(examples, "--examples", "1024"), dim=dim,
+        return RegressionSpec(examples=positive_int(1024 if examples is None else examples, "--examples", "1024"),
+                              dim=dim,
                               kappa=finite_float(kappa, "--kappa", "10"),
                               label_noise=finite_float(label_noise, "--label-noise", "0.5"))
     if problem == "rosenbrock":
@@ -66,18 +124,78 @@ def _lr(lr):
     return value
 
 
-def _common(method, target, max_iters, seeds, seed, lr, lr_grid, schedule, x64, chunk_seconds, mode, axes,
-            sweep, spec) -> SweepConfig:
-    methods = parse_methods(method)
-    for name in methods:
-        METHODS[name] if name.startswith("precond") else None  # checks p ∈ [0, 1]
+def parse_lr_grid(lr, lr_grid) -> tuple[float, ...]:
+    """The multipliers --lr tuned tries; a --lr-grid beside any other --lr would be ignored, so it is refused."""
+    if lr_grid is None:
+        return DEFAULT_LR_GRID
+    if lr != "tuned":
+        raise OtodError(f"--lr-grid {lr_grid}: only --lr tuned tries a grid (--lr {lr} ignores it); drop --lr-grid "
+                        "or use --lr tuned")
+    return tuple(parse_range(lr_grid, "--lr-grid", what="lr multipliers"))
+
+
+def refuse_on_exact(mode: str, *, seeds=None, seed=None, x64=None, chunk_seconds=None) -> None:
+    """The exact path computes the expectation in float64 NumPy in one go: no sampling (so no --seeds or
+    --seed), no precision choice (--x64/--x32) and no chunks (--chunk-seconds). Given there, each would be
+    silently ignored, so it is refused, naming --mode exact as the reason."""
+    given = [(name, value) for name, value in (("--seeds", seeds), ("--seed", seed), ("--chunk-seconds",
+                                                                                      chunk_seconds))
+             if value is not None]
+    if x64 is not None:
+        given.append(("--x64" if x64 else "--x32", ""))
+    if mode == "exact" and given:
+        name, value = given[0]
+        raise OtodError(f"{name} {value}".rstrip() + ": the exact path (--mode exact) computes the expected loss "
+                        "in float64 without sampling or chunks, so it ignores this option; drop it or use --mode "
+                        "simulate")
+
+
+USES_BETA = ("heavy-ball", "ema")
+
+
+def parse_betas(beta, default: str, methods) -> tuple[float, ...]:
+    """The β axis (heavy-ball's momentum, ema's decay); a --beta given where no listed method uses β would only
+    repeat every lane, so it is refused."""
+    if beta is not None and not any(m in USES_BETA for m in methods):
+        raise OtodError(f"--beta {beta}: only heavy-ball and ema use β, and --method {','.join(methods)} has "
+                        "neither; drop --beta or add one, e.g. --method sgd,heavy-ball")
+    return BETA.parse(default if beta is None else beta)
+
+
+def components(method: str) -> int:
+    """Size of a method's second-moment recursion: 1 for (preconditioned) SGD, 3 for heavy-ball and ema."""
+    return 1 if method == "sgd" or method.startswith("precond") else 3
+
+
+def check_resources(*, mode: str, problem: str, dims, batch_count: int, methods, beta_count: int, rates: int,
+                    cap: int, seeds: int, x64, examples=None, sweeps: int = 1, yes: bool = False,
+                    sweep: str = "noise", available: int | None = None) -> None:
+    """Estimate from the options alone, before any array exists, the memory of the largest step and (exact path)
+    the time of the whole run; refuse with one line what will not fit in the free host memory, or would take
+    over an hour without --yes. The simulator's time (and its device memory) is estimated again by the core's
+    `check_estimate` once the config is built, with the same --yes."""
+    d = max(float(v) for v in dims)
+    what = f"--dim {d:g}: the {'exact' if mode == 'exact' else 'simulated'} {sweep} sweep"
     if mode == "exact":
-        if schedule != "constant":
-            raise OtodError(f"--schedule {schedule}: the exact path has constant steps only; use --mode simulate "
-                            "for schedules")
-        if "adam" in methods:
-            raise OtodError("--method adam: no exact recursion for adam; use --mode simulate")
-    grid = DEFAULT_LR_GRID if lr_grid is None else parse_range(lr_grid, "--lr-grid", what="lr multipliers")
+        hint = "use a smaller --dim, fewer --batch or --beta values or a shorter --lr-grid"
+        need = max(exact_cost(d, batch_count, rates, cap, components(m))[0] for m in methods)
+        refuse_memory(need, what, hint, available)
+        operations = sweeps * sum(exact_cost(float(v), batch_count, rates, cap, components(m))[1]
+                                  * (beta_count if m in USES_BETA else 1) for v in dims for m in methods)
+        refuse_time(operations * EXACT_SECONDS_PER_FLOAT, yes, f"{what}, about {operations:.3g} operations,", hint)
+        return
+    n = 1024 if examples is None else examples
+    setup, per_seed, per_lane = problem_floats(problem, d, n)
+    itemsize = 8 if x64 else 4
+    need = 8.0 * (setup + seeds * per_seed) + itemsize * 2 * max(BLOCK_LANES, seeds * rates) * per_lane
+    sizes = f"--dim {d:g} --seeds {seeds}" + (f" --examples {n:g}" if problem == "regression" else "")
+    hint = "use a smaller --dim, fewer --seeds" + (", a shorter --lr-grid or fewer --examples"
+                                                   if problem == "regression" else " or a shorter --lr-grid")
+    refuse_memory(need, f"{sizes}: the simulated {sweep} sweep", hint, available)
+
+
+def _common(methods, target, max_iters, seeds, seed, lr, grid, schedule, x64, chunk_seconds, mode, axes,
+            sweep, spec) -> SweepConfig:
     tol = finite_float(target, "--target", "0.01")
     if not (tol > 0 and math.isfinite(tol)):
         raise OtodError(f"--target {target}: a target loss must be a positive number, e.g. --target 0.01")
@@ -87,7 +205,7 @@ def _common(method, target, max_iters, seeds, seed, lr, lr_grid, schedule, x64, 
                               max_iters=(EXACT_MAX_ITERS if mode == "exact" else None) if max_iters is None
                               else positive_int(max_iters, "--max-iters", "100000"),
                               seeds=1 if mode == "exact" else positive_int(seeds, "--seeds", "8"),
-                              seed=positive_int(seed, "--seed", "0", minimum=0), lr=_lr(lr), lr_grid=tuple(grid),
+                              seed=parse_seed(seed), lr=_lr(lr), lr_grid=tuple(grid),
                               x64=x64, options=NoiseOptions(schedule=schedule),
                               chunk_seconds=finite_float(chunk_seconds, "--chunk-seconds", "5"))
     import dataclasses
@@ -96,27 +214,63 @@ def _common(method, target, max_iters, seeds, seed, lr, lr_grid, schedule, x64, 
     return dataclasses.replace(provisional, options=NoiseOptions(schedule, provisional.resolved_max_iters))
 
 
+def parse_common(method, mode, schedule, lr, lr_grid, max_iters, seeds, seed, x64, chunk_seconds):
+    """The options both noise sweeps share, checked in the order a user reads them, before any problem is built:
+    (methods, lr, grid, cap or None, seeds, seed, chunk seconds) with the simulator's defaults applied."""
+    refuse_on_exact(mode, seeds=seeds, seed=seed, x64=x64, chunk_seconds=chunk_seconds)
+    methods = parse_methods(method)
+    for name in methods:
+        METHODS[name] if name.startswith("precond") else None  # checks p ∈ [0, 1]
+    if mode == "exact":
+        if schedule != "constant":
+            raise OtodError(f"--schedule {schedule}: the exact path has constant steps only; use --mode simulate "
+                            "for schedules")
+        if "adam" in methods:
+            raise OtodError("--method adam: no exact recursion for adam; use --mode simulate")
+    lr_value = _lr(lr)
+    grid = parse_lr_grid(lr_value, lr_grid)
+    cap = None if max_iters is None else positive_int(max_iters, "--max-iters", "100000")
+    return (methods, lr_value, grid, cap, DEFAULT_SEEDS if seeds is None else positive_int(seeds, "--seeds", "8"),
+            DEFAULT_SEED if seed is None else parse_seed(seed), 5.0 if chunk_seconds is None else chunk_seconds)
+
+
 def default_methods(problem: str) -> str:
     """The default comparison: preconditioning only where the problem offers its curvature (the quadratics)."""
     return "sgd,heavy-ball,precond:0.5,ema" if problem in ("nqm", "isotropic") else "sgd,heavy-ball,ema"
 
 
+def _rates(lr, grid) -> int:
+    return len(grid) if lr == "tuned" else 1
+
+
 def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm",
-                 dim=None, target="0.01", beta="0.9", schedule="constant", noise_spectrum="hessian", noise=None,
-                 examples=1024, kappa=10.0, label_noise=0.5, max_iters=None, seeds=8, seed=0, lr="tuned",
-                 lr_grid=None, x64=None, chunk_seconds=5.0) -> tuple[SweepConfig, str]:
-    """(config, mode) of ``otod sweep noise``: steps to target vs batch size."""
+                 dim=None, target="0.01", beta=None, schedule="constant", noise_spectrum=None, noise=None,
+                 examples=None, kappa=10.0, label_noise=0.5, max_iters=None, seeds=None, seed=None, lr="tuned",
+                 lr_grid=None, x64=None, chunk_seconds=None, yes=False) -> tuple[SweepConfig, str]:
+    """(config, mode) of ``otod sweep noise``: steps to target vs batch size. Options the chosen problem or path
+    would ignore are refused (`check_problem_options`, `refuse_on_exact`), and the plan's memory (and the exact
+    path's time) is estimated before anything is built (`check_resources`)."""
     mode = parse_mode(mode, problem)
+    check_problem_options(problem, noise_spectrum=noise_spectrum, noise=noise, examples=examples)
+    examples = None if examples is None else positive_int(examples, "--examples", "1024")
+    if problem == "rosenbrock" and dim is not None:
+        raise OtodError(f"--dim {dim}: the Rosenbrock function is 2-dimensional; drop --dim")
+    methods, lr_value, grid, cap, seeds, seed, chunk_seconds = parse_common(
+        method or default_methods(problem), mode, schedule, lr, lr_grid, max_iters, seeds, seed, x64, chunk_seconds)
     default_dim = {"nqm": 10_000 if mode == "exact" else 100, "isotropic": 100, "regression": 16,
                    "rosenbrock": 2}[problem]
     dims = parse_dims(default_dim if dim is None else dim)
+    batches, betas = parse_batches(batch), parse_betas(beta, "0.9", methods)
+    check_resources(mode=mode, problem=problem, dims=dims, batch_count=len(batches), methods=methods,
+                    beta_count=len(betas), rates=_rates(lr_value, grid), cap=cap or EXACT_MAX_ITERS, seeds=seeds,
+                    x64=x64, examples=examples, yes=yes)
     spec = problem_spec(problem, int(dims[0]), noise_spectrum=noise_spectrum, noise=noise, examples=examples,
                         kappa=kappa, label_noise=label_noise)
-    axes = [("batch", parse_batches(batch)), ("beta", BETA.parse(beta))]
+    axes = [("batch", batches), ("beta", betas)]
     if problem != "rosenbrock":
         axes.append(("dim", dims))
-    return _common(method or default_methods(problem), target, max_iters, seeds, seed, lr, lr_grid, schedule, x64,
-                   chunk_seconds, mode, axes, "noise", spec), mode
+    return _common(methods, target, cap, seeds, seed, lr_value, grid, schedule, x64, chunk_seconds, mode, axes,
+                   "noise", spec), mode
 
 
 def parse_rules(text: str) -> list[tuple[str, float]]:
@@ -136,19 +290,27 @@ def parse_rules(text: str) -> list[tuple[str, float]]:
 
 
 def params_configs(*, dim="10..10000:13:log", batch_rule="fixed:32,proportional:0.1", method="sgd", mode=None,
-                   problem="isotropic", target="0.05", beta="0", noise=None, noise_spectrum="hessian",
-                   max_iters=None, seeds=8, seed=0, lr="tuned", lr_grid=None, x64=None,
-                   chunk_seconds=5.0) -> tuple[list[tuple[str, SweepConfig]], str]:
-    """([(rule label, config)], mode) of ``otod sweep params``: one sweep per batch rule, d static."""
+                   problem="isotropic", target="0.05", beta=None, noise=None, noise_spectrum=None,
+                   max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
+                   chunk_seconds=None, yes=False) -> tuple[list[tuple[str, SweepConfig]], str]:
+    """([(rule label, config)], mode) of ``otod sweep params``: one sweep per batch rule, d static. The same
+    refusals and estimates as `noise_config`."""
     mode = parse_mode(mode or ("exact" if problem in ("nqm",) else "simulate"), problem)
     if problem in ("rosenbrock",):
         raise OtodError("--problem rosenbrock: a params sweep needs a problem with a dimension")
+    check_problem_options(problem, noise_spectrum=noise_spectrum, noise=noise)
+    methods, lr_value, grid, cap, seeds, seed, chunk_seconds = parse_common(
+        method, mode, "constant", lr, lr_grid, max_iters, seeds, seed, x64, chunk_seconds)
     dims = parse_dims(dim, PARAMS_DIM)
+    rules, betas = parse_rules(batch_rule), parse_betas(beta, "0", methods)
+    check_resources(mode=mode, problem=problem, dims=dims, batch_count=1, methods=methods, beta_count=len(betas),
+                    rates=_rates(lr_value, grid), cap=cap or EXACT_MAX_ITERS, seeds=seeds, x64=x64,
+                    sweeps=len(rules), yes=yes, sweep="params")
     spec = problem_spec(problem, int(dims[0]), noise_spectrum=noise_spectrum, noise=noise)
     out = []
-    for name, value in parse_rules(batch_rule):
+    for name, value in rules:
         rule_axis = ("batch", (float(value),)) if name == "fixed" else ("batch_ratio", BATCH_RATIO.check([value]))
-        axes = [("dim", dims), rule_axis, ("beta", BETA.parse(beta))]
-        out.append((f"{name}:{value:g}", _common(method, target, max_iters, seeds, seed, lr, lr_grid, "constant",
+        axes = [("dim", dims), rule_axis, ("beta", betas)]
+        out.append((f"{name}:{value:g}", _common(methods, target, cap, seeds, seed, lr_value, grid, "constant",
                                                  x64, chunk_seconds, mode, axes, "params", spec)))
     return out, mode

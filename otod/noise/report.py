@@ -88,7 +88,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         for m in methods:
             xm, med, bound, _, _ = cols[m]
             i = list(xm).index(x) if x in xm else None
-            lr, beta = lr_of.get((m, x), (math.nan, math.nan))
+            lr, beta = (math.nan if v is None else v for v in lr_of.get((m, x), (math.nan, math.nan)))
             uses_beta = m in ("heavy-ball", "ema")
             row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>10.3g}"
                     f"{f'{beta:.3g}' if uses_beta else '—':>8}")

@@ -70,3 +70,33 @@ def test_profile_table(run, tmp_path):
     loaded = results.load(next(tmp_path.glob("profile-*.json")))
     assert loaded.meta["kind"] == "profile" and len(loaded.records) == 2
     assert all(r["forward_s"] > 0 and r["flop_ratio_xla"] > 1 for r in loaded.records)
+
+
+def test_the_names_checked_before_jax_match_the_tables():
+    """The CLI checks --optimizer and --precision against lists it can import without JAX; they must be the
+    tables' own keys, or a valid name would be refused (or a bad one reach a traceback)."""
+    from otod.cost.names import OPTIMIZER_NAMES, PRECISION_NAMES
+    from otod.cost.optimizers import OPTIMIZERS
+    from otod.cost.profile import PRECISIONS
+
+    assert tuple(OPTIMIZERS) == OPTIMIZER_NAMES and tuple(PRECISIONS) == PRECISION_NAMES
+
+
+def test_an_estimate_refuses_a_deep_compile_without_allocating(monkeypatch):
+    """`check_compile` grows with the layers: DeeperConvNet at depth 10⁵ is refused on memory, a long compile
+    that fits is refused on time unless --yes."""
+    from otod.core.errors import OtodError
+    from otod.cost import cli
+
+    shape = cli.shape_options(["deeperconvnet"], widths=None, depth="100000", unshared=False, image=None,
+                              tokens=None, width=None, heads=None, blocks=None)
+    with pytest.raises(OtodError, match="GiB of memory"):
+        cli.check_compile(["deeperconvnet"], shape, 11, 2, yes=False)
+    monkeypatch.setattr(cli, "host_memory_available", lambda: 2 ** 50, raising=False)
+    monkeypatch.setattr("otod.core.cli.host_memory_available", lambda: 2 ** 50)
+    with pytest.raises(OtodError, match="pass --yes"):
+        cli.check_compile(["deeperconvnet"], shape, 11, 2, yes=False)
+    cli.check_compile(["deeperconvnet"], shape, 11, 2, yes=True)
+    small = cli.shape_options(["deeperconvnet"], widths=None, depth=None, unshared=False, image=None, tokens=None,
+                              width=None, heads=None, blocks=None)
+    cli.check_compile(["deeperconvnet"], small, 11, 2, yes=False)

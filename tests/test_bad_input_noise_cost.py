@@ -1,0 +1,183 @@
+"""Issue 17 for the noise commands (`otod sweep noise`, `otod sweep params`, `otod noise-scale`) and the cost
+commands (`otod flops`, `otod profile`): bad input ends in one line on stderr, ``otod: error: ...`` naming the
+option, and exit code 2, within seconds (sizes are estimated before anything is allocated or compiled): never a
+traceback, an out-of-memory kill or a hang; and no option is silently ignored.
+
+Every case runs as a real process, as a user meets it; each would fail on the code before the fix (a traceback,
+a timeout, or exit code 0)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Bad input must be refused this fast: before any sweep, compile or large allocation starts.
+QUICK_SECONDS = 10
+
+
+def otod(args, cwd, timeout=60):
+    """Run ``python -m otod ARGS`` in ``cwd`` with this checkout first on the path; (result, wall seconds)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
+                            env=env, timeout=timeout)
+    return result, time.perf_counter() - start
+
+
+BAD_INPUT = [
+    # tracebacks before: MemoryError, OverflowError
+    (["noise-scale", "--steps", "1e9"], "--steps 1000000000"),
+    (["noise-scale", "--dim", "1e9"], "--dim 1000000000"),
+    (["noise-scale", "--seed", "1e30"], "--seed 1e30"),
+    (["noise-scale", "--seed", "2147483648"], "--seed 2147483648"),
+    (["sweep", "noise", "--mode", "simulate", "--seed", "2147483648"], "--seed 2147483648"),
+    (["sweep", "noise", "--mode", "simulate", "--seed", "1e30"], "--seed 1e30"),
+    (["sweep", "params", "--seed", "2147483648"], "--seed 2147483648"),
+    # hangs and out-of-memory kills before: now estimated first
+    (["sweep", "noise", "--dim", "1e9"], "GiB of memory"),
+    (["sweep", "noise", "--mode", "simulate", "--dim", "1e9"], "--dim 1e+09 --seeds 8"),
+    (["sweep", "params", "--dim", "1e9", "--mode", "exact"], "--dim 1e+09"),
+    (["sweep", "params", "--dim", "1e9"], "--dim 1e+09"),
+    (["sweep", "noise", "--beta", "0..0.99:400"], "pass --yes"),
+    (["sweep", "noise", "--mode", "simulate", "--dim", "3000", "--batch", "1..1024:30:log", "--seeds", "64"],
+     "pass --yes"),
+    (["sweep", "noise", "--mode", "simulate", "--seeds", "1e9"], "--seeds 1000000000"),
+    (["sweep", "noise", "--problem", "regression", "--examples", "1e9"], "--examples 1e+09"),
+    (["flops", "--model", "deeperconvnet", "--depth", "100000"], "--depth 100000"),
+    (["profile", "--repeats", "1e9"], "--repeats 1000000000"),
+    (["flops", "--image", "1e9"], "--image"),  # XLA aborted the process (C++ terminate) before
+    (["flops", "--model", "transformer", "--tokens", "1e9"], "--tokens"),
+    (["flops", "--model", "transformer", "--blocks", "100000"], "--blocks 100000"),
+    # silent acceptance before: each option ignored or contradicted
+    (["sweep", "noise", "--seeds", "4"], "--mode exact"),
+    (["sweep", "noise", "--seed", "3"], "--seed 3"),
+    (["sweep", "noise", "--x64"], "--x64"),
+    (["sweep", "noise", "--chunk-seconds", "2"], "--chunk-seconds 2"),
+    (["sweep", "params", "--mode", "exact", "--seeds", "2"], "--seeds 2"),
+    (["sweep", "noise", "--problem", "rosenbrock", "--dim", "5"], "--dim 5"),
+    (["sweep", "noise", "--mode", "simulate", "--batch", "1.5"], "--batch 1.5"),
+    (["sweep", "noise", "--mode", "simulate", "--dim", "10.5"], "--dim 10.5"),
+    (["sweep", "noise", "--mode", "simulate", "--x64", "--x32"], "--x64 --x32"),
+    (["sweep", "params", "--x64", "--x32"], "--x64 --x32"),
+    (["sweep", "noise", "--lr", "0.1", "--lr-grid", "1e-3..1:7:log"], "--lr-grid"),
+    (["sweep", "params", "--lr", "theory", "--lr-grid", "1e-3..1:7:log"], "--lr-grid"),
+    (["sweep", "noise", "--out", "x.csv"], "--out x.csv"),
+    (["sweep", "params", "--out", "x.csv"], "--out x.csv"),
+    (["sweep", "params", "--out", "x.json"], "--out x.json"),  # two batch rules, one file
+    (["flops", "--out", "x.csv"], "--out x.csv"),
+    (["profile", "--out", "x.csv"], "--out x.csv"),
+    (["sweep", "noise", "--pdf", "--no-plot"], "--pdf --no-plot"),
+    (["sweep", "noise", "--noise", "1"], "--noise 1"),
+    (["sweep", "noise", "--problem", "isotropic", "--noise-spectrum", "identity"], "--noise-spectrum identity"),
+    (["sweep", "noise", "--examples", "100"], "--examples 100"),
+    (["sweep", "noise", "--method", "sgd", "--beta", "0.5"], "--beta 0.5"),
+    (["sweep", "params", "--beta", "0.5"], "--beta 0.5"),
+    (["sweep", "noise", "--mode", "simulate", "--seeds", "2.5"], "--seeds 2.5"),
+    (["sweep", "noise", "--mode", "simulate", "--chunk-seconds", "0"], "--chunk-seconds 0"),
+    (["flops", "--model", "convnet", "--depth", "5"], "--depth"),
+    (["flops", "--widths", "784,10"], "--widths"),
+    (["flops", "--model", "mlp", "--widths", "7,,x"], "--widths 7,,x"),
+    (["flops", "--model", "transformer", "--heads", "0"], "--heads 0"),
+    (["flops", "--workers", "-1"], "--workers -1"),
+    (["flops", "--batch", "1.5"], "--batch 1.5"),
+    (["profile", "--repeats", "1.5"], "--repeats 1.5"),
+    (["profile", "--warmup", "-1"], "--warmup -1"),
+    (["profile", "--optimizer", "lion"], "--optimizer lion"),
+    # the exact path runs in one process: --distributed is refused before any process joins
+    (["sweep", "noise", "--distributed"], "--distributed"),
+    (["sweep", "params", "--problem", "nqm", "--distributed"], "--distributed"),
+]
+
+
+@pytest.mark.parametrize("args,fragment", BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
+def test_bad_input_is_one_quick_line_and_exit_code_2(args, fragment, tmp_path):
+    result, seconds = otod(args, tmp_path)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not result.stdout.strip()
+    assert len(lines) == 1 and lines[0].startswith("otod: error:") and fragment in lines[0], result.stderr
+    assert seconds < QUICK_SECONDS, f"{seconds:.1f} s"
+    # no file is written (the core's run_sweep makes the --out folder, empty, before its own estimate)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()], "nothing may be written for bad input"
+
+
+@pytest.mark.parametrize("mode", ["exact", "simulate"])
+def test_a_huge_step_diverges_quietly_and_is_recorded_as_diverged(mode, tmp_path):
+    """--lr 1e300 overflows NumPy: no warning text reaches stderr, and every lane is recorded as diverged."""
+    args = ["sweep", "noise", "--mode", mode, "--dim", "10", "--batch", "1,2", "--method", "sgd,heavy-ball",
+            "--lr", "1e300", "--target", "0.05", "--json", "--out", "r.json"]
+    result, _ = otod(args + (["--seeds", "2"] if mode == "simulate" else []), tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Warning" not in result.stderr and "Traceback" not in result.stderr, result.stderr
+    records = json.loads(result.stdout)
+    assert records and {r["status"] for r in records} == {"diverged"}
+    assert (tmp_path / "r.png").exists()  # the figure says no lane reached the target instead of failing
+
+
+COMMON = ["--seeds", "--seed", "--x64", "--x32", "--out", "--json", "--no-plot", "--pdf", "--yes",
+          "--chunk-seconds", "--distributed", "--coordinator", "--num-processes", "--process-id"]
+
+
+@pytest.mark.parametrize("command", ["noise", "params"])
+def test_both_sweeps_offer_the_common_options(command):
+    """One surface: the options `common_sweep_options` declares are listed by both sweeps' --help."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+
+    result = CliRunner().invoke(main, ["sweep", command, "--help"])
+    assert result.exit_code == 0
+    missing = [o for o in COMMON if f"  {o} " not in result.output and f"  {o}\n" not in result.output]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("path", [["sweep", "noise"], ["sweep", "params"], ["noise-scale"], ["flops"],
+                                  ["profile"]])
+def test_every_option_has_help_with_an_example(path):
+    """Each option says what it does (text before the example) and gives an example ("E.g. ...")."""
+    import click
+
+    from otod.cli import main
+
+    command = main
+    for name in path:
+        command = command.commands[name]
+    bare = [p.name for p in command.params if isinstance(p, click.Option)
+            and ("E.g." not in (p.help or "") or not (p.help or "").split("E.g.")[0].strip())]
+    assert not bare, bare
+
+
+def test_params_writes_the_named_results_file_and_a_figure(tmp_path):
+    result, _ = otod(["sweep", "params", "--mode", "exact", "--dim", "10..100:3:log", "--batch-rule", "fixed:4",
+                      "--out", "f.json", "--pdf"], tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((tmp_path / "f.json").read_text())["records"]
+    assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
+    assert "figure:  f.png" in result.stdout
+
+
+def test_params_in_a_folder_writes_a_file_per_rule_and_one_figure(tmp_path):
+    result, _ = otod(["sweep", "params", "--mode", "exact", "--dim", "10..100:3:log", "--out", "runs", "--json"],
+                     tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(list((tmp_path / "runs").glob("params-exact-*.json"))) == 2
+    assert len(list((tmp_path / "runs").glob("*.png"))) == 1
+    records = json.loads(result.stdout)
+    assert {r.get("batch_ratio") is None for r in records} == {True, False}  # both rules' records
+
+
+def test_chunk_seconds_does_not_change_the_records(tmp_path):
+    """--chunk-seconds plans the chunks (what Ctrl-C may lose); the records are the same."""
+    base = ["sweep", "noise", "--mode", "simulate", "--dim", "20", "--batch", "1,4,16", "--method", "sgd,heavy-ball",
+            "--seeds", "3", "--lr-grid", "0.1..1:4:log", "--target", "0.1", "--no-plot", "--json"]
+    outputs = []
+    for seconds in ("5", "0.001"):
+        result, _ = otod(base + ["--chunk-seconds", seconds, "--out", f"c{seconds}.json"], tmp_path, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs.append(json.loads(result.stdout))
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 3 * 2 * 3 * 4
