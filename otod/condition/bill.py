@@ -108,6 +108,25 @@ def setup_flops(problem_spec, method: str) -> float:
     return eigvalsh_flops(d)
 
 
+def setup_description(problem: dict, method: str) -> str:
+    """What `setup_flops` charges ``method`` for on ``problem`` (a config's problem dict), in words for a legend:
+    the factorisation and what it finds. Empty where the set-up costs nothing."""
+    if method == "adam":
+        return ""
+    if problem["kind"] == "quadratic":
+        return ("eigvalsh of D^{-1/2}HD^{-1/2} to find its L" if method == "jacobi" and problem.get("basis") ==
+                "rotated" else "")
+    if method == "kfac":
+        return "inverses of the two damped Kronecker factors"
+    if not problem.get("perturbation"):
+        return "eigvalsh of the two scaled factors to find L" if method == "jacobi" else ""
+    if method == "newton":
+        return "eigh of the dense H (μ, L and H⁻¹)"
+    if method == "jacobi":
+        return "eigvalsh of the dense D^{-1/2}HD^{-1/2} to find μ and L"
+    return "eigvalsh of the dense H to find μ and L"
+
+
 def flops_per_iteration(problem_spec, methods, kappa: float, options: MethodOptions = MethodOptions(),
                         x64: bool = False, on_hit=None) -> dict[str, float]:
     """``{method: FLOPs of one iteration}`` for the given methods (see `iteration_cost`), read from the disk cache
