@@ -18,8 +18,8 @@ import numpy as np
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import chosen_records
 from otod.core.fit import censored_medians, iteration_matrix
-from otod.core.plotting import (DIVERGED_LABEL, COLORS, BAND_LABEL, LOWER_LABEL, draw_band, mark_diverged,
-                                 panel_grid, save)
+from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, draw_band, legend_key, mark_diverged, panel_grid,
+                                 save)
 from otod.core.results import Results
 
 
@@ -28,7 +28,7 @@ def _describe(meta: dict, static: str = "") -> str:
     first value the config's problem holds and which the line then leaves out."""
     c = meta["config"]
     p = c["problem"]
-    dim = "d: one panel each" if "dim" in static else f"d={p['dim']}"
+    dim = "d: one panel each" if "dim" in static else f"d={p.get('dim')}"
     shape = f"{dim}, {p['spectrum']}, {p['basis']} basis" if p["kind"] == "quadratic" else \
         f"{p['rows']}×{p['cols']} Kronecker, ε={p['perturbation']:g}"
     return (f"{shape}, start {p['start']}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, "
@@ -53,7 +53,7 @@ def fit_label(f, theory_name: str = "theory") -> str:
 def bound_label(meta: dict) -> str:
     """The legend's name of the dashed line: a bound in exact arithmetic; in float32, rounding can push a lane's
     count past it (e.g. gd-opt at κ = 1000, tol 1e-6: median 3462.5 against 3454), which the label says."""
-    text = "bound: worst case over spectra and starts, exact arithmetic"
+    text = "bound: worst case over spectra and starts at the method's\nown step, in exact arithmetic"
     if meta.get("precision") != "float64":
         text += f"\n(the lanes run in {meta.get('precision', 'float32')}: rounding can add iterations past it)"
     return text
@@ -63,7 +63,7 @@ def setup_label(meta: dict, method: str, flops: float) -> str:
     """What a method's set-up FLOPs pay for, for the legend of a FLOPs figure."""
     from otod.condition.bill import setup_description
 
-    return f"{method} includes set-up: {setup_description(meta['config']['problem'], method)}, {flops:.2g} FLOPs"
+    return f"includes set-up: {setup_description(meta['config']['problem'], method)}, {flops:.2g} FLOPs"
 
 
 def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None,
@@ -100,8 +100,8 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
         ax.plot(xs[ok & inside], med[ok & inside] * scale + once, "o", ms=3, color=color, label=label)
         if (ok & ~inside).any():
             ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, "o", ms=3.5, mfc="white", color=color)
-        if draw_band(ax, xs, y, lower, color, scale=scale, offset=once, alpha=0.2,
-                     label=None if band_labelled else BAND_LABEL) is not None:
+        if draw_band(ax, xs, y, lower, color, scale=scale, offset=once, alpha=0.2) is not None and not band_labelled:
+            legend_key(ax, "band")  # one grey key names every series' band
             band_labelled = True
         if bound.any():
             ax.plot(xs[bound], med[bound] * scale + once, "^", mfc="none", color=color, ms=6,
