@@ -88,9 +88,9 @@ def _theory_overlay(ax, meta: dict, records: list[dict], label: str = "per-mode 
         ax.plot(*zip(*flows), ":", color="k", lw=1.2, label="gradient-flow integral / η")
 
 
-def _finish(ax, xlabel: str, title: str, marks: set | None = None) -> None:
-    """Log-y, labels, title, grid, and the legend to the right of the axes: the series, then a grey key for each
-    shared mark in ``marks`` (the band, open △ lower bounds, × diverged)."""
+def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool = False) -> None:
+    """Log-y, labels, title, grid, and the legend to the right of the axes (or ``below`` it): the series, then a
+    grey key for each shared mark in ``marks`` (the band, open △ lower bounds, × diverged)."""
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("iterations to tolerance (median over seeds)")
@@ -99,10 +99,12 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None) -> None:
     for kind in ("band", "lower", "diverged"):
         if kind in (marks or ()):
             legend_key(ax, kind)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.14)) if below else \
+        dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=7 if not below else 6.5, frameon=False, **where)
 
 
-def _describe(meta: dict) -> str:
+def _describe(meta: dict, static: bool = False) -> str:
     c = meta["config"]
     p = c["problem"]
     if meta["sweep"] == "toy":
@@ -111,7 +113,8 @@ def _describe(meta: dict) -> str:
         what = (f"{p['kind']}, d_in {p.get('d_in') or 'n'}, d_out {p.get('d_out') or 'n'}, α = √(n/d_out), "
                 f"κ_Φ {p['target_kappa']:g}")
     else:
-        what = f"{p['kind']}, width {p['width']}, κ_Φ {p['target_kappa']:g}"
+        what = f"{p['kind']}, {'width: one panel each' if static else 'width ' + str(p['width'])}, " \
+               f"κ_Φ {p['target_kappa']:g}"
     return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
 
 
@@ -126,15 +129,16 @@ def sweep_figure(results: Results, base: Path, pdf: bool = True) -> list[Path]:
     groups = static_groups(meta, records)
     fig, axes = panel_grid(len(groups), 7.5 if len(groups) == 1 else 5.2, 4.2)
     styles = series_styles(r["method"] for r in records)
+    several = len(groups) > 1
     for ax, (heading, rows) in zip(axes, groups):
         marks: set = set()
         draw_series(ax, rows, axis, styles=styles, marks=marks)
         if axis == "depth":
             _theory_overlay(ax, meta, rows)
         _finish(ax, "number of matrices k" if axis == "layers" else "depth L",
-                (heading + ": " if heading else "") + _describe(meta), marks)
-    if len(groups) > 1:
-        fig.tight_layout()
+                heading if several else _describe(meta), marks, below=several)
+    if several:
+        fig.suptitle(_describe(meta, static=True), fontsize=9)
     return save(fig, base, pdf=pdf)
 
 
