@@ -18,8 +18,8 @@ import numpy as np
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import chosen_records
 from otod.core.fit import censored_medians, iteration_matrix
-from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, draw_band, legend_key, mark_diverged, panel_grid,
-                                 save)
+from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, draw_band, headroom, legend_key, mark_diverged,
+                                 panel_grid, save)
 from otod.core.results import Results
 
 
@@ -130,6 +130,7 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
     ax.set_xlabel("condition number κ = L/μ")
     ax.set_ylabel("FLOPs to tolerance" if flops else "iterations to tolerance")
     ax.grid(True, which="both", alpha=0.25)
+    headroom(ax)
     if any(f.min_x for f in fits.values()):
         ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
 

@@ -103,12 +103,25 @@ def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int =
     trans = ax.get_xaxis_transform()
     top = 0.97 - 0.045 * (row % 6)
     (artist,) = ax.plot(xs[at], np.full(at.sum(), top), "x", color=color, ms=6, mew=1.5, transform=trans,
-                        clip_on=False, label=label if label else "_nolegend_")
+                        clip_on=False, label=label if label else "_nolegend_", gid="diverged")
     total = status.shape[-1]
     for x, k in zip(xs[at], n[at]):
         ax.annotate(f"{k}/{total}", (x, top), xycoords=trans, xytext=(3, -3), textcoords="offset points",
                     fontsize=5.5, color=color, ha="left", va="top")
     return artist
+
+
+def headroom(ax) -> None:
+    """Where ``ax`` carries × marks of diverged lanes (`mark_diverged`), raise the top of its y axis so that the
+    data end below them (the top 15% of the axes, in the axes' own scale) and no × sits on a point. Call it last,
+    once the data and the y scale are drawn."""
+    if not any(line.get_gid() == "diverged" for line in ax.get_lines()):
+        return
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log" and lo > 0:
+        ax.set_ylim(lo, 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.78))
+    else:
+        ax.set_ylim(lo, lo + (hi - lo) / 0.78)
 
 
 def legend_key(ax, kind: str) -> None:

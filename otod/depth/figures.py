@@ -3,8 +3,9 @@
 Conventions (`otod.core.plotting`): the median over seeds as a line with filled markers, the IQR over the same
 seeds as a band (censored and stalled lanes at their cap, as lower bounds), medians that are only lower bounds
 (more than half the lanes censored or stalled) as open △ at that bound, diverged lanes as × at the top, each named
-in the legend; theory dashed, log-y; one colour per series (colour by method, line style by init where both vary). Every sweep a figure needs is an ordinary
-``otod sweep depth`` / ``otod sweep toy`` config, cached in ``results/`` like any sweep.
+in the legend; theory dashed, log-y; one colour per series (colour by method, line style by init where both
+vary). Every sweep a figure needs is an ordinary ``otod sweep depth`` / ``otod sweep toy`` config, cached in
+``results/`` like any sweep.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from otod.core.fit import censored_medians, iteration_matrix
-from otod.core.plotting import (INIT_COLORS, LOWER_LABEL, MARKERS, censored_quantiles, draw_band, legend_key,
-                                 mark_diverged, panel_grid, save, series_styles)
+from otod.core.plotting import (INIT_COLORS, MARKERS, draw_band, headroom, legend_key, mark_diverged, panel_grid, save,
+                                 series_styles)
 from otod.core.results import Results
 from otod.depth.laws import fit_laws
 from otod.depth.records import chosen_records, relabelled
@@ -96,6 +97,7 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
     ax.set_ylabel("iterations to tolerance (median over seeds)")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
+    headroom(ax)
     for kind in ("band", "lower", "diverged"):
         if kind in (marks or ()):
             legend_key(ax, kind)
@@ -170,7 +172,7 @@ def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     draw_series(ax, records, "depth", marks=marks)
     _theory_overlay(ax, results.meta, records)
     _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
-            + "\nopen △: most lanes censored or stalled (at a saddle), the median only a lower bound", marks)
+            + "\nstalled: stuck at a saddle (the loss stops falling), counted like censored lanes", marks)
     return save(fig, out_dir / spec["name"])
 
 

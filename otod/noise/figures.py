@@ -100,6 +100,9 @@ def steps_vs_batch(results, ax, exact=None, dim: float | None = None) -> None:
                 label="ideal estimator d/(2·target·B)")
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target")
     ax.set_xscale("log", base=2)
+    from otod.core.plotting import headroom
+
+    headroom(ax)
 
 
 def _quadratic(config):
