@@ -52,7 +52,7 @@ def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = Non
     names = list(dict.fromkeys(r["method"] for r in records))
     styles = styles or series_styles(names)
     marks = set() if marks is None else marks
-    for series in names:
+    for row, series in enumerate(names):
         xs, y, status = iteration_matrix(records, series, axis)
         lower = np.isin(status, ("censored", "stalled"))
         med, bound = censored_medians(y, lower)
@@ -67,7 +67,7 @@ def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = Non
         if np.any(ok & bound):
             ax.plot(xs[ok & bound], med[ok & bound], "^", mfc="none", color=color, ms=7, mew=1.2)
             marks.add("lower")
-        if mark_diverged(ax, xs, status, color) is not None:
+        if mark_diverged(ax, xs, status, color, row=row) is not None:
             marks.add("diverged")
     return fits
 

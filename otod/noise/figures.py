@@ -346,8 +346,10 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
     for i, ((pair, g), e) in enumerate(out["estimates"].items()):
         q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
         ax.plot(t, q50, "-", lw=1, color=f"C{i}", label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
-        ax.fill_between(t, np.maximum(q25, 1e-1), np.maximum(q75, 1e-1), color=f"C{i}", alpha=0.15,
-                        label=f"  shaded: IQR over {o['seeds']} seeds" if i == 0 else "_nolegend_")
+        ax.fill_between(t, np.maximum(q25, 1e-1), np.maximum(q75, 1e-1), color=f"C{i}", alpha=0.15)
+    ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0,
+                    label=f"shaded: IQR over {o['seeds']} seeds, in each estimate's colour\n(down to the axis where "
+                          "the estimate is ≤ 0)")
     ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(1, None),
            title=f"(g) two-batch noise-scale estimate vs exact, NQM d = {o['dim']}, SGD B = {o['batch']}")
     _legend(ax)
