@@ -90,10 +90,11 @@ def draw_band(ax, xs, y, lower, color, *, scale: float = 1.0, offset: float = 0.
                            alpha=alpha, lw=0, label=label if label else "_nolegend_")
 
 
-def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int = 0):
+def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int = 0, tag: str = ""):
     """× at the top of ``ax`` at every x where some lane diverged, with n/N beside it; returns the marker artist
     (None where nothing diverged). ``label`` names it in the legend (give it once per axes: `DIVERGED_LABEL`);
-    ``row`` (the series' index) staggers the × of several series downwards so that none hides another."""
+    ``row`` (the series' index) staggers the × of several series downwards so that none hides another; ``tag``
+    prefixes n/N where two series share a colour (e.g. "residual")."""
     status = np.asarray(status, dtype=object)
     n = (status == "diverged").sum(-1)
     at = n > 0
@@ -101,27 +102,27 @@ def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int =
         return None
     xs = np.asarray(xs, float)
     trans = ax.get_xaxis_transform()
-    top = 0.97 - 0.045 * (row % 6)
+    top = 0.97 - 0.065 * (row % 4)
     (artist,) = ax.plot(xs[at], np.full(at.sum(), top), "x", color=color, ms=6, mew=1.5, transform=trans,
                         clip_on=False, label=label if label else "_nolegend_", gid="diverged")
     total = status.shape[-1]
     for x, k in zip(xs[at], n[at]):
-        ax.annotate(f"{k}/{total}", (x, top), xycoords=trans, xytext=(3, -3), textcoords="offset points",
-                    fontsize=5.5, color=color, ha="left", va="top")
+        ax.annotate(f"{tag} {k}/{total}".strip(), (x, top), xycoords=trans, xytext=(0, -4), textcoords="offset points",
+                    fontsize=5, color=color, ha="center", va="top")
     return artist
 
 
 def headroom(ax) -> None:
     """Where ``ax`` carries × marks of diverged lanes (`mark_diverged`), raise the top of its y axis so that the
-    data end below them (the top 15% of the axes, in the axes' own scale) and no × sits on a point. Call it last,
+    data end below them (the top 22% of the axes, in the axes' own scale) and no × sits on a point. Call it last,
     once the data and the y scale are drawn."""
     if not any(line.get_gid() == "diverged" for line in ax.get_lines()):
         return
     lo, hi = ax.get_ylim()
     if ax.get_yscale() == "log" and lo > 0:
-        ax.set_ylim(lo, 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.78))
+        ax.set_ylim(lo, 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.75))
     else:
-        ax.set_ylim(lo, lo + (hi - lo) / 0.78)
+        ax.set_ylim(lo, lo + (hi - lo) / 0.75)
 
 
 def legend_key(ax, kind: str) -> None:

@@ -41,13 +41,14 @@ def law_label(fit) -> str:
 
 
 def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = None, label_prefix: str = "",
-                marker: str | None = None, ls=None, marks: set | None = None) -> dict:
+                marker: str | None = None, ls=None, marks: set | None = None, row_offset: int = 0) -> dict:
     """Median iterations against ``axis`` per series, the IQR over the same seeds as a band (censored and stalled
     lanes counted at their cap as lower bounds, `otod.core.plotting.censored_quantiles`), open △ where the median
     is only a lower bound, × at the top where lanes diverged; returns the series' fits by label. ``styles``
     (default `series_styles`) gives each series its colour, line style and marker; ``marker``/``ls`` override
     them for every series. ``marks`` (a set) collects which shared marks were drawn ("band", "lower",
-    "diverged"), for `_finish` to name them in the legend."""
+    "diverged"), for `_finish` to name them in the legend. ``row_offset`` staggers this call's × marks below an
+    earlier call's on the same axes."""
     fits = {f.label: f for f in fit_laws(records, axis, n_boot=200)}
     names = list(dict.fromkeys(r["method"] for r in records))
     styles = styles or series_styles(names)
@@ -67,7 +68,7 @@ def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = Non
         if np.any(ok & bound):
             ax.plot(xs[ok & bound], med[ok & bound], "^", mfc="none", color=color, ms=7, mew=1.2)
             marks.add("lower")
-        if mark_diverged(ax, xs, status, color, row=row) is not None:
+        if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
             marks.add("diverged")
     return fits
 
@@ -194,7 +195,8 @@ def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
     draw_series(ax, plain_records, "depth", label_prefix="plain ", marker="o",
                 styles=styles(plain_records, "-"), marks=marks)
     draw_series(ax, residual_records, "depth", label_prefix="residual ", marker="s",
-                styles=styles(residual_records, "--"), marks=marks)
+                styles=styles(residual_records, "--"), marks=marks,
+                row_offset=len(dict.fromkeys(r["method"] for r in plain_records)))
     _finish(ax, "depth L", "(b) plain W_L⋯W_1 (circles, solid) vs residual (I+V_L)⋯(I+V_1) (squares, dashed): "
             + _describe(plain.meta) + "\nresidual ·V zero is W = I", marks)
     return save(fig, out_dir / spec["name"])
