@@ -48,7 +48,7 @@ def save(fig, base: Path, pdf: bool = True) -> list[Path]:
 #: The legend's names of the shared marks.
 BAND_LABEL = "shaded: IQR over seeds (censored lanes at their cap)"
 LOWER_LABEL = "open △: median only a lower bound ≥ (most lanes censored or stalled)"
-DIVERGED_LABEL = "× at top: lanes diverged at this x (n/N)"
+DIVERGED_LABEL = "× in the grey strip at the top: lanes diverged at this x (n/N)"
 
 
 def censored_quantiles(y: np.ndarray, lower: np.ndarray, qs=(0.25, 0.75)) -> tuple[np.ndarray, np.ndarray]:
@@ -120,9 +120,14 @@ def headroom(ax) -> None:
         return
     lo, hi = ax.get_ylim()
     if ax.get_yscale() == "log" and lo > 0:
-        ax.set_ylim(lo, 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.75))
+        top = 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.75)
     else:
-        ax.set_ylim(lo, lo + (hi - lo) / 0.75)
+        top = lo + (hi - lo) / 0.75
+    ax.set_ylim(lo, top)
+    # a grey strip: the marks' row, not a y value (no tick labels in it)
+    ax.axhspan(hi, top, color="0.93", zorder=0, lw=0)
+    ax.set_yticks([t for t in ax.get_yticks() if lo <= t <= hi])
+    ax.set_ylim(lo, top)
 
 
 def legend_key(ax, kind: str) -> None:

@@ -258,10 +258,10 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
         ax.legend(fontsize=7, loc="lower left")
     ax = axes[-1]
     marks: set = set()
-    for reading, marker, color, ls in (("per-layer", "o", "C0", "-"), ("shared", "s", "C1", "--")):
+    for row, (reading, marker, color, ls) in enumerate((("per-layer", "o", "C0", "-"), ("shared", "s", "C1", "--"))):
         results = _sweep(spec, kind="toy", reading=reading)
         records = [{**r, "method": f"{r['method']} {reading}"} for r in _chosen(results)]
-        draw_series(ax, records, "layers", marker=marker, marks=marks,
+        draw_series(ax, records, "layers", marker=marker, marks=marks, row_offset=row,
                     styles={s: {"color": color, "ls": ls, "marker": marker}
                             for s in dict.fromkeys(r["method"] for r in records)})
         if reading == "per-layer":
@@ -269,7 +269,7 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
 
             k1 = theory_columns(results.meta, _chosen(results))["theory"]("gd", 1.0)
             if k1 is not None:
-                ax.plot([1], [k1], "x", color="k", ms=9, label=f"k = 1 theory (κ = 1): {k1}")
+                ax.plot([1], [k1], "*", color="k", ms=9, mfc="none", label=f"k = 1 theory (κ = 1): {k1}")
     _finish(ax, "number of matrices k", "(d) iterations vs k, per-layer (circles) and shared (squares) readings:\n"
             + _describe(results.meta).split(", ", 2)[2], marks)
     fig.tight_layout()
