@@ -343,7 +343,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_ylim(narrowest / 1.6, widest * 2.5)
-    ax.axhline(widest, color="0.6", lw=0.8, ls=":")
+    ax.axhline(widest, color="0.6", lw=0.8, ls=":", label=f"the widest swept width ({widest:g})")
     depths = sorted({r["depth"] for r in records})
     ax.set_xticks(depths, [f"{d:g}" for d in depths])
     ax.set_yticks(widths, [f"{w:g}" for w in widths])
