@@ -84,7 +84,7 @@ def setup_flops(problem_spec, method: str) -> float:
     """FLOPs a method's lanes compute before their first iteration, beyond building the problem.
 
     Quadratics are built from their eigendecomposition, so μ, L, H⁻¹ and the spectrum are known by construction
-    and cost nothing; only Jacobi on the rotated basis computes the L of D^{-1/2}HD^{-1/2} (an ``eigvalsh``).
+    and cost nothing; only Jacobi on the rotated basis computes the L of D^-½ H D^-½ (an ``eigvalsh``).
     On a Kronecker problem (d = mn) with a perturbation, μ and L of the dense H come from its eigendecomposition:
     the first-order methods need the eigenvalues (4d³/3), Newton the eigenvectors too (9d³), Jacobi the
     eigenvalues of the scaled H. At ε = 0, H = A ⊗ B has the spectrum a_i·b_j and eigenvectors U_A ⊗ U_B by
@@ -106,6 +106,25 @@ def setup_flops(problem_spec, method: str) -> float:
     if method == "jacobi":
         return eigvalsh_flops(d) + 2.0 * d ** 2
     return eigvalsh_flops(d)
+
+
+def setup_description(problem: dict, method: str) -> str:
+    """What `setup_flops` charges ``method`` for on ``problem`` (a config's problem dict), in words for a legend:
+    the factorisation and what it finds. Empty where the set-up costs nothing."""
+    if method == "adam":
+        return ""
+    if problem["kind"] == "quadratic":
+        return ("eigvalsh of D^-½ H D^-½ to find its L" if method == "jacobi" and problem.get("basis") ==
+                "rotated" else "")
+    if method == "kfac":
+        return "inverses of the two damped Kronecker factors"
+    if not problem.get("perturbation"):
+        return "eigvalsh of the two scaled factors to find L" if method == "jacobi" else ""
+    if method == "newton":
+        return "eigh of the dense H (μ, L and H⁻¹)"
+    if method == "jacobi":
+        return "eigvalsh of the dense D^-½ H D^-½ to find μ and L"
+    return "eigvalsh of the dense H to find μ and L"
 
 
 def flops_per_iteration(problem_spec, methods, kappa: float, options: MethodOptions = MethodOptions(),

@@ -1,14 +1,14 @@
 """The conditioning obstacle's figures, and the makers ``otod figures condition`` runs from
 ``experiments/condition.toml``: iterations (or FLOPs) to tolerance against κ with theory and fitted exponents,
 the whole bill side by side, and gradient descent's zig-zag on a 2-D quadratic. The conventions are
-`otod.core.plotting`'s: the median over seeds as a line, the seed spread (min to max over converged seeds) as a
-band, theory dashed in the same colour, the fitted exponent with its 95% CI in the legend, censored lanes as open
-markers at the cap.
+`otod.core.plotting`'s: the median over seeds as a line, the IQR over the same seeds as a band (censored lanes at
+their cap, as lower bounds), theory dashed in the same colour, the fitted exponent with its 95% CI in the legend,
+medians that are only lower bounds as open △, diverged lanes as × at the top, each named in the legend. A static
+axis (several dimensions d) gives one panel per value.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +17,19 @@ import numpy as np
 
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import chosen_records
-from otod.core.fit import iteration_matrix
-from otod.core.plotting import COLORS, save
+from otod.core.fit import censored_medians, iteration_matrix
+from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, draw_band, headroom, legend_key, mark_diverged,
+                                 panel_grid, save)
 from otod.core.results import Results
 
 
-def _describe(meta: dict) -> str:
+def _describe(meta: dict, static: str = "") -> str:
+    """One line on the sweep for under the figure; ``static`` names the static axes (one panel each), whose
+    first value the config's problem holds and which the line then leaves out."""
     c = meta["config"]
     p = c["problem"]
-    shape = f"d={p['dim']}, {p['spectrum']}, {p['basis']} basis" if p["kind"] == "quadratic" else \
+    dim = "d: one panel each" if "dim" in static else f"d={p.get('dim')}"
+    shape = f"{dim}, {p['spectrum']}, {p['basis']} basis" if p["kind"] == "quadratic" else \
         f"{p['rows']}×{p['cols']} Kronecker, ε={p['perturbation']:g}"
     return (f"{shape}, start {p['start']}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, "
             f"{meta['precision']}")
@@ -46,45 +50,66 @@ def fit_label(f, theory_name: str = "theory") -> str:
     return label + (f" ({', '.join(left_out)} lanes left out)" if left_out else "")
 
 
+def bound_label(meta: dict) -> str:
+    """The legend's name of the dashed line: a bound in exact arithmetic; in float32, rounding can push a lane's
+    count past it (e.g. gd-opt at κ = 1000, tol 1e-6: median 3462.5 against 3454), which the label says."""
+    text = "bound: worst case over spectra and starts at the method's\nown step, in exact arithmetic"
+    if meta.get("precision") != "float64":
+        text += f"\n(the lanes run in {meta.get('precision', 'float32')}: rounding can add iterations past it)"
+    return text
+
+
+def setup_label(meta: dict, method: str, flops: float) -> str:
+    """What a method's set-up FLOPs pay for, for the legend of a FLOPs figure."""
+    from otod.condition.bill import setup_description
+
+    return f"includes set-up: {setup_description(meta['config']['problem'], method)}, {flops:.2g} FLOPs"
+
+
 def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None,
-                   setup: dict[str, float] | None = None, preds=None, fits=None) -> None:
+                   setup: dict[str, float] | None = None, preds=None, fits=None, records=None) -> None:
     """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``: the
-    median over seeds (filled: in the fit; hollow: below the fit's range), the seed spread as a band, medians that
-    are only lower bounds as open triangles, and theory: the worst-case bound dashed, the exact count dotted.
-    With ``flops``, the y axis is set-up (``setup``) + iterations × FLOPs of one iteration."""
+    median over seeds (filled: in the fit; hollow: below the fit's range), the IQR over the same seeds as a band
+    (censored lanes counted at their cap as lower bounds), medians that are only lower bounds as open triangles,
+    diverged lanes as × at the top, and theory: the worst-case bound dashed, the exact count dotted. With
+    ``flops``, the y axis is set-up (``setup``) + iterations × FLOPs of one iteration, and the legend names each
+    set-up cost. ``records`` (default: all the results' records) draws one static point's rows."""
     from otod.condition.predictions import predictions
     from otod.condition.records import condition_fits
-    from otod.core.fit import censored_medians
 
     meta = results.meta
     tol = meta["config"]["target"]["tol"]
     preds = predictions(meta, tol) if preds is None else preds
-    records = chosen_records(results, results.records)
+    records = chosen_records(results, results.records if records is None else records)
     fits = {f.method: f for f in (condition_fits(records, preds) if fits is None else fits)}
-    bound_labelled = exact_labelled = lower_labelled = False
-    for method in dict.fromkeys(r["method"] for r in records):
+    bound_labelled = exact_labelled = lower_labelled = band_labelled = diverged_labelled = False
+    for row, method in enumerate(dict.fromkeys(r["method"] for r in records)):
         scale = flops[method] if flops else 1.0
         once = (setup or {}).get(method, 0.0) if flops else 0.0
         xs, y, status = iteration_matrix(records, method, "kappa")
         lower = np.isin(status, ("censored", "stalled"))
         med, bound = censored_medians(y, lower)
         color = COLORS.get(method, None)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            conv = np.where(status == "converged", y, np.nan)
-            lo, hi = np.nanmin(conv, 1), np.nanmax(conv, 1)
         fit = fits[method]
         inside = (xs >= fit.min_x) if fit.min_x is not None else np.ones(xs.shape, bool)
         ok = ~bound & np.isfinite(med)
         ax.plot(xs[ok], med[ok] * scale + once, "-", lw=1.4, color=color)
-        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, "o", ms=3, color=color, label=fit_label(fit, preds.slope_of if preds else "theory"))
+        label = fit_label(fit, preds.slope_of if preds else "theory")
+        if flops and once:
+            label += "\n  " + setup_label(meta, method, once)
+        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, "o", ms=3, color=color, label=label)
         if (ok & ~inside).any():
             ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, "o", ms=3.5, mfc="white", color=color)
-        ax.fill_between(xs, lo * scale + once, hi * scale + once, color=color, alpha=0.2, lw=0)
+        if draw_band(ax, xs, y, lower, color, scale=scale, offset=once, alpha=0.2) is not None and not band_labelled:
+            legend_key(ax, "band")  # one grey key names every series' band
+            band_labelled = True
         if bound.any():
             ax.plot(xs[bound], med[bound] * scale + once, "^", mfc="none", color=color, ms=6,
-                    label=None if lower_labelled else "median only a lower bound (most lanes censored)")
+                    label=None if lower_labelled else LOWER_LABEL)
             lower_labelled = True
+        if mark_diverged(ax, xs, status, color, label=None if diverged_labelled else DIVERGED_LABEL,
+                         row=row) is not None:
+            diverged_labelled = True
         if preds is None:
             continue
         # the bound is smooth in κ: 24 log-spaced κ draw it (each value is a certified polynomial bound)
@@ -93,7 +118,7 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
         th = np.asarray([preds.bound(method, float(x)) or np.nan for x in xb], float)
         if np.isfinite(th).any():
             ax.plot(xb, th * scale + once, "--", lw=1.0, color=color, alpha=0.9,
-                    label=None if bound_labelled else "bound: worst case over spectra and starts")
+                    label=None if bound_labelled else bound_label(meta))
             bound_labelled = True
         ex = np.asarray([(preds.exact(method, float(x)) or np.nan) for x in xs], float)
         if np.isfinite(ex).any():
@@ -105,30 +130,51 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
     ax.set_xlabel("condition number κ = L/μ")
     ax.set_ylabel("FLOPs to tolerance" if flops else "iterations to tolerance")
     ax.grid(True, which="both", alpha=0.25)
+    headroom(ax)
     if any(f.min_x for f in fits.values()):
         ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
 
 
-def _legend_outside(ax, fontsize=7.5):
-    """The legend to the right of the axes, where it cannot cover data: the methods first, then the keys."""
+def _legend_outside(ax, fontsize=7.5, below: bool = False):
+    """The legend outside the axes (to the right, or ``below``), where it cannot cover data: the methods first,
+    then the keys."""
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: (": b =" not in labels[i] and "no fit" not in labels[i], i))
-    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=fontsize, loc="upper left",
-              bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
+    where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.16)) if below else \
+        dict(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=fontsize, borderaxespad=0,
+              frameon=False, **where)
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None,
                      setup: dict[str, float] | None = None, pdf: bool = True, preds=None, fits=None
                      ) -> list[Path]:
     """Figure (a): iterations (or FLOPs: set-up + iterations × one iteration) to tolerance vs κ, log-log, written
-    to ``base``.png/.pdf."""
-    fig, ax = plt.subplots(figsize=(6.0, 4.6))
-    draw_condition(ax, results, flops=flops, setup=setup, preds=preds, fits=fits)
+    to ``base``.png/.pdf; one panel per value of a static axis (dimension d), each with its own fits."""
+    from otod.condition.records import static_groups
+
+    groups = static_groups(results)
     title = ("The whole bill: FLOPs to tolerance (set-up + iterations × one iteration) vs κ" if flops
              else "Conditioning: iterations to tolerance vs κ")
-    ax.set_title(title, fontsize=11 if not flops else 9.5)
-    _legend_outside(ax)
-    fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
+    if len(groups) == 1:
+        fig, ax = plt.subplots(figsize=(6.0, 4.6))
+        draw_condition(ax, results, flops=flops, setup=setup, preds=preds, fits=fits)
+        ax.set_title(title, fontsize=11 if not flops else 9.5)
+        _legend_outside(ax)
+        fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
+        return save(fig, base, pdf=pdf)
+    fig, axes = panel_grid(len(groups), 5.0, 4.0, sharey=True)
+    for ax, (heading, rows) in zip(axes, groups):
+        # one static point's fits (the whole sweep's would mix dimensions)
+        draw_condition(ax, results, flops=flops, setup=setup, preds=preds, fits=None, records=rows)
+        ax.set_title(heading, fontsize=10)
+        _legend_outside(ax, fontsize=6, below=True)
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    fig.suptitle(title + ", one panel per static value", fontsize=11)
+    static = ", ".join(a["name"] for a in results.meta.get("axes", []) if not a["traced"])
+    fig.text(0.02, 1.0, _describe(results.meta, static), ha="left", va="bottom", fontsize=7.5, color="0.35",
+             transform=fig.transFigure)
     return save(fig, base, pdf=pdf)
 
 
@@ -218,10 +264,10 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
     _legend_outside(right, fontsize=7)
     per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
     once = ", ".join(f"{m} {f:.3g}" for m, f in setup.items())
-    fig.suptitle("The whole bill: iterations × cost of one iteration", fontsize=11, y=1.0)
+    fig.suptitle("The whole bill: set-up + iterations × cost of one iteration", fontsize=11, y=1.0)
     fig.text(0.5, -0.01, _describe(results.meta) + f"\nFLOPs per iteration: {per_iter}\nset-up FLOPs "
-             f"(textbook counts of the factorisations, which XLA's count leaves out): {once}", ha="center", va="top",
-             fontsize=7.5, color="0.35")
+             f"(textbook counts of the factorisations, which XLA's count leaves out; named in the legend): {once}",
+             ha="center", va="top", fontsize=7.5, color="0.35")
     return save(fig, base)
 
 

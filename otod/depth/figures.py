@@ -1,9 +1,11 @@
 """The nonlinearity obstacle's figures, and the makers ``otod figures depth`` runs from ``experiments/depth.toml``.
 
-Conventions (`otod.core.plotting`): the median over seeds as a line with filled markers, the seed spread (min to
-max over converged seeds) as a band, medians that are only lower bounds (more than half the lanes censored or
-stalled) as hollow markers at that bound, theory dashed, log-y. Every sweep a figure needs is an ordinary
-``otod sweep depth`` / ``otod sweep toy`` config, cached in ``results/`` like any sweep.
+Conventions (`otod.core.plotting`): the median over seeds as a line with filled markers, the IQR over the same
+seeds as a band (censored and stalled lanes at their cap, as lower bounds), medians that are only lower bounds
+(more than half the lanes censored or stalled) as open △ at that bound, diverged lanes as × at the top, each named
+in the legend; theory dashed, log-y; one colour per series (colour by method, line style by init where both
+vary). Every sweep a figure needs is an ordinary ``otod sweep depth`` / ``otod sweep toy`` config, cached in
+``results/`` like any sweep.
 """
 
 from __future__ import annotations
@@ -15,17 +17,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from otod.core.fit import censored_medians, iteration_matrix
-from otod.core.plotting import save
+from otod.core.plotting import (INIT_COLORS, MARKERS, draw_band, headroom, legend_key, mark_diverged, panel_grid, save,
+                                 series_styles)
 from otod.core.results import Results
 from otod.depth.laws import fit_laws
 from otod.depth.records import chosen_records, relabelled
 
-INIT_COLORS = {"identity": "C0", "orthogonal": "C2", "xavier": "C1", "small": "C3", "gaussian": "C4", "zero": "C7"}
 METHOD_COLORS = {"gd": "C0", "heavy-ball": "C1", "adam": "C4", "kfac": "C6"}
-MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def _color(series: str, index: int) -> str:
+    """The colour of one series of a figure with one method (depth-width): by init."""
     method, _, init = series.partition("·")
     return INIT_COLORS.get(init) or METHOD_COLORS.get(method) or f"C{index % 10}"
 
@@ -38,29 +40,36 @@ def law_label(fit) -> str:
     return f"{fit.label}: exponential, c = {fit.exp_c:.2f} (ΔAIC {fit.delta_aic:.1f})"
 
 
-def draw_series(ax, records: list[dict], axis: str, *, color_of=_color, label_prefix: str = "",
-                marker: str | None = None) -> dict:
-    """Median iterations against ``axis`` per series, seed band, hollow markers where the median is only a lower
-    bound; returns the series' fits by label."""
+def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = None, label_prefix: str = "",
+                marker: str | None = None, ls=None, marks: set | None = None, row_offset: int = 0) -> dict:
+    """Median iterations against ``axis`` per series, the IQR over the same seeds as a band (censored and stalled
+    lanes counted at their cap as lower bounds, `otod.core.plotting.censored_quantiles`), open △ where the median
+    is only a lower bound, × at the top where lanes diverged; returns the series' fits by label. ``styles``
+    (default `series_styles`) gives each series its colour, line style and marker; ``marker``/``ls`` override
+    them for every series. ``marks`` (a set) collects which shared marks were drawn ("band", "lower",
+    "diverged"), for `_finish` to name them in the legend. ``row_offset`` staggers this call's × marks below an
+    earlier call's on the same axes."""
     fits = {f.label: f for f in fit_laws(records, axis, n_boot=200)}
-    for i, series in enumerate(dict.fromkeys(r["method"] for r in records)):
+    names = list(dict.fromkeys(r["method"] for r in records))
+    styles = styles or series_styles(names)
+    marks = set() if marks is None else marks
+    for row, series in enumerate(names):
         xs, y, status = iteration_matrix(records, series, axis)
         lower = np.isin(status, ("censored", "stalled"))
         med, bound = censored_medians(y, lower)
-        color = color_of(series, i)
-        m = marker or MARKERS[i % len(MARKERS)]
+        style = styles[series]
+        color, m, line = style["color"], marker or style["marker"], ls or style["ls"]
         ok = np.isfinite(med)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            conv = np.where(status == "converged", y, np.nan)
-            lo, hi = np.nanmin(conv, 1), np.nanmax(conv, 1)
-        band = np.isfinite(lo) & np.isfinite(hi)
-        ax.fill_between(xs[band], lo[band], hi[band], color=color, alpha=0.12, lw=0)
-        ax.plot(xs[ok], med[ok], "-", color=color, lw=1.3, marker=None)
+        if draw_band(ax, xs, y, lower, color, alpha=0.12) is not None:
+            marks.add("band")
+        ax.plot(xs[ok], med[ok], color=color, lw=1.3, ls=line, marker=None)
         ax.plot(xs[ok & ~bound], med[ok & ~bound], m, color=color, ms=5,
                 label=label_prefix + law_label(fits[series]))
         if np.any(ok & bound):
-            ax.plot(xs[ok & bound], med[ok & bound], m, mfc="none", color=color, ms=7)
+            ax.plot(xs[ok & bound], med[ok & bound], "^", mfc="none", color=color, ms=7, mew=1.2)
+            marks.add("lower")
+        if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
+            marks.add("diverged")
     return fits
 
 
@@ -81,16 +90,24 @@ def _theory_overlay(ax, meta: dict, records: list[dict], label: str = "per-mode 
         ax.plot(*zip(*flows), ":", color="k", lw=1.2, label="gradient-flow integral / η")
 
 
-def _finish(ax, xlabel: str, title: str) -> None:
+def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool = False) -> None:
+    """Log-y, labels, title, grid, and the legend to the right of the axes (or ``below`` it): the series, then a
+    grey key for each shared mark in ``marks`` (the band, open △ lower bounds, × diverged)."""
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("iterations to tolerance (median over seeds)")
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    headroom(ax)
+    for kind in ("band", "lower", "diverged"):
+        if kind in (marks or ()):
+            legend_key(ax, kind)
+    where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.14)) if below else \
+        dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=7 if not below else 6.5, frameon=False, **where)
 
 
-def _describe(meta: dict) -> str:
+def _describe(meta: dict, static: bool = False) -> str:
     c = meta["config"]
     p = c["problem"]
     if meta["sweep"] == "toy":
@@ -99,22 +116,32 @@ def _describe(meta: dict) -> str:
         what = (f"{p['kind']}, d_in {p.get('d_in') or 'n'}, d_out {p.get('d_out') or 'n'}, α = √(n/d_out), "
                 f"κ_Φ {p['target_kappa']:g}")
     else:
-        what = f"{p['kind']}, width {p['width']}, κ_Φ {p['target_kappa']:g}"
+        what = f"{p['kind']}, {'width: one panel each' if static else 'width ' + str(p['width'])}, " \
+               f"κ_Φ {p['target_kappa']:g}"
     return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
 
 
 def sweep_figure(results: Results, base: Path, pdf: bool = True) -> list[Path]:
-    """Iterations against depth (or k) per series, with the per-mode theory where it applies; hollow markers:
-    lower-bound medians (more than half the lanes censored or stalled)."""
+    """Iterations against depth (or k) per series, with the per-mode theory where it applies; one panel per width
+    where the width is swept (a static axis), all sharing the y axis."""
+    from otod.depth.records import static_groups
+
     meta = results.meta
     axis = "layers" if meta["sweep"] == "toy" else "depth"
     records = relabelled(chosen_records(meta, results.records))
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    draw_series(ax, records, axis)
-    if axis == "depth":
-        _theory_overlay(ax, meta, records)
-    _finish(ax, "number of matrices k" if axis == "layers" else "depth L", _describe(meta) +
-            "\nhollow: median only a lower bound (most lanes censored or stalled)")
+    groups = static_groups(meta, records)
+    fig, axes = panel_grid(len(groups), 7.5 if len(groups) == 1 else 5.2, 4.2)
+    styles = series_styles(r["method"] for r in records)
+    several = len(groups) > 1
+    for ax, (heading, rows) in zip(axes, groups):
+        marks: set = set()
+        draw_series(ax, rows, axis, styles=styles, marks=marks)
+        if axis == "depth":
+            _theory_overlay(ax, meta, rows)
+        _finish(ax, "number of matrices k" if axis == "layers" else "depth L",
+                heading if several else _describe(meta), marks, below=several)
+    if several:
+        fig.suptitle(_describe(meta, static=True), fontsize=9)
     return save(fig, base, pdf=pdf)
 
 
@@ -142,10 +169,11 @@ def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     results = _sweep(spec)
     fig, ax = plt.subplots(figsize=(8, 4.4))
     records = _chosen(results)
-    draw_series(ax, records, "depth")
+    marks: set = set()
+    draw_series(ax, records, "depth", marks=marks)
     _theory_overlay(ax, results.meta, records)
     _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
-            + "\nhollow: median only a lower bound (most lanes censored or stalled at a saddle)")
+            + "\nstalled: stuck at a saddle (the loss stops falling), counted like censored lanes", marks)
     return save(fig, out_dir / spec["name"])
 
 
@@ -154,13 +182,23 @@ def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
     plain = _sweep(spec)
     residual = _sweep(spec, problem="residual", init=spec["residual_init"])
     fig, ax = plt.subplots(figsize=(8, 4.4))
-    draw_series(ax, _chosen(plain), "depth", label_prefix="plain ", marker="o")
-    draw_series(ax, [{**r, "method": r["method"].replace("·", "·V ")} for r in _chosen(residual)], "depth",
-                label_prefix="residual ", marker="s",
-                color_of=lambda series, i: {"zero": "C0", "small": "C3", "xavier": "C1"}.get(series.split(" ")[-1],
-                                                                                             f"C{i}"))
-    _finish(ax, "depth L", "(b) plain W_L⋯W_1 (circles) vs residual (I+V_L)⋯(I+V_1) (squares): "
-            + _describe(plain.meta) + "\nresidual ·V zero is W = I; hollow: median only a lower bound")
+    marks: set = set()
+    colors = {"zero": "C0", "small": "C3", "xavier": "C1"}
+    plain_records = _chosen(plain)
+    residual_records = [{**r, "method": r["method"].replace("·", "·V ")} for r in _chosen(residual)]
+
+    def styles(rows, ls):  # colour by init (shared by plain and residual), line style by plain/residual
+        names = dict.fromkeys(r["method"] for r in rows)
+        return {s: {"color": colors.get(s.split("·")[-1].split(" ")[-1], f"C{5 + i}"), "ls": ls, "marker": "o"}
+                for i, s in enumerate(names)}
+
+    draw_series(ax, plain_records, "depth", label_prefix="plain ", marker="o",
+                styles=styles(plain_records, "-"), marks=marks)
+    draw_series(ax, residual_records, "depth", label_prefix="residual ", marker="s",
+                styles=styles(residual_records, "--"), marks=marks,
+                row_offset=len(dict.fromkeys(r["method"] for r in plain_records)))
+    _finish(ax, "depth L", "(b) plain W_L⋯W_1 (circles, solid) vs residual (I+V_L)⋯(I+V_1) (squares, dashed): "
+            + _describe(plain.meta) + "\nresidual ·V zero is W = I", marks)
     return save(fig, out_dir / spec["name"])
 
 
@@ -170,10 +208,11 @@ def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
     for group in spec["method_groups"]:
         records += _chosen(_sweep(spec, method=group))
     fig, ax = plt.subplots(figsize=(8, 4.4))
-    draw_series(ax, records, "depth", color_of=lambda series, i: METHOD_COLORS.get(series.split("·")[0], f"C{i}"))
+    marks: set = set()
+    draw_series(ax, records, "depth", marks=marks)  # colour by method (and line style by init, if several)
     meta = _sweep(spec, method=spec["method_groups"][0]).meta
-    _finish(ax, "depth L", "(c) methods at one init, (lr, β) tuned by the median over seeds: " + _describe(meta)
-            + "\nhollow: median only a lower bound")
+    _finish(ax, "depth L", "(c) methods at one init, (lr, β) tuned by the median over seeds: " + _describe(meta),
+            marks)
     return save(fig, out_dir / spec["name"])
 
 
@@ -218,19 +257,21 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
         ax.set_title(f"½‖M_{k}⋯M_1‖²_F, k = {k} (per-layer reading)", fontsize=9)
         ax.legend(fontsize=7, loc="lower left")
     ax = axes[-1]
-    for reading, marker in (("per-layer", "o"), ("shared", "s")):
+    marks: set = set()
+    for row, (reading, marker, color, ls) in enumerate((("per-layer", "o", "C0", "-"), ("shared", "s", "C1", "--"))):
         results = _sweep(spec, kind="toy", reading=reading)
         records = [{**r, "method": f"{r['method']} {reading}"} for r in _chosen(results)]
-        draw_series(ax, records, "layers", marker=marker,
-                    color_of=lambda series, i, reading=reading: "C0" if reading == "per-layer" else "C1")
+        draw_series(ax, records, "layers", marker=marker, marks=marks, row_offset=row,
+                    styles={s: {"color": color, "ls": ls, "marker": marker}
+                            for s in dict.fromkeys(r["method"] for r in records)})
         if reading == "per-layer":
             from otod.depth.overlays import theory_columns
 
             k1 = theory_columns(results.meta, _chosen(results))["theory"]("gd", 1.0)
             if k1 is not None:
-                ax.plot([1], [k1], "x", color="k", ms=9, label=f"k = 1 theory (κ = 1): {k1}")
+                ax.plot([1], [k1], "*", color="k", ms=9, mfc="none", label=f"k = 1 theory (κ = 1): {k1}")
     _finish(ax, "number of matrices k", "(d) iterations vs k, per-layer (circles) and shared (squares) readings:\n"
-            + _describe(results.meta).split(", ", 2)[2])
+            + _describe(results.meta).split(", ", 2)[2], marks)
     fig.tight_layout()
     return save(fig, out_dir / spec["name"])
 
@@ -302,7 +343,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_ylim(narrowest / 1.6, widest * 2.5)
-    ax.axhline(widest, color="0.6", lw=0.8, ls=":")
+    ax.axhline(widest, color="0.6", lw=0.8, ls=":", label=f"the widest swept width ({widest:g})")
     depths = sorted({r["depth"] for r in records})
     ax.set_xticks(depths, [f"{d:g}" for d in depths])
     ax.set_yticks(widths, [f"{w:g}" for w in widths])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from otod.core.fit import iteration_matrix
 from otod.noise import theory
 from otod.noise.records import best_lrs, choose_setting, critical_batch, medians, tidy
 
@@ -54,24 +55,36 @@ def _exact_twin(results):
     return choose_setting(records)
 
 
-def steps_vs_batch(results, ax, exact=None) -> None:
-    """Figure (a) on ``ax``."""
+def steps_vs_batch(results, ax, exact=None, dim: float | None = None) -> None:
+    """Figure (a) on ``ax``; ``dim`` draws one dimension of a sweep over several (a static axis)."""
+    from otod.core.plotting import DIVERGED_LABEL, mark_diverged
+
     config = results.meta["config"]
     records = choose_setting(tidy(results))
+    if dim is not None:
+        records = [r for r in records if r["dim"] == dim]
+        exact = None if exact is None else [r for r in exact if float(r.get("dim", dim)) == dim]
     simulated = results.meta.get("mode") != "exact"
+    diverged_labelled = False
     for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
         color = _color(m, i)
         xs, med, bound, y, lower = medians(records, m)
         ok = np.isfinite(med) & ~bound
         if simulated:
-            with np.errstate(all="ignore"):
-                q25, q75 = np.nanpercentile(np.where(lower, np.nan, y), [25, 75], axis=1)
+            from otod.core.plotting import censored_quantiles
+
+            (q25, q75), _ = censored_quantiles(y, lower)
             censored = ~ok & np.isfinite(med)
             if ok.any():
                 ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color,
-                            ms=4, label=f"{m} (median, IQR over seeds)")
+                            ms=4, label=f"{m} (median, bars: IQR over seeds)")
             if censored.any():
-                ax.plot(xs[censored], med[censored], "^", mfc="none", color=color, label=f"{m}: ≥ cap (censored)")
+                ax.plot(xs[censored], med[censored], "^", mfc="none", color=color,
+                        label=f"{m}: △ median only a lower bound ≥ (most lanes censored at the cap)")
+            _, _, status = iteration_matrix(records, m, "batch")
+            if mark_diverged(ax, xs, status, color, label=None if diverged_labelled else DIVERGED_LABEL,
+                             row=i) is not None:
+                diverged_labelled = True
             if not ok.any() and not censored.any():
                 _none_reached(ax, m, color)
         if exact is not None and any(r["method"] == m for r in exact):
@@ -89,11 +102,15 @@ def steps_vs_batch(results, ax, exact=None) -> None:
     q = _quadratic(config)
     if q is not None:
         xs = np.asarray(sorted({r["batch"] for r in records}))
-        ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
+        d = len(q.h) if dim is None else int(dim)
+        ax.plot(xs, theory.ideal_steps(d, config["target"]["tol"], xs), "--", color="0.5",
                 label="ideal estimator d/(2·target·B)")
     _log_axes(ax, "batch size B", "steps to target")
     if ax.get_xscale() == "log":
         ax.set_xscale("log", base=2)
+        from otod.core.plotting import headroom
+
+        headroom(ax)
 
 
 def _quadratic(config):
@@ -135,10 +152,22 @@ def _legend(ax):
 
 
 def sweep_figure(results, base, pdf: bool = False, **kwargs) -> list:
-    """Figure (a) of a noise sweep (a params sweep: steps vs d)."""
-    from otod.core.plotting import save
+    """Figure (a) of a noise sweep (a params sweep: steps vs d); one panel per d where d is a static axis of a
+    batch sweep."""
+    from otod.core.plotting import panel_grid, save
 
     plt = _plt()
+    dims = sorted({r["dim"] for r in tidy(results)}) if results.meta["sweep"] != "params" else []
+    if len(dims) > 1:
+        fig, axes = panel_grid(len(dims), 5.5, 4.2, sharey=False)
+        exact = _exact_twin(results)
+        for ax, d in zip(axes, dims):
+            steps_vs_batch(results, ax, exact, dim=d)
+            ax.set_title(f"d = {d:g}", fontsize=10)
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
+        fig.suptitle(_title(results).replace(f"d = {results.meta['config']['problem'].get('dim', 2)}",
+                                             "d: one panel each"), fontsize=10)
+        return save(fig, Path(base), pdf=pdf)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     if results.meta["sweep"] == "params":
         params_panel([("", results)], ax)
@@ -195,7 +224,7 @@ def params_panel(labelled, ax) -> None:
             ok = np.isfinite(med) & ~bound
             censored = ~ok & np.isfinite(med)
             if ok.any():
-                ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}",
+                ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
                         label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
             if censored.any():
                 ax.plot(xs[censored], med[censored], "^", mfc="none", color=f"C{i}",
@@ -360,6 +389,9 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
         q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
         ax.plot(t, q50, "-", lw=1, color=f"C{i}", label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
         ax.fill_between(t, np.maximum(q25, 1e-1), np.maximum(q75, 1e-1), color=f"C{i}", alpha=0.15)
+    ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0,
+                    label=f"shaded: IQR over {o['seeds']} seeds, in each estimate's colour\n(down to the axis where "
+                          "the estimate is ≤ 0)")
     ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(1, None),
            title=f"(g) two-batch noise-scale estimate vs exact, NQM d = {o['dim']}, SGD B = {o['batch']}")
     _legend(ax)
@@ -377,10 +409,11 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
     for i, name in enumerate(schedules):
         results = _run_noise({**opts, "schedule": name})
         records = choose_setting(tidy(results))
-        for m in dict.fromkeys(r["method"] for r in records):
+        for j, m in enumerate(dict.fromkeys(r["method"] for r in records)):
             xs, med, bound, y, lower = medians(records, m)
             ok = np.isfinite(med) & ~bound
-            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", label=f"{name} ({m})")
+            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+                    label=f"{name} ({m})")
             if (~ok).any():
                 ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{name}: ≥ cap (censored)")
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target (median over seeds)",

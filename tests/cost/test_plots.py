@@ -28,6 +28,8 @@ def test_ratio_vs_batch_and_depth_write_files(tmp_path):
         assert f.stat().st_size > 1000
         if f.suffix == ".png":
             assert _png_dpi(f) >= 149.9
+        else:  # TrueType (Type 42) fonts, no Type 3 bitmaps
+            assert b"/Type3" not in f.read_bytes()
 
 
 def test_time_split_writes_files(tmp_path):

@@ -1,0 +1,97 @@
+"""Depth figures say what they show (issue 17): one panel per swept width, the band is the IQR of the lanes the
+median uses (censored at their cap), lower bounds and diverged lanes are marked and named, no two series alike."""
+
+import numpy as np
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import to_hex
+
+from otod.core import plotting
+from otod.core.plotting import plt
+
+
+def _sweep(tmp_path_factory, **options):
+    from otod.core.sweep import run_sweep
+    from otod.depth.options import depth_config_from_options
+
+    base = dict(depth="1..3", init="identity,xavier", seeds=2, lr="theory", tol=1e-3, max_iters=300)
+    return run_sweep(depth_config_from_options(**{**base, **options}), out_dir=tmp_path_factory.mktemp("res"))
+
+
+@pytest.fixture(scope="module")
+def widths(tmp_path_factory):
+    return _sweep(tmp_path_factory, width="4,8")
+
+
+def _kept(monkeypatch):
+    import otod.depth.figures as df
+
+    kept = []
+    monkeypatch.setattr(df, "save", lambda fig, base, pdf=True: kept.append(fig) or [base])
+    return kept
+
+
+def test_a_swept_width_gets_one_panel_per_width(widths, tmp_path, monkeypatch):
+    from otod.depth.figures import sweep_figure
+
+    kept = _kept(monkeypatch)
+    sweep_figure(widths, tmp_path / "w")
+    (fig,) = kept
+    assert len(fig.axes) == 2
+    assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["width n = 4", "width n = 8"]
+
+
+def test_marks_are_named_and_series_differ_in_colour_or_line_style(tmp_path_factory, tmp_path, monkeypatch):
+    """A cap of 3 iterations censors most lanes: their medians are open triangles, named."""
+    from otod.depth.figures import draw_series, _finish
+    from otod.depth.records import chosen_records, relabelled
+
+    results = _sweep(tmp_path_factory, depth="1..2", method="gd,heavy-ball,adam", init="xavier,small",
+                     lr="tuned", lr_grid="0.5,64", max_iters=3)
+    records = relabelled(chosen_records(results.meta, results.records))
+    fig, ax = plt.subplots()
+    marks: set = set()
+    draw_series(ax, records, "depth", marks=marks)
+    _finish(ax, "depth L", "t", marks)
+    legend = ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert plotting.BAND_LABEL in labels
+    assert "censored" in {r["status"] for r in records}
+    assert "lower" in marks and plotting.LOWER_LABEL in labels
+    assert any(line.get_marker() == "^" and line.get_markerfacecolor() == "none" for line in ax.get_lines())
+    medians = [line for line in ax.get_lines() if len(line.get_xdata()) and line.get_marker() in ("None", "", None)]
+    styles = {(to_hex(line.get_color()), str(line.get_linestyle())) for line in medians}
+    assert len(medians) == 6 and len(styles) == 6
+    plt.close(fig)
+
+
+def test_the_band_reaches_a_lower_bound_median():
+    """The depth_iterations bug: a band over converged lanes only (30 to 300) under a median that is a lower bound
+    at the cap (3000). The IQR over the same lanes, censored at their cap, reaches it."""
+    from otod.depth.figures import draw_series
+
+    records = [{"method": "gd·orthogonal", "depth": 4.0, "seed": s, "status": st, "iterations": it}
+               for s, (st, it) in enumerate([("converged", 30), ("converged", 100), ("converged", 300)]
+                                            + [("stalled", 3000)] * 5)]
+    records += [{**r, "depth": 5.0} for r in records]
+    fig, ax = plt.subplots()
+    draw_series(ax, records, "depth")
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
+    assert ys.max() == 3000 and ys.min() == pytest.approx(250)
+    plt.close(fig)
+
+
+def test_diverged_lanes_are_x_markers_named_in_the_legend(tmp_path_factory, tmp_path, monkeypatch):
+    from otod.depth.figures import sweep_figure
+
+    results = _sweep(tmp_path_factory, depth="1..2", init="xavier", lr="64")
+    assert {r["status"] for r in results.records} == {"diverged"}
+    kept = _kept(monkeypatch)
+    sweep_figure(results, tmp_path / "d")
+    (ax,) = kept[0].axes
+    legend = ax.get_legend()
+    handles = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    assert handles[plotting.DIVERGED_LABEL].get_marker() == "x"
+    (xs,) = [line for line in ax.get_lines() if line.get_marker() == "x" and len(line.get_xdata())]
+    assert list(xs.get_xdata()) == [1.0, 2.0]
