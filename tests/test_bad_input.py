@@ -73,6 +73,7 @@ CASES = [
     (COND + ["--lr", "-1"], "--lr -1"),
     (COND + ["--spectrum", "flat"], "'--spectrum'"),
     (COND + ["--max-iters", "99999999999"], "--max-iters"),
+    (["sweep", "condition", "--k", "1..1000000", "--out", "out"], "--k values"),
     (["sweep", "condition", "--k", "2", "--out", "/proc/otod"], "--out"),
     # -- condition: ignored or contradictory options ---------------------------------------------------------------
     (COND + ["--damping", "-1"], "--damping"),
@@ -111,6 +112,9 @@ CASES = [
     (DEPTH + ["--init", "he"], "--init he"),
     (DEPTH + ["--init", "small", "--init-scale", "0"], "--init-scale"),
     (DEPTH + ["--target-kappa", "0.5"], "--target-kappa"),
+    (DEPTH + ["--target-kappa", "1e300"], "--target-kappa 1e300"),
+    (DEPTH + ["--input-kappa", "1e13"], "--input-kappa 1e13"),
+    (DEPTH + ["--problem", "chain", "--init", "gaussian", "--target-value", "1e300"], "--target-value 1e300"),
     (DEPTH + ["--problem", "residual"], "--init"),
     (DEPTH + ["--problem", "mlp"], "--problem mlp"),
     (DEPTH + ["--method", "heavy-ball", "--beta", "1"], "--beta"),

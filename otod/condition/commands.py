@@ -95,7 +95,7 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
         max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
         chunk_seconds=chunk_seconds, given=given)
     out = results_out(out)
-    check_resources(config, yes, "a smaller problem (--dim, --shape, --basis eigen), fewer --k values or --seeds")
+    check_resources(config, yes, "fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")
     from otod.condition.report import sweep_and_report  # after the options are checked: it imports JAX
 
     with quiet_numerics():

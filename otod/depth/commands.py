@@ -97,11 +97,12 @@ def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
 @click.option("--init-scale", default="0.1", show_default=True,
               help="s of --init small, N(0, s²/n) (only with small in --init). E.g. --init-scale 0.01")
 @click.option("--target-kappa", default="2", show_default=True,
-              help="Φ's singular values spread over [1, κ_Φ] (not with --problem chain). E.g. --target-kappa 10")
-@click.option("--target-value", default="2", show_default=True, help="The chain's target y (only with --problem chain). "
+              help="Φ's singular values spread over [1, κ_Φ], 1 ≤ κ_Φ ≤ 10¹² (not with --problem chain). "
+                   "E.g. --target-kappa 10")
+@click.option("--target-value", default="2", show_default=True, help="The chain's target y, 0 < y ≤ 10¹² (only with --problem chain). "
                                                                                       "E.g. --target-value 1")
 @click.option("--input-kappa", default="1", show_default=True,
-              help="Condition number of the input covariance Σ (1: whitened; not with --problem chain). "
+              help="Condition number of the input covariance Σ, 1 (whitened) to 10¹² (not with --problem chain). "
                    "E.g. --input-kappa 10")
 @click.option("--target", "target", default="symmetric", show_default=True,
               help="symmetric Φ = U S Uᵀ (identity init decoupled) or general U S Vᵀ (not with --problem chain). "

@@ -3,6 +3,7 @@ the CLI and ``experiments/depth.toml``."""
 
 from __future__ import annotations
 
+from otod.core.errors import OtodError
 from otod.core.options import (check_cap, check_lr_grid, finite_float, ladder_rungs, nonnegative_float, parse_lr,
                                 parse_methods, positive_int, refuse_ignored, seed_value, tolerance)
 from otod.core.ranges import parse_range
@@ -11,6 +12,21 @@ from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, INIT, LAYERS, WIDTH, dep
 from otod.depth.linear import DeepLinearSpec
 from otod.depth.methods import USES_BETA, MethodOptions
 from otod.depth.toy import ToySpec
+
+
+#: The largest --target-kappa, --input-kappa and --target-value: the loss scales with their square, which must stay
+#: well inside float32 (3.4e38), and the reference step raises them to powers up to 2 (--target-kappa 1e300 ended in
+#: an OverflowError traceback, 1e38 in a ZeroDivisionError). 10¹² is the bound of condition's --k too.
+SCALE_MAX = 1e12
+
+
+def bounded(value, option: str, example: str, low: float, low_text: str) -> float:
+    """A finite number from ``low`` (``low_text`` says whether it is included) to `SCALE_MAX`."""
+    number = finite_float(value, option, example)
+    if not (number >= low if low_text == "≥" else number > low) or number > SCALE_MAX:
+        raise OtodError(f"{option} {value}: need a number {low_text} {low:g} and ≤ {SCALE_MAX:g} (its square scales "
+                        f"the float32 loss), e.g. {option} {example}")
+    return number
 
 
 def parse_inits(text) -> tuple[float, ...]:
@@ -90,9 +106,9 @@ def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", pr
         axes.append(("width", widths))
     spec = DeepLinearSpec(problem=problem, depth=int(depths[0]), width=int(widths[0]),
                           init_scale=finite_float(init_scale, "--init-scale", "0.1"),
-                          target_kappa=finite_float(target_kappa, "--target-kappa", "2"),
-                          target_value=finite_float(target_value, "--target-value", "2"),
-                          input_kappa=finite_float(input_kappa, "--input-kappa", "10"), target=target,
+                          target_kappa=bounded(target_kappa, "--target-kappa", "10", 1.0, "≥"),
+                          target_value=bounded(target_value, "--target-value", "2", 0.0, ">"),
+                          input_kappa=bounded(input_kappa, "--input-kappa", "10", 1.0, "≥"), target=target,
                           balanced=bool(balanced),
                           d_in=None if d_in is None else positive_int(d_in, "--d-in", "8", minimum=1),
                           d_out=None if d_out is None else positive_int(d_out, "--d-out", "8", minimum=1))
