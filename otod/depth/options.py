@@ -9,7 +9,7 @@ from otod.core.options import (check_cap, check_lr_grid, finite_float, ladder_ru
 from otod.core.ranges import parse_range
 from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
 from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, INIT, LAYERS, WIDTH, depth_target, toy_target
-from otod.depth.linear import DeepLinearSpec
+from otod.depth.linear import DeepLinearSpec, init_code
 from otod.depth.methods import USES_BETA, MethodOptions
 from otod.depth.toy import ToySpec
 
@@ -20,11 +20,12 @@ from otod.depth.toy import ToySpec
 SCALE_MAX = 1e12
 
 
-def bounded(value, option: str, example: str, low: float, low_text: str) -> float:
-    """A finite number from ``low`` (``low_text`` says whether it is included) to `SCALE_MAX`."""
+def bounded(value, option: str, example: str, low: float, inclusive: bool) -> float:
+    """A finite number above ``low`` (or equal to it, where ``inclusive``) and at most `SCALE_MAX`."""
     number = finite_float(value, option, example)
-    if not (number >= low if low_text == "≥" else number > low) or number > SCALE_MAX:
-        raise OtodError(f"{option} {value}: need a number {low_text} {low:g} and ≤ {SCALE_MAX:g} (its square scales "
+    if not (number >= low if inclusive else number > low) or number > SCALE_MAX:
+        relation = "≥" if inclusive else ">"
+        raise OtodError(f"{option} {value}: need a number {relation} {low:g} and ≤ {SCALE_MAX:g} (its square scales "
                         f"the float32 loss), e.g. {option} {example}")
     return number
 
@@ -55,7 +56,7 @@ def check_ignored_depth(given, methods, problem: str, inits: str) -> None:
     if "kfac" not in methods:
         refuse_ignored(given, "damping", f"only kfac reads the damping and --method {','.join(methods)} has no kfac; "
                                          "drop --damping or add kfac, e.g. --method gd,kfac")
-    if "small" not in [i.strip() for i in str(inits).split(",")]:
+    if init_code("small") not in parse_inits(inits):
         refuse_ignored(given, "init_scale", f"scales --init small only, and --init {inits} has no small; drop it or "
                                             "add small, e.g. --init identity,small --init-scale 0.01")
     if problem != "chain":
@@ -106,9 +107,9 @@ def depth_config_from_options(*, depth="1..12", init="identity,xavier,small", pr
         axes.append(("width", widths))
     spec = DeepLinearSpec(problem=problem, depth=int(depths[0]), width=int(widths[0]),
                           init_scale=finite_float(init_scale, "--init-scale", "0.1"),
-                          target_kappa=bounded(target_kappa, "--target-kappa", "10", 1.0, "≥"),
-                          target_value=bounded(target_value, "--target-value", "2", 0.0, ">"),
-                          input_kappa=bounded(input_kappa, "--input-kappa", "10", 1.0, "≥"), target=target,
+                          target_kappa=bounded(target_kappa, "--target-kappa", "10", 1.0, True),
+                          target_value=bounded(target_value, "--target-value", "2", 0.0, False),
+                          input_kappa=bounded(input_kappa, "--input-kappa", "10", 1.0, True), target=target,
                           balanced=bool(balanced),
                           d_in=None if d_in is None else positive_int(d_in, "--d-in", "8", minimum=1),
                           d_out=None if d_out is None else positive_int(d_out, "--d-out", "8", minimum=1))
