@@ -60,6 +60,7 @@ CASES = [
     (COND + ["--ladder", "2"], "--ladder 2"),
     (COND + ["--check-every", "1e9"], "--check-every 1000000000"),
     (COND + ["--check-every", "0"], "--check-every 0"),
+    (COND + ["--max-iters", "100", "--check-every", "100"], "--check-every 100"),
     (COND + ["--method", "gd,kfac", "--problem", "kronecker", "--damping", "-1"], "--damping -1"),
     (COND + ["--k", "0..5"], "--k"),
     (COND + ["--k", "5..1"], "--k 5..1"),

@@ -128,12 +128,13 @@ def refuse_ignored(given, option: str, reason: str) -> None:
 
 
 def check_cap(config) -> None:
-    """Refuse a check interval longer than the iteration cap: no lane would ever be checked, and every lane would
-    come back censored at the cap."""
+    """Refuse a check interval that reaches the iteration cap: no lane would be checked before the cap, so every
+    lane would come back censored (or 'converged at the cap'). An interval of 1 is always accepted (``--max-iters
+    1`` then checks the one iteration)."""
     cap, every = config.resolved_max_iters, config.target.check_every
-    if every > cap:
-        raise OtodError(f"--check-every {every}: longer than the iteration cap {cap} (--max-iters, or the automatic "
-                        f"cap), so no lane is ever checked; e.g. --check-every {max(1, cap // 100)}")
+    if every > 1 and every >= cap:
+        raise OtodError(f"--check-every {every}: not below the iteration cap {cap} (--max-iters, or the automatic "
+                        f"cap), so no lane is checked before it; e.g. --check-every {max(1, cap // 100)}")
 
 
 def check_lr_grid(given, config) -> None:
