@@ -41,7 +41,7 @@ from otod.core.errors import OtodError
                    "rung, so rungs at most 10⁶ below --tol are accepted (lower --tol to go deeper). "
                    "E.g. --ladder 1e-8,1e-10")
 @click.option("--check-every", default="1", show_default=True,
-              help="Check the target every N iterations, N ≤ the iteration cap (counts are then multiples of N). "
+              help="Check the target every N iterations, 1 or below the iteration cap (counts are then multiples of N). "
                    "E.g. --check-every 10")
 @click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. Default "
                                                  "2·κ_max·ln(1/tol), from 1000 to 10⁶. E.g. --max-iters 20000")

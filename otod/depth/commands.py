@@ -25,7 +25,7 @@ def _common(methods: str):
                      help="Further tolerances recorded in the same run. Every lane runs to the lowest rung, so rungs "
                           "at most 10⁶ below --tol are accepted (lower --tol to go deeper). E.g. --ladder 1e-8"),
         click.option("--check-every", default="1", show_default=True,
-                     help="Check every N iterations, N ≤ the iteration cap. E.g. --check-every 10"),
+                     help="Check every N iterations, 1 or below the iteration cap. E.g. --check-every 10"),
         click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. "
                                                        "E.g. --max-iters 50000"),
         click.option("--seeds", default="8", show_default=True, help="Problem instances per point. E.g. --seeds 16"),
