@@ -27,21 +27,24 @@ from otod.core.errors import OtodError
                    "E.g. --basis rotated")
 @click.option("--start", type=click.Choice(["random", "equal-mass", "equal-loss"]), default="random",
               show_default=True, help="Start x₀ in the eigenbasis. E.g. --start equal-loss")
-@click.option("--shape", default="10x10", show_default=True, help="W's shape (only with --problem kronecker). E.g. --shape 8x12")
+@click.option("--shape", default="10x10", show_default=True,
+              help="W's shape (only with --problem kronecker). E.g. --shape 8x12")
 @click.option("--perturbation", default="0", show_default=True,
-              help="Relative size ε of the non-Kronecker part (only with --problem kronecker). E.g. --perturbation 0.1")
+              help="Relative size ε of the non-Kronecker part (only with --problem kronecker). "
+                   "E.g. --perturbation 0.1")
 @click.option("--damping", default="1e-4", show_default=True,
               help="KFAC damping λ ≥ 0 (only with kfac in --method). E.g. --damping 1e-3")
 @click.option("--tol", default="1e-6", show_default=True,
-              help="Stop at (f(x)−f*)/(f(x₀)−f*) ≤ tol, 0 < tol < 1 and no smaller than the precision's smallest "
-                   "normal number (2.2e-308 in float64, 1.2e-38 with --x32). E.g. --tol 1e-8")
+              help="Stop at (f(x)−f*)/(f(x₀)−f*) ≤ tol, 0 < tol < 1 and no smaller than the precision's "
+                   "smallest normal number (2.2e-308 in float64, 1.2e-38 with --x32). E.g. --tol 1e-8")
 @click.option("--ladder", default=None,
               help="Further tolerances whose first-hit iterations are recorded in the same run (every decade "
-                   "from 0.1 to --tol always is); `otod fit --tol X` re-reads any of them. Every lane runs to the lowest "
-                   "rung, so rungs at most 10⁶ below --tol are accepted (lower --tol to go deeper). "
+                   "from 0.1 to --tol always is); `otod fit --tol X` re-reads any of them. Every lane runs to the "
+                   "lowest rung, so rungs at most 10⁶ below --tol are accepted (lower --tol to go deeper). "
                    "E.g. --ladder 1e-8,1e-10")
 @click.option("--check-every", default="1", show_default=True,
-              help="Check the target every N iterations, 1 or below the iteration cap (counts are then multiples of N). "
+              help="Check the target every N iterations, 1 or below the iteration cap (counts are then "
+                   "multiples of N). "
                    "E.g. --check-every 10")
 @click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. Default "
                                                  "2·κ_max·ln(1/tol), from 1000 to 10⁶. E.g. --max-iters 20000")

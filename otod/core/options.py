@@ -141,4 +141,5 @@ def check_lr_grid(given, config) -> None:
     """Refuse --lr-grid where no method's rate is tuned (a number or theory for methods with a reference step)."""
     if "lr_grid" in given and not any(config.tuned(m) for m in config.methods):
         raise OtodError(f"--lr-grid: only --lr tuned tries multipliers, and --lr {config.lr} tunes none of "
-                        f"{','.join(config.methods)}; drop --lr-grid or use --lr tuned, e.g. --lr tuned --lr-grid 0.5..2:5:log")
+                        f"{','.join(config.methods)}; drop --lr-grid or use --lr tuned, e.g. --lr tuned "
+                        "--lr-grid 0.5..2:5:log")

@@ -15,8 +15,8 @@ def _common(methods: str):
         click.option("--method", default="gd", show_default=True,
                      help=f"Comma list of {methods}. E.g. --method gd,heavy-ball,adam"),
         click.option("--beta", default=None,
-                     help="Momentum β (heavy-ball) / b₁ (adam), a traced axis tuned like the lr (only with heavy-ball "
-                          "or adam in --method). Default 0,0.5,0.9,0.99 with heavy-ball or adam, else 0. "
+                     help="Momentum β (heavy-ball) / b₁ (adam), a traced axis tuned like the lr (only with "
+                          "heavy-ball or adam in --method). Default 0,0.5,0.9,0.99 with heavy-ball or adam, else 0. "
                           "E.g. --beta 0,0.9"),
         click.option("--tol", default="1e-6", show_default=True,
                      help="Stop at a relative loss ≤ tol (0 < tol < 1, no smaller than the precision's smallest "
@@ -99,8 +99,8 @@ def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
 @click.option("--target-kappa", default="2", show_default=True,
               help="Φ's singular values spread over [1, κ_Φ], 1 ≤ κ_Φ ≤ 10¹² (not with --problem chain). "
                    "E.g. --target-kappa 10")
-@click.option("--target-value", default="2", show_default=True, help="The chain's target y, 0 < y ≤ 10¹² (only with --problem chain). "
-                                                                                      "E.g. --target-value 1")
+@click.option("--target-value", default="2", show_default=True,
+              help="The chain's target y, 0 < y ≤ 10¹² (only with --problem chain). E.g. --target-value 1")
 @click.option("--input-kappa", default="1", show_default=True,
               help="Condition number of the input covariance Σ, 1 (whitened) to 10¹² (not with --problem chain). "
                    "E.g. --input-kappa 10")
