@@ -66,10 +66,14 @@ def sweep():
 
 
 def _load_sweep(path):
+    from pathlib import Path
+
     from otod.core import results as results_io
     from otod.core.errors import OtodError
     from otod.core.registry import sweep_kind
 
+    if Path(path).is_dir():
+        raise OtodError(f"results file {path}: a folder; give the results files in it, e.g. {Path(path) / '*.json'}")
     results = results_io.load(path)
     if results.meta.get("kind") != "sweep":
         raise OtodError(f"results file {path}: holds {results.meta.get('kind')!r} results, not a sweep")
@@ -80,7 +84,8 @@ def _load_sweep(path):
 @click.argument("files", nargs=-1, required=True)
 @click.option("--full", is_flag=True, help="Print every sweep value in the table. E.g. --full")
 @click.option("--tol", default=None, type=float,
-              help="Refit at another tolerance recorded in the run's ladder, without re-running. E.g. --tol 1e-4")
+              help="Refit at another tolerance (0 < tol < 1) recorded in the run's ladder, without re-running. "
+                   "E.g. --tol 1e-4")
 @user_errors
 def fit_command(files, full, tol):
     """Fit scaling laws to saved sweep results and print the table and fits.
@@ -91,18 +96,22 @@ def fit_command(files, full, tol):
       otod fit results/condition-0123456789.json --tol 1e-3
     """
     from otod.core.errors import OtodError
+    from otod.core.preflight import quiet_numerics
 
-    if tol is not None and not 0 < tol < float("inf"):
-        raise OtodError(f"--tol {tol:g}: a tolerance must be a positive number, e.g. --tol 1e-4")
+    if tol is not None and not 0 < tol < 1:
+        raise OtodError(f"--tol {tol:g}: a tolerance must lie strictly between 0 and 1, e.g. --tol 1e-4")
     for path in files:
         results, kind = _load_sweep(path)
-        click.echo(f"{path}\n" + kind.report(results, full=full, tol=tol))
+        with quiet_numerics():
+            text = kind.report(results, full=full, tol=tol)
+        click.echo(f"{path}\n" + text)
 
 
 @main.command("plot")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--x-axis", type=click.Choice(["iterations", "flops"]), default="iterations", show_default=True,
-              help="Plot iterations or FLOPs to tolerance. E.g. --x-axis flops")
+              help="Plot iterations or FLOPs to tolerance (flops: condition sweeps, which record FLOPs). "
+                   "E.g. --x-axis flops")
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for the figure (default: beside the results file). E.g. --out figures/")
 @click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
@@ -116,11 +125,33 @@ def plot_command(files, x_axis, out, pdf):
     """
     from pathlib import Path
 
-    for path in files:
-        results, kind = _load_sweep(path)
-        base = Path(out) / Path(path).stem if out else Path(path).with_suffix("")
-        for written in kind.figure(results, base, quantity=x_axis, pdf=pdf):
-            click.echo(f"figure: {written}")
+    from otod.core.preflight import make_folder, quiet_numerics
+
+    loaded = [(path, *_load_sweep(path)) for path in files]  # every file checked before anything is written
+    for path, results, _ in loaded:
+        _check_axis(path, results, x_axis)
+    folder = make_folder(out) if out else None
+    for path, results, kind in loaded:
+        base = folder / Path(path).stem if folder else Path(path).with_suffix("")
+        with quiet_numerics():
+            written = kind.figure(results, base, quantity=x_axis, pdf=pdf)
+        for name in written:
+            click.echo(f"figure: {name}")
+
+
+#: The sweeps whose figure can put FLOPs to tolerance on its axis: condition sweeps record (or recount) the XLA-counted
+#: FLOPs of one iteration of each method (`otod.condition.bill`); depth, toy and noise files have no such column, and
+#: their figures drew iterations under a "flops" name.
+FLOPS_SWEEPS = frozenset({"condition"})
+
+
+def _check_axis(path, results, x_axis: str) -> None:
+    """Refuse ``--x-axis flops`` for a file of a sweep that has no FLOPs (`FLOPS_SWEEPS`)."""
+    from otod.core.errors import OtodError
+
+    if x_axis == "flops" and results.meta.get("sweep") not in FLOPS_SWEEPS:
+        raise OtodError(f"--x-axis flops: {path} is a {results.meta.get('sweep')} sweep, whose files record no FLOPs; "
+                        "use --x-axis iterations, e.g. otod plot FILE --x-axis iterations")
 
 
 @main.command("figures")
@@ -141,9 +172,11 @@ def figures_command(groups, out):
     from pathlib import Path
 
     from otod.core.figures import FIGURES_DIR, make_figures
+    from otod.core.preflight import make_folder, quiet_numerics
 
-    make_figures(list(groups) or None, out_dir=Path(out) if out else FIGURES_DIR,
-                 log=lambda line: click.echo(line))
+    folder = make_folder(out) if out else FIGURES_DIR
+    with quiet_numerics():
+        make_figures(list(groups) or None, out_dir=folder, log=lambda line: click.echo(line))
 
 
 @main.command("merge")

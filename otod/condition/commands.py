@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from otod.core.cli import echo_report, terminal_progress, user_errors
+from otod.core.errors import OtodError
 
 
 @click.command("condition")
@@ -17,42 +18,54 @@ from otod.core.cli import echo_report, terminal_progress, user_errors
               help="quadratic: ½(x−x*)ᵀH(x−x*); kronecker: matrix W with H = A⊗B (+ perturbation). "
                    "E.g. --problem kronecker")
 @click.option("--dim", default="100", show_default=True,
-              help="Dimension d of the quadratic (≥ 2); several values sweep d as a static axis (one program "
-                   "each). E.g. --dim 64 or --dim 16,64,256")
+              help="Dimension d of the quadratic (≥ 2; not with --problem kronecker); several values sweep d as a "
+                   "static axis (one program each). E.g. --dim 64 or --dim 16,64,256")
 @click.option("--spectrum", type=click.Choice(["two-point", "uniform", "log-uniform", "power"]),
               default="log-uniform", show_default=True, help="Eigenvalues in [1, κ]. E.g. --spectrum two-point")
 @click.option("--basis", type=click.Choice(["eigen", "rotated"]), default="eigen", show_default=True,
-              help="eigen: diagonal H (fast); rotated: dense H = QΛQᵀ. E.g. --basis rotated")
+              help="eigen: diagonal H (fast); rotated: dense H = QΛQᵀ (not with --problem kronecker). "
+                   "E.g. --basis rotated")
 @click.option("--start", type=click.Choice(["random", "equal-mass", "equal-loss"]), default="random",
               show_default=True, help="Start x₀ in the eigenbasis. E.g. --start equal-loss")
-@click.option("--shape", default="10x10", show_default=True, help="W's shape for --problem kronecker. E.g. --shape 8x12")
+@click.option("--shape", default="10x10", show_default=True,
+              help="W's shape (only with --problem kronecker). E.g. --shape 8x12")
 @click.option("--perturbation", default="0", show_default=True,
-              help="Relative size ε of the non-Kronecker part (--problem kronecker). E.g. --perturbation 0.1")
-@click.option("--damping", default="1e-4", show_default=True, help="KFAC damping λ. E.g. --damping 1e-3")
+              help="Relative size ε of the non-Kronecker part (only with --problem kronecker). "
+                   "E.g. --perturbation 0.1")
+@click.option("--damping", default="1e-4", show_default=True,
+              help="KFAC damping λ ≥ 0 (only with kfac in --method). E.g. --damping 1e-3")
 @click.option("--tol", default="1e-6", show_default=True,
-              help="Stop at (f(x)−f*)/(f(x₀)−f*) ≤ tol, 0 < tol < 1. E.g. --tol 1e-8")
+              help="Stop at (f(x)−f*)/(f(x₀)−f*) ≤ tol, 0 < tol < 1 and no smaller than the precision's "
+                   "smallest normal number (2.2e-308 in float64, 1.2e-38 with --x32). E.g. --tol 1e-8")
 @click.option("--ladder", default=None,
               help="Further tolerances whose first-hit iterations are recorded in the same run (every decade "
-                   "from 0.1 to --tol always is); `otod fit --tol X` re-reads any of them. E.g. --ladder 1e-8,1e-10")
+                   "from 0.1 to --tol always is); `otod fit --tol X` re-reads any of them. Every lane runs to the "
+                   "lowest rung, so rungs at most 10⁶ below --tol are accepted (lower --tol to go deeper). "
+                   "E.g. --ladder 1e-8,1e-10")
 @click.option("--check-every", default="1", show_default=True,
-              help="Check the target every N iterations (counts are then multiples of N). E.g. --check-every 10")
+              help="Check the target every N iterations, 1 or below the iteration cap (counts are then "
+                   "multiples of N). "
+                   "E.g. --check-every 10")
 @click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. Default "
                                                  "2·κ_max·ln(1/tol), from 1000 to 10⁶. E.g. --max-iters 20000")
 @click.option("--seeds", default="8", show_default=True, help="Problem instances per κ. E.g. --seeds 16")
-@click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1")
+@click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2³¹−1. E.g. --seed 1")
 @click.option("--lr", default="theory", show_default=True,
               help="theory (each method's textbook step), tuned (one multiplier of it per κ from --lr-grid, the "
                    "best by the median over seeds) or a number. E.g. --lr tuned")
 @click.option("--lr-grid", default=None,
-              help="Multipliers of the reference step tried by --lr tuned. Default: 0.1..3:12:log and 1. "
+              help="Multipliers of the reference step tried by --lr tuned (and, under --lr theory, for adam; "
+                   "refused where no method is tuned). Default: 0.1..3:12:log and 1. "
                    "E.g. --lr-grid 0.01..4:20:log")
-@click.option("--x64/--x32", default=None, help="Force float64 / float32. Default: float64 only where float32 "
-                                                 "rounding would meet --tol. E.g. --x64")
+@click.option("--x64", is_flag=True, help="Force float64. Default: float64 only where float32 rounding would meet "
+                                         "--tol. E.g. --x64")
+@click.option("--x32", is_flag=True, help="Force float32 (not with --x64). E.g. --x32")
 @click.option("--out", default="results", show_default=True, type=click.Path(),
-              help="Folder for the results file and figure, or the results file itself (.json, or .npz: NumPy "
-                   "columns; the default from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz")
+              help="Folder for the results file and figure (a name without an extension), or the results file "
+                   "itself (.json, or .npz: NumPy columns; the default from 10⁵ lanes). "
+                   "E.g. --out runs/ or --out runs/big.npz")
 @click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
-@click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
+@click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always; not with --no-plot). E.g. --pdf")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables go to stderr). "
                                                        "E.g. --json | jq")
 @click.option("--full", is_flag=True, help="Print every κ in the table, not a log-spaced selection. E.g. --full")
@@ -62,7 +75,7 @@ from otod.core.cli import echo_report, terminal_progress, user_errors
 @click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
 def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, perturbation, damping, tol, ladder,
-                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, out, no_plot, pdf, as_json, full,
+                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, x32, out, no_plot, pdf, as_json, full,
                     chunk_seconds, yes):
     """Iterations to tolerance vs condition number κ (the conditioning obstacle).
 
@@ -73,15 +86,24 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
       otod sweep condition --problem kronecker --method gd,kfac --perturbation 0.1
     """
     from otod.condition.options import sweep_config_from_options
+    from otod.core.options import precision
+    from otod.core.preflight import check_resources, given_options, quiet_numerics, results_out
 
+    given = given_options()
+    if no_plot and "pdf" in given:
+        raise OtodError("--pdf: no figure is drawn with --no-plot; drop one of them, e.g. --no-plot")
     config = sweep_config_from_options(
         k=k, method=method, problem=problem, dim=dim, spectrum=spectrum, basis=basis, start=start, shape=shape,
         perturbation=perturbation, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
-        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
+        chunk_seconds=chunk_seconds, given=given)
+    out = results_out(out)
+    check_resources(config, yes, "fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")
     from otod.condition.report import sweep_and_report  # after the options are checked: it imports JAX
 
-    report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
-                              yes=yes, pdf=pdf)
+    with quiet_numerics():
+        report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
+                                  yes=yes, pdf=pdf)
     echo_report(report, as_json)
 
 

@@ -5,36 +5,45 @@ from __future__ import annotations
 import click
 
 from otod.core.cli import echo_report, terminal_progress, user_errors
+from otod.core.errors import OtodError
 
 
-def _common(f):
-    """The options every sweep shares (same names and range syntax as ``otod sweep condition``)."""
+def _common(methods: str):
+    """The options every sweep shares (same names and range syntax as ``otod sweep condition``); ``methods``: the
+    comma list of the methods the command accepts, for --method's help."""
     options = [
         click.option("--method", default="gd", show_default=True,
-                     help="Comma list of gd, heavy-ball, adam, kfac. E.g. --method gd,heavy-ball,adam"),
+                     help=f"Comma list of {methods}. E.g. --method gd,heavy-ball,adam"),
         click.option("--beta", default=None,
-                     help="Momentum β (heavy-ball) / b₁ (adam), a traced axis tuned like the lr. Default "
-                          "0,0.5,0.9,0.99 with heavy-ball or adam, else 0. E.g. --beta 0,0.9"),
+                     help="Momentum β (heavy-ball) / b₁ (adam), a traced axis tuned like the lr (only with "
+                          "heavy-ball or adam in --method). Default 0,0.5,0.9,0.99 with heavy-ball or adam, else 0. "
+                          "E.g. --beta 0,0.9"),
         click.option("--tol", default="1e-6", show_default=True,
-                     help="Stop at a relative loss ≤ tol (0 < tol < 1). E.g. --tol 1e-4"),
-        click.option("--ladder", default=None, help="Further tolerances recorded in the same run. E.g. --ladder 1e-8"),
-        click.option("--check-every", default="1", show_default=True, help="Check every N iterations. "
-                                                                           "E.g. --check-every 10"),
+                     help="Stop at a relative loss ≤ tol (0 < tol < 1, no smaller than the precision's smallest "
+                          "normal number: 1.2e-38 in float32, 2.2e-308 with --x64). E.g. --tol 1e-4"),
+        click.option("--ladder", default=None,
+                     help="Further tolerances recorded in the same run. Every lane runs to the lowest rung, so rungs "
+                          "at most 10⁶ below --tol are accepted (lower --tol to go deeper). E.g. --ladder 1e-8"),
+        click.option("--check-every", default="1", show_default=True,
+                     help="Check every N iterations, 1 or below the iteration cap. E.g. --check-every 10"),
         click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. "
                                                        "E.g. --max-iters 50000"),
         click.option("--seeds", default="8", show_default=True, help="Problem instances per point. E.g. --seeds 16"),
-        click.option("--seed", default="0", show_default=True, help="Base random seed. E.g. --seed 1"),
+        click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2³¹−1. E.g. --seed 1"),
         click.option("--lr", default="tuned", show_default=True,
                      help="tuned (a multiplier of the reference step per point from --lr-grid, by the median over "
                           "seeds), theory (the reference step) or a number. E.g. --lr theory"),
-        click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned. Default 0.1..3:12:log and 1. "
-                                                     "E.g. --lr-grid 0.01..4:20:log"),
-        click.option("--x64/--x32", default=None, help="Force float64 / float32 (default float32). E.g. --x64"),
+        click.option("--lr-grid", default=None,
+                     help="Multipliers tried by --lr tuned (refused where no method is tuned). Default "
+                          "0.1..3:12:log and 1. E.g. --lr-grid 0.01..4:20:log"),
+        click.option("--x64", is_flag=True, help="Force float64 (default float32). E.g. --x64"),
+        click.option("--x32", is_flag=True, help="Force float32, the default (not with --x64). E.g. --x32"),
         click.option("--out", default="results", show_default=True, type=click.Path(),
-                     help="Folder for the results file and figure, or the results file itself (.json, or .npz: "
-                          "NumPy columns; the default from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz"),
+                     help="Folder for the results file and figure (a name without an extension), or the results "
+                          "file itself (.json, or .npz: NumPy columns; the default from 10⁵ lanes). "
+                          "E.g. --out runs/ or --out runs/big.npz"),
         click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot"),
-        click.option("--pdf", is_flag=True, help="Also write the figure as PDF. E.g. --pdf"),
+        click.option("--pdf", is_flag=True, help="Also write the figure as PDF (not with --no-plot). E.g. --pdf"),
         click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables to "
                                                               "stderr). E.g. --json | jq"),
         click.option("--full", is_flag=True, help="Print every row. E.g. --full"),
@@ -42,16 +51,35 @@ def _common(f):
                                                                             "E.g. --chunk-seconds 2"),
         click.option("--yes", is_flag=True, help="Run even when estimated to take more than an hour. E.g. --yes"),
     ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    def add(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return add
 
 
-def _run(config, out, no_plot, pdf, as_json, full, yes):
+def _given(no_plot: bool) -> frozenset[str]:
+    """The options the user gave; --pdf with --no-plot is refused (no figure to write as PDF)."""
+    from otod.core.preflight import given_options
+
+    given = given_options()
+    if no_plot and "pdf" in given:
+        raise OtodError("--pdf: no figure is drawn with --no-plot; drop one of them, e.g. --no-plot")
+    return given
+
+
+def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
+    """Check --out and the estimate (``smaller``: the options that shrink this sweep), then run and print."""
+    from otod.core.preflight import check_resources, quiet_numerics, results_out
+
+    out = results_out(out)
+    check_resources(config, yes, smaller)
     from otod.depth.report import sweep_and_report  # after the options are checked: it imports JAX
 
-    report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
-                              yes=yes, pdf=pdf)
+    with quiet_numerics():
+        report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
+                                  yes=yes, pdf=pdf)
     echo_report(report, as_json)
 
 
@@ -66,27 +94,32 @@ def _run(config, out, no_plot, pdf, as_json, full, yes):
                    "E.g. --problem chain")
 @click.option("--width", default="8", show_default=True,
               help="Width n (several values: a static axis). E.g. --width 4..256:7:log")
-@click.option("--init-scale", default="0.1", show_default=True, help="s of --init small, N(0, s²/n). "
-                                                                     "E.g. --init-scale 0.01")
+@click.option("--init-scale", default="0.1", show_default=True,
+              help="s of --init small, N(0, s²/n) (only with small in --init). E.g. --init-scale 0.01")
 @click.option("--target-kappa", default="2", show_default=True,
-              help="Φ's singular values spread over [1, κ_Φ]. E.g. --target-kappa 10")
-@click.option("--target-value", default="2", show_default=True, help="The chain's target y. E.g. --target-value 1")
+              help="Φ's singular values spread over [1, κ_Φ], 1 ≤ κ_Φ ≤ 10¹² (not with --problem chain). "
+                   "E.g. --target-kappa 10")
+@click.option("--target-value", default="2", show_default=True,
+              help="The chain's target y, 0 < y ≤ 10¹² (only with --problem chain). E.g. --target-value 1")
 @click.option("--input-kappa", default="1", show_default=True,
-              help="Condition number of the input covariance Σ (1: whitened). E.g. --input-kappa 10")
+              help="Condition number of the input covariance Σ, 1 (whitened) to 10¹² (not with --problem chain). "
+                   "E.g. --input-kappa 10")
 @click.option("--target", "target", default="symmetric", show_default=True,
-              help="symmetric Φ = U S Uᵀ (identity init decoupled) or general U S Vᵀ. E.g. --target general")
+              help="symmetric Φ = U S Uᵀ (identity init decoupled) or general U S Vᵀ (not with --problem chain). "
+                   "E.g. --target general")
 @click.option("--balanced", is_flag=True, help="Rebalance the drawn factors (Arora et al. 2018). E.g. --balanced")
 @click.option("--d-in", "d_in", default=None,
               help="Input dimension d_in: a rectangular net W_1 ∈ R^(n×d_in), scaled α = √(n/d_out) (Hu, Xiao & "
                    "Pennington 2020). Default: the width (the square net). E.g. --d-in 8")
 @click.option("--d-out", "d_out", default=None,
               help="Output dimension d_out: W_L ∈ R^(d_out×n). Default: the width. E.g. --d-out 8")
-@click.option("--damping", default="1e-3", show_default=True, help="KFAC damping λ. E.g. --damping 1e-4")
-@_common
+@click.option("--damping", default="1e-3", show_default=True,
+              help="KFAC damping λ ≥ 0 (only with kfac in --method). E.g. --damping 1e-4")
+@_common("gd, heavy-ball, adam, kfac")
 @user_errors
 def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_value, input_kappa, target, balanced,
                 d_in, d_out, damping, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
-                out, no_plot, pdf, as_json, full, chunk_seconds, yes):
+                x32, out, no_plot, pdf, as_json, full, chunk_seconds, yes):
     """Iterations to tolerance vs depth of a deep linear network (the nonlinearity obstacle).
 
     \b
@@ -96,14 +129,18 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
       otod sweep depth --depth 2..10:5 --width 4..64:5:log --init orthogonal,xavier
       otod sweep depth --depth 2,8,32 --width 8..256:6:log --d-in 8 --d-out 8 --init orthogonal,xavier --lr theory
     """
+    from otod.core.options import precision
     from otod.depth.options import depth_config_from_options
 
+    given = _given(no_plot)
     config = depth_config_from_options(
         depth=depth, init=init, problem=problem, width=width, method=method, beta=beta, init_scale=init_scale,
         target_kappa=target_kappa, target_value=target_value, input_kappa=input_kappa, target=target,
         balanced=balanced, d_in=d_in, d_out=d_out, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
-        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
-    _run(config, out, no_plot, pdf, as_json, full, yes)
+        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
+        chunk_seconds=chunk_seconds, given=given)
+    _run(config, out, no_plot, pdf, as_json, full, yes, "fewer or smaller --depth and --width values, fewer --init "
+                                                       "or --seeds")
 
 
 @click.command("toy")
@@ -112,10 +149,10 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
 @click.option("--reading", default="per-layer", show_default=True,
               help="per-layer (a in the first matrix, b in the last) or shared (a, b in every matrix). "
                    "E.g. --reading shared")
-@_common
+@_common("gd, heavy-ball, adam")
 @user_errors
 def sweep_toy(layers, reading, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
-              out, no_plot, pdf, as_json, full, chunk_seconds, yes):
+              x32, out, no_plot, pdf, as_json, full, chunk_seconds, yes):
     """Iterations to tolerance vs the number of matrices k of the essay's toy: minimise ‖M_k⋯M_1‖ over two
     entries a, b.
 
@@ -124,12 +161,16 @@ def sweep_toy(layers, reading, method, beta, tol, ladder, check_every, max_iters
       otod sweep toy --layers 1..8
       otod sweep toy --layers 1..8 --reading shared --method gd,heavy-ball
     """
+    from otod.core.options import precision
     from otod.depth.options import toy_config_from_options
 
+    given = _given(no_plot)
     config = toy_config_from_options(layers=layers, reading=reading, method=method, beta=beta, tol=tol,
                                      ladder=ladder, check_every=check_every, max_iters=max_iters, seeds=seeds,
-                                     seed=seed, lr=lr, lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
-    _run(config, out, no_plot, pdf, as_json, full, yes)
+                                     seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
+                                     chunk_seconds=chunk_seconds, given=given)
+    _run(config, out, no_plot, pdf, as_json, full, yes, "fewer or smaller --layers values, fewer --beta values or "
+                                                       "--seeds")
 
 
 def commands() -> dict[str, list]:

@@ -27,3 +27,54 @@ def test_progress_is_silent_when_not_a_terminal():
     pipe = io.StringIO()
     terminal_progress(pipe)(EVENT)
     assert pipe.getvalue() == ""
+
+
+# -- the checks made before a sweep, plot or figures command writes or allocates anything -------------------------
+
+
+def test_results_out_accepts_folders_and_results_files_and_refuses_other_extensions(tmp_path):
+    import pytest
+
+    from otod.core.errors import OtodError
+    from otod.core.preflight import results_out
+
+    (tmp_path / "runs.v2").mkdir()
+    for good in ("results", "runs/", "x.json", "runs/big.npz", str(tmp_path / "runs.v2")):
+        assert results_out(good) == good
+    for bad in ("x.csv", "runs/table.txt"):
+        with pytest.raises(OtodError, match="--out"):
+            results_out(bad)
+    (tmp_path / "notes").write_text("a file")
+    with pytest.raises(OtodError, match="not a results file"):
+        results_out(str(tmp_path / "notes"))
+
+
+def test_make_folder_refuses_what_cannot_be_created(tmp_path):
+    import pytest
+
+    from otod.core.errors import OtodError
+    from otod.core.preflight import make_folder
+
+    assert make_folder(tmp_path / "a" / "b").is_dir()
+    (tmp_path / "f").write_text("")
+    for bad in (tmp_path / "f", tmp_path / "f" / "sub"):
+        with pytest.raises(OtodError, match="--out"):
+            make_folder(bad)
+
+
+def test_the_sampled_estimate_is_the_estimate_for_small_grids_and_close_for_long_ones():
+    from otod.condition.options import sweep_config_from_options
+    from otod.core.preflight import SAMPLE_POINTS, full_estimate, thinned
+    from otod.core.sweep import estimate
+
+    small = sweep_config_from_options(k="1..50", seeds=2, method="gd")
+    assert thinned(small) == (small, 1.0)
+    exact, sampled = estimate(small), full_estimate(small)
+    assert (sampled.lanes, sampled.lane_iterations, sampled.bytes) == (exact.lanes, exact.lane_iterations, exact.bytes)
+    long = sweep_config_from_options(k="1..5000", seeds=2, method="gd")
+    sample, scale = thinned(long)
+    kappas = sample.values("kappa")
+    assert len(kappas) == SAMPLE_POINTS and (kappas[0], kappas[-1]) == (1.0, 5000.0) and scale == 10.0
+    exact, sampled = estimate(long), full_estimate(long)
+    assert sampled.lanes == exact.lanes and sampled.bytes == exact.bytes
+    assert abs(sampled.lane_iterations / exact.lane_iterations - 1) < 0.05

@@ -1,0 +1,126 @@
+"""Checks a sweep, plot or figures command makes before it writes or allocates anything: which options the user
+gave (so an option the rest of the line ignores is refused, but a default never is), whether ``--out`` names
+something the command writes, whether the sweep fits this machine, and keeping NumPy's floating-point warnings
+(an overflowing learning rate: the lanes are recorded as diverged) off the user's terminal."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from pathlib import Path
+
+from otod.core.errors import OtodError
+
+#: The results formats a sweep writes.
+RESULT_SUFFIXES = (".json", ".npz")
+
+
+def given_options() -> frozenset[str]:
+    """The parameter names of the running click command the user gave (command line or environment), not those
+    left at their default: a deliberate default is never refused as ignored."""
+    import click
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return frozenset(name for name in ctx.params
+                     if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP,
+                                                               None))
+
+
+def results_out(out: str, option: str = "--out") -> str:
+    """Check a sweep's ``--out``: a results file (``.json`` or ``.npz``) or a folder (a name without an extension,
+    or an existing folder). Anything else (``x.csv``) is refused before a folder of that name is created."""
+    path = Path(out)
+    if path.suffix in RESULT_SUFFIXES or path.is_dir() or not path.suffix:
+        if path.exists() and not path.is_dir() and path.suffix not in RESULT_SUFFIXES:
+            raise OtodError(f"{option} {out}: a file that is not a results file; give a folder or a .json/.npz "
+                            f"file, e.g. {option} runs/ or {option} runs/big.npz")
+        return out
+    raise OtodError(f"{option} {out}: sweeps write .json or .npz results (or into a folder named without an "
+                    f"extension), not {path.suffix}; e.g. {option} runs/ or {option} runs/big.npz")
+
+
+def make_folder(out: str | Path, option: str = "--out") -> Path:
+    """Create the output folder ``out`` (and its parents), or refuse it in one line: a path that cannot be made
+    (``/proc/x``) or that names a file."""
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OtodError(f"{option} {out}: a file, not a folder; e.g. {option} figures/") from None
+    except OSError as e:
+        raise OtodError(f"{option} {out}: cannot create the folder ({e.strerror or e}); e.g. {option} figures/") \
+            from None
+    return path
+
+
+#: Above this many values of the largest traced axis, `check_resources` estimates from an evenly spaced sample of
+#: `SAMPLE_POINTS` of them: the estimate asks the theory for every point (about 0.27 ms per point and method,
+#: measured: 10.6 s for ``--k 1..10000`` with 4 methods), so ``--k 1..1000000`` spent minutes before saying anything.
+SAMPLE_ABOVE = 2000
+SAMPLE_POINTS = 500
+#: Bytes of output per lane, as `otod.core.sweep.estimate` counts them (the one term of its peak that grows with
+#: the number of points: the lanes of the method with the most learning rates).
+BYTES_PER_LANE = 64
+
+
+def thinned(config, keep: int = SAMPLE_POINTS):
+    """``config`` with its largest traced axis thinned to ``keep`` evenly spaced values (ends kept), and the factor
+    by which the full axis is longer; ``(config, 1.0)`` where the axis has at most `SAMPLE_ABOVE` values."""
+    import dataclasses
+
+    traced = [(name, values) for name, values in config.axes if name in config.traced_axes]
+    name, values = max(traced, key=lambda axis: len(axis[1]))
+    if len(values) <= SAMPLE_ABOVE:
+        return config, 1.0
+    step = (len(values) - 1) / (keep - 1)
+    sample = tuple(values[round(i * step)] for i in range(keep))
+    axes = tuple((n, sample if n == name else v) for n, v in config.axes)
+    return dataclasses.replace(config, axes=axes), len(values) / keep
+
+
+def full_estimate(config):
+    """`otod.core.sweep.estimate` of ``config`` in bounded time: lanes, lane-iterations and seconds scaled up from
+    a sample of the points where there are many (`thinned`), memory as the sample's plus the output of the extra
+    lanes; the seconds include the planner's own work per point (twice the time this estimate took per point: the
+    sweep predicts every point's cost again before it runs)."""
+    import time
+
+    from otod.core.sweep import Estimate, estimate
+
+    sample, scale = thinned(config)
+    start = time.perf_counter()
+    e = estimate(sample)
+    planning = 2 * (time.perf_counter() - start) * scale
+    widest = sample.seeds * max(len(sample.rates_for(m)) for m in sample.methods)  # the peak's method
+    extra_points = len(sample.traced_points()) * (scale - 1.0)
+    return Estimate(round(e.lanes * scale), e.lane_iterations * scale, e.seconds * scale + planning,
+                    e.bytes + BYTES_PER_LANE * widest * extra_points)
+
+
+def check_resources(config, yes: bool, smaller: str) -> None:
+    """Refuse before anything is written what will not fit in memory, or (without ``yes``) would take more than
+    an hour, from `full_estimate` (the families' declared sizes; nothing is allocated); ``smaller`` names this
+    sweep's options that shrink it."""
+    from otod.core.resources import memory_available
+    from otod.core.sweep import MAX_SECONDS, MEMORY_FRACTION
+
+    e = full_estimate(config)
+    available = memory_available()
+    if available is not None and e.bytes > MEMORY_FRACTION * available:
+        raise OtodError(f"{config.sweep} sweep: needs about {e.bytes / 2**30:.3g} GiB of memory and "
+                        f"{available / 2**30:.3g} GiB is free; use {smaller}")
+    if e.seconds > MAX_SECONDS and not yes:
+        raise OtodError(f"{config.sweep} sweep: about {e.lane_iterations:.3g} lane-iterations, an estimated "
+                        f"{e.seconds / 3600:.1f} h on this machine; use {smaller}, lower --max-iters, or pass --yes")
+
+
+@contextlib.contextmanager
+def quiet_numerics():
+    """Keep NumPy's floating-point RuntimeWarnings (overflow in a cast or a square, from a learning rate such as
+    1e300) and matplotlib's "no positive values" for a figure of diverged lanes off stderr: those lanes are
+    recorded as diverged and the table says so."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", message="Data has no positive values")
+        yield

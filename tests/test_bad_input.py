@@ -1,0 +1,220 @@
+"""Issue 17 for ``otod sweep condition|depth|toy``, ``otod fit``, ``otod plot`` and ``otod figures``: bad input gets
+one line on stderr (``otod: error: ...`` naming the option), exit code 2, quickly, and no traceback, no warning
+text, no file or folder left behind; and what is meant (the defaults, the boundary values) still runs.
+
+Every case runs as a real process, as a user meets it. The refusals happen before JAX is imported where they can
+(option values, ignored options), so the table stays fast; the estimate refusals import it to read free memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import otod
+
+ROOT = Path(otod.__file__).resolve().parents[1]
+#: A refusal must come well before any sweep could run.
+SECONDS = 10.0
+
+COND = ["sweep", "condition", "--k", "1..10:3", "--seeds", "2", "--no-plot", "--out", "out"]
+DEPTH = ["sweep", "depth", "--depth", "1..3", "--init", "identity", "--seeds", "2", "--no-plot", "--out", "out"]
+TOY = ["sweep", "toy", "--layers", "1..2", "--seeds", "2", "--no-plot", "--out", "out"]
+
+
+def run(args, cwd, timeout=60):
+    """`otod ARGS` as a real process, importing this checkout's otod; returns the process and its wall time."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env)
+    return proc, time.perf_counter() - start
+
+
+@pytest.fixture(scope="module")
+def depth_file(tmp_path_factory) -> Path:
+    """A small depth results file (for the fit and plot cases that must read a real file)."""
+    folder = tmp_path_factory.mktemp("depth")
+    proc, _ = run(["sweep", "depth", "--depth", "1..2", "--init", "identity", "--seeds", "2", "--lr", "theory",
+                   "--no-plot", "--out", "d.json"], folder, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return folder / "d.json"
+
+
+CASES = [
+    # -- condition: values -----------------------------------------------------------------------------------------
+    (COND + ["--seed", "1e30"], "--seed 1e30"),
+    (COND + ["--seed", "2147483648"], "0 to 2147483647"),
+    (COND + ["--seed", "-1"], "--seed -1"),
+    (COND + ["--tol", "1e-320"], "--tol 1e-320"),
+    (COND + ["--x32", "--tol", "1e-40"], "float32's smallest normal"),
+    (COND + ["--tol", "0"], "--tol 0"),
+    (COND + ["--tol", "2"], "--tol 2"),
+    (COND + ["--ladder", "1e-300"], "--ladder 1e-300"),
+    (COND + ["--ladder", "2"], "--ladder 2"),
+    (COND + ["--check-every", "1e9"], "--check-every 1000000000"),
+    (COND + ["--check-every", "0"], "--check-every 0"),
+    (COND + ["--max-iters", "100", "--check-every", "100"], "--check-every 100"),
+    (COND + ["--method", "gd,kfac", "--problem", "kronecker", "--damping", "-1"], "--damping -1"),
+    (COND + ["--k", "0..5"], "--k"),
+    (COND + ["--k", "5..1"], "--k 5..1"),
+    (COND + ["--k", "abc"], "--k abc"),
+    (COND + ["--k", "1..1e30:3:log"], "--k"),
+    (COND + ["--dim", "0"], "--dim"),
+    (COND + ["--dim", "2.5"], "--dim"),
+    (COND + ["--method", "sgdx"], "--method sgdx"),
+    (COND + ["--method", "kfac"], "--problem kronecker"),
+    (COND + ["--seeds", "0"], "--seeds 0"),
+    (COND + ["--lr", "-1"], "--lr -1"),
+    (COND + ["--spectrum", "flat"], "'--spectrum'"),
+    (COND + ["--max-iters", "99999999999"], "--max-iters"),
+    (["sweep", "condition", "--k", "1..1000000", "--out", "out"], "--k values"),
+    (["sweep", "condition", "--k", "2", "--out", "/proc/otod"], "--out"),
+    # -- condition: ignored or contradictory options ---------------------------------------------------------------
+    (COND + ["--damping", "-1"], "--damping"),
+    (COND + ["--damping", "1e-3"], "--damping"),
+    (COND + ["--perturbation", "0.1"], "--perturbation"),
+    (COND + ["--shape", "8x12"], "--shape"),
+    (COND + ["--problem", "kronecker", "--dim", "64"], "--dim"),
+    (COND + ["--problem", "kronecker", "--basis", "rotated"], "--basis"),
+    (COND + ["--lr", "0.1", "--lr-grid", "0.5..2:4:log"], "--lr-grid"),
+    (COND + ["--x64", "--x32"], "--x64 --x32"),
+    (COND + ["--pdf"], "--pdf"),
+    # -- condition: the estimate (imports JAX to read free memory) -------------------------------------------------
+    (COND + ["--dim", "1e9"], "GiB of memory"),
+    (COND + ["--problem", "kronecker", "--shape", "2000x2000"], "GiB of memory"),
+    (["sweep", "condition", "--k", "1..1e8:60:log", "--seeds", "64", "--dim", "10000", "--method", "gd", "--out",
+      "out"], "pass --yes"),
+    # -- depth and toy ----------------------------------------------------------------------------------------------
+    (DEPTH + ["--seed", "1e30"], "--seed 1e30"),
+    (DEPTH + ["--tol", "1e-320"], "--tol 1e-320"),
+    (DEPTH + ["--ladder", "1e-30"], "--ladder 1e-30"),
+    (DEPTH + ["--check-every", "1e9"], "--check-every 1000000000"),
+    (DEPTH + ["--beta", "0.9"], "--beta"),
+    (DEPTH + ["--damping", "1e-2"], "--damping"),
+    (DEPTH + ["--method", "kfac", "--damping", "-1"], "--damping -1"),
+    (DEPTH + ["--init-scale", "0.2"], "--init-scale"),
+    (DEPTH + ["--target-value", "1"], "--target-value"),
+    (DEPTH + ["--problem", "chain", "--init", "gaussian", "--target-kappa", "10"], "--target-kappa"),
+    (DEPTH + ["--problem", "chain", "--init", "gaussian", "--input-kappa", "10"], "--input-kappa"),
+    (DEPTH + ["--lr", "0.1", "--lr-grid", "1,2"], "--lr-grid"),
+    (DEPTH + ["--x64", "--x32"], "--x64 --x32"),
+    (DEPTH + ["--pdf"], "--pdf"),
+    (DEPTH + ["--depth", "0..3"], "--depth"),
+    (DEPTH + ["--width", "0"], "--width"),
+    (DEPTH + ["--width", "100000"], "--width"),
+    (DEPTH + ["--depth", "1e6"], "--depth"),
+    (DEPTH + ["--init", "he"], "--init he"),
+    (DEPTH + ["--init", "small", "--init-scale", "0"], "--init-scale"),
+    (DEPTH + ["--target-kappa", "0.5"], "--target-kappa"),
+    (DEPTH + ["--target-kappa", "1e300"], "--target-kappa 1e300"),
+    (DEPTH + ["--input-kappa", "1e13"], "--input-kappa 1e13"),
+    (DEPTH + ["--problem", "chain", "--init", "gaussian", "--target-value", "1e300"], "--target-value 1e300"),
+    (DEPTH + ["--problem", "residual"], "--init"),
+    (DEPTH + ["--problem", "mlp"], "--problem mlp"),
+    (DEPTH + ["--method", "heavy-ball", "--beta", "1"], "--beta"),
+    (["sweep", "depth", "--depth", "1000", "--width", "4096", "--init", "identity", "--out", "out"], "--width"),
+    (TOY + ["--seed", "2147483648"], "--seed"),
+    (TOY + ["--beta", "0.9"], "--beta"),
+    (TOY + ["--method", "kfac"], "--method kfac"),
+    (TOY + ["--check-every", "1e9"], "--check-every"),
+    (TOY + ["--layers", "0"], "--layers"),
+    (["sweep", "toy", "--layers", "1..64", "--seeds", "4096", "--out", "out"], "--layers"),
+    # -- fit, plot, figures -----------------------------------------------------------------------------------------
+    (["fit", "missing.json"], "no such file"),
+    (["fit", "corrupt.json"], "not readable as JSON"),
+    (["fit", "folder"], "a folder"),
+    (["fit", "corrupt.json", "--tol", "2"], "--tol 2"),
+    (["fit", "corrupt.json", "--tol", "0"], "--tol 0"),
+    (["fit", "corrupt.json", "--tol", "-1e-3"], "--tol -0.001"),
+    (["plot", "corrupt.json"], "not readable as JSON"),
+    (["plot", "DEPTH_FILE", "--x-axis", "flops"], "--x-axis flops"),
+    (["plot", "DEPTH_FILE", "--out", "/proc/x"], "--out /proc/x"),
+    (["figures", "--out", "/proc/x", "condition/zigzag"], "--out /proc/x"),
+]
+
+
+@pytest.mark.parametrize("args,fragment", CASES, ids=[" ".join(a[2:] if a[0] == "sweep" else a)[:60]
+                                                      for a, _ in CASES])
+def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file, args, fragment):
+    (tmp_path / "corrupt.json").write_text("{ this is not json")
+    (tmp_path / "folder").mkdir()
+    args = [str(depth_file) if a == "DEPTH_FILE" else a for a in args]
+    proc, seconds = run(args, tmp_path)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("otod: error: "), proc.stderr
+    assert fragment in lines[0] and "Traceback" not in proc.stderr
+    assert seconds < SECONDS
+    assert not (tmp_path / "out").exists()  # refused before the output folder (or a journal in it) is made
+
+
+@pytest.mark.parametrize("base", [COND, DEPTH, TOY], ids=["condition", "depth", "toy"])
+def test_an_out_the_command_does_not_write_is_refused_and_not_created(tmp_path, base):
+    args = base[:-1] + ["x.csv"]
+    proc, _ = run(args, tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("otod: error: --out x.csv")
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_seed_out_of_range_leaves_no_journal(tmp_path):
+    proc, _ = run(COND[:-1] + [str(tmp_path / "res"), "--seed", "1e30"], tmp_path)
+    assert proc.returncode == 2 and "--seed" in proc.stderr
+    assert not list(tmp_path.rglob("*.partial")) and not (tmp_path / "res").exists()
+
+
+def test_toy_help_lists_only_the_methods_it_accepts(tmp_path):
+    proc, _ = run(["sweep", "toy", "--help"], tmp_path)
+    assert proc.returncode == 0 and "heavy-ball" in proc.stdout and "kfac" not in proc.stdout
+
+
+# -- what is meant still runs ------------------------------------------------------------------------------------
+
+
+def test_the_defaults_and_the_boundary_seed_run(tmp_path):
+    """Defaults left alone are never refused as ignored (damping, shape, lr-grid…), and the largest seed runs."""
+    proc, _ = run(COND[:-1] + [str(tmp_path / "a"), "--seed", "2147483647", "--x64"], tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "results:" in proc.stdout and "Warning" not in proc.stderr
+
+
+def test_every_refused_option_is_accepted_where_it_means_something(tmp_path):
+    proc, _ = run(COND[:-1] + [str(tmp_path / "k.json"), "--method", "gd,kfac", "--problem", "kronecker",
+                                "--shape", "4x4", "--perturbation", "0.1", "--damping", "1e-3", "--lr", "tuned",
+                                "--lr-grid", "0.5,1", "--ladder", "1e-8", "--check-every", "2", "--x32"],
+                  tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "k.json").is_file()
+
+
+def test_an_overflowing_learning_rate_is_recorded_as_diverged_without_warning_text(tmp_path):
+    proc, _ = run(COND[:-1] + [str(tmp_path / "lr.json"), "--lr", "1e300", "--json"], tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr
+    assert {r["status"] for r in json.loads(proc.stdout)} == {"diverged"}
+
+
+def test_plot_of_a_depth_file_draws_iterations_without_warning_text(tmp_path, depth_file):
+    proc, _ = run(["plot", str(depth_file), "--out", "figs"], tmp_path)
+    assert proc.returncode == 0 and "Warning" not in proc.stderr
+    assert [p.suffix for p in (tmp_path / "figs").iterdir()] == [".png"]
+
+
+def test_pure_option_checks():
+    from otod.core.errors import OtodError
+    from otod.core.options import SEED_MAX, ladder_rungs, precision, seed_value, tolerance
+
+    assert precision(True, False) is True and precision(False, True) is False and precision(False, False) is None
+    assert seed_value("0") == 0 and seed_value(str(SEED_MAX)) == SEED_MAX
+    assert tolerance("1e-300", "--tol", "1e-6", True) == 1e-300
+    assert ladder_rungs((1e-8, 1e-12), 1e-6, False) == (1e-8, 1e-12)
+    for bad in (lambda: seed_value(str(SEED_MAX + 1)), lambda: tolerance("1e-300", "--tol", "1e-6", False),
+                lambda: ladder_rungs((1e-13,), 1e-6, True), lambda: precision(True, True)):
+        with pytest.raises(OtodError):
+            bad()
