@@ -123,21 +123,37 @@ COMMON = ["--seeds", "--seed", "--x64", "--x32", "--out", "--json", "--no-plot",
           "--chunk-seconds", "--distributed", "--coordinator", "--num-processes", "--process-id"]
 
 
-@pytest.mark.parametrize("command", ["noise", "params"])
-def test_both_sweeps_offer_the_common_options(command):
-    """One surface: the options `common_sweep_options` declares are listed by both sweeps' --help."""
+SWEEPS = ["condition", "depth", "toy", "noise", "params"]
+
+
+def test_every_registered_sweep_is_checked_here():
+    from otod.cli import main
+
+    assert sorted(main.commands["sweep"].commands) == sorted(SWEEPS)
+
+
+@pytest.mark.parametrize("command", SWEEPS)
+def test_every_sweep_offers_the_common_options_declared_once(command):
+    """One surface: every sweep's --help lists the options `common_sweep_options` declares, each with the one
+    help text it has there (declared once, not once per command)."""
+    import click
     from click.testing import CliRunner
 
     from otod.cli import main
+    from otod.core.cli import COMMON_SWEEP_OPTIONS
 
     result = CliRunner().invoke(main, ["sweep", command, "--help"])
     assert result.exit_code == 0
     missing = [o for o in COMMON if f"  {o} " not in result.output and f"  {o}\n" not in result.output]
     assert not missing, missing
+    declared = {o.name: o.help for o in COMMON_SWEEP_OPTIONS}
+    params = {p.name: p.help for p in main.commands["sweep"].commands[command].params if isinstance(p, click.Option)}
+    assert {name: params.get(name) for name in declared} == declared
 
 
-@pytest.mark.parametrize("path", [["sweep", "noise"], ["sweep", "params"], ["noise-scale"], ["flops"],
-                                  ["profile"]])
+@pytest.mark.parametrize("path", [["sweep", name] for name in SWEEPS] + [["noise-scale"], ["flops"], ["profile"],
+                                                                      ["fit"], ["plot"], ["figures"], ["convert"],
+                                                                      ["merge"]])
 def test_every_option_has_help_with_an_example(path):
     """Each option says what it does (text before the example) and gives an example ("E.g. ...")."""
     import click

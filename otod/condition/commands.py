@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import echo_report, terminal_progress, user_errors
-from otod.core.errors import OtodError
+from otod.core.cli import common_sweep_options, echo_report, terminal_progress
 
 
 @click.command("condition")
@@ -48,8 +47,6 @@ from otod.core.errors import OtodError
                    "E.g. --check-every 10")
 @click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. Default "
                                                  "2·κ_max·ln(1/tol), from 1000 to 10⁶. E.g. --max-iters 20000")
-@click.option("--seeds", default="8", show_default=True, help="Problem instances per κ. E.g. --seeds 16")
-@click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2³¹−1. E.g. --seed 1")
 @click.option("--lr", default="theory", show_default=True,
               help="theory (each method's textbook step), tuned (one multiplier of it per κ from --lr-grid, the "
                    "best by the median over seeds) or a number. E.g. --lr tuned")
@@ -57,25 +54,10 @@ from otod.core.errors import OtodError
               help="Multipliers of the reference step tried by --lr tuned (and, under --lr theory, for adam; "
                    "refused where no method is tuned). Default: 0.1..3:12:log and 1. "
                    "E.g. --lr-grid 0.01..4:20:log")
-@click.option("--x64", is_flag=True, help="Force float64. Default: float64 only where float32 rounding would meet "
-                                         "--tol. E.g. --x64")
-@click.option("--x32", is_flag=True, help="Force float32 (not with --x64). E.g. --x32")
-@click.option("--out", default="results", show_default=True, type=click.Path(),
-              help="Folder for the results file and figure (a name without an extension), or the results file "
-                   "itself (.json, or .npz: NumPy columns; the default from 10⁵ lanes). "
-                   "E.g. --out runs/ or --out runs/big.npz")
-@click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot")
-@click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always; not with --no-plot). E.g. --pdf")
-@click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables go to stderr). "
-                                                       "E.g. --json | jq")
 @click.option("--full", is_flag=True, help="Print every κ in the table, not a log-spaced selection. E.g. --full")
-@click.option("--chunk-seconds", default="5", show_default=True,
-              help="Planned seconds of work per chunk: each finished chunk is saved, so Ctrl-C loses at most one. "
-                   "E.g. --chunk-seconds 2")
-@click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
-@user_errors
+@common_sweep_options
 def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, perturbation, damping, tol, ladder,
-                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, x32, out, no_plot, pdf, as_json, full,
+                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, out, no_plot, pdf, as_json, full,
                     chunk_seconds, yes):
     """Iterations to tolerance vs condition number κ (the conditioning obstacle).
 
@@ -86,18 +68,14 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
       otod sweep condition --problem kronecker --method gd,kfac --perturbation 0.1
     """
     from otod.condition.options import sweep_config_from_options
-    from otod.core.options import precision
-    from otod.core.preflight import check_resources, given_options, quiet_numerics, results_out
+    from otod.core.preflight import check_resources, given_options, quiet_numerics
 
     given = given_options()
-    if no_plot and "pdf" in given:
-        raise OtodError("--pdf: no figure is drawn with --no-plot; drop one of them, e.g. --no-plot")
     config = sweep_config_from_options(
         k=k, method=method, problem=problem, dim=dim, spectrum=spectrum, basis=basis, start=start, shape=shape,
         perturbation=perturbation, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
-        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
-        chunk_seconds=chunk_seconds, given=given)
-    out = results_out(out)
+        max_iters=max_iters, seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
+        lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None else chunk_seconds, given=given)
     check_resources(config, yes, "fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")
     from otod.condition.report import sweep_and_report  # after the options are checked: it imports JAX
 

@@ -78,88 +78,8 @@ def echo_report(report, as_json: bool) -> None:
         click.echo(report.text)
 
 
-#: The largest base seed: JAX's PRNGKey takes a 32-bit signed seed where 64-bit ints are off (the default), so
-#: every sweep's seed fits there; NumPy's generators take any of them too.
-SEED_MAX = 2 ** 31 - 1
-#: The suffixes of the results files a sweep writes (`otod.core.results`): an ``--out`` with any other names
-#: neither a results file nor a plain folder.
-RESULT_SUFFIXES = (".json", ".npz")
-
-
-def parse_seed(value, option: str = "--seed") -> int:
-    """A base random seed: a whole number from 0 to `SEED_MAX` (``1e3`` is accepted: it is whole). Larger ones
-    would overflow JAX's 32-bit key deep inside a run, so they are refused here, before anything is imported."""
-    return whole_number(value, option, "1", minimum=0, maximum=SEED_MAX)
-
-
-def check_out(out: str, option: str = "--out") -> str:
-    """``out`` names a folder (no extension) or a results file (.json, .npz); anything else (``x.csv``) is refused
-    rather than created as a folder of that name."""
-    from pathlib import Path
-
-    suffix = Path(str(out)).suffix
-    if suffix and suffix not in RESULT_SUFFIXES:
-        raise OtodError(f"{option} {out}: a sweep writes .json or .npz results; name a folder (no extension) or a "
-                        f"results file, e.g. {option} runs/ or {option} runs/sweep.json")
-    return str(out)
-
-
-#: At most this fraction of the free memory may be planned for, and longer estimated runs need --yes (the values
-#: of the core's sweeps, `otod.core.sweep.MEMORY_FRACTION` and `MAX_SECONDS`).
-MEMORY_FRACTION = 0.7
-MAX_SECONDS = 3600.0
-
-
-def host_memory_available() -> int | None:
-    """Free host memory in bytes (MemAvailable), read without importing JAX, so a command can refuse a plan
-    before its heavy imports. None where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def refuse_memory(need: float, what: str, hint: str, available: int | None = None) -> None:
-    """Refuse with one line (`OtodError`) a plan of ``need`` bytes above `MEMORY_FRACTION` of the free host
-    memory, before anything is allocated: ``what`` names the options, ``hint`` what to change."""
-    available = host_memory_available() if available is None else available
-    if available is not None and need > MEMORY_FRACTION * available:
-        raise OtodError(f"{what} needs about {need / 2**30:.3g} GiB of memory and {available / 2**30:.3g} GiB is "
-                        f"free; {hint}")
-
-
-def refuse_time(seconds: float, yes: bool, what: str, hint: str) -> None:
-    """Refuse with one line a run estimated above `MAX_SECONDS` (an hour), unless ``yes`` (--yes)."""
-    if seconds > MAX_SECONDS and not yes:
-        raise OtodError(f"{what} takes an estimated {seconds / 3600:.1f} h on this machine; {hint}, or pass --yes")
-
-
-def whole_number(value, option: str, example: str, minimum: int = 1, maximum: int | None = None) -> int:
-    """A whole number in [minimum, maximum] as typed (``1e4`` is accepted: it is whole); anything else is one
-    line naming the option and an example."""
-    try:
-        as_float = float(value)
-        number = int(as_float)
-    except (TypeError, ValueError, OverflowError):
-        number, as_float = minimum - 1, math.nan
-    if number != as_float or number < minimum or (maximum is not None and number > maximum):
-        bound = f"from {minimum} to {maximum}" if maximum is not None else f"≥ {minimum}"
-        raise OtodError(f"{option} {value}: need an integer {bound}, e.g. {option} {example}")
-    return number
-
-
-def _number_option(value, option: str, example: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not (math.isfinite(number) and number > 0):
-        raise OtodError(f"{option} {value}: need a positive number of seconds, e.g. {option} {example}")
-    return number
+from otod.core.options import positive_int, positive_seconds, precision, seed_value  # noqa: E402
+from otod.core.preflight import refuse_memory, refuse_time, results_out  # noqa: E402,F401 (the commands' refusals)
 
 
 #: The options `common_sweep_options` declares, in the order ``--help`` lists them.
@@ -205,16 +125,14 @@ def common_sweep_options(command_fn):
 
     @functools.wraps(command_fn)
     def wrapper(*args, seeds, seed, x64, x32, out, as_json, no_plot, pdf, yes, chunk_seconds, **kwargs):
-        if x64 and x32:
-            raise OtodError("--x64 --x32: contradictory precisions; give one of them, e.g. --x64")
+        x64 = precision(x64, x32)
         if pdf and no_plot:
             raise OtodError("--pdf --no-plot: --pdf asks for a figure that --no-plot skips; drop one, e.g. --pdf")
-        return command_fn(*args, seeds=None if seeds is None else whole_number(seeds, "--seeds", "8"),
-                          seed=None if seed is None else parse_seed(seed),
-                          x64=True if x64 else (False if x32 else None), out=check_out(out), as_json=as_json,
-                          no_plot=no_plot, pdf=pdf, yes=yes,
+        return command_fn(*args, seeds=None if seeds is None else positive_int(seeds, "--seeds", "8"),
+                          seed=None if seed is None else seed_value(seed), x64=x64, out=results_out(out),
+                          as_json=as_json, no_plot=no_plot, pdf=pdf, yes=yes,
                           chunk_seconds=None if chunk_seconds is None
-                          else _number_option(chunk_seconds, "--chunk-seconds", "5"), **kwargs)
+                          else positive_seconds(chunk_seconds, "--chunk-seconds", "5"), **kwargs)
 
     checked = user_errors(wrapper)
     checked.__click_params__ = list(getattr(command_fn, "__click_params__", [])) + list(reversed(

@@ -30,15 +30,28 @@ def parse_lr(text: str | float) -> str | float:
     return value
 
 
-def positive_int(value, option: str, example: str, minimum: int = 1) -> int:
-    """A whole number ≥ ``minimum`` (``1e4`` is accepted: it is whole)."""
+def positive_int(value, option: str, example: str, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number in [minimum, maximum] as typed (``1e4`` is accepted: it is whole); anything else is one
+    line naming the option and an example."""
     try:
         as_float = float(value)
         number = int(as_float)
     except (TypeError, ValueError, OverflowError):
-        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}") from None
-    if number != as_float or number < minimum:
-        raise OtodError(f"{option} {value}: need an integer ≥ {minimum}, e.g. {option} {example}")
+        number, as_float = minimum - 1, math.nan
+    if number != as_float or number < minimum or (maximum is not None and number > maximum):
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f"≥ {minimum}"
+        raise OtodError(f"{option} {value}: need an integer {bound}, e.g. {option} {example}")
+    return number
+
+
+def positive_seconds(value, option: str, example: str) -> float:
+    """A positive, finite number of seconds."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise OtodError(f"{option} {value}: need a positive number of seconds, e.g. {option} {example}")
     return number
 
 

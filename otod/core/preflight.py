@@ -115,6 +115,27 @@ def check_resources(config, yes: bool, smaller: str) -> None:
                         f"{e.seconds / 3600:.1f} h on this machine; use {smaller}, lower --max-iters, or pass --yes")
 
 
+def refuse_memory(need: float, what: str, hint: str, available: int | None = None) -> None:
+    """Refuse with one line a plan of ``need`` bytes above the sweeps' share of the free host memory
+    (`otod.core.sweep.MEMORY_FRACTION`), before anything is allocated or JAX imported: ``what`` names the
+    options, ``hint`` what to change."""
+    from otod.core.resources import host_memory_available
+    from otod.core.sweep import MEMORY_FRACTION
+
+    available = host_memory_available() if available is None else available
+    if available is not None and need > MEMORY_FRACTION * available:
+        raise OtodError(f"{what} needs about {need / 2**30:.3g} GiB of memory and {available / 2**30:.3g} GiB is "
+                        f"free; {hint}")
+
+
+def refuse_time(seconds: float, yes: bool, what: str, hint: str) -> None:
+    """Refuse with one line a run estimated above `otod.core.sweep.MAX_SECONDS` (an hour), unless ``yes``."""
+    from otod.core.sweep import MAX_SECONDS
+
+    if seconds > MAX_SECONDS and not yes:
+        raise OtodError(f"{what} takes an estimated {seconds / 3600:.1f} h on this machine; {hint}, or pass --yes")
+
+
 @contextlib.contextmanager
 def quiet_numerics():
     """Keep NumPy's floating-point RuntimeWarnings (overflow in a cast or a square, from a learning rate such as

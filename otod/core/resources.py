@@ -15,6 +15,12 @@ def memory_available() -> int | None:
         stats = None
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    return host_memory_available()
+
+
+def host_memory_available() -> int | None:
+    """Free host memory in bytes (MemAvailable), read without importing JAX, so a command can refuse a plan
+    before its heavy imports. None where unknown."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:

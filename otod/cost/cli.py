@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from otod.core.cli import refuse_memory, refuse_time, user_errors, whole_number
+from otod.core.cli import user_errors
+from otod.core.options import positive_int
+from otod.core.preflight import refuse_memory, refuse_time
 from otod.core.errors import OtodError
 from otod.cost.names import NETWORKS, OPTIMIZER_NAMES, PRECISION_NAMES
 
@@ -72,10 +74,10 @@ def shape_options(names: list[str], *, widths, depth, unshared, image, tokens, w
                             f"{','.join(names)}, which ignores it; drop it or add the model, e.g. --model "
                             f"{SHAPE_OPTIONS[option][0]}")
     out = {k: v if given[f"--{k}"] is None else given[f"--{k}"] for k, v in SHAPE_DEFAULTS.items()}
-    out["depth"] = whole_number(out["depth"], "--depth", "8", minimum=0)
-    out["image"] = whole_number(out["image"], "--image", "224", minimum=16)
+    out["depth"] = positive_int(out["depth"], "--depth", "8", minimum=0)
+    out["image"] = positive_int(out["image"], "--image", "224", minimum=16)
     for key, example in (("tokens", "64"), ("width", "128"), ("heads", "4"), ("blocks", "2")):
-        out[key] = whole_number(out[key], f"--{key}", example)
+        out[key] = positive_int(out[key], f"--{key}", example)
     out["shared"] = not unshared
     out["widths"] = None if widths is None else parse_widths(widths)
     return out
@@ -85,7 +87,7 @@ def parse_widths(text: str) -> tuple[int, ...]:
     """``"784,512,10"`` → (784, 512, 10), without JAX (as `otod.cost.models.parse_widths`, whose message it
     keeps): at least two whole numbers ≥ 1 (``1e3`` is whole too)."""
     try:
-        widths = tuple(whole_number(p.strip(), "--widths", "784,512,10") for p in str(text).split(","))
+        widths = tuple(positive_int(p.strip(), "--widths", "784,512,10") for p in str(text).split(","))
     except OtodError:
         widths = ()
     if len(widths) < 2:
@@ -230,7 +232,7 @@ def parse_workers(workers) -> int:
     """--workers: 0 (one compile thread per CPU) or a positive count."""
     import os
 
-    count = whole_number(workers, "--workers", "2", minimum=0)
+    count = positive_int(workers, "--workers", "2", minimum=0)
     return count or os.cpu_count() or 1
 
 
@@ -253,7 +255,7 @@ def common_cost_options(models, widths, depth, unshared, image, tokens, width, h
 
 def check_batches(batches) -> tuple[int, ...]:
     """Batch sizes as whole numbers ≥ 1 (``1e3`` is whole too), or `OtodError` naming the bad one."""
-    out = [whole_number(str(b).strip(), "--batch", "1,4,16") for b in batches]
+    out = [positive_int(str(b).strip(), "--batch", "1,4,16") for b in batches]
     if not out:
         raise OtodError("--batch: give at least one batch size, e.g. --batch 1,4,16")
     return tuple(out)
@@ -359,8 +361,8 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
     """
     names, shape, batches, optimizers = common_cost_options(models, widths, depth, unshared, image, tokens, width,
                                                             heads, blocks, out, batch, optimizer)
-    repeats = whole_number(repeats, "--repeats", "7")
-    warmup = whole_number(warmup, "--warmup", "2", minimum=0)
+    repeats = positive_int(repeats, "--repeats", "7")
+    warmup = positive_int(warmup, "--warmup", "2", minimum=0)
     precisions = [p.lower() for p in parse_list(precision, "--precision", "float32,bfloat16")]
     for p in precisions:
         if p not in PRECISION_NAMES:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import echo_report, terminal_progress, user_errors
-from otod.core.errors import OtodError
+from otod.core.cli import common_sweep_options, echo_report, terminal_progress
 
 
 def _common(methods: str):
-    """The options every sweep shares (same names and range syntax as ``otod sweep condition``); ``methods``: the
-    comma list of the methods the command accepts, for --method's help."""
+    """The options the depth and toy sweeps share beyond every sweep's (`common_sweep_options`), same names and
+    range syntax as ``otod sweep condition``; ``methods``: the comma list of the methods the command accepts, for
+    --method's help."""
     options = [
         click.option("--method", default="gd", show_default=True,
                      help=f"Comma list of {methods}. E.g. --method gd,heavy-ball,adam"),
@@ -28,28 +28,13 @@ def _common(methods: str):
                      help="Check every N iterations, 1 or below the iteration cap. E.g. --check-every 10"),
         click.option("--max-iters", default=None, help="Iteration cap; lanes reaching it are censored. "
                                                        "E.g. --max-iters 50000"),
-        click.option("--seeds", default="8", show_default=True, help="Problem instances per point. E.g. --seeds 16"),
-        click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2³¹−1. E.g. --seed 1"),
         click.option("--lr", default="tuned", show_default=True,
                      help="tuned (a multiplier of the reference step per point from --lr-grid, by the median over "
                           "seeds), theory (the reference step) or a number. E.g. --lr theory"),
         click.option("--lr-grid", default=None,
                      help="Multipliers tried by --lr tuned (refused where no method is tuned). Default "
                           "0.1..3:12:log and 1. E.g. --lr-grid 0.01..4:20:log"),
-        click.option("--x64", is_flag=True, help="Force float64 (default float32). E.g. --x64"),
-        click.option("--x32", is_flag=True, help="Force float32, the default (not with --x64). E.g. --x32"),
-        click.option("--out", default="results", show_default=True, type=click.Path(),
-                     help="Folder for the results file and figure (a name without an extension), or the results "
-                          "file itself (.json, or .npz: NumPy columns; the default from 10⁵ lanes). "
-                          "E.g. --out runs/ or --out runs/big.npz"),
-        click.option("--no-plot", is_flag=True, help="Skip the figure. E.g. --no-plot"),
-        click.option("--pdf", is_flag=True, help="Also write the figure as PDF (not with --no-plot). E.g. --pdf"),
-        click.option("--json", "as_json", is_flag=True, help="Print the records as JSON to stdout (tables to "
-                                                              "stderr). E.g. --json | jq"),
         click.option("--full", is_flag=True, help="Print every row. E.g. --full"),
-        click.option("--chunk-seconds", default="5", show_default=True, help="Planned seconds per saved chunk. "
-                                                                            "E.g. --chunk-seconds 2"),
-        click.option("--yes", is_flag=True, help="Run even when estimated to take more than an hour. E.g. --yes"),
     ]
     def add(f):
         for option in reversed(options):
@@ -59,21 +44,10 @@ def _common(methods: str):
     return add
 
 
-def _given(no_plot: bool) -> frozenset[str]:
-    """The options the user gave; --pdf with --no-plot is refused (no figure to write as PDF)."""
-    from otod.core.preflight import given_options
-
-    given = given_options()
-    if no_plot and "pdf" in given:
-        raise OtodError("--pdf: no figure is drawn with --no-plot; drop one of them, e.g. --no-plot")
-    return given
-
-
 def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
     """Check --out and the estimate (``smaller``: the options that shrink this sweep), then run and print."""
-    from otod.core.preflight import check_resources, quiet_numerics, results_out
+    from otod.core.preflight import check_resources, quiet_numerics
 
-    out = results_out(out)
     check_resources(config, yes, smaller)
     from otod.depth.report import sweep_and_report  # after the options are checked: it imports JAX
 
@@ -116,10 +90,10 @@ def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
 @click.option("--damping", default="1e-3", show_default=True,
               help="KFAC damping λ ≥ 0 (only with kfac in --method). E.g. --damping 1e-4")
 @_common("gd, heavy-ball, adam, kfac")
-@user_errors
+@common_sweep_options
 def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_value, input_kappa, target, balanced,
                 d_in, d_out, damping, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
-                x32, out, no_plot, pdf, as_json, full, chunk_seconds, yes):
+                out, no_plot, pdf, as_json, full, chunk_seconds, yes):
     """Iterations to tolerance vs depth of a deep linear network (the nonlinearity obstacle).
 
     \b
@@ -129,16 +103,16 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
       otod sweep depth --depth 2..10:5 --width 4..64:5:log --init orthogonal,xavier
       otod sweep depth --depth 2,8,32 --width 8..256:6:log --d-in 8 --d-out 8 --init orthogonal,xavier --lr theory
     """
-    from otod.core.options import precision
+    from otod.core.preflight import given_options
     from otod.depth.options import depth_config_from_options
 
-    given = _given(no_plot)
+    given = given_options()
     config = depth_config_from_options(
         depth=depth, init=init, problem=problem, width=width, method=method, beta=beta, init_scale=init_scale,
         target_kappa=target_kappa, target_value=target_value, input_kappa=input_kappa, target=target,
         balanced=balanced, d_in=d_in, d_out=d_out, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
-        max_iters=max_iters, seeds=seeds, seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
-        chunk_seconds=chunk_seconds, given=given)
+        max_iters=max_iters, seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
+        lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None else chunk_seconds, given=given)
     _run(config, out, no_plot, pdf, as_json, full, yes, "fewer or smaller --depth and --width values, fewer --init "
                                                        "or --seeds")
 
@@ -150,9 +124,9 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
               help="per-layer (a in the first matrix, b in the last) or shared (a, b in every matrix). "
                    "E.g. --reading shared")
 @_common("gd, heavy-ball, adam")
-@user_errors
+@common_sweep_options
 def sweep_toy(layers, reading, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
-              x32, out, no_plot, pdf, as_json, full, chunk_seconds, yes):
+              out, no_plot, pdf, as_json, full, chunk_seconds, yes):
     """Iterations to tolerance vs the number of matrices k of the essay's toy: minimise ‖M_k⋯M_1‖ over two
     entries a, b.
 
@@ -161,14 +135,15 @@ def sweep_toy(layers, reading, method, beta, tol, ladder, check_every, max_iters
       otod sweep toy --layers 1..8
       otod sweep toy --layers 1..8 --reading shared --method gd,heavy-ball
     """
-    from otod.core.options import precision
+    from otod.core.preflight import given_options
     from otod.depth.options import toy_config_from_options
 
-    given = _given(no_plot)
+    given = given_options()
     config = toy_config_from_options(layers=layers, reading=reading, method=method, beta=beta, tol=tol,
-                                     ladder=ladder, check_every=check_every, max_iters=max_iters, seeds=seeds,
-                                     seed=seed, lr=lr, lr_grid=lr_grid, x64=precision(x64, x32),
-                                     chunk_seconds=chunk_seconds, given=given)
+                                     ladder=ladder, check_every=check_every, max_iters=max_iters,
+                                     seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
+                                     lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None
+                                     else chunk_seconds, given=given)
     _run(config, out, no_plot, pdf, as_json, full, yes, "fewer or smaller --layers values, fewer --beta values or "
                                                        "--seeds")
 

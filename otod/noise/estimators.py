@@ -17,8 +17,7 @@ import math
 
 import numpy as np
 
-from otod.core.cli import parse_seed
-from otod.core.options import finite_float, positive_int
+from otod.core.options import finite_float, positive_int, seed_value
 from otod.core.errors import OtodError
 from otod.noise import theory
 
@@ -45,7 +44,7 @@ def plan_cost(dim: int, pairs: int, decays: int, steps: int, seeds: int) -> tupl
 def check_plan(options: dict, yes: bool = False, available: int | None = None) -> None:
     """Refuse before allocating what will not fit in the free memory (one line naming the sizes), and a run
     estimated above an hour unless ``yes``."""
-    from otod.core.cli import refuse_memory, refuse_time
+    from otod.core.preflight import refuse_memory, refuse_time
 
     need, seconds = plan_cost(options["dim"], len(options["pairs"]), len(options["decays"]), options["steps"],
                               options["seeds"])
@@ -75,7 +74,7 @@ def parse_scale_options(*, dim, pairs, decay, lr, batch, steps, seeds, seed) -> 
         raise OtodError(f"--lr {lr:g}: a learning rate must be positive, e.g. --lr 0.05")
     return {"dim": positive_int(dim, "--dim", "1000"), "pairs": pair_list, "decays": decays, "lr": lr,
             "batch": positive_int(batch, "--batch", "32"), "steps": positive_int(steps, "--steps", "400"),
-            "seeds": positive_int(seeds, "--seeds", "64"), "seed": parse_seed(seed)}
+            "seeds": positive_int(seeds, "--seeds", "64"), "seed": seed_value(seed)}
 
 
 def two_batch_draw(rng, G, c, b_small: int, b_big: int, shape=()):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from otod.core.cli import parse_seed, refuse_memory, refuse_time
-from otod.core.options import finite_float, parse_methods, positive_int
+from otod.core.options import finite_float, parse_methods, positive_int, seed_value
+from otod.core.preflight import refuse_memory, refuse_time
 from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
 from otod.core.stopping import Target
@@ -205,7 +205,7 @@ def _common(methods, target, max_iters, seeds, seed, lr, grid, schedule, x64, ch
                               max_iters=(EXACT_MAX_ITERS if mode == "exact" else None) if max_iters is None
                               else positive_int(max_iters, "--max-iters", "100000"),
                               seeds=1 if mode == "exact" else positive_int(seeds, "--seeds", "8"),
-                              seed=parse_seed(seed), lr=_lr(lr), lr_grid=tuple(grid),
+                              seed=seed_value(seed), lr=_lr(lr), lr_grid=tuple(grid),
                               x64=x64, options=NoiseOptions(schedule=schedule),
                               chunk_seconds=finite_float(chunk_seconds, "--chunk-seconds", "5"))
     import dataclasses
@@ -231,7 +231,7 @@ def parse_common(method, mode, schedule, lr, lr_grid, max_iters, seeds, seed, x6
     grid = parse_lr_grid(lr_value, lr_grid)
     cap = None if max_iters is None else positive_int(max_iters, "--max-iters", "100000")
     return (methods, lr_value, grid, cap, DEFAULT_SEEDS if seeds is None else positive_int(seeds, "--seeds", "8"),
-            DEFAULT_SEED if seed is None else parse_seed(seed), 5.0 if chunk_seconds is None else chunk_seconds)
+            DEFAULT_SEED if seed is None else seed_value(seed), 5.0 if chunk_seconds is None else chunk_seconds)
 
 
 def default_methods(problem: str) -> str:

@@ -92,8 +92,7 @@ def test_an_estimate_refuses_a_deep_compile_without_allocating(monkeypatch):
                               tokens=None, width=None, heads=None, blocks=None)
     with pytest.raises(OtodError, match="GiB of memory"):
         cli.check_compile(["deeperconvnet"], shape, 11, 2, yes=False)
-    monkeypatch.setattr(cli, "host_memory_available", lambda: 2 ** 50, raising=False)
-    monkeypatch.setattr("otod.core.cli.host_memory_available", lambda: 2 ** 50)
+    monkeypatch.setattr("otod.core.resources.host_memory_available", lambda: 2 ** 50)
     with pytest.raises(OtodError, match="pass --yes"):
         cli.check_compile(["deeperconvnet"], shape, 11, 2, yes=False)
     cli.check_compile(["deeperconvnet"], shape, 11, 2, yes=True)
