@@ -46,11 +46,8 @@ def positive_int(value, option: str, example: str, minimum: int = 1, maximum: in
 
 def positive_seconds(value, option: str, example: str) -> float:
     """A positive, finite number of seconds."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not (math.isfinite(number) and number > 0):
+    number = finite_float(value, option, example)
+    if number <= 0:
         raise OtodError(f"{option} {value}: need a positive number of seconds, e.g. {option} {example}")
     return number
 
