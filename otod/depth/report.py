@@ -74,7 +74,9 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         fits = fit_laws(rows, axis)
         parts += ([heading, ""] if heading else []) + [table, ""]
         if stuck:
-            parts += ["lanes that did not converge, with their median final relative loss (near 1: stuck at the saddle "
+            parts += ["lanes that did not converge, with their median final gap (the loss above the reference minimum f*):"
+                      if axis == "layers" else
+                      "lanes that did not converge, with their median final relative loss (near 1: stuck at the saddle "
                       "P = 0; a multiple of 1/Σs²: that many singular modes of Φ never learned, a saddle too):"]
             parts += stuck + [""]
         parts += [f"which law in {symbol}: power T ≈ a·{symbol}^b or exponential T ≈ a·e^(c·{symbol}), chosen by AIC "
