@@ -52,16 +52,23 @@ def exact_noise_scales(config: dict, records: list[dict]) -> list[str]:
         start = theory.noise_scales(q, q.s0, power)
         text = f"{method}: B_simple {start[0]:.4g}, B_noise {start[1]:.4g} at the start"
         if rows:
-            last = max(rows, key=lambda r: r["batch"])
-            x = theory.contraction(q, np.array([last["learning_rate"]]), power)[0]
-            noise = theory.noise_variance(q, np.array([last["learning_rate"]]), np.array([last["batch"]]), power)[0]
-            s = theory.sgd_second_moment(last["iterations"], x, noise, q.s0)
+            batch = max(r["batch"] for r in rows)
+            at = [r for r in rows if r["batch"] == batch]  # every converged seed there: the table's median
+            lr, step = float(np.median([r["learning_rate"] for r in at])), int(round(np.median([r["iterations"]
+                                                                                                for r in at])))
+            x = theory.contraction(q, np.array([lr]), power)[0]
+            noise = theory.noise_variance(q, np.array([lr]), np.array([batch]), power)[0]
+            s = theory.sgd_second_moment(step, x, noise, q.s0)
             end = theory.noise_scales(q, s, power)
-            text += (f"; B_simple {end[0]:.4g}, B_noise {end[1]:.4g} at the target ({method} at B = "
-                     f"{last['batch']:g}, step {last['iterations']})")
+            text += (f"; B_simple {end[0]:.4g}, B_noise {end[1]:.4g} at the target ({method} at B = {batch:g}, "
+                     f"median step {step} over {len(at)} seed{'s' * (len(at) > 1)})")
         lines.append(text)
     if lines:
         lines.insert(0, f"exact noise scales (expected state; loss target {tol:g}):")
+        lines.append("B_noise is not one number per run: it grows as the loss falls (|G|² falls with the loss, the "
+                     "gradient noise does not), from its start to its target value above; the fitted B_crit "
+                     "summarises the steps of whole runs, so one expects it between the two (McCandlish et al. 2018 compare "
+                     "B_crit with B_noise averaged over training)")
     return lines
 
 
