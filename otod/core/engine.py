@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from otod.core.dynamics import optax_dynamics
-from otod.core.errors import Abandoned
+from otod.core.errors import Abandoned, OtodError
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
 
 #: Iterations per trip of the while loop (each with its own check): fewer trips, fewer kernels.
@@ -340,14 +340,21 @@ IDLE_CPU_FRACTION = 0.01
 
 
 def watchdog_seconds() -> float | None:
-    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a positive number, or ``off``), else `WATCHDOG_SECONDS`."""
+    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a positive number, or ``off``: None), else
+    `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
     value = os.environ.get("OTOD_WATCHDOG_SECONDS", "").strip().lower()
-    if value in ("off", "0", "none"):
+    if not value:
+        return WATCHDOG_SECONDS
+    if value == "off":
         return None
     try:
-        return float(value) if value and float(value) > 0 else WATCHDOG_SECONDS
+        seconds = float(value)
     except ValueError:
-        return WATCHDOG_SECONDS
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds > 0 or off, e.g. "
+                        "OTOD_WATCHDOG_SECONDS=120")
+    return seconds
 
 
 def wait_for_devices(outputs, program: str, stall_seconds: float | None = None, poll: float = 0.02) -> None:
@@ -471,6 +478,7 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
               pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), order, np.int32(seed),
               np.asarray(target.ladder, dtype), np.int32(max_iters),
               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
+    stall_seconds = watchdog_seconds() if stall_seconds is None else stall_seconds  # checked before dispatch
     outputs = _grid(*static, *arrays)  # dispatched asynchronously: the devices run while we wait below
     name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
     wait_for_devices(outputs, f"{name} on {devices} device{'s' * (devices > 1)}", stall_seconds)

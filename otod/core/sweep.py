@@ -549,7 +549,9 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     from otod.core.compilation_cache import count_compilations
     from otod.core.distributed import barrier
     from otod.core.distributed import processes as jax_processes
-    from otod.core.engine import iterations_to_target, seed_draws
+    from otod.core.engine import iterations_to_target, seed_draws, watchdog_seconds
+
+    watchdog_seconds()  # a bad OTOD_WATCHDOG_SECONDS is refused before any file is written
 
     if path is None and Path(out_dir).suffix in (".json", ".npz"):  # --out FILE.npz names the file itself
         path = out_dir

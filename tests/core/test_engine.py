@@ -215,3 +215,31 @@ def test_the_multi_device_program_has_no_collective_across_devices():
                           timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "0"
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "0", "nan"])
+def test_a_bad_watchdog_time_is_one_line_and_exit_2_before_anything_is_written(tmp_path, value):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OTOD_WATCHDOG_SECONDS": value, "OTOD_COMPILATION_CACHE": "off"}
+    proc = subprocess.run([sys.executable, "-m", "otod", "sweep", "condition", "--k", "1..10:3", "--seeds", "2",
+                           "--no-plot", "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"otod: error: OTOD_WATCHDOG_SECONDS={value}: give a number of seconds > 0 or off, e.g. "
+        "OTOD_WATCHDOG_SECONDS=120"]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_the_watchdog_time_reads_off_and_seconds(monkeypatch):
+    from otod.core.engine import WATCHDOG_SECONDS, watchdog_seconds
+
+    monkeypatch.delenv("OTOD_WATCHDOG_SECONDS", raising=False)
+    assert watchdog_seconds() == WATCHDOG_SECONDS
+    monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", "off")
+    assert watchdog_seconds() is None
+    monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", "120")
+    assert watchdog_seconds() == 120.0
