@@ -25,3 +25,23 @@ def test_the_run_is_seeded_and_its_truth_is_the_nqm_formula():
     np.testing.assert_array_equal(a["estimates"][((2, 16), 0.9)], b["estimates"][((2, 16), 0.9)])
     assert a["trace"] == np.sum(theory.nqm(50).c)
     np.testing.assert_allclose(a["true"], a["trace"] / a["g2"])
+
+
+def test_the_exact_b_simple_is_the_ratio_of_expectations_at_the_step_it_names():
+    """tr Σ / E|G(θ_t)|² from the second-moment recursion equals tr Σ over the Monte-Carlo mean of |G(θ_t)|² of
+    400 independent SGD runs (the estimator runs' own true |G|² at column t, the state after t updates) within 5%,
+    at t = 0 exactly; a mean of per-run ratios is not it (it is larger, by Jensen)."""
+    import numpy as np
+
+    from otod.noise import theory
+    from otod.noise.estimators import exact_simple_noise_scale, run_estimators
+
+    out = run_estimators(100, [(1, 8)], [0.0], 0.05, 32, 60, 400, seed=3)
+    q = out["quadratic"]
+    for t in (0, 20, 59):
+        exact = exact_simple_noise_scale(q, 0.05, 32, t)
+        ratio_of_means = out["trace"] / float(np.mean(out["g2"][:, t]))
+        assert abs(exact - ratio_of_means) <= 0.05 * exact, (t, exact, ratio_of_means)
+    assert exact_simple_noise_scale(q, 0.05, 32, 0) == np.sum(q.c) / np.sum(q.h ** 2 * q.s0)
+    assert float(np.mean(out["true"][:, 59])) > 1.05 * exact_simple_noise_scale(q, 0.05, 32, 59)
+    assert theory.noise_scales(q, q.s0)[0] == exact_simple_noise_scale(q, 0.05, 32, 0)
