@@ -251,6 +251,38 @@ def test_ctrl_c_on_a_real_process_saves_finished_chunks_and_the_same_command_fin
     assert f"resumed: {saved} chunks" in done.stdout
 
 
+def test_a_second_ctrl_c_while_the_devices_run_ends_the_process_at_once_keeping_the_journal(tmp_path):
+    """Two chunks: κ = 1 (quick), then κ = 10⁵ (gd to the 10⁶ cap on 32 lanes of d = 512: tens of seconds). Once the
+    first is in the journal the engine waits on the second; Ctrl-C twice then ends the process within seconds,
+    exit 130, with one line naming the program and what the journal keeps, and the journal left for a resume.
+    Before, one Ctrl-C did nothing and after a second the process stayed until kill -9."""
+    args = [sys.executable, "-m", "otod", "sweep", "condition", "--k", "1,1e5", "--dim", "512", "--seeds", "32",
+            "--method", "gd", "--max-iters", "1e6", "--chunk-seconds", "1e-9", "--no-plot", "--yes", "--out",
+            str(tmp_path)]
+    env = {**os.environ, "OTOD_COMPILATION_CACHE": "off", "OTOD_WATCHDOG_SECONDS": "off"}
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline, journal = time.time() + 120, None
+    while time.time() < deadline and proc.poll() is None:
+        journals = list(tmp_path.glob("*.partial"))
+        if journals and len(journals[0].read_text().splitlines()) >= 2:
+            journal = journals[0]
+            break
+        time.sleep(0.05)
+    assert journal is not None, "the first chunk never finished"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    t0 = time.time()
+    _, err = proc.communicate(timeout=60)
+    assert time.time() - t0 < 10, "the second Ctrl-C did not end the process at once"
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("otod: interrupted while the condition program gd (chunk ") and "on " in last, err
+    assert "32 of 64 lanes are saved in the journal" in last and "the same command resumes" in last, err
+    assert journal.exists() and len(journal.read_text().splitlines()) == 2
+
+
 def test_estimates_refuse_what_cannot_fit_or_would_take_hours():
     huge = condition_sweep((1.0, 10.0), methods=("gd",), problem=QuadraticSpec(dim=10**9))
     with pytest.raises(OtodError, match="GiB of memory"):
