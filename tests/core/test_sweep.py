@@ -225,19 +225,24 @@ def test_a_second_run_on_the_same_file_is_refused_while_the_first_holds_it(tmp_p
     assert not path.exists() and not results_io.journal_path(path).exists()
 
 
+def _journal_with(folder, proc, lines: int, seconds: float = 120.0):
+    """The sweep journal in ``folder`` once it holds ``lines`` lines (header + finished chunks), or None if the
+    process ends or ``seconds`` pass first."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        journals = list(folder.glob("*.partial"))
+        if journals and len(journals[0].read_text().splitlines()) >= lines:
+            return journals[0]
+        time.sleep(0.05)
+    return None
+
+
 def test_ctrl_c_on_a_real_process_saves_finished_chunks_and_the_same_command_finishes(tmp_path):
     args = [sys.executable, "-m", "otod", "sweep", "condition", "--k", "1..400:40:log", "--dim", "32",
             "--seeds", "4", "--method", "gd,nesterov", "--chunk-seconds", "0.0001", "--no-plot", "--out",
             str(tmp_path)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    journal = None
-    while time.time() < deadline:
-        journals = list(tmp_path.glob("*.partial"))
-        if journals and len(journals[0].read_text().splitlines()) >= 3:
-            journal = journals[0]
-            break
-        time.sleep(0.05)
+    journal = _journal_with(tmp_path, proc, lines=3)
     assert journal is not None, "no chunk finished"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -261,13 +266,7 @@ def test_a_second_ctrl_c_while_the_devices_run_ends_the_process_at_once_keeping_
             str(tmp_path)]
     env = {**os.environ, "OTOD_COMPILATION_CACHE": "off", "OTOD_WATCHDOG_SECONDS": "off"}
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline, journal = time.time() + 120, None
-    while time.time() < deadline and proc.poll() is None:
-        journals = list(tmp_path.glob("*.partial"))
-        if journals and len(journals[0].read_text().splitlines()) >= 2:
-            journal = journals[0]
-            break
-        time.sleep(0.05)
+    journal = _journal_with(tmp_path, proc, lines=2)
     assert journal is not None, "the first chunk never finished"
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
