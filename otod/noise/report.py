@@ -88,6 +88,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     cols = {m: medians(records, m, axis) for m in methods}
     xs = sorted({r[axis] for r in records})
     lr_of = {(r["method"], r[axis]): (r["learning_rate"], r["beta"]) for r in records}
+    edge = sorted({(r["method"], r[axis]) for r in records if r.get("lr_on_edge")})
     header = f"{'B' if axis == 'batch' else 'd':>7} " + "".join(f"{m:>30}" for m in methods)
     lines += [header, " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>8}" for _ in methods)]
     for x in xs:
@@ -97,12 +98,18 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
             i = list(xm).index(x) if x in xm else None
             lr, beta = (math.nan if v is None else v for v in lr_of.get((m, x), (math.nan, math.nan)))
             uses_beta = m in ("heavy-ball", "ema")
-            row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>10.3g}"
+            mark = "*" if (m, x) in edge else " "
+            row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>9.3g}{mark}"
                     f"{f'{beta:.3g}' if uses_beta else '—':>8}")
         lines.append(row)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the "
               "cap; ≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
               "or ema's decay (— where a method has none)"]
+    if edge:
+        methods_on_edge = sorted({m for m, _ in edge})
+        lines.append(f"warning: lr* lies on the edge of --lr-grid at {len(edge)} ({'B' if axis == 'batch' else 'd'}, "
+                     f"method) points ({', '.join(methods_on_edge)}): the best step may lie beyond the grid; widen "
+                     "--lr-grid")
     if axis == "batch":
         q = quadratic_of(config)
         if q is not None:
