@@ -61,3 +61,21 @@ def test_records_carry_the_schedule_and_the_path_by_name(tmp_path):
         path = run(config, mode, out=str(tmp_path / mode)).path
         records = json.loads(path.read_text())["records"]
         assert records and {(r["schedule"], r["mode"]) for r in records} == {(schedule, mode)}
+
+
+def test_a_chosen_lr_on_the_grid_edge_is_marked_and_warned_about(tmp_path):
+    """Exact NQM, SGD: at B = 1024 the best lr of the default grid is its largest multiplier (1.41, below the
+    stability limit 2): the table marks it with * and a warning names the method; at B = 1, 2 it is interior."""
+    import subprocess
+    import sys
+
+    def run(batches):
+        return subprocess.run([sys.executable, "-m", "otod", "sweep", "noise", "--batch", batches, "--method", "sgd",
+                               "--no-plot", "--out", str(tmp_path / batches.replace(",", "_"))],
+                              capture_output=True, text=True, timeout=300)
+
+    edge, interior = run("512,1024"), run("1,2")
+    assert edge.returncode == 0 and interior.returncode == 0, edge.stderr + interior.stderr
+    assert "1.41*" in edge.stdout
+    assert "warning: lr* lies on the edge of --lr-grid at 2 (B, method) points (sgd)" in edge.stdout
+    assert "*" not in interior.stdout.split("steps: median")[0] and "warning: lr*" not in interior.stdout
