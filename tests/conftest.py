@@ -42,3 +42,19 @@ def run_shares_in_turn(config, path, count: int = 2) -> None:
     for index in range(1, count):
         with pytest.raises(ShareDone):
             run_sweep(config, path=path, processes=(index, count))
+
+
+def run_otod(args, cwd, timeout: float = 60):
+    """``python -m otod ARGS`` as a real process in ``cwd``, importing this checkout's otod first, as a user runs
+    it; returns (the completed process, its wall seconds)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env)
+    return proc, time.perf_counter() - start

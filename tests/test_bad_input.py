@@ -9,32 +9,18 @@ Every case runs as a real process, as a user meets it. The refusals happen befor
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-import otod
+from tests.conftest import run_otod as run
 
-ROOT = Path(otod.__file__).resolve().parents[1]
 #: A refusal must come well before any sweep could run.
 SECONDS = 10.0
 
 COND = ["sweep", "condition", "--k", "1..10:3", "--seeds", "2", "--no-plot", "--out", "out"]
 DEPTH = ["sweep", "depth", "--depth", "1..3", "--init", "identity", "--seeds", "2", "--no-plot", "--out", "out"]
 TOY = ["sweep", "toy", "--layers", "1..2", "--seeds", "2", "--no-plot", "--out", "out"]
-
-
-def run(args, cwd, timeout=60):
-    """`otod ARGS` as a real process, importing this checkout's otod; returns the process and its wall time."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=timeout, env=env)
-    return proc, time.perf_counter() - start
 
 
 @pytest.fixture(scope="module")

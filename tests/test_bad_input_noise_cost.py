@@ -7,26 +7,13 @@ Every case runs as a real process, as a user meets it; each would fail on the co
 a timeout, or exit code 0)."""
 
 import json
-import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import run_otod as otod
+
 #: Bad input must be refused this fast: before any sweep, compile or large allocation starts.
 QUICK_SECONDS = 10
-
-
-def otod(args, cwd, timeout=60):
-    """Run ``python -m otod ARGS`` in ``cwd`` with this checkout first on the path; (result, wall seconds)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
-                            env=env, timeout=timeout)
-    return result, time.perf_counter() - start
 
 
 BAD_INPUT = [
@@ -91,6 +78,23 @@ BAD_INPUT = [
     # the exact path runs in one process: --distributed is refused before any process joins
     (["sweep", "noise", "--distributed"], "--distributed"),
     (["sweep", "params", "--problem", "nqm", "--distributed"], "--distributed"),
+    # the noise commands' value checks (once an in-process table in tests/noise/test_cli.py)
+    (["sweep", "noise", "--batch", "0..4"], "must be ≥ 1"),
+    (["sweep", "noise", "--problem", "regression", "--examples", "64", "--batch", "1..128:8:log"],
+     "larger than the data set"),
+    (["sweep", "noise", "--method", "precond:1.5"], "must lie in [0, 1]"),
+    (["sweep", "noise", "--method", "precond:-0.1"], "must lie in [0, 1]"),
+    (["sweep", "noise", "--target", "0"], "positive number"),
+    (["sweep", "noise", "--target", "-1"], "positive number"),
+    (["sweep", "noise", "--target", "100"], "below the initial loss"),
+    (["sweep", "noise", "--problem", "isotropic", "--noise", "-1"], "must be ≥ 0"),
+    (["sweep", "noise", "--problem", "rosenbrock", "--noise", "-0.5"], "must be ≥ 0"),
+    (["sweep", "noise", "--mode", "simulate", "--schedule", "linear"], "unknown schedule"),
+    (["sweep", "noise", "--mode", "exact", "--problem", "rosenbrock"], "no exact recursion"),
+    (["sweep", "noise", "--mode", "exact", "--problem", "regression"], "no exact recursion"),
+    (["sweep", "noise", "--method", "adam", "--mode", "exact"], "no exact recursion for adam"),
+    (["sweep", "params", "--batch-rule", "fixed:0"], "whole number ≥ 1"),
+    (["noise-scale", "--pairs", "8:4"], "B_small < B_big"),
 ]
 
 

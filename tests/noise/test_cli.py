@@ -1,37 +1,11 @@
-"""The noise commands as a user meets them: bad input is one line and exit code 2; a small sweep runs end to
-end and its records carry the named fields."""
+"""The noise commands as a user meets them: a small sweep runs end to end and its records carry the named fields
+(bad input: the real-process table of tests/test_bad_input_noise_cost.py)."""
 
 import json
 
-import pytest
 from click.testing import CliRunner
 
 from otod.cli import main
-
-
-@pytest.mark.parametrize("args,fragment", [
-    (["sweep", "noise", "--batch", "0..4"], "must be ≥ 1"),
-    (["sweep", "noise", "--problem", "regression", "--examples", "64", "--batch", "1..128:8:log"],
-     "larger than the data set"),
-    (["sweep", "noise", "--method", "precond:1.5"], "must lie in [0, 1]"),
-    (["sweep", "noise", "--method", "precond:-0.1"], "must lie in [0, 1]"),
-    (["sweep", "noise", "--target", "0"], "positive number"),
-    (["sweep", "noise", "--target", "-1"], "positive number"),
-    (["sweep", "noise", "--target", "100"], "below the initial loss"),
-    (["sweep", "noise", "--problem", "isotropic", "--noise", "-1"], "must be ≥ 0"),
-    (["sweep", "noise", "--problem", "rosenbrock", "--noise", "-0.5"], "must be ≥ 0"),
-    (["sweep", "noise", "--mode", "simulate", "--schedule", "linear"], "unknown schedule"),
-    (["sweep", "noise", "--mode", "exact", "--problem", "rosenbrock"], "no exact recursion"),
-    (["sweep", "noise", "--mode", "exact", "--problem", "regression"], "no exact recursion"),
-    (["sweep", "noise", "--method", "adam", "--mode", "exact"], "no exact recursion for adam"),
-    (["sweep", "params", "--batch-rule", "fixed:0"], "whole number ≥ 1"),
-    (["noise-scale", "--pairs", "8:4"], "B_small < B_big"),
-])
-def test_bad_input_is_one_line_and_exit_code_2(args, fragment):
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and fragment in lines[0], result.output
 
 
 def test_an_exact_noise_sweep_prints_its_table_and_records_carry_the_named_fields(tmp_path):
