@@ -364,14 +364,17 @@ def wait_for_devices(outputs, program: str, stall_seconds: float | None = None, 
     raised while waiting (the sweep's second Ctrl-C) becomes `Abandoned` (interrupted). On CPU devices the
     watchdog reads the process's CPU time: if it grows by less than `IDLE_CPU_FRACTION` of the wall time for
     ``stall_seconds`` (default `watchdog_seconds`; None or ``off``: no watchdog), the program is wedged and
-    `Abandoned` names it. On accelerators the host idles while the device computes, so there is no watchdog."""
+    `Abandoned` names it. On accelerators the host idles while the device computes, so there is no watchdog.
+    The polls start at 1 ms and double up to ``poll`` seconds, so a short program costs no wait."""
     leaves = [a for a in jax.tree.leaves(outputs) if hasattr(a, "is_ready")]
     stall = watchdog_seconds() if stall_seconds is None else stall_seconds
     on_cpu = all(d.platform == "cpu" for a in leaves for d in a.devices())
     since_wall, since_cpu = time.monotonic(), time.process_time()
+    nap = min(poll, 1e-3)  # short programs are picked up within a millisecond; long ones polled every ``poll``
     try:
         while not all(a.is_ready() for a in leaves):
-            time.sleep(poll)
+            time.sleep(nap)
+            nap = min(poll, 2 * nap)
             if not (on_cpu and stall):
                 continue
             wall, cpu = time.monotonic(), time.process_time()
