@@ -48,14 +48,21 @@ def exact_noise_scales(config: dict, records: list[dict]) -> list[str]:
         if not (method == "sgd" or method.startswith("precond")):
             continue
         power = float(method.split(":")[1]) if ":" in method else (1.0 if method == "precond" else 0.0)
-        rows = [r for r in records if r["method"] == method and r["status"] == "converged"]
+        rows = [r for r in records if r["method"] == method]
         start = theory.noise_scales(q, q.s0, power)
         text = f"{method}: B_simple {start[0]:.4g}, B_noise {start[1]:.4g} at the start"
-        if rows:
-            batch = max(r["batch"] for r in rows)
-            at = [r for r in rows if r["batch"] == batch]  # every converged seed there: the table's median
-            lr, step = float(np.median([r["learning_rate"] for r in at])), int(round(np.median([r["iterations"]
-                                                                                                for r in at])))
+        # the largest batch whose median over every seed (lanes that did not converge count as +∞, as in the table)
+        # is finite: its median step, not one seed's, and no unconverged lane quietly left out
+        by_batch: dict[float, list[dict]] = {}
+        for r in rows:
+            by_batch.setdefault(r["batch"], []).append(r)
+        finite = [b for b, at in by_batch.items()
+                  if np.isfinite(np.median([r["iterations"] if r["status"] == "converged" else np.inf for r in at]))]
+        if finite:
+            batch = max(finite)
+            at = by_batch[batch]
+            step = int(round(np.median([r["iterations"] if r["status"] == "converged" else np.inf for r in at])))
+            lr = float(np.median([r["learning_rate"] for r in at]))
             x = theory.contraction(q, np.array([lr]), power)[0]
             noise = theory.noise_variance(q, np.array([lr]), np.array([batch]), power)[0]
             s = theory.sgd_second_moment(step, x, noise, q.s0)
