@@ -100,19 +100,11 @@ def full_estimate(config):
 
 def check_resources(config, yes: bool, smaller: str) -> None:
     """Refuse before anything is written what will not fit in memory, or (without ``yes``) would take more than
-    an hour, from `full_estimate` (the families' declared sizes; nothing is allocated); ``smaller`` names this
-    sweep's options that shrink it."""
-    from otod.core.resources import memory_available
-    from otod.core.sweep import MAX_SECONDS, MEMORY_FRACTION
+    an hour: the core's `otod.core.sweep.check_estimate` on `full_estimate` (the families' declared sizes;
+    nothing is allocated); ``smaller`` names this sweep's options that shrink it."""
+    from otod.core.sweep import check_estimate
 
-    e = full_estimate(config)
-    available = memory_available()
-    if available is not None and e.bytes > MEMORY_FRACTION * available:
-        raise OtodError(f"{config.sweep} sweep: needs about {e.bytes / 2**30:.3g} GiB of memory and "
-                        f"{available / 2**30:.3g} GiB is free; use {smaller}")
-    if e.seconds > MAX_SECONDS and not yes:
-        raise OtodError(f"{config.sweep} sweep: about {e.lane_iterations:.3g} lane-iterations, an estimated "
-                        f"{e.seconds / 3600:.1f} h on this machine; use {smaller}, lower --max-iters, or pass --yes")
+    check_estimate(config, yes, smaller=smaller, estimated=full_estimate(config))
 
 
 def refuse_memory(need: float, what: str, hint: str, available: int | None = None) -> None:

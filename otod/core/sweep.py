@@ -368,22 +368,25 @@ def estimate(config: SweepConfig) -> Estimate:
 
 
 def check_estimate(config: SweepConfig, yes: bool = False, available: int | None = None,
-                   processes: int = 1) -> Estimate:
+                   processes: int = 1, smaller: str | None = None,
+                   estimated: Estimate | None = None) -> Estimate:
     """Refuse with one line what cannot fit in memory, or would take longer than an hour (shared among
-    ``processes``) without ``yes``."""
+    ``processes``) without ``yes``. ``smaller`` names the options that shrink this sweep (the command's own);
+    ``estimated`` is an estimate made already (the command line's, from a sample of a long axis), else
+    `estimate`."""
     from otod.core.resources import memory_available
 
-    e = estimate(config)
+    e = estimate(config) if estimated is None else estimated
+    hint = smaller or "a smaller problem (--dim, --shape, --basis eigen) or fewer seeds"
     available = memory_available() if available is None else available
     if available is not None and e.bytes > MEMORY_FRACTION * available:
         raise OtodError(f"{config.sweep} sweep: needs about {e.bytes / 2**30:.3g} GiB of memory and "
-                        f"{available / 2**30:.3g} GiB is free; use a smaller problem (--dim, --shape, --basis eigen) "
-                        "or fewer seeds")
+                        f"{available / 2**30:.3g} GiB is free; use {hint}")
     if e.seconds / processes > MAX_SECONDS and not yes:
         where = "this machine" if processes == 1 else f"each of {processes} processes"
         raise OtodError(f"{config.sweep} sweep: about {e.lane_iterations:.3g} lane-iterations, an estimated "
-                        f"{e.seconds / processes / 3600:.1f} h on {where}; narrow the grid, lower --max-iters, or "
-                        "pass --yes")
+                        f"{e.seconds / processes / 3600:.1f} h on {where}; use {smaller or 'a narrower grid'}, "
+                        "lower --max-iters, or pass --yes")
     return e
 
 
