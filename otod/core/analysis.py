@@ -1,0 +1,416 @@
+"""One analysis pipeline after the engine, for every obstacle: records as one pandas DataFrame → one setting
+(learning rate, β) per point → medians over seeds → fits whose confidence intervals resample the seeds and redo
+the selection inside every resample.
+
+The selection rule (Shallue et al. 2019, "Measuring the effects of data parallelism on neural network
+training"): a point (every axis value but β, and the series: the method, or method·init) gets the setting whose
+median count over seeds is lowest, lanes that did not converge counted as worst (+∞); ties go to the smaller rate
+and then the smaller β. Where no setting converges on more than half the seeds, the reference step (rate
+multiplier 1, the smallest β) is kept. Every seed's count at the chosen setting is reported: keeping each seed's
+own best would pick lucky runs and bias the counts low. A choice on the smallest or largest rate tried (at its
+β), or on the smallest or largest β tried, is flagged ``lr_on_edge`` / ``beta_on_edge``: the optimum may lie
+beyond the grid (or the edge is the method's stability limit: the obstacle says which).
+
+The selection is part of the estimator: a fit's bootstrap (Efron & Tibshirani 1993, §6) resamples the seed
+columns (the problem instances, shared by every point: common random numbers), re-chooses every point's setting
+on the resampled seeds, and refits. Keeping the setting chosen from all seeds would make the interval too narrow.
+
+Counts, as every table and fit reads them: a converged lane holds its count; a censored or stalled lane is only
+a lower bound (+∞ in a median: leaving it out would bias the median low); a diverged lane is +∞ for the
+selection and left out of the medians at the chosen setting (counted). A median resting on lower bounds is
+itself only a lower bound, shown as "≥ the smallest censored count" and left out of fits.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Statuses whose count is only a lower bound on the iterations to target.
+LOWER = ("censored", "stalled")
+
+
+def frame_of(source) -> pd.DataFrame:
+    """The records as a DataFrame: from a `otod.core.results.Results` (its ``to_pandas``), a list of record
+    dicts, or a DataFrame (returned as is)."""
+    if isinstance(source, pd.DataFrame):
+        return source
+    to_pandas = getattr(source, "to_pandas", None)
+    if to_pandas is not None:
+        return to_pandas()
+    return pd.DataFrame.from_records(list(source))
+
+
+def at_rung(frame: pd.DataFrame, rung: int) -> pd.DataFrame:
+    """The records as if the target were ladder rung ``rung``: iterations and status of its first hit (a lane
+    that converged at the sweep's tol but not at this rung is censored there)."""
+    hit = frame["hits"].map(lambda h: h[rung] if h is not None and len(h) > rung else None)
+    reached = hit.notna().to_numpy()
+    status = frame["status"].to_numpy(object)
+    status = np.where(reached, "converged", np.where(status == "converged", "censored", status))
+    iterations = np.where(reached, hit.to_numpy(float, na_value=np.nan), frame["iterations"].to_numpy(float))
+    return frame.assign(iterations=iterations, status=status)
+
+
+def rates_of(frame: pd.DataFrame) -> np.ndarray:
+    """Each record's learning-rate setting: its multiplier of the reference step where it has one, else its
+    absolute learning rate."""
+    multiplier = (frame["lr_multiplier"].to_numpy(float, na_value=np.nan) if "lr_multiplier" in frame
+                  else np.full(len(frame), np.nan))
+    absolute = (frame["learning_rate"].to_numpy(float, na_value=np.nan) if "learning_rate" in frame
+                else np.full(len(frame), np.nan))
+    return np.where(np.isnan(multiplier), absolute, multiplier)
+
+
+def betas_of(frame: pd.DataFrame) -> np.ndarray:
+    return frame["beta"].to_numpy(float, na_value=0.0) if "beta" in frame else np.zeros(len(frame))
+
+
+@dataclass(frozen=True)
+class Cube:
+    """One series' records as arrays [point, setting, seed].
+
+    ``points``: one row per point (the point fields' values); ``rates``/``betas``: each setting, sorted by rate
+    then β (so the first of equal scores is the tie-break's choice); ``count``: iterations (converged, or a lower
+    bound where censored or stalled), NaN where the lane diverged, was pruned or was not run; ``status``: each lane's ("" where
+    not run); ``tried``: [point, setting] has records;
+    ``row``: each lane's row in the frame (−1: none)."""
+
+    series: str
+    points: pd.DataFrame
+    rates: np.ndarray
+    betas: np.ndarray
+    seeds: np.ndarray
+    count: np.ndarray
+    status: np.ndarray
+    row: np.ndarray
+
+    @property
+    def lower(self) -> np.ndarray:
+        return np.isin(self.status, LOWER)
+
+    @property
+    def diverged(self) -> np.ndarray:
+        return self.status == "diverged"
+
+    @property
+    def tried(self) -> np.ndarray:
+        return (self.row >= 0).any(-1)
+
+    def selection_counts(self) -> np.ndarray:
+        """Counts for choosing a setting: +∞ where the lane did not converge (censored, stalled, diverged, or
+        pruned: stopped once it could no longer beat the best), NaN where it was not run."""
+        return np.where(self.row < 0, np.nan, np.where(self.status == "converged", self.count, np.inf))
+
+    def median_counts(self) -> np.ndarray:
+        """Counts for the medians at the chosen setting: +∞ for a lower bound, NaN where diverged or not run."""
+        return np.where(self.lower, np.inf, self.count)
+
+    def x(self, axis: str) -> np.ndarray:
+        return self.points[axis].to_numpy(float)
+
+
+def cubes(frame: pd.DataFrame, point: Sequence[str], series: str = "method") -> list[Cube]:
+    """One `Cube` per value of ``series`` (in order of first appearance), points sorted by the ``point`` fields."""
+    point = [p for p in point if p in frame and p != "beta"]
+    rate, beta = rates_of(frame), betas_of(frame)
+    status = frame["status"].to_numpy(object)
+    iterations = frame["iterations"].to_numpy(float, na_value=np.nan)
+    seed_codes, seeds = pd.factorize(frame["seed"], sort=True) if "seed" in frame else (
+        np.zeros(len(frame), np.int64), np.array([0]))
+    out = []
+    for name, rows in frame.groupby(series, sort=False).indices.items():
+        keys = frame.iloc[rows][point] if point else pd.DataFrame(index=range(len(rows)))
+        if point:
+            point_codes = keys.groupby(point, sort=True).ngroup().to_numpy()
+            points = keys.drop_duplicates().sort_values(point).reset_index(drop=True)
+        else:
+            point_codes, points = np.zeros(len(rows), np.int64), pd.DataFrame(index=[0])
+        settings = pd.DataFrame({"rate": rate[rows], "beta": beta[rows]})
+        setting_codes = settings.groupby(["rate", "beta"], sort=True).ngroup().to_numpy()
+        unique = settings.drop_duplicates().sort_values(["rate", "beta"])
+        shape = (len(points), len(unique), len(seeds))
+        row = np.full(shape, -1, np.int64)
+        row[point_codes, setting_codes, seed_codes[rows]] = rows
+        lane = np.where(row >= 0, row, 0)
+        ran = row >= 0
+        lane_status = np.where(ran, status[lane], "")
+        counted = (lane_status == "converged") | np.isin(lane_status, LOWER)
+        count = np.where(counted, iterations[lane], np.nan)
+        out.append(Cube(str(name), points, unique["rate"].to_numpy(float), unique["beta"].to_numpy(float),
+                        np.asarray(seeds), count, lane_status, row))
+    return out
+
+
+def nan_median(a: np.ndarray) -> np.ndarray:
+    """Median along the last axis ignoring NaN (+∞ counts as a value; NaN where a row has no value)."""
+    s = np.sort(a, axis=-1)
+    n = (~np.isnan(a)).sum(-1)
+    lo = np.take_along_axis(s, np.maximum((n - 1) // 2, 0)[..., None], -1)[..., 0]
+    hi = np.take_along_axis(s, np.maximum(n // 2, 0)[..., None], -1)[..., 0]
+    with np.errstate(invalid="ignore"):
+        return np.where(n > 0, 0.5 * (lo + hi), np.nan)
+
+
+def choose(scores: np.ndarray, cube: Cube) -> np.ndarray:
+    """The chosen setting's index per point from median scores [..., point, setting]: the lowest, the first of
+    equals (the smaller rate, then β); the reference setting (rate 1, smallest β, where tried) when every score
+    is +∞."""
+    tried = cube.tried
+    s = np.where(tried & ~np.isnan(scores), scores, np.inf)
+    best = np.argmin(s, axis=-1)
+    stuck = np.isinf(np.min(s, axis=-1))
+    if stuck.any():
+        fallback = np.argmax(tried, axis=-1)
+        reference = np.flatnonzero(cube.rates == 1.0)
+        if reference.size:
+            at_reference = tried[:, reference]
+            fallback = np.where(at_reference.any(-1), reference[np.argmax(at_reference, axis=-1)], fallback)
+        best = np.where(stuck, np.broadcast_to(fallback, best.shape), best)
+    return best
+
+
+def edges(cube: Cube, chosen: np.ndarray, finite: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lr_on_edge, beta_on_edge) per point: the chosen rate is the smallest or largest tried at its β and
+    point, or the chosen β the smallest or largest tried at that point, with a finite median (more than one
+    value tried)."""
+    tried = cube.tried
+    rate, beta = cube.rates[chosen], cube.betas[chosen]
+    same_beta = tried & (cube.betas[None, :] == beta[:, None])
+    rates_at = np.where(same_beta, cube.rates[None, :], np.nan)
+    betas_at = np.where(tried, cube.betas[None, :], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lr_edge = (same_beta.sum(-1) > 1) & ((rate == np.nanmin(rates_at, -1)) | (rate == np.nanmax(rates_at, -1)))
+        beta_values = [np.unique(b[~np.isnan(b)]) for b in betas_at]
+        beta_edge = np.array([len(v) > 1 and (b == v[0] or b == v[-1]) for v, b in zip(beta_values, beta)], bool)
+    return lr_edge & finite, beta_edge & finite
+
+
+def censored_medians(y: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Medians over the last axis with lanes in ``lower`` counted as +∞ (at least their value), NaN ignored;
+    returns (median, whether it is only a lower bound). A lower-bound median is reported as the smallest
+    censored value among those it rests on."""
+    med = nan_median(np.where(lower, np.inf, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        floor = np.nanmin(np.where(lower, y, np.nan), axis=-1) if lower.any() else np.full(med.shape, np.nan)
+    bound = np.isinf(med)
+    return np.where(bound, floor, med), bound
+
+
+class Choice(NamedTuple):
+    """A series' chosen setting per point (from every seed) and the medians there."""
+
+    cube: Cube
+    index: np.ndarray
+    median: np.ndarray
+    bound: np.ndarray
+    lr_on_edge: np.ndarray
+    beta_on_edge: np.ndarray
+
+    def at_choice(self, values: np.ndarray) -> np.ndarray:
+        """``values`` [point, setting, seed] at each point's chosen setting: [point, seed]."""
+        return np.take_along_axis(values, self.index[:, None, None], 1)[:, 0]
+
+
+def chosen(cube: Cube) -> Choice:
+    """Each point's setting chosen on every seed, with the censored medians there and the edge flags."""
+    index = choose(nan_median(cube.selection_counts()), cube)
+    pick = lambda a: np.take_along_axis(a, index[:, None, None], 1)[:, 0]  # noqa: E731
+    median, bound = censored_medians(pick(cube.count), pick(cube.lower))
+    finite = np.isfinite(median) & ~bound
+    lr_edge, beta_edge = edges(cube, index, finite)
+    return Choice(cube, index, median, bound, lr_edge, beta_edge)
+
+
+def select(frame: pd.DataFrame, point: Sequence[str], series: str = "method") -> pd.DataFrame:
+    """The records at each point's chosen setting (one per seed, in frame order), with ``lr_on_edge`` and
+    ``beta_on_edge`` set on them. Records of a single setting per point pass through (flags False)."""
+    if len(frame) == 0:
+        return frame.assign(lr_on_edge=pd.Series(dtype=bool), beta_on_edge=pd.Series(dtype=bool))
+    keep = np.zeros(len(frame), bool)
+    lr_flag = np.zeros(len(frame), bool)
+    beta_flag = np.zeros(len(frame), bool)
+    for cube in cubes(frame, point, series):
+        choice = chosen(cube)
+        rows = choice.at_choice(cube.row)
+        ran = rows >= 0
+        take = rows[ran]
+        keep[take] = True
+        lr_flag[take] = np.broadcast_to(choice.lr_on_edge[:, None], rows.shape)[ran]
+        beta_flag[take] = np.broadcast_to(choice.beta_on_edge[:, None], rows.shape)[ran]
+    return frame.assign(lr_on_edge=lr_flag, beta_on_edge=beta_flag)[keep]
+
+
+def mark_selection(frame: pd.DataFrame, point: Sequence[str], series: str = "method") -> pd.DataFrame:
+    """The frame with ``selected`` (the record is at its point's chosen setting), ``lr_on_edge`` and
+    ``beta_on_edge`` on every record (False off the chosen setting): what a sweep writes into its records."""
+    picked = select(frame, point, series)
+    out = frame.assign(selected=False, lr_on_edge=False, beta_on_edge=False)
+    out.loc[picked.index, ["selected", "lr_on_edge", "beta_on_edge"]] = np.column_stack(
+        [np.ones(len(picked), bool), picked["lr_on_edge"].to_numpy(bool), picked["beta_on_edge"].to_numpy(bool)])
+    return out.astype({"selected": bool, "lr_on_edge": bool, "beta_on_edge": bool})
+
+
+# -- fits and their bootstrap -------------------------------------------------------------------------------------
+
+
+def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Least squares y ≈ intercept + slope·x along the last axis, ignoring entries where y is not finite:
+    (slope, intercept, residual sum of squares), NaN where fewer than two distinct x remain. The one line fit
+    of every law (power laws on logs, exponential laws on log y, the lr slope)."""
+    x, y = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
+    w = np.isfinite(y) & np.isfinite(x)
+    n = w.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xm = np.where(w, x, 0).sum(-1) / n
+        ym = np.where(w, y, 0).sum(-1) / n
+        dx = np.where(w, x - xm[..., None], 0)
+        dy = np.where(w, y - ym[..., None], 0)
+        sxx = (dx * dx).sum(-1)
+        slope = (dx * dy).sum(-1) / sxx
+        intercept = ym - slope * xm
+        rss = np.where(w, (dy - slope[..., None] * dx) ** 2, 0).sum(-1)
+    ok = (n >= 2) & (sxx > 1e-12)
+    return np.where(ok, slope, np.nan), np.where(ok, intercept, np.nan), np.where(ok, rss, np.nan)
+
+
+def sorted_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(each row's sort order, the sorted rows, each row's count of non-NaN entries): what `resampled_medians`
+    needs, computed once for all bootstrap replicates."""
+    order = np.argsort(a, axis=1)
+    return order, np.take_along_axis(a, order, 1), (~np.isnan(a)).sum(1)
+
+
+def resampled_medians(rows: tuple[np.ndarray, np.ndarray, np.ndarray], cols: np.ndarray) -> np.ndarray:
+    """``nan_median(a[:, cols].transpose(1, 0, 2))`` ([replicate, row]: each row's median over the columns that
+    replicate drew, NaN ignored), bitwise, without gathering and sorting every resample.
+
+    A replicate that draws column j c_j times holds, in row i, the row's sorted values each repeated c_j times, so
+    its k-th order statistic is the first sorted value whose running count exceeds k. With the rows sorted once
+    (`sorted_rows`), a pass over the sorted positions keeps every (row, replicate)'s running count and how many
+    positions stay at or below the two middle ranks: O(rows × replicates) memory."""
+    order, ordered, valid = rows
+    n_rows, n_cols = ordered.shape
+    counts = np.zeros((n_cols, len(cols)), np.int32)
+    np.add.at(counts, (cols.ravel(), np.repeat(np.arange(len(cols)), cols.shape[1])), 1)
+    not_nan = np.zeros((n_rows, n_cols))
+    np.put_along_axis(not_nan, order, np.arange(n_cols)[None, :] < valid[:, None], 1)
+    n = (not_nan @ counts).astype(np.int32)
+    below_low, below_high = np.maximum((n - 1) // 2, 0), n // 2
+    running = np.zeros_like(n)
+    low, high = np.zeros_like(n), np.zeros_like(n)
+    for k in range(n_cols):
+        running += counts[order[:, k]]
+        low += running <= below_low
+        high += running <= below_high
+    low, high = np.minimum(low, n_cols - 1), np.minimum(high, n_cols - 1)
+    index = np.arange(n_rows)[:, None]
+    with np.errstate(invalid="ignore"):
+        return np.ascontiguousarray(np.where(n > 0, 0.5 * (ordered[index, low] + ordered[index, high]), np.nan).T)
+
+
+def deterministic(cube: Cube) -> bool:
+    """Whether every seed gave the same outcome (status and count) at every point and setting: then there is no
+    sampling error, and an interval would only restate the estimate."""
+    same_status = np.all(cube.status == cube.status[..., :1])
+    count = np.where(np.isnan(cube.count), -1.0, cube.count)
+    return cube.count.shape[-1] < 2 or bool(same_status and np.all(count == count[..., :1]))
+
+
+#: A statistic of one series: (x [point], medians [replicate, point] with lower bounds and non-finite medians as
+#: NaN) → values [replicate, k].
+Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+class Bootstrap(NamedTuple):
+    """A statistic of one series with its seed bootstrap. ``estimate`` [k] from every seed; ``replicates``
+    [replicate, k] and ``medians`` [replicate, point] (NaN: a lower bound or none) from resamples of the seeds,
+    each with its own selection; empty where ``deterministic``."""
+
+    choice: Choice
+    estimate: np.ndarray
+    replicates: np.ndarray
+    medians: np.ndarray
+    deterministic: bool
+
+    def ci(self, i: int = 0, level: float = 0.95) -> tuple[float, float]:
+        """The percentile interval of statistic ``i`` (the estimate itself where deterministic)."""
+        if self.deterministic:
+            return float(self.estimate[i]), float(self.estimate[i])
+        values = self.replicates[:, i]
+        values = values[~np.isnan(values)]
+        if values.size == 0:
+            return math.nan, math.nan
+        tail = 100 * (1 - level) / 2
+        low, high = np.percentile(values, [tail, 100 - tail])
+        return float(low), float(high)
+
+
+def fit_medians(median: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """The medians a fit uses: finite, positive and not only a lower bound; NaN elsewhere."""
+    return np.where(np.isfinite(median) & ~bound & (median > 0), median, np.nan)
+
+
+def bootstrap(cube: Cube, axis: str, statistic: Statistic, *, n_boot: int = 1000, seed: int = 0,
+              batch: int = 100) -> Bootstrap:
+    """``statistic`` of the series' medians along ``axis`` at each point's chosen setting, and its bootstrap: each
+    replicate draws the seed columns with replacement (every point at once), re-chooses every point's setting on
+    those seeds by the same rule, and recomputes the statistic on the medians there. ``batch`` replicates at a
+    time (memory O(batch × points × settings))."""
+    choice = chosen(cube)
+    x = cube.x(axis)
+    estimate = np.asarray(statistic(x, fit_medians(choice.median, choice.bound)[None, :]), float)[0]
+    if deterministic(cube):
+        return Bootstrap(choice, estimate, np.empty((0, len(estimate))), np.empty((0, len(x))), True)
+    n_points, n_settings, n_seeds = cube.count.shape
+    score_rows = sorted_rows(cube.selection_counts().reshape(-1, n_seeds))
+    median_rows = sorted_rows(cube.median_counts().reshape(-1, n_seeds))
+    rng = np.random.default_rng(seed)
+    replicates, medians = [], []
+    for start in range(0, n_boot, batch):
+        cols = rng.integers(0, n_seeds, (min(batch, n_boot - start), n_seeds))
+        scores = resampled_medians(score_rows, cols).reshape(len(cols), n_points, n_settings)
+        index = choose(scores, cube)[..., None]
+        med = np.take_along_axis(resampled_medians(median_rows, cols).reshape(scores.shape), index, -1)[..., 0]
+        med = np.where(np.isinf(med), np.nan, med)
+        medians.append(np.where(med > 0, med, np.nan))
+        replicates.append(np.asarray(statistic(x, medians[-1]), float))
+    return Bootstrap(choice, estimate, np.concatenate(replicates), np.concatenate(medians), False)
+
+
+def power_law(min_x: float | None = None) -> Statistic:
+    """(exponent b, prefactor a, RMS residual of log) of median ≈ a·x^b over the points with x ≥ ``min_x``."""
+
+    def statistic(x: np.ndarray, medians: np.ndarray) -> np.ndarray:
+        keep = np.ones(x.shape, bool) if min_x is None else x >= min_x
+        logy = np.where(keep, np.log(medians), np.nan)
+        slope, intercept, rss = fit_line(np.log(x), logy)
+        n = np.isfinite(logy).sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.stack([slope, np.exp(intercept), np.sqrt(rss / n)], -1)
+
+    return statistic
+
+
+def summary(choice: Choice, axis: str) -> pd.DataFrame:
+    """Per point of one series: the median over seeds at the chosen setting (``lower_bound`` where it is only
+    that), quartiles of the converged counts, counts by status, the chosen rate and β, and the edge flags."""
+    cube = choice.cube
+    count, status = choice.at_choice(cube.count), choice.at_choice(cube.status)
+    converged = status == "converged"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        q25, q75 = np.nanpercentile(np.where(converged, count, np.nan), [25, 75], axis=1)
+    return pd.DataFrame({
+        "method": cube.series, "value": cube.x(axis), "median": choice.median, "lower_bound": choice.bound,
+        "q25": q25, "q75": q75, "converged": converged.sum(1), "censored": (status == "censored").sum(1),
+        "stalled": (status == "stalled").sum(1), "diverged": (status == "diverged").sum(1),
+        "rate": cube.rates[choice.index], "beta": cube.betas[choice.index], "lr_on_edge": choice.lr_on_edge,
+        "beta_on_edge": choice.beta_on_edge})
