@@ -43,7 +43,7 @@ def frame_of(source) -> pd.DataFrame:
     to_pandas = getattr(source, "to_pandas", None)
     if to_pandas is not None:
         return to_pandas()
-    return pd.DataFrame.from_records(list(source))
+    return pd.DataFrame.from_records(list(getattr(source, "records", source)))
 
 
 def at_rung(frame: pd.DataFrame, rung: int) -> pd.DataFrame:
