@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,8 @@ import otod
 from otod.cli import main
 from otod.condition.options import condition_sweep
 from otod.core import results as results_io
-from otod.core.errors import OtodError
-from otod.core.sweep import run_sweep
+from otod.core.errors import Interrupted, OtodError
+from otod.core.sweep import default_path, run_sweep
 
 from tests.conftest import SMALL_RANDOM
 from tests.core.test_columns import RECORDS, synthetic
@@ -247,3 +248,64 @@ def test_a_flipped_byte_anywhere_is_refused_or_changes_nothing(tmp_path, small):
 def test_an_unknown_suffix_names_every_format(tmp_path):
     with pytest.raises(OtodError, match=r"name it \.parquet .*\.json .*\.npz"):
         results_io.save(tmp_path / "r.csv", {}, [])
+
+
+# -- the default file: resume, lock, earlier defaults ------------------------------------------------------------
+
+
+def _interrupt_after(n_chunks: int):
+    seen = {"chunks": 0}
+
+    def progress(_):
+        seen["chunks"] += 1
+        if seen["chunks"] == n_chunks:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return progress
+
+
+def test_an_interrupted_default_sweep_resumes_into_parquet_with_the_uninterrupted_records(tmp_path):
+    config = condition_sweep((1.0, 5.0, 25.0, 125.0), methods=("gd", "heavy-ball", "newton"), problem=SMALL_RANDOM,
+                             seeds=2, chunk_seconds=1e-9)
+    full = run_sweep(config, path=tmp_path / "full.json")
+    folder = tmp_path / "runs"
+    with pytest.raises(Interrupted):
+        run_sweep(config, out_dir=folder, progress=_interrupt_after(4))
+    path = folder / f"condition-{config.digest()}.parquet"
+    assert not path.exists() and results_io.journal_path(path).exists()
+    assert default_path(config, folder) == path
+    resumed = run_sweep(config, out_dir=folder)
+    assert resumed.path == path and resumed.meta["resumed_chunks"] == 4
+    assert results_io.load(path).records == full.records and resumed.meta["chunks"] == full.meta["chunks"]
+    assert not results_io.journal_path(path).exists() and not path.with_name(path.name + ".lock").exists()
+    with results_io.lock(path), pytest.raises(OtodError, match="another otod run is writing it"):
+        run_sweep(config, out_dir=folder)
+
+
+@pytest.mark.parametrize("suffix,journal", [(".json", False), (".npz", False), (".json", True)])
+def test_a_file_or_journal_of_an_earlier_default_format_is_read_back_or_resumed(tmp_path, suffix, journal):
+    """Before Parquet, sweeps wrote ``<sweep>-<digest>.json`` (or ``.npz``) by default: the same command finds
+    that file or its journal, so it neither recomputes a finished sweep nor orphans an interrupted one."""
+    config = condition_sweep((2.0, 20.0), methods=("gd", "newton"), problem=SMALL_RANDOM, seeds=2,
+                             chunk_seconds=1e-9)
+    old = tmp_path / f"condition-{config.digest()}{suffix}"
+    if journal:
+        with pytest.raises(Interrupted):
+            run_sweep(config, path=old, progress=_interrupt_after(1))
+    else:
+        run_sweep(config, path=old)
+    assert default_path(config, tmp_path) == old
+    again = run_sweep(config, out_dir=tmp_path)
+    assert again.path == old and again.meta.get("read_back", False) is not journal
+    assert not list(tmp_path.glob("*.parquet"))
+
+
+def test_the_noise_exact_path_defaults_to_parquet(tmp_path):
+    from otod.noise.exact import exact_path
+    from otod.noise.options import noise_config
+
+    config, _ = noise_config(batch="1,4", method="sgd", mode="exact", dim=20, target="0.5", lr="1")
+    assert exact_path(config, tmp_path) == tmp_path / f"noise-exact-{config.digest()}.parquet"
+    assert exact_path(config, tmp_path / "x.json") == tmp_path / "x.json"
+    (tmp_path / f"noise-exact-{config.digest()}.json").write_text("{}")
+    assert exact_path(config, tmp_path).suffix == ".json"
