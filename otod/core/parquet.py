@@ -19,9 +19,8 @@ split list). Masks are stored as zlib-compressed bitmaps in base64.
 Integrity: the header's ``sha256`` covers the record count, the column specs and every column's canonical content
 (name, Arrow type, validity, values; strings by their codes in order of first appearance and their labels), so
 it does not depend on how Parquet chunks or encodes the data; the metadata has its own ``meta_sha256``
-(`otod.core.results.meta_checksum`); Parquet's page CRCs are written and checked too. A truncated, damaged,
-edited or foreign file is refused in one line, and checking costs a pass over the columns, never the records as
-dicts.
+(`otod.core.results.meta_checksum`). A truncated, damaged, edited or foreign file is refused in one line, and
+checking costs a pass over the columns, never the records as dicts.
 """
 
 from __future__ import annotations
@@ -191,15 +190,15 @@ def data_checksum(length: int, specs: list[dict], arrow) -> str:
 
 
 def write_table(file, meta: dict, table: Table) -> None:
-    """Write ``meta`` and ``table`` to the open binary ``file`` as Parquet (zstd, page checksums), the header in
-    the schema metadata."""
+    """Write ``meta`` and ``table`` to the open binary ``file`` as Parquet (zstd), the header in the schema
+    metadata."""
     pa = _arrow()
     arrow, specs = arrow_table(table)
     header = {"format": FORMAT, "meta": meta, "length": table.length, "columns": specs,
               "sha256": data_checksum(table.length, specs, arrow)}
     text = json.dumps(header, separators=(",", ":"), allow_nan=False)
     arrow = arrow.replace_schema_metadata({KEY: text.encode()})
-    pa.parquet.write_table(arrow, file, compression=COMPRESSION, write_page_checksum=True)
+    pa.parquet.write_table(arrow, file, compression=COMPRESSION)
 
 
 def read_header(path: Path) -> dict | None:
@@ -285,7 +284,7 @@ def load_table(path: Path, refuse) -> tuple[dict, Table]:
         if header.get("format") != FORMAT:
             raise OtodError(f"results file {path}: format {header.get('format')!r} is not one this otod reads "
                             f"({FORMAT!r}); it was written by another version of otod")
-        arrow = pa.parquet.read_table(path, page_checksum_verification=True)
+        arrow = pa.parquet.read_table(path)
         check_shape(pa, header, arrow, refuse)
         if data_checksum(header["length"], header["columns"], arrow) != header.get("sha256"):
             raise refuse("its records do not match their checksum (edited or damaged)")
