@@ -29,6 +29,7 @@ import base64
 import hashlib
 import json
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,33 +157,54 @@ def arrow_table(table: Table):
     return pa.table(dict(arrays)) if arrays else pa.table({}), specs
 
 
-# -- the data checksum -------------------------------------------------------------------------------------------
+# -- the data checksum: over each column's canonical content, which the Columns are built from ----------------
 
 
-def _column_digest(h, pa, name: str, column) -> None:
-    """Feed one Arrow column's canonical content to the hash ``h``: independent of chunks, encodings and the
-    bytes under nulls."""
+@dataclass(frozen=True)
+class Canonical:
+    """One Arrow column as NumPy, whatever its chunks and encodings: ``nulls`` (None where there are none) and
+    ``values`` (nulls filled with 0, NaN or False; for strings the codes in order of first appearance, −1 where
+    null, with their ``labels``; None for the null type)."""
+
+    name: str
+    type: str
+    length: int
+    nulls: np.ndarray | None
+    values: np.ndarray | None
+    labels: list[str] | None = None
+
+
+def canonical(pa, name: str, column) -> Canonical:
+    """The `Canonical` form of one Arrow column (a ChunkedArray)."""
     pc = pa.compute
-    h.update(json.dumps([name, str(column.type), len(column)]).encode())
-    if pa.types.is_null(column.type):
-        return
-    h.update(np.packbits(column.is_null().to_numpy(zero_copy_only=False)).tobytes())
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+    nulls = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
+    kind = column.type
+    if pa.types.is_null(kind):
+        return Canonical(name, str(kind), len(column), nulls, None)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         encoded = pc.dictionary_encode(column.combine_chunks())
-        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        h.update(codes.tobytes())
-        h.update(json.dumps(encoded.dictionary.to_pylist()).encode())
-        return
-    filler = False if pa.types.is_boolean(column.type) else 0
-    h.update(np.ascontiguousarray(pc.fill_null(column, filler).to_numpy(zero_copy_only=False)).tobytes())
+        indices = pc.fill_null(encoded.indices, -1) if nulls is not None else encoded.indices
+        return Canonical(name, str(kind), len(column), nulls, indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                         encoded.dictionary.to_pylist())
+    filler = False if pa.types.is_boolean(kind) else float("nan") if pa.types.is_floating(kind) else 0
+    filled = pc.fill_null(column, filler) if nulls is not None else column
+    return Canonical(name, str(kind), len(column), nulls, filled.to_numpy(zero_copy_only=False))
 
 
-def data_checksum(length: int, specs: list[dict], arrow) -> str:
-    """SHA-256 of the record count, the column specs and every column's canonical content."""
+def canonical_columns(arrow) -> dict[str, Canonical]:
     pa = _arrow()
+    return {name: canonical(pa, name, column) for name, column in zip(arrow.column_names, arrow.columns)}
+
+
+def data_checksum(length: int, specs: list[dict], columns: dict[str, Canonical]) -> str:
+    """SHA-256 of the record count, the column specs and every column's canonical content (`Canonical`): the
+    same whatever Parquet's chunks, encodings or bytes under nulls."""
     h = hashlib.sha256(json.dumps([length, specs], sort_keys=True, separators=(",", ":")).encode())
-    for name, column in zip(arrow.column_names, arrow.columns):
-        _column_digest(h, pa, name, column)
+    for c in columns.values():
+        h.update(json.dumps([c.name, c.type, c.length, c.nulls is not None, c.labels]).encode())
+        for part in (c.nulls if c.nulls is None else np.packbits(c.nulls), c.values):
+            if part is not None:
+                h.update(np.ascontiguousarray(part).data)
     return h.hexdigest()
 
 
@@ -195,7 +217,7 @@ def write_table(file, meta: dict, table: Table) -> None:
     pa = _arrow()
     arrow, specs = arrow_table(table)
     header = {"format": FORMAT, "meta": meta, "length": table.length, "columns": specs,
-              "sha256": data_checksum(table.length, specs, arrow)}
+              "sha256": data_checksum(table.length, specs, canonical_columns(arrow))}
     text = json.dumps(header, separators=(",", ":"), allow_nan=False)
     arrow = arrow.replace_schema_metadata({KEY: text.encode()})
     pa.parquet.write_table(arrow, file, compression=COMPRESSION)
@@ -208,44 +230,31 @@ def read_header(path: Path) -> dict | None:
     return json.loads(metadata[KEY]) if KEY in metadata else None
 
 
-def _numbers(pa, column, dtype, filler) -> np.ndarray:
-    return pa.compute.fill_null(column, filler).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+def _mask(c: Canonical, n: int) -> np.ndarray:
+    return np.zeros(n, bool) if c.nulls is None else c.nulls
 
 
-def _codes_labels(pa, column) -> tuple[np.ndarray, np.ndarray]:
-    """A string column as (codes, labels): labels in order of first appearance, code −1 where null."""
-    encoded = pa.compute.dictionary_encode(column.combine_chunks())
-    codes = pa.compute.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    labels = np.asarray(encoded.dictionary.to_pylist(), dtype=str) if len(encoded.dictionary) else \
-        np.zeros(0, dtype="<U1")
-    return codes, labels
-
-
-def column_of(pa, spec: dict, arrow, n: int) -> Column:
-    """The `Column` of one spec from the Arrow table (absent records null, as `otod.core.columns.table_of` has
-    them)."""
+def column_of(spec: dict, columns: dict[str, Canonical], n: int) -> Column:
+    """The `Column` of one spec from the canonical columns (absent records null, as
+    `otod.core.columns.table_of` has them)."""
     name, kind = spec["name"], spec["kind"]
     absent = unpack_mask(spec["absent"], n) if "absent" in spec else None
     present = None if absent is None else ~absent
     if kind in LIST_KINDS:
-        parts = [arrow.column(f"{name}[{j}]") for j in range(spec["width"])]
+        parts = [columns[f"{name}[{j}]"] for j in range(spec["width"])]
         whole = unpack_mask(spec["null"], n) if "null" in spec else np.zeros(n, bool)
         null = whole if absent is None else whole | absent
-        gone = np.stack([p.is_null().to_numpy(zero_copy_only=False) for p in parts], axis=1) & ~null[:, None]
-        dtype, filler = (np.int64, 0) if kind == "int-list" else (np.float64, float("nan"))
-        values = np.stack([_numbers(pa, p, dtype, filler) for p in parts], axis=1)
+        gone = np.stack([_mask(p, n) for p in parts], axis=1) & ~null[:, None]
+        values = np.stack([p.values for p in parts], axis=1)
         return Column(name, kind, values, null=null if null.any() else None, present=present,
                       item_null=gone if gone.any() else None)
-    column = arrow.column(name)
-    nulls = column.is_null().to_numpy(zero_copy_only=False)
-    null = nulls if nulls.any() else None
+    c = columns[name]
     if kind == "none":
-        return Column(name, kind, null=null, present=present)
+        return Column(name, kind, null=c.nulls, present=present)
     if kind in ("str", "json"):
-        codes, labels = _codes_labels(pa, column)
-        return Column(name, kind, codes, labels, null=null, present=present)
-    dtype, filler = {"int": (np.int64, 0), "float": (np.float64, float("nan")), "bool": (bool, False)}[kind]
-    return Column(name, kind, _numbers(pa, column, dtype, filler), null=null, present=present)
+        labels = np.asarray(c.labels, dtype=str) if c.labels else np.zeros(0, dtype="<U1")
+        return Column(name, kind, c.values, labels, null=c.nulls, present=present)
+    return Column(name, kind, c.values, null=c.nulls, present=present)
 
 
 def _expected_type(pa, kind: str):
@@ -286,9 +295,10 @@ def load_table(path: Path, refuse) -> tuple[dict, Table]:
                             f"({FORMAT!r}); it was written by another version of otod")
         arrow = pa.parquet.read_table(path)
         check_shape(pa, header, arrow, refuse)
-        if data_checksum(header["length"], header["columns"], arrow) != header.get("sha256"):
+        canon = canonical_columns(arrow)
+        if data_checksum(header["length"], header["columns"], canon) != header.get("sha256"):
             raise refuse("its records do not match their checksum (edited or damaged)")
-        columns = tuple(column_of(pa, spec, arrow, header["length"]) for spec in header["columns"])
+        columns = tuple(column_of(spec, canon, header["length"]) for spec in header["columns"])
     except OtodError:
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, zlib.error, pa.ArrowException) as e:
