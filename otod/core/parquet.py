@@ -154,7 +154,7 @@ def arrow_table(table: Table):
         kind = c.kind if split or c.kind not in LIST_KINDS else "json"
         arrays += arrays_of(c, table.length, split)
         specs.append(spec_of(c, kind))
-    return pa.table(dict(arrays)) if arrays else pa.table({}), specs
+    return pa.table(dict(arrays)), specs
 
 
 # -- the data checksum: over each column's canonical content, which the Columns are built from ----------------

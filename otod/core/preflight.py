@@ -29,8 +29,9 @@ def given_options() -> frozenset[str]:
 
 
 def results_out(out: str, option: str = "--out") -> str:
-    """Check a sweep's ``--out``: a results file (``.parquet``, ``.json`` or ``.npz``) or a folder (a name without an extension,
-    or an existing folder). Anything else (``x.csv``) is refused before a folder of that name is created."""
+    """Check a sweep's ``--out``: a results file (``.parquet``, ``.json`` or ``.npz``) or a folder (a name without
+    an extension, or an existing folder). Anything else (``x.csv``) is refused before a folder of that name is
+    created."""
     path = Path(out)
     if path.suffix in RESULT_SUFFIXES or path.is_dir() or not path.suffix:
         if path.exists() and not path.is_dir() and path.suffix not in RESULT_SUFFIXES:

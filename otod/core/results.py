@@ -271,8 +271,8 @@ def _columns_module(suffix: str):
 def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]] | None = None,
          table=None) -> Path:
     """Write a results file atomically, in the format its suffix names (``.parquet``, ``.json`` or ``.npz``), and
-    return its path. ``meta`` gets ``record_count``; if it lists ``chunks``, their lane counts must add up to the records
-    (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
+    return its path. ``meta`` gets ``record_count``; if it lists ``chunks``, their lane counts must add up to the
+    records (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
     path = Path(path)
     suffix = check_suffix(path)
     count = table.length if records is None else len(records)
