@@ -1,24 +1,25 @@
-"""Benchmark: a 10⁶-record results file saved and loaded (and verified) in each format, and `otod fit` on it.
+"""Benchmark: a 10⁶-record results file written, read and fitted in each format: Parquet (``.parquet``, the
+default, `otod.core.parquet`), otod's npz (``.npz``) and JSON (``.json``, otod-results/2).
 
-Formats: JSON (``.json``, otod-results/2), otod's npz (``.npz``, members deflated at level 1) and, when pyarrow
-is importable, Parquet (the columns of `Results.columns`, zstd-compressed; pyarrow's own page checksums are its
-only check). The records are synthetic but realistic (`synthetic_results.py`: every field a condition sweep
-writes, from a seed). Every format's save and load alternate over ``--repeats`` runs (the order of formats rotates
-each run); a load counts as done when the records (JSON) or the columns (npz, Parquet: `Results.columns()`) are in
-memory, verified against their checksums. Each loaded set is
-checked equal to the saved one (records for JSON, columns for the others; npz's records are also built from
-its columns, timed, and checked equal). Then the metadata gets what a sweep stores after its last chunk (FLOPs
-per iteration and the exact theory's medians, `synthetic_results.sweep_theory`: timed, paid once per sweep), and
-``otod fit`` runs on the npz file, in a fresh process, ``--fit-repeats`` times. Between the two, the npz member
-compressions (stored, deflate level 1 and 6) are compared on one table: write time against size.
+The records are synthetic but realistic (`synthetic_results.py`: every field a condition sweep writes, from a
+seed). Write = `results.save` from the list of dicts (each columnar format turns them into columns first);
+read = `results.load` (verified against the file's checksums) + `Results.to_pandas()`, the data frame a user
+works on; every frame is checked equal to the one built from the saved records (and, for Parquet, to
+``pandas.read_parquet``'s). The formats alternate over ``--repeats`` runs, their order rotating each run. Then
+the metadata gets what a sweep stores after its last chunk (FLOPs per iteration and the exact theory's medians,
+`synthetic_results.sweep_theory`: timed, paid once per sweep) and ``otod fit`` runs on the file of each of
+``--fit-formats`` in a fresh process, alternating, ``--fit-repeats`` times; their reports must be identical.
+``--compressions`` adds issue 11's comparison of npz member compressions (write time against size).
 
-    python3 benchmarks/bench_results.py [--records 1000000] [--repeats 5] [--fit-repeats 3]
+    python3 benchmarks/bench_results.py [--records 1000000] [--repeats 5] [--fit-repeats 5]
+        [--formats parquet,npz,json] [--fit-formats parquet,npz] [--compressions]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import os
 import statistics
 import subprocess
@@ -78,115 +79,116 @@ def compare_compressions(meta: dict, records: list, folder: Path, repeats: int) 
               f"{statistics.median(ratios):.2f}; size {a}/{b} {sizes[a] / sizes[b]:.2f}")
 
 
-def save_parquet(path: Path, meta: dict, records: list) -> None:
-    import json
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table(results_io.Results(meta, records).columns())
-    table = table.replace_schema_metadata({"otod": json.dumps(results_io.jsonable(meta))})
-    pq.write_table(table, path, compression="zstd")
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
 
 
-def load_parquet(path: Path) -> dict:
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path)
-    return {name: table.column(name).to_numpy() for name in table.column_names}
+def ratios(a: list[float], b: list[float]) -> str:
+    per_run = [x / y for x, y in zip(a, b)]
+    return f"per-run ratios {', '.join(f'{r:.2f}' for r in per_run)}; median {statistics.median(per_run):.2f}"
 
 
-def same_columns(a: dict, b: dict) -> bool:
-    def norm(v):
-        v = np.asarray(v)
-        return v.astype(object) if v.dtype.kind in "OUS" else v.astype(float)
+def write_and_read(meta: dict, records: list, folder: Path, names: list[str], repeats: int) -> dict:
+    """Save (`results.save`) and read back (`results.load` + `Results.to_pandas`) each format in rotating order,
+    ``repeats`` runs; every frame is checked equal to the one built from the saved records. Returns the times."""
+    import pandas as pd
 
-    return a.keys() == b.keys() and all(
-        np.array_equal(norm(a[k]), norm(b[k]), equal_nan=np.asarray(a[k]).dtype.kind not in "OUS") for k in a)
+    expected = results_io.Results(meta, records).to_pandas()
+    times = {name: {"write": [], "load": [], "to_pandas": [], "read": []} for name in names}
+    sizes = {}
+    for rep in range(repeats):
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for name in order:
+            path = folder / f"r.{name}"
+            path.unlink(missing_ok=True)
+            _, took = timed(lambda: results_io.save(path, meta, records))
+            times[name]["write"].append(took)
+            sizes[name] = path.stat().st_size
+            loaded, load_s = timed(lambda: results_io.load(path))
+            frame, frame_s = timed(loaded.to_pandas)
+            times[name]["load"].append(load_s)
+            times[name]["to_pandas"].append(frame_s)
+            times[name]["read"].append(load_s + frame_s)
+            pd.testing.assert_frame_equal(frame, expected)
+            if name == "parquet":
+                pd.testing.assert_frame_equal(pd.read_parquet(path), expected)
+            del loaded, frame
+        print(f"run {rep + 1} (load {os.getloadavg()[0]:.1f}): " + ", ".join(
+            f"{n} write {times[n]['write'][-1]:.2f} s read {times[n]['read'][-1]:.2f} s" for n in names), flush=True)
+    print(f"\n{'format':8} {'write median':>13} {'read median':>12} {'(load':>7} {'+ to_pandas)':>13} {'size MB':>8}")
+    for name in names:
+        t = {k: statistics.median(v) for k, v in times[name].items()}
+        print(f"{name:8} {t['write']:12.2f}s {t['read']:11.2f}s {t['load']:6.2f}s {t['to_pandas']:12.2f}s "
+              f"{sizes[name] / 1e6:8.1f}")
+    for a, b in (("parquet", "npz"), ("json", "parquet")):
+        if a in times and b in times:
+            for what in ("write", "read"):
+                print(f"{a}/{b} {what}: {ratios(times[a][what], times[b][what])}")
+    return times
+
+
+def fit_runs(paths: dict[str, Path], repeats: int) -> None:
+    """``otod fit FILE`` in a fresh process per run, the formats alternating (order rotating each run); the
+    reports (less the line naming the file) must be identical."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    names = list(paths)
+    times = {name: [] for name in names}
+    reports = {}
+    for rep in range(repeats):
+        order = names[rep % len(names):] + names[:rep % len(names)]
+        for name in order:
+            out, took = timed(lambda: subprocess.run([sys.executable, "-m", "otod", "fit", str(paths[name])], env=env,
+                                                     check=True, capture_output=True, text=True))
+            times[name].append(took)
+            reports[name] = out.stdout.split("\n", 1)[1]
+        print(f"fit run {rep + 1} (load {os.getloadavg()[0]:.1f}): "
+              + ", ".join(f"{n} {times[n][-1]:.2f} s" for n in names), flush=True)
+    if len(set(reports.values())) != 1:
+        sys.exit("otod fit reports differ between formats")
+    for name in names:
+        print(f"otod fit on the {name} file (fresh process): {', '.join(f'{t:.2f}' for t in times[name])} s; "
+              f"median {statistics.median(times[name]):.2f} s")
+    for a, b in itertools.combinations(names, 2):
+        print(f"fit {a}/{b}: {ratios(times[a], times[b])}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=10 ** 6)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--fit-repeats", type=int, default=3)
+    parser.add_argument("--fit-repeats", type=int, default=5)
+    parser.add_argument("--formats", default="parquet,npz,json",
+                        help="formats written and read, alternating (comma list of parquet, npz, json)")
+    parser.add_argument("--fit-formats", default="parquet,npz", help="formats `otod fit` runs on, alternating")
+    parser.add_argument("--compressions", action="store_true", help="also compare the npz member compressions")
     args = parser.parse_args()
-    print(f"{datetime.date.today()}  CPU: {cpu_model()} ({os.cpu_count()} cores)  load before: {os.getloadavg()}")
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}")
-    t0 = time.perf_counter()
-    meta, records = synthetic(args.records)
-    print(f"{len(records)} synthetic records in {time.perf_counter() - t0:.1f} s")
-    expected = results_io.Results(meta, records).columns()
+    import pandas
+    import pyarrow
 
-    formats = {"json": (".json", lambda p: results_io.save(p, meta, records), lambda p: results_io.load(p).records),
-               "npz": (".npz", lambda p: results_io.save(p, meta, records), lambda p: results_io.load(p).columns())}
-    try:
-        import pyarrow
-
-        formats["parquet"] = (".parquet", lambda p: save_parquet(p, meta, records), load_parquet)
-        print(f"pyarrow {pyarrow.__version__}")
-    except ImportError:
-        print("pyarrow not importable: Parquet left out")
-    times = {name: {"save": [], "load": []} for name in formats}
-    sizes = {}
+    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  CPU: {cpu_model()} "
+          f"({os.cpu_count()} cores)  load before: {os.getloadavg()}")
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, pandas {pandas.__version__}, "
+          f"pyarrow {pyarrow.__version__}")
+    (meta, records), took = timed(lambda: synthetic(args.records))
+    print(f"{len(records)} synthetic records in {took:.1f} s")
     with tempfile.TemporaryDirectory() as tmp:
-        names = list(formats)
-        for rep in range(args.repeats):
-            order = names[rep % len(names):] + names[:rep % len(names)]
-            for name in order:
-                suffix, save, load = formats[name]
-                path = Path(tmp) / f"{name}{suffix}"
-                path.unlink(missing_ok=True)
-                t = time.perf_counter()
-                save(path)
-                times[name]["save"].append(time.perf_counter() - t)
-                sizes[name] = path.stat().st_size
-                t = time.perf_counter()
-                loaded = load(path)
-                times[name]["load"].append(time.perf_counter() - t)
-                ok = loaded == records if name == "json" else same_columns(loaded, expected)
-                if name == "npz":
-                    t = time.perf_counter()
-                    ok = ok and results_io.load(path).records == records
-                    times[name].setdefault("records", []).append(time.perf_counter() - t)
-                if not ok:
-                    sys.exit(f"{name}: what was loaded differs from what was saved")
-                del loaded
-            print(f"run {rep + 1}: " + ", ".join(f"{n} save {times[n]['save'][-1]:.2f} s load {times[n]['load'][-1]:.2f} s"
-                                                for n in names), flush=True)
-        print(f"\n{'format':12} {'save median':>12} {'load median':>12} {'size MB':>9}  (load = read + verify; to records for json, to columns() for the others)")
-        for name in names:
-            print(f"{name:12} {statistics.median(times[name]['save']):11.2f}s {statistics.median(times[name]['load']):11.2f}s"
-                  f" {sizes[name] / 1e6:9.1f}")
-        print(f"npz load + verify + build the list of record dicts: median {statistics.median(times['npz']['records']):.2f} s")
-        for name in names[1:]:
-            for what in ("save", "load"):
-                ratios = [a / b for a, b in zip(times["json"][what], times[name][what])]
-                print(f"json/{name} {what}: per-run ratios {', '.join(f'{r:.1f}' for r in ratios)}; median "
-                      f"{statistics.median(ratios):.1f}")
-        if "parquet" in times:
-            for what in ("save", "load"):
-                ratios = [a / b for a, b in zip(times["parquet"][what], times["npz"][what])]
-                print(f"parquet/npz {what}: per-run ratios {', '.join(f'{r:.2f}' for r in ratios)}; median "
-                      f"{statistics.median(ratios):.2f}")
-        compare_compressions(meta, records, Path(tmp), args.repeats)
-        from synthetic_results import sweep_theory
-        from otod.core.sweep import SweepConfig
+        write_and_read(meta, records, Path(tmp), args.formats.split(","), args.repeats)
+        if args.compressions:
+            compare_compressions(meta, records, Path(tmp), args.repeats)
+        if args.fit_repeats:
+            from synthetic_results import sweep_theory
 
-        t = time.perf_counter()
-        meta.update(sweep_theory(SweepConfig.from_dict(meta["config"])))
-        print(f"the theory a sweep stores after its last chunk (FLOPs, exact medians of {len(records)} lanes): "
-              f"{time.perf_counter() - t:.1f} s, once", flush=True)
-        npz = Path(tmp) / "fit.npz"
-        results_io.save(npz, meta, records)
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        fits = []
-        for _ in range(args.fit_repeats):
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "otod", "fit", str(npz)], env=env, check=True, capture_output=True)
-            fits.append(time.perf_counter() - t)
-        print(f"otod fit on {len(records)} records (npz, fresh process): {', '.join(f'{f:.1f}' for f in fits)} s; "
-              f"median {statistics.median(fits):.1f} s")
+            from otod.core.sweep import SweepConfig
+
+            theory, took = timed(lambda: sweep_theory(SweepConfig.from_dict(meta["config"])))
+            meta.update(theory)
+            print(f"the theory a sweep stores after its last chunk (FLOPs, exact medians of {len(records)} lanes): "
+                  f"{took:.1f} s, once", flush=True)
+            paths = {name: results_io.save(Path(tmp) / f"fit.{name}", meta, records)
+                     for name in args.fit_formats.split(",")}
+            fit_runs(paths, args.fit_repeats)
     print(f"load after: {os.getloadavg()}")
 
 

@@ -47,8 +47,8 @@ def main():
     \b
     Examples:
       otod sweep condition --k 1..100
-      otod fit results/condition-*.json
-      otod convert results/condition-0123456789.npz condition.json
+      otod fit results/condition-*.parquet
+      otod convert results/condition-0123456789.parquet condition.json
       otod figures condition
     """
     from otod.core import compilation_cache, devices
@@ -75,7 +75,7 @@ def _load_sweep(path):
     from otod.core.registry import sweep_kind
 
     if Path(path).is_dir():
-        raise OtodError(f"results file {path}: a folder; give the results files in it, e.g. {Path(path) / '*.json'}")
+        raise OtodError(f"results file {path}: a folder; give the results files in it, e.g. {Path(path) / '*.parquet'}")
     results = results_io.load(path)
     if results.meta.get("kind") != "sweep":
         raise OtodError(f"results file {path}: holds {results.meta.get('kind')!r} results, not a sweep")
@@ -94,8 +94,8 @@ def fit_command(files, full, tol):
 
     \b
     Examples:
-      otod fit results/condition-0123456789.json
-      otod fit results/condition-0123456789.json --tol 1e-3
+      otod fit results/condition-0123456789.parquet
+      otod fit results/condition-0123456789.parquet --tol 1e-3
     """
     from otod.core.errors import OtodError
     from otod.core.preflight import quiet_numerics
@@ -123,7 +123,7 @@ def plot_command(files, x_axis, out, pdf):
 
     \b
     Example:
-      otod plot results/condition-0123456789.json --x-axis flops
+      otod plot results/condition-0123456789.parquet --x-axis flops
     """
     from pathlib import Path
 
@@ -184,7 +184,8 @@ def figures_command(groups, out):
 @main.command("merge")
 @click.argument("parts", nargs=-1, required=True)
 @click.option("--out", default=None, type=click.Path(dir_okay=False),
-              help="The results file to write. Default: the parts' name less .part-I-of-N. E.g. --out merged.json")
+              help="The results file to write (.parquet, .json or .npz). Default: the parts' name less "
+                   ".part-I-of-N. E.g. --out merged.parquet")
 @user_errors
 def merge_command(parts, out):
     """Join the part files of a distributed sweep (copied together from several hosts) into its results file.
@@ -194,8 +195,8 @@ def merge_command(parts, out):
 
     \b
     Examples:
-      otod merge results/condition-1a2b3c4d5e.json.part-*
-      otod merge host0/x.json.part-0-of-2 host1/x.json.part-1-of-2 --out x.json
+      otod merge results/condition-1a2b3c4d5e.parquet.part-*
+      otod merge host0/x.parquet.part-0-of-2 host1/x.parquet.part-1-of-2 --out x.parquet
     """
     from otod.core.sweep import merge
 
@@ -208,14 +209,15 @@ def merge_command(parts, out):
 @click.argument("target")
 @user_errors
 def convert_command(source, target):
-    """Rewrite a results file in another format, chosen by TARGET's suffix: .json (one JSON document) or .npz
-    (NumPy columns, what sweeps of 10⁵ lanes and more write). The source is verified first; an existing TARGET is
-    refused.
+    """Rewrite a results file in another format, chosen by TARGET's suffix: .parquet (columns pandas reads; what
+    sweeps write), .json (one JSON document) or .npz (NumPy columns). The source is verified first; an existing
+    TARGET is refused.
 
     \b
     Examples:
-      otod convert results/condition-0123456789.npz condition.json
-      otod convert results/condition-0123456789.json condition.npz
+      otod convert results/condition-0123456789.parquet condition.json
+      otod convert results/condition-0123456789.json condition.parquet
+      otod convert results/condition-0123456789.npz condition.parquet
     """
     from otod.core.results import convert
 

@@ -185,7 +185,7 @@ def test_params_in_a_folder_writes_a_file_per_rule_and_one_figure(tmp_path):
     result, _ = otod(["sweep", "params", "--mode", "exact", "--dim", "10..100:3:log", "--out", "runs", "--json"],
                      tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert len(list((tmp_path / "runs").glob("params-exact-*.json"))) == 2
+    assert len(list((tmp_path / "runs").glob("params-exact-*.parquet"))) == 2
     assert len(list((tmp_path / "runs").glob("*.png"))) == 1
     records = json.loads(result.stdout)
     assert {r.get("batch_ratio") is None for r in records} == {True, False}  # both rules' records

@@ -91,8 +91,9 @@ COMMON_SWEEP_OPTIONS = (
                                                "precision rule. E.g. --x64"),
     click.Option(["--x32"], is_flag=True, help="Compute in float32 (not with --x64). E.g. --x32"),
     click.Option(["--out"], default="results", show_default=True,
-                 help="Folder for the results file and figure, or the results file itself (.json, or .npz: NumPy "
-                      "columns; the default from 10⁵ lanes). E.g. --out runs/ or --out runs/big.npz"),
+                 help="Folder for the results file and figure, or the results file itself: .parquet (the default; "
+                      "pandas.read_parquet reads it), .json or .npz (NumPy columns). E.g. --out runs/ or "
+                      "--out runs/k.json"),
     click.Option(["--json", "as_json"], is_flag=True,
                  help="Print the records as JSON to stdout (tables go to stderr). E.g. --json | jq"),
     click.Option(["--no-plot"], is_flag=True, help="Skip the figure. E.g. --no-plot"),
@@ -118,7 +119,7 @@ def common_sweep_options(command_fn):
 
     The body receives them checked, or None where not given, so that it can refuse what its mode ignores:
     ``seeds`` (int ≥ 1 or None), ``seed`` (0..2^31 − 1 or None), ``x64`` (True for --x64, False for --x32, None
-    for neither), ``out`` (a folder or a .json/.npz file), ``as_json``, ``no_plot``, ``pdf``, ``yes`` and
+    for neither), ``out`` (a folder or a .parquet/.json/.npz file), ``as_json``, ``no_plot``, ``pdf``, ``yes`` and
     ``chunk_seconds`` (seconds > 0 or None); the defaults each help text states are the body's to apply.
     Contradictions end as one line and exit code 2 before the body runs: --x64 with --x32, --pdf with --no-plot,
     an --out with another extension."""

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from otod.core.errors import OtodError
 
-#: The results formats a sweep writes.
-RESULT_SUFFIXES = (".json", ".npz")
+#: The results formats a sweep writes (`otod.core.results.SUFFIXES`, kept here so that checking options imports
+#: nothing more).
+RESULT_SUFFIXES = (".parquet", ".json", ".npz")
 
 
 def given_options() -> frozenset[str]:
@@ -28,16 +29,17 @@ def given_options() -> frozenset[str]:
 
 
 def results_out(out: str, option: str = "--out") -> str:
-    """Check a sweep's ``--out``: a results file (``.json`` or ``.npz``) or a folder (a name without an extension,
-    or an existing folder). Anything else (``x.csv``) is refused before a folder of that name is created."""
+    """Check a sweep's ``--out``: a results file (``.parquet``, ``.json`` or ``.npz``) or a folder (a name without
+    an extension, or an existing folder). Anything else (``x.csv``) is refused before a folder of that name is
+    created."""
     path = Path(out)
     if path.suffix in RESULT_SUFFIXES or path.is_dir() or not path.suffix:
         if path.exists() and not path.is_dir() and path.suffix not in RESULT_SUFFIXES:
-            raise OtodError(f"{option} {out}: a file that is not a results file; give a folder or a .json/.npz "
-                            f"file, e.g. {option} runs/ or {option} runs/big.npz")
+            raise OtodError(f"{option} {out}: a file that is not a results file; give a folder or a "
+                            f".parquet/.json/.npz file, e.g. {option} runs/ or {option} runs/big.parquet")
         return out
-    raise OtodError(f"{option} {out}: sweeps write .json or .npz results (or into a folder named without an "
-                    f"extension), not {path.suffix}; e.g. {option} runs/ or {option} runs/big.npz")
+    raise OtodError(f"{option} {out}: sweeps write .parquet, .json or .npz results (or into a folder named without "
+                    f"an extension), not {path.suffix}; e.g. {option} runs/ or {option} runs/big.parquet")
 
 
 def make_folder(out: str | Path, option: str = "--out") -> Path:

@@ -1,25 +1,30 @@
 """Results files: tidy records plus the metadata that makes them reproducible, and the journal and lock that
 make sure a sweep never loses finished work.
 
-A finished sweep is one file: JSON (format ``otod-results/2``), or for large sweeps NumPy columns in an ``.npz``
-(`otod.core.columns`; `save` and `load` choose by the suffix, `convert` rewrites one as the other)::
+A finished sweep is one file, in the format its suffix names (`save` and `load` choose by it, `convert` rewrites
+one as another): Parquet (``.parquet``, the default: typed columns that pandas reads in one line, the metadata in
+the file's schema metadata; `otod.core.parquet`), JSON (``.json``, format ``otod-results/2``, one document) or
+otod's NumPy columns (``.npz``, `otod.core.columns`)::
 
     {"format": "otod-results/2",
      "meta": {"kind": "sweep", "sweep": ..., "digest": ..., "config": {...}, "environment": {...},
               "chunks": [{"key": ..., "lanes": ..., "sha256": ...}, ...], "record_count": ..., ...},
      "records": [{"kappa": 10.0, "method": "gd", "seed": 0, "iterations": 118, "status": "converged", ...}]}
 
-Read it with ``otod.core.results.load(path)``, or without otod: ``json.load(open(path))["records"]``.
+Read any of them with ``otod.load(path)`` (``.records``, ``.to_pandas()``), or without otod:
+``pandas.read_parquet(path)`` and ``json.loads(pyarrow.parquet.read_schema(path).metadata[b"otod"])["meta"]``,
+or ``json.load(open(path))["records"]``. Every format gives back exactly the records saved.
 
 While a sweep runs, each finished chunk is appended to a *journal* beside it (``<file>.partial``, one JSON line
 per chunk with its records and their SHA-256) and flushed to disk: a chunk is written once, never re-serialized,
 and an interrupted sweep keeps every finished chunk. When the last chunk is in, the final file is written
 atomically (a temporary file, then ``os.replace``; mode 0644 under the usual umask) and the journal removed.
 
-Nothing is trusted blindly: `load` checks the record count and every chunk's checksum against the metadata and
-refuses a file that does not match, by name, saying what is wrong; a journal with a damaged line is refused the
-same way (only a last line cut short by a kill is dropped: that chunk never finished). A `lock` stops two runs
-from writing one file. Files of format 1 (otod 0.1) are migrated by their obstacle on load.
+Nothing is trusted blindly: `load` checks the record count, the metadata's checksum and the records' (every
+chunk's, or the columns') against the metadata and refuses a file that does not match, by name, saying what is
+wrong; a journal with a damaged line is refused the same way (only a last line cut short by a kill is dropped:
+that chunk never finished). A `lock` stops two runs from writing one file. Files of format 1 (otod 0.1) are
+migrated by their obstacle on load.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ from otod.core.errors import OtodError
 from otod.core.plain import jsonable  # noqa: F401 (re-exported: results_io.jsonable)
 
 FORMAT = "otod-results/2"
+#: The results formats, by suffix: the default first.
+SUFFIXES = (".parquet", ".json", ".npz")
 FORMAT_V1 = "otod-results/1"
 JOURNAL_FORMAT = "otod-journal/2"
 
@@ -53,9 +60,9 @@ JOURNAL_FORMAT = "otod-journal/2"
 class Results:
     """A loaded results file: ``meta`` (config, environment, timings) and ``records`` (one dict per row).
 
-    From an ``.npz`` file the records are kept as columns (`otod.core.columns.Table`) and the dicts built on first
-    use of ``records``; `columns` gives NumPy arrays without building them, e.g.
-    ``pandas.DataFrame(otod.results.load(path).columns())``."""
+    From a ``.parquet`` or ``.npz`` file the records are kept as columns (`otod.core.columns.Table`) and the dicts
+    built on first use of ``records``; `to_pandas` and `columns` give a data frame or NumPy arrays without
+    building them, e.g. ``otod.load(path).to_pandas()``."""
 
     meta: dict[str, Any]
     path: Path | None
@@ -92,6 +99,14 @@ class Results:
         """Every record field as a 1-D NumPy array (NaN or None where a record has no value; a fixed-length list
         such as ``hits`` as one column per position, ``hits[0]`` …): one line to a data frame."""
         return self.table.arrays()
+
+    def to_pandas(self):
+        """The records as a pandas DataFrame, the same for every format: the frame ``pandas.read_parquet`` gives
+        of the file's Parquet form (`otod.core.parquet`: a column per field, null where a record has no value,
+        ``hits[0]`` … for a fixed-length list), built from the columns, never from the dicts."""
+        from otod.core.parquet import arrow_table
+
+        return arrow_table(self.table)[0].to_pandas()
 
     def column(self, name: str) -> list[Any]:
         """All values of one record field, in record order."""
@@ -152,23 +167,35 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def installed_version(package: str) -> str | None:
+    """The installed version of ``package`` from its metadata (without importing it), or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
 def environment() -> dict[str, Any]:
-    """Versions, device and provenance of this process: otod, jax, jaxlib, optax, numpy, python, backend, device,
-    CPU model, UTC time, command line and the otod git commit (where there is one)."""
+    """Versions, device and provenance of this process: otod, jax, jaxlib, optax, numpy, pyarrow (the Parquet
+    writer; None where it is not installed), python, backend, device, CPU model, UTC time, command line and the
+    otod git commit (where there is one)."""
     import jax
     import jaxlib
     import numpy
     import optax
 
-    import otod
+    from otod._version import __version__
 
     device = jax.devices()[0]
     return {
-        "otod": otod.__version__,
+        "otod": __version__,
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
         "optax": optax.__version__,
         "numpy": numpy.__version__,
+        "pyarrow": installed_version("pyarrow"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "backend": jax.default_backend(),
@@ -222,19 +249,30 @@ def write_atomic(path: str | os.PathLike, text: str | Iterable[str]) -> Path:
 
 
 def check_suffix(path: Path) -> str:
-    """The format a results file's suffix names (``.json`` or ``.npz``); any other raises `OtodError`."""
+    """The format a results file's suffix names (`SUFFIXES`); any other raises `OtodError`."""
     suffix = Path(path).suffix
-    if suffix not in (".json", ".npz"):
-        raise OtodError(f"results file {path}: unknown format {suffix or '(no suffix)'!r}; name it .json (one "
-                        "JSON document) or .npz (NumPy columns, for large sweeps)")
+    if suffix not in SUFFIXES:
+        raise OtodError(f"results file {path}: unknown format {suffix or '(no suffix)'!r}; name it .parquet "
+                        "(columns pandas reads; the default), .json (one JSON document) or .npz (NumPy columns)")
     return suffix
+
+
+def _columns_module(suffix: str):
+    """The module that writes and reads a columnar format: `otod.core.parquet` or `otod.core.columns`."""
+    if suffix == ".parquet":
+        from otod.core import parquet
+
+        return parquet
+    from otod.core import columns
+
+    return columns
 
 
 def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, Any]] | None = None,
          table=None) -> Path:
-    """Write a results file atomically, in the format its suffix names (``.json`` or ``.npz``), and return its
-    path. ``meta`` gets ``record_count``; if it lists ``chunks``, their lane counts must add up to the records
-    (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
+    """Write a results file atomically, in the format its suffix names (``.parquet``, ``.json`` or ``.npz``), and
+    return its path. ``meta`` gets ``record_count``; if it lists ``chunks``, their lane counts must add up to the
+    records (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
     path = Path(path)
     suffix = check_suffix(path)
     count = table.length if records is None else len(records)
@@ -242,12 +280,12 @@ def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, 
     if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != count:
         raise ValueError("chunk lane counts do not add up to the records")
     meta["meta_sha256"] = meta_checksum(meta)
-    if suffix == ".npz":
-        from otod.core import columns
+    if suffix != ".json":
+        from otod.core.columns import table_of
 
-        table = columns.table_of(records) if table is None else table
+        table = table_of(records) if table is None else table
         with atomic_file(path, "wb") as f:
-            columns.write_table(f, jsonable(meta), table)
+            _columns_module(suffix).write_table(f, jsonable(meta), table)
         return path
     return _save_json(path, meta, table.records() if records is None else records)
 
@@ -298,17 +336,16 @@ def verify_counts(path: Path, meta: dict, count: int) -> None:
 
 
 def load(path: str | os.PathLike) -> Results:
-    """Load and verify a results file, ``.json`` or ``.npz`` by its suffix; a missing, unreadable, foreign or
-    inconsistent file raises `OtodError` naming the path and what is wrong. Format-1 files are migrated by their
-    sweep's ``migrate``. An npz file is verified by its columns' checksums (its chunks' JSON checksums are kept
-    for the file's JSON twin, see `convert`)."""
+    """Load and verify a results file, ``.parquet``, ``.json`` or ``.npz`` by its suffix; a missing, unreadable,
+    foreign or inconsistent file raises `OtodError` naming the path and what is wrong. Format-1 files are migrated
+    by their sweep's ``migrate``. A Parquet or npz file is verified by its columns' checksums (its chunks' JSON
+    checksums are kept for the file's JSON twin, see `convert`)."""
     path = Path(path)
     if not path.is_file():
-        raise OtodError(f"results file {path}: no such file (expected a .json or .npz file written by otod)")
-    if path.suffix == ".npz":
-        from otod.core.columns import load_table
-
-        header, table = load_table(path, lambda what: _refuse(path, what))
+        raise OtodError(f"results file {path}: no such file (expected a .parquet, .json or .npz file written by "
+                        "otod)")
+    if path.suffix in (".parquet", ".npz"):
+        header, table = _columns_module(path.suffix).load_table(path, lambda what: _refuse(path, what))
         verify_meta(path, header["meta"])
         verify_counts(path, header["meta"], table.length)
         return Results(meta=header["meta"], path=path, table=table)
@@ -350,7 +387,7 @@ def with_axis_labels(meta: dict) -> dict:
 def convert(source: str | os.PathLike, target: str | os.PathLike) -> Results:
     """Rewrite a results file in the format of ``target``'s suffix (``otod convert``): the source is loaded and
     verified first; converting to JSON re-checks every chunk's checksum on the rebuilt records, so a file that
-    went through npz and back is the file it was. An existing target is refused."""
+    went through npz or Parquet and back is the file it was. An existing target is refused."""
     source, target = Path(source), Path(target)
     check_suffix(target)
     if target.exists():

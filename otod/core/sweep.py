@@ -228,11 +228,6 @@ class SweepConfig:
                    chunk_seconds=d["chunk_seconds"])
 
 
-#: Sweeps of at least this many lanes are saved as NumPy columns (``.npz``) by default, smaller ones as JSON: at
-#: 10⁶ records JSON takes tens of seconds to save or load, npz under two (benchmarks/RESULTS.md, issue 11).
-NPZ_LANES = 100_000
-
-
 def lane_count(config: SweepConfig) -> int:
     """The sweep's lanes (records), from the grid's sizes alone: static points × traced points × seeds × rates,
     summed over methods."""
@@ -252,10 +247,20 @@ def config_digest(config: dict) -> str:
 
 
 def default_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
-    """``<out>/<sweep>-<digest>.json`` (``.npz`` from `NPZ_LANES` lanes): one file per distinct config, so the
-    same command resumes the same file."""
-    suffix = ".npz" if lane_count(config) >= NPZ_LANES else ".json"
-    return Path(out_dir) / f"{config.sweep}-{config.digest()}{suffix}"
+    """``<out>/<sweep>-<digest>.parquet``: one file per distinct config, so the same command resumes the same
+    file. A file of the same name in a format otod wrote by default before (``.json``, ``.npz``) is kept, where it
+    or its journal exists: the same command reads it back or resumes it (`existing_default`)."""
+    return existing_default(Path(out_dir) / f"{config.sweep}-{config.digest()}")
+
+
+def existing_default(stem: Path) -> Path:
+    """``stem`` with the first results suffix (`otod.core.results.SUFFIXES`, the default first) whose file or
+    journal exists beside it, else with the default ``.parquet``."""
+    for suffix in results_io.SUFFIXES:
+        path = stem.with_name(stem.name + suffix)
+        if path.exists() or results_io.journals(path):
+            return path
+    return stem.with_name(stem.name + results_io.SUFFIXES[0])
 
 
 # -- the plan: chunks of whole points, and estimates before anything is allocated ------------------------------
@@ -532,8 +537,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
               processes: tuple[int, int] | None = None) -> results_io.Results:
     """Run, resume or read back a sweep; return its `Results`.
 
-    The file is ``path``, or ``out_dir`` where it names a ``.json`` or ``.npz`` file, else `default_path` in the
-    folder ``out_dir``; its suffix chooses the format.
+    The file is ``path``, or ``out_dir`` where it names a ``.parquet``, ``.json`` or ``.npz`` file, else
+    `default_path` in the folder ``out_dir``; its suffix chooses the format.
 
     ``progress`` receives a dict after each chunk (lanes done and total, seconds so far, predicted seconds left).
     A complete file of the same config is read back (``meta["read_back"]`` is True in the returned object);
@@ -556,7 +561,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
 
     watchdog_seconds()  # a bad OTOD_WATCHDOG_SECONDS is refused before any file is written
 
-    if path is None and Path(out_dir).suffix in (".json", ".npz"):  # --out FILE.npz names the file itself
+    if path is None and Path(out_dir).suffix in results_io.SUFFIXES:  # --out FILE.npz names the file itself
         path = out_dir
     path = Path(path) if path is not None else default_path(config, out_dir)
     results_io.check_suffix(path)
@@ -719,7 +724,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
     results file defaults to the parts' name less ``.part-I-of-N``. The parts are left where they are."""
     parts = [Path(p) for p in parts]
     if not parts:
-        raise OtodError("otod merge: no part files given, e.g. otod merge results/condition-*.json.part-*")
+        raise OtodError("otod merge: no part files given, e.g. otod merge results/condition-*.parquet.part-*")
     headers, done = {}, {}
     for part in parts:
         if not part.is_file():

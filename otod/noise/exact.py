@@ -11,7 +11,7 @@ import numpy as np
 
 from otod.core import results as results_io
 from otod.core.errors import OtodError
-from otod.core.sweep import SweepConfig
+from otod.core.sweep import SweepConfig, existing_default
 from otod.noise import theory
 from otod.noise.kind import record_fields
 from otod.noise.methods import power_of, theory_name
@@ -70,10 +70,11 @@ def exact_records(config: SweepConfig) -> list[dict]:
 
 
 def exact_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
-    """``out_dir`` itself where it names a .json or .npz file, else ``<out_dir>/noise-exact-<digest>.json``."""
-    if Path(out_dir).suffix in (".json", ".npz"):
+    """``out_dir`` itself where it names a results file (.parquet, .json or .npz), else
+    ``<out_dir>/<sweep>-exact-<digest>.parquet`` (or the .json an earlier otod wrote there: `existing_default`)."""
+    if Path(out_dir).suffix in results_io.SUFFIXES:
         return Path(out_dir)
-    return Path(out_dir) / f"{config.sweep}-exact-{config.digest()}.json"
+    return existing_default(Path(out_dir) / f"{config.sweep}-exact-{config.digest()}")
 
 
 def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> results_io.Results:

@@ -14,7 +14,7 @@ def test_sweep_prints_table_fits_and_paths_and_fit_plot_reread_the_file(tmp_path
                              "--method", "gd,newton", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "fitted scaling laws" in r.output and "bound" in r.output and "exact" in r.output and "results:" in r.output
-    path = next(out.glob("condition-*.json"))
+    path = next(out.glob("condition-*.parquet"))
     assert path.with_suffix(".png").exists() and not path.with_suffix(".pdf").exists()  # PNG unless --pdf
     r2 = runner.invoke(main, ["fit", str(path)])
     assert r2.exit_code == 0 and "newton" in r2.output

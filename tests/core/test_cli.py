@@ -39,7 +39,7 @@ def test_results_out_accepts_folders_and_results_files_and_refuses_other_extensi
     from otod.core.preflight import results_out
 
     (tmp_path / "runs.v2").mkdir()
-    for good in ("results", "runs/", "x.json", "runs/big.npz", str(tmp_path / "runs.v2")):
+    for good in ("results", "runs/", "x.parquet", "x.json", "runs/big.npz", str(tmp_path / "runs.v2")):
         assert results_out(good) == good
     for bad in ("x.csv", "runs/table.txt"):
         with pytest.raises(OtodError, match="--out"):

@@ -1,5 +1,6 @@
 """Results as NumPy columns (`otod.core.columns`, ``.npz``): the same records as JSON, the same fits, refusals of
-damaged files, `convert`, `merge` of npz parts, the default format by lane count, and pandas in one line."""
+damaged files, `convert`, `merge` of npz parts, the default format (Parquet) at any lane count, and pandas in one
+line."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.errors import OtodError
-from otod.core.sweep import NPZ_LANES, default_path, lane_count, merge, run_sweep
+from otod.core.sweep import default_path, lane_count, merge, run_sweep
 
 from tests.conftest import SMALL_RANDOM, run_shares_in_turn
 
@@ -153,18 +154,18 @@ def test_merge_of_npz_parts_equals_the_one_process_result(tmp_path):
     assert results_io.load(path).meta["chunks"] == one.meta["chunks"]
 
 
-def test_default_format_is_npz_from_1e5_lanes_counted_from_the_grid():
-    small = condition_sweep(tuple(float(k) for k in range(1, 1 + NPZ_LANES // 16)), methods=("gd",),
+def test_default_format_is_parquet_at_every_lane_count(tmp_path):
+    """Sweeps of 10⁵ lanes and more wrote .npz by default, smaller ones .json: now every one writes .parquet."""
+    lanes = 100_000
+    small = condition_sweep(tuple(float(k) for k in range(1, 1 + lanes // 16)), methods=("gd",),
                             problem=SMALL_RANDOM, seeds=16)
-    big = condition_sweep(tuple(float(k) for k in range(1, 2 + NPZ_LANES // 16)), methods=("gd",),
+    big = condition_sweep(tuple(float(k) for k in range(1, 2 + lanes // 16)), methods=("gd",),
                           problem=SMALL_RANDOM, seeds=16)
-    assert lane_count(small) == NPZ_LANES and default_path(small).suffix == ".npz"
+    assert lane_count(small) == lanes and lane_count(big) == lanes + 16
     two = condition_sweep((1.0, 2.0), methods=("gd", "adam"), problem=SMALL_RANDOM, seeds=3)
     assert lane_count(two) == 2 * 3 * (1 + len(two.lr_grid))  # adam is tuned: one lane per multiplier
-    assert default_path(two).suffix == ".json" and default_path(big).suffix == ".npz"
-    just_below = condition_sweep(tuple(float(k) for k in range(1, NPZ_LANES // 16)), methods=("gd",),
-                                 problem=SMALL_RANDOM, seeds=16)
-    assert default_path(just_below).suffix == ".json"
+    for config in (two, small, big):
+        assert default_path(config, tmp_path) == tmp_path / f"condition-{config.digest()}.parquet"
 
 
 @pytest.mark.parametrize("suffix", [".json", ".npz"])

@@ -159,7 +159,7 @@ def test_two_localhost_processes_give_the_records_of_one(tmp_path):
     one = subprocess.run(cli + args + ["--out", str(tmp_path / "one")], capture_output=True, text=True,
                          env=env, timeout=300)
     assert one.returncode == 0, one.stderr
-    [two_file], [one_file] = (list((tmp_path / d).glob("*.json")) for d in ("two", "one"))
+    [two_file], [one_file] = (list((tmp_path / d).glob("*.parquet")) for d in ("two", "one"))
     assert two_file.name == one_file.name  # same config, same digest
     two, single = results_io.load(two_file), results_io.load(one_file)
     assert two.records == single.records

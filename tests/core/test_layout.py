@@ -77,14 +77,28 @@ def test_no_import_cycles_between_modules():
 def test_the_command_line_loads_without_jax():
     """`otod --help`, `--version` and option errors never compile, so importing the CLI (and registering every
     obstacle) must not import JAX or matplotlib, nor NumPy (~0.09 s: `otod --help` takes 0.12 s without it on the
-    development VM, where the interpreter alone starts in 0.06 s)."""
+    development VM, where the interpreter alone starts in 0.06 s), pandas or pyarrow."""
     import subprocess
     import sys
 
-    probe = "import sys, otod.cli; print(sorted(m for m in ('jax', 'matplotlib', 'numpy') if m in sys.modules))"
+    probe = ("import sys, otod.cli; print(sorted(m for m in ('jax', 'matplotlib', 'numpy', 'pandas', 'pyarrow') "
+             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_otod_load_is_there_without_importing_numpy_pandas_or_jax():
+    """``otod.load`` (the notebook's one call) is on the package itself, and imports the results module only when
+    called."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, otod; print(callable(otod.load), sorted(m for m in ('jax', 'numpy', 'pandas', 'pyarrow', "
+             "'otod.core.results') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True []", out.stdout
 
 
 def test_checking_a_condition_sweeps_options_does_not_import_jax():

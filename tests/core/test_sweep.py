@@ -183,7 +183,7 @@ def test_a_damaged_journal_line_is_refused_by_name(tmp_path, uninterrupted):
 def test_a_results_file_that_does_not_match_its_metadata_is_refused_and_never_overwritten(tmp_path, damage,
                                                                                            fragment):
     config = condition_sweep((2.0, 20.0), methods=("gd", "newton"), problem=SMALL_RANDOM, seeds=4)
-    path = run_sweep(config, out_dir=tmp_path).path
+    path = run_sweep(config, path=tmp_path / "r.json").path  # the same refusals of Parquet: tests/core/test_parquet.py
     payload = json.loads(path.read_text())
     if damage == "inject":
         payload["records"][3]["iterations"] = 999
@@ -217,7 +217,7 @@ def test_a_second_run_on_the_same_file_is_refused_while_the_first_holds_it(tmp_p
     args = ["sweep", "condition", "--k", "2,20", "--dim", "8", "--seeds", "2", "--method", "gd", "--no-plot",
             "--out", str(tmp_path)]
     config = condition_sweep((2.0, 20.0), methods=("gd",), problem=QuadraticSpec(dim=8), seeds=2)
-    path = tmp_path / f"condition-{config.digest()}.json"
+    path = tmp_path / f"condition-{config.digest()}.parquet"
     with results_io.lock(path):
         proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

@@ -34,12 +34,13 @@ from otod.depth.linear import INITS  # noqa: E402
 
 @pytest.fixture(scope="module")
 def small_sweep(tmp_path_factory):
-    """Depth 1..2, identity and xavier, 2 seeds at the reference step, tol 1e-3: a new-style results file."""
+    """Depth 1..2, identity and xavier, 2 seeds at the reference step, tol 1e-3: a new-style results file (JSON,
+    which these tests read as text)."""
     from otod.core.sweep import run_sweep
     from otod.depth.options import depth_config_from_options
 
     config = depth_config_from_options(depth="1..2", init="identity,xavier", seeds=2, lr="theory", tol=1e-3)
-    return run_sweep(config, out_dir=tmp_path_factory.mktemp("results"))
+    return run_sweep(config, path=tmp_path_factory.mktemp("results") / "depth.json")
 
 
 def old_style_copy(results, path):

@@ -1,8 +1,7 @@
 """The noise commands as a user meets them: a small sweep runs end to end and its records carry the named fields
 (bad input: the real-process table of tests/test_bad_input_noise_cost.py)."""
 
-import json
-
+import pandas as pd
 from click.testing import CliRunner
 
 from otod.cli import main
@@ -14,16 +13,15 @@ def test_an_exact_noise_sweep_prints_its_table_and_records_carry_the_named_field
                                        "--out", str(tmp_path), "--no-plot"])
     assert result.exit_code == 0, result.output
     assert "critical batch" in result.output and "perfect scaling up to B" in result.output
-    path = next(tmp_path.glob("noise-exact-*.json"))
-    records = json.loads(path.read_text())["records"]
-    assert {"batch", "dim", "method", "beta", "learning_rate"} <= set(records[0])
-    assert {r["beta"] for r in records if r["method"] == "heavy-ball"} == {0.5, 0.9}
+    path = next(tmp_path.glob("noise-exact-*.parquet"))
+    records = pd.read_parquet(path)
+    assert {"batch", "dim", "method", "beta", "learning_rate"} <= set(records.columns)
+    assert set(records.loc[records["method"] == "heavy-ball", "beta"]) == {0.5, 0.9}
 
 
 def test_records_carry_the_schedule_and_the_path_by_name(tmp_path):
-    """A reader of the bare JSON sees every record's schedule and mode (exact or simulate) by name, on both
-    paths."""
-    import json
+    """A reader of the bare file (pandas) sees every record's schedule and mode (exact or simulate) by name, on
+    both paths."""
 
     from otod.noise.options import noise_config
     from otod.noise.runner import run
@@ -33,7 +31,8 @@ def test_records_carry_the_schedule_and_the_path_by_name(tmp_path):
         config, mode = noise_config(batch="1,4", method="sgd", mode=mode, dim=20, seeds=seeds, schedule=schedule,
                                     target="0.5", lr="1")
         path = run(config, mode, out=str(tmp_path / mode)).path
-        records = json.loads(path.read_text())["records"]
+        assert path.suffix == ".parquet"
+        records = pd.read_parquet(path).to_dict("records")
         assert records and {(r["schedule"], r["mode"]) for r in records} == {(schedule, mode)}
 
 
