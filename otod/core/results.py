@@ -93,6 +93,13 @@ class Results:
         such as ``hits`` as one column per position, ``hits[0]`` …): one line to a data frame."""
         return self.table.arrays()
 
+    def to_pandas(self):
+        """The records as a pandas DataFrame of `columns` (a fixed-length list such as ``hits`` as ``hits[0]`` …):
+        what `otod.core.analysis` works on, without a dict per record."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns(), index=range(len(self)))
+
     def column(self, name: str) -> list[Any]:
         """All values of one record field, in record order."""
         return [r.get(name) for r in self.records]
