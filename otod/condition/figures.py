@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from otod.condition.bill import iteration_flops, setup_costs
-from otod.condition.records import chosen_records
-from otod.core.fit import censored_medians, iteration_matrix
+from otod.condition.records import condition_analysis
+from otod.core.analysis import Analysis, Group
 from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, draw_band, headroom, legend_key, mark_diverged,
                                  panel_grid, save)
 from otod.core.results import Results
@@ -66,32 +66,25 @@ def setup_label(meta: dict, method: str, flops: float) -> str:
     return f"includes set-up: {setup_description(meta['config']['problem'], method)}, {flops:.2g} FLOPs"
 
 
-def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = None,
-                   setup: dict[str, float] | None = None, preds=None, fits=None, records=None) -> None:
-    """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``: the
-    median over seeds (filled: in the fit; hollow: below the fit's range), the IQR over the same seeds as a band
-    (censored lanes counted at their cap as lower bounds), medians that are only lower bounds as open triangles,
-    diverged lanes as × at the top, and theory: the worst-case bound dashed, the exact count dotted. With
-    ``flops``, the y axis is set-up (``setup``) + iterations × FLOPs of one iteration, and the legend names each
-    set-up cost. ``records`` (default: all the results' records) draws one static point's rows."""
-    from otod.condition.predictions import predictions
-    from otod.condition.records import condition_fits
-
+def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float] | None = None,
+                   setup: dict[str, float] | None = None, preds=None) -> None:
+    """Iterations (or FLOPs, where ``flops`` gives FLOPs per iteration) to tolerance against κ on ``ax``, for one
+    static point's ``group`` of the sweep's analysis: the median over seeds at the chosen rate (filled: in the
+    fit; hollow: below the fit's range), the IQR over the same seeds as a band (censored lanes counted at their
+    cap as lower bounds), medians that are only lower bounds as open triangles, diverged lanes as × at the top,
+    and theory (``preds``): the worst-case bound dashed, the exact count dotted. With ``flops``, the y axis is
+    set-up (``setup``) + iterations × FLOPs of one iteration, and the legend names each set-up cost."""
     meta = results.meta
-    tol = meta["config"]["target"]["tol"]
-    preds = predictions(meta, tol) if preds is None else preds
-    records = chosen_records(results, results.records if records is None else records)
-    fits = {f.method: f for f in (condition_fits(records, preds) if fits is None else fits)}
     bound_labelled = exact_labelled = lower_labelled = band_labelled = diverged_labelled = False
-    for row, method in enumerate(dict.fromkeys(r["method"] for r in records)):
+    for row, series in enumerate(group.series):
+        method, fit, choice = series.name, series.fit, series.choice
         scale = flops[method] if flops else 1.0
         once = (setup or {}).get(method, 0.0) if flops else 0.0
-        xs, y, status = iteration_matrix(records, method, "kappa")
-        lower = np.isin(status, ("censored", "stalled"))
-        med, bound = censored_medians(y, lower)
+        xs = series.cube.x("kappa")
+        y, lower, status = choice.lanes()
+        med, bound = choice.median, choice.bound
         color = COLORS.get(method, None)
-        fit = fits[method]
-        inside = (xs >= fit.min_x) if fit.min_x is not None else np.ones(xs.shape, bool)
+        inside = group.statistic.points(xs)
         ok = ~bound & np.isfinite(med)
         ax.plot(xs[ok], med[ok] * scale + once, "-", lw=1.4, color=color)
         label = fit_label(fit, preds.slope_of if preds else "theory")
@@ -131,7 +124,7 @@ def draw_condition(ax, results: Results, *, flops: dict[str, float] | None = Non
     ax.set_ylabel("FLOPs to tolerance" if flops else "iterations to tolerance")
     ax.grid(True, which="both", alpha=0.25)
     headroom(ax)
-    if any(f.min_x for f in fits.values()):
+    if group.statistic.min_x:
         ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
 
 
@@ -147,32 +140,31 @@ def _legend_outside(ax, fontsize=7.5, below: bool = False):
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None,
-                     setup: dict[str, float] | None = None, pdf: bool = True, preds=None, fits=None
+                     setup: dict[str, float] | None = None, pdf: bool = True, analysis: Analysis | None = None
                      ) -> list[Path]:
     """Figure (a): iterations (or FLOPs: set-up + iterations × one iteration) to tolerance vs κ, log-log, written
-    to ``base``.png/.pdf; one panel per value of a static axis (dimension d), each with its own fits."""
-    from otod.condition.records import static_groups
-
-    groups = static_groups(results)
+    to ``base``.png/.pdf; one panel per value of a static axis (dimension d), each with its own fits, from
+    ``analysis`` (default: the sweep's `condition_analysis`)."""
+    analysis = condition_analysis(results) if analysis is None else analysis
+    preds = analysis.theory
     title = ("The whole bill: FLOPs to tolerance (set-up + iterations × one iteration) vs κ" if flops
              else "Conditioning: iterations to tolerance vs κ")
-    if len(groups) == 1:
+    if len(analysis.groups) == 1:
         fig, ax = plt.subplots(figsize=(6.0, 4.6))
-        draw_condition(ax, results, flops=flops, setup=setup, preds=preds, fits=fits)
+        draw_condition(ax, results, analysis.groups[0], flops=flops, setup=setup, preds=preds)
         ax.set_title(title, fontsize=11 if not flops else 9.5)
         _legend_outside(ax)
         fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
         return save(fig, base, pdf=pdf)
-    fig, axes = panel_grid(len(groups), 5.0, 4.0, sharey=True)
-    for ax, (heading, rows) in zip(axes, groups):
-        # one static point's fits (the whole sweep's would mix dimensions)
-        draw_condition(ax, results, flops=flops, setup=setup, preds=preds, fits=None, records=rows)
-        ax.set_title(heading, fontsize=10)
+    fig, axes = panel_grid(len(analysis.groups), 5.0, 4.0, sharey=True)
+    for ax, group in zip(axes, analysis.groups):
+        draw_condition(ax, results, group, flops=flops, setup=setup, preds=preds)
+        ax.set_title(group.heading, fontsize=10)
         _legend_outside(ax, fontsize=6, below=True)
     for ax in axes[1:]:
         ax.set_ylabel("")
     fig.suptitle(title + ", one panel per static value", fontsize=11)
-    static = ", ".join(a["name"] for a in results.meta.get("axes", []) if not a["traced"])
+    static = ", ".join(analysis.config.static_axes)
     fig.text(0.02, 1.0, _describe(results.meta, static), ha="left", va="bottom", fontsize=7.5, color="0.35",
              transform=fig.transFigure)
     return save(fig, base, pdf=pdf)
@@ -256,9 +248,11 @@ def make_zigzag(spec: dict[str, Any], out_dir: Path) -> list[Path]:
 def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[Path]:
     """Iterations and FLOPs to tolerance side by side: serial complexity and the whole bill."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.6))
-    draw_condition(left, results)
+    analysis = condition_analysis(results)
+    (group,) = analysis.groups
+    draw_condition(left, results, group, preds=analysis.theory)
     setup = setup_costs(results)
-    draw_condition(right, results, flops=flops, setup=setup)
+    draw_condition(right, results, group, flops=flops, setup=setup, preds=analysis.theory)
     left.set_title("iterations to tolerance", fontsize=10)
     right.set_title("FLOPs to tolerance = set-up + iterations × XLA FLOPs of one iteration", fontsize=9.5)
     _legend_outside(right, fontsize=7)

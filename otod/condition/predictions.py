@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from otod.condition import theory
+from otod.core.analysis import fit_line
 
 
 class Predictions(NamedTuple):
@@ -142,9 +143,8 @@ def predictions(meta: dict, tol: float) -> Predictions | None:
         measurement would fit on this grid."""
         use = exact if exact(method, float(xs[0])) is not None else bound
         k = np.asarray([use(method, float(x)) or np.nan for x in xs], float)
-        ok = np.isfinite(k) & (k > 0)
-        if ok.sum() < 2 or np.ptp(np.log(np.asarray(xs, float)[ok])) == 0:
-            return None
-        return float(np.polyfit(np.log(np.asarray(xs, float)[ok]), np.log(k[ok]), 1)[0])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = float(fit_line(np.log(np.asarray(xs, float)), np.where(k > 0, np.log(k), np.nan))[0])
+        return slope if np.isfinite(slope) else None
 
     return Predictions(exact, bound, rate, slope, "exact" if with_exact else "bound")

@@ -4,38 +4,23 @@ exponents, and the figure. Everything the CLI does is a function here a notebook
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from otod.condition.bill import iteration_flops, setup_costs
-from otod.core.report import sweep_header
-from otod.condition.predictions import predictions
-from otod.condition.records import (chosen_records, condition_fits, coordinate_wise_note, edge_points, fit_range,
-                                    static_groups)
+from otod.condition.records import condition_analysis, coordinate_wise_note, edge_points
 from otod.core import results as results_io
-from otod.core.fit import summarize
-from otod.core.report import fit_table, sweep_table
+from otod.core.analysis import Analysis
+from otod.core.report import Report, fit_table, sweep_header, sweep_table
 
 
-class Report(NamedTuple):
-    """A finished sweep: its results, the printed text, and the files written (results file first)."""
-
-    results: results_io.Results
-    text: str
-    files: list[Path]
-
-
-def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None, preds=None,
-                fits=None) -> str:
+def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None,
+                analysis: Analysis | None = None) -> str:
     """The table (median iterations, theory, FLOPs to tolerance) and the fitted scaling laws of a sweep, at its
-    own tol or at another recorded rung of its ladder."""
-    meta = results.meta
-    config = meta["config"]
-    tol = config["target"]["tol"] if tol is None else tol
-    preds = predictions(meta, tol) if preds is None else preds
-    from otod.core.frame import Frame
-
-    groups = static_groups(results, Frame.of(results))  # columns: NumPy group-bys, no dict per record
-    flops = iteration_flops(results) if len(groups) == 1 else None
+    own tol or at another recorded rung of its ladder; ``analysis``: the sweep's `condition_analysis` at that
+    tol, where the caller has it."""
+    analysis = condition_analysis(results, tol) if analysis is None else analysis
+    config, preds = analysis.config, analysis.theory
+    flops = iteration_flops(results) if len(analysis.groups) == 1 else None
     setup = setup_costs(results) if flops else None
     notes = ["median iterations to tolerance over seeds, censored lanes counted as ≥ the cap (≥N: more than half "
              "censored, so the median is only a lower bound); Nc/Ns/Nd = lanes censored at --max-iters / stalled / "
@@ -47,48 +32,45 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
                      "run can pass it by rounding: gd-opt 3460-3468 against 3454 at κ = 1000); rate = ⌈ln(1/ε)/(2 ln(1/ρ))⌉ from the "
                      "asymptotic rate ρ alone, which undercounts heavy-ball and nesterov (a double root) and bounds "
                      "nothing")
-    from otod.condition.methods import METHODS
-
-    tuned = [m for m in config["methods"] if config["lr"] == "tuned"
-             or (config["lr"] == "theory" and METHODS[m].tuned_by_default)]
+    tuned = [m for m in config.methods if config.tuned(m)]
     if tuned:
-        why = "" if config["lr"] == "tuned" else " (its reference step is a scale-dependent constant, no theory)"
+        why = "" if config.lr == "tuned" else " (its reference step is a scale-dependent constant, no theory)"
         notes.append(f"tuned: {', '.join(tuned)}{why}: one multiplier of the reference step per κ from --lr-grid, "
                      "the best by the median over seeds (censored lanes count as worst)")
     parts = []
-    for heading, rows in groups:
-        records = chosen_records(results, rows, tol)
+    for group in analysis.groups:
         columns = {"exact": preds.exact, "bound": preds.bound, "rate": preds.rate} if preds else None
-        table = sweep_table(summarize(records, "kappa"), value_name="κ", max_rows=None if full else 16,
+        table = sweep_table(group.summary, value_name="κ", max_rows=None if full else 16,
                             flops=flops, setup=setup, notes=notes, columns=columns)
-        fits = condition_fits(records, preds) if fits is None or heading else fits
-        low = fit_range(records)
+        low = group.statistic.min_x
         fit_head = (f"fitted scaling laws over κ ≥ {low:g} (the asymptotic range); 95% CI from a bootstrap over "
-                    "seeds:" if low else "fitted scaling laws over every κ (fewer than 3 values ≥ 10); 95% CI "
-                    "from a bootstrap over seeds:")
-        edge = edge_points(records)
+                    "seeds that re-chooses the rate in every resample:" if low else "fitted scaling laws over every "
+                    "κ (fewer than 3 values ≥ 10); 95% CI from a bootstrap over seeds that re-chooses the rate in "
+                    "every resample:")
+        edge = edge_points(group.summary)
         warn = []
         if edge:
             methods = sorted({m for m, _ in edge})
             warn = [f"warning: the chosen rate lies on the edge of --lr-grid at {len(edge)} (κ, method) points "
                     f"({', '.join(methods)}): the best rate may lie beyond the grid; widen --lr-grid", ""]
         note = coordinate_wise_note(config)
-        parts += ([heading, ""] if heading else []) + [table, ""] + warn + ([note, ""] if note else []) + [
-            fit_head, fit_table(fits, "κ", preds.slope_of if preds else "theory"), ""]
-    head = sweep_header(results, tol)
-    return "\n".join([head, ""] + parts).rstrip()
+        parts += ([group.heading, ""] if group.heading else []) + [table, ""] + warn + ([note, ""] if note else []) + [
+            fit_head, fit_table(group.fits, "κ", preds.slope_of if preds else "theory"), ""]
+    return "\n".join([sweep_header(results, analysis.tol), ""] + parts).rstrip()
 
 
 def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
-           preds=None, fits=None) -> list[Path]:
-    """The sweep's figure: iterations (or FLOPs) to tolerance against κ, as PNG and, with ``pdf``, PDF."""
+           analysis: Analysis | None = None) -> list[Path]:
+    """The sweep's figure: iterations (or FLOPs) to tolerance against κ, as PNG and, with ``pdf``, PDF, from
+    ``analysis`` (default: the sweep's `condition_analysis` at its own tol)."""
     from otod.condition.figures import condition_figure
 
     base = Path(base)
+    analysis = condition_analysis(results) if analysis is None else analysis
     if quantity == "flops":
         return condition_figure(results, base.with_name(base.name + "-flops"), flops=iteration_flops(results),
-                                setup=setup_costs(results), pdf=pdf, preds=preds, fits=fits)
-    return condition_figure(results, base, pdf=pdf, preds=preds, fits=fits)
+                                setup=setup_costs(results), pdf=pdf, analysis=analysis)
+    return condition_figure(results, base, pdf=pdf, analysis=analysis)
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
@@ -113,11 +95,10 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
                 **({"exact_medians": exact} if exact else {})}
 
     results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=bill)
-    preds = predictions(results.meta, config.target.tol)  # once, for the table and the figure
-    fits = None if config.static_axes else condition_fits(chosen_records(results, results.records), preds)
+    analysis = condition_analysis(results)  # once, for the table, the fits and the figure
     files = [results.path]
     if plot:
-        files += figure(results, results.path.with_suffix(""), pdf=pdf, preds=preds, fits=fits)
-    text = text_report(results, full=full, preds=preds, fits=fits) + "\n\n" + "\n".join(
+        files += figure(results, results.path.with_suffix(""), pdf=pdf, analysis=analysis)
+    text = text_report(results, full=full, analysis=analysis) + "\n\n" + "\n".join(
         [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
-    return Report(results, text, files)
+    return Report(results, text, files, analysis)

@@ -148,11 +148,11 @@ def exponent_on_grid(method: str, kappas, tol: float) -> float | None:
     measurement following the asymptotic rate on this grid would fit (the exponent is approached only as κ grows)."""
     if method not in EXPONENTS:
         return None
+    from otod.core.analysis import fit_line
+
     k = np.asarray([iterations(method, x, tol) for x in kappas], float)
-    x = np.log(np.asarray(kappas, float))
-    if len(x) < 2 or np.ptp(x) == 0:
-        return None
-    return float(np.polyfit(x, np.log(k), 1)[0])
+    slope = float(fit_line(np.log(np.asarray(kappas, float)), np.log(k))[0])
+    return slope if np.isfinite(slope) else None
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ DIVERGED_LABEL = "× in the grey strip at the top: lanes diverged at this x (n/N
 
 
 def censored_quantiles(y: np.ndarray, lower: np.ndarray, qs=(0.25, 0.75)) -> tuple[np.ndarray, np.ndarray]:
-    """Quantiles ``qs`` over the last axis of the same lanes the median uses (`otod.core.fit.censored_medians`):
+    """Quantiles ``qs`` over the last axis of the same lanes the median uses (`otod.core.analysis.censored_medians`):
     NaN (diverged) left out, lanes in ``lower`` (censored, stalled) counted as at least their value (+∞ in the
     ranking). Returns (values [len(qs), rows], bound [len(qs), rows]); where a quantile falls on a lower-bound lane
     it is reported, like the median, as the smallest censored value among those it rests on, flagged in ``bound``.

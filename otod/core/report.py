@@ -1,14 +1,43 @@
-"""Plain-text tables of sweep results and fits, as the CLI prints them (and a notebook can). The axis symbol,
+"""What a sweep's report is (`Report`), and its plain-text parts as the CLI prints them (and a notebook can): the
+header line, the table of medians (from an `otod.core.analysis` summary) and the fitted laws. The axis symbol,
 the theory column's name and the notes under the table come from the obstacle."""
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 
+from otod.core.analysis import at_rung, frame_of
 from otod.core.fit import PowerLawFit
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """A finished sweep: its results, the printed text, the files written (results file first), and the
+    `otod.core.analysis.Analysis` the text and figure were made from (None where the obstacle makes none)."""
+
+    results: Any
+    text: str
+    files: list[Path]
+    analysis: Any = None
+
+
+def frame_at(results, tol: float | None = None) -> tuple[Any, float, pd.DataFrame]:
+    """What every obstacle's analysis starts from: the sweep's config read back once, typed
+    (`otod.core.sweep.SweepConfig.from_dict`), the tol (default: the sweep's own), and the records as a DataFrame
+    at that tol's ladder rung (`otod.core.analysis.at_rung`; a tol the run did not record is refused)."""
+    from otod.core.sweep import SweepConfig
+
+    config = SweepConfig.from_dict(results.meta["config"])
+    tol = config.target.tol if tol is None else tol
+    rung = config.rung(tol)
+    frame = frame_of(results)
+    return config, tol, frame if rung is None else at_rung(frame, rung)
 
 
 def _fmt_num(v, digits=4) -> str:
@@ -17,10 +46,14 @@ def _fmt_num(v, digits=4) -> str:
     return f"{v:.{digits}g}"
 
 
+def _finite(v) -> bool:
+    return v is not None and math.isfinite(v)
+
+
 def _cell(s: dict) -> str:
     """The median over seeds, with the counts of lanes that did not converge: '353', '410 2c', '≥5000 8c' (more
     than half censored: the median is only a lower bound), '12 1d', '≥900 3s' (stalled)."""
-    if s["median"] is None:
+    if not _finite(s["median"]):
         text = "—"
     else:
         text = ("≥" if s.get("lower_bound") else "") + f"{s['median']:g}"
@@ -41,17 +74,18 @@ def _pick_rows(values: list[float], max_rows: int | None) -> list[float]:
     return [values[i] for i in idx]
 
 
-def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 16,
+def sweep_table(summary: pd.DataFrame, *, value_name: str, max_rows: int | None = 16,
                 flops: dict[str, float] | None = None, setup: dict[str, float] | None = None,
                 notes: list[str] = (),
                 columns: dict[str, Callable[[str, float], float | None]] | None = None) -> str:
-    """Axis value × method table of median iterations to target (censored 'c', stalled 's' and diverged 'd' lane
-    counts beside them), a ``m·NAME`` column for each of ``columns`` (the theory's predictions, evaluated only on
+    """Axis value × method table of median iterations to target (``summary``: `otod.core.analysis.summary` rows;
+    censored 'c', stalled 's' and diverged 'd' lane counts beside them), a ``m·NAME`` column for each of ``columns`` (the theory's predictions, evaluated only on
     the rows shown, and only for methods where it gives a number), and FLOPs to target where ``flops`` gives each
     method's FLOPs per iteration (plus ``setup`` FLOPs, where given); ``notes`` are printed under it."""
-    methods = list(dict.fromkeys(s["method"] for s in summary))
-    by = {(s["method"], s["value"]): s for s in summary}
-    values = sorted({s["value"] for s in summary})
+    rows_of = summary.to_dict("records")
+    methods = list(dict.fromkeys(s["method"] for s in rows_of))
+    by = {(s["method"], s["value"]): s for s in rows_of}
+    values = sorted({s["value"] for s in rows_of})
     shown = _pick_rows(values, max_rows)
     extra = {(m, name, v): fn(m, v) for m in methods for name, fn in (columns or {}).items() for v in shown}
     groups = []  # (method, [sub-column names])
@@ -70,7 +104,7 @@ def sweep_table(summary: list[dict], *, value_name: str, max_rows: int | None = 
                     row.append(_cell(s) if s else "")
                 elif name == "flops":
                     once = (setup or {}).get(m, 0.0)
-                    row.append(_fmt_num(once + s["median"] * flops[m], 3) if s and s["median"] is not None
+                    row.append(_fmt_num(once + s["median"] * flops[m], 3) if s and _finite(s["median"])
                                else "—")
                 else:
                     row.append(_fmt_num(extra[(m, name, v)], 6))

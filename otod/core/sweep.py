@@ -212,9 +212,17 @@ class SweepConfig:
         file of that version still reads back."""
         return results_io.digest(self.to_dict())
 
+    def rung(self, tol: float | None) -> int | None:
+        """The ladder rung a report at ``tol`` reads (None: the sweep's own tol, whose counts the records hold);
+        a tol the run did not record raises `OtodError` listing the recorded ones."""
+        if tol is None or tol == self.target.tol:
+            return None
+        return self.target.index(tol)
+
     @classmethod
     def from_dict(cls, d: dict) -> "SweepConfig":
-        """Rebuild a config stored in a results file."""
+        """Rebuild a config stored in a results file (or a journal): the one typed reading of
+        ``meta["config"]`` for every report."""
         kind = sweep_kind(d["sweep"])
         p = dict(d["problem"])
         spec = kind.problems[p.pop("kind")](**p)
@@ -225,7 +233,7 @@ class SweepConfig:
                                  check_every=t["check_every"]),
                    max_iters=d["max_iters"], seeds=d["seeds"], seed=d["seed"], lr=d["lr"],
                    lr_grid=tuple(d["lr_grid"]), x64=d["x64"], options=kind.options(**d["options"]),
-                   chunk_seconds=d["chunk_seconds"])
+                   chunk_seconds=d.get("chunk_seconds", CHUNK_SECONDS))
 
 
 def lane_count(config: SweepConfig) -> int:
@@ -454,11 +462,37 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
             gap_name: float(solution.final_metric[i]), "hits": hits, **fields,
         })
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
-    if config.tuned(name):
-        from otod.core.tuning import mark_selection
-
-        mark_selection(rows, tuple(config.static_axes) + tuple(config.traced_axes))
+    if chooses_settings(config) and marks_per_chunk(config):
+        mark_selection(config, rows)
     return rows
+
+
+def chooses_settings(config: SweepConfig) -> bool:
+    """Whether some point of the sweep has more than one setting to choose from: a tuned method's lr grid, or
+    several β (a traced ``beta`` axis)."""
+    return len(dict(config.axes).get("beta", ())) > 1 or any(len(config.rates_for(m)) > 1 for m in config.methods)
+
+
+def marks_per_chunk(config: SweepConfig) -> bool:
+    """Whether every chunk holds all the settings of its points, so that it can be marked as it is journalled:
+    a point's rates are lanes of one chunk, but several β are several traced points, which chunks may split
+    (those sweeps are marked once every chunk is in, by `finish`)."""
+    return len(dict(config.axes).get("beta", ())) <= 1
+
+
+def mark_selection(config: SweepConfig, records: list[dict]) -> None:
+    """Write ``selected``, ``lr_on_edge`` and ``beta_on_edge`` into every record of whole points (a chunk's, or
+    the sweep's), in place, by `otod.core.analysis.mark_selection`, and drop the ``lr_selected`` of journals
+    written before (the same marks under their old name, lr only)."""
+    from otod.core.analysis import frame_of
+    from otod.core.analysis import mark_selection as marked
+
+    point = tuple(config.static_axes) + tuple(config.traced_axes)
+    fields = point + ("method", "seed", "lr_multiplier", "learning_rate", "status", "iterations")
+    marks = marked(frame_of(records, fields), point)[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()
+    for r, (chosen, lr_edge, beta_edge) in zip(records, marks.tolist()):
+        r.pop("lr_selected", None)
+        r.update(selected=chosen, lr_on_edge=lr_edge, beta_on_edge=beta_edge)
 
 
 def lane_work(chunks: list[dict]) -> dict:
@@ -494,9 +528,11 @@ def eta_seconds(done: list[tuple[float, float]], left: list[float], compile_seco
         return 0.0
     if len(done) < 2:  # one chunk cannot tell the fixed cost from the scale: "ETA ?"
         return math.inf
+    from otod.core.analysis import fit_line
+
     x, y = np.asarray(done, float).T
     if np.ptp(x) > 0:
-        a, b = np.polyfit(x, y, 1)
+        a, b = (float(v) for v in fit_line(x, y)[:2])
         if b < 0:
             a, b = float(y.sum() / max(x.sum(), 1e-12)), 0.0
         elif a < 0:
@@ -691,6 +727,10 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     release_free_memory()  # what the compiles and runs freed, before the metadata's theory allocates its own
     kind = config.kind
     records = [r for c in chunks for r in done[c.key]["records"]]
+    sha256 = {c.key: done[c.key]["sha256"] for c in chunks}
+    if chooses_settings(config) and not all("selected" in r for r in records):  # β split over chunks, or old journals
+        mark_selection(config, records)
+        sha256 = {c.key: results_io.records_checksum(done[c.key]["records"]) for c in chunks}
     meta = {
         "kind": "sweep", "sweep": config.sweep, "digest": config.digest(), "config": config.to_dict(),
         "axes": [{"name": n, "symbol": kind.axis(n).symbol, "label": kind.axis(n).label,
@@ -704,7 +744,7 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
         "blocks": {f"{c.static_index}/{'+'.join(c.program)}": c.block_points * config.seeds
                    * max(len(config.rates_for(n)) for n in c.program) for c in chunks},
         "complete": True,
-        "chunks": [{k: done[c.key][k] for k in ("key", "lanes", "sha256")} for c in chunks],
+        "chunks": [{"key": c.key, "lanes": done[c.key]["lanes"], "sha256": sha256[c.key]} for c in chunks],
         "record_count": len(records),
     }
     if extra_meta is not None:

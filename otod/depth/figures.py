@@ -10,18 +10,17 @@ vary). Every sweep a figure needs is an ordinary ``otod sweep depth`` / ``otod s
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
+from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from otod.core.fit import censored_medians, iteration_matrix
+from otod.core.analysis import Analysis, SeriesAnalysis
 from otod.core.plotting import (INIT_COLORS, MARKERS, draw_band, headroom, legend_key, mark_diverged, panel_grid, save,
                                  series_styles)
 from otod.core.results import Results
-from otod.depth.laws import fit_laws
-from otod.depth.records import chosen_records, relabelled
+from otod.depth.records import depth_analysis
 
 METHOD_COLORS = {"gd": "C0", "heavy-ball": "C1", "adam": "C4", "kfac": "C6"}
 
@@ -40,46 +39,48 @@ def law_label(fit) -> str:
     return f"{fit.label}: exponential, c = {fit.exp_c:.2f} (ΔAIC {fit.delta_aic:.1f})"
 
 
-def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = None, label_prefix: str = "",
-                marker: str | None = None, ls=None, marks: set | None = None, row_offset: int = 0) -> dict:
-    """Median iterations against ``axis`` per series, the IQR over the same seeds as a band (censored and stalled
-    lanes counted at their cap as lower bounds, `otod.core.plotting.censored_quantiles`), open △ where the median
-    is only a lower bound, × at the top where lanes diverged; returns the series' fits by label. ``styles``
-    (default `series_styles`) gives each series its colour, line style and marker; ``marker``/``ls`` override
-    them for every series. ``marks`` (a set) collects which shared marks were drawn ("band", "lower",
-    "diverged"), for `_finish` to name them in the legend. ``row_offset`` staggers this call's × marks below an
-    earlier call's on the same axes."""
-    fits = {f.label: f for f in fit_laws(records, axis, n_boot=200)}
-    names = list(dict.fromkeys(r["method"] for r in records))
+def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, names: Sequence[str] | None = None,
+                styles: dict | None = None, label_prefix: str = "", marker: str | None = None, ls=None,
+                marks: set | None = None, row_offset: int = 0) -> dict:
+    """Median iterations against ``axis`` per series of an analysis (at each point's chosen (lr, β)), the IQR over
+    the same seeds as a band (censored and stalled lanes counted at their cap as lower bounds,
+    `otod.core.plotting.censored_quantiles`), open △ where the median is only a lower bound, × at the top where
+    lanes diverged; returns the series' laws by name. ``names`` (default: the series') are what the legend and
+    ``styles`` (default `series_styles`) call them; ``marker``/``ls`` override every series' style. ``marks`` (a
+    set) collects which shared marks were drawn ("band", "lower", "diverged"), for `_finish` to name them in the
+    legend. ``row_offset`` staggers this call's × marks below an earlier call's on the same axes."""
+    names = [s.name for s in series] if names is None else list(names)
     styles = styles or series_styles(names)
     marks = set() if marks is None else marks
-    for row, series in enumerate(names):
-        xs, y, status = iteration_matrix(records, series, axis)
-        lower = np.isin(status, ("censored", "stalled"))
-        med, bound = censored_medians(y, lower)
-        style = styles[series]
+    for row, (one, name) in enumerate(zip(series, names)):
+        xs = one.cube.x(axis)
+        y, lower, status = one.choice.lanes()
+        med, bound = one.choice.median, one.choice.bound
+        style = styles[name]
         color, m, line = style["color"], marker or style["marker"], ls or style["ls"]
         ok = np.isfinite(med)
         if draw_band(ax, xs, y, lower, color, alpha=0.12) is not None:
             marks.add("band")
         ax.plot(xs[ok], med[ok], color=color, lw=1.3, ls=line, marker=None)
         ax.plot(xs[ok & ~bound], med[ok & ~bound], m, color=color, ms=5,
-                label=label_prefix + law_label(fits[series]))
+                label=label_prefix + law_label(one.fit._replace(label=name)))
         if np.any(ok & bound):
             ax.plot(xs[ok & bound], med[ok & bound], "^", mfc="none", color=color, ms=7, mew=1.2)
             marks.add("lower")
         if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
             marks.add("diverged")
-    return fits
+    return {name: one.fit for one, name in zip(series, names)}
 
 
-def _theory_overlay(ax, meta: dict, records: list[dict], label: str = "per-mode theory (identity, gd)") -> None:
+def _theory_overlay(ax, meta: dict, chosen, label: str = "per-mode theory (identity, gd)") -> None:
+    """The per-mode theory and the gradient-flow estimate of gd from the identity, at its chosen steps (``chosen``:
+    a group's records at the chosen settings)."""
     from otod.depth.overlays import theory_columns
 
-    columns = theory_columns(meta, records)
+    columns = theory_columns(meta, chosen)
     if "modes" not in columns:
         return
-    xs = sorted({r["depth"] for r in records if r["method"] == "gd·identity"})
+    xs = sorted(set(chosen.loc[chosen["series"] == "gd·identity", "depth"].tolist()))
     ys = [columns["modes"]("gd·identity", x) for x in xs]
     pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
     if pts:
@@ -121,25 +122,24 @@ def _describe(meta: dict, static: bool = False) -> str:
     return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
 
 
-def sweep_figure(results: Results, base: Path, pdf: bool = True) -> list[Path]:
+def sweep_figure(results: Results, base: Path, pdf: bool = True, analysis: Analysis | None = None) -> list[Path]:
     """Iterations against depth (or k) per series, with the per-mode theory where it applies; one panel per width
-    where the width is swept (a static axis), all sharing the y axis."""
-    from otod.depth.records import static_groups
-
+    where the width is swept (a static axis), all sharing the y axis; from ``analysis`` (default: the sweep's
+    `depth_analysis`)."""
     meta = results.meta
-    axis = "layers" if meta["sweep"] == "toy" else "depth"
-    records = relabelled(chosen_records(meta, results.records))
-    groups = static_groups(meta, records)
+    analysis = depth_analysis(results) if analysis is None else analysis
+    axis = analysis.axis
+    groups = analysis.groups
     fig, axes = panel_grid(len(groups), 7.5 if len(groups) == 1 else 5.2, 4.2)
-    styles = series_styles(r["method"] for r in records)
+    styles = series_styles(s.name for s in analysis.series)
     several = len(groups) > 1
-    for ax, (heading, rows) in zip(axes, groups):
+    for ax, group in zip(axes, groups):
         marks: set = set()
-        draw_series(ax, rows, axis, styles=styles, marks=marks)
+        draw_series(ax, group.series, axis, styles=styles, marks=marks)
         if axis == "depth":
-            _theory_overlay(ax, meta, rows)
+            _theory_overlay(ax, meta, group.chosen)
         _finish(ax, "number of matrices k" if axis == "layers" else "depth L",
-                heading if several else _describe(meta), marks, below=several)
+                group.heading if several else _describe(meta), marks, below=several)
     if several:
         fig.suptitle(_describe(meta, static=True), fontsize=9)
     return save(fig, base, pdf=pdf)
@@ -160,18 +160,20 @@ def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
     return run_sweep(build(**options), out_dir=spec.get("results_dir", "results"))
 
 
-def _chosen(results: Results) -> list[dict]:
-    return relabelled(chosen_records(results.meta, results.records))
+def _one_group(results: Results):
+    """The analysis of a figure's sweep, which sweeps no width: its one group."""
+    (group,) = depth_analysis(results).groups
+    return group
 
 
 def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     """(a) Iterations against depth per init (gd, tuned lr), log-y, with the per-mode theory for the identity."""
     results = _sweep(spec)
     fig, ax = plt.subplots(figsize=(8, 4.4))
-    records = _chosen(results)
+    group = _one_group(results)
     marks: set = set()
-    draw_series(ax, records, "depth", marks=marks)
-    _theory_overlay(ax, results.meta, records)
+    draw_series(ax, group.series, "depth", marks=marks)
+    _theory_overlay(ax, results.meta, group.chosen)
     _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
             + "\nstalled: stuck at a saddle (the loss stops falling), counted like censored lanes", marks)
     return save(fig, out_dir / spec["name"])
@@ -184,19 +186,19 @@ def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 4.4))
     marks: set = set()
     colors = {"zero": "C0", "small": "C3", "xavier": "C1"}
-    plain_records = _chosen(plain)
-    residual_records = [{**r, "method": r["method"].replace("·", "·V ")} for r in _chosen(residual)]
+    plain_series = _one_group(plain).series
+    residual_series = _one_group(residual).series
+    plain_names = [s.name for s in plain_series]
+    residual_names = [s.name.replace("·", "·V ") for s in residual_series]
 
-    def styles(rows, ls):  # colour by init (shared by plain and residual), line style by plain/residual
-        names = dict.fromkeys(r["method"] for r in rows)
+    def styles(names, ls):  # colour by init (shared by plain and residual), line style by plain/residual
         return {s: {"color": colors.get(s.split("·")[-1].split(" ")[-1], f"C{5 + i}"), "ls": ls, "marker": "o"}
                 for i, s in enumerate(names)}
 
-    draw_series(ax, plain_records, "depth", label_prefix="plain ", marker="o",
-                styles=styles(plain_records, "-"), marks=marks)
-    draw_series(ax, residual_records, "depth", label_prefix="residual ", marker="s",
-                styles=styles(residual_records, "--"), marks=marks,
-                row_offset=len(dict.fromkeys(r["method"] for r in plain_records)))
+    draw_series(ax, plain_series, "depth", names=plain_names, label_prefix="plain ", marker="o",
+                styles=styles(plain_names, "-"), marks=marks)
+    draw_series(ax, residual_series, "depth", names=residual_names, label_prefix="residual ", marker="s",
+                styles=styles(residual_names, "--"), marks=marks, row_offset=len(plain_series))
     _finish(ax, "depth L", "(b) plain W_L⋯W_1 (circles, solid) vs residual (I+V_L)⋯(I+V_1) (squares, dashed): "
             + _describe(plain.meta) + "\nresidual ·V zero is W = I", marks)
     return save(fig, out_dir / spec["name"])
@@ -204,12 +206,12 @@ def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
 
 def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
     """(c) gd, heavy ball, Adam and KFAC at one init; momentum methods tune β (a traced axis) with the lr."""
-    records = []
+    series = []
     for group in spec["method_groups"]:
-        records += _chosen(_sweep(spec, method=group))
+        series += _one_group(_sweep(spec, method=group)).series
     fig, ax = plt.subplots(figsize=(8, 4.4))
     marks: set = set()
-    draw_series(ax, records, "depth", marks=marks)  # colour by method (and line style by init, if several)
+    draw_series(ax, series, "depth", marks=marks)  # colour by method (and line style by init, if several)
     meta = _sweep(spec, method=spec["method_groups"][0]).meta
     _finish(ax, "depth L", "(c) methods at one init, (lr, β) tuned by the median over seeds: " + _describe(meta),
             marks)
@@ -260,14 +262,14 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
     marks: set = set()
     for row, (reading, marker, color, ls) in enumerate((("per-layer", "o", "C0", "-"), ("shared", "s", "C1", "--"))):
         results = _sweep(spec, kind="toy", reading=reading)
-        records = [{**r, "method": f"{r['method']} {reading}"} for r in _chosen(results)]
-        draw_series(ax, records, "layers", marker=marker, marks=marks, row_offset=row,
-                    styles={s: {"color": color, "ls": ls, "marker": marker}
-                            for s in dict.fromkeys(r["method"] for r in records)})
+        group = _one_group(results)
+        names = [f"{s.name} {reading}" for s in group.series]
+        draw_series(ax, group.series, "layers", names=names, marker=marker, marks=marks, row_offset=row,
+                    styles={s: {"color": color, "ls": ls, "marker": marker} for s in names})
         if reading == "per-layer":
             from otod.depth.overlays import theory_columns
 
-            k1 = theory_columns(results.meta, _chosen(results))["theory"]("gd", 1.0)
+            k1 = theory_columns(results.meta, group.chosen)["theory"]("gd", 1.0)
             if k1 is not None:
                 ax.plot([1], [k1], "*", color="k", ms=9, mfc="none", label=f"k = 1 theory (κ = 1): {k1}")
     _finish(ax, "number of matrices k", "(d) iterations vs k, per-layer (circles) and shared (squares) readings:\n"
@@ -289,21 +291,17 @@ def _toy_step(matrices) -> float:
     return 1.0 / np.max(np.abs(np.linalg.eigvalsh(hess)))
 
 
-def width_needed(records: list[dict], needed: float) -> dict:
-    """(series, depth) → the smallest width whose median count (censored lanes as ≥ their cap) is ≤ ``needed``,
-    or None where no swept width reaches it."""
-    out: dict = {}
-    for series in dict.fromkeys(r["method"] for r in records):
-        rows = [r for r in records if r["method"] == series]
-        for depth in sorted({r["depth"] for r in rows}):
-            ok = []
-            for width in sorted({r["width"] for r in rows}):
-                here = [r for r in rows if r["depth"] == depth and r["width"] == width]
-                counts = [r["iterations"] if r["status"] == "converged" else np.inf for r in here]
-                if here and np.median(counts) <= needed:
-                    ok.append(width)
-            out[(series, depth)] = min(ok) if ok else None
-    return out
+def width_needed(analysis: Analysis, needed: float) -> dict:
+    """(series, depth) → the smallest width whose median count at the chosen (lr, β) (censored lanes as ≥ their
+    cap: a median that is only a lower bound never counts as fast) is ≤ ``needed``, or None where no swept width
+    reaches it (``analysis``: grouped by width, `depth_analysis`)."""
+    fast: dict = {}
+    for group in analysis.groups:
+        for one in group.series:
+            ok = np.isfinite(one.choice.median) & ~one.choice.bound & (one.choice.median <= needed)
+            for depth, good in zip(one.cube.x("depth").tolist(), ok.tolist()):
+                fast.setdefault((one.name, depth), []).append(group.key[0] if good else None)
+    return {key: min((w for w in widths if w is not None), default=None) for key, widths in fast.items()}
 
 
 SERIES_NAMES = {"gd·orthogonal": "orthogonal init", "gd·xavier": "Gaussian init (N(0, 1/n), xavier)"}
@@ -317,13 +315,13 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     Honest bounds: where the narrowest swept width already suffices the need is only ≤ it (hollow ▽ at it);
     where no swept width suffices it is > the widest (hollow △ above it)."""
     results = _sweep(spec)
-    records = _chosen(results)
+    analysis = depth_analysis(results)
     needed = float(spec["needed"])
-    table = width_needed(records, needed)
-    widths = sorted({r["width"] for r in records})
+    table = width_needed(analysis, needed)
+    widths = sorted(group.key[0] for group in analysis.groups)
     narrowest, widest = widths[0], widths[-1]
     fig, ax = plt.subplots(figsize=(8, 4.4))
-    for i, series in enumerate(dict.fromkeys(r["method"] for r in records)):
+    for i, series in enumerate(dict.fromkeys(s.name for s in analysis.series)):
         depths = sorted({d for s, d in table if s == series})
         ys = [table[(series, d)] for d in depths]
         color, name = _color(series, i), SERIES_NAMES.get(series, series)
@@ -344,7 +342,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_yscale("log", base=2)
     ax.set_ylim(narrowest / 1.6, widest * 2.5)
     ax.axhline(widest, color="0.6", lw=0.8, ls=":", label=f"the widest swept width ({widest:g})")
-    depths = sorted({r["depth"] for r in records})
+    depths = sorted({d for _, d in table})
     ax.set_xticks(depths, [f"{d:g}" for d in depths])
     ax.set_yticks(widths, [f"{w:g}" for w in widths])
     ax.minorticks_off()

@@ -1,24 +1,27 @@
 """Which law iterations follow in depth: a power law T ≈ a·L^b or an exponential T ≈ a·e^{cL}, chosen by AIC.
 
-Both are least-squares lines through log(median over seeds): log T on log L (power) and log T on L
-(exponential), each with two parameters, so AIC = n·ln(RSS/n) + 2·2 (Akaike 1974; Burnham & Anderson 2002, §2.2)
-and ΔAIC = n·ln(RSS_other/RSS_chosen) ≥ 0; ΔAIC < 2 means the data hardly prefer either. Medians count
-censored and stalled lanes as at least their count (`otod.core.fit.censored_medians`); a depth whose median is
-only such a lower bound is shown but left out of the fit, and a fit with fewer than 3 depths left says so and
-chooses nothing, and so does a series whose medians rise and fall beyond their CIs (`reversal`). The 95% CIs of b and c resample the seeds (the problem instances, shared by every depth) with
-replacement and refit (Efron & Tibshirani 1993, §6); where every seed gives the same counts there is no sampling
-error and the CI is the estimate itself.
+Both are least-squares lines through log(median over seeds) (`otod.core.analysis.fit_line`): log T on log L
+(power) and log T on L (exponential), each with two parameters, so AIC = n·ln(RSS/n) + 2·2 (Akaike 1974; Burnham
+& Anderson 2002, §2.2) and ΔAIC = n·ln(RSS_other/RSS_chosen) ≥ 0; ΔAIC < 2 means the data hardly prefer either.
+Medians are `otod.core.analysis`'s: at each point's chosen (lr, β), censored and stalled lanes counted as at
+least their count; a depth whose median is only such a lower bound is shown but left out of the fit, and a fit
+with fewer than 3 depths left says so and chooses nothing, and so does a series whose medians rise and fall
+beyond their CIs (`reversal`). Both slopes are one statistic (`Laws`) of `otod.core.analysis.bootstrap`: their
+95% CIs resample the seeds (the problem instances, shared by every depth) with replacement, re-choose (lr, β) at
+every depth on the resample, and refit (Efron & Tibshirani 1993, §6); where every seed gives the same counts
+there is no sampling error and the CI is the estimate itself.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from otod.core.fit import censored_medians, iteration_matrix, slopes
+from otod.core.analysis import Bootstrap, fit_line
 
 
 class LawFit(NamedTuple):
@@ -40,11 +43,20 @@ class LawFit(NamedTuple):
     note: str = ""
 
 
-def _line(x: np.ndarray, logy: np.ndarray) -> tuple[float, float, float]:
-    """(slope, intercept, RSS) of least squares logy ≈ intercept + slope·x."""
-    slope, intercept = np.polyfit(x, logy, 1)
-    rss = float(np.sum((logy - intercept - slope * x) ** 2))
-    return float(slope), float(intercept), rss
+@dataclass(frozen=True)
+class Laws:
+    """The statistic of both laws over a series' medians: (b, a, RSS) of log T on log x (power), (c, a, RSS) of
+    log T on x (exponential), and the number of points fitted."""
+
+    def __call__(self, x: np.ndarray, medians: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logy = np.log(medians)
+            b, log_a, rss_p = fit_line(np.log(x), logy)
+            c, log_e, rss_e = fit_line(x, logy)
+            return np.stack([b, np.exp(log_a), rss_p, c, np.exp(log_e), rss_e, np.isfinite(logy).sum(-1)], -1)
+
+
+LAWS = Laws()
 
 
 def aic(rss: float, n: int, k: int = 2) -> float:
@@ -75,59 +87,28 @@ def reversal(x: np.ndarray, medians: np.ndarray, boot: np.ndarray | None) -> str
     return f"{rise}, {fall}" if rise and fall else None
 
 
-def fit_laws(records: list[dict], axis: str, *, n_boot: int = 1000, seed: int = 0) -> list[LawFit]:
-    """One `LawFit` per series (``method`` field, one record per seed and point) along ``axis``."""
-    fits = []
-    for name in dict.fromkeys(r["method"] for r in records):
-        xs, y, status = iteration_matrix(records, name, axis)
-        lower = np.isin(status, ("censored", "stalled"))
-        med, bound = censored_medians(y, lower)
-        use = np.isfinite(med) & ~bound & (med > 0)
-        left_out = int((~use).sum())
-        same = np.where(np.isnan(y), -1.0, np.where(lower, -2.0, y))
-        deterministic = bool(np.all(same == same[:, :1]))
-        nan2 = (math.nan, math.nan)
-        if use.sum() < 3:
-            fits.append(LawFit(name, None, math.nan, nan2, math.nan, math.nan, nan2, math.nan, math.nan,
-                               int(use.sum()), left_out, deterministic,
-                               f"fewer than 3 {axis} values left after leaving out {left_out} whose median is "
-                               "censored or missing: no law chosen"))
-            continue
-        x, logy = xs[use], np.log(med[use])
-        boot = None
-        if not deterministic and y.shape[1] > 1:
-            rng = np.random.default_rng(seed)
-            cols = rng.integers(0, y.shape[1], (n_boot, y.shape[1]))
-            big = np.where(lower, np.inf, y)[use]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                boot = np.nanmedian(big[:, cols].transpose(1, 0, 2), axis=2)  # [replicate, point]
-        turn = reversal(x, med[use], boot)
-        if turn is not None:
-            fits.append(LawFit(name, None, math.nan, nan2, math.nan, math.nan, nan2, math.nan, math.nan, int(use.sum()),
-                               left_out, deterministic,
-                               f"medians rise and fall in {axis} beyond their 95% CIs ({turn}): no power or "
-                               "exponential law fitted"))
-            continue
-        b, log_a, rss_p = _line(np.log(x), logy)
-        c, log_e, rss_e = _line(x, logy)
-        n = int(use.sum())
-        aic_p, aic_e = aic(rss_p, n), aic(rss_e, n)
-        flat = max(rss_p, rss_e) <= 1e-12 * n
-        law = None if flat else ("power" if aic_p <= aic_e else "exponential")
-        delta = abs(aic_p - aic_e)
-        b_ci, c_ci = (b, b), (c, c)
-        if boot is not None:
-            logb = np.where(np.isfinite(boot) & (boot > 0), np.log(np.where(boot > 0, boot, 1.0)), np.nan)
-            bs, cs = slopes(np.log(x)[None, :], logb), slopes(x[None, :], logb)
-            bs, cs = bs[np.isfinite(bs)], cs[np.isfinite(cs)]
-            if bs.size:
-                b_ci = tuple(float(v) for v in np.percentile(bs, [2.5, 97.5]))
-                c_ci = tuple(float(v) for v in np.percentile(cs, [2.5, 97.5]))
-        note = "flat: both fits exact, no law preferred" if flat else ""
-        fits.append(LawFit(name, law, b, b_ci, math.exp(log_a), c, c_ci, math.exp(log_e), delta, n, left_out,
-                           deterministic, note))
-    return fits
+def law_fit(name: str, boot: Bootstrap, axis: str) -> LawFit:
+    """The `LawFit` of one series from its bootstrap of `Laws` (`otod.core.analysis.bootstrap`)."""
+    choice = boot.choice
+    x, med = choice.cube.x(axis), choice.median
+    use = np.isfinite(med) & ~choice.bound & (med > 0)
+    n, left_out = int(use.sum()), int((~use).sum())
+    nan2 = (math.nan, math.nan)
+    if n < 3:
+        return LawFit(name, None, math.nan, nan2, math.nan, math.nan, nan2, math.nan, math.nan, n, left_out,
+                      boot.deterministic, f"fewer than 3 {axis} values left after leaving out {left_out} whose median "
+                      "is censored or missing: no law chosen")
+    turn = reversal(x[use], med[use], None if boot.deterministic else boot.medians[:, use])
+    if turn is not None:
+        return LawFit(name, None, math.nan, nan2, math.nan, math.nan, nan2, math.nan, math.nan, n, left_out,
+                      boot.deterministic, f"medians rise and fall in {axis} beyond their 95% CIs ({turn}): no power "
+                      "or exponential law fitted")
+    b, power_a, rss_p, c, exp_a, rss_e, _ = (float(v) for v in boot.estimate)
+    aic_p, aic_e = aic(rss_p, n), aic(rss_e, n)
+    flat = max(rss_p, rss_e) <= 1e-12 * n
+    law = None if flat else ("power" if aic_p <= aic_e else "exponential")
+    return LawFit(name, law, b, boot.ci(0), power_a, c, boot.ci(3), exp_a, abs(aic_p - aic_e), n, left_out,
+                  boot.deterministic, "flat: both fits exact, no law preferred" if flat else "")
 
 
 def law_table(fits: list[LawFit], symbol: str) -> str:

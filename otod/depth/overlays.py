@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-
-def step_of(records: list[dict]) -> dict:
-    """(series, axis value) → the chosen step (the same for every seed of a point)."""
-    return {(r["method"], r.get("depth", r.get("layers"))): r["learning_rate"] for r in records}
+import pandas as pd
 
 
-def theory_columns(meta: dict, records: list[dict]) -> dict[str, Callable]:
+def step_of(chosen: pd.DataFrame) -> dict:
+    """(series, axis value) → the chosen step (the same for every seed of a point), from the records at the
+    chosen settings (a group's ``chosen``, with its ``series`` column)."""
+    axis = "depth" if "depth" in chosen else "layers"
+    return dict(zip(zip(chosen["series"].tolist(), chosen[axis].tolist()), chosen["learning_rate"].tolist()))
+
+
+def theory_columns(meta: dict, chosen: pd.DataFrame) -> dict[str, Callable]:
     """The theory's counts at each point's chosen step, where they apply: for gd from the identity init on a
     whitened, symmetric deep linear problem, the end-to-end per-mode recursion (``modes``) and the gradient-flow
     estimate (``flow``); for gd on the k = 1 per-layer toy, the quadratic's count (``theory``)."""
@@ -20,7 +24,7 @@ def theory_columns(meta: dict, records: list[dict]) -> dict[str, Callable]:
 
     config = meta["config"]
     tol = config["target"]["tol"]
-    steps = step_of(records)
+    steps = step_of(chosen)
     p = dict(config["problem"])
     kind = p.pop("kind")
     if meta["sweep"] == "toy":

@@ -1,66 +1,54 @@
-"""Which records a depth or toy table, fit or figure reads: one learning rate and one β per point.
-
-The core chooses one learning-rate multiplier per point (β included, `otod.core.tuning`); `choose_beta` then
-chooses one β per point the same way: the β whose median count over seeds (at its chosen rate) is lowest,
-lanes that did not converge counting as worst (+∞), ties to the smaller β. So (lr, β) is chosen by the median
-over seeds, never per seed. Methods that ignore β (gd, kfac) give equal counts at every β and keep β = 0.
-"""
+"""What a depth or toy table, fit or figure reads: the sweep's `otod.core.analysis.Analysis`, one (lr, β) per
+point chosen by the median over seeds (`otod.core.analysis.select`: lanes that did not converge count as worst,
+ties to the smaller lr and then the smaller β; methods that ignore β, gd and kfac, give equal counts at every β
+and so keep the smallest), one series per method and init (``method·init``), one group per width where width is
+swept, and a power-or-exponential law per series (`otod.depth.laws`)."""
 
 from __future__ import annotations
 
-from otod.core.fit import at_rung
-from otod.core.stopping import Target
-from otod.core.tuning import median_count, selected
+import numpy as np
+import pandas as pd
+
+from otod.core.analysis import Analysis, analyse, frame_of
+from otod.core.report import frame_at
 from otod.depth.linear import init_name
 
 
-def choose_beta(records: list[dict], point_fields: tuple[str, ...], rung: int | None = None) -> list[dict]:
-    """The records at each point's chosen β (``point_fields`` without ``beta``): lowest median count over seeds,
-    ties to the smaller β. Records without a ``beta`` field pass through."""
-    if not records or "beta" not in records[0]:
-        return list(records)
-    groups: dict[tuple, dict[float, list[dict]]] = {}
-    for r in records:
-        groups.setdefault(tuple(r[f] for f in point_fields) + (r["method"],), {}).setdefault(r["beta"], []).append(r)
-    out = []
-    for by_beta in groups.values():
-        best = min(by_beta, key=lambda b: (median_count(by_beta[b], rung), b))
-        out += by_beta[best]
-    return out
+def series_labels(frame: pd.DataFrame) -> np.ndarray:
+    """Each record's series: ``method·init`` in depth sweeps (the init by name, or by its code in files written
+    before the init axis had labels), the method in toy sweeps."""
+    methods = frame["method"].astype(str).to_numpy(object)
+    if "init" not in frame:
+        return methods
+    inits = np.array([v if isinstance(v, str) else init_name(v) for v in frame["init"].tolist()], object)
+    return methods + "·" + inits
 
 
-def axis_names(meta: dict) -> tuple[str, ...]:
-    return tuple(a["name"] for a in meta.get("axes", []))
+def width_heading(fields, key: tuple) -> str:
+    return f"width n = {key[0]:g}"
 
 
-def chosen_records(meta: dict, records: list[dict], tol: float | None = None) -> list[dict]:
-    """One (lr, β) per point, at the ladder rung of ``tol`` (default: the sweep's own)."""
-    config = meta["config"]
-    rung = None
-    if tol is not None and tol != config["target"]["tol"]:
-        t = config["target"]
-        rung = Target(tol=t["tol"], kind=t["kind"], ladder=tuple(t["ladder"]), check_every=t["check_every"]).index(tol)
-        records = at_rung(records, rung)
-    fields = axis_names(meta)
-    return choose_beta(selected(records, fields, rung), tuple(f for f in fields if f != "beta"), rung)
+def analysis_of(frame: pd.DataFrame, *, axis: str, point=None, by=(), tol: float | None = None, config=None,
+                n_boot: int = 1000) -> Analysis:
+    """The analysis of a depth or toy sweep's records (at one rung) along ``axis``: per group of ``by`` (the
+    width), each series' chosen (lr, β) per point of the ``point`` fields (default: ``axis``) and its laws."""
+    from otod.depth.laws import LAWS, law_fit
+
+    return analyse(frame.assign(series=series_labels(frame)), point=point or (axis,), axis=axis, by=by,
+                   series="series", statistic=lambda xs: LAWS, fit=lambda name, boot, stat: law_fit(name, boot, axis),
+                   heading=width_heading, tol=tol, config=config, n_boot=n_boot)
 
 
-def label(record: dict) -> str:
-    """The series a record belongs to: ``method·init`` in depth sweeps, the method in toy sweeps."""
-    if "init" not in record:
-        return record["method"]
-    init = record["init"]
-    return f"{record['method']}·{init if isinstance(init, str) else init_name(init)}"
+def depth_analysis(results, tol: float | None = None) -> Analysis:
+    """The sweep's analysis at ``tol`` (default: its own tol; another rung of its ladder is read from the recorded
+    first hits): what the table, the laws, the figure and ``otod fit`` read."""
+    config, tol, frame = frame_at(results, tol)
+    axes = tuple(n for n, _ in config.axes)
+    return analysis_of(frame, axis=config.main_axis, point=axes, by=("width",) if "width" in axes else (), tol=tol,
+                       config=config)
 
 
-def relabelled(records: list[dict]) -> list[dict]:
-    """Copies whose ``method`` is the series label, so the core's summaries and fits treat each init apart."""
-    return [{**r, "method": label(r)} for r in records]
-
-
-def static_groups(meta: dict, records: list[dict]) -> list[tuple[str, list[dict]]]:
-    """(heading, records) per width where width is swept, else one group."""
-    if "width" not in axis_names(meta):
-        return [("", records)]
-    widths = sorted({r["width"] for r in records})
-    return [(f"width n = {w:g}", [r for r in records if r["width"] == w]) for w in widths]
+def fit_laws(records, axis: str, *, n_boot: int = 1000) -> list:
+    """One `otod.depth.laws.LawFit` per series of records (dicts or a DataFrame; several settings per point are
+    chosen among first) along ``axis``: a notebook's shortcut to `analysis_of`."""
+    return [s.fit for s in analysis_of(frame_of(records), axis=axis, n_boot=n_boot).series]

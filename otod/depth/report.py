@@ -5,61 +5,53 @@ function here."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from otod.core import results as results_io
-from otod.core.fit import summarize
-from otod.core.report import sweep_table
-from otod.depth.laws import fit_laws, law_table
+from otod.core.analysis import Analysis
+from otod.core.report import Report, sweep_header, sweep_table
+from otod.depth.laws import law_table
 from otod.depth.overlays import theory_columns
-from otod.depth.records import chosen_records, relabelled, static_groups
+from otod.depth.records import depth_analysis
 
 
-class Report(NamedTuple):
-    results: results_io.Results
-    text: str
-    files: list[Path]
-
-
-def main_axis(meta: dict) -> str:
-    return "layers" if meta["sweep"] == "toy" else "depth"
-
-
-def stuck_lines(records: list[dict], axis: str) -> list[str]:
-    """Per series and axis value with lanes that did not converge: how many were censored (hit the cap) or
-    stalled (stopped improving), and the median of their final loss: a loss near 1 is a plateau at the saddle
-    P = 0, a multiple of 1/Σs² a set of singular modes that never moved off zero (stuck), anything else slow."""
+def stuck_lines(chosen: pd.DataFrame, axis: str) -> list[str]:
+    """Per series and axis value with lanes that did not converge (``chosen``: a group's records at the chosen
+    settings): how many were censored (hit the cap), stalled (stopped improving) or diverged, and the median of
+    their final loss: a loss near 1 is a plateau at the saddle P = 0, a multiple of 1/Σs² a set of singular modes
+    that never moved off zero (stuck), anything else slow."""
+    key = "final_loss" if "final_loss" in chosen else "final_gap"
     lines = []
-    groups: dict[tuple, list[dict]] = {}
-    for r in records:
-        if r["status"] in ("censored", "stalled", "diverged"):
-            groups.setdefault((r["method"], r[axis]), []).append(r)
-    for (series, x), rows in sorted(groups.items()):
-        key = "final_loss" if "final_loss" in rows[0] else "final_gap"
-        finals = [r[key] for r in rows if r["status"] != "diverged" and np.isfinite(r[key])]
-        counts = ", ".join(f"{sum(r['status'] == s for r in rows)} {s}" for s in ("censored", "stalled", "diverged")
-                           if any(r["status"] == s for r in rows))
-        final = f", median final {'loss' if key == 'final_loss' else 'gap'} {np.median(finals):.3g}" if finals else ""
-        lines.append(f"  {series} at {axis} {x:g}: {counts}{final}")
+    stuck = chosen[chosen["status"].isin(("censored", "stalled", "diverged"))]
+    for (series, x), rows in sorted(stuck.groupby(["series", axis]), key=lambda item: item[0]):
+        status = rows["status"].to_numpy(object)
+        final = rows[key].to_numpy(float, na_value=np.nan)[status != "diverged"]
+        final = final[np.isfinite(final)]
+        counts = ", ".join(f"{int((status == s).sum())} {s}" for s in ("censored", "stalled", "diverged")
+                           if (status == s).any())
+        tail = f", median final {'loss' if key == 'final_loss' else 'gap'} {np.median(final):.3g}" if final.size else ""
+        lines.append(f"  {series} at {axis} {x:g}: {counts}{tail}")
     return lines
 
 
-def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:
+def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None,
+                analysis: Analysis | None = None) -> str:
+    """The depth × series table with the per-mode theory, the lanes that did not converge, and the laws, at the
+    sweep's own tol or another recorded rung; ``analysis``: the sweep's `depth_analysis` there, where the caller
+    has it."""
     meta = results.meta
-    config = meta["config"]
-    tol = config["target"]["tol"] if tol is None else tol
-    axis = main_axis(meta)
+    analysis = depth_analysis(results, tol) if analysis is None else analysis
+    axis = analysis.axis
     symbol = "k" if axis == "layers" else "L"
-    chosen = relabelled(chosen_records(meta, results.records, tol))
     notes = ["median iterations to a relative loss ≤ tol over seeds at the chosen (lr, β) (by the median over "
              "seeds, censored lanes worst); censored lanes count as ≥ the cap (≥N: the median is only a lower "
              "bound); Nc/Ns/Nd = lanes censored / stalled / diverged"]
     parts = []
-    for heading, rows in static_groups(meta, chosen):
-        columns = theory_columns(meta, rows)
-        if columns and (axis == "layers" or any(r["method"] == "gd·identity" for r in rows)):
+    for group in analysis.groups:
+        columns = theory_columns(meta, group.chosen)
+        if columns and (axis == "layers" or any(s.name == "gd·identity" for s in group.series)):
             notes_here = notes + ["modes = the per-mode recursion u ← u + ηL·u^(2−2/L)(s − u) at the chosen step, "
                                   "first order in η (close for small steps only: up to 11% off the exact factor "
                                   "recursion at the reference step, 52% at 2×); "
@@ -68,11 +60,10 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
                                   "quadratic (Hessian I)"]
         else:
             notes_here = notes
-        table = sweep_table(summarize(rows, axis), value_name=symbol, max_rows=None if full else 16,
+        table = sweep_table(group.summary, value_name=symbol, max_rows=None if full else 16,
                             notes=notes_here, columns=columns or None)
-        stuck = stuck_lines(rows, axis)
-        fits = fit_laws(rows, axis)
-        parts += ([heading, ""] if heading else []) + [table, ""]
+        stuck = stuck_lines(group.chosen, axis)
+        parts += ([group.heading, ""] if group.heading else []) + [table, ""]
         if stuck:
             parts += ["lanes that did not converge, with their median final gap (the loss above the reference minimum f*):"
                       if axis == "layers" else
@@ -80,21 +71,16 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
                       "P = 0; a multiple of 1/Σs²: that many singular modes of Φ never learned, a saddle too):"]
             parts += stuck + [""]
         parts += [f"which law in {symbol}: power T ≈ a·{symbol}^b or exponential T ≈ a·e^(c·{symbol}), chosen by AIC "
-                  "over the medians (censored medians left out); 95% CI from a bootstrap over seeds:",
-                  law_table(fits, symbol), ""]
-    status = "  (read back from the finished results file: nothing recomputed)" if meta.get("read_back") else ""
-    if meta.get("resumed_chunks"):
-        status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
-    head = (f"{meta['sweep']} sweep: {len(results.records)} lanes, {meta['precision']}, "
-            f"{meta['compile_count']} compilations ({meta['compile_time_s']:.1f} s), "
-            f"wall {meta['wall_time_s']:.1f} s on {meta['environment']['device']}{status}")
-    return "\n".join([head, ""] + parts).rstrip()
+                  "over the medians (censored medians left out); 95% CI from a bootstrap over seeds that re-chooses "
+                  "(lr, β) in every resample:", law_table(group.fits, symbol), ""]
+    return "\n".join([sweep_header(results, analysis.tol), ""] + parts).rstrip()
 
 
-def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True) -> list[Path]:
+def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
+           analysis: Analysis | None = None) -> list[Path]:
     from otod.depth.figures import sweep_figure
 
-    return sweep_figure(results, Path(base), pdf=pdf)
+    return sweep_figure(results, Path(base), pdf=pdf, analysis=analysis)
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
@@ -102,9 +88,10 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
     from otod.core.sweep import run_sweep
 
     results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes)
+    analysis = depth_analysis(results)  # once, for the table, the laws and the figure
     files = [results.path]
     if plot:
-        files += figure(results, results.path.with_suffix(""), pdf=pdf)
-    text = text_report(results, full=full) + "\n\n" + "\n".join(
+        files += figure(results, results.path.with_suffix(""), pdf=pdf, analysis=analysis)
+    text = text_report(results, full=full, analysis=analysis) + "\n\n" + "\n".join(
         [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
-    return Report(results, text, files)
+    return Report(results, text, files, analysis)

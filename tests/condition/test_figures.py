@@ -123,7 +123,7 @@ def test_every_band_is_named_in_the_legend(static_sweep, tmp_path, monkeypatch):
 def test_the_band_is_the_iqr_of_the_lanes_the_median_uses_censored_at_their_cap():
     """Three of eight lanes converge at 30, 100, 300 and five stall at 3000: the median is only a lower bound at
     3000, and the band must reach it (the old band, min to max of the converged lanes, stopped at 300)."""
-    from otod.core.fit import censored_medians
+    from otod.core.analysis import censored_medians
 
     y = np.array([[30, 100, 300, 3000, 3000, 3000, 3000, 3000.0]])
     lower = np.array([[0, 0, 0, 1, 1, 1, 1, 1]], bool)

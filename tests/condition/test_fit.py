@@ -1,14 +1,15 @@
-"""Power-law fits: the exponents theory predicts, recovered from sweeps; exclusion of censored lanes."""
+"""Power-law fits of condition sweeps: the exponents theory predicts, recovered from sweeps (the fit's own rules
+are tested in tests/core/test_fit.py)."""
 
-import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from otod.condition.options import condition_sweep
+from otod.condition.records import condition_analysis
 from otod.condition.report import text_report
 from otod.condition.quadratic import QuadraticSpec
-from otod.core.fit import fit_power_law, fit_sweep
 from otod.core.sweep import run_sweep
 
 from tests.conftest import TWO_POINT
@@ -27,52 +28,9 @@ def two_point_sweep(tmp_path_factory):
 def test_fitted_exponents_match_theory(two_point_sweep, method, expected, tolerance):
     """gd: iterations ∝ κ (b = 1 ± 0.05); heavy-ball, nesterov: ∝ √κ (b = 0.5 ± 0.08; the double root's factor k
     bends heavy-ball's slope up a little at small κ)."""
-    fit = {f.method: f for f in fit_sweep(two_point_sweep.records, "kappa")}[method]
+    fit = {f.method: f for f in condition_analysis(two_point_sweep).groups[0].fits}[method]
     assert abs(fit.exponent - expected) <= tolerance
     assert fit.excluded_censored == fit.excluded_diverged == 0 and fit.points == 15
-
-
-def test_fit_recovers_a_known_power_law_and_covers_it():
-    rng = np.random.default_rng(1)
-    x = np.geomspace(1, 1e3, 20)
-    y = 3.0 * x[:, None] ** 0.7 * np.exp(rng.normal(0, 0.05, (20, 8)))
-    line = fit_power_law(x, y)
-    assert abs(line.exponent - 0.7) < 0.02 and line.ci_low < 0.7 < line.ci_high
-    assert abs(line.prefactor - 3.0) < 0.3 and line.points == 20 and line.residual < 0.05
-    assert not line.deterministic
-
-
-def test_identical_seeds_are_reported_as_deterministic_not_as_an_interval():
-    x = np.geomspace(10, 1e3, 6)
-    line = fit_power_law(x, np.repeat((2 * x)[:, None], 4, axis=1))
-    assert line.deterministic and line.ci_low == line.ci_high == line.exponent == pytest.approx(1.0)
-
-
-def test_a_median_resting_on_censored_lanes_is_a_lower_bound_and_left_out():
-    """At x = 1000, 3 of 4 seeds are censored at 500: the median is only '≥ 500', so that point is left out and
-    the slope comes from the converged points (exactly 1)."""
-    x = np.array([10.0, 100.0, 1000.0])
-    y = np.array([[20.0] * 4, [200.0] * 4, [500.0, 500.0, 500.0, 2000.0]])
-    lower = np.array([[False] * 4, [False] * 4, [True, True, True, False]])
-    line = fit_power_law(x, y, lower)
-    assert line.points == 2 and line.exponent == pytest.approx(1.0)
-
-
-def test_censored_and_diverged_lanes_are_excluded_and_counted():
-    recs = []
-    for x in (1.0, 10.0, 100.0):
-        for s in range(4):
-            status = "censored" if (x == 100.0 and s < 2) else ("diverged" if s == 3 and x == 1.0 else "converged")
-            recs.append({"method": "gd", "kappa": x, "seed": s, "learning_rate": 1.0,
-                         "iterations": 50 if status == "censored" else int(2 * x), "status": status})
-    fit = fit_sweep(recs, "kappa")[0]
-    assert fit.excluded_censored == 2 and fit.excluded_diverged == 1
-    assert fit.exponent == pytest.approx(1.0)  # 2κ exactly on the converged lanes; censored 50s would bend it
-
-
-def test_fit_with_one_point_is_nan_not_an_error():
-    line = fit_power_law([10.0], np.array([[5.0, 6.0]]))
-    assert math.isnan(line.exponent) and line.points == 1
 
 
 def test_theory_is_left_out_of_the_report_when_the_step_is_not_the_methods_own(tmp_path):
@@ -87,3 +45,31 @@ def test_theory_is_left_out_of_the_report_when_the_step_is_not_the_methods_own(t
     assert "bound" not in header(fixed) and "exact" not in header(fixed)
     fits = [line for line in fixed.splitlines() if line.startswith("gd ")]
     assert fits and fits[-1].split()[4:6] == ["—", "—"]
+
+
+# -- a results file written before the one analysis pipeline -----------------------------------------------------
+
+FORMAT2 = Path(__file__).parents[1] / "fixtures" / "condition-format2-lr_selected.json"
+
+
+def test_otod_fit_on_a_file_written_before_the_one_pipeline_gives_the_new_analysis():
+    """The fixture was written by otod 992b4aa (``otod sweep condition --k 1,10,100 --method gd,heavy-ball --lr
+    tuned --lr-grid 0.5,1,2 --seeds 3``): its records carry ``lr_selected`` (and ``lr_on_edge`` on the chosen
+    ones), no ``selected`` or ``beta_on_edge``. The analysis chooses again from the counts, the same records
+    the old marks name, and fits what that version printed (gd 1.27 [1.26, 1.27], heavy-ball 0.845 [0.836,
+    0.858]); ``otod fit`` prints the analysis's report."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+    from otod.core import results as results_io
+
+    old = results_io.load(FORMAT2)
+    assert all("lr_selected" in r and "selected" not in r and "beta_on_edge" not in r for r in old.records)
+    analysis = condition_analysis(old)
+    assert sorted(analysis.chosen.index) == [i for i, r in enumerate(old.records) if r["lr_selected"]]
+    fits = {f.method: f for f in analysis.groups[0].fits}
+    printed = {m: " ".join(f"{v:.3g}" for v in (f.exponent, f.ci_low, f.ci_high)) for m, f in fits.items()}
+    assert printed == {"gd": "1.27 1.26 1.27", "heavy-ball": "0.845 0.836 0.858"}
+    out = CliRunner().invoke(main, ["fit", str(FORMAT2)])
+    assert out.exit_code == 0, out.output
+    assert out.output == f"{FORMAT2}\n{text_report(old, analysis=analysis)}\n"

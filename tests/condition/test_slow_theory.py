@@ -5,7 +5,7 @@ import pytest
 
 from otod.condition.options import condition_sweep
 from otod.condition.quadratic import QuadraticSpec
-from otod.core.fit import fit_sweep
+from otod.condition.records import condition_analysis
 from otod.core.sweep import run_sweep
 
 pytestmark = pytest.mark.slow
@@ -18,7 +18,7 @@ def test_exponents_at_large_kappa_are_within_two_percent(tmp_path, basis):
     config = condition_sweep(np.geomspace(100, 1e4, 9), methods=("gd", "gd-opt", "nesterov"),
                              problem=QuadraticSpec(dim=40, spectrum="two-point", start="equal-loss", basis=basis),
                              seeds=2, tol=1e-6)
-    fits = {f.method: f for f in fit_sweep(run_sweep(config, out_dir=tmp_path).records, "kappa")}
+    fits = {f.method: f for f in condition_analysis(run_sweep(config, out_dir=tmp_path)).groups[0].fits}
     assert abs(fits["gd"].exponent - 1.0) <= 0.02
     assert abs(fits["gd-opt"].exponent - 1.0) <= 0.02
     assert abs(fits["nesterov"].exponent - 0.5) <= 0.03

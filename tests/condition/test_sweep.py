@@ -5,7 +5,7 @@ import pytest
 from otod.condition.options import condition_sweep
 from otod.condition.quadratic import QuadraticSpec
 from otod.core.sweep import run_sweep
-from otod.core.tuning import selected
+from otod.core.analysis import frame_of, select
 
 TWO_POINT = QuadraticSpec(dim=20, spectrum="two-point", start="equal-loss")
 
@@ -32,7 +32,7 @@ def test_tuned_learning_rate_finds_the_better_step(tmp_path):
     spec = QuadraticSpec(dim=10, spectrum="two-point", start="equal-loss")
     tuned = run_sweep(condition_sweep((100.0,), methods=("gd",), problem=spec, seeds=1, lr="tuned",
                                       lr_grid=(0.5, 1.0, 1.5, 1.98)), out_dir=tmp_path)
-    best = selected(tuned.records, ("kappa",))[0]
+    best = select(frame_of(tuned), ("kappa",)).iloc[0]
     assert len(tuned.records) == 4 and best["lr_multiplier"] == pytest.approx(1.98) and best["lr_on_edge"]
     reference = [r for r in tuned.records if r["lr_multiplier"] == pytest.approx(1.0)][0]
     assert reference["status"] == "pruned"  # it could no longer win once 1.98 had converged
@@ -61,4 +61,4 @@ def test_adam_is_tuned_by_default_while_the_other_methods_keep_their_own_step(tm
     gd = [r for r in results.records if r["method"] == "gd"]
     assert len(gd) == 2 * 2 and {r["lr_multiplier"] for r in gd} == {1.0}
     assert len(adam) == 2 * 2 * 13 and 1.0 in {r["lr_multiplier"] for r in adam}
-    assert sum(r["lr_selected"] for r in adam) == 2 * 2
+    assert sum(r["selected"] for r in adam) == 2 * 2

@@ -84,15 +84,12 @@ def sweeps(tmp_path_factory):
 
 
 def test_a_sweep_saved_as_npz_and_json_gives_identical_records_and_fits(sweeps):
-    from otod.condition.predictions import predictions
-    from otod.condition.records import chosen_records, condition_fits
+    from otod.condition.records import condition_analysis
 
     ran_json, ran_npz = sweeps
     a, b = results_io.load(ran_json.path), results_io.load(ran_npz.path)
     assert ran_npz.path.suffix == ".npz" and a.records == b.records == ran_json.records
-    preds = predictions(a.meta, 1e-6)
-    fits_a = condition_fits(chosen_records(a, a.records), preds)
-    fits_b = condition_fits(chosen_records(b, b.records), preds)
+    fits_a, fits_b = (condition_analysis(r).groups[0].fits for r in (a, b))
     assert len(fits_a) == 2 and all(math.isfinite(f.exponent) for f in fits_a)
     assert fits_a == fits_b
 
@@ -178,47 +175,6 @@ def test_pandas_reads_any_format_in_one_line(sweeps, suffix):
     assert len(frame) == len(sweeps[0].records)
     assert frame["iterations"].tolist() == [r["iterations"] for r in sweeps[0].records]
     assert frame["method"].tolist() == [r["method"] for r in sweeps[0].records]
-
-
-# -- otod fit on columns (`otod.core.frame`): the same numbers as the dict path ------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
-    """gd and adam tuned over a small lr grid, with a cap low enough that some lanes are censored."""
-    config = condition_sweep((1.0, 3.0, 10.0, 30.0, 100.0, 300.0), methods=("gd", "adam"), problem=SMALL_RANDOM,
-                             seeds=4, lr="tuned", lr_grid=(0.5, 1.0, 1.5), max_iters=400)
-    return run_sweep(config, path=tmp_path_factory.mktemp("tuned") / "t.npz")
-
-
-def _rows(records) -> list[tuple]:
-    from otod.core.frame import Frame
-
-    if isinstance(records, Frame):
-        rows = zip(*(records[k].tolist() for k in ("method", "kappa", "seed", "lr_multiplier", "iterations",
-                                                   "status")))
-        return sorted((m, k, int(s), r, int(i), st) for m, k, s, r, i, st in rows)
-    return sorted((r["method"], r["kappa"], r["seed"], r["lr_multiplier"], r["iterations"], r["status"])
-                  for r in records)
-
-
-@pytest.mark.parametrize("tol", [None, 1e-3, 1e-2])
-def test_fits_and_tables_on_columns_equal_the_dict_path(tuned, sweeps, tol):
-    from otod.condition.records import chosen_records, condition_fits, edge_points, fit_range
-    from otod.core.fit import summarize
-    from otod.core.frame import Frame
-
-    for results in (tuned, results_io.load(sweeps[1].path)):
-        frame = Frame.of(results)
-        by_dict = chosen_records(results, results.records, tol)
-        by_frame = chosen_records(results, frame, tol)
-        assert len(by_frame) == len(by_dict) and _rows(by_frame) == _rows(by_dict)
-        assert summarize(by_frame, "kappa") == summarize(by_dict, "kappa")
-        assert fit_range(by_frame) == fit_range(by_dict)
-        assert edge_points(by_frame) == edge_points(by_dict)
-        assert repr(condition_fits(by_frame, None)) == repr(condition_fits(by_dict, None))
-    statuses = {r["status"] for r in tuned.records}
-    assert "censored" in statuses and any(r.get("lr_on_edge") for r in tuned.records)  # the cases are exercised
 
 
 def test_stored_exact_medians_give_the_recomputed_predictions(sweeps):

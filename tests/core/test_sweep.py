@@ -338,3 +338,72 @@ def test_a_sweep_killed_after_its_first_chunk_resumes_to_the_uninterrupted_recor
     resumed = run_sweep(config, path=path, progress=lambda p: ran.append(p["chunk"]))
     assert len(ran) == len(full.meta["chunks"]) - 1 and resumed.meta["resumed_chunks"] == 1
     assert resumed.records == full.records
+
+
+# -- tuned sweeps: pruning never changes the choice, and the records carry it ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tuned_pair(tmp_path_factory):
+    """The same tuned sweep with pruning (the engine's default under --lr tuned) and with every lane run to the
+    end (the sweep split so that each rate is its own one-rate sweep)."""
+    values = tuple(np.geomspace(1, 300, 6))
+    grid = (0.25, 0.5, 1.0, 1.5, 1.9)
+    kw = dict(methods=("gd", "nesterov"), problem=SMALL_RANDOM, seeds=5)
+    out = tmp_path_factory.mktemp("tuned")
+    pruned = run_sweep(condition_sweep(values, lr="tuned", lr_grid=grid, **kw), out_dir=out)
+    full = [r for g in grid for r in run_sweep(condition_sweep(values, lr="tuned", lr_grid=(g,), **kw),
+                                               out_dir=out).records]
+    return pruned, full
+
+
+def test_pruning_keeps_the_choice_and_the_counts_at_the_chosen_rate(tuned_pair):
+    from otod.core.analysis import frame_of, select
+
+    pruned, full = tuned_pair
+    key = ["kappa", "method", "seed"]
+    chosen = select(frame_of(pruned), ("kappa",)).sort_values(key)
+    reference = select(frame_of(full), ("kappa",)).sort_values(key)
+    columns = ["lr_multiplier", "iterations", "status"]
+    assert chosen[columns].to_numpy().tolist() == reference[columns].to_numpy().tolist()
+    assert chosen["selected"].all()  # the sweep marked the records the analysis chooses
+
+
+def test_a_tuned_sweep_marks_the_selection_in_every_record(tuned_pair):
+    """``selected``, ``lr_on_edge`` and ``beta_on_edge`` on every record, under those names (``lr_selected``,
+    their old name, is gone); one selected record per seed and point; edge flags only on selected records."""
+    from otod.core.analysis import frame_of, mark_selection
+
+    pruned, _ = tuned_pair
+    assert all({"selected", "lr_on_edge", "beta_on_edge"} <= r.keys() and "lr_selected" not in r
+               for r in pruned.records)
+    frame = frame_of(pruned)
+    assert frame["selected"].sum() == 6 * 2 * 5
+    assert not frame.loc[~frame["selected"], ["lr_on_edge", "beta_on_edge"]].to_numpy().any()
+    again = mark_selection(frame.drop(columns=["selected", "lr_on_edge", "beta_on_edge"]), ("kappa",))
+    assert (again[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()
+            == frame[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()).all()
+    assert results_io.load(pruned.path).records == pruned.records  # the checksums cover the marks
+
+
+def test_pruning_saves_lane_iterations(tuned_pair):
+    """Rates that can no longer win stop early: far fewer lane-iterations than running every lane out."""
+    pruned, full = tuned_pair
+    assert any(r["status"] == "pruned" for r in pruned.records)
+    assert sum(r["iterations"] for r in pruned.records) < 0.7 * sum(r["iterations"] for r in full)
+
+
+def test_tuned_is_never_worse_than_the_reference_step_on_the_same_seeds(tmp_path):
+    """The default grid holds multiplier 1, so each κ's tuned median is at most --lr theory's."""
+    from otod.core.analysis import frame_of, select
+
+    spec = QuadraticSpec(dim=12, spectrum="two-point", start="equal-loss")
+    values = (1.0, 10.0, 100.0)
+    tuned = select(frame_of(run_sweep(condition_sweep(values, methods=("gd",), problem=spec, seeds=3, lr="tuned"),
+                                      out_dir=tmp_path)), ("kappa",))
+    theory = run_sweep(condition_sweep(values, methods=("gd",), problem=spec, seeds=3), out_dir=tmp_path).records
+    for k in values:
+        t = np.median(tuned.loc[tuned["kappa"] == k, "iterations"])
+        th = np.median([r["iterations"] for r in theory if r["kappa"] == k])
+        assert t <= th
+    assert np.median(tuned.loc[tuned["kappa"] == 1.0, "iterations"]) == 1

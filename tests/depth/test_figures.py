@@ -44,19 +44,19 @@ def test_a_swept_width_gets_one_panel_per_width(widths, tmp_path, monkeypatch):
 def test_marks_are_named_and_series_differ_in_colour_or_line_style(tmp_path_factory, tmp_path, monkeypatch):
     """A cap of 3 iterations censors most lanes: their medians are open triangles, named."""
     from otod.depth.figures import draw_series, _finish
-    from otod.depth.records import chosen_records, relabelled
+    from otod.depth.records import depth_analysis
 
     results = _sweep(tmp_path_factory, depth="1..2", method="gd,heavy-ball,adam", init="xavier,small",
                      lr="tuned", lr_grid="0.5,64", max_iters=3)
-    records = relabelled(chosen_records(results.meta, results.records))
+    analysis = depth_analysis(results)
     fig, ax = plt.subplots()
     marks: set = set()
-    draw_series(ax, records, "depth", marks=marks)
+    draw_series(ax, analysis.series, "depth", marks=marks)
     _finish(ax, "depth L", "t", marks)
     legend = ax.get_legend()
     labels = [t.get_text() for t in legend.get_texts()]
     assert plotting.BAND_LABEL in labels
-    assert "censored" in {r["status"] for r in records}
+    assert "censored" in set(analysis.chosen["status"])
     assert "lower" in marks and plotting.LOWER_LABEL in labels
     assert any(line.get_marker() == "^" and line.get_markerfacecolor() == "none" for line in ax.get_lines())
     medians = [line for line in ax.get_lines() if len(line.get_xdata()) and line.get_marker() in ("None", "", None)]
@@ -68,14 +68,16 @@ def test_marks_are_named_and_series_differ_in_colour_or_line_style(tmp_path_fact
 def test_the_band_reaches_a_lower_bound_median():
     """The depth_iterations bug: a band over converged lanes only (30 to 300) under a median that is a lower bound
     at the cap (3000). The IQR over the same lanes, censored at their cap, reaches it."""
+    from otod.core.analysis import frame_of
     from otod.depth.figures import draw_series
+    from otod.depth.records import analysis_of
 
     records = [{"method": "gd·orthogonal", "depth": 4.0, "seed": s, "status": st, "iterations": it}
                for s, (st, it) in enumerate([("converged", 30), ("converged", 100), ("converged", 300)]
                                             + [("stalled", 3000)] * 5)]
     records += [{**r, "depth": 5.0} for r in records]
     fig, ax = plt.subplots()
-    draw_series(ax, records, "depth")
+    draw_series(ax, analysis_of(frame_of(records), axis="depth").series, "depth")
     (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
     ys = np.concatenate([p.vertices[:, 1] for p in band.get_paths()])
     assert ys.max() == 3000 and ys.min() == pytest.approx(250)

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from otod.depth.laws import aic, fit_laws
+from otod.depth.laws import aic
+from otod.depth.records import fit_laws
 
 
 def records(counts: dict[float, list[float]], series: str = "gd·x", censored_at: float | None = None) -> list[dict]:

@@ -11,7 +11,7 @@ from otod.core.engine import iterations_to_target
 from otod.core.errors import OtodError
 from otod.depth import theory
 from otod.depth.kind import depth_target
-from otod.depth.laws import fit_laws
+from otod.depth.records import fit_laws
 from otod.depth.linear import DeepLinearSpec, balance, chain_product, init_code
 from otod.depth.methods import METHODS, MethodOptions
 

@@ -1,8 +1,14 @@
-"""(lr, β) chosen by the median over seeds: β with the lowest median, censored lanes worst, ties to the smaller β."""
+"""(lr, β) chosen by the median over seeds: β with the lowest median, censored lanes worst, ties to the smaller β;
+the series of a depth sweep are method·init."""
 
 from __future__ import annotations
 
-from otod.depth.records import choose_beta
+from pathlib import Path
+
+from otod.core import results as results_io
+from otod.core.analysis import frame_of
+from otod.depth.records import analysis_of, depth_analysis
+from otod.depth.report import text_report
 
 
 def rows(beta, counts, censored=()):
@@ -10,15 +16,20 @@ def rows(beta, counts, censored=()):
              "iterations": c, "status": "censored" if s in censored else "converged"} for s, c in enumerate(counts)]
 
 
+def chosen_betas(records) -> set:
+    analysis = analysis_of(frame_of(records), axis="depth", point=("depth", "init", "beta"))
+    assert [s.name for s in analysis.series] == ["heavy-ball·identity"]
+    return set(analysis.chosen["beta"])
+
+
 def test_the_beta_with_the_lowest_median_wins_not_the_luckiest_seed():
     """β = 0.9 has the single best seed (1) but a median of 50; β = 0.5 has median 20 and wins."""
-    records = rows(0.5, [20, 20, 21]) + rows(0.9, [1, 50, 60])
-    assert {r["beta"] for r in choose_beta(records, ("depth", "init"))} == {0.5}
+    assert chosen_betas(rows(0.5, [20, 20, 21]) + rows(0.9, [1, 50, 60])) == {0.5}
 
 
 def test_censored_lanes_count_as_worst_and_ties_go_to_the_smaller_beta():
     records = rows(0.0, [30, 30, 30]) + rows(0.5, [5, 5, 5], censored=(0, 1)) + rows(0.9, [30, 30, 30])
-    assert {r["beta"] for r in choose_beta(records, ("depth", "init"))} == {0.0}
+    assert chosen_betas(records) == {0.0}
 
 
 # -- records carry the init by name; files written before that (codes) load with names --------------------------
@@ -28,7 +39,6 @@ import json  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from otod.core import results as results_io  # noqa: E402
 from otod.depth.linear import INITS  # noqa: E402
 
 
@@ -77,14 +87,14 @@ def test_an_old_file_with_init_codes_loads_with_names(small_sweep, tmp_path):
 
 def test_tables_and_legends_show_init_names_for_old_and_new_files(small_sweep, tmp_path):
     from otod.depth.figures import draw_series
-    from otod.depth.records import chosen_records, relabelled
+    from otod.depth.records import depth_analysis
     from otod.depth.report import text_report
 
     for results in (small_sweep, results_io.load(old_style_copy(small_sweep, tmp_path / "old.json"))):
         text = text_report(results)
         assert "gd·identity" in text and "gd·xavier" in text
         fig, ax = plt.subplots()
-        draw_series(ax, relabelled(chosen_records(results.meta, results.records)), "depth")
+        draw_series(ax, depth_analysis(results).series, "depth")
         labels = ax.get_legend_handles_labels()[1]
         plt.close(fig)
         assert sorted(label.split(":")[0] for label in labels) == ["gd·identity", "gd·xavier"]
@@ -99,3 +109,48 @@ def test_otod_plot_draws_an_old_file_with_init_names(small_sweep, tmp_path):
     out = CliRunner().invoke(main, ["plot", str(path), "--out", str(tmp_path / "figs")])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "figs" / "old.png").is_file()
+
+
+FORMAT2 = Path(__file__).parents[1] / "fixtures" / "depth-format2-lr_selected.json"
+
+
+def test_otod_fit_on_a_file_written_before_the_one_pipeline_gives_the_new_analysis():
+    """The fixture was written by otod 992b4aa (``otod sweep depth --depth 2..4 --method heavy-ball --beta 0,0.9
+    --init xavier --seeds 3 --lr-grid 0.5,1``): its ``lr_selected`` marks name the best rate at every β (18
+    records), then β was chosen apart. The analysis chooses (lr, β) together from the counts: one setting per
+    depth among the old marks (9 records), and the law that version printed (exponential, b = 2.73 [2.33, 3.7],
+    c = 0.987 [0.847, 1.28]); ``otod fit`` prints the analysis's report."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+
+    old = results_io.load(FORMAT2)
+    assert all("lr_selected" in r and "selected" not in r for r in old.records)
+    analysis = depth_analysis(old)
+    chosen = analysis.chosen
+    assert len(chosen) == 9 and chosen.groupby("depth")[["lr_multiplier", "beta"]].nunique().eq(1).all().all()
+    assert set(chosen.index) <= {i for i, r in enumerate(old.records) if r["lr_selected"]}
+    (fit,) = analysis.groups[0].fits
+    assert fit.law == "exponential"
+    assert " ".join(f"{v:.3g}" for v in (fit.power_b, *fit.power_ci, fit.exp_c, *fit.exp_ci)) == \
+        "2.73 2.33 3.7 0.987 0.847 1.28"
+    out = CliRunner().invoke(main, ["fit", str(FORMAT2)])
+    assert out.exit_code == 0, out.output
+    assert out.output == f"{FORMAT2}\n{text_report(old, analysis=analysis)}\n"
+
+
+def test_a_sweep_whose_chunks_split_the_betas_marks_one_lr_and_beta_per_point(tmp_path):
+    """Every traced point (init, β) its own chunk: a point's β values lie in different chunks, so the sweep marks
+    the selection once every chunk is in. One (lr, β) per depth is ``selected``, the one the analysis chooses, and
+    the file's checksums cover the marks."""
+    from otod.core.sweep import plan, run_sweep
+    from otod.depth.options import depth_config_from_options
+
+    config = depth_config_from_options(depth="1..2", init="xavier", method="heavy-ball", beta="0,0.9", seeds=2,
+                                       lr="tuned", lr_grid="0.5,1", tol=1e-3, max_iters=300, chunk_seconds=1e-9)
+    assert len(plan(config)) == 4
+    results = run_sweep(config, out_dir=tmp_path)
+    marked = [i for i, r in enumerate(results.records) if r["selected"]]
+    assert sorted(depth_analysis(results).chosen.index) == marked and len(marked) == 2 * 2
+    assert len({(r["depth"], r["lr_multiplier"], r["beta"]) for r in results.records if r["selected"]}) == 2
+    assert results_io.load(results.path).records == results.records
