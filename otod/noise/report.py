@@ -88,7 +88,7 @@ def table(series: list[Series], symbol: str) -> list[str]:
             lr_mark = "*" if r["lr_on_edge"] else " "
             beta = f"{r['beta']:.3g}" + ("*" if r["beta_on_edge"] else " ") if s.method in USES_BETA else "— "
             row += f"{_steps(r['median'], r['lower_bound']):>12}{r['learning_rate']:>9.3g}{lr_mark}{beta:>8}"
-        lines.append(row)
+        lines.append(row.rstrip())
     return lines
 
 
