@@ -203,7 +203,7 @@ def params_panel(labelled, ax) -> None:
             xs, med, ok = s.x, s.median, s.fitted
             censored = ~ok & np.isfinite(med)
             if ok.any():
-                ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+                ax.plot(xs[ok], med[ok], marker="o", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
                         label=f"{label} {s.method}: exponent {s.exponent:.2f}")
             if censored.any():
                 ax.plot(xs[censored], med[censored], "^", mfc="none", color=f"C{i}",
@@ -390,7 +390,7 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
         analysis = analyse(_run_noise({**opts, "schedule": name}), fit=False)
         for j, s in enumerate(analysis.at(analysis.dims[0])):
             xs, med, ok = s.x, s.median, s.fitted
-            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+            ax.plot(xs[ok], med[ok], marker="o", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
                     label=f"{name} ({s.method})")
             if (~ok).any():
                 ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{name}: ≥ cap (censored)")

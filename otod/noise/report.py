@@ -135,7 +135,8 @@ def batch_lines(analysis: NoiseAnalysis, series: list[Series], dim: float) -> li
               f"in each of {analysis.n_boot} resamples, rms relative misfit |S_fit/S − 1|; perfect scaling: largest B "
               "whose next grid point B' has S(B')/S(B) ≤ 1.1·B/B'; best-lr slope over that region:"]
     lines += [critical_line(s) for s in series]
-    return lines + [""] + exact_noise_scales(config, series, dim)
+    scales = exact_noise_scales(config, series, dim)
+    return lines + ([""] + scales if scales else [])
 
 
 def render(analysis: NoiseAnalysis, path=None) -> str:
