@@ -387,7 +387,12 @@ class Bootstrap(NamedTuple):
         if values.size == 0:
             return math.nan, math.nan
         tail = 100 * (1 - level) / 2
-        low, high = np.percentile(values, [tail, 100 - tail])
+        with np.errstate(invalid="ignore"):
+            low, high = np.percentile(values, [tail, 100 - tail])
+        # interpolating towards an infinite replicate (a critical batch beyond every grid) gives inf − inf = NaN:
+        # the percentile lies at that infinity
+        low, high = (np.percentile(values, q, method="higher") if np.isnan(v) else v
+                     for v, q in ((low, tail), (high, 100 - tail)))
         return float(low), float(high)
 
 

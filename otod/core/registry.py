@@ -40,7 +40,7 @@ class SweepKind:
     table; problems: problem kind → spec class (to rebuild a config from a results file); options: the class of
     the method options; validate(config): the obstacle's own checks; max_iters(config): the automatic cap;
     x64(config): the automatic precision; theory; report(results, full, tol) → text; figure(results, base,
-    quantity) → files; migrate(payload) → payload, for results files of format 1; record_fields(config) → the
+    quantity) → files; migrate(payload) → payload, for results files of format 1; record_fields(config, point=) → the
     fields every record of the sweep carries besides its axes (a schedule's name), so a reader of the bare JSON
     sees them by name."""
 

@@ -138,7 +138,12 @@ def verify_meta(path: Path, meta: dict[str, Any]) -> None:
 
 def records_checksum(records: list[dict[str, Any]]) -> str:
     """SHA-256 of a list of records in canonical JSON: what a chunk's entry in the metadata vouches for."""
-    text = json.dumps(jsonable(records), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return plain_checksum(jsonable(records))
+
+
+def plain_checksum(plain: list[dict[str, Any]]) -> str:
+    """`records_checksum` of records already made plain by `jsonable` (a caller that needs them plain anyway)."""
+    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -486,8 +491,9 @@ def start_journal(jpath: Path, header: dict) -> None:
 def append_chunk(jpath: Path, key: str, records: list[dict], extra: dict | None = None) -> dict:
     """Append one finished chunk to the journal ``jpath`` and fsync; return its metadata entry (key, lanes,
     sha256)."""
-    entry = {"key": key, "lanes": len(records), "sha256": records_checksum(records)}
-    line = json.dumps(jsonable({**entry, **(extra or {}), "records": records}), separators=(",", ":"),
+    plain = jsonable(records)  # once, for the checksum and the line
+    entry = {"key": key, "lanes": len(records), "sha256": plain_checksum(plain)}
+    line = json.dumps({**jsonable({**entry, **(extra or {})}), "records": plain}, separators=(",", ":"),
                       allow_nan=False)
     with open(jpath, "a") as f:
         f.write(line + "\n")

@@ -444,7 +444,9 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     name = chunk.program[chunk.method_index]
     rates = config.rates_for(name)
     n_real = chunk.n_points * config.seeds * len(rates)
-    fields = config.kind.record_fields(config) if config.kind.record_fields else {}
+    named = config.kind.record_fields  # the kind's own named fields, per point (a batch from B/d·d)
+    fields = {p: named(config, point={**static_point, **points[p]}) if named else {}
+              for p in dict.fromkeys(int(p) for p in idx[:n_real, 0])}
     rows = []
     for i in range(n_real):
         hits = [int(h) if h >= 0 else None for h in solution.hits[i]]
@@ -459,7 +461,7 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
             "iterations": hit if hit is not None else int(solution.iterations[i]),
             "status": "converged" if hit is not None else STATUS_NAMES[status if status != Status.CONVERGED
                                                                        else int(Status.CENSORED)],
-            gap_name: float(solution.final_metric[i]), "hits": hits, **fields,
+            gap_name: float(solution.final_metric[i]), "hits": hits, **fields[int(idx[i, 0])],
         })
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
     if chooses_settings(config) and marks_per_chunk(config):

@@ -95,19 +95,23 @@ def sweep_noise(batch, method, mode, problem, dim, target, beta, schedule, noise
                                 beta=beta, schedule=schedule, noise_spectrum=noise_spectrum, noise=noise,
                                 examples=examples, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                                 lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, yes=yes)
+    from otod.noise.analysis import analyse
+
     results = run(config, mode, out, yes)
-    text = _report(results)
+    analysis = analyse(results)  # once: the report and the figure read it
+    text = _report(results, analysis)
     if not no_plot and results.path is not None:
         from otod.noise.figures import sweep_figure
 
-        text += "".join(f"\nfigure:  {f}" for f in sweep_figure(results, results.path.with_suffix(""), pdf=pdf))
+        text += "".join(f"\nfigure:  {f}" for f in sweep_figure(results, results.path.with_suffix(""), pdf=pdf,
+                                                                 analysis=analysis))
     _echo(text, results.records, as_json)
 
 
-def _report(results) -> str:
+def _report(results, analysis) -> str:
     from otod.noise.report import text_report
 
-    return text_report(results)
+    return text_report(results, analysis=analysis)
 
 
 def _echo(text: str, records: list, as_json: bool) -> None:
@@ -123,7 +127,8 @@ def _echo(text: str, records: list, as_json: bool) -> None:
 
 def params_figure_base(out: str, labelled, mode: str):
     """Where the params figure goes: beside a named results file (``f.json`` → ``f.png``), else in the folder as
-    ``params-<mode>-<digest of the rules' configs>`` (one name per distinct command)."""
+    ``params-<mode>-<digest of the rules' configs>`` (one name per distinct command); ``labelled``: [(label, an
+    object with the results' ``meta``)]."""
     import hashlib
     from pathlib import Path
 
@@ -182,14 +187,18 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
     if Path(out).suffix and len(configs) > 1:
         raise OtodError(f"--out {out}: names one results file but --batch-rule {batch_rule} gives {len(configs)} "
                         "sweeps (one file each); give a folder, e.g. --out runs/, or one rule")
-    labelled = [(label, run(config, mode, out, yes)) for label, config in configs]
-    text = "\n\n".join(f"batch rule {label}\n{_report(results)}" for label, results in labelled)
+    from otod.noise.analysis import analyse
+
+    runs = [(label, run(config, mode, out, yes)) for label, config in configs]
+    labelled = [(label, results, analyse(results)) for label, results in runs]  # once each
+    text = "\n\n".join(f"batch rule {label}\n{_report(results, analysis)}" for label, results, analysis in labelled)
     if not no_plot:
         from otod.noise.figures import params_figure
 
-        written = params_figure(labelled, params_figure_base(out, labelled, mode), mode, pdf=pdf)
+        analyses = [(label, analysis) for label, _, analysis in labelled]
+        written = params_figure(analyses, params_figure_base(out, analyses, mode), mode, pdf=pdf)
         text += "".join(f"\nfigure:  {f}" for f in written)
-    _echo(text, [r for _, results in labelled for r in results.records], as_json)
+    _echo(text, [r for _, results, _ in labelled for r in results.records], as_json)
 
 
 @click.command("noise-scale")

@@ -122,6 +122,22 @@ def exact_simple_noise_scale(q, lr: float, batch: int, t: int) -> float:
     return float(np.sum(q.c) / np.sum(q.h * q.h * second))
 
 
+def best_steps(batches: np.ndarray, rates: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The exact steps to target at each batch's chosen rate (``steps`` [batch, rate], −1: not reached within the
+    cap), by the sweeps' one selection rule (`otod.core.analysis.chosen`); NaN where none reaches the target."""
+    import pandas as pd
+
+    from otod.core import analysis
+
+    reached = steps >= 0
+    frame = pd.DataFrame({"method": "sgd", "batch": np.repeat(batches, len(rates)),
+                          "lr_multiplier": np.tile(rates, len(batches)),
+                          "iterations": np.where(reached, steps, FIT_CAP).ravel(),
+                          "status": np.where(reached, "converged", "censored").ravel()})
+    choice = analysis.chosen(analysis.cubes(frame, ["batch"])[0])
+    return analysis.fit_medians(choice.median, choice.bound)
+
+
 def noise_scale_report(dim, pairs, decays, lr, batch, steps, seeds, seed) -> str:
     out = run_estimators(dim, pairs, decays, lr, batch, steps, seeds, seed)
     q = out["quadratic"]
@@ -150,9 +166,8 @@ def noise_scale_report(dim, pairs, decays, lr, batch, steps, seeds, seed) -> str
     target = float(0.5 * np.sum(q.h * s_end)) * 1.05
     batches = 2.0 ** np.arange(0, 15)
     grid = 2.0 ** (np.arange(-40, 2) / 2)
-    table = theory.method_hitting_steps("sgd", q, grid, batches, target, 10 ** 8).astype(float)
-    table[table < 0] = np.inf
-    s_min, b_crit = theory.mccandlish_fit(batches, table.min(1))
+    steps_at = theory.method_hitting_steps("sgd", q, grid, batches, target, FIT_CAP)
+    s_min, b_crit = theory.mccandlish_fit(batches, best_steps(batches, grid, steps_at))
     if not math.isnan(b_crit):
         simple, noise = theory.noise_scales(q, s_end)
         lines.append(f"measured critical batch of SGD to loss {target:.3g} (exact path, lr tuned): B_crit "

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from otod.core.fit import iteration_matrix
 from otod.noise import theory
-from otod.noise.records import best_lrs, choose_setting, critical_batch, medians, tidy
+from otod.noise.analysis import NoiseAnalysis, analyse
 
 COLORS = {"sgd": "C0", "heavy-ball": "C1", "ema": "C2", "adam": "C4"}
 
@@ -33,14 +32,16 @@ def _plt():
     return plt
 
 
-def _exact_twin(results):
-    """The exact path's records for the same sweep (nqm/isotropic only), else None."""
+def exact_twin(analysis: NoiseAnalysis) -> NoiseAnalysis | None:
+    """The exact path's choice and medians for the same sweep (nqm/isotropic under a constant schedule; the
+    analysis itself on the exact path), else None: the exact curve a simulated figure draws."""
+    from otod.core.results import Results
     from otod.core.sweep import SweepConfig
     from otod.noise.exact import exact_records
 
-    meta = results.meta
-    if meta.get("mode") == "exact":
-        return choose_setting(tidy(results))
+    meta = analysis.meta
+    if analysis.mode == "exact":
+        return analysis
     if meta["config"]["problem"]["kind"] not in ("nqm", "isotropic") or meta["config"]["options"]["schedule"] != \
             "constant":
         return None
@@ -49,31 +50,26 @@ def _exact_twin(results):
     if not methods:
         return None
     config = dataclasses.replace(config, methods=methods, seeds=1, max_iters=10 ** 8)
-    records = exact_records(config)
-    for r in records:
-        r["lr"] = r["learning_rate"]
-    return choose_setting(records)
+    return analyse(Results(meta={**meta, "mode": "exact", "config": config.to_dict()}, records=exact_records(config)),
+                   fit=False)
 
 
-def steps_vs_batch(results, ax, exact=None, dim: float | None = None) -> None:
-    """Figure (a) on ``ax``; ``dim`` draws one dimension of a sweep over several (a static axis)."""
-    from otod.core.plotting import DIVERGED_LABEL, mark_diverged
+def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None) -> None:
+    """Figure (a) on ``ax``, from the analysis (and the exact twin's, `exact_twin`); ``dim`` draws one dimension of
+    a sweep over several (a static axis), default the first."""
+    from otod.core.plotting import DIVERGED_LABEL, censored_quantiles, mark_diverged
 
-    config = results.meta["config"]
-    records = choose_setting(tidy(results))
-    if dim is not None:
-        records = [r for r in records if r["dim"] == dim]
-        exact = None if exact is None else [r for r in exact if float(r.get("dim", dim)) == dim]
-    simulated = results.meta.get("mode") != "exact"
+    config = analysis.config
+    dim = analysis.dims[0] if dim is None else dim
+    simulated = analysis.mode != "exact"
+    exact_of = {s.method: s for s in exact.at(dim)} if exact is not None else {}
     diverged_labelled = False
-    for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
-        color = _color(m, i)
-        xs, med, bound, y, lower = medians(records, m)
-        ok = np.isfinite(med) & ~bound
+    series = analysis.at(dim)
+    for i, s in enumerate(series):
+        m, color = s.method, _color(s.method, i)
+        xs, med, ok = s.x, s.median, s.fitted
         if simulated:
-            from otod.core.plotting import censored_quantiles
-
-            (q25, q75), _ = censored_quantiles(y, lower)
+            (q25, q75), _ = censored_quantiles(s.at_choice("count"), s.at_choice("lower"))
             censored = ~ok & np.isfinite(med)
             if ok.any():
                 ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color,
@@ -81,29 +77,26 @@ def steps_vs_batch(results, ax, exact=None, dim: float | None = None) -> None:
             if censored.any():
                 ax.plot(xs[censored], med[censored], "^", mfc="none", color=color,
                         label=f"{m}: △ median only a lower bound ≥ (most lanes censored at the cap)")
-            _, _, status = iteration_matrix(records, m, "batch")
-            if mark_diverged(ax, xs, status, color, label=None if diverged_labelled else DIVERGED_LABEL,
-                             row=i) is not None:
+            if mark_diverged(ax, xs, s.at_choice("status"), color,
+                             label=None if diverged_labelled else DIVERGED_LABEL, row=i) is not None:
                 diverged_labelled = True
             if not ok.any() and not censored.any():
                 _none_reached(ax, m, color)
-        if exact is not None and any(r["method"] == m for r in exact):
-            ex, emed, ebound, _, _ = medians(exact, m)
-            good = np.isfinite(emed) & ~ebound
-            if good.any():
-                ax.plot(ex[good], emed[good], "-", color=color, lw=1.5, label=f"{m} exact" if simulated else m)
+        if m in exact_of:
+            twin = exact_of[m]
+            if twin.fitted.any():
+                ax.plot(twin.x[twin.fitted], twin.median[twin.fitted], "-", color=color, lw=1.5,
+                        label=f"{m} exact" if simulated else m)
             elif not simulated:
                 _none_reached(ax, m, color)
-        fit = critical_batch(records, m)
-        if math.isfinite(fit.b_crit):
+        fit = s.critical
+        if fit is not None and math.isfinite(fit.b_crit):
             grid = np.geomspace(xs.min(), xs.max(), 100)
-            ax.plot(grid, fit.s_min * (1 + fit.b_crit / grid), ":", color=color, lw=1,
-                    label=f"{m} fit: B_crit = {fit.b_crit:.3g}")
-    q = _quadratic(config)
+            ax.plot(grid, fit.curve(grid), ":", color=color, lw=1, label=f"{m} fit: B_crit = {fit.b_crit:.3g}")
+    q = _quadratic(config, dim)
     if q is not None:
-        xs = np.asarray(sorted({r["batch"] for r in records}))
-        d = len(q.h) if dim is None else int(dim)
-        ax.plot(xs, theory.ideal_steps(d, config["target"]["tol"], xs), "--", color="0.5",
+        xs = np.asarray(sorted({x for s in series for x in s.x}))
+        ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
                 label="ideal estimator d/(2·target·B)")
     _log_axes(ax, "batch size B", "steps to target")
     if ax.get_xscale() == "log":
@@ -113,18 +106,17 @@ def steps_vs_batch(results, ax, exact=None, dim: float | None = None) -> None:
         headroom(ax)
 
 
-def _quadratic(config):
+def _quadratic(config, dim: float | None = None):
     from otod.noise.report import quadratic_of
 
-    return quadratic_of(config)
+    return quadratic_of(config, dim)
 
 
-def _title(results) -> str:
-    c = results.meta["config"]
+def _title(analysis: NoiseAnalysis) -> str:
+    c = analysis.config
     p = c["problem"]
     lr = "lr (and β) tuned per B" if c["lr"] == "tuned" else f"lr {c['lr']}"
-    mode = results.meta.get("mode", "simulate")
-    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {mode}, {lr}"
+    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {analysis.mode}, {lr}"
 
 
 def _none_reached(ax, method: str, color: str) -> None:
@@ -151,86 +143,73 @@ def _legend(ax):
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
 
 
-def sweep_figure(results, base, pdf: bool = False, **kwargs) -> list:
+def sweep_figure(results, base, pdf: bool = False, analysis: NoiseAnalysis | None = None, **kwargs) -> list:
     """Figure (a) of a noise sweep (a params sweep: steps vs d); one panel per d where d is a static axis of a
-    batch sweep."""
+    batch sweep. ``analysis``: the one the command already made (else it is made here, once)."""
     from otod.core.plotting import panel_grid, save
 
     plt = _plt()
-    dims = sorted({r["dim"] for r in tidy(results)}) if results.meta["sweep"] != "params" else []
+    analysis = analyse(results) if analysis is None else analysis
+    dims = analysis.dims if analysis.axis == "batch" else []
     if len(dims) > 1:
         fig, axes = panel_grid(len(dims), 5.5, 4.2, sharey=False)
-        exact = _exact_twin(results)
+        exact = exact_twin(analysis)
         for ax, d in zip(axes, dims):
-            steps_vs_batch(results, ax, exact, dim=d)
+            steps_vs_batch(analysis, ax, exact, dim=d)
             ax.set_title(f"d = {d:g}", fontsize=10)
             ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
-        fig.suptitle(_title(results).replace(f"d = {results.meta['config']['problem'].get('dim', 2)}",
-                                             "d: one panel each"), fontsize=10)
+        fig.suptitle(_title(analysis).replace(f"d = {analysis.config['problem'].get('dim', 2)}",
+                                              "d: one panel each"), fontsize=10)
         return save(fig, Path(base), pdf=pdf)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    if results.meta["sweep"] == "params":
-        params_panel([("", results)], ax)
+    if analysis.axis == "dim":
+        params_panel([("", analysis)], ax)
     else:
-        steps_vs_batch(results, ax, _exact_twin(results))
-    ax.set_title(_title(results), fontsize=9)
+        steps_vs_batch(analysis, ax, exact_twin(analysis))
+    ax.set_title(_title(analysis), fontsize=9)
     _legend(ax)
     return save(fig, Path(base), pdf=pdf)
 
 
-def lr_vs_batch(results, ax) -> None:
-    """Figure (b): the chosen step size per B, with the slope over the perfect-scaling region."""
-    records = choose_setting(tidy(results))
-    for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
-        xs, lrs = best_lrs(records, m)
-        _, med, bound, _, _ = medians(records, m)
-        ok = np.isfinite(med) & ~bound
-        limit = theory.perfect_scaling_limit(xs[ok], med[ok])
-        from otod.noise.records import lr_slope
-
-        slope, _ = lr_slope(records, m, limit)
-        ax.plot(xs, lrs, "o-", ms=3, color=_color(m, i), label=f"{m}: slope {slope:.2f} up to B = {limit or 0:g}")
-    xs = np.asarray(sorted({r["batch"] for r in records}))
+def lr_vs_batch(analysis: NoiseAnalysis, ax) -> None:
+    """Figure (b): the chosen step size per B, with the analysis's slope over the perfect-scaling region."""
+    for i, s in enumerate(analysis.at(analysis.dims[0])):
+        ax.plot(s.x, s.summary["learning_rate"], "o-", ms=3, color=_color(s.method, i),
+                label=f"{s.method}: slope {s.lr_slope:.2f} up to B = {s.perfect_scaling or 0:g}")
+    xs = np.asarray(sorted({x for s in analysis.series for x in s.x}))
     ax.plot(xs, 1e-3 * xs, "--", color="0.5", label="∝ B (linear scaling)")
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="best learning rate")
     ax.set_xscale("log", base=2)
 
 
-def tradeoff(results, ax) -> None:
+def tradeoff(analysis: NoiseAnalysis, ax) -> None:
     """Figure (c): steps S vs examples E = B·S per method, and McCandlish's hyperbola from each fit."""
-    records = choose_setting(tidy(results))
-    for i, m in enumerate(dict.fromkeys(r["method"] for r in records)):
-        xs, med, bound, _, _ = medians(records, m)
-        ok = np.isfinite(med) & ~bound
-        ax.plot(xs[ok] * med[ok], med[ok], "o", ms=4, color=_color(m, i), label=m)
-        fit = critical_batch(records, m)
-        if math.isfinite(fit.b_crit) and fit.b_crit > 0:
-            e_min = fit.s_min * fit.b_crit
-            grid = np.geomspace(xs.min(), xs.max(), 200)
-            s = fit.s_min * (1 + fit.b_crit / grid)
-            ax.plot(grid * s, s, "-", lw=1, color=_color(m, i),
-                    label=f"(S/S_min − 1)(E/E_min − 1) = 1: S_min {fit.s_min:.3g}, E_min {e_min:.3g}")
+    for i, s in enumerate(analysis.at(analysis.dims[0])):
+        ok = s.fitted
+        ax.plot(s.x[ok] * s.median[ok], s.median[ok], "o", ms=4, color=_color(s.method, i), label=s.method)
+        fit = s.critical
+        if fit is not None and math.isfinite(fit.b_crit) and fit.b_crit > 0:
+            grid = np.geomspace(s.x.min(), s.x.max(), 200)
+            steps = fit.curve(grid)
+            ax.plot(grid * steps, steps, "-", lw=1, color=_color(s.method, i),
+                    label=f"(S/S_min − 1)(E/E_min − 1) = 1: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}")
     ax.set(xscale="log", yscale="log", xlabel="examples processed E = B·S", ylabel="steps S")
 
 
 def params_panel(labelled, ax) -> None:
-    """Figure (d): steps vs d per batch rule, with each rule's fitted exponent."""
-    from otod.noise.records import loglog_slope
-
-    for i, (label, results) in enumerate(labelled):
-        records = choose_setting(tidy(results))
-        for j, m in enumerate(dict.fromkeys(r["method"] for r in records)):
-            xs, med, bound, _, _ = medians(records, m, "dim")
-            ok = np.isfinite(med) & ~bound
+    """Figure (d): steps vs d per batch rule [(label, analysis)], with each rule's fitted exponent."""
+    for i, (label, analysis) in enumerate(labelled):
+        for j, s in enumerate(analysis.series):
+            xs, med, ok = s.x, s.median, s.fitted
             censored = ~ok & np.isfinite(med)
             if ok.any():
-                ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
-                        label=f"{label} {m}: exponent {loglog_slope(xs[ok], med[ok]):.2f}")
+                ax.plot(xs[ok], med[ok], marker="o", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+                        label=f"{label} {s.method}: exponent {s.exponent:.2f}")
             if censored.any():
                 ax.plot(xs[censored], med[censored], "^", mfc="none", color=f"C{i}",
                         label=f"{label}: ≥ cap (censored)")
             if not ok.any() and not censored.any():
-                _none_reached(ax, f"{label} {m}".strip(), f"C{i}")
+                _none_reached(ax, f"{label} {s.method}".strip(), f"C{i}")
     _log_axes(ax, "dimension d (parameters)", "steps to target")
 
 
@@ -259,31 +238,31 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
     from otod.core.plotting import save
 
     plt = _plt()
-    results = _run_noise(spec)
+    analysis = analyse(_run_noise(spec))
     name = spec["name"]
     files = []
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    steps_vs_batch(results, ax, _exact_twin(results))
-    ax.set_title("(a) steps to target vs batch size: " + _title(results), fontsize=9)
+    steps_vs_batch(analysis, ax, exact_twin(analysis))
+    ax.set_title("(a) steps to target vs batch size: " + _title(analysis), fontsize=9)
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_steps")
     if spec.get("figures", "abc") == "a":
         return files
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    lr_vs_batch(results, ax)
-    ax.set_title("(b) best learning rate vs batch size: " + _title(results), fontsize=9)
+    lr_vs_batch(analysis, ax)
+    ax.set_title("(b) best learning rate vs batch size: " + _title(analysis), fontsize=9)
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_lr")
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    tradeoff(results, ax)
-    ax.set_title("(c) steps vs examples (McCandlish et al. 2018): " + _title(results), fontsize=9)
+    tradeoff(analysis, ax)
+    ax.set_title("(c) steps vs examples (McCandlish et al. 2018): " + _title(analysis), fontsize=9)
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_tradeoff")
     return files
 
 
 def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
-    """Figure (d) of ``otod sweep params``: steps vs d for every batch rule [(label, results)], at ``base``.png
+    """Figure (d) of ``otod sweep params``: steps vs d for every batch rule [(label, analysis)], at ``base``.png
     (and .pdf with ``pdf``)."""
     from otod.core.plotting import save
 
@@ -304,12 +283,13 @@ def make_params(spec: dict, out_dir: Path) -> list[Path]:
     from otod.noise.options import params_configs
 
     configs, mode = params_configs(**{k: str(v) for k, v in _params_keys(spec).items()})
-    labelled = [(label, run(config, mode, "results")) for label, config in configs]
+    labelled = [(label, analyse(run(config, mode, "results"))) for label, config in configs]
     return params_figure(labelled, out_dir / f"noise_{spec['name']}", mode, pdf=True)
 
 
 def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
     """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n)."""
+    from otod.core.analysis import fit_line
     from otod.core.plotting import save
 
     plt = _plt()
@@ -322,12 +302,12 @@ def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
     a.plot(dims, rms, "o", ms=4, label="measured RMS ‖ξ‖")
     a.plot(dims, np.sqrt(dims), "--", color="0.4",
-           label=f"√d (fitted exponent {np.polyfit(np.log(dims), np.log(rms), 1)[0]:.3f})")
+           label=f"√d (fitted exponent {fit_line(np.log(dims), np.log(rms))[0]:.3f})")
     a.set(xscale="log", yscale="log", xlabel="dimension d", ylabel="RMS norm of N(0, I_d) noise",
           title="(e) noise grows like √d")
     b.plot(ns, err, "o", ms=4, label="measured RMS error of the mean")
     b.plot(ns, 1 / np.sqrt(ns), "--", color="0.4",
-           label=f"1/√n (fitted exponent {np.polyfit(np.log(ns), np.log(err), 1)[0]:.3f})")
+           label=f"1/√n (fitted exponent {fit_line(np.log(ns), np.log(err))[0]:.3f})")
     b.set(xscale="log", yscale="log", xlabel="samples averaged n", ylabel="RMS error", title="averaging shrinks it")
     for ax in (a, b):
         ax.legend(fontsize=8, loc="best")
@@ -407,17 +387,15 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
     opts = _sweep_option_keys(spec)
     schedules = opts.pop("schedules", ["constant", "cosine", "one-cycle"])
     for i, name in enumerate(schedules):
-        results = _run_noise({**opts, "schedule": name})
-        records = choose_setting(tidy(results))
-        for j, m in enumerate(dict.fromkeys(r["method"] for r in records)):
-            xs, med, bound, y, lower = medians(records, m)
-            ok = np.isfinite(med) & ~bound
-            ax.plot(xs[ok], med[ok], "o-", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
-                    label=f"{name} ({m})")
+        analysis = analyse(_run_noise({**opts, "schedule": name}), fit=False)
+        for j, s in enumerate(analysis.at(analysis.dims[0])):
+            xs, med, ok = s.x, s.median, s.fitted
+            ax.plot(xs[ok], med[ok], marker="o", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+                    label=f"{name} ({s.method})")
             if (~ok).any():
                 ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{name}: ≥ cap (censored)")
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target (median over seeds)",
-           title="(h) schedules (horizon = the run's cap): " + _title(results))
+           title="(h) schedules (horizon = the run's cap): " + _title(analysis))
     ax.set_xscale("log", base=2)
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}")

@@ -44,13 +44,19 @@ def initial_loss(spec) -> float:
     return spec.initial_loss()
 
 
+def ratio_batch(ratio: float, dim: float) -> float:
+    """The batch of a proportional rule: B = ratio·d rounded (half to even, as the simulator's ``jnp.round``), at
+    least 1."""
+    return max(1.0, float(round(ratio * dim)))
+
+
 def batches(config) -> list[float]:
     """Every batch size the sweep runs at."""
     axes = dict(config.axes)
     if "batch" in axes:
         return list(axes["batch"])
     dims = axes.get("dim", (config.problem.dim,))
-    return [max(1.0, round(r * d)) for r in axes["batch_ratio"] for d in dims]
+    return [ratio_batch(r, d) for r in axes["batch_ratio"] for d in dims]
 
 
 def max_iters(config) -> int:
@@ -80,9 +86,18 @@ def _x64(config) -> bool:
     return False
 
 
-def record_fields(config, mode: str = "simulate") -> dict:
-    """What every record of a noise sweep carries by name besides its axes: the schedule and the path."""
-    return {"schedule": config.options.schedule, "mode": mode}
+def record_fields(config, mode: str = "simulate", point: dict | None = None) -> dict:
+    """What every record of a noise or params sweep carries by name besides its axes, so that a reader of the bare
+    file (and the analysis, `otod.noise.records.frame`) needs no config to know a lane: the schedule and the path
+    (exact or simulate), and at the lane's ``point`` (its axis values) its dimension d (the problem's where d is no
+    axis: Rosenbrock's 2), batch B (`ratio_batch` under a proportional rule) and β (0 where β is no axis). The
+    exact path writes d, B and β itself and passes no point."""
+    fields = {"schedule": config.options.schedule, "mode": mode}
+    if point is None:
+        return fields
+    dim = float(point["dim"]) if "dim" in point else float(getattr(config.problem, "dim", 2))
+    batch = float(point["batch"]) if "batch" in point else ratio_batch(float(point["batch_ratio"]), dim)
+    return {"dim": dim, "batch": batch, "beta": float(point.get("beta", 0.0)), **fields}
 
 
 NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,

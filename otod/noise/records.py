@@ -1,127 +1,68 @@
-"""Which records a noise table, fit or figure reads: one (learning rate, β) per point, chosen by the median over
-seeds (Shallue et al. 2019), and the fits of the batch-size laws."""
+"""The records a noise analysis reads: one pandas DataFrame per results file, every lane with its named fields.
+
+A noise or params record carries its dimension d, batch size B, β, schedule and path (exact or simulate) from
+the run on (`otod.noise.kind.record_fields`). Files written before records carried them (otod before the
+analysis port, issue 18) are filled in here, once, where the frame is built: d from the problem, B from the
+proportional rule's B/d·d, β = 0, the schedule from the config and the path from the metadata (the simulator
+wrote none). No reader fills them in again.
+
+β is a setting of heavy-ball (momentum) and ema (the average's decay) only: the simulator runs every method at
+every β of the axis, so the other methods' lanes repeat at each β; they are kept at the smallest β, so that the
+selection (`otod.core.analysis.select`) does not pick the best of repeated runs.
+"""
 
 from __future__ import annotations
 
-import math
-from typing import NamedTuple
-
 import numpy as np
+import pandas as pd
 
-from otod.core.fit import censored_medians, iteration_matrix
-from otod.core.tuning import count_at
-from otod.noise import theory
+from otod.core import analysis
+from otod.noise.kind import ratio_batch
+from otod.noise.options import USES_BETA
 
+#: The fields of a point (besides β, which is a setting): one (lr, β) is chosen per point and method.
 POINT_FIELDS = ("dim", "batch", "batch_ratio")
 
 
-def tidy(results) -> list[dict]:
-    """The records with every named field a reader expects: dim, batch (from batch_ratio·d where the rule is
-    proportional), beta, schedule, mode and lr (the lane's step size)."""
-    config = results.meta["config"]
-    schedule = config.get("options", {}).get("schedule", "constant")
-    mode = results.meta.get("mode", "simulate")
-    dim = config["problem"].get("dim", 2)
-    out = []
-    for r in results.records:
-        d = r.get("dim", dim)
-        batch = r.get("batch", max(1.0, float(round(r.get("batch_ratio", 0.0) * d))))
-        out.append({**r, "dim": float(d), "batch": float(batch), "beta": float(r.get("beta", 0.0)),
-                    "schedule": schedule, "mode": mode, "lr": r["learning_rate"]})
+def frame(results) -> pd.DataFrame:
+    """The records of a noise or params `Results` as one DataFrame, old files' missing fields filled in
+    (`filled`) and the repeated β lanes of methods without β dropped (`own_settings`)."""
+    return own_settings(filled(analysis.frame_of(results), results.meta))
+
+
+def _missing(frame: pd.DataFrame, name: str) -> np.ndarray:
+    return frame[name].isna().to_numpy() if name in frame else np.ones(len(frame), bool)
+
+
+def filled(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """``frame`` with every named field a noise record carries (`otod.noise.kind.record_fields`) where a record
+    lacks it: d (the problem's, 2 for Rosenbrock), B (`ratio_batch` of the record's B/d and d), β (0), the
+    schedule (the config's), the path (the metadata's ``mode``; files of the simulator had none) and
+    ``lr_multiplier`` (none: an absolute step). A frame that has them all is returned as it is."""
+    config = meta["config"]
+    dim = float(config["problem"].get("dim", 2))
+    defaults = {"dim": dim, "beta": 0.0, "schedule": config["options"]["schedule"],
+                "mode": meta.get("mode", "simulate"), "lr_multiplier": np.nan}
+    fill = {}
+    for name, value in defaults.items():
+        gone = _missing(frame, name)
+        if gone.any():
+            fill[name] = frame[name].where(~gone, value) if name in frame else value
+    out = frame.assign(**fill) if fill else frame
+    gone = _missing(out, "batch")
+    if gone.any():
+        ratio = out["batch_ratio"].to_numpy(float)
+        made = [ratio_batch(r, d) for r, d in zip(ratio, out["dim"].to_numpy(float))]
+        out = out.assign(batch=np.where(gone, made, out["batch"].to_numpy(float) if "batch" in out else np.nan))
     return out
 
 
-def _rate(r: dict) -> float:
-    return r["lr_multiplier"] if r.get("lr_multiplier") is not None else r["learning_rate"]
-
-
-def choose_setting(records: list[dict]) -> list[dict]:
-    """The records at each point's best (lr, β): lowest median steps over seeds (lanes that did not converge
-    count as +∞), ties to the smaller lr and then the smaller β. One record per seed per point and method."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in records:
-        groups.setdefault(tuple(r.get(f) for f in POINT_FIELDS) + (r["method"],), []).append(r)
-    out = []
-    for group in groups.values():
-        settings: dict[tuple, list[dict]] = {}
-        for r in group:
-            settings.setdefault((_rate(r), r.get("beta", 0.0)), []).append(r)
-        scores = {k: float(np.median([count_at(r) for r in v])) for k, v in settings.items()}
-        best = min(scores, key=lambda k: (scores[k], k[0], k[1]))
-        keys = sorted({k[0] for k in settings})
-        edge = not math.isinf(scores[best]) and len(keys) > 1 and best[0] in (keys[0], keys[-1])
-        out += [{**r, "lr_on_edge": edge} for r in settings[best]]
-    return out
-
-
-class CriticalBatch(NamedTuple):
-    """S(B) = S_min (1 + B_crit/B) fitted to one method's medians, with a 95% seed-bootstrap CI."""
-
-    method: str
-    s_min: float
-    b_crit: float
-    s_min_ci: tuple[float, float]
-    b_crit_ci: tuple[float, float]
-    points: int
-    excluded: int
-    deterministic: bool
-
-
-def medians(records: list[dict], method: str, axis: str = "batch"):
-    """(x, median over seeds with censored lanes as ≥ cap, whether each median is only a lower bound)."""
-    xs, y, status = iteration_matrix(records, method, axis)
-    lower = np.isin(status, ("censored", "stalled"))
-    med, bound = censored_medians(y, lower)
-    return xs, med, bound, y, lower
-
-
-def critical_batch(records: list[dict], method: str, n_boot: int = 500, seed: int = 0) -> CriticalBatch:
-    """Fit the McCandlish curve to the chosen records of ``method`` (points whose median is only a lower bound,
-    i.e. censored, are left out) and bootstrap the seeds for CIs."""
-    xs, med, bound, y, lower = medians(records, method)
-    use = np.isfinite(med) & ~bound
-    s_min, b_crit = theory.mccandlish_fit(xs[use], med[use])
-    deterministic = y.shape[1] < 2 or bool(np.all(np.where(np.isnan(y), -1, y) == np.where(np.isnan(y), -1, y)[:, :1]))
-    if deterministic:
-        ci = ((s_min, s_min), (b_crit, b_crit))
-    else:
-        rng = np.random.default_rng(seed)
-        big = np.where(lower, np.inf, y)
-        fits = []
-        for _ in range(n_boot):
-            cols = rng.integers(0, y.shape[1], y.shape[1])
-            with np.errstate(all="ignore"):
-                m = np.nanmedian(big[:, cols], axis=1)
-            ok = use & np.isfinite(m)
-            fits.append(theory.mccandlish_fit(xs[ok], m[ok]))
-        fits = np.asarray(fits)
-        ci = tuple(tuple(float(v) for v in np.nanpercentile(fits[:, i], [2.5, 97.5])) for i in range(2))
-    return CriticalBatch(method, s_min, b_crit, ci[0], ci[1], int(use.sum()), int((~use).sum()), deterministic)
-
-
-def best_lrs(records: list[dict], method: str) -> tuple[np.ndarray, np.ndarray]:
-    """(B, the chosen step size at B) for one method."""
-    by_batch: dict[float, list[float]] = {}
-    for r in records:
-        if r["method"] == method:
-            by_batch.setdefault(r["batch"], []).append(r["learning_rate"])
-    xs = np.asarray(sorted(by_batch))
-    return xs, np.asarray([float(np.median(by_batch[b])) for b in xs])
-
-
-def loglog_slope(x, y) -> float:
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    ok = np.isfinite(y) & (y > 0)
-    if ok.sum() < 2:
-        return math.nan
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
-
-
-def lr_slope(records: list[dict], method: str, up_to: float | None) -> tuple[float, int]:
-    """The log-log slope of the best lr vs B over B ≤ ``up_to`` (the perfect-scaling region), and its points; no
-    region (``up_to`` None): nan over 0 points, not a slope over every point."""
-    xs, lrs = best_lrs(records, method)
-    if up_to is None:
-        return math.nan, 0
-    keep = xs <= up_to
-    return loglog_slope(xs[keep], lrs[keep]), int(keep.sum())
+def own_settings(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records less the lanes that repeat a method without β (sgd, precond, adam) at a larger β of the axis:
+    for those methods β is no setting, only heavy-ball and ema read it."""
+    if len(frame) == 0:
+        return frame
+    reads_beta = frame["method"].map(lambda m: m in USES_BETA).to_numpy(bool)
+    smallest = frame.groupby("method", sort=False)["beta"].transform("min").to_numpy(float)
+    keep = reads_beta | (frame["beta"].to_numpy(float) == smallest)
+    return frame if keep.all() else frame[keep]

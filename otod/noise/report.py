@@ -1,23 +1,17 @@
-"""What a noise or params sweep prints: steps to target per batch size (or dimension) and method with the chosen
-lr and β, the perfect-scaling region, the fitted critical batch with its CI, the exact noise scales, the ideal
-estimator's line, and the best lr's slope."""
+"""What a noise or params sweep prints, read from its one analysis (`otod.noise.analysis.NoiseAnalysis`): steps to
+target per batch size (or dimension) and method with the chosen lr and β (marked * where on the edge of the grid
+tried, with one warning), the critical batch with its CI and misfit, the perfect-scaling region and the chosen
+lr's slope over it, the exact noise scales, and the ideal estimator's line."""
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from otod.core import results as results_io
 from otod.noise import theory
-from otod.noise.records import choose_setting, critical_batch, lr_slope, medians, tidy
-
-
-class Report(NamedTuple):
-    results: results_io.Results
-    text: str
-    files: list
+from otod.noise.analysis import NoiseAnalysis, Series, analyse
+from otod.noise.options import USES_BETA
 
 
 def _steps(value: float, bound: bool) -> str:
@@ -26,127 +20,160 @@ def _steps(value: float, bound: bool) -> str:
     return f"≥{value:.0f}" if bound else f"{value:.6g}"
 
 
-def quadratic_of(config: dict):
-    """The exact quadratic of a results file's problem, or None (regression, rosenbrock)."""
+def quadratic_of(config: dict, dim: float | None = None):
+    """The exact quadratic of a results file's problem (at dimension ``dim``, default the problem's), or None
+    (regression, rosenbrock)."""
     p = config["problem"]
+    d = int(p["dim"] if dim is None else dim)
     if p["kind"] == "nqm":
-        return theory.nqm(int(p["dim"]), p["noise"])
+        return theory.nqm(d, p["noise"])
     if p["kind"] == "isotropic":
-        return theory.isotropic(int(p["dim"]), p["sigma"], p["distance"])
+        return theory.isotropic(d, p["sigma"], p["distance"])
     return None
 
 
-def exact_noise_scales(config: dict, records: list[dict]) -> list[str]:
-    """B_simple and B_noise at the start (E θ² = s₀) and where SGD at the largest batch reaches the target (its
-    exact second moments at its hitting step, chosen lr), whitened for precond:p (McCandlish et al. 2018)."""
-    q = quadratic_of(config)
+def _power(method: str) -> float:
+    return float(method.split(":")[1]) if ":" in method else (1.0 if method == "precond" else 0.0)
+
+
+def exact_noise_scales(config: dict, series: list[Series], dim: float | None = None) -> list[str]:
+    """B_simple and B_noise at the start (E θ² = s₀) and where SGD (or precond:p) at the largest batch whose
+    median is a count (not a lower bound) reaches the target: the exact second moments at its median step and
+    chosen lr, whitened for precond:p (McCandlish et al. 2018)."""
+    q = quadratic_of(config, dim)
     if q is None:
         return []
     lines = []
-    tol = config["target"]["tol"]
-    for method in dict.fromkeys(r["method"] for r in records):
-        if not (method == "sgd" or method.startswith("precond")):
+    for s in series:
+        if not (s.method == "sgd" or s.method.startswith("precond")):
             continue
-        power = float(method.split(":")[1]) if ":" in method else (1.0 if method == "precond" else 0.0)
-        rows = [r for r in records if r["method"] == method]
+        power = _power(s.method)
         start = theory.noise_scales(q, q.s0, power)
-        text = f"{method}: B_simple {start[0]:.4g}, B_noise {start[1]:.4g} at the start"
-        # the largest batch whose median over every seed (lanes that did not converge count as +∞, as in the table)
-        # is finite: its median step, not one seed's, and no unconverged lane quietly left out
-        by_batch: dict[float, list[dict]] = {}
-        for r in rows:
-            by_batch.setdefault(r["batch"], []).append(r)
-        finite = [b for b, at in by_batch.items()
-                  if np.isfinite(np.median([r["iterations"] if r["status"] == "converged" else np.inf for r in at]))]
-        if finite:
-            batch = max(finite)
-            at = by_batch[batch]
-            step = int(round(np.median([r["iterations"] if r["status"] == "converged" else np.inf for r in at])))
-            lr = float(np.median([r["learning_rate"] for r in at]))
+        text = f"{s.method}: B_simple {start[0]:.4g}, B_noise {start[1]:.4g} at the start"
+        fitted = np.flatnonzero(s.fitted)
+        if fitted.size:
+            i = fitted[-1]
+            row = s.summary.iloc[i]
+            batch, step, lr = float(row["value"]), int(round(row["median"])), float(row["learning_rate"])
+            seeds = int(row[["converged", "censored", "stalled", "diverged"]].sum())
             x = theory.contraction(q, np.array([lr]), power)[0]
             noise = theory.noise_variance(q, np.array([lr]), np.array([batch]), power)[0]
-            s = theory.sgd_second_moment(step, x, noise, q.s0)
-            end = theory.noise_scales(q, s, power)
-            text += (f"; B_simple {end[0]:.4g}, B_noise {end[1]:.4g} at the target ({method} at B = {batch:g}, "
-                     f"median step {step} over {len(at)} seed{'s' * (len(at) > 1)})")
+            end = theory.noise_scales(q, theory.sgd_second_moment(step, x, noise, q.s0), power)
+            text += (f"; B_simple {end[0]:.4g}, B_noise {end[1]:.4g} at the target ({s.method} at B = {batch:g}, "
+                     f"median step {step} over {seeds} seed{'s' * (seeds > 1)})")
         lines.append(text)
     if lines:
-        lines.insert(0, f"exact noise scales (expected state; loss target {tol:g}):")
+        lines.insert(0, f"exact noise scales (expected state; loss target {config['target']['tol']:g}):")
         lines.append("B_noise is not one number per run: it grows as the loss falls (|G|² falls with the loss, the "
                      "gradient noise does not), from its start to its target value above; the fitted B_crit "
-                     "summarises the steps of whole runs, so one expects it between the two (McCandlish et al. 2018 compare "
-                     "B_crit with B_noise averaged over training)")
+                     "summarises the steps of whole runs, so one expects it between the two (McCandlish et al. 2018 "
+                     "compare B_crit with B_noise averaged over training)")
     return lines
 
 
-def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:
-    del full, tol
-    meta = results.meta
-    config = meta["config"]
-    records = choose_setting(tidy(results))
-    axis = "dim" if meta["sweep"] == "params" else "batch"
-    methods = list(dict.fromkeys(r["method"] for r in records))
-    p = config["problem"]
-    head = (f"{meta['sweep']} sweep ({meta.get('mode', 'simulate')}): {p['kind']} "
-            + ", ".join(f"{k} = {v}" for k, v in p.items() if k != "kind" and not (k == "dim" and axis == "dim"))
-            + f"; target loss {config['target']['tol']:g}; schedule {config['options']['schedule']}; "
-            f"{config['seeds'] if meta.get('mode') != 'exact' else 1} seed(s); cap {config['resolved']['max_iters']}")
-    lines = [head, ""]
-    cols = {m: medians(records, m, axis) for m in methods}
-    xs = sorted({r[axis] for r in records})
-    lr_of = {(r["method"], r[axis]): (r["learning_rate"], r["beta"]) for r in records}
-    edge = sorted({(r["method"], r[axis]) for r in records if r.get("lr_on_edge")})
-    header = f"{'B' if axis == 'batch' else 'd':>7} " + "".join(f"{m:>30}" for m in methods)
-    lines += [header, " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>8}" for _ in methods)]
+def table(series: list[Series], symbol: str) -> list[str]:
+    """Steps (median over seeds), the chosen lr and β per axis value and method; * marks an lr (or β) on the edge
+    of the values tried at that point."""
+    xs = sorted({x for s in series for x in s.x})
+    lines = [f"{symbol:>7} " + "".join(f"{s.method:>30}" for s in series),
+             " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>8}" for _ in series)]
     for x in xs:
         row = f"{x:>7g} "
-        for m in methods:
-            xm, med, bound, _, _ = cols[m]
-            i = list(xm).index(x) if x in xm else None
-            lr, beta = (math.nan if v is None else v for v in lr_of.get((m, x), (math.nan, math.nan)))
-            uses_beta = m in ("heavy-ball", "ema")
-            mark = "*" if (m, x) in edge else " "
-            row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>9.3g}{mark}"
-                    f"{f'{beta:.3g}' if uses_beta else '—':>8}")
-        lines.append(row)
-    lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the "
-              "cap; ≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
-              "or ema's decay (— where a method has none)"]
-    if edge:
-        methods_on_edge = sorted({m for m, _ in edge})
-        lines.append(f"warning: lr* lies on the edge of --lr-grid at {len(edge)} ({'B' if axis == 'batch' else 'd'}, "
-                     f"method) points ({', '.join(methods_on_edge)}): the best step may lie beyond the grid; widen "
-                     "--lr-grid")
-    if axis == "batch":
-        q = quadratic_of(config)
-        if q is not None:
-            ideal = theory.ideal_steps(len(q.h), config["target"]["tol"], np.asarray(xs))
-            lines.append("ideal estimator d/(2·target·B): " + ", ".join(f"B={b:g}: {v:.3g}" for b, v in
-                                                                          zip(xs[::4], ideal[::4])))
-        lines += ["", "critical batch, S(B) = S_min·(1 + B_crit/B) fitted with S_min, B_crit ≥ 0 (beyond the grid: "
-                  "said so, not extrapolated), 95% CI from a bootstrap over seeds; perfect scaling: largest B whose "
-                  "next grid point B' has S(B')/S(B) ≤ 1.1·B/B'; best-lr slope over that region:"]
-        for m in methods:
-            fit = critical_batch(records, m)
-            xm, med, bound, _, _ = cols[m]
-            ok = np.isfinite(med) & ~bound
-            limit = theory.perfect_scaling_limit(xm[ok], med[ok])
-            slope, n = lr_slope(records, m, limit)
-            ci = "deterministic" if fit.deterministic else (f"S_min [{fit.s_min_ci[0]:.4g}, {fit.s_min_ci[1]:.4g}], "
-                                                            f"B_crit [{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
-            region = ("no perfect-scaling region" if limit is None else
-                      f"perfect scaling up to B = {limit:g}  lr slope {slope:.3g} ({n} points)")
-            lines.append(f"  {m:<14} S_min {fit.s_min:.4g}  B_crit {theory.describe_critical_batch(fit.b_crit, xm[ok])} "
-                         f"({ci}; {fit.points} points, {fit.excluded} censored left out)  {region}")
-        lines += [""] + exact_noise_scales(config, records)
-    else:
-        from otod.noise.records import loglog_slope
+        for s in series:
+            at = np.flatnonzero(s.x == x)
+            if not at.size:
+                row += f"{'—':>12}{'—':>10}{'—':>8}"
+                continue
+            r = s.summary.iloc[at[0]]
+            lr_mark = "*" if r["lr_on_edge"] else " "
+            beta = f"{r['beta']:.3g}" + ("*" if r["beta_on_edge"] else " ") if s.method in USES_BETA else "— "
+            row += f"{_steps(r['median'], r['lower_bound']):>12}{r['learning_rate']:>9.3g}{lr_mark}{beta:>8}"
+        lines.append(row.rstrip())
+    return lines
 
+
+def edge_warning(analysis: NoiseAnalysis, symbol: str) -> list[str]:
+    """One warning where a chosen lr or β lies on the edge of the values tried: the best may lie beyond them."""
+    lr, beta = analysis.on_edge("lr_on_edge"), analysis.on_edge("beta_on_edge")
+    if not lr and not beta:
+        return []
+    parts = []
+    if lr:
+        parts.append(f"lr* lies on the edge of --lr-grid at {len(lr)} ({symbol}, method) points "
+                     f"({', '.join(sorted({m for _, m, _ in lr}))})")
+    if beta:
+        parts.append(f"β* on the edge of --beta at {len(beta)} ({symbol}, method) points "
+                     f"({', '.join(sorted({m for _, m, _ in beta}))})")
+    widen = " and ".join(o for o, on in (("--lr-grid", lr), ("--beta", beta)) if on)
+    return [f"warning: {'; '.join(parts)}: the best setting may lie beyond the values tried; widen {widen}"]
+
+
+def critical_line(s: Series) -> str:
+    """One method's critical batch with its CIs and misfit, and its perfect-scaling region with the lr slope."""
+    fit = s.critical
+    ci = "deterministic" if fit.deterministic else (f"S_min [{fit.s_min_ci[0]:.4g}, {fit.s_min_ci[1]:.4g}], "
+                                                    f"B_crit [{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
+    misfit = "—" if not math.isfinite(fit.residual) else f"{fit.residual:.2g}"
+    left = f"{fit.censored} censored" + (f", {fit.diverged} diverged" if fit.diverged else "")
+    region = ("no perfect-scaling region" if s.perfect_scaling is None else
+              f"perfect scaling up to B = {s.perfect_scaling:g}  lr slope {s.lr_slope:.3g} ({s.lr_points} points)")
+    return (f"  {s.method:<14} S_min {fit.s_min:.4g}  B_crit {theory.describe_critical_batch(fit.b_crit, s.x[s.fitted])} "
+            f"({ci}; rms relative misfit {misfit}; {fit.points} points, {left} left out)  {region}")
+
+
+def batch_lines(analysis: NoiseAnalysis, series: list[Series], dim: float) -> list[str]:
+    config = analysis.config
+    lines = []
+    q = quadratic_of(config, dim)
+    if q is not None:
+        xs = sorted({x for s in series for x in s.x})
+        ideal = theory.ideal_steps(len(q.h), config["target"]["tol"], np.asarray(xs))
+        lines.append("ideal estimator d/(2·target·B): " + ", ".join(f"B={b:g}: {v:.3g}" for b, v in
+                                                                      zip(xs[::4], ideal[::4])))
+    lines += ["", "critical batch, S(B) = S_min·(1 + B_crit/B) fitted with S_min, B_crit ≥ 0 (beyond the grid: "
+              "said so, not extrapolated), 95% CI from a bootstrap over seeds that re-chooses every point's lr and β "
+              f"in each of {analysis.n_boot} resamples, rms relative misfit |S_fit/S − 1|; perfect scaling: largest B "
+              "whose next grid point B' has S(B')/S(B) ≤ 1.1·B/B'; best-lr slope over that region:"]
+    lines += [critical_line(s) for s in series]
+    scales = exact_noise_scales(config, series, dim)
+    return lines + ([""] + scales if scales else [])
+
+
+def render(analysis: NoiseAnalysis, path=None) -> str:
+    """The report's text, from the analysis alone."""
+    meta, config = analysis.meta, analysis.config
+    batch = analysis.axis == "batch"
+    symbol = "B" if batch else "d"
+    p = config["problem"]
+    dims = analysis.dims
+    head = (f"{meta['sweep']} sweep ({analysis.mode}): {p['kind']} "
+            + ", ".join(f"{k} = {v}" for k, v in p.items()
+                        if k != "kind" and not (k == "dim" and (not batch or len(dims) > 1)))
+            + f"; target loss {config['target']['tol']:g}; schedule {config['options']['schedule']}; "
+            f"{config['seeds'] if analysis.mode != 'exact' else 1} seed(s); cap {config['resolved']['max_iters']}")
+    notes = ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
+             "≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
+             "or ema's decay (— where a method has none); *: on the edge of the values tried"]
+    notes += edge_warning(analysis, symbol)
+    lines = [head]
+    for dim in dims:  # one table (and its fits) per d of a batch sweep over several
+        series = analysis.at(dim)
+        lines += [""] + ([f"d = {dim:g}"] if len(dims) > 1 else []) + table(series, symbol)
+        lines += notes if len(dims) == 1 else []
+        lines += batch_lines(analysis, series, dim) if batch else []
+    lines += notes if len(dims) > 1 else []
+    if not batch:
         lines += ["", "exponent of steps vs d (log-log least squares over the points whose median is not censored):"]
-        for m in methods:
-            xm, med, bound, _, _ = cols[m]
-            ok = np.isfinite(med) & ~bound
-            lines.append(f"  {m:<14} {loglog_slope(xm[ok], med[ok]):.3g} ({int(ok.sum())} points)")
-    if results.path is not None:
-        lines += ["", f"results: {results.path}"]
+        lines += [f"  {s.method:<14} {s.exponent:.3g} ({s.exponent_points} points)" for s in analysis.series]
+    if path is not None:
+        lines += ["", f"results: {path}"]
     return "\n".join(lines)
+
+
+def text_report(results, *, full: bool = False, tol: float | None = None,
+                analysis: NoiseAnalysis | None = None) -> str:
+    """The report of a noise or params `Results` (``otod fit``, the sweep commands); ``analysis``: the one the
+    command already made (else it is made here, once). ``full`` and ``tol`` change nothing: every B is shown and
+    a noise sweep records one target."""
+    del full, tol
+    return render(analysis if analysis is not None else analyse(results), results.path)

@@ -2,6 +2,7 @@
 and the ideal line among its curves."""
 
 from otod.noise.exact import run_exact
+from otod.noise.analysis import analyse
 from otod.noise.figures import steps_vs_batch, sweep_figure
 from otod.noise.options import noise_config
 
@@ -14,7 +15,7 @@ def test_sweep_figure_draws_the_exact_curve_the_fit_and_the_ideal_line(tmp_path)
     from otod.core.plotting import plt
 
     fig, ax = plt.subplots()
-    steps_vs_batch(results, ax, None)
+    steps_vs_batch(analyse(results), ax, None)
     labels = [line.get_label() for line in ax.get_lines()]
     assert any(label.startswith("sgd fit: B_crit") for label in labels)
     assert "ideal estimator d/(2·target·B)" in labels
