@@ -24,7 +24,6 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from otod.core import analysis
 from otod.core.analysis import Bootstrap, PowerLaw
 
 
@@ -77,27 +76,3 @@ def power_law_fitter(axis: str, exponent: Callable[[str], float | None] | None =
                      exponent_on_grid: Callable[[str, np.ndarray], float | None] | None = None):
     """The ``fit`` of `otod.core.analysis.analyse` that reads a `PowerLawFit` off each series' bootstrap."""
     return lambda name, boot, statistic: power_law_fit(name, boot, statistic, axis, exponent, exponent_on_grid)
-
-
-def censored_medians(y: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Kept for otod.noise until it is ported to otod.core.analysis: `otod.core.analysis.censored_medians`."""
-    return analysis.censored_medians(y, lower)
-
-
-def iteration_matrix(records: list[dict], method: str, axis: str):
-    """(x values, matrix [value, seed] of counts, statuses) of one method's records (one per seed and point):
-    converged lanes hold their count, censored lanes their cap (a lower bound: see ``status``), diverged lanes
-    NaN. Kept for otod.noise until it is ported to otod.core.analysis (`otod.core.analysis.cubes` is the one
-    way everything else builds these arrays)."""
-    rows = [r for r in records if r["method"] == method]
-    xs = sorted({r[axis] for r in rows})
-    seeds = sorted({r["seed"] for r in rows})
-    xi, si = {x: i for i, x in enumerate(xs)}, {s: j for j, s in enumerate(seeds)}
-    y = np.full((len(xs), len(seeds)), np.nan)
-    status = np.full((len(xs), len(seeds)), "", dtype=object)
-    for r in rows:
-        i, j = xi[r[axis]], si[r["seed"]]
-        status[i, j] = r["status"]
-        if r["status"] in ("converged", "censored", "stalled"):
-            y[i, j] = r["iterations"]
-    return np.asarray(xs, float), y, status

@@ -50,16 +50,15 @@ def test_methods_without_beta_keep_one_beta_and_heavy_ball_keeps_every_beta():
 
 def test_records_carry_every_named_field_at_run_time(tmp_path):
     """Both paths, and a params sweep under a proportional rule (B = ratio·d, which the simulator computes)."""
-    import json
-
+    from otod.core import results as results_io
     from otod.noise.options import noise_config, params_configs
     from otod.noise.runner import run
 
     config, mode = noise_config(batch="1,4", method="sgd", mode="exact", dim=20, target="0.5", lr="1")
-    exact = json.loads(run(config, mode, out=str(tmp_path / "exact")).path.read_text())["records"]
+    exact = results_io.load(run(config, mode, out=str(tmp_path / "exact")).path).records
     ((_, config),), mode = params_configs(dim="8,20", batch_rule="proportional:0.25", method="sgd", mode="simulate",
                                           seeds=2, target="0.3", lr="1")
-    params = json.loads(run(config, mode, out=str(tmp_path / "params")).path.read_text())["records"]
+    params = results_io.load(run(config, mode, out=str(tmp_path / "params")).path).records
     for r in exact + params:
         assert NAMED <= set(r), set(r)
     assert {(r["dim"], r["batch"]) for r in params} == {(8.0, 2.0), (20.0, 5.0)}
