@@ -449,6 +449,8 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
             gap_name: float(solution.final_metric[i]), "hits": hits, **fields,
         })
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
+    if config.kind.annotate:
+        config.kind.annotate(config, static_point, rows)
     if config.tuned(name):
         from otod.core.tuning import mark_selection
 

@@ -15,6 +15,7 @@ from otod.core.stopping import Target, decades
 from otod.depth.linear import INITS, DeepLinearSpec, init_code
 from otod.depth.methods import METHODS, MethodOptions
 from otod.depth.toy import ToySpec
+from otod.depth.toy import annotate as annotate_toy
 
 DEFAULT_METHODS = ("gd",)
 DEFAULT_BETAS = (0.0, 0.5, 0.9, 0.99)
@@ -109,4 +110,4 @@ DEPTH_KIND = SweepKind(
 TOY_KIND = SweepKind(
     name="toy", axes=(LAYERS, BETA), methods={k: v for k, v in METHODS.items() if k != "kfac"},
     problems={"toy": ToySpec}, options=MethodOptions, max_iters=lambda config: DEFAULT_CAP["toy"],
-    x64=lambda config: False, validate=validate_toy)
+    x64=lambda config: False, validate=validate_toy, annotate=annotate_toy)
