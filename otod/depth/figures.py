@@ -70,7 +70,37 @@ def draw_series(ax, records: list[dict], axis: str, *, styles: dict | None = Non
             marks.add("lower")
         if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
             marks.add("diverged")
+        if mark_local_minima(ax, [r for r in records if r["method"] == series], axis, color, row=row + row_offset):
+            marks.add("local")
+        if np.any(status == "stalled"):
+            marks.add("stalled")
     return fits
+
+
+#: The legend's line on stalled lanes (`stalled_at_cap`).
+STALLED_LABEL = "stalled lanes (a fixed point of the iteration: stuck for any cap) count at the cap, like censored"
+#: The legend's name of `mark_local_minima`'s marks.
+LOCAL_LABEL = "◇ at the bottom: toy lanes in another local minimum of f (n/N), never converging (counted as ≥)"
+
+
+def mark_local_minima(ax, records: list[dict], axis: str, color, *, row: int = 0) -> bool:
+    """◇ near the bottom of ``ax`` at every x where toy lanes sit in a local minimum other than f* (the
+    ``minimum`` field of `otod.depth.toy.annotate`), with n/N under it; ``row`` staggers several series. Returns
+    whether any was drawn."""
+    xs = sorted({r[axis] for r in records})
+    counts = [(x, sum(r.get("minimum") == "local" for r in records if r[axis] == x),
+               sum(r[axis] == x for r in records)) for x in xs]
+    counts = [(x, n, total) for x, n, total in counts if n]
+    if not counts:
+        return False
+    trans = ax.get_xaxis_transform()
+    y = 0.05 + 0.06 * (row % 4)
+    ax.plot([x for x, _, _ in counts], [y] * len(counts), "D", mfc="none", color=color, ms=5, transform=trans,
+            clip_on=False, label="_nolegend_")
+    for x, n, total in counts:
+        ax.annotate(f"{n}/{total}", (x, y), xycoords=trans, xytext=(0, -4), textcoords="offset points", fontsize=5,
+                    color=color, ha="center", va="top")
+    return True
 
 
 def _theory_overlay(ax, meta: dict, records: list[dict], label: str = "per-mode theory (identity, gd)") -> None:
@@ -102,6 +132,10 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
     for kind in ("band", "lower", "diverged"):
         if kind in (marks or ()):
             legend_key(ax, kind)
+    if "stalled" in (marks or ()):
+        ax.plot([], [], " ", label=STALLED_LABEL)
+    if "local" in (marks or ()):
+        ax.plot([], [], "D", mfc="none", color="0.3", ms=5, label=LOCAL_LABEL)
     where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.14)) if below else \
         dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.legend(fontsize=7 if not below else 6.5, frameon=False, **where)
@@ -128,7 +162,7 @@ def sweep_figure(results: Results, base: Path, pdf: bool = True) -> list[Path]:
 
     meta = results.meta
     axis = "layers" if meta["sweep"] == "toy" else "depth"
-    records = relabelled(chosen_records(meta, results.records))
+    records = stalled_at_cap(relabelled(chosen_records(meta, results.records)), meta)
     groups = static_groups(meta, records)
     fig, axes = panel_grid(len(groups), 7.5 if len(groups) == 1 else 5.2, 4.2)
     styles = series_styles(r["method"] for r in records)
@@ -160,8 +194,18 @@ def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
     return run_sweep(build(**options), out_dir=spec.get("results_dir", "results"))
 
 
+def stalled_at_cap(records: list[dict], meta: dict) -> list[dict]:
+    """Stalled lanes (at a fixed point: stuck for any cap) counted at the sweep's cap, as censored lanes are, not
+    at the iteration they stopped at, so that a median or band that rests on them is a lower bound as strong as a
+    censored lane's (the tables count them as ≥ their stop, `otod.core.fit`)."""
+    cap = meta["config"].get("resolved", {}).get("max_iters")
+    if cap is None:
+        return records
+    return [{**r, "iterations": max(r["iterations"], cap)} if r["status"] == "stalled" else r for r in records]
+
+
 def _chosen(results: Results) -> list[dict]:
-    return relabelled(chosen_records(results.meta, results.records))
+    return stalled_at_cap(relabelled(chosen_records(results.meta, results.records)), results.meta)
 
 
 def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
@@ -173,7 +217,8 @@ def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     draw_series(ax, records, "depth", marks=marks)
     _theory_overlay(ax, results.meta, records)
     _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
-            + "\nstalled: stuck at a saddle (the loss stops falling), counted like censored lanes", marks)
+            + "\nstalled: at a fixed point of the float32 iteration (stuck for any cap); censored: still moving at "
+            "the cap; both counted as lower bounds", marks)
     return save(fig, out_dir / spec["name"])
 
 

@@ -15,6 +15,7 @@ from otod.core.report import sweep_table
 from otod.depth.laws import fit_laws, law_table
 from otod.depth.overlays import theory_columns
 from otod.depth.records import chosen_records, relabelled, static_groups
+from otod.depth.toy import STOPPED_NOTE, stopped_breakdown
 
 
 class Report(NamedTuple):
@@ -28,9 +29,10 @@ def main_axis(meta: dict) -> str:
 
 
 def stuck_lines(records: list[dict], axis: str) -> list[str]:
-    """Per series and axis value with lanes that did not converge: how many were censored (hit the cap) or
-    stalled (stopped improving), and the median of their final loss: a loss near 1 is a plateau at the saddle
-    P = 0, a multiple of 1/Σs² a set of singular modes that never moved off zero (stuck), anything else slow."""
+    """Per series and axis value with lanes that did not converge: how many were censored (still moving at the
+    cap) or stalled (at a fixed point of the iteration), and the median of their final loss: a loss near 1 is at
+    or on the plateau around the saddle P = 0, a multiple of 1/Σs² that many singular modes not learned; for the
+    toy, where its stopped lanes sit (`otod.depth.toy.stopped_breakdown`)."""
     lines = []
     groups: dict[tuple, list[dict]] = {}
     for r in records:
@@ -42,7 +44,7 @@ def stuck_lines(records: list[dict], axis: str) -> list[str]:
         counts = ", ".join(f"{sum(r['status'] == s for r in rows)} {s}" for s in ("censored", "stalled", "diverged")
                            if any(r["status"] == s for r in rows))
         final = f", median final {'loss' if key == 'final_loss' else 'gap'} {np.median(finals):.3g}" if finals else ""
-        lines.append(f"  {series} at {axis} {x:g}: {counts}{final}")
+        lines.append(f"  {series} at {axis} {x:g}: {counts}{final}{stopped_breakdown(rows)}")
     return lines
 
 
@@ -55,7 +57,8 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     chosen = relabelled(chosen_records(meta, results.records, tol))
     notes = ["median iterations to a relative loss ≤ tol over seeds at the chosen (lr, β) (by the median over "
              "seeds, censored lanes worst); censored lanes count as ≥ the cap (≥N: the median is only a lower "
-             "bound); Nc/Ns/Nd = lanes censored / stalled / diverged"]
+             "bound); Nc/Ns/Nd = lanes censored (still moving at the cap) / stalled (at a fixed point of the "
+             "iteration: stuck for any cap; counted as ≥ the iteration it stopped at) / diverged"]
     parts = []
     for heading, rows in static_groups(meta, chosen):
         columns = theory_columns(meta, rows)
@@ -74,10 +77,11 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         fits = fit_laws(rows, axis)
         parts += ([heading, ""] if heading else []) + [table, ""]
         if stuck:
-            parts += ["lanes that did not converge, with their median final gap (the loss above the reference minimum f*):"
-                      if axis == "layers" else
-                      "lanes that did not converge, with their median final relative loss (near 1: stuck at the saddle "
-                      "P = 0; a multiple of 1/Σs²: that many singular modes of Φ never learned, a saddle too):"]
+            parts += [STOPPED_NOTE if axis == "layers" else
+                      "lanes that did not converge, with their median final relative loss (near 1: at or on the "
+                      "plateau around the saddle P = 0; a multiple of 1/Σs²: that many singular modes of Φ not "
+                      "learned, a saddle too; censored lanes may still escape: the Gaussian chain's do after up to "
+                      "10⁷ iterations):"]
             parts += stuck + [""]
         parts += [f"which law in {symbol}: power T ≈ a·{symbol}^b or exponential T ≈ a·e^(c·{symbol}), chosen by AIC "
                   "over the medians (censored medians left out); 95% CI from a bootstrap over seeds:",
