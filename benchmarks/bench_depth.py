@@ -5,8 +5,8 @@ seeds × the lr multipliers in --lr-grid (of the reference step η = 1/(L·s_max
 κ_Φ = 2, tol 1e-6, float64, cap --max-iters. Identical work on both sides:
 
 A. the engine, ``otod.core.engine.iterations_to_target``: per depth, every (init, lr, seed) lane in one call of
-   one compiled program (no learning-rate pruning and no stall rule, so every lane runs to its own stop, exactly
-   as the loop does);
+   one compiled program (no learning-rate pruning and no stall rule: the family's window rule with a window past
+   the cap in place of its fixed-point rule, so every lane runs to its own stop, exactly as the loop does);
 B. ``otod.core.reference.reference_run``: a Python loop per config over the method's standalone optax form
    (jitted once per depth), stopping by the same rule.
 
@@ -23,6 +23,8 @@ Exit status 0 when all counts match, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import platform
 import statistics
 import sys
@@ -31,6 +33,7 @@ import time
 import jax
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's otod
 jax.config.update("jax_enable_x64", True)
 
 from otod.core.compilation_cache import count_compilations  # noqa: E402
@@ -41,6 +44,15 @@ from otod.depth.linear import DeepLinearSpec, init_code  # noqa: E402
 from otod.depth.methods import METHODS, MethodOptions  # noqa: E402
 
 INITS = ("identity", "xavier", "small")
+
+
+@dataclasses.dataclass(frozen=True)
+class NoStallSpec(DeepLinearSpec):
+    """The deep-linear family with the window stall rule, which a window past the cap turns off (the family's own
+    fixed-point rule would stop a lane whose step rounds to zero, where the loop runs on to the cap)."""
+
+    def family(self):
+        return super().family()._replace(stall="window")
 
 
 def cpu_model() -> str:
@@ -64,7 +76,7 @@ def engine(dmax, seeds, grid, cap):
     counts, compiles = {}, {}
     for depth in range(1, dmax + 1):
         with count_compilations() as c:
-            sol = iterations_to_target(DeepLinearSpec(depth=depth), (METHODS["gd"],),
+            sol = iterations_to_target(NoStallSpec(depth=depth), (METHODS["gd"],),
                                        {"init": inits, "beta": np.zeros(len(lrs))}, seed_idx, lrs,
                                        target=depth_target(1e-6), max_iters=cap, options=MethodOptions(),
                                        stall_window=cap + 1)

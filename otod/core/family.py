@@ -16,7 +16,14 @@ each is a pure function of arrays:
 * ``info(problem, params)``: what methods may read (``{"curvature": ..., "kronecker": ...}``), named in
   ``provides``; computed once at set-up, or at every step when ``info_every_step`` (per-layer KFAC factors);
 * ``dynamics``: optional, a family's own step in place of an optax update (the NQM's exact moment recursion):
-  a function ``(family, methods, options) -> Dynamics`` (see `otod.core.dynamics`).
+  a function ``(family, methods, options) -> Dynamics`` (see `otod.core.dynamics`);
+* ``stall``: when the engine calls a lane stalled (`otod.core.engine`). ``"window"`` (the default): no 0.1%
+  decrease of the metric for a window of iterations, a heuristic for a floor (of the precision, of the gradient
+  noise) that also stops a lane that is only slow. ``"fixed-point"``: the lane's floating-point state (parameters,
+  gradient, optimizer state) came out of an iteration bit for bit unchanged. A deterministic iteration at a fixed
+  point never leaves it, so such a lane is stuck for any cap (an exact saddle, a minimum other than the target, a
+  step that rounds to zero), and a slow lane, which still moves, is never called stalled: it runs to the cap and
+  is censored. Only for deterministic families (no ``gradient``).
 
 ``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
 """
@@ -48,6 +55,7 @@ class Family(NamedTuple):
     dynamics: Callable[..., Any] | None = None
     floats_per_seed: int = 0
     floats_per_lane: int = 0
+    stall: str = "window"
 
     @property
     def stochastic(self) -> bool:

@@ -42,7 +42,8 @@ class SweepKind:
     x64(config): the automatic precision; theory; report(results, full, tol) → text; figure(results, base,
     quantity) → files; migrate(payload) → payload, for results files of format 1; record_fields(config, point=) → the
     fields every record of the sweep carries besides its axes (a schedule's name), so a reader of the bare JSON
-    sees them by name."""
+    sees them by name; annotate(config, static_point, rows) adds fields of its own to each lane's record (the
+    toy: which minimum a lane that did not converge sits in)."""
 
     name: str
     axes: tuple[Axis, ...]
@@ -57,6 +58,7 @@ class SweepKind:
     figure: Callable[..., list] | None = None
     migrate: Callable[[dict], dict] | None = None
     record_fields: Callable[[Any], dict] | None = None
+    annotate: Callable[[Any, dict, list], None] | None = None
 
     def axis(self, name: str) -> Axis:
         for a in self.axes:

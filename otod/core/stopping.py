@@ -8,8 +8,10 @@ the lowest one, and `otod fit --tol X` re-reads any rung without re-running. A l
 
 The outcome comes back as data, as optimistix returns a result in its solution, so a sweep never stops for one
 bad lane: converged, censored (hit the cap), diverged (non-finite, or metric > DIVERGENCE_BOUND·metric₀),
-stalled (no 0.1% decrease for a window of iterations: stuck at the precision's floor, not merely slow), or pruned
-(``--lr tuned`` stopped it: its learning rate could no longer be chosen).
+stalled (stuck, by the family's rule, `otod.core.family.Family.stall`: at a fixed point of the iteration, which no
+cap would change, for the depth and toy families; no 0.1% decrease for a window of iterations, a floor of the
+precision or of the gradient noise, for the others), or pruned (``--lr tuned`` stopped it: its learning rate
+could no longer be chosen).
 """
 
 from __future__ import annotations

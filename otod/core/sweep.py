@@ -464,6 +464,8 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
             gap_name: float(solution.final_metric[i]), "hits": hits, **fields[int(idx[i, 0])],
         })
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
+    if config.kind.annotate:
+        config.kind.annotate(config, static_point, rows)
     if chooses_settings(config) and marks_per_chunk(config):
         mark_selection(config, rows)
     return rows

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from otod.core.analysis import Analysis, SeriesAnalysis
 from otod.core.plotting import (INIT_COLORS, MARKERS, draw_band, headroom, legend_key, mark_diverged, panel_grid, save,
@@ -41,14 +42,15 @@ def law_label(fit) -> str:
 
 def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, names: Sequence[str] | None = None,
                 styles: dict | None = None, label_prefix: str = "", marker: str | None = None, ls=None,
-                marks: set | None = None, row_offset: int = 0) -> dict:
+                marks: set | None = None, row_offset: int = 0, chosen: pd.DataFrame | None = None) -> dict:
     """Median iterations against ``axis`` per series of an analysis (at each point's chosen (lr, β)), the IQR over
     the same seeds as a band (censored and stalled lanes counted at their cap as lower bounds,
     `otod.core.plotting.censored_quantiles`), open △ where the median is only a lower bound, × at the top where
     lanes diverged; returns the series' laws by name. ``names`` (default: the series') are what the legend and
     ``styles`` (default `series_styles`) call them; ``marker``/``ls`` override every series' style. ``marks`` (a
     set) collects which shared marks were drawn ("band", "lower", "diverged"), for `_finish` to name them in the
-    legend. ``row_offset`` staggers this call's × marks below an earlier call's on the same axes."""
+    legend. ``row_offset`` staggers this call's × marks below an earlier call's on the same axes. ``chosen`` (the
+    group's records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
     names = [s.name for s in series] if names is None else list(names)
     styles = styles or series_styles(names)
     marks = set() if marks is None else marks
@@ -69,7 +71,38 @@ def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, names: Seque
             marks.add("lower")
         if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
             marks.add("diverged")
+        if chosen is not None and mark_local_minima(ax, chosen[chosen["series"] == one.name], axis, color,
+                                                    row=row + row_offset):
+            marks.add("local")
+        if np.any(status == "stalled"):
+            marks.add("stalled")
     return {name: one.fit for one, name in zip(series, names)}
+
+
+#: The legend's line on stalled lanes (`otod.depth.records.stalled_at_cap`).
+STALLED_LABEL = "stalled lanes (a fixed point of the iteration: stuck for any cap) count at the cap, like censored"
+#: The legend's name of `mark_local_minima`'s marks.
+LOCAL_LABEL = "◇ at the bottom: toy lanes in another local minimum of f (n/N), never converging (counted as ≥)"
+
+
+def mark_local_minima(ax, chosen: pd.DataFrame, axis: str, color, *, row: int = 0) -> bool:
+    """◇ near the bottom of ``ax`` at every x where toy lanes (``chosen``: one series' records at the chosen
+    settings) sit in a local minimum other than f* (the ``minimum`` field of `otod.depth.toy.annotate`), with n/N
+    under it; ``row`` staggers several series. Returns whether any was drawn."""
+    if "minimum" not in chosen or len(chosen) == 0:
+        return False
+    local = chosen["minimum"].eq("local").groupby(chosen[axis].to_numpy(float)).agg(["sum", "size"])
+    local = local[local["sum"] > 0]
+    if local.empty:
+        return False
+    trans = ax.get_xaxis_transform()
+    y = 0.05 + 0.06 * (row % 4)
+    ax.plot(local.index.to_numpy(), [y] * len(local), "D", mfc="none", color=color, ms=5, transform=trans,
+            clip_on=False, label="_nolegend_")
+    for x, (n, total) in zip(local.index, local[["sum", "size"]].to_numpy()):
+        ax.annotate(f"{n}/{total}", (x, y), xycoords=trans, xytext=(0, -4), textcoords="offset points", fontsize=5,
+                    color=color, ha="center", va="top")
+    return True
 
 
 def _theory_overlay(ax, meta: dict, chosen, label: str = "per-mode theory (identity, gd)") -> None:
@@ -103,6 +136,10 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
     for kind in ("band", "lower", "diverged"):
         if kind in (marks or ()):
             legend_key(ax, kind)
+    if "stalled" in (marks or ()):
+        ax.plot([], [], " ", label=STALLED_LABEL)
+    if "local" in (marks or ()):
+        ax.plot([], [], "D", mfc="none", color="0.3", ms=5, label=LOCAL_LABEL)
     where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.14)) if below else \
         dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.legend(fontsize=7 if not below else 6.5, frameon=False, **where)
@@ -135,7 +172,7 @@ def sweep_figure(results: Results, base: Path, pdf: bool = True, analysis: Analy
     several = len(groups) > 1
     for ax, group in zip(axes, groups):
         marks: set = set()
-        draw_series(ax, group.series, axis, styles=styles, marks=marks)
+        draw_series(ax, group.series, axis, styles=styles, marks=marks, chosen=group.chosen)
         if axis == "depth":
             _theory_overlay(ax, meta, group.chosen)
         _finish(ax, "number of matrices k" if axis == "layers" else "depth L",
@@ -172,10 +209,11 @@ def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(8, 4.4))
     group = _one_group(results)
     marks: set = set()
-    draw_series(ax, group.series, "depth", marks=marks)
+    draw_series(ax, group.series, "depth", marks=marks, chosen=group.chosen)
     _theory_overlay(ax, results.meta, group.chosen)
     _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
-            + "\nstalled: stuck at a saddle (the loss stops falling), counted like censored lanes", marks)
+            + "\nstalled: at a fixed point of the float32 iteration (stuck for any cap); censored: still moving at "
+            "the cap; both counted as lower bounds", marks)
     return save(fig, out_dir / spec["name"])
 
 
@@ -265,7 +303,7 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
         group = _one_group(results)
         names = [f"{s.name} {reading}" for s in group.series]
         draw_series(ax, group.series, "layers", names=names, marker=marker, marks=marks, row_offset=row,
-                    styles={s: {"color": color, "ls": ls, "marker": marker} for s in names})
+                    chosen=group.chosen, styles={s: {"color": color, "ls": ls, "marker": marker} for s in names})
         if reading == "per-layer":
             from otod.depth.overlays import theory_columns
 

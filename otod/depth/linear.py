@@ -252,7 +252,7 @@ class DeepLinearSpec:
         floats = depth * n * n
         return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric, info=info,
                       provides=frozenset({"steps", "layers"}), floats_per_seed=2 * floats + 3 * n * n,
-                      floats_per_lane=8 * floats + 6 * n * n)
+                      floats_per_lane=8 * floats + 6 * n * n, stall="fixed-point")
 
 
     def _rectangular_draws(self, rng: np.random.Generator) -> dict:
@@ -312,7 +312,7 @@ class DeepLinearSpec:
         floats = (depth - 2) * n * n + n * (d_in + d_out)
         return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric,
                       info=info, provides=frozenset({"steps"}), floats_per_seed=2 * floats + 3 * d_in * d_in,
-                      floats_per_lane=6 * floats + 6 * d_in * d_in)
+                      floats_per_lane=6 * floats + 6 * d_in * d_in, stall="fixed-point")
 
 
 def semi_orthogonal(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:

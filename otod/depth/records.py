@@ -43,9 +43,21 @@ def depth_analysis(results, tol: float | None = None) -> Analysis:
     """The sweep's analysis at ``tol`` (default: its own tol; another rung of its ladder is read from the recorded
     first hits): what the table, the laws, the figure and ``otod fit`` read."""
     config, tol, frame = frame_at(results, tol)
+    frame = stalled_at_cap(frame, config.resolved_max_iters)
     axes = tuple(n for n, _ in config.axes)
     return analysis_of(frame, axis=config.main_axis, point=axes, by=("width",) if "width" in axes else (), tol=tol,
                        config=config)
+
+
+def stalled_at_cap(frame: pd.DataFrame, cap: int | None) -> pd.DataFrame:
+    """Stalled lanes (at a fixed point of the iteration: stuck for any cap) counted at the sweep's cap, as censored
+    lanes are, not at the iteration they stopped at, so that a median or band resting on them is a lower bound as
+    strong as a censored lane's."""
+    if cap is None or len(frame) == 0:
+        return frame
+    stalled = frame["status"].to_numpy(object) == "stalled"
+    iterations = frame["iterations"].to_numpy(float, na_value=np.nan)
+    return frame.assign(iterations=np.where(stalled, np.maximum(iterations, cap), iterations))
 
 
 def fit_laws(records, axis: str, *, n_boot: int = 1000) -> list:

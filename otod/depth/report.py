@@ -15,13 +15,15 @@ from otod.core.report import Report, sweep_header, sweep_table
 from otod.depth.laws import law_table
 from otod.depth.overlays import theory_columns
 from otod.depth.records import depth_analysis
+from otod.depth.toy import STOPPED_NOTE, stopped_breakdown
 
 
 def stuck_lines(chosen: pd.DataFrame, axis: str) -> list[str]:
     """Per series and axis value with lanes that did not converge (``chosen``: a group's records at the chosen
-    settings): how many were censored (hit the cap), stalled (stopped improving) or diverged, and the median of
-    their final loss: a loss near 1 is a plateau at the saddle P = 0, a multiple of 1/Σs² a set of singular modes
-    that never moved off zero (stuck), anything else slow."""
+    settings): how many were censored (still moving at the cap), stalled (at a fixed point of the iteration) or
+    diverged, and the median of their final loss: a loss near 1 is at or on the plateau around the saddle P = 0, a
+    multiple of 1/Σs² that many singular modes not learned; for the toy, where its stopped lanes sit
+    (`otod.depth.toy.stopped_breakdown`)."""
     key = "final_loss" if "final_loss" in chosen else "final_gap"
     lines = []
     stuck = chosen[chosen["status"].isin(("censored", "stalled", "diverged"))]
@@ -32,7 +34,7 @@ def stuck_lines(chosen: pd.DataFrame, axis: str) -> list[str]:
         counts = ", ".join(f"{int((status == s).sum())} {s}" for s in ("censored", "stalled", "diverged")
                            if (status == s).any())
         tail = f", median final {'loss' if key == 'final_loss' else 'gap'} {np.median(final):.3g}" if final.size else ""
-        lines.append(f"  {series} at {axis} {x:g}: {counts}{tail}")
+        lines.append(f"  {series} at {axis} {x:g}: {counts}{tail}{stopped_breakdown(rows.to_dict('records'))}")
     return lines
 
 
@@ -47,7 +49,8 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     symbol = "k" if axis == "layers" else "L"
     notes = ["median iterations to a relative loss ≤ tol over seeds at the chosen (lr, β) (by the median over "
              "seeds, censored lanes worst); censored lanes count as ≥ the cap (≥N: the median is only a lower "
-             "bound); Nc/Ns/Nd = lanes censored / stalled / diverged"]
+             "bound); Nc/Ns/Nd = lanes censored (still moving at the cap) / stalled (at a fixed point of the "
+             "iteration: stuck for any cap, so counted as ≥ the cap) / diverged"]
     parts = []
     for group in analysis.groups:
         columns = theory_columns(meta, group.chosen)
@@ -65,10 +68,11 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         stuck = stuck_lines(group.chosen, axis)
         parts += ([group.heading, ""] if group.heading else []) + [table, ""]
         if stuck:
-            parts += ["lanes that did not converge, with their median final gap (the loss above the reference minimum f*):"
-                      if axis == "layers" else
-                      "lanes that did not converge, with their median final relative loss (near 1: stuck at the saddle "
-                      "P = 0; a multiple of 1/Σs²: that many singular modes of Φ never learned, a saddle too):"]
+            parts += [STOPPED_NOTE if axis == "layers" else
+                      "lanes that did not converge, with their median final relative loss (near 1: at or on the "
+                      "plateau around the saddle P = 0; a multiple of 1/Σs²: that many singular modes of Φ not "
+                      "learned, a saddle too; censored lanes may still escape: the Gaussian chain's do after up to "
+                      "10⁷ iterations):"]
             parts += stuck + [""]
         parts += [f"which law in {symbol}: power T ≈ a·{symbol}^b or exponential T ≈ a·e^(c·{symbol}), chosen by AIC "
                   "over the medians (censored medians left out); 95% CI from a bootstrap over seeds that re-chooses "

@@ -10,13 +10,18 @@ nonlinear with more layers." The essay's formula is lost, so both readings are o
 
 Entries are N(0, 1/3) (each matrix preserves the norm of a vector in expectation); the start is the drawn
 entries (per-layer: M_1[0, 0] and M_k[2, 2]; shared: M_1's). The loss is f = ½‖M_k⋯M_1‖²_F, the metric its gap
-f − f* to the global minimum, which `global_minimum` finds in NumPy for every seed (a multi-start local search;
-gradient methods may end in another local minimum, and are then recorded as stalled: stuck, not slow).
+f − f* to the global minimum, which `local_minima` finds in NumPy for every seed (a lattice and a local search
+from every basin it resolves). Gradient methods may end in another local minimum: such a lane never reaches the
+target. It stops as stalled where gd's float32 iteration reaches a fixed point there, or runs to the cap and is
+censored where it keeps moving by rounding; either way `annotate` records where it sits (``minimum``: "local",
+with that minimum's f), and the report and figure count it as not converged.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -62,37 +67,118 @@ def start_entries(matrices, reading: str) -> tuple[float, float]:
 def losses_on_grid(matrices, a, b, reading: str) -> np.ndarray:
     """f at every (a[i], b[i]) at once (NumPy, vectorised over the points)."""
     a, b = np.asarray(a, np.float64).reshape(-1), np.asarray(b, np.float64).reshape(-1)
-    m = np.broadcast_to(np.asarray(matrices, np.float64), (a.size,) + np.shape(matrices)).copy()
-    k = m.shape[1]
-    if reading == "per-layer":
-        m[:, 0, 0, 0], m[:, k - 1, 2, 2] = a, b
-    else:
-        m[:, :, 0, 0], m[:, :, 2, 2] = a[:, None], b[:, None]
-    p = m[:, 0]
+    matrices = np.asarray(matrices, np.float64)
+    k = matrices.shape[0]
+
+    def factor(i):  # matrix i at every point, with its entries set (one [N, 3, 3] array at a time)
+        m = np.broadcast_to(matrices[i], (a.size, 3, 3)).copy()
+        if reading != "per-layer" or i == 0:
+            m[:, 0, 0] = a
+        if reading != "per-layer" or i == k - 1:
+            m[:, 2, 2] = b
+        return m
+
+    p = factor(0)
     for i in range(1, k):
-        p = m[:, i] @ p
+        p = factor(i) @ p
     return 0.5 * np.sum(p * p, axis=(1, 2))
 
 
-def global_minimum(matrices, reading: str, grid: int = 161, radius: float = 4.0, refine: int = 6) -> float:
-    """min f over (a, b), in float64: f on a grid×grid lattice of [−radius, radius]², then L-BFGS-B from the
-    ``refine`` best lattice points and from the start; the best value found. (f ≥ 0 grows in every direction for
-    generic matrices, so the minimum is attained; the lattice finds its basin unless that is narrower than the
-    lattice's spacing, 0.05.)"""
-    from scipy.optimize import minimize
+#: Lattice points per side of the search box, and the box's starting half-width: spacing 8/320 = 0.025.
+SEARCH_GRID = 321
+SEARCH_RADIUS = 4.0
+#: Two minimizers closer than this (in (a, b)) are one minimum.
+SAME_POINT = 1e-4
 
-    matrices = np.asarray(matrices, np.float64)
+
+class Minima(NamedTuple):
+    """The local minima of f a search found, lowest first: their values and points (a, b)."""
+
+    values: np.ndarray
+    points: np.ndarray
+
+    @property
+    def f_star(self) -> float:
+        return float(self.values[0])
+
+
+#: The compass search's eight directions: the axes and the diagonals (a positive spanning set of the plane).
+_DIRECTIONS = np.array([[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1], [1, -1], [-1, 1], [-1, -1]], float)
+
+
+def descend(matrices, reading: str, starts, step: float, smallest: float = 1e-10, max_rounds: int = 20_000):
+    """A compass search from every start at once (NumPy, float64): each point moves to the lowest of its eight
+    neighbours at distance ``step`` (axes and diagonals) while one is lower, else halves its step, until every
+    step is below ``smallest``. Every move lowers f, and with eight directions one is within 22.5° of −∇f, so a
+    point stops only where the gradient is below about the curvature times ``smallest``: at a local minimum (or,
+    from a non-generic start, a saddle). Returns (values, points)."""
+    x = np.array(starts, float).reshape(-1, 2)
+    f = losses_on_grid(matrices, x[:, 0], x[:, 1], reading)
+    h = np.full(len(x), float(step))
+    for _ in range(max_rounds):
+        active = np.flatnonzero(h >= smallest)
+        if not active.size:
+            break
+        cand = x[active, None, :] + h[active, None, None] * _DIRECTIONS
+        fc = losses_on_grid(matrices, cand[..., 0], cand[..., 1], reading).reshape(len(active), 8)
+        best = np.argmin(fc, axis=1)
+        lower = fc[np.arange(len(active)), best] < f[active]
+        moved = active[lower]
+        x[moved] = cand[lower, best[lower]]
+        f[moved] = fc[lower, best[lower]]
+        h[active[~lower]] *= 0.5
+    return f, x
+
+
+def _search(matrices, reading: str, grid: int, radius: float, refine: int) -> Minima:
     axis = np.linspace(-radius, radius, grid)
     aa, bb = np.meshgrid(axis, axis, indexing="ij")
-    values = losses_on_grid(matrices, aa, bb, reading)
-    order = np.argsort(values)[:refine]
-    starts = [np.array(start_entries(matrices, reading))] + [np.array([aa.flat[i], bb.flat[i]]) for i in order]
-    fun = lambda x: float(losses_on_grid(matrices, x[0], x[1], reading)[0])  # noqa: E731
-    best = float(values.min())
-    for x in starts:
-        res = minimize(fun, x, method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 1000})
-        best = min(best, float(res.fun))
-    return best
+    values = losses_on_grid(matrices, aa, bb, reading).reshape(grid, grid)
+    padded = np.pad(values, 1, constant_values=np.inf)
+    neighbours = np.min([padded[1 + i:grid + 1 + i, 1 + j:grid + 1 + j]
+                         for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0)], axis=0)
+    basins = np.flatnonzero(values <= neighbours)  # every lattice point no higher than its 8 neighbours
+    lowest = np.argsort(values, axis=None)[:refine]
+    starts = [np.array(start_entries(matrices, reading))] + [
+        np.array([aa.flat[i], bb.flat[i]]) for i in dict.fromkeys(np.concatenate([basins, lowest]).tolist())]
+    values, points = descend(matrices, reading, starts, axis[1] - axis[0])
+    found: list[tuple[float, np.ndarray]] = []
+    for f, x in zip(values, points):
+        same = [i for i, (_, y) in enumerate(found) if np.max(np.abs(y - x)) < SAME_POINT]
+        if not same:
+            found.append((f, x))
+        elif f < found[same[0]][0]:
+            found[same[0]] = (f, x)
+    found.sort(key=lambda item: item[0])
+    return Minima(np.array([f for f, _ in found]), np.array([x for _, x in found]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_minima(data: bytes, shape: tuple, reading: str) -> Minima:
+    matrices = np.frombuffer(data, np.float64).reshape(shape)
+    radius = SEARCH_RADIUS
+    while True:
+        found = _search(matrices, reading, SEARCH_GRID, radius, refine=8)
+        if np.max(np.abs(found.points[0])) < 0.9 * radius or radius >= 64.0:
+            return found
+        radius *= 2.0  # the lowest minimum sits near the box's edge: search a box twice as wide
+
+
+def local_minima(matrices, reading: str) -> Minima:
+    """The local minima of f over (a, b), in float64, lowest first: f on a 321×321 lattice of [−4, 4]² (spacing
+    0.025), then a compass search (`descend`) from every lattice point no higher than its 8 neighbours (one per
+    basin the lattice resolves), from the 8 lowest lattice points and from the start; minimizers within 10⁻⁴ of
+    each other are one minimum. Where the lowest lies within 10% of the box's edge the box doubles (up to
+    [−64, 64]²). A basin narrower than the spacing can still be missed: tests/depth/test_toy.py checks the lowest
+    value against an independent search (scipy BFGS from 100 random starts in [−6, 6]²) on 4 (reading, k, seed);
+    on all 256 of the figure's sweeps the two agree to 10⁻¹⁵. Cached per matrices and reading."""
+    matrices = np.ascontiguousarray(matrices, np.float64)
+    return _cached_minima(matrices.tobytes(), matrices.shape, reading)
+
+
+def global_minimum(matrices, reading: str) -> float:
+    """min f over (a, b): the lowest of `local_minima`."""
+    return local_minima(matrices, reading).f_star
 
 
 @dataclass(frozen=True)
@@ -137,4 +223,70 @@ class ToySpec:
 
         return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric, info=info,
                       provides=frozenset({"steps"}), floats_per_seed=9 * self.layers + 1,
-                      floats_per_lane=8 * 9 * self.layers)
+                      floats_per_lane=8 * 9 * self.layers, stall="fixed-point")
+
+
+#: A stopped lane sits in a minimum when its final loss is within this fraction of the minimum's value (float32
+#: rounds f to about 6·10⁻⁸ of it) plus this fraction of f₀ − f* (the recorded gap is relative, in float32).
+AT_MINIMUM_REL = 1e-5
+
+
+def minimum_of(matrices, reading: str, final_gap: float) -> tuple[str | None, float | None]:
+    """Which minimum a lane that stopped with relative gap ``final_gap`` = (f − f*)/(f₀ − f*) sits in: ("global",
+    f*) or ("local", its value) where the final loss f matches a minimum of `local_minima` to within
+    `AT_MINIMUM_REL` of that value and of f₀ − f*, else (None, None): still moving, or nowhere the search found."""
+    minima = local_minima(matrices, reading)
+    f0 = float(losses_on_grid(matrices, *start_entries(matrices, reading), reading)[0])
+    scale = f0 - minima.f_star
+    if not np.isfinite(final_gap) or scale <= 0:
+        return None, None
+    final = minima.f_star + final_gap * scale
+    j = int(np.argmin(np.abs(minima.values - final)))
+    if abs(final - minima.values[j]) > AT_MINIMUM_REL * (abs(minima.values[j]) + scale):
+        return None, None
+    return ("global" if j == 0 else "local"), float(minima.values[j])
+
+
+def annotate(config, static_point: dict, rows: list[dict]) -> None:
+    """Each toy record gets ``f_star`` (its seed's global minimum), ``minimum``: for a lane that stalled or was
+    censored, "global" (at f*'s point: above tol only by float32 rounding) or "local" (in another local minimum,
+    above f* for good) where its final loss is a minimum's value, else None (still moving; converged and diverged
+    lanes: None); and ``minimum_loss``, that minimum's f."""
+    spec = config.spec_at(static_point)
+    for r in rows:
+        m = spec.draws(np.random.default_rng([config.seed, r["seed"]]))["m"]
+        where, value = None, None
+        if r["status"] in ("stalled", "censored"):
+            where, value = minimum_of(m, spec.reading, r["final_gap"])
+        r["f_star"], r["minimum"], r["minimum_loss"] = global_minimum(m, spec.reading), where, value
+
+
+#: The toy report's note over its lanes that did not converge (`otod.depth.report`).
+STOPPED_NOTE = ("lanes that did not converge, with their median final gap (f − f*)/(f₀ − f*) (f* the seed's "
+                "global minimum): stalled = gd's float32 iteration reached a fixed point (stuck for any cap), "
+                "censored = still moving at the cap (a lower bound); split by where they stopped: in another local "
+                "minimum of f (above f* for good: never converges), at f*'s point above tol only by float32 "
+                "rounding, or neither (bouncing about a minimum the chosen step overshoots, or on its way):")
+
+
+def stopped_breakdown(rows: list[dict]) -> str:
+    """Where the toy lanes among ``rows`` that stalled or were censored stopped (the ``minimum`` field of
+    `annotate`): '; 2 in another local minimum (f − f* 4.02e-04, 0.00052), 1 still moving'. Empty for records
+    without the field (results files written before it)."""
+    stopped = [r for r in rows if r["status"] in ("stalled", "censored")]
+    if not stopped or any("f_star" not in r for r in stopped):
+        return ""
+    stopped = [{**r, "minimum": r["minimum"] if isinstance(r["minimum"], str) else None} for r in stopped]
+    local = [r for r in stopped if r["minimum"] == "local"]
+    parts = []
+    if local:
+        gaps = ", ".join(f"{r['minimum_loss'] - r['f_star']:.3g}" for r in local[:4])
+        gaps += ", …" if len(local) > 4 else ""
+        parts.append(f"{len(local)} in another local minimum (f − f* {gaps})")
+    floor = sum(r["minimum"] == "global" for r in stopped)
+    if floor:
+        parts.append(f"{floor} at f*'s point (float32 rounding)")
+    moving = sum(r["minimum"] is None for r in stopped)
+    if moving:
+        parts.append(f"{moving} neither (moving)")
+    return "; " + ", ".join(parts)

@@ -31,3 +31,37 @@ def test_a_small_depth_sweep_runs_end_to_end(tmp_path):
     assert {(r["depth"], r["init"], r["beta"], r["iterations"]) for r in records} == {(1.0, "identity", 0.0, 1),
                                                                                       (2.0, "identity", 0.0, 6)}
     assert "modes" in out.stderr and "gd·identity" in out.stderr
+
+
+def test_the_toy_report_says_what_its_lanes_that_did_not_converge_are(tmp_path):
+    """Issue 18: k = 6, shared reading, 14 seeds, lr tuned, cap 2·10⁴. Seed 13 sits in the local minimum f = 0.00634
+    above f* = 0.00594 at the chosen lr: its record says so (``minimum`` "local", status not converged), and the
+    report gives the toy's own note over its lanes that did not converge (fixed point / still moving, in another
+    local minimum, at f* by rounding) with a line counting those in another local minimum, not the deep-linear
+    sweep's (saddle P = 0, modes of Φ never learned)."""
+    from otod.depth.toy import STOPPED_NOTE
+
+    out = run(["sweep", "toy", "--layers", "6", "--reading", "shared", "--seeds", "14", "--max-iters", "20000",
+               "--no-plot", "--json", "--out", str(tmp_path)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    chosen = [r for r in json.loads(out.stdout) if r["selected"] and r["seed"] == 13]
+    assert len(chosen) == 1 and chosen[0]["status"] != "converged"
+    assert chosen[0]["minimum"] == "local" and abs(chosen[0]["minimum_loss"] - 0.0063398) < 1e-6
+    assert abs(chosen[0]["f_star"] - 0.0059377) < 1e-6
+    assert STOPPED_NOTE in out.stderr
+    line = next(x for x in out.stderr.splitlines() if x.startswith("  gd at layers 6:"))
+    assert "in another local minimum (f − f* " in line
+    assert "saddle P = 0" not in out.stderr and "1/Σs²" not in out.stderr
+
+
+def test_the_depth_report_keeps_its_own_note_on_lanes_that_did_not_converge(tmp_path):
+    """A chain from w = 0 sits at the saddle P = 0 (every gradient 0): both lanes stall at iteration 1, and the
+    depth note (saddle P = 0) is printed, not the toy's."""
+    from otod.depth.toy import STOPPED_NOTE
+
+    out = run(["sweep", "depth", "--problem", "chain", "--depth", "3", "--init", "zero", "--lr", "theory",
+               "--seeds", "2", "--max-iters", "100", "--no-plot", "--json", "--out", str(tmp_path)], tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert {(r["status"], r["iterations"]) for r in json.loads(out.stdout)} == {("stalled", 1)}
+    assert "saddle P = 0" in out.stderr and STOPPED_NOTE not in out.stderr
+    assert "gd·zero at depth 3: 2 stalled, median final loss 1" in out.stderr

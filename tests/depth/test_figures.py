@@ -97,3 +97,37 @@ def test_diverged_lanes_are_x_markers_named_in_the_legend(tmp_path_factory, tmp_
     assert handles[plotting.DIVERGED_LABEL].get_marker() == "x"
     (xs,) = [line for line in ax.get_lines() if line.get_marker() == "x" and len(line.get_xdata())]
     assert list(xs.get_xdata()) == [1.0, 2.0]
+
+
+def test_toy_lanes_in_another_local_minimum_are_marked_and_stalled_lanes_count_at_the_cap():
+    """k = 6 with 8 seeds: 5 converged (30..300), 2 stalled at iteration 90 in a local minimum, 1 censored at the
+    cap 10⁵ in one. The median (the 4th and 5th of 8, lanes not converged ranked above) is 250, the figure marks
+    3/8 with a ◇ named in the legend, and the band's top is the cap 10⁵ (the stalled lanes count at the cap, not
+    at their stop 90; the IQR's 75th percentile falls on them)."""
+    import pandas as pd
+
+    from otod.depth.figures import LOCAL_LABEL, STALLED_LABEL, _finish, draw_series
+    from otod.depth.records import analysis_of, stalled_at_cap
+
+    lanes = [("converged", 30, None)] * 2 + [("converged", 100, None), ("converged", 200, None),
+                                             ("converged", 300, None)]
+    lanes += [("stalled", 90, "local")] * 2 + [("censored", 100_000, "local")]
+    frame = pd.DataFrame([{"method": "gd", "layers": 6.0, "seed": s, "lr_multiplier": 1.0, "status": st,
+                           "iterations": it, "minimum": where} for s, (st, it, where) in enumerate(lanes)])
+    frame = stalled_at_cap(frame, 100_000)
+    assert frame.loc[frame["status"] == "stalled", "iterations"].tolist() == [100_000, 100_000]
+    (group,) = analysis_of(frame, axis="layers", n_boot=10).groups
+    fig, ax = plt.subplots()
+    marks: set = set()
+    draw_series(ax, group.series, "layers", marks=marks, chosen=group.chosen)
+    _finish(ax, "k", "t", marks)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert LOCAL_LABEL in labels and STALLED_LABEL in labels
+    (diamonds,) = [line for line in ax.get_lines() if line.get_marker() == "D" and len(line.get_xdata())]
+    assert list(diamonds.get_xdata()) == [6.0]
+    assert "3/8" in [t.get_text() for t in ax.texts]
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_paths()]
+    assert np.concatenate([p.vertices[:, 1] for p in band.get_paths()]).max() == 100_000
+    medians = [line for line in ax.get_lines() if line.get_marker() == "o" and len(line.get_xdata())]
+    assert [list(line.get_ydata()) for line in medians] == [[250.0]]
+    plt.close(fig)

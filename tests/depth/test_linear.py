@@ -9,6 +9,7 @@ import pytest
 from otod.condition import theory as condition_theory
 from otod.core.engine import iterations_to_target
 from otod.core.errors import OtodError
+from otod.core.stopping import Status
 from otod.depth import theory
 from otod.depth.kind import depth_target
 from otod.depth.records import fit_laws
@@ -60,7 +61,7 @@ def test_balanced_init_keeps_the_product_and_balances_the_factors(x64):
 
 def test_gaussian_scalar_chain_grows_faster_than_any_power_of_depth():
     """Shamir's setting: w_l ~ N(0, 1), y = 2, gd at the reference step, medians over 64 seeds at depths 4, 10
-    and 20, lanes past 10⁵ iterations censored (counted as ≥ 10⁵; the stall window is the chain sweep's, 10⁵).
+    and 20, lanes past 10⁵ iterations censored (counted as ≥ 10⁵).
     Issue tolerances: T(20)/T(10) > 20 (measured 418) and the exponential wins by AIC. The AIC claim needs a
     range wider than 10..20: on the 11 depths 10..20 alone the two laws are not told apart (the power law, b ≈ 8,
     wins by ΔAIC 2.8), on 2..20 the exponential wins by ΔAIC 23 (`otod sweep depth --problem chain`)."""
@@ -89,3 +90,56 @@ def test_gaussian_scalar_chain_grows_faster_than_any_power_of_depth():
 def test_bad_specs_are_refused_in_one_line(kwargs, fragment):
     with pytest.raises(OtodError, match=fragment):
         DeepLinearSpec(**kwargs)
+
+
+def chain_lane(depth, seed, cap):
+    return iterations_to_target(DeepLinearSpec(problem="chain", depth=depth, width=1), (METHODS["gd"],),
+                                {"init": np.array([float(init_code("gaussian"))]), "beta": np.zeros(1)},
+                                np.array([seed]), np.ones(1), target=depth_target(TOL), max_iters=cap,
+                                options=MethodOptions())
+
+
+def test_a_slow_chain_lane_is_censored_at_the_cap_not_stalled():
+    """Depth 8, seed 56 (gd at the reference step, float32) makes no 0.1% progress for its first 10⁵ iterations:
+    the old stall rule called it stalled at 100,001. It is on the plateau near P = 0 and escapes: with a cap of
+    10⁵ it is censored (final loss still above 0.999), with 2·10⁵ it converges at 124,803 iterations (measured on
+    the development CPU; tolerance 1%, for another XLA's rounding)."""
+    short = chain_lane(8, 56, 100_000)
+    assert short.status.tolist() == [Status.CENSORED] and short.iterations.tolist() == [100_000]
+    assert short.final_metric[0] > 0.999
+    long = chain_lane(8, 56, 200_000)
+    assert long.status.tolist() == [Status.CONVERGED]
+    assert long.iterations[0] == pytest.approx(124_803, rel=0.01)
+
+
+def test_a_chain_lane_whose_float32_step_rounds_to_zero_is_stalled():
+    """Depth 15, seed 59: the product p = 5.5·10⁻¹¹ makes every gd update η(y − p)p/w_l smaller than half a
+    float32 ulp of w_l (checked here in NumPy, float32): the iteration is at a fixed point after its first step
+    (iteration 2: the trace state of gd fills once), stalled with its loss at 1. In float64 the same lane moves:
+    it is censored at the cap instead."""
+    spec = DeepLinearSpec(problem="chain", depth=15, width=1)
+    w = spec.draws(np.random.default_rng([0, 59]))["gaussian"].ravel()
+    p, y = np.prod(w), spec.target_value
+    update = theory.reference_step(15, y) * (y - p) * p / w
+    assert np.all(np.float32(w) + np.float32(update) == np.float32(w))  # the prediction: frozen in float32
+    sol = chain_lane(15, 59, 1000)
+    assert sol.status.tolist() == [Status.STALLED] and sol.iterations.tolist() == [2]
+    assert sol.final_metric[0] == 1.0
+    import jax
+
+    with jax.enable_x64(True):
+        assert np.all(w + update != w)
+        assert chain_lane(15, 59, 1000).status.tolist() == [Status.CENSORED]
+
+
+@pytest.mark.parametrize("problem,method,beta", [("chain", "gd", 0.0), ("chain", "heavy-ball", 0.9),
+                                                 ("chain", "adam", 0.9), ("deep-linear", "gd", 0.0),
+                                                 ("deep-linear", "adam", 0.9)])
+def test_a_lane_at_an_exact_saddle_is_stalled_at_its_first_iteration(problem, method, beta):
+    """From W = 0 at depth ≥ 2 every gradient is a product containing a zero factor: ∇ = 0 exactly, so no method
+    moves and the first iteration leaves the state bit for bit unchanged: stalled at iteration 1 (tolerance 0),
+    relative loss exactly 1."""
+    spec = DeepLinearSpec(problem=problem, depth=3, width=1 if problem == "chain" else 4)
+    sol = run(spec, "zero", 2, method=method, beta=beta, max_iters=1000)
+    assert sol.status.tolist() == [Status.STALLED] * 2 and sol.iterations.tolist() == [1, 1]
+    assert sol.final_metric.tolist() == [1.0, 1.0]
