@@ -42,7 +42,11 @@ class SweepKind:
     x64(config): the automatic precision; theory; report(results, full, tol) → text; figure(results, base,
     quantity) → files; migrate(payload) → payload, for results files of format 1; record_fields(config) → the
     fields every record of the sweep carries besides its axes (a schedule's name), so a reader of the bare JSON
-    sees them by name."""
+    sees them by name; lr_scale(config, method, point) → the factor by which a method's grid value is multiplied at
+    a traced point (the noise sweeps' grid holds fractions of a stability limit that depends on β); ignores(method)
+    → the traced axes a method does not read (it runs only at their first value instead of once per value);
+    mark_records(config, records) marks the finished sweep's records in place (the chosen setting per point)
+    before the results file is written."""
 
     name: str
     axes: tuple[Axis, ...]
@@ -57,6 +61,9 @@ class SweepKind:
     figure: Callable[..., list] | None = None
     migrate: Callable[[dict], dict] | None = None
     record_fields: Callable[[Any], dict] | None = None
+    lr_scale: Callable[[Any, str, dict], float] | None = None
+    ignores: Callable[[str], tuple[str, ...]] | None = None
+    mark_records: Callable[[Any, list], None] | None = None
 
     def axis(self, name: str) -> Axis:
         for a in self.axes:
