@@ -35,23 +35,42 @@ def _rate(r: dict) -> float:
     return r["lr_multiplier"] if r.get("lr_multiplier") is not None else r["learning_rate"]
 
 
-def choose_setting(records: list[dict]) -> list[dict]:
-    """The records at each point's best (lr, β): lowest median steps over seeds (lanes that did not converge
-    count as +∞), ties to the smaller lr and then the smaller β. One record per seed per point and method."""
+def mark_selected(records: list[dict]) -> list[dict]:
+    """Mark, in place, each point's chosen (lr, β): ``selected`` on every record, true at the setting with the
+    lowest median steps over seeds (lanes that did not converge count as +∞), ties to the smaller lr and then the
+    smaller β (Shallue et al. 2019); on the chosen records ``lr_on_edge`` (the chosen lr is the smallest or the
+    largest tried at that point and β) and ``beta_on_edge`` (the chosen β is the smallest or largest of several
+    tried at that point), both only where the median is finite. A point is (dim, batch, batch_ratio, method).
+    The whole selection rule is here, so that it can be swapped for a shared one."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         groups.setdefault(tuple(r.get(f) for f in POINT_FIELDS) + (r["method"],), []).append(r)
-    out = []
     for group in groups.values():
         settings: dict[tuple, list[dict]] = {}
         for r in group:
             settings.setdefault((_rate(r), r.get("beta", 0.0)), []).append(r)
         scores = {k: float(np.median([count_at(r) for r in v])) for k, v in settings.items()}
         best = min(scores, key=lambda k: (scores[k], k[0], k[1]))
-        keys = sorted({k[0] for k in settings})
-        edge = not math.isinf(scores[best]) and len(keys) > 1 and best[0] in (keys[0], keys[-1])
-        out += [{**r, "lr_on_edge": edge} for r in settings[best]]
-    return out
+        finite = not math.isinf(scores[best])
+        rates = sorted(k[0] for k in settings if k[1] == best[1])
+        betas = sorted({k[1] for k in settings})
+        for r in group:
+            r["selected"] = False
+            r.pop("lr_on_edge", None)
+            r.pop("beta_on_edge", None)
+        for r in settings[best]:
+            r["selected"] = True
+            r["lr_on_edge"] = finite and len(rates) > 1 and best[0] in (rates[0], rates[-1])
+            r["beta_on_edge"] = finite and len(betas) > 1 and best[1] in (betas[0], betas[-1])
+    return records
+
+
+def choose_setting(records: list[dict]) -> list[dict]:
+    """The records at each point's chosen (lr, β), one per seed per point and method: those marked ``selected``
+    when the sweep marked them, else marked here (`mark_selected`, on copies)."""
+    if records and all("selected" in r for r in records):
+        return [r for r in records if r["selected"]]
+    return [r for r in mark_selected([dict(r) for r in records]) if r["selected"]]
 
 
 class CriticalBatch(NamedTuple):

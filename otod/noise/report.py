@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from otod.core import results as results_io
-from otod.noise import theory
+from otod.noise import search, theory
 from otod.noise.records import choose_setting, critical_batch, lr_slope, medians, tidy
 
 
@@ -79,6 +79,48 @@ def exact_noise_scales(config: dict, records: list[dict]) -> list[str]:
     return lines
 
 
+def _points(pairs, axis: str) -> str:
+    by_method: dict[str, list] = {}
+    for m, x in pairs:
+        by_method.setdefault(m, []).append(x)
+    name = "B" if axis == "batch" else "d"
+    return "; ".join(f"{m} at {name} = {', '.join(f'{x:g}' for x in sorted(xs))}"
+                     for m, xs in sorted(by_method.items()))
+
+
+def edge_lines(records: list[dict], axis: str) -> list[str]:
+    """What the chosen records on an edge mean. An lr on the largest edge within `search.LIMIT_MARGIN` of the
+    method's stability limit (2/L, 2(1 + β)/L for heavy-ball, in whitened coordinates) is that limit: no larger
+    step is stable, so it is not a failure of the search. Any other lr edge may hide a better step beyond the
+    lrs tried. β = 0 on the edge means no momentum (no averaging) is best, the end of β's range; β = 0.999 is the
+    β axis's stated limit; any other β edge is the end of a --beta list."""
+    chosen = [r for r in records if r.get("lr_on_edge") or r.get("beta_on_edge")]
+    at_limit, lr_edge, beta_zero, beta_top, beta_list = set(), set(), set(), set(), set()
+    for r in chosen:
+        key = (r["method"], r[axis])
+        if r.get("lr_on_edge"):
+            m = r.get("lr_multiplier")
+            (at_limit if m is not None and search.near_limit(r["method"], m, r["beta"]) else lr_edge).add(key)
+        if r.get("beta_on_edge"):
+            (beta_zero if r["beta"] == 0.0 else beta_top if r["beta"] >= 0.999 else beta_list).add(key)
+    lines = []
+    if at_limit:
+        lines.append(f"lr* at the stability limit ({_points(at_limit, axis)}): the chosen lr is the largest tried and "
+                     f"within {search.LIMIT_MARGIN:.2g} of the limit (2 × the reference step, 2(1 + β) × it for "
+                     "heavy-ball): no larger step is stable, so this is the limit itself, not a failure of the search")
+    if lr_edge:
+        lines.append(f"warning: lr* lies on the edge of the lrs tried ({_points(lr_edge, axis)}): the best step may "
+                     "lie beyond them; widen --lr-grid")
+    if beta_zero:
+        lines.append(f"β* = 0 ({_points(beta_zero, axis)}): no momentum (or no averaging) is best there")
+    if beta_top:
+        lines.append(f"warning: β* = 0.999, the β axis's limit ({_points(beta_top, axis)}): a longer memory may do "
+                     "better still")
+    if beta_list:
+        lines.append(f"warning: β* lies on the edge of --beta ({_points(beta_list, axis)}): widen --beta")
+    return lines
+
+
 def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None) -> str:
     del full, tol
     meta = results.meta
@@ -96,6 +138,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     xs = sorted({r[axis] for r in records})
     lr_of = {(r["method"], r[axis]): (r["learning_rate"], r["beta"]) for r in records}
     edge = sorted({(r["method"], r[axis]) for r in records if r.get("lr_on_edge")})
+    beta_edge = sorted({(r["method"], r[axis]) for r in records if r.get("beta_on_edge")})
     header = f"{'B' if axis == 'batch' else 'd':>7} " + "".join(f"{m:>30}" for m in methods)
     lines += [header, " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>8}" for _ in methods)]
     for x in xs:
@@ -106,17 +149,14 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
             lr, beta = (math.nan if v is None else v for v in lr_of.get((m, x), (math.nan, math.nan)))
             uses_beta = m in ("heavy-ball", "ema")
             mark = "*" if (m, x) in edge else " "
+            beta_mark = "*" if (m, x) in beta_edge else " "
             row += (f"{_steps(med[i], bound[i]) if i is not None else '—':>12}{lr:>9.3g}{mark}"
-                    f"{f'{beta:.3g}' if uses_beta else '—':>8}")
+                    f"{f'{beta:.3g}' if uses_beta else '—':>7}{beta_mark if uses_beta else ' '}")
         lines.append(row)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the "
               "cap; ≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
-              "or ema's decay (— where a method has none)"]
-    if edge:
-        methods_on_edge = sorted({m for m, _ in edge})
-        lines.append(f"warning: lr* lies on the edge of --lr-grid at {len(edge)} ({'B' if axis == 'batch' else 'd'}, "
-                     f"method) points ({', '.join(methods_on_edge)}): the best step may lie beyond the grid; widen "
-                     "--lr-grid")
+              "or ema's decay (— where a method has none); *: the chosen value is the smallest or largest tried there"]
+    lines += edge_lines(records, axis)
     if axis == "batch":
         q = quadratic_of(config)
         if q is not None:
