@@ -30,7 +30,7 @@ BAD_INPUT = [
     (["sweep", "noise", "--mode", "simulate", "--dim", "1e9"], "--dim 1e+09 --seeds 8"),
     (["sweep", "params", "--dim", "1e9", "--mode", "exact"], "--dim 1e+09"),
     (["sweep", "params", "--dim", "1e9"], "--dim 1e+09"),
-    (["sweep", "noise", "--beta", "0..0.99:400"], "pass --yes"),
+    (["sweep", "noise", "--beta", "0..0.99:1000"], "pass --yes"),
     (["sweep", "noise", "--mode", "simulate", "--dim", "3000", "--batch", "1..1024:30:log", "--seeds", "64"],
      "pass --yes"),
     (["sweep", "noise", "--mode", "simulate", "--seeds", "1e9"], "--seeds 1000000000"),
@@ -95,6 +95,18 @@ BAD_INPUT = [
     (["sweep", "noise", "--method", "adam", "--mode", "exact"], "no exact recursion for adam"),
     (["sweep", "params", "--batch-rule", "fixed:0"], "whole number ≥ 1"),
     (["noise-scale", "--pairs", "8:4"], "B_small < B_big"),
+    # the tuned axes: β (heavy-ball's momentum, ema's decay) in [0, 0.999], the lr grid positive and not empty
+    (["sweep", "noise", "--beta", "1"], "β values must be ≤ 0.999 (got 1)"),
+    (["sweep", "noise", "--beta", "1.5"], "β values must be ≤ 0.999 (got 1.5)"),
+    (["sweep", "noise", "--beta", "-0.1"], "β values must be ≥ 0 (got -0.1)"),
+    (["sweep", "noise", "--mode", "simulate", "--beta", "0.5,1"], "β values must be ≤ 0.999 (got 1)"),
+    (["sweep", "params", "--method", "heavy-ball", "--beta", "-1"], "β values must be ≥ 0 (got -1)"),
+    (["sweep", "noise", "--lr-grid", "0..1:5"], "--lr-grid: multipliers must be positive"),
+    (["sweep", "noise", "--lr-grid", "-1,1"], "--lr-grid: multipliers must be positive"),
+    (["sweep", "noise", "--mode", "simulate", "--lr-grid", "0"], "--lr-grid: multipliers must be positive"),
+    (["sweep", "params", "--lr-grid", "-0.5"], "--lr-grid: multipliers must be positive"),
+    (["sweep", "noise", "--lr-grid", ""], "--lr-grid: empty"),
+    (["sweep", "noise", "--lr-grid", "1..0.5:3"], "range start 1 exceeds its end 0.5"),
 ]
 
 
@@ -200,4 +212,5 @@ def test_chunk_seconds_does_not_change_the_records(tmp_path):
         result, _ = otod(base + ["--chunk-seconds", seconds, "--out", f"c{seconds}.json"], tmp_path, timeout=120)
         assert result.returncode == 0, result.stderr[-2000:]
         outputs.append(json.loads(result.stdout))
-    assert outputs[0] == outputs[1] and len(outputs[0]) == 3 * 2 * 3 * 4
+    # 3 batches × 4 rates × 3 seeds for sgd (at β = 0 only) and for heavy-ball at each of its 7 default β
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 3 * 4 * 3 * (1 + 7)

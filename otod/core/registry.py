@@ -43,7 +43,10 @@ class SweepKind:
     quantity) → files; migrate(payload) → payload, for results files of format 1; record_fields(config, point=) → the
     fields every record of the sweep carries besides its axes (a schedule's name), so a reader of the bare JSON
     sees them by name; annotate(config, static_point, rows) adds fields of its own to each lane's record (the
-    toy: which minimum a lane that did not converge sits in)."""
+    toy: which minimum a lane that did not converge sits in); lr_scale(config, method, point) → the factor by which a
+    method's grid value is multiplied at a traced point (the noise sweeps' grid holds fractions of a stability
+    limit that depends on β); ignores(method) → the traced axes a method does not read (it runs only at their
+    first value instead of once per value)."""
 
     name: str
     axes: tuple[Axis, ...]
@@ -59,6 +62,8 @@ class SweepKind:
     migrate: Callable[[dict], dict] | None = None
     record_fields: Callable[[Any], dict] | None = None
     annotate: Callable[[Any, dict, list], None] | None = None
+    lr_scale: Callable[[Any, str, dict], float] | None = None
+    ignores: Callable[[str], tuple[str, ...]] | None = None
 
     def axis(self, name: str) -> Axis:
         for a in self.axes:

@@ -51,3 +51,27 @@ def release_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+#: glibc's mallopt parameters: M_TRIM_THRESHOLD and M_MMAP_THRESHOLD.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def hold_freed_memory(mmap_bytes: int = 32 * 2 ** 20, trim_bytes: int = 256 * 2 ** 20) -> bool:
+    """Keep freed heap memory in the process for reuse, for the rest of it (glibc's mallopt; False where the C
+    library has none): arrays up to ``mmap_bytes`` come from the heap, and up to ``trim_bytes`` of free heap top is
+    kept. A NumPy loop that allocates and frees the same few-MB arrays thousands of times (the noise sweeps' exact
+    recursions) otherwise gets fresh pages from the system at every allocation and faults each one in: measured on
+    26 heavy-ball lanes (d = 10⁴), 0.37 s of system time against 0.01 s once held. glibc cannot return to its
+    dynamic thresholds afterwards; `release_free_memory` still gives the pages back."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        mallopt = ctypes.CDLL(name).mallopt if name else None
+    except (OSError, AttributeError):
+        mallopt = None
+    if mallopt is None:
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_bytes))) and bool(mallopt(_M_TRIM_THRESHOLD, int(trim_bytes)))

@@ -237,10 +237,32 @@ class SweepConfig:
 
 
 def lane_count(config: SweepConfig) -> int:
-    """The sweep's lanes (records), from the grid's sizes alone: static points × traced points × seeds × rates,
-    summed over methods."""
-    points = math.prod(len(v) for _, v in config.axes)
-    return points * config.seeds * sum(len(config.rates_for(m)) for m in config.methods)
+    """The sweep's lanes (records), from the grid's sizes alone: static points × the method's traced points ×
+    seeds × rates, summed over methods."""
+    statics = math.prod(len(config.values(n)) for n in config.static_axes)
+    return statics * config.seeds * sum(len(method_points(config, m)) * len(config.rates_for(m))
+                                        for m in config.methods)
+
+
+def method_points(config: SweepConfig, method: str) -> list[int]:
+    """Indices (into `SweepConfig.traced_points`) of the traced points a method runs at: all of them, except that
+    a method which ignores an axis (``SweepKind.ignores``: SGD has no momentum β) runs only at its first value."""
+    points = config.traced_points()
+    ignored = [a for a in (config.kind.ignores(method) if config.kind.ignores else ()) if a in config.traced_axes]
+    if not ignored:
+        return list(range(len(points)))
+    first = {a: config.values(a)[0] for a in ignored}
+    return [i for i, p in enumerate(points) if all(p[a] == v for a, v in first.items())]
+
+
+def lane_rates(config: SweepConfig, method: str, points: list[dict], point_indices, rate_indices) -> np.ndarray:
+    """Each lane's lr value: the method's grid value (`SweepConfig.rates_for`) times the kind's ``lr_scale`` at the
+    lane's traced point (1 without one, and for an absolute --lr)."""
+    rates = np.asarray(config.rates_for(method), float)[np.asarray(rate_indices, int)]
+    if config.kind.lr_scale is None or not config.relative_lr:
+        return rates
+    scale = {i: float(config.kind.lr_scale(config, method, points[i])) for i in set(int(i) for i in point_indices)}
+    return rates * np.asarray([scale[int(i)] for i in point_indices])
 
 
 #: Config fields that do not change a single record (tested): left out of the digest, so changing them neither
@@ -330,7 +352,8 @@ def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> li
         seconds = lane_seconds(spec)
         for program in programs(config.kind.methods, config.methods):
             per_point_lanes = config.seeds * max(len(config.rates_for(name)) for name in program)
-            orders = {name: sorted(range(len(points)), key=lambda i, c=costs[name]: (c[i], i)) for name in program}
+            orders = {name: sorted(method_points(config, name), key=lambda i, c=costs[name]: (c[i], i))
+                      for name in program}
             heaviest = max(max(costs[name]) for name in program)
             per_chunk = max(1, min(len(points), int(config.chunk_seconds // max(heaviest * per_point_lanes
                                                                                   * seconds, 1e-12))))
@@ -342,7 +365,7 @@ def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> li
             block = min(block, per_chunk)
             for mi, name in enumerate(program):
                 order = orders[name]
-                for c, start in enumerate(range(0, len(points), per_chunk)):
+                for c, start in enumerate(range(0, len(order), per_chunk)):
                     idx = order[start:start + per_chunk]
                     n = len(idx)
                     idx += [idx[-1]] * (per_chunk - n)
@@ -373,8 +396,9 @@ def estimate(config: SweepConfig) -> Estimate:
             block = max(BLOCK_LANES, per_point)
             peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane)
                        + 64 * per_point * len(points))
-            its = sum(predicted_iterations(config, p, name) for p in points) * per_point
-            lanes += per_point * len(points)
+            run = [points[i] for i in method_points(config, name)]
+            its = sum(predicted_iterations(config, p, name) for p in run) * per_point
+            lanes += per_point * len(run)
             work += its
             seconds += its * lane_seconds(spec)
     return Estimate(lanes, work, seconds, peak)
@@ -435,7 +459,8 @@ def _lanes(config: SweepConfig, points: list[dict], chunk: Chunk):
     grid = [(p, r, s) for p in chunk.point_indices for r in range(len(rates)) for s in range(config.seeds)]
     idx = np.asarray(grid, dtype=np.int64).reshape(-1, 3)
     axis_values = {n: np.asarray([points[i][n] for i in idx[:, 0]], float) for n in config.traced_axes}
-    return idx, axis_values, idx[:, 2], np.asarray(rates, float)[idx[:, 1]]
+    name = chunk.program[chunk.method_index]
+    return idx, axis_values, idx[:, 2], lane_rates(config, name, points, idx[:, 0], idx[:, 1])
 
 
 def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solution) -> list[dict]:
@@ -444,6 +469,7 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     name = chunk.program[chunk.method_index]
     rates = config.rates_for(name)
     n_real = chunk.n_points * config.seeds * len(rates)
+    multipliers = lane_rates(config, name, points, idx[:n_real, 0], idx[:n_real, 1])
     named = config.kind.record_fields  # the kind's own named fields, per point (a batch from B/d·d)
     fields = {p: named(config, point={**static_point, **points[p]}) if named else {}
               for p in dict.fromkeys(int(p) for p in idx[:n_real, 0])}
@@ -456,7 +482,7 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
             "sweep": config.sweep, **{k: float(v) for k, v in static_point.items()},
             **{k: config.kind.axis(k).record_value(v) for k, v in points[idx[i, 0]].items()},
             "method": name, "seed": int(idx[i, 2]),
-            "lr_multiplier": float(rates[idx[i, 1]]) if config.relative_lr else None,
+            "lr_multiplier": float(multipliers[i]) if config.relative_lr else None,
             "learning_rate": float(solution.learning_rate[i]),
             "iterations": hit if hit is not None else int(solution.iterations[i]),
             "status": "converged" if hit is not None else STATUS_NAMES[status if status != Status.CONVERGED
@@ -484,14 +510,15 @@ def marks_per_chunk(config: SweepConfig) -> bool:
     return len(dict(config.axes).get("beta", ())) <= 1
 
 
-def mark_selection(config: SweepConfig, records: list[dict]) -> None:
+def mark_selection(config: SweepConfig, records: list[dict], point: tuple[str, ...] | None = None) -> None:
     """Write ``selected``, ``lr_on_edge`` and ``beta_on_edge`` into every record of whole points (a chunk's, or
     the sweep's), in place, by `otod.core.analysis.mark_selection`, and drop the ``lr_selected`` of journals
-    written before (the same marks under their old name, lr only)."""
+    written before (the same marks under their old name, lr only). ``point``: the fields naming a point (default:
+    the config's axes; ``beta`` among them is a setting, not a point)."""
     from otod.core.analysis import frame_of
     from otod.core.analysis import mark_selection as marked
 
-    point = tuple(config.static_axes) + tuple(config.traced_axes)
+    point = tuple(config.static_axes) + tuple(config.traced_axes) if point is None else point
     fields = point + ("method", "seed", "lr_multiplier", "learning_rate", "status", "iterations")
     marks = marked(frame_of(records, fields), point)[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()
     for r, (chosen, lr_edge, beta_edge) in zip(records, marks.tolist()):

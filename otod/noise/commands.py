@@ -53,8 +53,9 @@ def run(config, mode: str, out: str, yes: bool = False):
 @click.option("--target", default="0.01", show_default=True,
               help="Stop when the exact loss ≤ target (0 < target < initial loss). E.g. --target 0.05")
 @click.option("--beta", default=None,
-              help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only with those methods). "
-                   "Default 0.9. E.g. --beta 0.5,0.9,0.99")
+              help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only with those methods), in "
+                   "[0, 0.999]. Default: 0 and 1 − β = 10^(−j/2), j = 1..6 (0.684, 0.9, ..., 0.999), refined by the "
+                   "exact path; a list is tried as given. E.g. --beta 0.5,0.9,0.99")
 @click.option("--schedule", default="constant", show_default=True,
               help="constant, step, cosine or one-cycle; the horizon is the run's cap. E.g. --schedule cosine")
 @click.option("--noise-spectrum", default=None,
@@ -70,8 +71,10 @@ def run(config, mode: str, out: str, yes: bool = False):
 @click.option("--lr", default="tuned", show_default=True,
               help="tuned (the best multiplier of the reference step per B, by the median over seeds), theory, or "
                    "a number. E.g. --lr 0.1")
-@click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned (only there). Default 2^(k/2), "
-                                              "1e-6..1.41. E.g. --lr-grid 1e-3..1:31:log")
+@click.option("--lr-grid", default=None,
+              help="Multipliers of the reference step tried by --lr tuned (only there), as given. Default: 57 "
+                   "fractions of each method's stability limit (2, 2(1+β) for heavy-ball), log-spaced from 4e-7 of "
+                   "it to 1.1e-3 below it, refined by the exact path. E.g. --lr-grid 1e-3..1:31:log")
 @common_sweep_options
 @user_errors
 @quiet_numerics
@@ -153,13 +156,15 @@ def params_figure_base(out: str, labelled, mode: str):
                                       "E.g. --problem nqm")
 @click.option("--target", default="0.05", show_default=True, help="Absolute loss target. E.g. --target 0.02")
 @click.option("--beta", default=None, help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only "
-                                           "with those methods). Default 0. E.g. --beta 0,0.9")
+                                           "with those methods), in [0, 0.999]. Default as for sweep noise: 0 and "
+                                           "1 − β = 10^(−j/2), j = 1..6. E.g. --beta 0,0.9")
 @click.option("--noise", default=None, help="isotropic only: per-coordinate noise σ. Default 1. E.g. --noise 2")
 @click.option("--max-iters", default=None, help="Step cap. Default: 10⁸ exact, automatic simulated. "
                                                  "E.g. --max-iters 100000")
 @click.option("--lr", default="tuned", show_default=True, help="tuned, theory or a number. E.g. --lr tuned")
-@click.option("--lr-grid", default=None, help="Multipliers tried by --lr tuned (only there). Default 2^(k/2), "
-                                              "1e-6..1.41. E.g. --lr-grid 1e-4..1:17:log")
+@click.option("--lr-grid", default=None, help="Multipliers of the reference step tried by --lr tuned (only "
+                                              "there). Default as for sweep noise: fractions of each method's "
+                                              "stability limit. E.g. --lr-grid 1e-4..1:17:log")
 @common_sweep_options
 @user_errors
 @quiet_numerics

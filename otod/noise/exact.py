@@ -12,7 +12,7 @@ import numpy as np
 from otod.core import results as results_io
 from otod.core.errors import OtodError
 from otod.core.sweep import SweepConfig, existing_default
-from otod.noise import theory
+from otod.noise import search, theory
 from otod.noise.kind import record_fields
 from otod.noise.methods import power_of, theory_name
 
@@ -31,8 +31,29 @@ def lane_batches(config: SweepConfig, dim: int) -> list[float]:
     return [max(1.0, float(round(r * dim))) for r in axes["batch_ratio"]]
 
 
+def search_axes(config: SweepConfig, name: str) -> tuple[search.Axis, search.Axis | None]:
+    """(lr axis, β axis or None) of one method's exact search. The default lr grid (fractions of the stability
+    limit, ``options.lr_unit == "limit"``) and the default β list (`search.DEFAULT_BETAS`) are lattices the search
+    refines; a --lr-grid, an absolute --lr or --lr theory, and a --beta list are tried as given."""
+    axes = dict(config.axes)
+    if config.relative_lr and config.tuned(name) and config.options.lr_unit == "limit":
+        indices = tuple(int(round(float(z) / search.LR_UNIT)) for z in search.coordinate(np.asarray(config.lr_grid)))
+        lr_axis = search.Axis(True, indices[::search.EXACT_STRIDE])
+    else:
+        lr_axis = search.Axis(False, tuple(config.rates_for(name) if config.relative_lr else config.learning_rates))
+    if theory_name(name) not in USES_BETA:
+        return lr_axis, None
+    betas = tuple(axes.get("beta", (0.0,)))
+    if betas == search.DEFAULT_BETAS:
+        return lr_axis, search.Axis(True, search.DEFAULT_BETA_INDICES[::search.EXACT_STRIDE])
+    return lr_axis, search.Axis(False, betas)
+
+
 def exact_records(config: SweepConfig) -> list[dict]:
-    """One record per (static point, batch, method, β, lr)."""
+    """One record per (static point, batch, method, lr, β) the search tried (`otod.noise.search.exact_search`),
+    with each point's choice marked by the core's one rule (`otod.core.sweep.mark_selection`)."""
+    from otod.core.sweep import mark_selection
+
     if config.options.schedule != "constant":
         raise OtodError("--mode exact: constant steps only; use --mode simulate for schedules")
     cap, tol = config.resolved_max_iters, config.target.tol
@@ -46,26 +67,24 @@ def exact_records(config: SweepConfig) -> list[dict]:
         for name in config.methods:
             if name == "adam":
                 raise OtodError("--method adam: no exact recursion for adam; use --mode simulate")
-            multipliers = np.asarray(config.rates_for(name) if config.relative_lr else config.learning_rates)
-            lrs = multipliers * reference_lr(q, name) if config.relative_lr else multipliers
-            betas = axes.get("beta", (0.0,)) if theory_name(name) in USES_BETA else (0.0,)
-            for beta in betas:
-                hitting = theory.method_hitting(theory_name(name), q, lrs, batches, tol, cap,
-                                                power=power_of(name), beta=beta)
-                steps, diverged = hitting.steps, hitting.diverged
-                for i, b in enumerate(batches):
-                    for j, lr in enumerate(lrs):
-                        hit = int(steps[i, j])
-                        status = "converged" if hit >= 0 else ("diverged" if diverged[i, j] else "censored")
-                        row = {"sweep": config.sweep, "dim": float(spec.dim), "batch": float(b),
-                               "beta": float(beta), "method": name, "seed": 0,
-                               "lr_multiplier": float(multipliers[j]) if config.relative_lr else None,
-                               "learning_rate": float(lr), "iterations": hit if hit >= 0 else cap,
-                               "status": status, "final_loss": None, "hits": [hit if hit >= 0 else None],
-                               **record_fields(config, "exact")}
-                        if "batch_ratio" in axes:
-                            row["batch_ratio"] = float(axes["batch_ratio"][0])
-                        records.append(row)
+            reference = reference_lr(q, name) if config.relative_lr else 1.0
+            lr_axis, beta_axis = search_axes(config, name)
+            trials = search.exact_search(theory_name(name), q, batches, tol, cap, reference, power_of(name),
+                                         lr_axis, beta_axis)
+            for trial in sorted(trials, key=lambda t: (t.batch, t.beta, t.multiplier)):
+                hit = trial.steps
+                status = "converged" if hit >= 0 else ("diverged" if trial.diverged else "censored")
+                row = {"sweep": config.sweep, "dim": float(spec.dim), "batch": trial.batch, "beta": trial.beta,
+                       "method": name, "seed": 0,
+                       "lr_multiplier": trial.multiplier if config.relative_lr else None,
+                       "learning_rate": trial.multiplier * reference, "iterations": hit if hit >= 0 else cap,
+                       "status": status, "final_loss": None, "hits": [hit if hit >= 0 else None],
+                       **record_fields(config, "exact")}
+                if "batch_ratio" in axes:
+                    row["batch_ratio"] = float(axes["batch_ratio"][0])
+                records.append(row)
+    point = ("dim", "batch", "beta") + (("batch_ratio",) if "batch_ratio" in axes else ())
+    mark_selection(config, records, point)
     return records
 
 
@@ -83,8 +102,12 @@ def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> results_i
     if path.exists():
         existing = results_io.load(path)
         return results_io.Results(meta={**existing.meta, "read_back": True}, records=existing.records, path=path)
+    from otod.core.resources import hold_freed_memory, release_free_memory
+
     started = time.perf_counter()
+    hold_freed_memory()
     records = exact_records(config)
+    release_free_memory()
     kind = config.kind
     meta = {"kind": "sweep", "sweep": config.sweep, "mode": "exact", "digest": config.digest(),
             "config": config.to_dict(),

@@ -100,11 +100,29 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
     return {"dim": dim, "batch": batch, "beta": float(point.get("beta", 0.0)), **fields}
 
 
+def lr_scale(config, method: str, point: dict) -> float:
+    """What a grid value is multiplied by at a traced point: the method's stability limit (2, or 2(1 + β) for
+    heavy-ball; `otod.noise.search.stability_limit`) where the grid holds fractions of it (the default grid), so
+    each β gets its own range; 1 where it holds multipliers of the reference step (a --lr-grid) or the method is
+    not tuned (--lr theory's single step)."""
+    from otod.noise.search import stability_limit
+
+    if config.options.lr_unit != "limit" or not config.tuned(method):
+        return 1.0
+    return stability_limit("precond" if method.startswith("precond") else method, float(point.get("beta", 0.0)))
+
+
+def ignores(method: str) -> tuple[str, ...]:
+    """SGD, precond:p and adam do not read β: they run at the β axis's first value only."""
+    return () if method in ("heavy-ball", "ema") else ("beta",)
+
+
 NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,
-                  max_iters=max_iters, x64=_x64, validate=validate, record_fields=record_fields)
+                  max_iters=max_iters, x64=_x64, validate=validate, record_fields=record_fields, lr_scale=lr_scale,
+                  ignores=ignores)
 PARAMS = SweepKind(name="params", axes=(PARAMS_DIM, BATCH, BATCH_RATIO, BETA), methods=METHODS, problems=PROBLEMS,
                    options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate,
-                   record_fields=record_fields)
+                   record_fields=record_fields, lr_scale=lr_scale, ignores=ignores)
 
 
 def round_integers(values) -> tuple[float, ...]:

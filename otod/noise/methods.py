@@ -26,17 +26,26 @@ optax = lazy("optax")
 SCHEDULES = ("constant", "step", "cosine", "one-cycle")
 
 
+LR_UNITS = ("reference", "limit")
+
+
 @dataclass(frozen=True)
 class NoiseOptions:
-    """Static method options: the learning-rate schedule and its horizon (steps; tied to the run's cap)."""
+    """Static method options: the learning-rate schedule and its horizon (steps; tied to the run's cap), and what
+    the lr grid's values are: multipliers of each method's reference step (``reference``: a --lr-grid) or
+    fractions of its stability limit (``limit``: the default grid, `otod.noise.search`), so that each method,
+    and heavy-ball at each β (limit 2(1 + β)), is tried up to its own limit."""
 
     schedule: str = "constant"
     horizon: int = 10_000
+    lr_unit: str = "reference"
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
             raise OtodError(f"--schedule {self.schedule}: unknown schedule; choose from {', '.join(SCHEDULES)}, "
                             "e.g. --schedule cosine")
+        if self.lr_unit not in LR_UNITS:
+            raise OtodError(f"lr unit {self.lr_unit}: choose from {', '.join(LR_UNITS)}")
 
 
 def schedule_factor(name: str, horizon: int):

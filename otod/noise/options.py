@@ -12,21 +12,34 @@ from otod.core.ranges import parse_range
 from otod.core.stopping import Target
 from otod.core.sweep import SweepConfig
 from otod.noise.kind import BATCH, BATCH_RATIO, BETA, DIM, PARAMS_DIM, round_integers
+from otod.noise import search
 from otod.noise.methods import METHODS, NoiseOptions
 from otod.noise.problems import IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
 
-#: Multipliers of each method's reference step tried for every batch: 2^(k/2) from 2^−20 ≈ 1e−6 to √2.
-DEFAULT_LR_GRID = tuple(2.0 ** (k / 2) for k in range(-40, 2))
+#: The default lr grid: 57 fractions of each method's stability limit (2 × the reference step for sgd, precond:p
+#: and ema, 2(1 + β) × it for heavy-ball), log-spaced below half the limit down to 4·10⁻⁷ of it and in the
+#: distance to the limit above, up to 1.1·10⁻³ below it (`otod.noise.search`).
+DEFAULT_LR_GRID = search.DEFAULT_LR_GRID
+#: The default β list (heavy-ball's momentum, ema's decay): 0 and 1 − β = 10^(−j/2), j = 1…6, up to 0.999.
+DEFAULT_BETAS = search.DEFAULT_BETAS
 MODES = ("exact", "simulate")
 EXACT_PROBLEMS = ("nqm", "isotropic")
 #: The exact path's cap: its binary jumps cost log₂(cap), so it can afford the 6·10⁶ steps SGD needs at B = 1.
 EXACT_MAX_ITERS = 100_000_000
 #: The simulator's defaults where --seeds / --seed are not given (the exact path has neither).
 DEFAULT_SEEDS, DEFAULT_SEED = 8, 0
-#: Seconds per operation of the exact recursions as `exact_cost` counts them (NumPy, float64), measured on the
-#: 2-core development machine shared with other jobs: the default exact sweep (d = 10⁴, 11 batches, 42 rates,
-#: sgd, heavy-ball, precond, ema; 4.1·10⁹ operations) ran in 24 s, with a peak of 1.6 GB (`exact_cost`: 1.6 GB).
-EXACT_SECONDS_PER_FLOAT = 5e-9
+#: Seconds per operation of the exact recursions as `exact_cost` counts them (NumPy, float64): the default exact
+#: sweep (3.9·10¹⁰ operations) took 18.2 s of CPU on the 2-core development machine shared with other jobs,
+#: 4.2–8.6·10⁻¹⁰ s per operation by method; this allows for a busier machine.
+EXACT_SECONDS_PER_FLOAT = 1e-9
+#: Operations per direction and level of the exact recursions (`otod.noise.theory`): squaring the powers and
+#: updating their forcing sums (1 component: 3; 3 components, by the 2×2 mean map: 46), and one jump of a batch's
+#: state with its loss and selection (1 component: 6; 3: 26).
+POWER_OPS = {1: 3, 3: 46}
+JUMP_OPS = {1: 6, 3: 26}
+#: Lanes the exact search's refinement tries per batch, measured on the default sweep (d = 10⁴, B = 1…1024):
+#: 29 (heavy-ball) and 35 (ema) with lr and β refined, 6 (sgd, precond:0.5) with the lr alone; counted with room.
+REFINE_LANES = {2: 40, 1: 8, 0: 0}
 #: The simulator's lanes per block (`otod.core.engine.BLOCK_LANES`; not imported: it imports JAX).
 BLOCK_LANES = 128
 
@@ -63,15 +76,34 @@ def problem_floats(problem: str, dim: float, examples: float = 1024) -> tuple[fl
     return 0.0, 1.0, 16.0
 
 
-def exact_cost(dim: float, batches: int, rates: int, cap: int, components: int) -> tuple[float, float]:
-    """(bytes, float operations) of one `theory.method_hitting` call: the binary powers T^{2^k} and their forcing
-    sums (levels·(k² + k) arrays of [rates, d]), the noise, state and candidate ([batches, rates, d], about 3k + 3
-    of them) and the squaring's temporaries; the operations are the squarings (k³ per entry and level) and the
-    jumps (k² per entry, level and batch)."""
+def exact_cost(dim: float, batches: int, rates: int, cap: int, components: int, betas: int = 1,
+               refined: int = 0) -> tuple[float, float]:
+    """(bytes, float operations) of one method's exact search (`otod.noise.search.exact_search`): the grid of
+    ``rates`` × ``betas`` settings at every batch (each setting's powers once, its jumps once per batch), then the
+    refinement's lanes, `REFINE_LANES`[``refined`` axes] per batch, each with its own powers and jumps. The bytes
+    are one block's (`otod.noise.theory`: at most `theory.POWER_FLOATS` of stored powers, or one lane's, and its
+    states, candidates and temporaries, about 3k + 6 arrays of [block, batches, d]) and the quadratic's h, c, s₀."""
+    from otod.noise import theory
+
     levels, k = max(1, int(cap).bit_length()), components
-    floats = dim * rates * (levels * (k * k + k) + 2 * k * k + batches * (3 * k + 3))
-    operations = dim * rates * levels * (k ** 3 + batches * (k * k + 2))
-    return 8.0 * floats, float(operations)
+    lane_powers = dim * levels * (k * k + k)
+    memory = 0.0
+    for state in (batches * dim, dim):
+        block = max(1, min(theory.BLOCK_FLOATS // max(1.0, state), theory.POWER_FLOATS // max(1.0, lane_powers)))
+        memory = max(memory, block * (lane_powers + state * (3 * k + 6)))
+    operations = dim * levels * (rates * betas * (POWER_OPS[k] + batches * JUMP_OPS[k])
+                                 + REFINE_LANES[refined] * batches * (POWER_OPS[k] + JUMP_OPS[k]))
+    return 8.0 * (memory + 3 * dim), float(operations)
+
+
+def exact_plan(method: str, rates: int, beta_count: int, lr_lattice: bool, beta_lattice: bool) -> dict:
+    """The keywords of `exact_cost` for one method: the grid the exact search starts from (every
+    `search.EXACT_STRIDE`-th point of a default grid, all of a given one) and how many axes it refines."""
+    uses_beta = method in USES_BETA
+    stride = search.EXACT_STRIDE
+    return {"rates": -(-rates // stride) if lr_lattice else rates,
+            "betas": (-(-beta_count // stride) if beta_lattice else beta_count) if uses_beta else 1,
+            "refined": int(lr_lattice) + int(uses_beta and beta_lattice), "components": components(method)}
 
 
 def check_problem_options(problem: str, *, noise_spectrum=None, noise=None, examples=None) -> None:
@@ -153,13 +185,16 @@ def refuse_on_exact(mode: str, *, seeds=None, seed=None, x64=None, chunk_seconds
 USES_BETA = ("heavy-ball", "ema")
 
 
-def parse_betas(beta, default: str, methods) -> tuple[float, ...]:
-    """The β axis (heavy-ball's momentum, ema's decay); a --beta given where no listed method uses β would only
-    repeat every lane, so it is refused."""
-    if beta is not None and not any(m in USES_BETA for m in methods):
-        raise OtodError(f"--beta {beta}: only heavy-ball and ema use β, and --method {','.join(methods)} has "
-                        "neither; drop --beta or add one, e.g. --method sgd,heavy-ball")
-    return BETA.parse(default if beta is None else beta)
+def parse_betas(beta, methods) -> tuple[float, ...]:
+    """The β axis (heavy-ball's momentum, ema's decay): `DEFAULT_BETAS` (tuned; refined on the exact path) where
+    no listed method uses β only β = 0, else --beta as given. A --beta given where no listed method uses β would
+    only repeat every lane, so it is refused."""
+    if not any(m in USES_BETA for m in methods):
+        if beta is not None:
+            raise OtodError(f"--beta {beta}: only heavy-ball and ema use β, and --method {','.join(methods)} has "
+                            "neither; drop --beta or add one, e.g. --method sgd,heavy-ball")
+        return (0.0,)
+    return DEFAULT_BETAS if beta is None else BETA.parse(beta)
 
 
 def components(method: str) -> int:
@@ -169,7 +204,8 @@ def components(method: str) -> int:
 
 def check_resources(*, mode: str, problem: str, dims, batch_count: int, methods, beta_count: int, rates: int,
                     cap: int, seeds: int, x64, examples=None, sweeps: int = 1, yes: bool = False,
-                    sweep: str = "noise", available: int | None = None) -> None:
+                    sweep: str = "noise", available: int | None = None, lr_lattice: bool = False,
+                    beta_lattice: bool = False) -> None:
     """Estimate from the options alone, before any array exists, the memory of the largest step and (exact path)
     the time of the whole run; refuse with one line what will not fit in the free host memory, or would take
     over an hour without --yes. The simulator's time (and its device memory) is estimated again by the core's
@@ -178,10 +214,11 @@ def check_resources(*, mode: str, problem: str, dims, batch_count: int, methods,
     what = f"--dim {d:g}: the {'exact' if mode == 'exact' else 'simulated'} {sweep} sweep"
     if mode == "exact":
         hint = "use a smaller --dim, fewer --batch or --beta values or a shorter --lr-grid"
-        need = max(exact_cost(d, batch_count, rates, cap, components(m))[0] for m in methods)
+        plans = {m: exact_plan(m, rates, beta_count, lr_lattice, beta_lattice) for m in methods}
+        need = max(exact_cost(d, batch_count, cap=cap, **plans[m])[0] for m in methods)
         refuse_memory(need, what, hint, available)
-        operations = sweeps * sum(exact_cost(float(v), batch_count, rates, cap, components(m))[1]
-                                  * (beta_count if m in USES_BETA else 1) for v in dims for m in methods)
+        operations = sweeps * sum(exact_cost(float(v), batch_count, cap=cap, **plans[m])[1]
+                                  for v in dims for m in methods)
         refuse_time(operations * EXACT_SECONDS_PER_FLOAT, yes, f"{what}, about {operations:.3g} operations,", hint)
         return
     n = 1024 if examples is None else examples
@@ -196,6 +233,7 @@ def check_resources(*, mode: str, problem: str, dims, batch_count: int, methods,
 
 def _common(methods, target, max_iters, seeds, seed, lr, grid, schedule, x64, chunk_seconds, mode, axes,
             sweep, spec) -> SweepConfig:
+    lr_unit = "limit" if tuple(grid) == DEFAULT_LR_GRID else "reference"
     tol = finite_float(target, "--target", "0.01")
     if not (tol > 0 and math.isfinite(tol)):
         raise OtodError(f"--target {target}: a target loss must be a positive number, e.g. --target 0.01")
@@ -206,12 +244,12 @@ def _common(methods, target, max_iters, seeds, seed, lr, grid, schedule, x64, ch
                               else positive_int(max_iters, "--max-iters", "100000"),
                               seeds=1 if mode == "exact" else positive_int(seeds, "--seeds", "8"),
                               seed=seed_value(seed), lr=_lr(lr), lr_grid=tuple(grid),
-                              x64=x64, options=NoiseOptions(schedule=schedule),
+                              x64=x64, options=NoiseOptions(schedule=schedule, lr_unit=lr_unit),
                               chunk_seconds=finite_float(chunk_seconds, "--chunk-seconds", "5"))
     import dataclasses
 
     # the schedule's horizon is the run's cap: a cosine reaches 0 where the run would be censored
-    return dataclasses.replace(provisional, options=NoiseOptions(schedule, provisional.resolved_max_iters))
+    return dataclasses.replace(provisional, options=NoiseOptions(schedule, provisional.resolved_max_iters, lr_unit))
 
 
 def parse_common(method, mode, schedule, lr, lr_grid, max_iters, seeds, seed, x64, chunk_seconds):
@@ -243,6 +281,11 @@ def _rates(lr, grid) -> int:
     return len(grid) if lr == "tuned" else 1
 
 
+def _lattices(lr, grid, betas) -> dict:
+    """Which axes the exact search refines: the default lr grid under --lr tuned, the default β list."""
+    return {"lr_lattice": lr == "tuned" and tuple(grid) == DEFAULT_LR_GRID, "beta_lattice": betas == DEFAULT_BETAS}
+
+
 def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm",
                  dim=None, target="0.01", beta=None, schedule="constant", noise_spectrum=None, noise=None,
                  examples=None, kappa=10.0, label_noise=0.5, max_iters=None, seeds=None, seed=None, lr="tuned",
@@ -260,10 +303,10 @@ def noise_config(*, batch="1..1024:11:log", method=None, mode=None, problem="nqm
     default_dim = {"nqm": 10_000 if mode == "exact" else 100, "isotropic": 100, "regression": 16,
                    "rosenbrock": 2}[problem]
     dims = parse_dims(default_dim if dim is None else dim)
-    batches, betas = parse_batches(batch), parse_betas(beta, "0.9", methods)
+    batches, betas = parse_batches(batch), parse_betas(beta, methods)
     check_resources(mode=mode, problem=problem, dims=dims, batch_count=len(batches), methods=methods,
                     beta_count=len(betas), rates=_rates(lr_value, grid), cap=cap or EXACT_MAX_ITERS, seeds=seeds,
-                    x64=x64, examples=examples, yes=yes)
+                    x64=x64, examples=examples, yes=yes, **_lattices(lr_value, grid, betas))
     spec = problem_spec(problem, int(dims[0]), noise_spectrum=noise_spectrum, noise=noise, examples=examples,
                         kappa=kappa, label_noise=label_noise)
     axes = [("batch", batches), ("beta", betas)]
@@ -302,10 +345,10 @@ def params_configs(*, dim="10..10000:13:log", batch_rule="fixed:32,proportional:
     methods, lr_value, grid, cap, seeds, seed, chunk_seconds = parse_common(
         method, mode, "constant", lr, lr_grid, max_iters, seeds, seed, x64, chunk_seconds)
     dims = parse_dims(dim, PARAMS_DIM)
-    rules, betas = parse_rules(batch_rule), parse_betas(beta, "0", methods)
+    rules, betas = parse_rules(batch_rule), parse_betas(beta, methods)
     check_resources(mode=mode, problem=problem, dims=dims, batch_count=1, methods=methods, beta_count=len(betas),
                     rates=_rates(lr_value, grid), cap=cap or EXACT_MAX_ITERS, seeds=seeds, x64=x64,
-                    sweeps=len(rules), yes=yes, sweep="params")
+                    sweeps=len(rules), yes=yes, sweep="params", **_lattices(lr_value, grid, betas))
     spec = problem_spec(problem, int(dims[0]), noise_spectrum=noise_spectrum, noise=noise)
     out = []
     for name, value in rules:

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from otod.noise import theory
+from otod.noise import search, theory
 from otod.noise.analysis import NoiseAnalysis, Series, analyse
 from otod.noise.options import USES_BETA
 
@@ -92,20 +92,57 @@ def table(series: list[Series], symbol: str) -> list[str]:
     return lines
 
 
-def edge_warning(analysis: NoiseAnalysis, symbol: str) -> list[str]:
-    """One warning where a chosen lr or β lies on the edge of the values tried: the best may lie beyond them."""
-    lr, beta = analysis.on_edge("lr_on_edge"), analysis.on_edge("beta_on_edge")
-    if not lr and not beta:
-        return []
-    parts = []
-    if lr:
-        parts.append(f"lr* lies on the edge of --lr-grid at {len(lr)} ({symbol}, method) points "
-                     f"({', '.join(sorted({m for _, m, _ in lr}))})")
-    if beta:
-        parts.append(f"β* on the edge of --beta at {len(beta)} ({symbol}, method) points "
-                     f"({', '.join(sorted({m for _, m, _ in beta}))})")
-    widen = " and ".join(o for o, on in (("--lr-grid", lr), ("--beta", beta)) if on)
-    return [f"warning: {'; '.join(parts)}: the best setting may lie beyond the values tried; widen {widen}"]
+def _points(pairs, axis: str) -> str:
+    by_method: dict[str, list] = {}
+    for m, x in pairs:
+        by_method.setdefault(m, []).append(x)
+    name = "B" if axis == "batch" else "d"
+    return "; ".join(f"{m} at {name} = {', '.join(f'{x:g}' for x in sorted(xs))}"
+                     for m, xs in sorted(by_method.items()))
+
+
+def edge_lines(chosen: list[dict], axis: str) -> list[str]:
+    """What the chosen settings on an edge mean (``chosen``: one dict per point with method, the axis value,
+    lr_multiplier, beta, lr_on_edge and beta_on_edge). An lr on the largest edge within `search.LIMIT_MARGIN` of
+    the method's stability limit (2/L, 2(1 + β)/L for heavy-ball, in whitened coordinates) is that limit: no larger
+    step is stable, so it is not a failure of the search. Any other lr edge may hide a better step beyond the lrs
+    tried. β = 0 on the edge means no momentum (no averaging) is best, the end of β's range; β = 0.999 is the β
+    axis's stated limit; any other β edge is the end of a --beta list."""
+    at_limit, lr_edge, beta_zero, beta_top, beta_list = set(), set(), set(), set(), set()
+    for r in chosen:
+        key = (r["method"], r[axis])
+        if r.get("lr_on_edge"):
+            m = r.get("lr_multiplier")
+            (at_limit if m is not None and search.near_limit(r["method"], m, r["beta"]) else lr_edge).add(key)
+        if r.get("beta_on_edge"):
+            (beta_zero if r["beta"] == 0.0 else beta_top if r["beta"] >= 0.999 else beta_list).add(key)
+    lines = []
+    if at_limit:
+        lines.append(f"lr* at the stability limit ({_points(at_limit, axis)}): the chosen lr is the largest tried and "
+                     f"within {search.LIMIT_MARGIN:.2g} of the limit (2 × the reference step, 2(1 + β) × it for "
+                     "heavy-ball): no larger step is stable, so this is the limit itself, not a failure of the search")
+    if lr_edge:
+        lines.append(f"warning: lr* lies on the edge of the lrs tried ({_points(lr_edge, axis)}): the best step may "
+                     "lie beyond them; widen --lr-grid")
+    if beta_zero:
+        lines.append(f"β* = 0 ({_points(beta_zero, axis)}): no momentum (or no averaging) is best there")
+    if beta_top:
+        lines.append(f"warning: β* = 0.999, the β axis's limit ({_points(beta_top, axis)}): a longer memory may do "
+                     "better still")
+    if beta_list:
+        lines.append(f"warning: β* lies on the edge of --beta ({_points(beta_list, axis)}): widen --beta")
+    return lines
+
+
+def edge_warning(analysis: NoiseAnalysis) -> list[str]:
+    """`edge_lines` of the analysis's chosen settings (the core summary's rate is the lr multiplier where the
+    records have one)."""
+    chosen = [{"method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
+               "lr_on_edge": lr_on, "beta_on_edge": beta_on}
+              for s in analysis.series
+              for x, (rate, beta, lr_on, beta_on) in zip(
+                  s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge"]].itertuples(index=False))]
+    return edge_lines(chosen, analysis.axis)
 
 
 def critical_line(s: Series) -> str:
@@ -154,7 +191,7 @@ def render(analysis: NoiseAnalysis, path=None) -> str:
     notes = ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
              "≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
              "or ema's decay (— where a method has none); *: on the edge of the values tried"]
-    notes += edge_warning(analysis, symbol)
+    notes += edge_warning(analysis)
     lines = [head]
     for dim in dims:  # one table (and its fits) per d of a batch sweep over several
         series = analysis.at(dim)

@@ -5,6 +5,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from otod.cli import main
+from otod.core import results as results_io
 
 
 def test_an_exact_noise_sweep_prints_its_table_and_records_carry_the_named_fields(tmp_path):
@@ -36,19 +37,69 @@ def test_records_carry_the_schedule_and_the_path_by_name(tmp_path):
         assert records and {(r["schedule"], r["mode"]) for r in records} == {(schedule, mode)}
 
 
-def test_a_chosen_lr_on_the_grid_edge_is_marked_and_warned_about(tmp_path):
-    """Exact NQM, SGD: at B = 1024 the best lr of the default grid is its largest multiplier (1.41, below the
-    stability limit 2): the table marks it with * and a warning names the method; at B = 1, 2 it is interior."""
+def test_a_chosen_lr_on_the_edge_of_a_short_grid_is_marked_and_warned_about(tmp_path):
+    """Exact NQM (d = 10⁴), SGD at B = 512, 1024: the best multipliers are 1.28 and 1.63 (within 2^(1/16) by the
+    default search), so a --lr-grid that stops at 1 chooses its largest point at both batches: the table marks
+    it (1*), the warning names the method and the points and says to widen the grid; the default search, which
+    reaches the stability limit 2, finds both inside the lrs it tried: no mark, no warning."""
     import subprocess
     import sys
 
-    def run(batches):
-        return subprocess.run([sys.executable, "-m", "otod", "sweep", "noise", "--batch", batches, "--method", "sgd",
-                               "--no-plot", "--out", str(tmp_path / batches.replace(",", "_"))],
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "otod", "sweep", "noise", "--batch", "512,1024", "--method",
+                               "sgd", "--no-plot", "--out", str(tmp_path / str(len(extra))), *extra],
                               capture_output=True, text=True, timeout=300)
 
-    edge, interior = run("512,1024"), run("1,2")
-    assert edge.returncode == 0 and interior.returncode == 0, edge.stderr + interior.stderr
-    assert "1.41*" in edge.stdout
-    assert "warning: lr* lies on the edge of --lr-grid at 2 (B, method) points (sgd)" in edge.stdout
-    assert "*" not in interior.stdout.split("steps: median")[0] and "warning: lr*" not in interior.stdout
+    short, default = run("--lr-grid", "1e-3..1:7:log"), run()
+    assert short.returncode == 0 and default.returncode == 0, short.stderr + default.stderr
+    table = short.stdout.split("steps: median")[0]
+    assert table.count("1*") == 2, table
+    assert ("warning: lr* lies on the edge of the lrs tried (sgd at B = 512, 1024): the best step may lie beyond "
+            "them; widen --lr-grid") in short.stdout
+    assert "*" not in default.stdout.split("steps: median")[0] and "lr*" not in default.stdout
+
+
+def test_edge_lines_tell_the_stability_limit_from_a_grid_that_stopped_short():
+    """Chosen records on the largest lr: within `search.LIMIT_MARGIN` (1.1·10⁻³) of the limit (SGD's 2, heavy-ball's
+    2(1 + β) = 3.8 at β = 0.9) they are the limit itself, not a failure; 1.5 (SGD) is a grid's edge. β = 0 on its
+    edge is said to mean no momentum, β = 0.999 is the β axis's limit."""
+    from otod.noise.report import edge_lines
+
+    def chosen(method, batch, multiplier, beta=0.0, lr_edge=True, beta_edge=False):
+        return {"method": method, "batch": batch, "lr_multiplier": multiplier, "beta": beta, "lr_on_edge": lr_edge,
+                "beta_on_edge": beta_edge}
+
+    lines = edge_lines([chosen("sgd", 1024.0, 2 * (1 - 1e-3)), chosen("heavy-ball", 64.0, 3.8 * (1 - 5e-4), 0.9),
+                        chosen("sgd", 2.0, 1.5), chosen("ema", 4.0, 0.1, 0.999, False, True),
+                        chosen("heavy-ball", 8.0, 0.3, 0.0, False, True)], "batch")
+    assert lines[0].startswith("lr* at the stability limit (heavy-ball at B = 64; sgd at B = 1024)")
+    assert "not a failure of the search" in lines[0]
+    assert lines[1].startswith("warning: lr* lies on the edge of the lrs tried (sgd at B = 2)")
+    assert lines[2] == "β* = 0 (heavy-ball at B = 8): no momentum (or no averaging) is best there"
+    assert lines[3].startswith("warning: β* = 0.999, the β axis's limit (ema at B = 4)")
+    assert edge_lines([chosen("sgd", 1024.0, 2 * (1 - 3e-3))], "batch")[0].startswith("warning: lr* lies on the edge")
+
+
+def test_simulated_records_carry_the_choice_and_each_beta_its_own_stable_range(tmp_path):
+    """The simulator's default grid reaches each method's stability limit: SGD's largest multiplier is
+    2(1 − 1.1·10⁻³) = 1.9978, heavy-ball's at β = 0.9 is 3.8(1 − 1.1·10⁻³) = 3.7958; SGD runs at β = 0 only. The
+    finished file marks exactly one (lr, β) per (B, method) as selected (every seed's record there), with
+    lr_on_edge and beta_on_edge on those records."""
+    from otod.noise.options import noise_config
+    from otod.noise.runner import run
+
+    config, mode = noise_config(batch="1,16", method="sgd,heavy-ball", mode="simulate", dim=10, seeds=2,
+                                target="0.5")
+    records = results_io.load(run(config, mode, out=str(tmp_path)).path).records
+    top = {(r["method"], r["beta"]): 0.0 for r in records}
+    for r in records:
+        top[(r["method"], r["beta"])] = max(top[(r["method"], r["beta"])], r["lr_multiplier"])
+    assert {b for m, b in top if m == "sgd"} == {0.0}
+    assert abs(top[("sgd", 0.0)] - 1.9978) < 1e-4 and abs(top[("heavy-ball", 0.9)] - 3.7958) < 1e-4
+    chosen = [r for r in records if r["selected"]]
+    settings = {(r["method"], r["batch"]): set() for r in records}
+    for r in chosen:
+        settings[(r["method"], r["batch"])].add((r["lr_multiplier"], r["beta"]))
+        assert isinstance(r["lr_on_edge"], bool) and isinstance(r["beta_on_edge"], bool)
+    assert all(len(v) == 1 for v in settings.values()) and len(chosen) == 4 * 2
+    assert not any(r["lr_on_edge"] or r["beta_on_edge"] for r in records if not r["selected"])

@@ -43,9 +43,9 @@ def test_the_table_marks_lr_and_beta_on_the_edge_and_warns_once():
     assert sgd.split()[1] == "0.05*" and sgd.split()[2] == "—"  # sgd: the smallest rate; no β
     assert hb.split()[1] == "0.2*" and hb.split()[2] == "0.5*"  # heavy-ball: the largest rate and smallest β
     warnings = [line for line in text.splitlines() if line.startswith("warning:")]
-    assert warnings == ["warning: lr* lies on the edge of --lr-grid at 2 (B, method) points (heavy-ball, sgd); β* on "
-                        "the edge of --beta at 2 (B, method) points (heavy-ball): the best setting may lie beyond "
-                        "the values tried; widen --lr-grid and --beta"]
+    assert warnings == ["warning: lr* lies on the edge of the lrs tried (heavy-ball at B = 4; sgd at B = 4): the best "
+                        "step may lie beyond them; widen --lr-grid",
+                        "warning: β* lies on the edge of --beta (heavy-ball at B = 1, 4): widen --beta"]
 
 
 def test_no_mark_and_no_warning_where_every_choice_is_interior():
