@@ -31,6 +31,18 @@ def host_memory_available() -> int | None:
     return None
 
 
+def libc_function(name: str):
+    """The C library's function ``name`` through ctypes, or None where there is no such library or function."""
+    import ctypes
+    import ctypes.util
+
+    library = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(library), name) if library else None
+    except (OSError, AttributeError):
+        return None
+
+
 def release_free_memory() -> bool:
     """Give the heap pages that freed objects left behind back to the operating system (glibc's ``malloc_trim``);
     False where the C library has no such call.
@@ -39,14 +51,7 @@ def release_free_memory() -> bool:
     stays in the resident set while the report then builds its theory on top of it: the peak a machine must hold is
     the sum. A sweep calls this once its last chunk is in. Measured on the 1e4 × 64-seed condition sweep (51,200
     lanes, float64): peak resident memory 429 → 371 MiB."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
+    trim = libc_function("malloc_trim")
     if trim is None:
         return False
     trim(0)
@@ -64,14 +69,7 @@ def hold_freed_memory(mmap_bytes: int = 32 * 2 ** 20, trim_bytes: int = 256 * 2 
     recursions) otherwise gets fresh pages from the system at every allocation and faults each one in: measured on
     26 heavy-ball lanes (d = 10⁴), 0.37 s of system time against 0.01 s once held. glibc cannot return to its
     dynamic thresholds afterwards; `release_free_memory` still gives the pages back."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt if name else None
-    except (OSError, AttributeError):
-        mallopt = None
+    mallopt = libc_function("mallopt")
     if mallopt is None:
         return False
     return bool(mallopt(_M_MMAP_THRESHOLD, int(mmap_bytes))) and bool(mallopt(_M_TRIM_THRESHOLD, int(trim_bytes)))

@@ -9,7 +9,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from otod.cli import main
 from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.errors import Interrupted, OtodError
+from tests.core.test_sweep import _interrupt_after
 from otod.core.sweep import default_path, run_sweep
 
 from tests.conftest import SMALL_RANDOM
@@ -253,15 +253,6 @@ def test_an_unknown_suffix_names_every_format(tmp_path):
 # -- the default file: resume, lock, earlier defaults ------------------------------------------------------------
 
 
-def _interrupt_after(n_chunks: int):
-    seen = {"chunks": 0}
-
-    def progress(_):
-        seen["chunks"] += 1
-        if seen["chunks"] == n_chunks:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    return progress
 
 
 def test_an_interrupted_default_sweep_resumes_into_parquet_with_the_uninterrupted_records(tmp_path):
