@@ -92,7 +92,9 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
         fit = s.critical
         if fit is not None and math.isfinite(fit.b_crit):
             grid = np.geomspace(xs.min(), xs.max(), 100)
-            ax.plot(grid, fit.curve(grid), ":", color=color, lw=1, label=f"{m} fit: B_crit = {fit.b_crit:.3g}")
+            said = theory.describe_critical_batch(fit.b_crit, xs[s.fitted])
+            ax.plot(grid, fit.curve(grid), ":", color=color, lw=1,
+                    label=f"{m} fit: B_crit {said if said[0] in '<>' else '= ' + format(fit.b_crit, '.3g')}")
     q = _quadratic(config, dim)
     if q is not None:
         xs = np.asarray(sorted({x for s in series for x in s.x}))
