@@ -6,11 +6,13 @@ The reference. The NQM (hᵢ = 1/i, cᵢ = hᵢ, E θᵢ,₀² = 1), per directi
 SGD's second moment s' = (1 − x)² s + q; heavy-ball's (E θ², E u², E θu) and the EMA's (E θ², E θ̃², E θθ̃)
 3×3 recursions with their forcing (1, 1, 1) and (1, (1 − γ)², 1 − γ). Appending q to the state makes each an
 autonomous (k + 1)×(k + 1) map, whose powers 2^j (NumPy's matmul on the stacked directions) give the loss at any
-t. The steps to target: double t until the loss is at most the target, then bisect. The optimum: at every β of a
-grid (1 − β = 10^(−j/8), and β = 0), every lr on a grid 2^(1/4) apart over the stable range (multipliers of
-1/max h^(1−p) below 2, or 2(1 + β) for heavy-ball: log-spaced up to half the limit, and in the distance to it
-above), then around each batch's best a local grid at a sixteenth of that spacing (twice, to 2^(1/256)), then
-around its best β a local grid of β 10^(1/128) apart with the lr refined the same way at each.
+t. The steps to target: double t until the loss is at most the target, then bisect by the powers below. The
+optimum: for each β of a profile (β = 0 and 1 − β = 10^(−j/4), j = 1…12), an lr grid 2^(1/2) apart over the stable
+range (multipliers of 1/max h^(1−p) below 2, or 2(1 + β) for heavy-ball: log-spaced up to half the limit, and in
+the distance to it above), then local grids around each batch's best to 2^(1/8), 2^(1/32) and 2^(1/256); then from
+every profile β within 2% (+1 step) of the best, β 10^(1/64) apart out to the neighbouring profile points, the lr
+carried from β to β and refined again at each. Every count is the reference's own; only the grid of β is shared
+with otod's lattice (1 − β on powers of 10^(1/64)).
 
 The claim: the default's steps lie within 3% above the reference optimum at B = 1, 64, 1024 and 65536 for sgd,
 precond:0.5, heavy-ball (β tuned) and ema (decay tuned), and not below it by more than the reference's own
@@ -141,8 +143,8 @@ def refine_lr(ref: Reference, beta: float, b: float, steps: float, m: float, wid
 
 
 def best_lr(ref: Reference, beta: float) -> dict:
-    """Per batch (steps, multiplier): a grid 2^(1/2) apart over the stable range, then local grids at 2^(1/16)
-    and 2^(1/256) around each batch's best."""
+    """Per batch (steps, multiplier): a grid 2^(1/2) apart over the stable range, then local grids of 9 points
+    spanning ±2^(1/2), ±2^(1/8) and ±2^(1/64) (spacings 2^(1/8), 2^(1/32), 2^(1/256)) around each batch's best."""
     grid = stable_grid(ref.limit(beta), 2)
     table = np.array([ref.steps(m, beta, BATCHES) for m in grid])
     out = {}
