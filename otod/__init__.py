@@ -6,7 +6,7 @@ gradient noise; beside them otod measures the cost of one iteration.
 ``otod.load(path)`` reads a results file of any format; ``otod.load(path).to_pandas()`` is its data frame.
 """
 
-from otod._version import __version__
+from otod.core.version import __version__
 
 __all__ = ["__version__", "load"]
 

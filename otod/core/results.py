@@ -191,7 +191,7 @@ def environment() -> dict[str, Any]:
     import numpy
     import optax
 
-    from otod._version import __version__
+    from otod.core.version import __version__
 
     device = jax.devices()[0]
     return {
