@@ -16,7 +16,8 @@ def _common(methods: str):
                      help=f"Comma list of {methods}. E.g. --method gd,heavy-ball,adam"),
         click.option("--beta", default=None,
                      help="Momentum β (heavy-ball) / b₁ (adam), a traced axis tuned like the lr (only with "
-                          "heavy-ball or adam in --method). Default 0,0.5,0.9,0.99 with heavy-ball or adam, else 0. "
+                          "heavy-ball or adam in --method). Default 0 and 1 − β = 10^(−j/2), j = 1…6 (0 to 0.999, "
+                          "even in log(1 − β)) with heavy-ball or adam, else 0. "
                           "E.g. --beta 0,0.9"),
         click.option("--tol", default="1e-6", show_default=True,
                      help="Stop at a relative loss ≤ tol (0 < tol < 1, no smaller than the precision's smallest "

@@ -18,7 +18,9 @@ from otod.depth.toy import ToySpec
 from otod.depth.toy import annotate as annotate_toy
 
 DEFAULT_METHODS = ("gd",)
-DEFAULT_BETAS = (0.0, 0.5, 0.9, 0.99)
+#: β tuned by default (heavy-ball's momentum, adam's b₁): 0 and 1 − β = 10^(−j/2), j = 1…6, so [0, 0.999] spaced
+#: evenly in log(1 − β), as the noise sweeps tune it.
+DEFAULT_BETAS = (0.0,) + tuple(round(1.0 - 10.0 ** (-j / 2), 6) for j in range(1, 7))
 #: Automatic caps: lanes reaching them are censored (shown, never dropped: at least the cap). A lane stops earlier
 #: as stalled only at a fixed point of its float32 iteration (the families' ``stall="fixed-point"`` rule, in
 #: `otod.core.engine`): stuck for any cap. The Gaussian chain's plateau near w_L⋯w_1 = 0 is long but escaped
