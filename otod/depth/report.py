@@ -15,6 +15,7 @@ from otod.core.report import Report, sweep_header, sweep_table
 from otod.depth.laws import law_table
 from otod.depth.overlays import theory_columns
 from otod.depth.records import depth_analysis
+from otod.depth.methods import USES_BETA
 from otod.depth.toy import STOPPED_NOTE, stopped_breakdown
 
 
@@ -35,6 +36,23 @@ def stuck_lines(chosen: pd.DataFrame, axis: str) -> list[str]:
                            if (status == s).any())
         tail = f", median final {'loss' if key == 'final_loss' else 'gap'} {np.median(final):.3g}" if final.size else ""
         lines.append(f"  {series} at {axis} {x:g}: {counts}{tail}{stopped_breakdown(rows.to_dict('records'))}")
+    return lines
+
+
+def edge_lines(summary: pd.DataFrame, symbol: str) -> list[str]:
+    """A warning per kind of edge where a series' chosen lr (or, for heavy-ball and adam, which read it, β) is the
+    smallest or largest tried with a finite median: the best setting may lie beyond the values tried (the lr
+    grid is 0.1–3 × the reference step unless --lr-grid says otherwise; β is tuned over [0, 0.999])."""
+    lines = []
+    reads_beta = summary["method"].map(lambda s: s.split("·")[0] in USES_BETA).to_numpy(bool)
+    for flag, what, option, only in (("lr_on_edge", "lr*", "--lr-grid", np.ones(len(summary), bool)),
+                                     ("beta_on_edge", "β*", "--beta", reads_beta)):
+        on = summary[summary[flag].to_numpy(bool) & only]
+        if len(on):
+            where = "; ".join(f"{name} at {symbol} = {', '.join(f'{x:g}' for x in rows['value'])}"
+                              for name, rows in on.groupby("method", sort=False))
+            lines.append(f"warning: {what} lies on the edge of the values tried ({where}): the best setting may lie "
+                         f"beyond them; widen {option}")
     return lines
 
 
@@ -66,6 +84,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         table = sweep_table(group.summary, value_name=symbol, max_rows=None if full else 16,
                             notes=notes_here, columns=columns or None)
         stuck = stuck_lines(group.chosen, axis)
+        table += "".join("\n" + line for line in edge_lines(group.summary, symbol))
         parts += ([group.heading, ""] if group.heading else []) + [table, ""]
         if stuck:
             parts += [STOPPED_NOTE if axis == "layers" else

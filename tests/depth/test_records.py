@@ -154,3 +154,30 @@ def test_a_sweep_whose_chunks_split_the_betas_marks_one_lr_and_beta_per_point(tm
     assert sorted(depth_analysis(results).chosen.index) == marked and len(marked) == 2 * 2
     assert len({(r["depth"], r["lr_multiplier"], r["beta"]) for r in results.records if r["selected"]}) == 2
     assert results_io.load(results.path).records == results.records
+
+
+def test_the_depth_report_warns_where_a_choice_sits_on_an_edge():
+    """heavy-ball at depth 2: rates 0.5, 1, 2 × β 0, 0.9, best at (2, 0.9): on the lr grid's top and β's top; at
+    depth 3 best at (1, 0): interior lr, β on its bottom edge. gd gives the same counts at every β (it ignores β):
+    its β = 0 choice is no β edge, and its interior best rate 1 no lr edge."""
+    import pandas as pd
+
+    from otod.depth.records import analysis_of
+    from otod.depth.report import edge_lines
+
+    rows = []
+    for depth, best in ((2.0, (2.0, 0.9)), (3.0, (1.0, 0.0))):
+        for rate in (0.5, 1.0, 2.0):
+            for beta in (0.0, 0.9):
+                for seed in range(3):
+                    hb = 50 if (rate, beta) == best else 100 + 10 * rate + 100 * beta
+                    gd = 60 if rate == 1.0 else 90
+                    rows += [{"method": m, "depth": depth, "seed": seed, "lr_multiplier": rate, "beta": beta,
+                              "status": "converged", "iterations": n + seed}
+                             for m, n in (("heavy-ball", hb), ("gd", gd))]
+    (group,) = analysis_of(pd.DataFrame(rows), axis="depth", point=("depth", "beta"), n_boot=10).groups
+    assert edge_lines(group.summary, "L") == [
+        "warning: lr* lies on the edge of the values tried (heavy-ball at L = 2): the best setting may lie beyond "
+        "them; widen --lr-grid",
+        "warning: β* lies on the edge of the values tried (heavy-ball at L = 2, 3): the best setting may lie beyond "
+        "them; widen --beta"]
