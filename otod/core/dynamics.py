@@ -7,6 +7,12 @@ A `Dynamics` is two pure functions the engine vmaps:
   step size and hyperparameters), its initial carry and its starting metric;
 * ``advance(constants, carry, key) -> (carry, metric)``: one iteration; ``key`` is the lane's per-step key
   (used only when ``stochastic``).
+
+A dynamics whose metric costs more than its step (a net's full training loss against a minibatch gradient) also
+gives ``step(constants, carry, key) -> carry`` and ``measure(constants, carry) -> metric``, with
+``advance = (step, then measure)``, and ``checks(t)``, a scalar predicate saying at which iterations the metric is
+read at all (besides the target's ``check_every`` and the cap). The engine then computes the metric under a
+``lax.cond`` on the block's iteration count, so an iteration that reads nothing pays only for its step.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ class Dynamics(NamedTuple):
     stochastic: bool = False
     prepare: Callable[..., Any] | None = None
     set_up_prepared: Callable[..., Lane] | None = None
+    step: Callable[..., Any] | None = None
+    measure: Callable[..., jax.Array] | None = None
+    checks: Callable[[jax.Array], jax.Array] | None = None
 
 
 def optax_dynamics(family: Family, members: tuple[Method, ...], options, relative_lr: bool) -> Dynamics:

@@ -266,6 +266,10 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
                          out_axes=type(shape)(const_axes, 0, 0, 0))
         lanes = jax.vmap(inner)(points, lrs, method_indices, drawn)
     advance = jax.vmap(jax.vmap(dynamics.advance, in_axes=(const_axes, 0, 0)))
+    split = dynamics.measure is not None and not fixed_point
+    if split:
+        step = jax.vmap(jax.vmap(dynamics.step, in_axes=(const_axes, 0, 0)))
+        measure = jax.vmap(jax.vmap(dynamics.measure, in_axes=(const_axes, 0)))
     lane_keys = jax.vmap(jax.vmap(lambda s: jax.random.fold_in(root_key, s)))(seed_indices)
     f0 = lanes.metric0
     if kind == "relative":
@@ -295,9 +299,17 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         t, state, iterations, gap, hits, status, anchor, progress = carry
         keys = fold(lane_keys, t) if dynamics.stochastic else lane_keys
         before = state
-        state, f = advance(lanes.constants, state, keys)
-        t = t + 1
-        check = ((t % check_every) == 0) | (t >= max_iters)
+        if split:
+            state = step(lanes.constants, state, keys)
+            t = t + 1
+            read = (t % check_every) == 0
+            check = (read & dynamics.checks(t) if dynamics.checks is not None else read) | (t >= max_iters)
+            f = jax.lax.cond(check, lambda s: measure(lanes.constants, s),
+                             lambda s: jnp.full(gap0.shape, jnp.nan, gap0.dtype), state)
+        else:
+            state, f = advance(lanes.constants, state, keys)
+            t = t + 1
+            check = ((t % check_every) == 0) | (t >= max_iters)
         if fixed_point:  # a lane that stops is read at that iteration, checked or not
             frozen = unchanged(before, state)
             check = check | frozen

@@ -25,6 +25,10 @@ each is a pure function of arrays:
   step that rounds to zero), and a slow lane, which still moves, is never called stalled: it runs to the cap and
   is censored. Only for deterministic families (no ``gradient``).
 
+``checks(t)``, optional: a scalar predicate of the iteration count saying when the metric is worth reading (a
+net's full training loss costs many minibatch steps); dynamics that split their step from their metric pass it to
+the engine (`otod.core.dynamics.Dynamics`).
+
 ``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
 """
 
@@ -56,6 +60,7 @@ class Family(NamedTuple):
     floats_per_seed: int = 0
     floats_per_lane: int = 0
     stall: str = "window"
+    checks: Callable[[Any], Any] | None = None
 
     @property
     def stochastic(self) -> bool:

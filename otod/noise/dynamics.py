@@ -3,7 +3,8 @@ EMA of iterates the loss is read on (`otod.core.dynamics.Dynamics` shape).
 
 The carry is (θ, optimizer state, θ̃, t): each step samples g_t at θ_t with the lane's per-step key and t (so a
 family can sample without replacement within an epoch), takes the update with step η·schedule(t), and averages
-θ̃ ← γθ̃ + (1 − γ)θ (γ = 0: θ̃ = θ exactly). Stopping reads the exact loss at θ̃.
+θ̃ ← γθ̃ + (1 − γ)θ (γ = 0: θ̃ = θ exactly). Stopping reads the exact loss at θ̃ (``measure``), at the
+iterations the family's ``checks`` allows (every one where it gives none).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def noise_dynamics(family, members, options, relative_lr: bool) -> Dynamics:
         carry = (params, state, params, jnp.zeros((), jnp.int32))
         return Lane((problem, info, step_size, hyper), carry, family.metric(problem, params), step_size)
 
-    def advance(constants, carry, key):
+    def step(constants, carry, key):
         problem, info, step_size, hyper = constants
         params, state, average, t = carry
         g = family.gradient(problem, params, Step(key, t.astype(step_size.dtype)))
@@ -45,6 +46,13 @@ def noise_dynamics(family, members, options, relative_lr: bool) -> Dynamics:
         params = optax.apply_updates(params, updates)
         gamma = ema_decay(hyper)
         average = jax.tree.map(lambda a, p: gamma * a + (1 - gamma) * p, average, params)
-        return (params, state, average, t + 1), family.metric(problem, average)
+        return params, state, average, t + 1
 
-    return Dynamics(set_up, advance, stochastic=True)
+    def measure(constants, carry):
+        return family.metric(constants[0], carry[2])
+
+    def advance(constants, carry, key):
+        carry = step(constants, carry, key)
+        return carry, measure(constants, carry)
+
+    return Dynamics(set_up, advance, stochastic=True, step=step, measure=measure, checks=family.checks)

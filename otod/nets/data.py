@@ -1,0 +1,111 @@
+"""The nets obstacle's data sets, generated from seeds or shipped inside the package (no download at run time).
+
+* ``digits``: the 1,797 8×8 grey-level images of hand-written digits that scikit-learn bundles as
+  ``load_digits`` (the test set of the UCI "Optical Recognition of Handwritten Digits" data, Alpaydin & Kaynak
+  1998; CC BY 4.0), shipped as ``otod/nets/data/digits.npz`` (uint8 pixels 0..16, labels 0..9). Inputs are
+  pixels/16, so each lies in [0, 1]. The last ``holdout`` fraction (20% by default) is kept out of training for
+  test accuracy; the target is always the training loss on the rest.
+* ``teacher``: a synthetic teacher–student regression: x ~ N(0, I) in ``inputs`` dimensions, a random teacher MLP
+  (one tanh hidden layer of ``teacher_width`` units, weights N(0, 1/fan_in)) gives y = teacher(x) +
+  ``label_noise``·ε, ε ~ N(0, I). The number of examples is an option, so the parameter count of the student can
+  be scaled against a fixed amount of data.
+* ``gaussian``: a linear teacher y = xᵀw* + ``label_noise``·ε with x ~ N(0, I): with a linear model (depth 1) and
+  the squared loss it is a quadratic whose Hessian is the inputs' second moment and whose per-example gradient
+  covariance is known (`otod.nets.theory`), the check of the whole package against exact numbers.
+
+Every draw comes from ``numpy.random.default_rng([data_seed, 7])``, so a data set is the same in every process.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import NamedTuple
+
+import numpy as np
+
+from otod.core.errors import OtodError
+
+DATASETS = ("digits", "teacher", "gaussian")
+
+#: The digits' size: 1,797 images of 8×8 pixels, 10 classes.
+DIGITS_EXAMPLES, DIGITS_PIXELS, DIGITS_CLASSES = 1797, 64, 10
+
+
+class Dataset(NamedTuple):
+    """Training and held-out arrays: x [n, features] (float64), y [n] integer labels (``classes`` > 0) or
+    [n, outputs] targets (``classes`` == 0); ``image`` is the (height, width) of an input that is an image."""
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    classes: int
+    image: tuple[int, int] | None = None
+
+    @property
+    def examples(self) -> int:
+        return int(self.x_train.shape[0])
+
+    @property
+    def features(self) -> int:
+        return int(self.x_train.shape[1])
+
+    @property
+    def outputs(self) -> int:
+        return self.classes if self.classes else int(self.y_train.shape[1])
+
+
+@functools.lru_cache(maxsize=1)
+def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """The shipped digits: pixels [1797, 64] uint8 in 0..16 and labels [1797] uint8."""
+    with resources.files("otod.nets").joinpath("data/digits.npz").open("rb") as f:
+        data = np.load(f)
+        return data["images"], data["labels"]
+
+
+def split(n: int, holdout: float) -> int:
+    """How many of n examples train: n − round(holdout·n), at least 1."""
+    return max(1, n - int(round(holdout * n)))
+
+
+@functools.lru_cache(maxsize=16)
+def load(name: str = "digits", examples: int | None = None, inputs: int = 16, outputs: int = 1,
+         teacher_width: int = 32, label_noise: float = 0.1, holdout: float = 0.2, data_seed: int = 0) -> Dataset:
+    """The data set ``name`` (see the module docstring). ``examples`` is the training set's size: for digits at
+    most the 1,797 − holdout images kept for training (None: all of them), for the synthetic sets the number drawn
+    (None: 1,024)."""
+    if name not in DATASETS:
+        raise OtodError(f"--data {name}: unknown data set; choose from {', '.join(DATASETS)}, e.g. --data digits")
+    if not 0.0 <= holdout < 1.0:
+        raise OtodError(f"--holdout {holdout:g}: the held-out fraction must lie in [0, 1), e.g. --holdout 0.2")
+    if name == "digits":
+        pixels, labels = digits_arrays()
+        x, y = pixels.astype(np.float64) / 16.0, labels.astype(np.int64)
+        n_train = split(DIGITS_EXAMPLES, holdout)
+        if examples is not None:
+            if not 1 <= int(examples) <= n_train:
+                raise OtodError(f"--examples {examples}: digits keeps {n_train} images for training "
+                                f"(holdout {holdout:g}); use --examples ≤ {n_train}")
+            n_use = int(examples)
+        else:
+            n_use = n_train
+        return Dataset("digits", x[:n_use], y[:n_use], x[n_train:], y[n_train:], DIGITS_CLASSES, (8, 8))
+    if examples is not None and int(examples) < 1 or inputs < 1 or outputs < 1 or teacher_width < 1:
+        raise OtodError("--examples, --inputs, --outputs and --teacher-width must be ≥ 1, e.g. --examples 1024")
+    if not (label_noise >= 0 and np.isfinite(label_noise)):
+        raise OtodError(f"--label-noise {label_noise:g}: must be ≥ 0, e.g. --label-noise 0.1")
+    n_train = 1024 if examples is None else int(examples)
+    n_test = int(round(holdout * n_train / (1.0 - holdout)))
+    rng = np.random.default_rng([data_seed, 7])
+    x = rng.standard_normal((n_train + n_test, inputs))
+    if name == "teacher":
+        w1 = rng.standard_normal((inputs, teacher_width)) / np.sqrt(inputs)
+        w2 = rng.standard_normal((teacher_width, outputs)) / np.sqrt(teacher_width)
+        clean = np.tanh(x @ w1) @ w2
+    else:
+        w_star = rng.standard_normal((inputs, outputs)) / np.sqrt(inputs)
+        clean = x @ w_star
+    y = clean + label_noise * rng.standard_normal(clean.shape)
+    return Dataset(name, x[:n_train], y[:n_train], x[n_train:], y[n_train:], 0)

@@ -1,0 +1,124 @@
+"""A net as the core's problem family (`otod.core.family`): minibatch SGD-style steps on a net, stopped on the full
+training loss.
+
+* draws(rng): one seed's starts, the weights of every init (kaiming, xavier, orthogonal, small) for the plain and
+  the residual net (residual branches scaled, `otod.nets.models.init_params`), drawn in NumPy, and the seed's
+  shuffle key. ``init`` and ``architecture`` are coded traced axes, so every start a sweep may read is drawn and
+  ``make`` picks one by its code;
+* gradient(problem, params, step): the mean gradient over step t's minibatch of ``batch`` examples, drawn without
+  replacement within each epoch of ⌊n/B⌋ steps (`minibatch`); the batch is the spec's, a static shape: a traced B
+  would make every step cost a gradient over the whole data set;
+* metric: the mean training loss over all n examples, read (``checks``) at every iteration up to 32 and then at a
+  spacing of 2^(⌊log₂ t⌋ − 5), so that a count is known to within 1/32 of itself (3%) while the loss, which costs
+  n/B minibatch steps, is computed about 32 times per doubling of t instead of every step;
+* info: what the noise obstacle's methods read: ``lipschitz`` = 1, so their reference step 1/L is 1 and the lr
+  grid holds absolute step sizes (a net has no fixed L: its sharpness moves during training), and ``beta``, the
+  traced momentum β.
+
+The data live in the compiled program as constants (shared by every lane), never copied per lane.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from otod.core.family import Family
+from otod.core.lazy import lazy
+from otod.nets import models
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+
+#: Below this iteration the loss is read every step; above it, 2^(⌊log₂ t⌋ − CHECK_BITS) apart.
+CHECK_BITS = 5
+
+
+def checks(t):
+    """Whether iteration t reads the metric: every t ≤ 2^CHECK_BITS, then every 2^(⌊log₂ t⌋ − CHECK_BITS)."""
+    t = jnp.asarray(t, jnp.int32)
+    spacing = jnp.left_shift(1, jnp.maximum(0, 31 - jax.lax.clz(t) - CHECK_BITS))
+    return (t % spacing) == 0
+
+
+def minibatch(key, t, batch: int, n: int):
+    """The indices of step t's minibatch: epoch e = ⌊t/⌊n/B⌋⌋ ranks the n examples by a permutation drawn from
+    fold_in(key, e), and step t takes ranks [pB, (p + 1)B) of its position p in the epoch (the last n mod B
+    examples sit the epoch out)."""
+    per_epoch = max(1, n // batch)
+    t = jnp.asarray(t).astype(jnp.int32)
+    epoch = t // per_epoch
+    position = t - epoch * per_epoch
+    order = jax.random.permutation(jax.random.fold_in(key, epoch), n)
+    return jax.lax.dynamic_slice(order, (position * batch,), (batch,))
+
+
+def seed_starts(spec, rng: np.random.Generator) -> dict:
+    """One seed's draws: ``params`` [init][architecture] → weights (every init and architecture, float64) and
+    ``shuffle``, the seed of its minibatch order. Each init draws from its own child generator, so a start does
+    not depend on which other inits exist."""
+    children = rng.spawn(len(models.INITS) + 1)
+    params = {}
+    for init, child in zip(models.INITS, children):
+        state = child.bit_generator.state
+        params[init] = {}
+        for arch in models.ARCHITECTURES:
+            child.bit_generator.state = state  # the same draws, scaled as the architecture scales its branches
+            params[init][arch] = spec.initial_params(child, init, arch)
+    return {"params": params, "shuffle": np.array(float(children[-1].integers(0, 2 ** 24)))}
+
+
+def start_of(spec, drawn: dict, init: str | None = None, architecture: str | None = None):
+    """The start a lane at this init and architecture reads from a seed's draws."""
+    return drawn["params"][init or spec.init][architecture or spec.architecture]
+
+
+def net_family(spec) -> Family:
+    x_np, y_np = spec.training_arrays(np.float64)
+    n, batch = x_np.shape[0], int(spec.batch)
+    labels = spec.dataset().classes > 0
+    inits = {name: i for i, name in enumerate(models.INITS)}
+
+    def data(dtype):
+        return jnp.asarray(x_np, dtype), (jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype))
+
+    def make(point, drawn):
+        dtype = drawn["shuffle"].dtype
+        init = point.get("init", jnp.asarray(inits[spec.init], dtype))
+        arch = point.get("architecture", jnp.asarray(spec.residual(), dtype))
+        starts = [drawn["params"][i][a] for i in models.INITS for a in models.ARCHITECTURES]
+        code = (jnp.round(init) * len(models.ARCHITECTURES) + jnp.round(arch)).astype(jnp.int32)
+        params0 = jax.tree.map(lambda *xs: jnp.stack(xs)[code], *starts)
+        return {"params0": params0, "residual": arch.astype(dtype),
+                "key": jax.random.PRNGKey(drawn["shuffle"].astype(jnp.int32)),
+                "beta": point.get("beta", jnp.zeros((), dtype))}
+
+    def metric(p, params):
+        x, y = data(jax.tree.leaves(params)[0].dtype)
+        return spec.mean_loss(params, x, y, p["residual"])
+
+    def gradient(p, params, step):
+        x, y = data(jax.tree.leaves(params)[0].dtype)
+        idx = minibatch(p["key"], step.t, batch, n)
+        return jax.grad(spec.mean_loss)(params, x[idx], y[idx], p["residual"])
+
+    def info(p, params):
+        one = jnp.ones((), jax.tree.leaves(params)[0].dtype)
+        return {"lipschitz": one, "beta": p["beta"]}
+
+    size = spec.parameter_count
+    starts = len(models.INITS) * len(models.ARCHITECTURES)
+    return Family(draws=lambda rng: seed_starts(spec, rng), make=make, init=lambda p: p["params0"], metric=metric,
+                  gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(),
+                  floats_per_seed=starts * size + 1, floats_per_lane=8 * size + batch * x_np.shape[1], checks=checks)
+
+
+def _dynamics():
+    """The noise obstacle's dynamics (an optax step on a sampled gradient, a schedule, the EMA of iterates),
+    imported when the engine calls it."""
+
+    def build(*args):
+        from otod.noise.dynamics import noise_dynamics
+
+        return noise_dynamics(*args)
+
+    return build

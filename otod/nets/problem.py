@@ -1,0 +1,147 @@
+"""A net on a data set as one frozen spec: `NetSpec`, the problem every part of the nets obstacle reads (the
+sweep's family, curvature, gradient noise, the NQM bridge).
+
+The spec is flat (every field a number or a name), so that the core's static axes (``width``, ``depth``,
+``batch``) replace its fields by name and a results file rebuilds it from its stored config. ``init`` and
+``architecture`` are the defaults of the sweep's coded traced axes of the same names.
+
+Pure functions of it: `NetSpec.dataset` (the arrays), `NetSpec.initial_params` (one seed's start, drawn in NumPy
+from ``default_rng([seed, s])`` as the engine draws), `NetSpec.mean_loss` (the mean training loss, the target's
+metric), `NetSpec.example_loss` (one example's loss, for per-example gradients) and `NetSpec.family` (the core's
+contract, `otod.nets.family`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from otod.core.errors import OtodError
+from otod.core.lazy import lazy
+from otod.nets import data as data_sets
+from otod.nets import models
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+
+
+@dataclass(frozen=True)
+class NetSpec:
+    """A model (``model``, ``width``, ``depth`` weight layers, ``activation``, ``architecture``, ``init``), a data
+    set (``data``, ``examples``, the synthetic sets' ``inputs``, ``outputs``, ``teacher_width``, ``label_noise``,
+    ``holdout``, ``data_seed``), a ``loss`` and the minibatch size ``batch`` of the sweep's stochastic gradient."""
+
+    model: str = "mlp"
+    width: int = 32
+    depth: int = 2
+    activation: str = "relu"
+    architecture: str = "plain"
+    init: str = "kaiming"
+    data: str = "digits"
+    examples: int | None = None
+    inputs: int = 16
+    outputs: int = 1
+    teacher_width: int = 32
+    label_noise: float = 0.1
+    holdout: float = 0.2
+    data_seed: int = 0
+    loss: str = "cross-entropy"
+    batch: int = 32
+
+    def __post_init__(self):
+        checks = [(self.model, models.MODELS, "--model", "mlp"),
+                  (self.activation, models.ACTIVATIONS, "--activation", "relu"),
+                  (self.architecture, models.ARCHITECTURES, "--architecture", "residual"),
+                  (self.init, models.INITS, "--init", "kaiming"), (self.data, data_sets.DATASETS, "--data", "digits"),
+                  (self.loss, models.LOSSES, "--loss", "squared")]
+        for value, known, option, example in checks:
+            if value not in known:
+                raise OtodError(f"{option} {value}: unknown; choose from {', '.join(known)}, e.g. {option} {example}")
+        for value, option, example in ((self.width, "--width", "32"), (self.depth, "--depth", "2"),
+                                       (self.batch, "--batch", "32")):
+            if not (isinstance(value, (int, np.integer)) and value >= 1):
+                raise OtodError(f"{option} {value}: need an integer ≥ 1, e.g. {option} {example}")
+        if self.model == "cnn" and self.data != "digits":
+            raise OtodError(f"--model cnn: needs image data; use --data digits (not {self.data})")
+        if self.data != "digits" and self.loss == "cross-entropy":
+            raise OtodError(f"--data {self.data}: a regression; use --loss squared")
+        if self.model == "cnn" and self.depth < 2:
+            raise OtodError("--model cnn: needs --depth ≥ 2 (at least one convolution before the dense layer)")
+        ds = self.dataset()
+        if self.batch > ds.examples:
+            raise OtodError(f"--batch {self.batch}: larger than the data set ({ds.examples} training examples); "
+                            f"use --batch ≤ {ds.examples}")
+
+    @property
+    def kind(self) -> str:
+        return "net"
+
+    def dataset(self) -> data_sets.Dataset:
+        return data_sets.load(self.data, self.examples, self.inputs, self.outputs, self.teacher_width,
+                              float(self.label_noise), float(self.holdout), int(self.data_seed))
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        ds = self.dataset()
+        return models.layer_shapes(self.model, ds.features, ds.outputs, self.width, self.depth, ds.image)
+
+    @property
+    def parameter_count(self) -> int:
+        return models.parameter_count(self.shapes())
+
+    def initial_params(self, rng: np.random.Generator, init: str | None = None,
+                       architecture: str | None = None) -> tuple:
+        """One start, in NumPy (float64); ``init``/``architecture`` default to the spec's."""
+        return models.init_params(rng, self.shapes(), init or self.init, self.activation,
+                                  (architecture or self.architecture) == "residual")
+
+    def residual(self, architecture: str | None = None) -> float:
+        return 1.0 if (architecture or self.architecture) == "residual" else 0.0
+
+    def outputs_of(self, params, x, residual=None):
+        r = self.residual() if residual is None else residual
+        return models.apply(self.model, self.activation, params, x, r, self.dataset().image)
+
+    def example_losses(self, params, x, y, residual=None):
+        return models.example_losses(self.loss, self.outputs_of(params, x, residual), y, self.dataset().classes)
+
+    def mean_loss(self, params, x, y, residual=None):
+        """The mean loss over the examples (x, y): with the whole training set, the target's metric."""
+        return jnp.mean(self.example_losses(params, x, y, residual))
+
+    def example_loss(self, params, x, y, residual=None):
+        """One example's loss (x [features], y a label or [outputs]): vmap its gradient for per-example
+        gradients."""
+        return self.example_losses(params, x[None], y[None], residual)[0]
+
+    def training_arrays(self, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+        ds = self.dataset()
+        y = ds.y_train.astype(np.int32) if ds.classes else ds.y_train.astype(dtype)
+        return ds.x_train.astype(dtype), y
+
+    def initial_loss(self, seed: int = 0, s: int = 0) -> float:
+        """The training loss at seed ``s``'s start (float64)."""
+        import jax
+
+        with jax.enable_x64(True):
+            params = jax.tree.map(jnp.asarray, self.initial_params(np.random.default_rng([seed, s])))
+            x, y = self.training_arrays(np.float64)
+            return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y)))
+
+    def flops_per_example(self) -> float:
+        """Forward multiply-adds × 2 per example (dense and convolution layers; activations and the loss not
+        counted): the analytic count beside XLA's."""
+        ds = self.dataset()
+        total = 0
+        for s in self.shapes():
+            if len(s) == 4:
+                total += 2 * math.prod(s) * math.prod(ds.image)
+            else:
+                total += 2 * s[0] * s[1]
+        return float(total)
+
+    def family(self):
+        from otod.nets.family import net_family
+
+        return net_family(self)
