@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-OBSTACLES = ("otod.condition", "otod.depth", "otod.noise", "otod.cost")
+OBSTACLES = ("otod.condition", "otod.depth", "otod.noise", "otod.cost", "otod.nets")
 
 
 def load_all() -> None:

@@ -3,3 +3,10 @@ stochastic Lanczos quadrature), their gradient noise (per-example gradients, the
 B_noise), their steps to target against batch, width and depth through the core engine, and the noisy quadratic
 model built from their measured spectrum and noise held beside the measurement.
 """
+
+from otod.core.registry import register_lazily
+
+OBSTACLE = register_lazily(
+    "nets", "curvature, gradient noise and steps to target vs batch, width and depth of small real nets",
+    kinds=("otod.nets.kind:NET",), report="otod.nets.report:text_report", figure="otod.nets.figures:sweep_figure",
+    commands="otod.nets.commands:commands", figure_makers="otod.nets.figures:MAKERS")

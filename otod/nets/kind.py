@@ -1,0 +1,77 @@
+"""The ``net`` sweep as the core sees it: steps to a training-loss target of a real net, against batch size, width
+(parameter count) and depth, with (lr, β) tuned per point as the noise obstacle tunes them.
+
+Axes: ``batch``, ``width`` and ``depth`` are static (a minibatch's size and the weights' shapes are shapes: one
+compiled program per value); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
+picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
+figures: batch (S(B) and the critical batch), else width, else depth (iterations vs depth, plain vs residual).
+
+Methods are the noise obstacle's (sgd, heavy-ball, adam: `otod.noise.methods`), its dynamics and schedules, and
+its ``ignores`` rule (sgd and adam run at the first β only). The lr grid holds absolute steps (the family's
+reference step is 1; adam's is 1e-2): a net's sharpness moves during training, so no fixed stability limit
+bounds the grid; it spans 10⁻³ to 10 (4 per decade), lanes above the stable range diverge and are recorded so,
+and a choice on the grid's edge is flagged.
+"""
+
+from __future__ import annotations
+
+from otod.core.axes import Axis
+from otod.core.errors import OtodError
+from otod.core.registry import SweepKind
+from otod.nets import models
+from otod.nets.problem import NetSpec
+from otod.noise.kind import BETA, ignores
+from otod.noise.methods import METHODS as NOISE_METHODS
+from otod.noise.methods import NoiseOptions
+
+BATCH = Axis("batch", "B", "batch size B", "--batch", traced=False, minimum=1, integer=True, what="batch sizes B",
+             example="8..1024:8:log")
+WIDTH = Axis("width", "n", "width n", "--width", traced=False, minimum=1, integer=True, what="widths",
+             example="8..256:6:log")
+DEPTH = Axis("depth", "L", "depth L (weight layers)", "--depth", traced=False, minimum=1, integer=True,
+             what="depths", example="2..12:6")
+INIT = Axis("init", "init", "initialization", "--init", traced=True, labels=models.INITS, what="inits",
+            example="kaiming,orthogonal")
+ARCHITECTURE = Axis("architecture", "arch", "architecture", "--architecture", traced=True,
+                    labels=models.ARCHITECTURES, what="architectures", example="plain,residual")
+
+#: The methods a net sweep offers: the noise obstacle's, less those that need a quadratic's curvature or average.
+METHODS = {name: NOISE_METHODS[name] for name in ("sgd", "heavy-ball", "adam")}
+
+#: The automatic cap: a net's count has no closed form to scale it by.
+AUTO_MAX_ITERS = 20_000
+
+#: The default lr grid: absolute steps 10^(k/4), k = −12..4 (10⁻³ to 10), multipliers of adam's 1e-2.
+DEFAULT_LR_GRID = tuple(float(10 ** (k / 4)) for k in range(-12, 5))
+
+
+def max_iters(config) -> int:
+    return AUTO_MAX_ITERS
+
+
+def validate(config) -> None:
+    if config.target.kind != "absolute":
+        raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
+    for spec in config.specs():
+        start = spec.initial_loss(config.seed)
+        if config.target.tol >= start:
+            raise OtodError(f"--target {config.target.tol:g}: must lie below the initial training loss {start:.4g} "
+                            f"(seed 0, {spec.model} width {spec.width} depth {spec.depth}), e.g. --target "
+                            f"{start / 20:.2g}")
+
+
+def record_fields(config, mode: str = "simulate", point: dict | None = None) -> dict:
+    """Every net record carries its batch B, β, schedule, path, its net's parameter count (as ``dim`` too, so the
+    noise obstacle's analysis panels a batch sweep by it) and width and depth."""
+    fields = {"schedule": config.options.schedule, "mode": mode}
+    if point is None:
+        return fields
+    spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth")})
+    return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth),
+            "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
+            "beta": float(point.get("beta", 0.0)), **fields}
+
+
+NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, INIT, ARCHITECTURE, BETA), methods=METHODS,
+                problems={"net": NetSpec}, options=NoiseOptions, max_iters=max_iters, x64=lambda config: False,
+                validate=validate, record_fields=record_fields, ignores=ignores)

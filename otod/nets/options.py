@@ -1,0 +1,84 @@
+"""From user-facing option values (strings as typed, or TOML values) to a ``net`` `SweepConfig`, shared by the
+command line and the experiment specs."""
+
+from __future__ import annotations
+
+from otod.core.errors import OtodError
+from otod.core.options import finite_float, parse_lr, parse_methods, positive_int, seed_value
+from otod.core.ranges import parse_range
+from otod.core.stopping import Target
+from otod.core.sweep import SweepConfig
+from otod.nets import models
+from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, INIT, METHODS, WIDTH
+from otod.nets.problem import NetSpec
+from otod.noise.kind import BETA, round_integers
+from otod.noise.methods import NoiseOptions
+from otod.noise.options import whole_values
+from otod.noise.search import DEFAULT_BETAS
+
+#: What a bare ``otod sweep net`` runs: digits, a one-hidden-layer MLP of width 32, SGD, B = 8…1024 (8 values).
+DEFAULTS = {"batch": "8..1024:8:log", "method": "sgd", "target": "0.1", "seeds": 4}
+
+
+def names(text, axis, choices) -> tuple[str, ...]:
+    """A comma list of names of a coded axis, each checked."""
+    values = tuple(v.strip() for v in str(text).split(",") if v.strip())
+    for v in values:
+        if v not in choices:
+            raise OtodError(f"{axis.option} {v}: unknown; choose from {', '.join(choices)}, e.g. {axis.option} "
+                            f"{axis.example}")
+    if not values:
+        raise OtodError(f"{axis.option}: no values given, e.g. {axis.option} {axis.example}")
+    return values
+
+
+def whole_axis(text, axis) -> tuple[float, ...]:
+    return axis.check(whole_values(text, axis.option, axis.what))
+
+
+def net_config(*, batch=None, width="32", depth="2", init="kaiming", architecture="plain", model="mlp",
+               activation="relu", data="digits", examples=None, loss=None, method=None, target=None, beta=None,
+               schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
+               chunk_seconds=None) -> SweepConfig:
+    """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width`` or
+    ``depth`` make them axes; ``init`` and ``architecture`` lists are coded traced axes."""
+    methods = parse_methods(method or DEFAULTS["method"])
+    for m in methods:
+        if m not in METHODS:
+            raise OtodError(f"--method {m}: unknown method for net sweeps; choose from {', '.join(METHODS)}, "
+                            "e.g. --method sgd,adam")
+    batches = whole_axis(batch or DEFAULTS["batch"], BATCH)
+    widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
+    inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
+    loss = loss or ("cross-entropy" if data == "digits" else "squared")
+    examples = None if examples is None else positive_int(examples, "--examples", "512")
+    spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
+                   architecture=archs[0], init=inits[0], data=data, examples=examples, loss=loss,
+                   batch=int(min(batches)))
+    uses_beta = "heavy-ball" in methods
+    betas = BETA.check(parse_range(str(beta), "--beta", what="β values")) if beta is not None else (
+        DEFAULT_BETAS if uses_beta else (0.0,))
+    axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
+    axes += [(name, values) for name, values in (("width", widths), ("depth", depths)) if len(values) > 1]
+    axes += [(name, tuple(float(axis.labels.index(v)) for v in chosen)) for name, axis, chosen in
+             (("init", INIT, inits), ("architecture", ARCHITECTURE, archs)) if len(chosen) > 1]
+    axes += [("beta", betas)]
+    if len(batches) == 1:
+        spec = NetSpec(**{**spec.__dict__, "batch": int(batches[0])})
+    tol = finite_float(target or DEFAULTS["target"], "--target", "0.1")
+    if not tol > 0:
+        raise OtodError(f"--target {tol:g}: a training-loss target must be > 0, e.g. --target 0.1")
+    grid = DEFAULT_LR_GRID if lr_grid is None else round_positive(parse_range(str(lr_grid), "--lr-grid"))
+    return SweepConfig(sweep="net", axes=tuple(axes), problem=spec, methods=methods,
+                       target=Target(tol=tol, kind="absolute", ladder=(tol,), check_every=1),
+                       max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "20000"),
+                       seeds=DEFAULTS["seeds"] if seeds is None else seeds, seed=0 if seed is None else seed_value(seed),
+                       lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
+                       **({} if chunk_seconds is None else {"chunk_seconds": chunk_seconds}))
+
+
+def round_positive(values) -> tuple[float, ...]:
+    values = tuple(float(v) for v in values)
+    if not values or min(values) <= 0:
+        raise OtodError("--lr-grid: step sizes must be positive, e.g. --lr-grid 1e-3..10:17:log")
+    return values
