@@ -1,0 +1,109 @@
+"""``otod sweep net``: parse options, build the config (`otod.nets.options`), run it through the core engine, add
+the NQM's prediction from the net's own spectrum and noise, print the report and draw the figure."""
+
+from __future__ import annotations
+
+import click
+
+from otod.core.cli import common_sweep_options, terminal_progress, user_errors
+
+
+@click.command("net")
+@click.option("--batch", default=None,
+              help="Batch sizes B (static: one compiled program per B), whole numbers ≤ the training set. Default "
+                   "8..1024:8:log. E.g. --batch 4..1024:9:log")
+@click.option("--width", default="32", show_default=True,
+              help="Hidden width (MLP units, CNN channels); several values make a width axis (parameter count). "
+                   "E.g. --width 8..128:5:log")
+@click.option("--depth", default="2", show_default=True,
+              help="Weight layers (1: a linear model); several values make a depth axis. E.g. --depth 2..10:5")
+@click.option("--model", type=click.Choice(["mlp", "cnn"]), default="mlp", show_default=True,
+              help="mlp or cnn (3×3 convolutions on the 8×8 digits). E.g. --model cnn")
+@click.option("--activation", type=click.Choice(["relu", "tanh", "linear"]), default="relu", show_default=True,
+              help="The nonlinearity. E.g. --activation tanh")
+@click.option("--architecture", default="plain", show_default=True,
+              help="plain, residual (skip connections around each width→width layer), or both. "
+                   "E.g. --architecture plain,residual")
+@click.option("--init", default="kaiming", show_default=True,
+              help="kaiming, xavier, orthogonal, small (10⁻² of kaiming's scale), or a list. E.g. --init kaiming,small")
+@click.option("--data", type=click.Choice(["digits", "teacher", "gaussian"]), default="digits", show_default=True,
+              help="digits (shipped, 1438 training images), teacher (a random tanh-MLP teacher, regression) or "
+                   "gaussian (a linear teacher). E.g. --data teacher")
+@click.option("--examples", default=None, help="Training examples (teacher, gaussian: drawn, default 1024; digits: "
+                                               "the first N). E.g. --examples 512")
+@click.option("--loss", type=click.Choice(["cross-entropy", "squared"]), default=None,
+              help="Default cross-entropy on digits, squared on the regressions. E.g. --loss squared")
+@click.option("--method", default=None, help="Comma list of sgd, heavy-ball, adam. Default sgd. E.g. --method sgd,adam")
+@click.option("--target", default=None, help="Stop at this full training loss. Default 0.1. E.g. --target 0.05")
+@click.option("--beta", default=None,
+              help="heavy-ball's β values, tuned with the lr. Default 0 and 1 − β = 10^(−j/2), j = 1..6. "
+                   "E.g. --beta 0,0.9")
+@click.option("--schedule", default="constant", show_default=True,
+              help="constant, step, cosine or one-cycle. E.g. --schedule cosine")
+@click.option("--max-iters", default=None, help="Step cap (censored beyond). Default 20000. E.g. --max-iters 5000")
+@click.option("--lr", default="tuned", show_default=True,
+              help="tuned (the best of --lr-grid per point by the median over seeds) or one step. E.g. --lr 0.1")
+@click.option("--lr-grid", default=None,
+              help="Absolute steps tried (adam: multipliers of 1e-2). Default 1e-3..10, 4 per decade. "
+                   "E.g. --lr-grid 0.01..3:11:log")
+@click.option("--predict/--no-predict", default=True, show_default=True,
+              help="Also predict S(B) from an NQM built from the net's measured Hessian spectrum and gradient noise "
+                   "(batch sweeps). E.g. --no-predict")
+@common_sweep_options
+def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, loss, method, target, beta,
+              schedule, max_iters, lr, lr_grid, predict, seeds, seed, x64, out, as_json, no_plot, pdf, yes,
+              chunk_seconds):
+    """Steps to a training-loss target of a small real net against batch size, width or depth.
+
+    \b
+    With no options: digits, an MLP of width 32 (one hidden relu layer, 2,410 parameters), SGD with its lr tuned
+    per B over 1e-3..10, B = 8..1024, 4 seeds, target loss 0.1, and the NQM's predicted critical batch.
+
+    \b
+    Examples:
+      otod sweep net
+      otod sweep net --width 8..128:5:log --batch 8..1024:8:log
+      otod sweep net --depth 2..10:5 --architecture plain,residual --init kaiming,orthogonal,small --batch 64
+      otod sweep net --data teacher --method sgd,adam --target 0.02
+    """
+    from otod.core.sweep import run_sweep
+    from otod.nets.options import net_config
+
+    config = net_config(batch=batch, width=width, depth=depth, init=init, architecture=architecture, model=model,
+                        activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
+                        beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
+                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+    extra = None
+    if predict and "batch" in dict(config.axes):
+        from otod.nets.predict import sweep_predictions
+
+        extra = lambda: {"nqm_prediction": sweep_predictions(config)}  # noqa: E731
+    results = run_sweep(config, out_dir=out, progress=terminal_progress(), yes=yes, extra_meta=extra)
+    from otod.nets.report import text_report
+
+    analysis = None
+    if "batch" in dict(config.axes):
+        from otod.noise.analysis import analyse
+
+        analysis = analyse(results)
+    text = text_report(results, analysis=analysis)
+    if not no_plot and results.path is not None:
+        from otod.nets.figures import sweep_figure
+
+        text += "".join(f"\nfigure:  {f}" for f in sweep_figure(results, results.path.with_suffix(""), pdf=pdf,
+                                                                 analysis=analysis))
+    if as_json:
+        import json
+
+        click.echo(text, err=True)
+        click.echo(json.dumps(results.records))
+    else:
+        click.echo(text)
+
+
+def commands() -> dict[str, list]:
+    """This obstacle's commands by group ('' for top-level ones)."""
+    return {"sweep": [sweep_net]}
+
+
+__all__ = ["commands", "sweep_net", "user_errors"]

@@ -1,0 +1,165 @@
+"""The nets obstacle's figures: measured S(B) with the NQM's predicted S(B) over it, B_crit against the parameter
+count, and iterations against depth for plain and residual nets (the curvature figures are
+`otod.nets.curvature_figures`'s)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from otod.core.sweep import run_sweep
+from otod.noise.analysis import analyse
+
+
+def _plt():
+    from otod.core.plotting import plt
+
+    return plt
+
+
+def predictions(meta: dict, dim: float) -> list[dict]:
+    return [p for p in meta.get("nqm_prediction") or [] if float(p.get("parameters", math.nan)) == float(dim)]
+
+
+def batch_panel(analysis, ax, dim: float) -> None:
+    """Measured steps vs B (the noise obstacle's panel: medians, IQR bars, the S(B) fit) with the NQM's predicted
+    S(B) and B_crit for the same net over it."""
+    from otod.noise.figures import _color, steps_vs_batch
+
+    steps_vs_batch(analysis, ax, None, dim=dim)
+    colors = {s.method: _color(s.method, i) for i, s in enumerate(analysis.at(dim))}
+    for p in predictions(analysis.meta, dim):
+        curve = np.asarray(p.get("curve") or [], float)
+        if curve.size:
+            ok = np.isfinite(curve[:, 1])
+            ax.plot(curve[ok, 0], curve[ok, 1], "-", color=colors.get(p["method"], "0.3"), lw=1.5, alpha=0.6,
+                    label=f"{p['method']}: NQM prediction (B_crit {p['b_crit']:.3g})")
+        if math.isfinite(p.get("b_noise_target", math.nan)):
+            ax.axvline(p["b_noise_target"], color="0.5", ls="--", lw=0.8,
+                       label=f"B_noise at the target {p['b_noise_target']:.3g}")
+
+
+def _legend(ax, outside: bool = True):
+    if ax.get_legend_handles_labels()[0]:
+        if outside:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        else:
+            ax.legend(fontsize=7, frameon=False)
+
+
+def _title(config: dict) -> str:
+    p = config["problem"]
+    return (f"{p['model']} on {p['data']} ({p['loss']}), target loss {config['target']['tol']:g}, "
+            f"{config['seeds']} seeds, lr tuned per point")
+
+
+def depth_panel(results, ax) -> None:
+    """Iterations to target against depth, one line per method · init · architecture (residual dashed), medians
+    at each depth's chosen lr with IQR bars; censored medians as open triangles (lower bounds)."""
+    from otod.nets.report import depth_analysis
+
+    analysis = depth_analysis(results)
+    for i, s in enumerate(analysis.series):
+        rows = s.summary
+        x, med, low = (rows["value"].to_numpy(float), rows["median"].to_numpy(float),
+                       rows["lower_bound"].to_numpy(bool))
+        style = "--" if "residual" in s.name else "-"
+        ok = np.isfinite(med) & ~low
+        law = s.fit.law if s.fit is not None else None
+        ax.plot(x[ok], med[ok], style + "o", color=f"C{i % 10}", ms=4,
+                label=f"{s.name}" + (f" ({law} by AIC)" if law else ""))
+        if (np.isfinite(med) & low).any():
+            ax.plot(x[low], med[low], "^", mfc="none", color=f"C{i % 10}", label=f"{s.name}: ≥ (censored)")
+    ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
+
+
+def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> list:
+    """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth."""
+    from otod.core.plotting import panel_grid, save
+
+    plt = _plt()
+    config = results.meta["config"]
+    if "batch" not in config["axes"]:
+        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        depth_panel(results, ax)
+        ax.set_title(_title(config), fontsize=9)
+        _legend(ax)
+        return save(fig, Path(base), pdf=pdf)
+    analysis = analyse(results) if analysis is None else analysis
+    dims = analysis.dims
+    fig, axes = panel_grid(len(dims), 5.5, 4.2, sharey=False) if len(dims) > 1 else plt.subplots(figsize=(7.5, 4.5))
+    axes = np.atleast_1d(axes)
+    for ax, d in zip(axes, dims):
+        batch_panel(analysis, ax, d)
+        ax.set_title(f"P = {d:g} parameters" if len(dims) > 1 else f"{_title(config)}, P = {d:g}", fontsize=9)
+        if len(dims) > 1:
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
+        else:
+            _legend(ax)
+    if len(dims) > 1:
+        fig.suptitle(_title(config), fontsize=10)
+    return save(fig, Path(base), pdf=pdf)
+
+
+def _run(spec: dict, predict: bool = True):
+    from otod.nets.options import net_config
+
+    options = {k.replace("-", "_"): (str(v) if not isinstance(v, (bool, int)) or k in ("width", "depth", "batch")
+                                     else v) for k, v in spec.items() if k not in ("maker", "name")}
+    config = net_config(**options)
+    extra = None
+    if predict and "batch" in dict(config.axes):
+        from otod.nets.predict import sweep_predictions
+
+        extra = lambda: {"nqm_prediction": sweep_predictions(config)}  # noqa: E731
+    return run_sweep(config, out_dir="results", extra_meta=extra)
+
+
+def make_batch(spec: dict, out_dir: Path) -> list[Path]:
+    """Measured S(B) of one net with the NQM's predicted S(B)."""
+    results = _run(spec)
+    return sweep_figure(results, out_dir / f"nets_{spec['name']}")
+
+
+def make_width(spec: dict, out_dir: Path) -> list[Path]:
+    """B_crit against the parameter count (width axis): the measured B_crit with its seed-bootstrap CI, the
+    NQM's predicted B_crit and B_noise at the target for each net, and the fitted power law."""
+    from otod.core.plotting import save
+    from otod.nets.report import width_rule
+
+    plt = _plt()
+    results = _run(spec)
+    analysis = analyse(results)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, method in enumerate(dict.fromkeys(s.method for s in analysis.series)):
+        rows = [(d, s) for d in analysis.dims for s in analysis.at(d) if s.method == method and s.critical]
+        p = np.array([d for d, _ in rows], float)
+        b = np.array([s.critical.b_crit for _, s in rows], float)
+        lo = np.array([s.critical.b_crit_ci[0] for _, s in rows], float)
+        hi = np.array([s.critical.b_crit_ci[1] for _, s in rows], float)
+        ok = np.isfinite(b) & (b > 0)
+        ax.errorbar(p[ok], b[ok], yerr=[np.maximum(b[ok] - lo[ok], 0), np.maximum(hi[ok] - b[ok], 0)], fmt="o",
+                    color=f"C{i}", label=f"{method}: measured B_crit (95% CI, seeds)")
+    pred = results.meta.get("nqm_prediction") or []
+    if pred:
+        pp = np.array([q["parameters"] for q in pred], float)
+        ax.plot(pp, [q["b_crit"] for q in pred], "s-", mfc="none", color="0.3", label="NQM predicted B_crit")
+        ax.plot(pp, [q.get("b_noise_target", math.nan) for q in pred], "d:", mfc="none", color="0.5",
+                label="B_noise at the target")
+    for method, r in (width_rule(analysis) or {}).items():
+        ax.plot([], [], " ", label=f"{method}: B_crit ∝ P^{r['slope']:.2f} [{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]")
+    ax.set(xscale="log", yscale="log", xlabel="parameters P (width varied)", ylabel="critical batch B_crit")
+    ax.set_title(_title(results.meta["config"]), fontsize=9)
+    _legend(ax)
+    return save(fig, out_dir / f"nets_{spec['name']}")
+
+
+def make_depth(spec: dict, out_dir: Path) -> list[Path]:
+    """Iterations against depth, plain vs residual and by init."""
+    results = _run(spec, predict=False)
+    return sweep_figure(results, out_dir / f"nets_{spec['name']}")
+
+
+MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth}

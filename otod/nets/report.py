@@ -1,0 +1,184 @@
+"""What a net sweep prints.
+
+A batch sweep (the batch axis varies): the noise obstacle's table and critical-batch fit (`otod.noise.analysis`:
+(lr, β) chosen per B by the median over seeds, S(B) = S_min(1 + B_crit/B) with a seed bootstrap that re-chooses
+the settings), one panel per net (parameter count P), then per net the measured ``B_crit`` beside the
+``predicted`` one of the NQM built from the net's own spectrum and noise (`otod.nets.bridge`, recorded in the
+results file at run time), B_noise at the target, the bill (FLOPs and examples to target), and over several
+widths the batch-vs-parameters rule: the slope of log B_crit on log P with its bootstrap CI.
+
+A depth sweep: iterations to target against depth per series (method · init · architecture) with the
+deep-linear obstacle's laws, power against exponential by AIC (`otod.depth.laws`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from otod.core.report import sweep_header
+
+
+def describe(problem: dict) -> str:
+    """One line naming the net and its data."""
+    n = "" if problem.get("examples") is None else f", {problem['examples']} examples"
+    return (f"{problem['model']} ({problem['activation']}, {problem['architecture']}, init {problem['init']}), "
+            f"data {problem['data']}{n}, {problem['loss']} loss")
+
+
+def width_rule(analysis) -> dict | None:
+    """The batch-vs-parameters rule over the panels of a batch sweep with several nets: the least-squares slope of
+    log B_crit on log P, with a 95% CI from the panels' bootstrap replicates (each panel's seeds resampled and its
+    settings re-chosen independently), over the panels whose B_crit is finite and inside its grid."""
+    from otod.core.analysis import fit_line
+
+    panels = [(dim, s) for dim in analysis.dims for s in analysis.at(dim)]
+    by_method: dict[str, list] = {}
+    for dim, s in panels:
+        if s.critical is not None and math.isfinite(s.critical.b_crit) and s.critical.b_crit > 0:
+            by_method.setdefault(s.method, []).append((dim, s))
+    out = {}
+    for method, rows in by_method.items():
+        if len(rows) < 3:
+            continue
+        p = np.log(np.array([d for d, _ in rows], float))
+        b = np.log(np.array([s.critical.b_crit for _, s in rows], float))
+        slope = float(fit_line(p, b)[0])
+        reps = [s.critical.replicates[:, 1] for _, s in rows]
+        k = min(len(r) for r in reps)
+        draws = []
+        if k:
+            stacked = np.log(np.stack([r[:k] for r in reps], axis=1))
+            ok = np.all(np.isfinite(stacked), axis=1)
+            draws = [float(fit_line(p, row)[0]) for row in stacked[ok]]
+        ci = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if len(draws) > 20 else (
+            math.nan, math.nan)
+        out[method] = {"slope": slope, "ci": ci, "points": len(rows)}
+    return out or None
+
+
+def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
+    """The measured B_crit beside the NQM's predicted one, for the net of ``dim`` parameters."""
+    lines = []
+    for pred in meta.get("nqm_prediction") or []:
+        if float(pred.get("parameters", math.nan)) != float(dim):
+            continue
+        measured = {s.method: s for s in analysis.at(dim)}
+        s = measured.get(pred.get("method", "sgd"))
+        got = f"B_crit {s.critical.b_crit:.4g} [{s.critical.b_crit_ci[0]:.4g}, {s.critical.b_crit_ci[1]:.4g}], " \
+              f"S_min {s.critical.s_min:.4g}" if s is not None and s.critical is not None else "no measured fit"
+        ratio = ""
+        if s is not None and s.critical is not None and pred.get("b_crit", 0) > 0:
+            ratio = f"; measured/predicted B_crit {s.critical.b_crit / pred['b_crit']:.3g}, S_min " \
+                    f"{s.critical.s_min / pred['s_min']:.3g}" if pred.get("s_min") else ""
+        lines.append(f"  {pred.get('method', 'sgd')}: measured {got}; predicted (NQM from the net's spectrum and "
+                     f"noise, {pred.get('noise_model', '')}) B_crit {pred['b_crit']:.4g}, S_min {pred['s_min']:.4g}; "
+                     f"B_noise at the target {pred.get('b_noise_target', math.nan):.4g}{ratio}")
+    return lines
+
+
+def bill_lines(results, analysis, dim: float) -> list[str]:
+    """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.bill`)."""
+    from otod.core.sweep import SweepConfig
+    from otod.nets.bill import bill_rows
+
+    config = SweepConfig.from_dict(analysis.config)
+    at = analysis.records[analysis.records["dim"] == dim]
+    shape = {"width": int(at["width"].iloc[0]), "depth": int(at["depth"].iloc[0])} if len(at) else {}
+    lines = ["", "  bill: XLA's FLOPs of one step × the median steps; examples = B × steps (— where the median is "
+                 "only a lower bound)",
+             f"  {'method':<11}{'B':>6}{'FLOPs/step':>12}{'steps':>9}{'FLOPs':>11}{'examples':>10}"]
+    for s in analysis.at(dim):
+        steps = np.where(s.bound, np.nan, s.median)
+        for r in bill_rows(lambda b: config.spec_at({**shape, "batch": b}), s.method, s.x, steps):
+            done = math.isfinite(r["flops_to_target"])
+            lines.append(f"  {s.method:<11}{r['batch']:>6g}{r['flops_per_iteration']:>12.3g}"
+                         f"{(format(r['steps'], 'g') if done else '—'):>9}"
+                         f"{(format(r['flops_to_target'], '.3g') if done else '—'):>11}"
+                         f"{(format(r['examples_to_target'], '.3g') if done else '—'):>10}")
+    return lines
+
+
+def batch_report(results, analysis) -> str:
+    from otod.noise.report import critical_line, edge_warning, table
+
+    meta = results.meta
+    lines = []
+    for dim in analysis.dims:
+        series = analysis.at(dim)
+        rec = analysis.records[analysis.records["dim"] == dim]
+        width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) else ""
+        lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B")
+        lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (95% CI: seed bootstrap re-choosing lr and β "
+                      f"in each of {analysis.n_boot} resamples):"]
+        lines += [critical_line(s) for s in series if s.critical is not None]
+        lines += prediction_lines(meta, analysis, dim)
+        lines += bill_lines(results, analysis, dim)
+    lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
+                  "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
+                  "values tried; the training loss is read every step up to 32, then 2^(⌊log₂ t⌋ − 5) apart, so a "
+                  "count is exact to within 3% of itself"]
+    lines += edge_warning(analysis)
+    rule = width_rule(analysis) if len(analysis.dims) > 1 else None
+    for method, r in (rule or {}).items():
+        lines.append(f"batch-vs-parameters rule ({method}): B_crit ∝ P^{r['slope']:.3g}, 95% CI "
+                     f"[{r['ci'][0]:.3g}, {r['ci'][1]:.3g}] over {r['points']} nets")
+    return "\n".join(lines)
+
+
+def depth_report(results) -> str:
+    from otod.depth.laws import law_table
+
+    analysis = depth_analysis(results)
+    lines = []
+    for group in analysis.groups:
+        if group.heading:
+            lines += ["", group.heading]
+        for s in group.series:
+            rows = s.summary
+            cells = ", ".join(f"L={v:g}: " + ("≥" if b else "") + f"{m:.4g}" for v, m, b in
+                              zip(rows["value"], rows["median"], rows["lower_bound"]))
+            lines.append(f"  {s.name}: {cells}")
+        lines += ["", "iterations vs depth: power law a·L^b against exponential a·e^{cL}, chosen by AIC (as the "
+                      "deep-linear obstacle fits its laws):", law_table([s.fit for s in group.series], "L")]
+    return "\n".join(lines)
+
+
+def depth_analysis(results):
+    """Iterations vs depth per series method·init·architecture, at each series' chosen lr per depth, with the
+    deep-linear obstacle's two laws."""
+    from otod.core.analysis import analyse, frame_of
+    from otod.depth.laws import LAWS, law_fit
+
+    frame = frame_of(results)
+    config = results.meta["config"]
+    axes = tuple(config["axes"])
+    labels = frame["method"].astype(str)
+    for name in ("init", "architecture"):
+        if name in frame:
+            labels = labels + "·" + frame[name].astype(str)
+    point = tuple(a for a in axes if a != "beta")
+    return analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
+                   by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
+                   fit=lambda name, boot, stat: law_fit(name, boot, "depth"), n_boot=1000)
+
+
+def text_report(results, *, full: bool = False, tol: float | None = None, analysis=None) -> str:
+    """The report of a net sweep (``otod fit``, ``otod sweep net``); ``analysis``: the noise analysis the command
+    already made, for a batch sweep."""
+    del full, tol
+    meta = results.meta
+    config = meta["config"]
+    axes = tuple(config["axes"])
+    head = [sweep_header(results), f"net: {describe(config['problem'])}; target training loss "
+                                   f"{config['target']['tol']:g}; {config['seeds']} seeds; cap "
+                                   f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
+    if "batch" in axes:
+        from otod.noise.analysis import analyse
+
+        body = batch_report(results, analysis if analysis is not None else analyse(results))
+    else:
+        body = depth_report(results)
+    tail = [f"\nresults: {results.path}"] if results.path is not None else []
+    return "\n".join(head) + "\n" + body + "".join(tail)
