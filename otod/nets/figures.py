@@ -71,7 +71,7 @@ def depth_panel(results, ax) -> None:
         ax.plot(x[ok], med[ok], style + "o", color=f"C{i % 10}", ms=4,
                 label=f"{s.name}" + (f" ({law} by AIC)" if law else ""))
         if (np.isfinite(med) & low).any():
-            ax.plot(x[low], med[low], "^", mfc="none", color=f"C{i % 10}", label=f"{s.name}: ≥ (censored)")
+            ax.plot(x[low], med[low], "^", mfc="none", color=f"C{i % 10}", label=f"{s.name}: △ median only a lower bound (censored or stalled lanes)")
     ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
 
 
