@@ -4,7 +4,9 @@ It builds one lane's problem from the same per-seed draws (NumPy's ``default_rng
 iteration at a time in Python with the method's *standalone* optax form (``optax.sgd(lr, momentum=β)`` for the
 momentum family, not otod's shared `momentum` program), and stops by the same rule as the engine. Tests compare
 the engine with it exactly (float64). Stochastic families get the same
-per-step keys, fold_in(fold_in(PRNGKey(seed), s), t).
+per-step keys, fold_in(fold_in(PRNGKey(seed), s), t) (``step_of(key, t)`` makes what a family's sampler takes
+from them: the noise families take the key and t), and a family with a ``checks`` schedule reads its metric only
+where the schedule says, as the engine does.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ def _jitted(method: Method, options, spec):
 
 def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: int = 0,
                   target: Target = Target(), max_iters: int = 10_000, lr: float = 1.0, relative_lr: bool = True,
-                  options=None, optimizer: optax.GradientTransformation | None = None) -> ReferenceRun:
+                  options=None, optimizer: optax.GradientTransformation | None = None,
+                  step_of=lambda key, t: key) -> ReferenceRun:
     """Run one lane by hand: (iterations at the lane's stop, final metric, status, first hit of each rung)."""
     family = spec.family()
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
@@ -74,14 +77,15 @@ def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: i
     t = 0
     while hits[-1] is None and t < max_iters:
         if sample is not None:
-            g = sample(problem, params, jax.random.fold_in(lane_key, t))
+            g = sample(problem, params, step_of(jax.random.fold_in(lane_key, t), dtype(t)))
         else:
             g = grad(problem, params)
         if family.info_every_step:
             info = family.info(problem, params)
         params, state = update(step, info, g, state, params)
         t += 1
-        if t % target.check_every and t < max_iters:
+        read = t % target.check_every == 0 and (family.checks is None or bool(family.checks(t)))
+        if not read and t < max_iters:
             continue
         gap = float(metric(problem, params)) / scale
         hits = [t if h is None and gap <= level else h for h, level in zip(hits, target.ladder)]

@@ -1,0 +1,98 @@
+"""The net sweep: the engine's lanes against the one reference loop, the minibatch sampler, the metric's check
+schedule, the records' fields and the sweep's bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import optax
+import pytest
+from click.testing import CliRunner
+
+import otod.nets  # noqa: F401  (registers the net sweep)
+from otod.cli import main
+from otod.core.reference import reference_run
+from otod.core.stopping import Target
+from otod.core.sweep import run_sweep
+from otod.nets.family import checks, minibatch
+from otod.nets.kind import METHODS
+from otod.nets.options import net_config
+from otod.noise.step import Step
+
+jax = pytest.importorskip("jax")
+
+
+def small_config(**kw):
+    options = dict(batch="16,64", width="8", examples="256", seeds=2, lr="tuned", lr_grid="0.3,1", target="0.5",
+                   max_iters="400", x64=True)
+    options.update(kw)
+    return net_config(**options)
+
+
+def test_engine_lanes_equal_the_reference_loop(tmp_path):
+    """Every lane's count and status equal the one reference loop's (float64; plain optax.sgd stepping the
+    family's sampled gradient with the same keys, the metric read on the same schedule)."""
+    config = small_config()
+    results = run_sweep(config, out_dir=tmp_path)
+    assert len(results.records) == 2 * 2 * 2
+    compared = 0
+    with jax.enable_x64(True):
+        for r in results.records:
+            spec = config.spec_at({"batch": r["batch"]})
+            ref = reference_run(spec, METHODS["sgd"], {"beta": 0.0}, r["seed"], seed=config.seed,
+                                target=config.target, max_iters=config.resolved_max_iters, lr=r["learning_rate"],
+                                relative_lr=False, optimizer=optax.sgd(r["learning_rate"]),
+                                step_of=lambda key, t: Step(key, t))
+            if r["status"] == "pruned":  # stopped once its lr could not win: the loop runs past it
+                assert ref.iterations >= r["iterations"], r
+                continue
+            assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
+            assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
+            compared += 1
+    assert compared >= 4
+
+
+def test_minibatches_are_drawn_without_replacement_within_an_epoch():
+    """An epoch of ⌊n/B⌋ steps takes ⌊n/B⌋·B distinct examples; the next epoch draws a new order."""
+    key, n, batch = jax.random.PRNGKey(3), 100, 16
+    epoch = np.concatenate([np.asarray(minibatch(key, t, batch, n)) for t in range(6)])
+    assert epoch.size == 96 and len(set(epoch.tolist())) == 96
+    again = np.concatenate([np.asarray(minibatch(key, t, batch, n)) for t in range(6, 12)])
+    assert len(set(again.tolist())) == 96 and not np.array_equal(epoch, again)
+
+
+def test_the_metric_is_read_every_step_to_32_then_at_a_relative_spacing_of_one_in_32():
+    read = np.array([bool(checks(t)) for t in range(1, 5000)])
+    assert read[:32].all()
+    steps = np.flatnonzero(read) + 1
+    gaps = np.diff(steps)
+    assert (gaps <= np.maximum(1, steps[:-1] / 32)).all()  # a count is known to within 1/32 of itself
+    assert read.sum() < 5000 / 10  # and the loss is read on far fewer than every step
+
+
+def test_records_carry_the_nets_parameter_count_and_shape(tmp_path):
+    config = net_config(batch="32", width="4,8", examples="128", seeds=1, lr="0.3", target="1.0", max_iters="50")
+    results = run_sweep(config, out_dir=tmp_path)
+    by_width = {r["width"]: r["parameters"] for r in results.records}
+    # 64·n + n + n·10 + 10 weights and biases for one hidden layer of width n on the 8×8 digits
+    assert by_width == {4.0: 64 * 4 + 4 + 4 * 10 + 10, 8.0: 64 * 8 + 8 + 8 * 10 + 10}
+    assert all(r["dim"] == r["parameters"] and r["batch"] == 32 for r in results.records)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--batch", "4096"], "larger than the data set"),
+    (["--width", "0"], "--width"),
+    (["--depth", "0"], "--depth"),
+    (["--target", "0"], "--target"),
+    (["--target", "50"], "initial training loss"),
+    (["--method", "newton"], "unknown method"),
+    (["--model", "cnn", "--data", "teacher"], "image data"),
+    (["--data", "teacher", "--loss", "cross-entropy"], "--loss squared"),
+    (["--examples", "5000"], "--examples"),
+    (["--init", "zeros"], "--init"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
+    result = CliRunner().invoke(main, ["sweep", "net", *args, "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0], result.output
+    assert not list(tmp_path.iterdir())
