@@ -2,8 +2,8 @@
 a job array run them, each into its part file with no distributed runtime; ``otod merge`` joins them into the
 records one process writes, and refuses a missing share or a share of another sweep by name.
 
-The shares and merges run as real processes (with a timeout), one after another, as a scheduler would start
-them; every observation is of the files and lines a user sees."""
+The three shares, the merges and the one-process run compared with them run as real processes (with a timeout),
+one after another, as a scheduler would start them; every observation is of the files and lines a user sees."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.distributed import current_share, parse_share
-from otod.core.errors import OtodError
-from otod.core.sweep import merge
+from otod.core.errors import OtodError, ShareWritten
+from otod.core.sweep import merge, run_sweep
 
-from tests.conftest import run_otod
+from tests.conftest import SMALL_RANDOM, run_otod
 
 #: A tiny condition sweep: 3 κ × 2 methods × 2 seeds, every (κ, method) its own chunk: 6 chunks for 3 shares.
 SWEEP = ["sweep", "condition", "--k", "1,10,100", "--dim", "8", "--seeds", "2", "--method", "gd,heavy-ball",
@@ -61,7 +62,7 @@ def test_three_shares_run_at_different_times_then_merged_give_the_records_of_one
     assert shared_doc["meta"]["chunks"] == one_doc["meta"]["chunks"]  # the same chunks, with the same checksums
     assert all(p.exists() for p in parts)  # merge leaves the parts in place
 
-    # share 2 stopped after its first chunk (its part file less its last line): merge names it unfinished
+    # share 2 stopped before its last chunk (its part file less its last line): merge names it unfinished
     cut = tmp_path / "cut"
     cut.mkdir()
     for part in parts:
@@ -75,13 +76,15 @@ def test_three_shares_run_at_different_times_then_merged_give_the_records_of_one
 
 
 def test_merge_refuses_a_share_of_another_sweep_by_name(tmp_path):
-    """Shares 0 and 2 of one sweep with share 1 of another (one more κ): one line naming the foreign part."""
+    """Shares 0 and 2 of one sweep with share 1 of another (one more κ), run in this process through the library:
+    ``otod merge`` ends in one line naming the foreign part, and writes nothing."""
     ours, theirs = tmp_path / "a" / "k.json", tmp_path / "b" / "k.json"
     runs = [(ours, 0), (theirs, 1), (ours, 2)]
     for path, i in runs:
-        proc, _ = run_otod([*SWEEP, "--k", "1,10,100,1000" if path == theirs else "1,10,100", "--out", str(path),
-                            "--share", f"{i}/3"], tmp_path, timeout=TIMEOUT)
-        assert proc.returncode == 0, proc.stderr
+        k = (1.0, 10.0, 100.0, 1000.0) if path == theirs else (1.0, 10.0, 100.0)
+        config = condition_sweep(k, methods=("gd", "heavy-ball"), problem=SMALL_RANDOM, seeds=2, chunk_seconds=1e-9)
+        with pytest.raises(ShareWritten, match=f"share {i} of 3: ran "):
+            run_sweep(config, path=path, share=(i, 3))
     parts = [results_io.part_path(path, i, 3) for path, i in runs]
     mixed, _ = run_otod(["merge", *map(str, parts), "--out", str(tmp_path / "mixed.json")], tmp_path, timeout=TIMEOUT)
     assert mixed.returncode == 2
