@@ -188,14 +188,17 @@ def figures_command(groups, out):
                    ".part-I-of-N. E.g. --out merged.parquet")
 @user_errors
 def merge_command(parts, out):
-    """Join the part files of a distributed sweep (copied together from several hosts) into its results file.
+    """Join the part files of a shared sweep (the shares of --share I/N, or of --distributed copied together from
+    several hosts) into its results file, the one a single process would write.
 
-    Parts of different sweep configs are refused (by the hash of their config), and so is a set of parts that
-    misses a chunk: rerun the sweep command to finish it. The parts are left in place.
+    Parts of different sweep configs are refused by name (by the hash of their config), and so is a set of parts
+    that misses a chunk, naming the share that is missing or unfinished: run that share to finish it. The parts
+    are left in place.
 
     \b
     Examples:
       otod merge results/condition-1a2b3c4d5e.parquet.part-*
+      otod merge runs/k.parquet.part-*-of-4
       otod merge host0/x.parquet.part-0-of-2 host1/x.parquet.part-1-of-2 --out x.parquet
     """
     from otod.core.sweep import merge

@@ -78,6 +78,7 @@ BAD_INPUT = [
     # the exact path runs in one process: --distributed is refused before any process joins
     (["sweep", "noise", "--distributed"], "--distributed"),
     (["sweep", "params", "--problem", "nqm", "--distributed"], "--distributed"),
+    (["sweep", "noise", "--share", "0/2"], "--share: the exact path"),
     # the noise commands' value checks (once an in-process table in tests/noise/test_cli.py)
     (["sweep", "noise", "--batch", "0..4"], "must be ≥ 1"),
     (["sweep", "noise", "--problem", "regression", "--examples", "64", "--batch", "1..128:8:log"],
@@ -136,7 +137,7 @@ def test_a_huge_step_diverges_quietly_and_is_recorded_as_diverged(mode, tmp_path
 
 
 COMMON = ["--seeds", "--seed", "--x64", "--x32", "--out", "--json", "--no-plot", "--pdf", "--yes",
-          "--chunk-seconds", "--distributed", "--coordinator", "--num-processes", "--process-id"]
+          "--chunk-seconds", "--distributed", "--coordinator", "--num-processes", "--process-id", "--share"]
 
 
 SWEEPS = ["condition", "depth", "toy", "noise", "params"]

@@ -151,12 +151,15 @@ def _copy_option(option: click.Option) -> click.Option:
 def with_distributed_options(command: click.Command) -> click.Command:
     """Give a sweep command ``--distributed`` (with ``--coordinator HOST:PORT --num-processes N --process-id I``,
     or none of them to read the cluster environment): the process joins JAX's distributed runtime before the
-    command runs, and `otod.core.sweep.run_sweep` then runs this process's share. Added to every command of the
-    ``sweep`` group, so each obstacle's command gets them without declaring them.
+    command runs, and `otod.core.sweep.run_sweep` then runs this process's share. Also ``--share I/N``: no
+    runtime; the command runs share I of N alone into its part file and ends (`otod.core.distributed.running_share`),
+    for the tasks of a job array. Added to every command of the ``sweep`` group, so each obstacle's command gets
+    them without declaring them.
 
     A command whose callback has a ``refuse_distributed(options) -> str | None`` attribute is asked first: where
     it returns a reason (a path that runs in one process, such as the noise sweeps' exact recursions),
-    ``--distributed`` is refused with that reason before any process joins the runtime."""
+    ``--distributed`` or ``--share`` is refused with that reason before any process joins the runtime or any file
+    is written."""
     if any(p.name == "distributed" for p in command.params):
         return command
     callback = command.callback
@@ -171,17 +174,37 @@ def with_distributed_options(command: click.Command) -> click.Command:
                      help="How many processes share the sweep (--distributed). E.g. --num-processes 2"),
         click.Option(["--process-id"], type=int, default=None,
                      help="This process's index, 0 to N−1 (--distributed). E.g. --process-id 0"),
+        click.Option(["--share"], default=None, metavar="I/N",
+                     help="Run share I of N of the sweep (0 ≤ I < N) into its part file and exit, with no distributed "
+                          "runtime and no waiting: the tasks of a job array run the shares at any times, and otod "
+                          "merge joins the parts. E.g. --share $SLURM_ARRAY_TASK_ID/4"),
     ]
 
+    def refuse(flag: str, options: dict) -> None:
+        reason = getattr(callback, "refuse_distributed", lambda options: None)(options)
+        if reason:
+            raise OtodError(f"{flag}: {reason}")
+
     @functools.wraps(callback)
-    def run(*args, distributed, coordinator, num_processes, process_id, **kwargs):
+    def run(*args, distributed, coordinator, num_processes, process_id, share, **kwargs):
+        if share is not None:
+            from otod.core.distributed import parse_share, running_share
+
+            if distributed:
+                raise OtodError(f"--share {share} --distributed: --share runs one share alone, with no distributed "
+                                "runtime; --distributed runs every share at once under it; give one, e.g. --share 0/4")
+            if any(v is not None for v in (coordinator, num_processes, process_id)):
+                raise OtodError(f"--share {share}: --coordinator, --num-processes and --process-id belong to a "
+                                "--distributed run, and a share joins no runtime; drop them")
+            index, count = parse_share(share)
+            refuse("--share", kwargs)
+            with running_share(index, count):
+                return callback(*args, **kwargs)
         if distributed:
             from otod.core.distributed import JOIN_SECONDS, check_options, initialize
 
             check_options(coordinator, num_processes, process_id)
-            reason = getattr(callback, "refuse_distributed", lambda options: None)(kwargs)
-            if reason:  # before joining: the other processes would wait for one that never comes
-                raise OtodError(f"--distributed: {reason}")
+            refuse("--distributed", kwargs)  # before joining: the others would wait for one that never comes
             if coordinator:
                 click.echo(f"otod: process {process_id} of {num_processes} joining the coordinator at "
                            f"{coordinator} (waits up to {JOIN_SECONDS} s for every process)", err=True)

@@ -7,13 +7,18 @@ chunk's blocks among them), appending each finished chunk to its own part file; 
 at a `barrier` and process 0 merges the part files into the results file (`otod.core.sweep`). Processes exchange
 no data through JAX: only the barrier, so the part files must be on a file system every process sees (or copied
 together and joined with ``otod merge``).
+
+``otod sweep ... --share I/N`` runs the same share with no runtime at all (`parse_share`, `running_share`): share
+``I`` of ``N`` runs into its part file and ends, waiting for no other share and merging nothing, so the shares can
+run at any times, as the tasks of a job array (SLURM's ``--array``, submitit); ``otod merge`` then joins the parts.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from otod.core.errors import OtodError
 
@@ -59,6 +64,43 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
                         "--coordinator HOST:PORT --num-processes N --process-id I, or run under a cluster "
                         "manager JAX detects (SLURM, Open MPI)") from None
     return jax.process_index(), jax.process_count()
+
+
+def parse_share(text: str) -> tuple[int, int]:
+    """``--share I/N`` as (index, count): this process runs share I of N, 0 ≤ I < N. Anything else is refused in
+    one line with the accepted form."""
+    found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+    if found is None:
+        raise OtodError(f"--share {text}: need I/N, share I of N shares, e.g. --share 0/4 (in a job array: "
+                        "--share $SLURM_ARRAY_TASK_ID/4)")
+    index, count = int(found[1]), int(found[2])
+    if count < 1:
+        raise OtodError(f"--share {text}: need N ≥ 1 shares, e.g. --share 0/4")
+    if index >= count:
+        raise OtodError(f"--share {text}: shares are numbered from 0, so I must lie in 0..{count - 1}, "
+                        f"e.g. --share {count - 1}/{count}")
+    return index, count
+
+
+#: The share (index, count) that ``--share I/N`` gave this process while its command runs; None otherwise.
+_share: tuple[int, int] | None = None
+
+
+@contextmanager
+def running_share(index: int, count: int) -> Iterator[None]:
+    """While the block runs, `current_share` is (index, count): `otod.core.sweep.run_sweep` then runs that share
+    alone (no runtime, no barrier, no merge)."""
+    global _share
+    before, _share = _share, (index, count)
+    try:
+        yield
+    finally:
+        _share = before
+
+
+def current_share() -> tuple[int, int] | None:
+    """The share ``--share I/N`` gave this process's running command, or None."""
+    return _share
 
 
 def processes() -> tuple[int, int]:

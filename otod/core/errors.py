@@ -29,6 +29,17 @@ class ShareDone(Exception):
                          f"wrote {path}")
 
 
+class ShareWritten(ShareDone):
+    """A ``--share I/N`` has run its share of a sweep into its part file, with no other process involved: nothing
+    is wrong and nothing is merged; ``otod merge`` joins the parts once every share has run."""
+
+    def __init__(self, path, part, index: int, count: int, chunks: int, lanes: int):
+        self.path, self.part, self.index, self.count = path, part, index, count
+        ran = f"{chunks} chunk{'s' * (chunks != 1)} ({lanes} lanes)"
+        Exception.__init__(self, f"share {index} of {count}: ran {ran} into {part}; when all {count} shares have "
+                                 f"run, otod merge {path}.part-*-of-{count} writes {path}")
+
+
 class Abandoned(Exception):
     """The engine stopped waiting on a device program that is still running: its devices made no progress for
     the watchdog's time, or a second Ctrl-C asked to stop at once. XLA cannot cancel a running program, so the

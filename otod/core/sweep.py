@@ -13,7 +13,8 @@ the journal; a finished file is read back instead of recomputed; a damaged file 
 
 Many processes (``--distributed``, `otod.core.distributed`): each runs its share of the chunks into its own part
 file, and process 0 merges the parts into the file one process would write; `merge` joins parts copied from
-hosts that share no file system.
+hosts that share no file system. ``--share I/N`` runs one share the same way with no other process (the tasks of
+a job array, at any times): it writes its part file and ends, and `merge` joins the parts.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy as np
 
 from otod.core import results as results_io
 from otod.core.axes import named_records
-from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone
+from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone, ShareWritten
 from otod.core.methods import check_admits, lookup, programs
 from otod.core.registry import SweepKind, sweep_kind
 from otod.core.resources import release_free_memory
@@ -573,18 +574,32 @@ def eta_seconds(done: list[tuple[float, float]], left: list[float], compile_seco
     return float(a * np.sum(left) + b * len(left) + compile_seconds * programs_left)
 
 
-def share_of(config: SweepConfig, chunks: list[Chunk], index: int, count: int,
-             costs: dict[str, list[float]] | None = None) -> list[Chunk]:
-    """The chunks process ``index`` of ``count`` runs: `otod.core.distributed.share` of the whole plan by
+def share_owners(config: SweepConfig, chunks: list[Chunk], count: int,
+                 costs: dict[str, list[float]] | None = None) -> list[int]:
+    """The share (0 to ``count`` − 1) that runs each chunk: `otod.core.distributed.share` of the whole plan by
     predicted cost. It depends on the plan alone, not on what is done, so a rerun gives each process the same
     share and it finishes only its missing chunks."""
     from otod.core.distributed import share
 
     if count == 1:
-        return list(chunks)
+        return [0] * len(chunks)
     costs, specs = predicted_costs(config) if costs is None else costs, config.specs()
-    owner = share([chunk_seconds_predicted(config, c, costs, specs[c.static_index]) for c in chunks], count)
-    return [c for c, p in zip(chunks, owner) if p == index]
+    return share([chunk_seconds_predicted(config, c, costs, specs[c.static_index]) for c in chunks], count)
+
+
+def share_of(config: SweepConfig, chunks: list[Chunk], index: int, count: int,
+             costs: dict[str, list[float]] | None = None) -> list[Chunk]:
+    """The chunks process (or ``--share``) ``index`` of ``count`` runs (`share_owners`)."""
+    return [c for c, p in zip(chunks, share_owners(config, chunks, count, costs)) if p == index]
+
+
+def missing_shares(config: SweepConfig, chunks: list[Chunk], done: dict, count: int) -> list[tuple[int, int, int]]:
+    """(share index, its chunks absent from ``done``, its chunks) for each of ``count`` shares of the plan
+    ``chunks`` that misses a chunk, in share order."""
+    owner = share_owners(config, chunks, count)
+    size = [owner.count(i) for i in range(count)]
+    lost = [sum(c.key not in done for c, p in zip(chunks, owner) if p == i) for i in range(count)]
+    return [(i, lost[i], size[i]) for i in range(count) if lost[i]]
 
 
 def finished_chunks(path: Path, digest: str, own: Path | None = None) -> dict[str, dict]:
@@ -601,7 +616,8 @@ def finished_chunks(path: Path, digest: str, own: Path | None = None) -> dict[st
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
               progress: Callable[[dict], None] | None = None, yes: bool = False,
               extra_meta: Callable[[], dict] | None = None,
-              processes: tuple[int, int] | None = None) -> results_io.Results:
+              processes: tuple[int, int] | None = None,
+              share: tuple[int, int] | None = None) -> results_io.Results:
     """Run, resume or read back a sweep; return its `Results`.
 
     The file is ``path``, or ``out_dir`` where it names a ``.parquet``, ``.json`` or ``.npz`` file, else
@@ -618,11 +634,15 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     every process meets at a barrier and process 0 merges the parts into the results file; the others raise
     `ShareDone` once it has. A process that dies loses only its chunk in flight: the same command finishes the
     missing chunks of every share (a one-process run finishes them too, reading the parts).
+
+    One share alone (``share`` = (index, count), by default `otod.core.distributed.current_share`, which
+    ``--share I/N`` sets): the same share runs into the same part file, with no runtime, barrier or merge; it
+    raises `ShareWritten` once its chunks are in (`merge` joins the parts when every share has run).
     """
     import jax
 
     from otod.core.compilation_cache import count_compilations
-    from otod.core.distributed import barrier
+    from otod.core.distributed import barrier, current_share
     from otod.core.distributed import processes as jax_processes
     from otod.core.engine import iterations_to_target, seed_draws, watchdog_seconds
 
@@ -633,11 +653,15 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     path = Path(path) if path is not None else default_path(config, out_dir)
     results_io.check_suffix(path)
     digest = config.digest()
-    index, count = processes if processes is not None else jax_processes()
-    own = results_io.journal_path(path) if count == 1 else results_io.part_path(path, index, count)
+    if share is None and processes is None:
+        share = current_share()
+    index, count = share or processes or jax_processes()
+    merges = share is None and index == 0  # the process that writes the results file
+    own = (results_io.journal_path(path) if count == 1 and share is None
+           else results_io.part_path(path, index, count))
     started = time.perf_counter()
     with contextlib.ExitStack() as held:
-        for locked in ([path] if index == 0 else []) + ([own] if count > 1 else []):
+        for locked in ([path] if merges else []) + ([own] if own != results_io.journal_path(path) else []):
             held.enter_context(results_io.lock(locked))
         if path.exists():
             existing = results_io.load(path)
@@ -728,6 +752,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     raise Interrupted(path, lanes_done, total)
         run = {"wall_time_s": time.perf_counter() - started, "compile_count": len(compiles),
                "compile_time_s": float(sum(compiles)), "resumed_chunks": resumed, "estimate": guess._asdict()}
+        if share is not None:
+            raise ShareWritten(path, own, index, count, len(pending), lanes_done - lanes_before)
         if count == 1:
             return finish(config, path, chunks, done, run, extra_meta)
         barrier(f"otod/{digest}/ran")
@@ -788,10 +814,12 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
 
 
 def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io.Results:
-    """Join part files (journals of one sweep, from one or many hosts) into its results file: ``otod merge``.
+    """Join part files (journals of one sweep, from one or many hosts or ``--share`` runs) into its results file:
+    ``otod merge``.
 
-    Every part must hold the same config, by hash: a part whose config is another sweep's, or whose stored config
-    does not hash to its digest (edited), is refused by name. Every chunk of the plan must be in some part. The
+    Every part must hold the same config, by hash: a part whose config is another sweep's (`foreign_parts`), or
+    whose stored config does not hash to its digest (edited), is refused by name. Every chunk of the plan must be
+    in some part: a share whose chunks are missing is named, with the part file it writes (`missing_shares`). The
     results file defaults to the parts' name less ``.part-I-of-N``. The parts are left where they are."""
     parts = [Path(p) for p in parts]
     if not parts:
@@ -808,17 +836,18 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
                             "(edited or damaged); it is not merged")
         headers[part] = header
         done.update({c["key"]: c for c in chunks})
-    digests = sorted({h["digest"] for h in headers.values()})
-    if len(digests) > 1:
-        by = {d: [str(p) for p, h in headers.items() if h["digest"] == d] for d in digests}
-        raise OtodError("otod merge: the part files come from different sweep configs ("
-                        + "; ".join(f"{d}: {', '.join(ps)}" for d, ps in by.items()) + "); merge one sweep's parts")
+    digests = {p: h["digest"] for p, h in headers.items()}
+    main, foreign = foreign_parts(digests)
+    if foreign:
+        raise OtodError("otod merge: the part files come from different sweep configs: "
+                        + "; ".join(f"{p} is a share of config {digests[p]}" for p in foreign)
+                        + f", while the other {len(parts) - len(foreign)} hold config {main}; merge one sweep's parts")
     config = SweepConfig.from_dict(headers[parts[0]]["config"])
-    if config.digest() != digests[0]:
+    if config.digest() != main:
         raise OtodError(f"part file {parts[0]}: written by another otod version (its config now hashes to "
-                        f"{config.digest()}, not {digests[0]}); merge it with the version that wrote it")
+                        f"{config.digest()}, not {main}); merge it with the version that wrote it")
     if path is None:
-        path = parts[0].with_name(re.sub(r"\.(part-\d+-of-\d+|partial)$", "", parts[0].name))
+        path = results_name(parts[0])
         if path == parts[0]:
             raise OtodError(f"otod merge: cannot name the results file from {parts[0]}; give --out FILE")
     path = Path(path)
@@ -827,7 +856,42 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         if path.exists():
             raise OtodError(f"results file {path}: already exists; move it away to merge again")
         chunks = plan(config)
+        refuse_missing_shares(config, chunks, done, headers)
         run = {"merged_from": [{"file": p.name, **{k: h.get(k) for k in ("process", "processes", "host")}}
                                for p, h in headers.items()], "processes": max(h.get("processes", 1) for h in headers.values()),
                "compile_count": 0, "compile_time_s": 0.0, "resumed_chunks": len(chunks)}
         return finish(config, path, chunks, done, run, remove_journals=False)
+
+
+def results_name(part: Path) -> Path:
+    """The results file a journal or part file belongs to: its name less ``.partial`` or ``.part-I-of-N``."""
+    return part.with_name(re.sub(r"\.(part-\d+-of-\d+|partial)$", "", part.name))
+
+
+def foreign_parts(digests: dict[Path, str]) -> tuple[str, list[Path]]:
+    """(the sweep's config digest, the parts of other configs) among parts given with their digests: the sweep is
+    the config most parts hold (on a tie, the first part's)."""
+    held = list(digests.values())
+    main = max(dict.fromkeys(held), key=held.count)  # first-seen order breaks ties
+    return main, [p for p, d in digests.items() if d != main]
+
+
+def refuse_missing_shares(config: SweepConfig, chunks: list[Chunk], done: dict, headers: dict[Path, dict]) -> None:
+    """Refuse in one line a merge whose parts, shares of one count N (``.part-I-of-N``), miss a chunk of the
+    plan: name each share that is absent (with the part file it writes) or unfinished. Parts of mixed counts, or
+    journals of one process, are left to `finish`'s count of missing chunks."""
+    lost = sum(c.key not in done for c in chunks)
+    counts = {h.get("processes") for h in headers.values()}
+    named = all(re.search(rf"\.part-{h.get('process')}-of-{h.get('processes')}$", p.name) for p, h in headers.items())
+    if not lost or len(counts) != 1 or not named:
+        return
+    count = counts.pop()
+    given = {h["process"]: p for p, h in headers.items()}
+    base = results_name(next(iter(headers)))
+    shares = missing_shares(config, chunks, done, count)
+    said = [f"share {i} of {count} ({given[i]}) lacks {absent} of its {size} chunks" if i in given
+            else f"share {i} of {count} ({results_io.part_path(base, i, count)}) is missing"
+            for i, absent, size in shares]
+    again = " and ".join(f"--share {i}/{count}" for i, _, _ in shares)
+    raise OtodError(f"otod merge: {'; '.join(said)} ({lost} of {len(chunks)} chunks are in no part file); run the "
+                    f"sweep command with {again} (an unfinished share resumes), then merge again")

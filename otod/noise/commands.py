@@ -236,12 +236,12 @@ def noise_scale(dim, pairs, decay, lr, batch, steps, seeds, seed, yes):
 
 
 def _exact_reason(options: dict) -> str | None:
-    """Why --distributed cannot serve these options: the exact path is one NumPy computation, not shared among
-    processes (each would compute it all and write the same file). None on the simulator."""
+    """Why --distributed or --share cannot serve these options: the exact path is one NumPy computation, not
+    shared among processes (each would compute it all and write the same file). None on the simulator."""
     default = "exact" if options.get("problem") == "nqm" else "simulate"
     if (options.get("mode") or default) == "exact":
-        return ("the exact path (--mode exact) is one NumPy computation and is not shared among processes; drop "
-                "--distributed or use --mode simulate")
+        return ("the exact path (--mode exact) is one NumPy computation and is not shared among processes; run it "
+                "in one process, or use --mode simulate")
     return None
 
 

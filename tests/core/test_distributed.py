@@ -112,7 +112,8 @@ def test_merge_joins_parts_and_refuses_another_configs(tmp_path, one_process):
     assert [m["process"] for m in merged.meta["merged_from"]] == [0, 1]
     chunks = plan(CONFIG)
     missing = len(share_of(CONFIG, chunks, 1, 2))
-    with pytest.raises(OtodError, match=f"{missing} of {len(chunks)} chunks are in no journal or part file"):
+    with pytest.raises(OtodError, match=rf"share 1 of 2 \({hosts[0] / parts[1].name}\) is missing "
+                                        rf"\({missing} of {len(chunks)} chunks are in no part file\)"):
         merge(copies[:1], tmp_path / "half.json")
 
     other = condition_sweep((1.0, 5.0), methods=("gd",), problem=SMALL_RANDOM, seeds=2, chunk_seconds=1e-9)
@@ -120,7 +121,8 @@ def test_merge_joins_parts_and_refuses_another_configs(tmp_path, one_process):
     with pytest.raises(ShareDone):
         run_sweep(other, path=other_path, processes=(1, 2))
     foreign = results_io.part_path(other_path, 1, 2)
-    with pytest.raises(OtodError, match=f"different sweep configs.*{other.digest()}: {foreign}"):
+    with pytest.raises(OtodError, match=f"different sweep configs: {foreign} is a share of config {other.digest()}, "
+                                        f"while the other 1 hold config {CONFIG.digest()}"):
         merge([copies[0], foreign], tmp_path / "mixed.json")
 
     edited = tmp_path / "edited.part-0-of-2"
