@@ -140,7 +140,7 @@ COMMON = ["--seeds", "--seed", "--x64", "--x32", "--out", "--json", "--no-plot",
           "--chunk-seconds", "--distributed", "--coordinator", "--num-processes", "--process-id", "--share"]
 
 
-SWEEPS = ["condition", "depth", "toy", "noise", "params"]
+SWEEPS = ["condition", "depth", "toy", "noise", "params", "net"]
 
 
 def test_every_registered_sweep_is_checked_here():
