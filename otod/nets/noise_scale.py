@@ -16,7 +16,7 @@ obstacle's convention (the NQM's minibatch noise ξ ~ N(0, C/B), C the per-examp
 **How.** Per-example gradients gᵢ = ∇ℓ(θ; xᵢ, yᵢ) are a vmap of grad over ``chunk`` examples at a time, so memory
 stays at chunk × P floats (P the parameter count) and the n × P matrix is never held; two passes: G first (the
 gradient of the mean loss), then dᵢ = gᵢ − G per chunk, summing |dᵢ|² (tr Σ) and dᵢᵀH dᵢ (tr(HΣ)). GᵀHG is one
-Hessian-vector product (`otod.nets.curvature.hessian_vector_product`, forward-over-reverse).
+Hessian-vector product (forward-over-reverse, as `otod.nets.curvature.hessian_vector_product` defines it).
 
 tr(HΣ) = (1/n) Σᵢ dᵢᵀ H dᵢ exactly, by one HVP per example (vmapped over a chunk of the dᵢ), each over the whole
 training set: n full-data HVPs, about 3n full-data gradients (n² example passes). On the default net (digits,
@@ -60,31 +60,55 @@ BOOTSTRAP = 400
 
 
 class Problem:
-    """A net's training set and loss at one point, in float64 and on flat parameter vectors: ``flat`` (the
-    parameters), ``x``, ``y`` (the n training examples), ``example_grads(v, idx)`` (per-example gradients of the
-    examples ``idx`` at v, [k, P]), ``mean_grad(v)`` and ``hvp(u)`` (H·u of the mean training loss at ``flat``).
-    Build it inside ``jax.enable_x64(True)``."""
+    """A net's training set and loss in float64 on flat parameter vectors, compiled once per spec and moved between
+    points by `at`: ``flat`` (the current point), ``x``, ``y`` (the n training examples), ``example_grads(v, idx)``
+    (per-example gradients of the examples ``idx`` at v, [k, P]), ``mean_grad(v)``, ``mean_loss(v)`` and
+    ``hvp(u)``/``hvps(U)`` (H·u of the mean training loss at ``flat``, one vector or a stack). H·u is the
+    forward-mode derivative of the gradient along u, jvp(∇L, (θ,), (u,)) (Pearlmutter 1994), as
+    `otod.nets.curvature.hessian_vector_product` defines it, here with θ an argument so one compilation serves every
+    checkpoint. Build and use it inside ``jax.enable_x64(True)``."""
 
     def __init__(self, spec, params):
-        from otod.nets.curvature import flatten, hessian_vector_product
+        from otod.nets.curvature import flatten
 
         x, y = spec.training_arrays(np.float64)
         self.x, self.y = jnp.asarray(x), jnp.asarray(y)
         self.n = int(x.shape[0])
-        params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
-        self.flat, self.unflatten = flatten(params)
-        self.size = int(self.flat.shape[0])
+        _, self.unflatten = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))
         unflatten, xs, ys = self.unflatten, self.x, self.y
 
         def example(v, xi, yi):
             return spec.example_loss(unflatten(v), xi, yi)
 
+        def mean(v):
+            return spec.mean_loss(unflatten(v), xs, ys)
+
+        grad = jax.grad(mean)
+
+        def hvp(v, u):
+            return jax.jvp(grad, (v,), (u,))[1]
+
         self._example_grads = jax.jit(lambda v, idx: jax.vmap(jax.grad(example), (None, 0, 0))(v, xs[idx], ys[idx]))
-        self.mean_loss = jax.jit(lambda v: spec.mean_loss(unflatten(v), xs, ys))
-        self.mean_grad = jax.jit(jax.grad(lambda v: spec.mean_loss(unflatten(v), xs, ys)))
-        self.hvp = jax.jit(hessian_vector_product(lambda p: spec.mean_loss(p, xs, ys), params))
-        self.hvps = jax.jit(jax.vmap(self.hvp))
+        self.mean_loss = jax.jit(mean)
+        self.mean_grad = jax.jit(grad)
+        self._hvp = jax.jit(hvp)
+        self._hvps = jax.jit(jax.vmap(hvp, (None, 0)))
         self.activations = activation_floats(spec)
+        self.at(params)
+
+    def at(self, params) -> "Problem":
+        """Move to ``params`` (a pytree of the spec's shapes, any float dtype; held as float64)."""
+        from otod.nets.curvature import flatten
+
+        self.flat = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))[0]
+        self.size = int(self.flat.shape[0])
+        return self
+
+    def hvp(self, u):
+        return self._hvp(self.flat, u)
+
+    def hvps(self, U):
+        return self._hvps(self.flat, U)
 
     def example_grads(self, v, idx):
         return self._example_grads(v, jnp.asarray(idx, jnp.int32))
@@ -236,13 +260,19 @@ def measure(spec, params, pairs=PAIRS, draws: int = DRAWS, trace_examples: int |
     the exact moments and noise scales (`gradient_moments`) and that pair's two-batch estimates (`two_batch`),
     float64 throughout."""
     with jax.enable_x64(True):
-        problem = Problem(spec, params)
-        moments = gradient_moments(problem, trace_examples, seed=seed)
-        exact = {"step": int(step), **{k: moments[k] for k in EXACT_FIELDS}}
-        pairs = [p for p in pairs if p[1] <= problem.n]
-        if not pairs:
-            return [exact]
-        return [{**exact, **two_batch(problem, b_small, b_big, draws, seed)} for b_small, b_big in pairs]
+        return measure_at(Problem(spec, params), pairs, draws, trace_examples, seed, step)
+
+
+def measure_at(problem: Problem, pairs=PAIRS, draws: int = DRAWS, trace_examples: int | None = None,
+               seed: int = 0, step: int = 0) -> list[dict]:
+    """`measure` on a `Problem` already at its point (inside ``jax.enable_x64(True)``); pairs whose big batch
+    exceeds the training set are left out."""
+    moments = gradient_moments(problem, trace_examples, seed=seed)
+    exact = {"step": int(step), **{k: moments[k] for k in EXACT_FIELDS}}
+    pairs = [p for p in pairs if p[1] <= problem.n]
+    if not pairs:
+        return [exact]
+    return [{**exact, **two_batch(problem, b_small, b_big, draws, seed)} for b_small, b_big in pairs]
 
 
 def measure_along(spec, steps, lr: float, seed: int = 0, s: int = 0, pairs=PAIRS, draws: int = DRAWS,
@@ -252,7 +282,124 @@ def measure_along(spec, steps, lr: float, seed: int = 0, s: int = 0, pairs=PAIRS
     carries its ``step`` and the run's ``lr``."""
     from otod.nets.trajectory import train
 
-    records = []
+    records, problem = [], None
     for t, params in train(spec, steps, lr, seed, s):
-        records += [{**r, "lr": float(lr)} for r in measure(spec, params, pairs, draws, trace_examples, seed, t)]
+        with jax.enable_x64(True):
+            problem = Problem(spec, params) if problem is None else problem.at(params)
+            records += [{**r, "lr": float(lr)} for r in measure_at(problem, pairs, draws, trace_examples, seed, t)]
     return records
+
+
+# -- ``otod noise-scale --model …`` --------------------------------------------------------------------------
+
+#: The command's defaults on a net: checkpoints (init, during, end), the SGD step of the run, draws per pair.
+NET_STEPS, NET_LR, NET_PAIRS = "0,100,1000", 0.1, "8:64,32:256"
+#: Seconds per unit of work, measured on the shared 2-core development machine (default net: digits, MLP width 32
+#: depth 2, n = 1,438, P = 2,410, 4,820 flops per example forward): the exact moments took 2.5 s once compiled
+#: (n² × flops = 10¹⁰: 2.5·10⁻¹⁰ s each), 10,000 SGD steps of B = 32 in float32 6.2 s (6·10⁻⁴ s per step at this
+#: size, mostly per-step overhead; the B × flops × 3 term covers larger nets), a two-batch pair of 64 draws of
+#: 256 examples 0.13 s; compiling them about 10 s.
+SECONDS_PER_TRACE_FLOP, SECONDS_PER_STEP, SECONDS_PER_FLOP, COMPILE_SECONDS = 2.5e-10, 6e-4, 1e-10, 10.0
+
+
+def parse_checkpoints(text) -> list[int]:
+    """--steps with --model: a comma list of step counts ≥ 0 (0 = the start), sorted, duplicates dropped."""
+    from otod.core.errors import OtodError
+    from otod.core.options import positive_int
+
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise OtodError(f"--steps {text}: give checkpoints as step counts, e.g. --steps 0,100,1000")
+    return sorted({positive_int(t, "--steps", "0,100,1000", minimum=0, maximum=10 ** 9) for t in items})
+
+
+def net_spec(*, model, width, depth, activation, architecture, init, data, examples, loss, batch):
+    """The `NetSpec` of the command's options (strings as typed); its own checks refuse an unknown model or data
+    set, a width or depth < 1 and a batch larger than the data set, each in one line. ``loss`` None: cross-entropy
+    on digits, squared on the regressions."""
+    from otod.core.options import positive_int
+    from otod.nets.problem import NetSpec
+
+    loss = loss or ("cross-entropy" if data == "digits" else "squared")
+    return NetSpec(model=model, width=positive_int(width, "--width", "32"), depth=positive_int(depth, "--depth", "2"),
+                   activation=activation, architecture=architecture, init=init, data=data,
+                   examples=None if examples is None else positive_int(examples, "--examples", "512"), loss=loss,
+                   batch=positive_int(batch, "--batch", "32"))
+
+
+def plan_seconds(spec, checkpoints, pairs, draws: int) -> float:
+    """The run's estimated seconds (`SECONDS_PER_TRACE_FLOP` and the rest): compile, train to the last checkpoint,
+    then per checkpoint the exact moments (n² × flops per example) and the pairs' draws."""
+    n, flops = spec.dataset().examples, spec.flops_per_example()
+    train = max(checkpoints) * (SECONDS_PER_STEP + 3 * spec.batch * flops * SECONDS_PER_FLOP)
+    per_point = n * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
+                                                             for _, big in pairs)
+    return COMPILE_SECONDS + train + len(checkpoints) * per_point
+
+
+def describe(spec) -> str:
+    ds = spec.dataset()
+    return (f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} {spec.init} "
+            f"on {spec.data} ({ds.examples} training examples, P = {spec.parameter_count}), {spec.loss} loss")
+
+
+def net_report(spec, records: list[dict], lr: float, seed: int) -> str:
+    """The command's text: per checkpoint the exact |G|², tr Σ, GᵀHG, tr(HΣ), B_simple, B_noise, then each pair's
+    two-batch estimates with their spread."""
+    lines = [f"noise-scale: {describe(spec)}; SGD at B = {spec.batch}, lr {lr:g}, seed {seed}; float64",
+             "Σ: the per-example gradient covariance over the training set (1/n); B_simple = tr Σ/|G|², "
+             "B_noise = tr(HΣ)/GᵀHG (McCandlish et al. 2018)"]
+    for step in dict.fromkeys(r["step"] for r in records):
+        rows = [r for r in records if r["step"] == step]
+        r = rows[0]
+        trace = f"{r['trace_h_sigma']:.4g}" + (f" ± {r['trace_h_sigma_se']:.2g}" if r["trace_h_sigma_se"] else "")
+        lines += ["", f"step {step}: training loss {r['loss']:.4g}",
+                  f"  exact      |G|² {r['g2']:.4g}   tr Σ {r['trace_sigma']:.4g}   GᵀHG {r['gHg']:.4g}   "
+                  f"tr(HΣ) {trace}   B_simple {r['b_simple']:.4g}   B_noise {r['b_noise']:.4g}"]
+        paired = [p for p in rows if "b_small" in p]
+        if paired:
+            lines.append(f"  two-batch {'B_s:B_b':>9}{'|G|² est ± se':>22}{'tr Σ est ± se':>22}"
+                         f"{'B_simple est [16–84%]':>28}")
+            for p in paired:
+                pair = f"{p['b_small']}:{p['b_big']}"
+                g2 = f"{p['g2_estimate']:.4g} ± {p['g2_estimate_se']:.2g}"
+                tr = f"{p['trace_sigma_estimate']:.4g} ± {p['trace_sigma_estimate_se']:.2g}"
+                est = (f"{p['b_simple_estimate']:.4g} [{p['b_simple_estimate_lo']:.4g}, "
+                       f"{p['b_simple_estimate_hi']:.4g}]")
+                lines.append(f"  {'':9} {pair:>9}{g2:>22}{tr:>22}{est:>28}")
+    lines += ["", f"two-batch: McCandlish et al.'s appendix A.1 estimates from nested batches drawn without "
+                  f"replacement (effective batch B(n − 1)/(n − B)), {records[0].get('draws', 0)} draws per pair; "
+                  "B_simple est = mean(tr Σ̂)/mean(|Ĝ|²), its 16–84% interval by a bootstrap of the draws"]
+    return "\n".join(lines)
+
+
+def results_path(out: str, meta_config: dict):
+    """``out`` itself where it names a results file, else ``<out>/noise-scale-net-<digest>.parquet``."""
+    from pathlib import Path
+
+    from otod.core import results as results_io
+
+    if Path(out).suffix in results_io.SUFFIXES:
+        return Path(out)
+    return Path(out) / f"noise-scale-net-{results_io.digest(meta_config)[:12]}.parquet"
+
+
+def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out: str) -> tuple[str, object]:
+    """Measure along the run, write the results file (one record per checkpoint and pair) and return (text,
+    path)."""
+    import dataclasses
+    import time
+
+    from otod.core import results as results_io
+
+    started = time.perf_counter()
+    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws)
+    config = {"spec": dataclasses.asdict(spec), "steps": list(checkpoints), "lr": lr,
+              "pairs": [list(p) for p in pairs], "draws": draws, "seed": seed}
+    path = results_path(out, config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"kind": "noise-scale-net", "config": config, "digest": results_io.digest(config),
+            "environment": results_io.environment(), "precision": "float64",
+            "wall_time_s": time.perf_counter() - started, "complete": True}
+    results_io.save(path, meta, [{**r, "seed": seed} for r in records])
+    return net_report(spec, records, lr, seed), path
