@@ -135,3 +135,18 @@ def test_net_bridge_end_to_end_on_the_linear_model(case):
     assert out["target_gap"] == pytest.approx(TARGET_GAP, rel=1e-12)
     assert np.isfinite(out["proportional"]["b_crit"]) and out["proportional"]["start_loss"] == pytest.approx(
         out["start_gap"], rel=1e-12)
+
+
+def test_a_density_of_the_exact_eigenvalues_predicts_as_the_proportional_quadratic(case):
+    """`from_density` (the path a Lanczos density takes): the eigenvalues with weights 1/P and no binning give the
+    proportional NQM's own prediction; binned to 4 directions, a prediction of the same order."""
+    _, exact, built = case
+    m, P = built["measured"], len(built["eigenvalues"])
+    args = (built["eigenvalues"], np.full(P, 1.0 / P), P, m["trace_h_sigma"], built["start_gap"], TARGET_GAP,
+            BATCHES)
+    whole = bridge.from_density(*args, bins=None)
+    direct = bridge.predict(built["quadratics"]["proportional"], TARGET_GAP, BATCHES)
+    assert whole["steps"] == direct["steps"] and whole["b_crit"] == pytest.approx(direct["b_crit"], rel=1e-12)
+    binned = bridge.from_density(*args, bins=4)
+    assert binned["directions"] == 4 and binned["dropped_directions"] == 0
+    np.testing.assert_allclose(binned["steps"], whole["steps"], rtol=0.2)
