@@ -154,7 +154,7 @@ def gradient_moments(problem: Problem, trace_examples: int | None = None, basis:
     G = problem.mean_grad(v)
     HG = problem.hvp(G)
     n = problem.n
-    m = n if trace_examples is None else min(n, int(trace_examples))
+    m = n if trace_examples is None else min(n, max(2, int(trace_examples)))  # two at least: a standard error
     traced = np.arange(n) if m == n else np.sort(np.random.default_rng([seed, 19]).choice(n, m, replace=False))
     traced_mask = np.zeros(n, bool)
     traced_mask[traced] = True
