@@ -306,6 +306,11 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     pair_list = parse_scale_options(dim=1, pairs=pairs or net.NET_PAIRS, decay=0, lr=1, batch=1, steps=1, seeds=1,
                                     seed=0)["pairs"]
     n = spec.dataset().examples
+    if "pairs" not in given:  # the default pairs that fit the data set, else one of B_big = n
+        pair_list = [p for p in pair_list if p[1] <= n] or [(max(1, n // 8), n)]
+    if n < 2:
+        raise OtodError(f"--examples {examples}: the two-batch estimator needs at least 2 training examples, "
+                        "e.g. --examples 512")
     for small, big in pair_list:
         if big > n:
             raise OtodError(f"--pairs {small}:{big}: B_big larger than the data set ({n} training examples); "

@@ -42,3 +42,14 @@ def test_net_noise_scale_prints_a_table_per_checkpoint_and_writes_its_results(tm
     records = results_io.load(out).records
     assert [(r["step"], r["b_small"], r["b_big"]) for r in records] == [(0, 4, 16), (5, 4, 16)]
     assert all(r["b_simple"] > 0 and r["b_noise"] > 0 for r in records)
+
+
+def test_default_pairs_fit_a_small_data_set(tmp_path):
+    """The default pairs (8:64, 32:256) keep those that fit n = 100 training examples; given pairs are checked."""
+    from otod.core import results as results_io
+
+    out = tmp_path / "g.json"
+    result = cli(["--model", "mlp", "--data", "teacher", "--examples", "100", "--width", "3", "--steps", "0",
+                  "--draws", "4", "--out", str(out)], tmp_path)
+    assert result.exit_code == 0, result.output
+    assert [(r["b_small"], r["b_big"]) for r in results_io.load(out).records] == [(8, 64)]
