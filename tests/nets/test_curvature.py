@@ -1,5 +1,5 @@
-"""Curvature of nets (`otod.nets.curvature`): Lanczos against the dense Hessian, the linear model on Gaussian
-inputs against its known H, and SLQ's moments against exact traces.
+"""Curvature of nets (`otod.nets.curvature`, `otod curvature`): Lanczos against the dense Hessian, the linear
+model on Gaussian inputs against its known H, SLQ's moments against exact traces, and the command's bad input.
 
 Each test states the number theory predicts and its tolerance."""
 
@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from otod.nets import curvature as C
 from otod.nets.family import seed_starts, start_of
@@ -129,3 +130,44 @@ def test_spectral_quantile_and_density_of_a_known_measure():
     assert np.trapezoid(grid * phi, grid) == pytest.approx(3.0, abs=1e-6)
     assert C.kappa_quantile(5.0, -0.1) is None and C.kappa_quantile(5.0, 0.5) == 10.0
     assert C.kappa_damped(5.0, -1.0, 0.1) == pytest.approx(51.0)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--width", "8", "--k", "700"], "--k 700: larger than the parameter count 610"),
+    (["--model", "resnet"], "--model resnet: unknown"),
+    (["--data", "mnist"], "--data mnist: unknown"),
+    (["--width", "0"], "--width 0: need an integer ≥ 1"),
+    (["--depth", "0"], "--depth 0: need an integer ≥ 1"),
+    (["--steps", "0,x"], "--steps x"),
+    (["--lr", "-1"], "--lr -1: need a positive number"),
+    (["--quantile", "1.5"], "--quantile 1.5"),
+    (["--probes", "0"], "--probes 0"),
+    (["--out", "a.csv"], "--out a.csv"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    from otod.nets.curvature_cli import curvature_command
+
+    result = CliRunner().invoke(curvature_command, args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("otod: error: ") and message in lines[0]
+
+
+def test_command_prints_and_records(tmp_path):
+    """A tiny run (the linear model, 2 checkpoints, k = 3) prints the table and writes a results file whose
+    records are the checkpoints and whose metadata holds the config, environment, precision and definitions."""
+    from otod.core import results
+    from otod.nets.curvature_cli import curvature_command
+
+    out = tmp_path / "curv.parquet"
+    result = CliRunner().invoke(curvature_command, [
+        "--data", "gaussian", "--depth", "1", "--examples", "128", "--k", "3", "--probes", "2",
+        "--lanczos-steps", "10", "--steps", "0,5", "--lr", "0.05", "--x64", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "κ_q" in result.output and "top 3 eigenvalues" in result.output
+    loaded = results.load(out)
+    assert [r["step"] for r in loaded.records] == [0, 5]
+    assert loaded.meta["kind"] == "curvature" and loaded.meta["precision"] == "float64"
+    assert {"config", "environment", "definitions", "wall_time_s"} <= set(loaded.meta)
+    assert loaded.meta["environment"]["command_line"]
+    assert len(loaded.records[0]["top_eigenvalues"]) == 3
