@@ -168,20 +168,12 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     quantile = unit_interval(quantile, "--quantile", "0.9")
     damping = positive_float(damping, "--damping", "1e-3")
     m = check_plan(spec, k, probes, requested_steps, x64)
-    config = {"net": spec_config(spec), "k": k, "probes": probes, "lanczos_steps": m, "checkpoints": list(checkpoints),
-              "lr": lr, "seed": seed, "quantile": quantile, "damping": damping, "optimizer": "sgd"}
+    config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64)
     path = results_file(out, config)
+    records, saved, wall = measure(spec, config, path)
+    from otod.nets.curvature import definitions
 
-    from otod.core import results
-    from otod.nets.curvature import curvature_along_training, definitions
-
-    start = time.perf_counter()
-    records = curvature_along_training(spec, checkpoints, lr, seed, k, probes, m, x64, quantile, damping)
-    wall = time.perf_counter() - start
-    precision = "float64" if x64 else "float32"
-    meta = {"kind": "curvature", "config": config, "environment": results.environment(), "precision": precision,
-            "wall_time_s": wall, "definitions": definitions(quantile, damping)}
-    saved = results.save(path, meta, records)
+    precision = config["precision"]
     capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
     click.echo(f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} "
                f"{spec.init}, {spec.data} ({spec.dataset().examples} examples), {spec.loss}; "
@@ -193,10 +185,43 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     click.echo(f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}")
 
 
-def spec_config(spec) -> dict:
+def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints, lr: float, seed: int,
+                     quantile: float, damping: float, x64: bool) -> dict:
+    """Everything a curvature measurement depends on (its results file is named by this config's digest)."""
     import dataclasses
 
-    return dataclasses.asdict(spec)
+    return {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
+            "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
+            "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32"}
+
+
+def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
+    """Measure the curvature along the run ``config`` describes and write it to ``path`` with the metadata every
+    results file carries (config, environment: versions, device, time, command line; precision, wall time and
+    the κ definitions): (records, path, wall seconds)."""
+    from otod.core import results
+    from otod.nets.curvature import curvature_along_training, definitions
+
+    start = time.perf_counter()
+    records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],
+                                       config["probes"], config["lanczos_steps"], config["precision"] == "float64",
+                                       config["quantile"], config["damping"])
+    wall = time.perf_counter() - start
+    meta = {"kind": "curvature", "config": config, "environment": results.environment(),
+            "precision": config["precision"], "wall_time_s": wall,
+            "definitions": definitions(config["quantile"], config["damping"])}
+    return records, results.save(path, meta, records), wall
+
+
+def measured(spec, config: dict, folder: str = "results") -> list[dict]:
+    """The records of ``config``: read back from ``<folder>/curvature-<digest>.parquet`` where an earlier run
+    (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
+    from otod.core import results
+
+    path = results_file(folder, config)
+    if path.exists():
+        return results.load(path).records
+    return measure(spec, config, path)[0]
 
 
 def commands() -> dict:
