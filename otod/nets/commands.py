@@ -103,7 +103,9 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
 
 def commands() -> dict[str, list]:
     """This obstacle's commands by group ('' for top-level ones)."""
-    return {"sweep": [sweep_net]}
+    from otod.nets.curvature_cli import curvature_command
+
+    return {"sweep": [sweep_net], "": [curvature_command]}
 
 
 __all__ = ["commands", "sweep_net", "user_errors"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from otod.core.sweep import run_sweep
+from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
 from otod.noise.analysis import analyse
 
 
@@ -163,3 +164,7 @@ def make_depth(spec: dict, out_dir: Path) -> list[Path]:
 
 
 MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth}
+
+
+#: Every figure maker of the nets obstacle: these and the curvature figures' (`otod.nets.curvature_figures`).
+ALL_MAKERS = {**CURVATURE_MAKERS, **MAKERS}

@@ -1,0 +1,229 @@
+"""``otod curvature``: the Hessian spectrum of a net's full training loss at checkpoints of one SGD run, printed
+and recorded.
+
+The options name the net as `otod.nets.problem.NetSpec` does (model, width, depth, activation, architecture,
+init, data, examples, loss, batch); ``--k`` top eigenvalues by Lanczos; ``--probes`` × ``--lanczos-steps`` for
+stochastic Lanczos quadrature; ``--steps`` the checkpoints of the run (0 = init) at ``--lr``. κ is stated by the
+definitions of `otod.nets.curvature` (λ_max over the eigenvalue at ``--quantile`` of the SLQ spectrum, and the
+damped κ_δ with ``--damping``), and the results file records them with the config, versions, device, precision,
+time and command line (`otod.core.results.environment`). Every option is checked before JAX is imported, so bad
+input is one line and exit code 2 at once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from otod.core.cli import user_errors
+from otod.core.errors import OtodError
+from otod.core.options import finite_float, positive_int, seed_value
+
+#: Above this, the Lanczos bases of all probes (probes × (m + 1) × P floats) are refused: use fewer probes or steps.
+MAX_BASIS_BYTES = 8 * 2 ** 30
+
+
+def parse_checkpoints(text) -> tuple[int, ...]:
+    """--steps: a comma list of step counts ≥ 0 (0 = init), sorted, duplicates dropped."""
+    items = [t.strip() for t in str(text).split(",")]
+    if not items or any(not t for t in items):
+        raise OtodError(f"--steps {text}: give a comma list of step counts ≥ 0, e.g. --steps 0,100,1000")
+    return tuple(sorted({positive_int(t, "--steps", "0,100,1000", minimum=0) for t in items}))
+
+
+def unit_interval(value, option: str, example: str) -> float:
+    """A number strictly between 0 and 1."""
+    number = finite_float(value, option, example)
+    if not 0 < number < 1:
+        raise OtodError(f"{option} {value}: need a number strictly between 0 and 1, e.g. {option} {example}")
+    return number
+
+
+def positive_float(value, option: str, example: str) -> float:
+    number = finite_float(value, option, example)
+    if number <= 0:
+        raise OtodError(f"{option} {value}: need a positive number, e.g. {option} {example}")
+    return number
+
+
+def results_file(out: str, config: dict) -> Path:
+    """``out`` itself where it names a results file (.parquet, .json, .npz), else ``<out>/curvature-<digest>.parquet``
+    (one file per distinct configuration, as the other commands name theirs)."""
+    from otod.core.results import SUFFIXES, digest
+
+    path = Path(out)
+    if path.suffix in SUFFIXES:
+        return path
+    if path.suffix:
+        raise OtodError(f"--out {out}: name a folder or a results file ending in {', '.join(SUFFIXES)}, e.g. "
+                        "--out results/curvature.parquet")
+    return path / f"curvature-{digest(config)}.parquet"
+
+
+def build_spec(model, width, depth, activation, architecture, init, data, examples, loss, batch):
+    """The NetSpec of the options (its own checks raise `OtodError`); --loss defaults to cross-entropy on the
+    digits and squared on the regressions."""
+    from otod.nets.problem import NetSpec
+
+    width = positive_int(width, "--width", "32")
+    depth = positive_int(depth, "--depth", "2")
+    batch = positive_int(batch, "--batch", "32")
+    examples = None if examples is None else positive_int(examples, "--examples", "512")
+    loss = loss or ("cross-entropy" if data == "digits" else "squared")
+    return NetSpec(model=model, width=width, depth=depth, activation=activation, architecture=architecture,
+                   init=init, data=data, examples=examples, loss=loss, batch=batch)
+
+
+def check_plan(spec, k: int, probes: int, lanczos_steps: int, x64: bool) -> int:
+    """Refuse a k above the parameter count or bases that do not fit in memory; return the Lanczos steps per
+    probe, at most P."""
+    size = spec.parameter_count
+    if k > size:
+        raise OtodError(f"--k {k}: larger than the parameter count {size} of this net; use --k ≤ {size}")
+    steps = min(lanczos_steps, size)
+    need = (probes * (steps + 1) + (k * 3 + 41)) * size * (8 if x64 else 4)
+    if need > MAX_BASIS_BYTES:
+        raise OtodError(f"--probes {probes} --lanczos-steps {lanczos_steps}: the Lanczos bases need {need / 2**30:.1f}"
+                        f" GiB for {size:,} parameters (limit {MAX_BASIS_BYTES / 2**30:.0f} GiB); use fewer "
+                        "--probes or --lanczos-steps")
+    return steps
+
+
+def _number(x, digits: int = 4) -> str:
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+def table(records: list[dict]) -> str:
+    """The printed table: one row per checkpoint, then each checkpoint's top eigenvalues."""
+    lines = [f"{'step':>7} {'loss':>9} {'λ_max':>10} {'λ_q':>10} {'κ_q':>9} {'λ_min':>10} {'neg. mass':>9} "
+             f"{'κ_δ':>9} {'tr H/P':>10}"]
+    for r in records:
+        lines.append(f"{r['step']:>7} {_number(r['train_loss']):>9} {_number(r['lambda_max']):>10} "
+                     f"{_number(r['lambda_q']):>10} {_number(r['kappa_q']):>9} {_number(r['lambda_min']):>10} "
+                     f"{r['negative_mass']:>9.3f} {_number(r['kappa_damped']):>9} "
+                     f"{_number(r['trace_per_parameter']):>10}")
+    lines.append("")
+    for r in records:
+        top = ", ".join(_number(v, 5) for v in r["top_eigenvalues"])
+        lines.append(f"step {r['step']}: top {len(r['top_eigenvalues'])} eigenvalues (Lanczos, "
+                     f"{r['top_lanczos_steps']} steps, residual bound ≤ {max(r['top_residuals']):.1e}): {top}")
+    return "\n".join(lines)
+
+
+@click.command("curvature")
+@click.option("--model", default="mlp", show_default=True, help="mlp or cnn. E.g. --model cnn")
+@click.option("--width", default="32", show_default=True, help="Hidden units (MLP) or channels (CNN). E.g. --width 64")
+@click.option("--depth", default="2", show_default=True, help="Weight layers (1: a linear model). E.g. --depth 3")
+@click.option("--activation", default="relu", show_default=True, help="relu, tanh or linear. E.g. --activation tanh")
+@click.option("--architecture", default="plain", show_default=True, help="plain or residual.")
+@click.option("--init", default="kaiming", show_default=True, help="kaiming, xavier, orthogonal or small.")
+@click.option("--data", default="digits", show_default=True, help="digits, teacher or gaussian. E.g. --data teacher")
+@click.option("--examples", default=None, help="Training examples (digits: all 1,438 kept for training; synthetic: "
+                                               "1,024). E.g. --examples 512")
+@click.option("--loss", default=None, help="cross-entropy or squared [default: cross-entropy on digits, squared "
+                                           "on the regressions].")
+@click.option("--batch", default="32", show_default=True, help="SGD minibatch of the training run. E.g. --batch 64")
+@click.option("--k", "k", default="10", show_default=True, help="Top eigenvalues by Lanczos. E.g. --k 20")
+@click.option("--probes", default="8", show_default=True, help="SLQ random starts (Rademacher). E.g. --probes 16")
+@click.option("--lanczos-steps", default="100", show_default=True,
+              help="Lanczos steps per SLQ probe (at most the parameter count). E.g. --lanczos-steps 150")
+@click.option("--steps", default="0,100,1000", show_default=True,
+              help="Checkpoints of the SGD run where the curvature is measured (0 = init). E.g. --steps 0,500")
+@click.option("--lr", default="0.1", show_default=True, help="SGD learning rate of the run. E.g. --lr 0.05")
+@click.option("--seed", default="0", show_default=True, help="Root seed of the start, minibatches and probes.")
+@click.option("--quantile", default="0.9", show_default=True,
+              help="q of κ_q = λ_max / λ_q, λ_q the eigenvalue below which a fraction q of the spectrum lies.")
+@click.option("--damping", default="1e-3", show_default=True,
+              help="δ of κ_δ = (λ_max + δ)/(max(λ_min, 0) + δ). E.g. --damping 1e-4")
+@click.option("--x64", is_flag=True, help="Float64 training and curvature (default float32).")
+@click.option("--out", default="results", show_default=True,
+              help="Folder (writes curvature-<digest>.parquet) or a results file (.parquet, .json, .npz).")
+@user_errors
+def curvature_command(model, width, depth, activation, architecture, init, data, examples, loss, batch, k, probes,
+                      lanczos_steps, steps, lr, seed, quantile, damping, x64, out):
+    """The Hessian spectrum of a net's training loss along one SGD run: the top-k eigenvalues (Lanczos with full
+    re-orthogonalization), the spectral density (stochastic Lanczos quadrature, Ghorbani et al. 2019) and κ.
+
+    \b
+    κ_q = λ_max / λ_q: λ_q the eigenvalue below which a fraction q (--quantile) of the
+          SLQ spectral mass lies (none where λ_q ≤ 0: a net's spectrum has a bulk at 0 and
+          negative eigenvalues, so λ_max/λ_min means nothing);
+    κ_δ = (λ_max + δ)/(max(λ_min, 0) + δ), δ = --damping.
+    neg. mass: the fraction of eigenvalues below −10⁻³·λ_max.
+    \b
+    Examples:
+      otod curvature
+      otod curvature --width 64 --steps 0,200,2000 --k 20 --x64
+      otod curvature --data teacher --depth 3 --activation tanh --lr 0.05
+    """
+    spec = build_spec(model, width, depth, activation, architecture, init, data, examples, loss, batch)
+    k = positive_int(k, "--k", "10")
+    probes = positive_int(probes, "--probes", "8")
+    requested_steps = positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2)
+    checkpoints = parse_checkpoints(steps)
+    lr = positive_float(lr, "--lr", "0.1")
+    seed = seed_value(seed)
+    quantile = unit_interval(quantile, "--quantile", "0.9")
+    damping = positive_float(damping, "--damping", "1e-3")
+    m = check_plan(spec, k, probes, requested_steps, x64)
+    config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64)
+    path = results_file(out, config)
+    records, saved, wall = measure(spec, config, path)
+    from otod.nets.curvature import definitions
+
+    precision = config["precision"]
+    capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
+    click.echo(f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} "
+               f"{spec.init}, {spec.data} ({spec.dataset().examples} examples), {spec.loss}; "
+               f"P = {spec.parameter_count:,} parameters; SGD lr {lr:g} batch {spec.batch}; {precision}")
+    click.echo(f"SLQ: {probes} Rademacher probes × {m} Lanczos steps{capped}")
+    for name, text in definitions(quantile, damping).items():
+        click.echo(f"  {name}: {text}")
+    click.echo(table(records))
+    click.echo(f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}")
+
+
+def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints, lr: float, seed: int,
+                     quantile: float, damping: float, x64: bool) -> dict:
+    """Everything a curvature measurement depends on (its results file is named by this config's digest)."""
+    import dataclasses
+
+    return {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
+            "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
+            "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32"}
+
+
+def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
+    """Measure the curvature along the run ``config`` describes and write it to ``path`` with the metadata every
+    results file carries (config, environment: versions, device, time, command line; precision, wall time and
+    the κ definitions): (records, path, wall seconds)."""
+    from otod.core import results
+    from otod.nets.curvature import curvature_along_training, definitions
+
+    start = time.perf_counter()
+    records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],
+                                       config["probes"], config["lanczos_steps"], config["precision"] == "float64",
+                                       config["quantile"], config["damping"])
+    wall = time.perf_counter() - start
+    meta = {"kind": "curvature", "config": config, "environment": results.environment(),
+            "precision": config["precision"], "wall_time_s": wall,
+            "definitions": definitions(config["quantile"], config["damping"])}
+    return records, results.save(path, meta, records), wall
+
+
+def measured(spec, config: dict, folder: str = "results") -> list[dict]:
+    """The records of ``config``: read back from ``<folder>/curvature-<digest>.parquet`` where an earlier run
+    (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
+    from otod.core import results
+
+    path = results_file(folder, config)
+    if path.exists():
+        return results.load(path).records
+    return measure(spec, config, path)[0]
+
+
+def commands() -> dict:
+    """The obstacle's top-level commands (the registry's ``{group: [commands]}``; "" is the top level)."""
+    return {"": [curvature_command]}

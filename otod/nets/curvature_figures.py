@@ -1,0 +1,165 @@
+"""The nets obstacle's curvature figures (``otod figures nets``, from ``experiments/nets.toml``): the Hessian's
+spectral density along training, and κ against width.
+
+* ``nets-spectral-density``: SLQ's spectral measure (`otod.nets.curvature.slq`) at a few checkpoints of one SGD
+  run, Gaussian-broadened in u = asinh(λ/λ₀) so that the outliers (λ ~ 1–10), the bulk (λ ~ 10⁻³–10⁻¹) and the
+  negative eigenvalues share one axis: linear within ±λ₀ of 0 and logarithmic in |λ| beyond. The y axis is the
+  density per unit of u (the area under a curve is the fraction of the P eigenvalues), on a log scale, as
+  Ghorbani et al. 2019 draw theirs; dotted lines mark each checkpoint's λ_q.
+* ``nets-kappa-width``: κ_q = λ_max/λ_q (`otod.nets.curvature`, q = 0.9) of an MLP on the digits at init and at
+  the end of a fixed SGD run against its width, the parameter count on the top axis, with the fitted exponent of
+  κ_q against P; beside it λ_max and λ_q, which make κ_q up (κ_δ ≈ λ_max/δ + 1 follows λ_max).
+
+What κ_q against width does and does not say: at a fixed quantile, λ_q is the curvature of the (1 − q)·P-th
+direction from the top. The training loss of n examples and C classes puts curvature on at most about n(C − 1)
+directions of the Gauss–Newton part, and tr H (the total curvature) stays of the same size as P grows, so
+tr H/P and λ_q fall like 1/P while λ_max stays put: κ_q ∝ P then says that a shrinking fraction of the directions
+carries curvature, which is the claim "adding parameters makes conditioning worse" in its measurable form, not
+that the directions the loss needs get flatter.
+
+Each measurement is one `otod curvature` results file in ``results/`` (named by its config's digest), read back
+where it exists, so a figure is redrawn without measuring again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+
+def _plt():
+    from otod.core.plotting import plt
+
+    return plt
+
+
+def net_spec(spec: dict, **override):
+    """The NetSpec named by an experiment table's keys that are NetSpec fields (the rest are the figure's)."""
+    from otod.nets.problem import NetSpec
+
+    names = {f.name for f in dataclasses.fields(NetSpec)}
+    return NetSpec(**{**{k: v for k, v in spec.items() if k in names}, **override})
+
+
+def _records(net, spec: dict, checkpoints) -> list[dict]:
+    from otod.nets.curvature import DAMPING, LANCZOS_STEPS, PROBES, QUANTILE
+    from otod.nets.curvature_cli import check_plan, curvature_config, measured
+
+    k, probes, x64 = int(spec.get("k", 5)), int(spec.get("probes", PROBES)), bool(spec.get("x64", False))
+    m = check_plan(net, k, probes, int(spec.get("lanczos_steps", LANCZOS_STEPS)), x64)
+    config = curvature_config(net, k, probes, m, checkpoints, float(spec.get("lr", 0.1)), int(spec.get("seed", 0)),
+                              float(spec.get("quantile", QUANTILE)), float(spec.get("damping", DAMPING)), x64)
+    return measured(net, config, str(spec.get("results", "results")))
+
+
+def _net_title(net, records) -> str:
+    r = records[0]
+    return (f"{net.model.upper()} depth {net.depth} {net.activation} {net.architecture}, {net.init} init, "
+            f"{net.data} ({net.dataset().examples} ex.), {net.loss}; SGD lr {r['lr']:g}, B = {net.batch}; "
+            f"SLQ {r['probes']} probes × {r['lanczos_steps']} steps, {r['precision']}")
+
+
+def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int = 1500):
+    """(λ grid, density per unit of u = asinh(λ/λ₀)): the measure's nodes moved to u and broadened there by a
+    Gaussian of width σ (`otod.nets.curvature.broadened_density`)."""
+    from otod.nets.curvature import broadened_density
+
+    u = np.arcsinh(np.asarray(nodes) / zero)
+    grid = np.linspace(u.min() - 4 * sigma, u.max() + 4 * sigma, points)
+    return zero * np.sinh(grid), broadened_density(u, weights, grid, sigma)
+
+
+def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
+    """The spectral density along training (see the module docstring)."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    net = net_spec(spec)
+    checkpoints = [int(c) for c in spec.get("checkpoints", [0, 100, 1000, 4000])]
+    records = _records(net, spec, checkpoints)
+    zero, sigma = float(spec.get("zero", 1e-3)), float(spec.get("broadening", 0.2))
+    floor = 1e-4
+    fig, ax = plt.subplots(figsize=(9.5, 4.8))
+    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(records)))
+    for r, color in zip(records, colors):
+        grid, density = density_on_asinh_axis(r["slq_nodes"], r["slq_weights"], zero, sigma)
+        kq = "none (λ_q ≤ 0)" if r["kappa_q"] is None else f"{r['kappa_q']:.3g}"
+        ax.plot(grid, np.maximum(density, floor / 10), "-", lw=1.4, color=color,
+                label=f"step {r['step']}: loss {r['train_loss']:.3g}, λ_max {r['lambda_max']:.3g}, "
+                      f"λ_q {r['lambda_q']:.2g}, κ_q {kq},\n    {100 * r['negative_mass']:.1f}% below −10⁻³λ_max")
+        ax.axvline(r["lambda_q"], color=color, ls=":", lw=1)
+        ax.plot(r["top_eigenvalues"], np.full(len(r["top_eigenvalues"]), floor * 1.6), "|", ms=9, mew=1.2,
+                color=color)
+    ax.set_xscale("symlog", linthresh=zero, linscale=0.6)
+    ax.set_yscale("log")
+    ax.set_ylim(floor, None)
+    ax.axvline(0, color="0.6", lw=0.6)
+    ax.set(xlabel=f"Hessian eigenvalue λ (linear within ±{zero:g}, logarithmic in |λ| beyond)",
+           ylabel=f"spectral density per unit of asinh(λ/{zero:g})\n(area = fraction of the P eigenvalues)",
+           title=f"Hessian spectrum along training, P = {net.parameter_count:,} (width {net.width})\n"
+                 + _net_title(net, records))
+    ax.plot([], [], "k:", lw=1, label=f"dotted: λ_q, the {records[0]['quantile']:g} quantile of the spectrum")
+    ax.plot([], [], "k|", ms=9, label=f"ticks at the bottom: top {len(records[0]['top_eigenvalues'])} eigenvalues "
+                                      "(Lanczos)")
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              title=f"κ_q = λ_max / λ_q; SLQ density broadened by σ = {sigma:g} in asinh units", title_fontsize=7.5)
+    ax.grid(alpha=0.25, which="major")
+    return save(fig, out_dir / f"nets_{spec['name']}")
+
+
+def fitted_exponent(x, y) -> float | None:
+    """The slope of log y against log x by least squares (None with fewer than two positive points)."""
+    x, y = np.asarray(x, float), np.asarray([np.nan if v is None else v for v in y], float)
+    ok = np.isfinite(y) & (y > 0)
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else None
+
+
+def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
+    """κ_q against width at init and at the end of a fixed run, with λ_max and λ_q (see the module docstring)."""
+    from otod.core.plotting import save
+
+    plt = _plt()
+    widths = [int(w) for w in spec.get("widths", [8, 16, 32, 64, 128, 256])]
+    steps = int(spec.get("steps", 1000))
+    by_width = {}
+    for w in widths:
+        net = net_spec(spec, width=w)
+        by_width[w] = (net, _records(net, spec, [0, steps]))
+    params = np.array([by_width[w][0].parameter_count for w in widths])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    for i, (label, marker) in enumerate((("init (step 0)", "o"), (f"end (step {steps})", "s"))):
+        rs = [by_width[w][1][i] for w in widths]
+        kq = [r["kappa_q"] for r in rs]
+        slope = fitted_exponent(params, kq)
+        fit = "" if slope is None else f"; κ_q ∝ P^{slope:.2f} (fit)"
+        losses = f"loss {rs[0]['train_loss']:.3g} (width {widths[0]}) to {rs[-1]['train_loss']:.3g} (width {widths[-1]})"
+        left.plot(widths, [np.nan if v is None else v for v in kq], marker + "-", color=f"C{i}",
+                  label=f"{label}: {losses}{fit}")
+        right.plot(widths, [r["lambda_max"] for r in rs], marker + "-", color=f"C{i}", label=f"λ_max, {label}")
+        right.plot(widths, [r["lambda_q"] for r in rs], marker + "--", mfc="none", color=f"C{i}",
+                   label=f"λ_q, {label}")
+    q = by_width[widths[0]][1][0]["quantile"]
+    left.set(ylabel=f"κ_q = λ_max / λ_q, q = {q:g}", title=f"κ_q against width: λ_q the eigenvalue below which "
+                                                            f"{100 * q:g}% of the spectrum lies")
+    right.set(ylabel="Hessian eigenvalue", title="what κ_q is made of (κ_δ = (λ_max + δ)/δ follows λ_max)")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("width (hidden units)")
+        ax.set_xticks(widths, [str(w) for w in widths])
+        top = ax.secondary_xaxis("top")
+        top.set_xticks(widths, [f"{p:,}" for p in params], fontsize=7)
+        top.set_xlabel("parameter count P", fontsize=8)
+        ax.grid(alpha=0.25, which="both")
+        ax.legend(fontsize=7.5, loc="best", frameon=False)
+    net = by_width[widths[0]][0]
+    fig.suptitle(_net_title(net, by_width[widths[0]][1]).replace(f"{net.model.upper()} depth",
+                                                                 f"{net.model.upper()}, width varied, depth"),
+                 fontsize=9, y=1.02)
+    fig.tight_layout()
+    return save(fig, out_dir / f"nets_{spec['name']}")
+
+
+MAKERS = {"nets-spectral-density": make_spectral_density, "nets-kappa-width": make_kappa_width}
