@@ -1,0 +1,87 @@
+"""The prediction a net sweep records beside its measurement: the NQM built from the net's own Hessian spectrum
+and gradient noise (`otod.nets.bridge`), its S(B), S_min, B_crit and B_noise at the target.
+
+For each net of the sweep (each width and depth), at the start the sweep's seed 0 trains from (float64):
+
+* the spectrum: stochastic Lanczos quadrature (`otod.nets.curvature.slq`, `PROBES` Rademacher probes ×
+  `LANCZOS_STEPS` steps), binned on a log scale into NQM directions (`otod.nets.bridge.bin_spectrum`);
+* the noise: C ∝ H with tr(HC) matched to the measured tr(HΣ) over all n examples
+  (`otod.nets.noise_scale.gradient_moments`), so the NQM's noise costs the loss what the net's does (the
+  ``proportional`` mode of `otod.nets.bridge`); the start is isotropic in the eigenbasis with the net's start gap;
+* the target: the loss gap target − L_ref, with L_ref = 0 for cross-entropy (the infimum a net that fits its
+  labels approaches; the digits MLPs do) and ½·label_noise²·outputs for the squared loss on the synthetic sets
+  (the noise floor of a teacher the student can represent);
+* S(B) by the noise obstacle's exact path with SGD's lr (heavy-ball's lr and β) tuned per B, and its fit.
+
+The measurement is at the start of training: the NQM has one fixed H, and a net's H moves while it trains (the
+curvature figures show λ_max and the bulk changing along one run). Adam has no NQM recursion: no prediction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from otod.core.lazy import lazy
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+
+#: SLQ's probes and Lanczos steps for the prediction's spectrum.
+PROBES, LANCZOS_STEPS = 8, 80
+#: The predicted S(B)'s batches: powers of 2 from 1 to 2^14 (beyond the data set: the NQM has no n).
+BATCHES = tuple(float(2 ** k) for k in range(15))
+
+
+def reference_loss(spec) -> float:
+    """L_ref of the module docstring."""
+    if spec.loss == "cross-entropy":
+        return 0.0
+    return 0.5 * float(spec.label_noise) ** 2 * spec.dataset().outputs
+
+
+def net_prediction(spec, params, target: float, method: str = "sgd", seed: int = 0) -> dict:
+    """The NQM's prediction for the net ``spec`` measured at ``params`` (see the module docstring): a plain dict
+    with the measured noise scales, the spectrum's summary and the prediction (``b_crit``, ``s_min``,
+    ``b_noise_target``, ``curve`` [[B, S], …])."""
+    from otod.nets import bridge
+    from otod.nets.curvature import slq
+    from otod.nets.noise_scale import Problem, gradient_moments
+
+    with jax.enable_x64(True):
+        problem = Problem(spec, params)
+        moments = gradient_moments(problem)
+        p64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
+        x, y = (jnp.asarray(a) for a in spec.training_arrays(np.float64))
+        spectrum = slq(lambda p, xs, ys: spec.mean_loss(p, xs, ys), p64, PROBES, LANCZOS_STEPS, (x, y), seed)
+    nodes, weights = np.ravel(spectrum.nodes), np.ravel(spectrum.weights)
+    ref = reference_loss(spec)
+    out = bridge.from_density(nodes, weights, spec.parameter_count, moments["trace_h_sigma"],
+                              moments["loss"] - ref, float(target) - ref, BATCHES, method)
+    steps = np.asarray(out["steps"], float)
+    return {"parameters": float(spec.parameter_count), "width": float(spec.width), "depth": float(spec.depth),
+            "method": method, "noise_model": "C ∝ H matched to the measured tr(HΣ), SLQ spectrum, at init",
+            "reference_loss": ref, "b_crit": float(out["b_crit"]), "s_min": float(out["s_min"]),
+            "b_noise_target": float(out["b_noise_at_target"]), "b_simple_target": float(out["b_simple_at_target"]),
+            "curve": [[float(b), float(s) if s > 0 else float("nan")] for b, s in zip(out["batches"], steps)],
+            "measured_b_noise": float(moments["b_noise"]), "measured_b_simple": float(moments["b_simple"]),
+            "lambda_max": float(nodes.max()), "negative_weight": float(weights[nodes < 0].sum()),
+            "dropped_directions": float(out["dropped_directions"])}
+
+
+def sweep_predictions(config) -> list[dict]:
+    """`net_prediction` for every net of a sweep (each static width and depth; at the spec's init and
+    architecture) and every method the NQM has (sgd, heavy-ball), from seed 0's start."""
+    from otod.nets.family import seed_starts, start_of
+
+    nets = {}
+    for point in config.static_points():
+        shape = {k: v for k, v in point.items() if k != "batch"}
+        nets.setdefault(tuple(sorted(shape.items())), shape)
+    out = []
+    for shape in nets.values():
+        spec = config.spec_at(shape)
+        params = start_of(spec, seed_starts(spec, np.random.default_rng([config.seed, 0])))
+        for method in config.methods:
+            if method in ("sgd", "heavy-ball"):
+                out.append(net_prediction(spec, params, config.target.tol, method, seed=config.seed))
+    return out
