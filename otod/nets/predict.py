@@ -28,8 +28,10 @@ jnp = lazy("jax.numpy")
 
 #: SLQ's probes and Lanczos steps for the prediction's spectrum.
 PROBES, LANCZOS_STEPS = 8, 80
-#: The predicted S(B)'s batches: powers of 2 from 1 to 2^14 (beyond the data set: the NQM has no n).
-BATCHES = tuple(float(2 ** k) for k in range(15))
+def batches(examples: int) -> tuple[float, ...]:
+    """The predicted S(B)'s batches: powers of 2 from 1 up to the training set's size (the NQM has no n, the net
+    cannot draw a larger minibatch)."""
+    return tuple(float(2 ** k) for k in range(int(np.log2(examples)) + 1))
 
 
 def reference_loss(spec) -> float:
@@ -56,7 +58,8 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
     nodes, weights = np.ravel(spectrum.nodes), np.ravel(spectrum.weights)
     ref = reference_loss(spec)
     out = bridge.from_density(nodes, weights, spec.parameter_count, moments["trace_h_sigma"],
-                              moments["loss"] - ref, float(target) - ref, BATCHES, method)
+                              moments["loss"] - ref, float(target) - ref,
+                              batches(spec.dataset().examples), method)
     steps = np.asarray(out["steps"], float)
     return {"parameters": float(spec.parameter_count), "width": float(spec.width), "depth": float(spec.depth),
             "method": method, "noise_model": "C ∝ H matched to the measured tr(HΣ), SLQ spectrum, at init",
