@@ -14,6 +14,10 @@ name); ``otod figures`` runs all groups. A maker is a function
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import time
 import tomllib
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +36,46 @@ def checkout_root() -> Path:
 
 EXPERIMENTS_DIR = checkout_root() / "experiments"
 FIGURES_DIR = checkout_root() / "figures"
+
+
+#: Where the seconds each figure took are kept (for the next run's ETA): beside the compilation cache.
+SECONDS_FILE = Path(os.environ.get("OTOD_FIGURE_SECONDS", Path.home() / ".cache" / "otod" / "figure-seconds.json"))
+
+
+def seconds_history(path: Path | None) -> dict[str, float]:
+    """The seconds each figure took when it last ran ({} without a readable file)."""
+    path = SECONDS_FILE if path is None else path
+    try:
+        data = json.loads(Path(path).read_text())
+        return {str(k): float(v) for k, v in data.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def save_seconds(path: Path | None, seconds: dict[str, float]) -> None:
+    """Keep ``seconds``; a cache that cannot be written is skipped (it only feeds an ETA)."""
+    path = Path(SECONDS_FILE if path is None else path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(seconds, indent=1, sort_keys=True))
+    except OSError:
+        pass
+
+
+def eta_seconds(took: dict[str, float], left: list[str], history: dict[str, float]) -> float:
+    """Seconds the figures ``left`` will take: each its last run's time scaled by how this run compares with the
+    last on the figures done so far (this machine may be busier), or, without a last time, the mean of this run's
+    figures so far; inf when neither is known."""
+    shared = [k for k in took if k in history and history[k] > 0]
+    scale = sum(took[k] for k in shared) / sum(history[k] for k in shared) if shared else 1.0
+    mean = sum(took.values()) / len(took) if took else math.inf
+    return float(sum(history[k] * scale if k in history else mean for k in left))
+
+
+def format_eta(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def makers() -> dict[str, Maker]:
@@ -55,9 +99,12 @@ def load_specs(experiments_dir: Path = EXPERIMENTS_DIR) -> dict[str, dict[str, d
 
 
 def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
-                 experiments_dir: Path = EXPERIMENTS_DIR, log: Callable[[str], None] = print) -> list[Path]:
+                 experiments_dir: Path = EXPERIMENTS_DIR, log: Callable[[str], None] = print,
+                 seconds_file: Path | None = None) -> list[Path]:
     """Run the figure specs of ``groups`` (all groups when None; ``group/figure`` names one figure of a group) and
-    return the files written."""
+    return the files written. Before each figure ``log`` gets a progress line with an ETA for the figures left
+    (`eta_seconds`), after it the seconds it took, which are kept in ``seconds_file`` (default `SECONDS_FILE`)
+    for the next run's ETA."""
     specs = load_specs(experiments_dir)
     wanted = [(g, None) if "/" not in g else tuple(g.split("/", 1)) for g in (groups or list(specs))]
     for group, name in wanted:
@@ -66,18 +113,25 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
         if name is not None and name not in specs[group]:
             raise OtodError(f"unknown figure {group}/{name}; known in {group}: {', '.join(specs[group])}")
     table = makers()
+    todo = [(group, name, spec) for group, only in wanted for name, spec in specs[group].items()
+            if only is None or name == only]
+    for group, name, spec in todo:
+        if spec.get("maker", "") not in table:
+            raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
+                            f"known: {', '.join(sorted(table))}")
+    history = seconds_history(seconds_file)
     written: list[Path] = []
-    for group, only in wanted:
-        for name, spec in specs[group].items():
-            if only is not None and name != only:
-                continue
-            maker = table.get(spec.get("maker", ""))
-            if maker is None:
-                raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
-                                f"known: {', '.join(sorted(table))}")
-            log(f"figure {group}/{name} ...")
-            files = maker({**spec, "name": name}, out_dir)
-            written.extend(files)
-            for f in files:
-                log(f"  wrote {f}")
+    took: dict[str, float] = {}
+    for i, (group, name, spec) in enumerate(todo):
+        key = f"{group}/{name}"
+        left = eta_seconds(took, [f"{g}/{n}" for g, n, _ in todo[i:]], history)
+        log(f"figure {i + 1}/{len(todo)} {key} ... (ETA {format_eta(left)} for the {len(todo) - i} left)")
+        start = time.perf_counter()
+        files = table[spec["maker"]]({**spec, "name": name}, out_dir)
+        took[key] = time.perf_counter() - start
+        written.extend(files)
+        for f in files:
+            log(f"  wrote {f}")
+        log(f"  {key}: {took[key]:.0f} s")
+        save_seconds(seconds_file, {**history, **took})
     return written

@@ -10,7 +10,8 @@ from otod.core.figures import make_figures
 
 
 @pytest.fixture
-def experiments(tmp_path):
+def experiments(tmp_path, monkeypatch):
+    monkeypatch.setattr("otod.core.figures.SECONDS_FILE", tmp_path / "figure-seconds.json")  # not the user's cache
     ran = []
     registry.register(registry.Obstacle(name="figures-test", summary="",
                                         figure_makers=lambda: {"record": lambda spec, out: ran.append(spec["name"])
@@ -34,3 +35,26 @@ def test_an_unknown_figure_names_the_group_s_figures(experiments, tmp_path):
     folder, _ = experiments
     with pytest.raises(OtodError, match=r"unknown figure g/c; known in g: a, b"):
         make_figures(["g/c"], out_dir=tmp_path, experiments_dir=folder, log=lambda line: None)
+
+
+def test_each_figure_gets_a_progress_line_with_an_eta_from_the_last_run(experiments, tmp_path):
+    """The first run knows no times (ETA ?), then the mean of what ran; it keeps each figure's seconds, and the
+    next run's first line sums them."""
+    import json
+
+    from otod.core.figures import eta_seconds
+
+    folder, _ = experiments
+    seconds = tmp_path / "seconds.json"
+    lines = []
+    make_figures(["g"], out_dir=tmp_path, experiments_dir=folder, log=lines.append, seconds_file=seconds)
+    assert lines[0] == "figure 1/2 g/a ... (ETA ? for the 2 left)"
+    assert lines[2].startswith("figure 2/2 g/b ... (ETA ")
+    kept = json.loads(seconds.read_text())
+    assert set(kept) == {"g/a", "g/b"}
+    seconds.write_text(json.dumps({"g/a": 30.0, "g/b": 90.0}))
+    lines.clear()
+    make_figures(["g"], out_dir=tmp_path, experiments_dir=folder, log=lines.append, seconds_file=seconds)
+    assert lines[0] == "figure 1/2 g/a ... (ETA 2.0 min for the 2 left)"
+    # a run twice as slow as the last on what it has done so far is expected to stay twice as slow
+    assert eta_seconds({"g/a": 60.0}, ["g/b"], {"g/a": 30.0, "g/b": 90.0}) == 180.0
