@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 
@@ -25,16 +24,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("OTOD_COMPILATION_CACHE", "off")
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main() -> None:
@@ -45,6 +34,8 @@ def main() -> None:
     args = parser.parse_args()
 
     import optax
+
+    from otod.core.results import cpu_model
 
     import otod.nets  # noqa: F401
     from otod.core.engine import iterations_to_target
