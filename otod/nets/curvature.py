@@ -299,7 +299,8 @@ def definitions(q: float = QUANTILE, damping: float = DAMPING) -> dict:
             "kappa_damped": f"(λ_max + δ) / (max(λ_min, 0) + δ), δ = {damping:g} (absolute); λ_min the smallest "
                             "SLQ Ritz value",
             "negative_mass": f"SLQ weight on eigenvalues < −{NEGATIVE_TOLERANCE:g}·λ_max (fraction of the P "
-                             "eigenvalues)"}
+                             "eigenvalues)",
+            "test_accuracy": "the fraction of the held-out examples classified right (— for a regression)"}
 
 
 # -- measured along training ---------------------------------------------------------------------------------------
@@ -353,6 +354,7 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
         for step, params in runs:
             params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
             rec = curvature_record(spec.mean_loss, params, (x, y), k, probes, steps, seed, top_steps, q, damping)
-            records.append({"step": int(step), **rec, "lr": float(lr), "seed": int(seed),
+            records.append({"step": int(step), **rec, "test_accuracy": spec.held_out_accuracy(params),
+                            "lr": float(lr), "seed": int(seed),
                             "precision": "float64" if x64 else "float32", **spec_fields(spec)})
     return records

@@ -98,12 +98,12 @@ def _number(x, digits: int = 4) -> str:
 def table(records: list[dict]) -> str:
     """The printed table: one row per checkpoint, then each checkpoint's top eigenvalues."""
     lines = [f"{'step':>7} {'loss':>9} {'λ_max':>10} {'λ_q':>10} {'κ_q':>9} {'λ_min':>10} {'neg. mass':>9} "
-             f"{'κ_δ':>9} {'tr H/P':>10}"]
+             f"{'κ_δ':>9} {'tr H/P':>10} {'test acc.':>9}"]
     for r in records:
         lines.append(f"{r['step']:>7} {_number(r['train_loss']):>9} {_number(r['lambda_max']):>10} "
                      f"{_number(r['lambda_q']):>10} {_number(r['kappa_q']):>9} {_number(r['lambda_min']):>10} "
                      f"{r['negative_mass']:>9.3f} {_number(r['kappa_damped']):>9} "
-                     f"{_number(r['trace_per_parameter']):>10}")
+                     f"{_number(r['trace_per_parameter']):>10} {_number(r.get('test_accuracy'), 3):>9}")
     lines.append("")
     for r in records:
         top = ", ".join(_number(v, 5) for v in r["top_eigenvalues"])

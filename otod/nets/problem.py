@@ -115,6 +115,16 @@ class NetSpec:
         gradients."""
         return self.example_losses(params, x[None], y[None], residual)[0]
 
+    def held_out_accuracy(self, params) -> float | None:
+        """The fraction of the held-out examples classified right (None for a regression or with no held-out
+        examples): reported beside the training loss, never a target."""
+        ds = self.dataset()
+        if not ds.classes or not len(ds.y_test):
+            return None
+        dtype = jax.tree.leaves(params)[0].dtype
+        out = self.outputs_of(params, jnp.asarray(ds.x_test, dtype))
+        return float(models.accuracy(out, jnp.asarray(ds.y_test)))
+
     def training_arrays(self, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
         ds = self.dataset()
         y = ds.y_train.astype(np.int32) if ds.classes else ds.y_train.astype(dtype)
