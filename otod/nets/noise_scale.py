@@ -38,6 +38,8 @@ ratios); the spread is the 16th–84th percentile of that ratio over a bootstrap
 
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
@@ -59,6 +61,34 @@ BOOTSTRAP = 400
 # -- the loss as a function of flat parameters ---------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8)
+def _compiled_problem(spec) -> dict:
+    """The jitted functions of a spec's `Problem` (float64), built once per spec, so that measuring many points or
+    many nets of one shape compiles once (a spec is frozen and hashable). Call inside ``jax.enable_x64(True)``."""
+    from otod.nets.curvature import flatten
+
+    x, y = spec.training_arrays(np.float64)
+    xs, ys = jnp.asarray(x), jnp.asarray(y)
+    params = spec.initial_params(np.random.default_rng(0))
+    _, unflatten = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))
+
+    def example(v, xi, yi):
+        return spec.example_loss(unflatten(v), xi, yi)
+
+    def mean(v):
+        return spec.mean_loss(unflatten(v), xs, ys)
+
+    grad = jax.grad(mean)
+
+    def hvp(v, u):
+        return jax.jvp(grad, (v,), (u,))[1]
+
+    return {"x": xs, "y": ys, "n": int(x.shape[0]), "unflatten": unflatten,
+            "example_grads": jax.jit(lambda v, idx: jax.vmap(jax.grad(example), (None, 0, 0))(v, xs[idx], ys[idx])),
+            "mean_loss": jax.jit(mean), "mean_grad": jax.jit(grad), "hvp": jax.jit(hvp),
+            "hvps": jax.jit(jax.vmap(hvp, (None, 0)))}
+
+
 class Problem:
     """A net's training set and loss in float64 on flat parameter vectors, compiled once per spec and moved between
     points by `at`: ``flat`` (the current point), ``x``, ``y`` (the n training examples), ``example_grads(v, idx)``
@@ -69,30 +99,13 @@ class Problem:
     checkpoint. Build and use it inside ``jax.enable_x64(True)``."""
 
     def __init__(self, spec, params):
-        from otod.nets.curvature import flatten
+        import dataclasses
 
-        x, y = spec.training_arrays(np.float64)
-        self.x, self.y = jnp.asarray(x), jnp.asarray(y)
-        self.n = int(x.shape[0])
-        _, self.unflatten = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))
-        unflatten, xs, ys = self.unflatten, self.x, self.y
-
-        def example(v, xi, yi):
-            return spec.example_loss(unflatten(v), xi, yi)
-
-        def mean(v):
-            return spec.mean_loss(unflatten(v), xs, ys)
-
-        grad = jax.grad(mean)
-
-        def hvp(v, u):
-            return jax.jvp(grad, (v,), (u,))[1]
-
-        self._example_grads = jax.jit(lambda v, idx: jax.vmap(jax.grad(example), (None, 0, 0))(v, xs[idx], ys[idx]))
-        self.mean_loss = jax.jit(mean)
-        self.mean_grad = jax.jit(grad)
-        self._hvp = jax.jit(hvp)
-        self._hvps = jax.jit(jax.vmap(hvp, (None, 0)))
+        compiled = _compiled_problem(dataclasses.replace(spec, batch=1))  # the loss does not read the batch
+        self.x, self.y, self.n, self.unflatten = compiled["x"], compiled["y"], compiled["n"], compiled["unflatten"]
+        self._example_grads, self.mean_loss, self.mean_grad = (compiled["example_grads"], compiled["mean_loss"],
+                                                               compiled["mean_grad"])
+        self._hvp, self._hvps = compiled["hvp"], compiled["hvps"]
         self.activations = activation_floats(spec)
         self.at(params)
 

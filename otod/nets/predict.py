@@ -54,7 +54,7 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
         moments = gradient_moments(problem)
         p64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
         x, y = (jnp.asarray(a) for a in spec.training_arrays(np.float64))
-        spectrum = slq(lambda p, xs, ys: spec.mean_loss(p, xs, ys), p64, PROBES, LANCZOS_STEPS, (x, y), seed)
+        spectrum = slq(spec.mean_loss, p64, PROBES, LANCZOS_STEPS, (x, y), seed)
     nodes, weights = np.ravel(spectrum.nodes), np.ravel(spectrum.weights)
     ref = reference_loss(spec)
     out = bridge.from_density(nodes, weights, spec.parameter_count, moments["trace_h_sigma"],

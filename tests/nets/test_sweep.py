@@ -105,15 +105,14 @@ def test_the_report_shows_the_measured_b_crit_beside_the_recorded_prediction(tmp
     from otod.nets.family import seed_starts, start_of
     from otod.nets.predict import net_prediction
 
-    args = ["sweep", "net", "--batch", "16,32,64", "--width", "8", "--examples", "256", "--seeds", "2",
-            "--lr-grid", "0.3,1", "--target", "0.5", "--max-iters", "400", "--no-plot", "--out", str(tmp_path)]
+    args = ["sweep", "net", "--batch", "16,64", "--width", "8", "--examples", "256", "--seeds", "2",
+            "--lr", "0.5", "--target", "0.5", "--max-iters", "400", "--no-plot", "--out", str(tmp_path)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "B_crit" in result.output and "predicted" in result.output
     path = next(tmp_path.glob("net-*.parquet"))
     recorded = load(path).meta["nqm_prediction"]
-    config = net_config(batch="16,32,64", width="8", examples="256", seeds=2, lr_grid="0.3,1", target="0.5",
-                        max_iters="400")
+    config = net_config(batch="16,64", width="8", examples="256", seeds=2, lr="0.5", target="0.5", max_iters="400")
     spec = config.spec_at({"width": 8})
     again = net_prediction(spec, start_of(spec, seed_starts(spec, np.random.default_rng([0, 0]))), 0.5)
     assert len(recorded) == 1
