@@ -121,7 +121,7 @@ def _run(spec: dict, predict: bool = True):
 def make_batch(spec: dict, out_dir: Path) -> list[Path]:
     """Measured S(B) of one net with the NQM's predicted S(B)."""
     results = _run(spec)
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}")
+    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
 
 
 def make_width(spec: dict, out_dir: Path) -> list[Path]:
@@ -160,7 +160,7 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:
     """Iterations against depth, plain vs residual and by init."""
     results = _run(spec, predict=False)
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}")
+    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
 
 
 MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth}
