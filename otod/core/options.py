@@ -44,12 +44,17 @@ def positive_int(value, option: str, example: str, minimum: int = 1, maximum: in
     return number
 
 
-def positive_seconds(value, option: str, example: str) -> float:
-    """A positive, finite number of seconds."""
+def positive_float(value, option: str, example: str, what: str = "a positive number") -> float:
+    """A positive, finite number."""
     number = finite_float(value, option, example)
     if number <= 0:
-        raise OtodError(f"{option} {value}: need a positive number of seconds, e.g. {option} {example}")
+        raise OtodError(f"{option} {value}: need {what}, e.g. {option} {example}")
     return number
+
+
+def positive_seconds(value, option: str, example: str) -> float:
+    """A positive, finite number of seconds."""
+    return positive_float(value, option, example, "a positive number of seconds")
 
 
 def finite_float(value, option: str, example: str) -> float:

@@ -19,7 +19,7 @@ import click
 
 from otod.core.cli import user_errors
 from otod.core.errors import OtodError
-from otod.core.options import finite_float, positive_int, seed_value
+from otod.core.options import finite_float, positive_float, positive_int, seed_value
 
 #: Above this, the Lanczos bases of all probes (probes × (m + 1) × P floats) are refused: use fewer probes or steps.
 MAX_BASIS_BYTES = 8 * 2 ** 30
@@ -38,13 +38,6 @@ def unit_interval(value, option: str, example: str) -> float:
     number = finite_float(value, option, example)
     if not 0 < number < 1:
         raise OtodError(f"{option} {value}: need a number strictly between 0 and 1, e.g. {option} {example}")
-    return number
-
-
-def positive_float(value, option: str, example: str) -> float:
-    number = finite_float(value, option, example)
-    if number <= 0:
-        raise OtodError(f"{option} {value}: need a positive number, e.g. {option} {example}")
     return number
 
 
