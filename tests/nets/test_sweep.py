@@ -89,6 +89,8 @@ def test_records_carry_the_nets_parameter_count_and_shape(tmp_path):
     (["--data", "teacher", "--loss", "cross-entropy"], "--loss squared"),
     (["--examples", "5000"], "--examples"),
     (["--init", "zeros"], "--init"),
+    (["--model", "transformer"], "--model"),
+    (["--data", "mnist"], "--data"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
     result = CliRunner().invoke(main, ["sweep", "net", *args, "--out", str(tmp_path)])
