@@ -128,12 +128,23 @@ def apply(model: str, activation: str, params, x, residual=0.0, image: tuple[int
             h = residual * h + z if branch else z
     h = x.reshape(n, *image, 1)
     for p, branch in zip(params[:-1], branches[:-1]):
-        z = jax.lax.conv_general_dilated(h, p["w"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        z = activate(activation, z + p["b"])
+        z = activate(activation, convolve(h, p["w"]) + p["b"])
         h = residual * h + z if branch else z
     c = h.shape[-1]
     h = h.reshape(n, image[0] // 2, 2, image[1] // 2, 2, c).mean(axis=(2, 4)).reshape(n, -1)
     return h @ params[-1]["w"] + params[-1]["b"]
+
+
+def convolve(h, w):
+    """A 3×3 SAME convolution (NHWC input, HWIO weights) as one matmul of the image patches (im2col): the same
+    numbers as ``lax.conv_general_dilated`` to rounding, and under a vmap over lanes a batched matmul, where
+    XLA:CPU's batched convolution was 30× slower on the sweep's CNN (1.6 s against 0.05 s for the full training
+    loss of 6 lanes)."""
+    kh, kw = w.shape[:2]
+    height, width = h.shape[1:3]
+    padded = jnp.pad(h, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    patches = jnp.concatenate([padded[:, i:i + height, j:j + width, :] for i in range(kh) for j in range(kw)], -1)
+    return patches @ w.reshape(-1, w.shape[-1])
 
 
 def example_losses(loss: str, outputs, y, classes: int):

@@ -5,7 +5,8 @@ For each net of the sweep (each width and depth), at the start the sweep's seed 
 
 * the spectrum: stochastic Lanczos quadrature (`otod.nets.curvature.slq`, `PROBES` Rademacher probes ×
   `LANCZOS_STEPS` steps), binned on a log scale into NQM directions (`otod.nets.bridge.bin_spectrum`);
-* the noise: C ∝ H with tr(HC) matched to the measured tr(HΣ) over all n examples
+* the noise: C ∝ H with tr(HC) matched to the measured tr(HΣ) over all n examples, or over a subsample where
+  that would cost more than `TRACE_FLOPS` (a CNN: its standard error is recorded)
   (`otod.nets.noise_scale.gradient_moments`), so the NQM's noise costs the loss what the net's does (the
   ``proportional`` mode of `otod.nets.bridge`); the start is isotropic in the eigenbasis with the net's start gap;
 * the target: the loss gap target − L_ref, with L_ref = 0 for cross-entropy (the infimum a net that fits its
@@ -28,6 +29,18 @@ jnp = lazy("jax.numpy")
 
 #: SLQ's probes and Lanczos steps for the prediction's spectrum.
 PROBES, LANCZOS_STEPS = 8, 80
+#: The most forward FLOPs the exact tr(HΣ) may cost (one full-data HVP, about 4 forward passes, per example):
+#: beyond it tr(HΣ) is the mean over a subsample of examples drawn without replacement, with its standard error
+#: recorded (`otod.nets.noise_scale.gradient_moments`). The default MLP's exact tr(HΣ) costs 4·10¹⁰, width 128's 1.6·10¹¹.
+TRACE_FLOPS = 2e11
+
+
+def trace_examples(spec) -> int | None:
+    """How many examples tr(HΣ) averages over: all n (None) where that costs at most `TRACE_FLOPS`, else the
+    number that does (at least 64)."""
+    n = spec.dataset().examples
+    per_example = 4.0 * n * spec.flops_per_example()
+    return None if n * per_example <= TRACE_FLOPS else int(max(64, min(n, TRACE_FLOPS // per_example)))
 def batches(examples: int) -> tuple[float, ...]:
     """The predicted S(B)'s batches: powers of 2 from 1 up to the training set's size (the NQM has no n, the net
     cannot draw a larger minibatch)."""
@@ -51,7 +64,7 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
 
     with jax.enable_x64(True):
         problem = Problem(spec, params)
-        moments = gradient_moments(problem)
+        moments = gradient_moments(problem, trace_examples=trace_examples(spec), seed=seed)
         p64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
         x, y = (jnp.asarray(a) for a in spec.training_arrays(np.float64))
         spectrum = slq(spec.mean_loss, p64, PROBES, LANCZOS_STEPS, (x, y), seed)
@@ -66,7 +79,8 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
             "reference_loss": ref, "b_crit": float(out["b_crit"]), "s_min": float(out["s_min"]),
             "b_noise_target": float(out["b_noise_at_target"]), "b_simple_target": float(out["b_simple_at_target"]),
             "curve": [[float(b), float(s) if s > 0 else float("nan")] for b, s in zip(out["batches"], steps)],
-            "measured_b_noise": float(moments["b_noise"]), "measured_b_simple": float(moments["b_simple"]),
+            "trace_examples": float(moments["trace_examples"]),
+            "trace_h_sigma_se": float(moments["trace_h_sigma_se"]), "measured_b_noise": float(moments["b_noise"]), "measured_b_simple": float(moments["b_simple"]),
             "lambda_max": float(nodes.max()), "negative_weight": float(weights[nodes < 0].sum()),
             "dropped_directions": float(out["dropped_directions"])}
 
