@@ -106,7 +106,7 @@ def lanczos(matvec: Callable, v0, steps: int, key):
     random vector (``key`` folded with the step) orthogonal to the basis and stores β = 0 there."""
     n, dtype = v0.shape[0], v0.dtype
     eps = jnp.finfo(dtype).eps
-    basis = jnp.zeros((steps + 1, n), dtype).at[0].set(v0 / jnp.linalg.norm(v0))
+    basis = jnp.zeros((steps + 1, n), dtype).at[0].set(v0 / jnp.sqrt(jnp.vdot(v0, v0)))
 
     def orthogonalize(w, q):
         for _ in range(2):  # twice is enough (Giraud et al. 2005); rows not yet filled are 0 and project nothing
@@ -119,12 +119,12 @@ def lanczos(matvec: Callable, v0, steps: int, key):
         w = matvec(q)
         a = jnp.dot(q, w)
         w = orthogonalize(w, basis)  # subsumes w − α_j q_j − β_{j−1} q_{j−1}
-        b = jnp.linalg.norm(w)
+        b = jnp.sqrt(jnp.vdot(w, w))
         scale = jnp.maximum(scale, jnp.abs(a) + b)
         broke = b <= BREAKDOWN * eps * scale
         fresh = orthogonalize(jax.random.normal(jax.random.fold_in(key, j), (n,), dtype), basis)
         w = jnp.where(broke, fresh, w)
-        w = w / jnp.maximum(jnp.linalg.norm(w), jnp.finfo(dtype).tiny)
+        w = w / jnp.maximum(jnp.sqrt(jnp.vdot(w, w)), jnp.finfo(dtype).tiny)
         return basis.at[j + 1].set(w), alpha.at[j].set(a), beta.at[j].set(jnp.where(broke, 0.0, b)), scale
 
     zeros = jnp.zeros(steps, dtype)
