@@ -25,9 +25,6 @@ each is a pure function of arrays:
   step that rounds to zero), and a slow lane, which still moves, is never called stalled: it runs to the cap and
   is censored. Only for deterministic families (no ``gradient``).
 
-``value_and_grad(problem, params)``: optional, (metric, its gradient in the params) computed by the family itself
-(a written-out reverse mode cheaper than tracing the metric's); None: ``jax.value_and_grad`` of ``metric``.
-
 ``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
 """
 
@@ -59,7 +56,6 @@ class Family(NamedTuple):
     floats_per_seed: int = 0
     floats_per_lane: int = 0
     stall: str = "window"
-    value_and_grad: Callable[[Any, Any], tuple[Any, Any]] | None = None
 
     @property
     def stochastic(self) -> bool:
