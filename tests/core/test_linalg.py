@@ -101,3 +101,50 @@ def test_the_multi_device_kronecker_sweep_never_hangs():
                           timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "done"
+
+
+# -- solve_spd: Gauss–Jordan in plain XLA for the small SPD systems of per-layer KFAC -----------------------------
+
+
+def _factor_like(batch, n, depth, seed):
+    """SPD matrices shaped like KFAC's factors: P Pᵀ + 10⁻³ I, P a product of ``depth`` N(0, 1/n) matrices
+    (condition numbers of 10²–10⁵), in float32."""
+    rng = np.random.default_rng(seed)
+    p = np.broadcast_to(np.eye(n), (batch, n, n))
+    for _ in range(depth):
+        p = rng.standard_normal((batch, n, n)) / np.sqrt(n) @ p
+    return (p @ np.swapaxes(p, -1, -2) + 1e-3 * np.eye(n)).astype(np.float32)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("n", [1, 8, linalg.UNROLL_SPD + 4])  # unrolled and fori_loop paths
+def test_solve_spd_is_as_accurate_as_lapack_lu(n):
+    """Against the float64 solution of the same float32 system: over 500 factor-like matrices per depth, the
+    relative error of `solve_spd` is within 2× of LU's (jnp.linalg.solve, partial pivoting) at the median and 3× at
+    the worst matrix, and below cond · 2⁻²³ (measured at n = 8: median 1.1e-5 against LU's 1.6e-5, worst 3.7e-4
+    against 1.1e-3; at n = 20, depth 1: median 8.0e-6 against 5.2e-6, worst 9.7e-5 against 4.4e-5)."""
+    for depth in (1, 3, 6):
+        a = _factor_like(500, n, depth, seed=depth)
+        b = np.random.default_rng(10 + depth).standard_normal((500, n, 3)).astype(np.float32)
+        exact = np.linalg.solve(a.astype(np.float64), b.astype(np.float64))
+        err = {}
+        for name, solve in (("spd", linalg.solve_spd), ("lu", jax.numpy.linalg.solve)):
+            x = np.asarray(jax.jit(solve)(a, b), np.float64)
+            err[name] = np.linalg.norm(x - exact, axis=(1, 2)) / np.linalg.norm(exact, axis=(1, 2))
+        assert np.median(err["spd"]) <= 2 * np.median(err["lu"]) + 1e-7
+        assert err["spd"].max() <= 3 * err["lu"].max() + 1e-7
+        assert np.all(err["spd"] <= np.linalg.cond(a.astype(np.float64)) * 2.0 ** -23)
+
+
+def test_solve_spd_batches_under_vmap_with_no_custom_call():
+    """Plain XLA: nested vmaps batch it natively (the values of the unbatched call, bit for bit), and the
+    compiled program has no custom call at all, so no LAPACK pool wait can wedge a multi-device program."""
+    a = _factor_like(12, 8, 2, seed=0).reshape(3, 4, 8, 8)
+    b = np.random.default_rng(1).standard_normal((3, 4, 8, 8)).astype(np.float32)
+    fn = _nested(linalg.solve_spd)
+    batched = np.asarray(fn(a, b))
+    one = np.stack([np.asarray(jax.jit(linalg.solve_spd)(a[i, j], b[i, j])) for i in range(3) for j in range(4)])
+    np.testing.assert_array_equal(batched.reshape(12, 8, 8), one)
+    assert "custom-call" not in fn.lower(a, b).compile().as_text()
