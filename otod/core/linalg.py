@@ -68,37 +68,3 @@ def solve(a, b):
 def svd(a):
     """(U, s, Vᵀ) of ``a``: ``jnp.linalg.svd`` with full matrices."""
     return tuple(jnp.linalg.svd(a))
-
-
-#: Up to this size `solve_spd` unrolls its elimination in Python (straight-line code, no loop trips); above it a
-#: ``fori_loop`` runs one step per column.
-UNROLL_SPD = 16
-
-
-def solve_spd(a, b):
-    """x with a x = b for symmetric positive definite ``a`` [..., n, n] and ``b`` [..., n, m], batched over the
-    leading axes, in plain XLA: Gauss–Jordan elimination without pivoting (SPD matrices need none: every pivot is
-    a diagonal entry of a Schur complement, itself SPD), one rank-1 update of [a | b] per column. No LAPACK custom
-    call, so nothing waits on XLA:CPU's intra-op pool (module docstring) and a whole batch is one fused sweep of
-    elementwise work instead of one call per matrix. Agrees with ``jnp.linalg.solve`` (LU, partial pivoting) to
-    float rounding, not bit for bit (tested)."""
-    n = a.shape[-1]
-    m = jnp.concatenate([a, b], axis=-1)
-    if n <= UNROLL_SPD:
-        for k in range(n):
-            row = m[..., k, :] / m[..., k, k, None]
-            m = (m - m[..., :, k, None] * row[..., None, :]).at[..., k, :].set(row)
-    else:
-        m = jax.lax.fori_loop(0, n, lambda k, m: _eliminate_dynamic(m, k), m)
-    return m[..., n:]
-
-
-def _eliminate_dynamic(m, k):
-    """One Gauss–Jordan step of `solve_spd` at a traced column ``k``."""
-    rows, cols = m.ndim - 2, m.ndim - 1
-    row = jax.lax.dynamic_index_in_dim(m, k, axis=rows, keepdims=False)
-    pivot = jax.lax.dynamic_index_in_dim(row, k, axis=row.ndim - 1)
-    row = row / pivot
-    col = jax.lax.dynamic_index_in_dim(m, k, axis=cols, keepdims=False)
-    m = m - col[..., :, None] * row[..., None, :]
-    return jax.lax.dynamic_update_index_in_dim(m, row[..., None, :], k, axis=rows)

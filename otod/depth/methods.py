@@ -60,8 +60,8 @@ def kfac_layers(sigma, offset, damping: float) -> optax.GradientTransformation:
         eye = jnp.eye(n, dtype=weights.dtype)
         a = before @ sigma @ jnp.swapaxes(before, -1, -2) + damping * eye
         g = jnp.swapaxes(after, -1, -2) @ after + damping * eye
-        left = linalg.solve_spd(g, updates)
-        out = jnp.swapaxes(linalg.solve_spd(a, jnp.swapaxes(left, -1, -2)), -1, -2)  # A symmetric
+        left = linalg.solve(g, updates)
+        out = jnp.swapaxes(linalg.solve(a, jnp.swapaxes(left, -1, -2)), -1, -2)  # A symmetric
         return out, state
 
     return optax.GradientTransformation(init, update)
