@@ -103,6 +103,7 @@ def test_slq_moments_of_the_linear_model(x64):
         assert abs(C.spectral_moment(spectrum.nodes, spectrum.weights, power) - exact) <= 4 * sd
 
 
+@pytest.mark.slow
 def test_kappa_of_the_linear_model(x64):
     """With m = P Lanczos steps every probe's nodes are M's eigenvalues, so λ_min and λ_max are exact (1e-9) and
     κ_δ = (λ_max + δ)/(λ_min + δ) exactly; no eigenvalue is negative (negative mass 0), and λ_q lies within
@@ -153,6 +154,7 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     assert len(lines) == 1 and lines[0].startswith("otod: error: ") and message in lines[0]
 
 
+@pytest.mark.slow
 def test_command_prints_and_records(tmp_path):
     """A tiny run (the linear model, 2 checkpoints, k = 3) prints the table and writes a results file whose
     records are the checkpoints and whose metadata holds the config, environment, precision and definitions."""

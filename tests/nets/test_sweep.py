@@ -100,6 +100,7 @@ def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_measured_b_crit_beside_the_recorded_prediction(tmp_path):
     """`otod sweep net` records the NQM's prediction for its net (the same numbers `net_prediction` gives from seed
     0's start) and prints B_crit and the predicted one side by side."""
