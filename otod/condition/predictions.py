@@ -37,6 +37,34 @@ class Predictions(NamedTuple):
     slope_of: str
 
 
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A digest of the code the theory columns come from (this module and `otod.condition.theory`), with the JAX
+    and NumPy versions the exact counts run on: part of every key under which they are remembered across
+    processes (`otod.core.compilation_cache.remembered`), so changed code never reads an old number."""
+    import hashlib
+    from pathlib import Path
+
+    import jax
+
+    digest = hashlib.sha256()
+    for module in (theory.__file__, __file__):
+        digest.update(Path(module).read_bytes())
+    return f"{digest.hexdigest()[:16]} jax {jax.__version__} numpy {np.__version__}"
+
+
+def bound_iterations(method: str, kappa: float, tol: float, max_iters: int, perturbation: float) -> int | None:
+    """`theory.bound_iterations`, remembered across processes (`remembered`): each bound costs a scan of the
+    residual polynomial over a fine grid and its certification, about 10 ms to 0.1 s, and a sweep's table and
+    figure ask for dozens."""
+    from otod.core.compilation_cache import remembered
+
+    args = (method, float(kappa), float(tol), int(max_iters), float(perturbation))
+    return remembered("bounds", repr(args + (code_version(),)),
+                      lambda: theory.bound_iterations(args[0], args[1], args[2], max_iters=args[3],
+                                                      perturbation=args[4]))
+
+
 def _median(values) -> float | None:
     v = np.asarray(values, float)
     if v.size == 0 or np.any(v < 0):
@@ -92,6 +120,15 @@ def exact_medians(config: dict, precision: str | None, static: list[str]) -> dic
     apply."""
     if not exact_applies(config, static):
         return None
+    import json
+
+    from otod.core.compilation_cache import remembered
+
+    key = json.dumps([config, precision, list(static), code_version()], sort_keys=True)
+    return remembered("exact-medians", key, lambda: _exact_medians(config, precision))
+
+
+def _exact_medians(config: dict, precision: str | None) -> dict:
     polynomial = sorted(set(theory.POLYNOMIAL_METHODS) - {"kfac"})
     ladder = config["target"]["ladder"]
     return {m: [table[float(k)] for k in config["axes"]["kappa"]]
@@ -132,8 +169,7 @@ def predictions(meta: dict, tol: float) -> Predictions | None:
     def bound(method: str, kappa: float):
         if method not in theory.POLYNOMIAL_METHODS:
             return None
-        return theory.bound_iterations(method, true_kappa[float(kappa)], tol, max_iters=max(cap, 10**6),
-                                       perturbation=eps)
+        return bound_iterations(method, true_kappa[float(kappa)], tol, max(cap, 10**6), eps)
 
     def rate(method: str, kappa: float):
         return theory.rate_iterations(method, true_kappa[float(kappa)], tol, eps)

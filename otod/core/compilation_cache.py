@@ -132,3 +132,30 @@ def side_cache(name: str) -> Iterator[dict]:
             os.replace(tmp, path)
         except OSError:
             pass
+
+
+#: Side caches read once by this process (`remembered`), by name.
+_REMEMBERED: dict[str, dict] = {}
+
+
+def remembered(name: str, key: str, compute):
+    """``compute()``, or the value an earlier process (or this one) stored under ``key`` in the side cache
+    ``name`` (`side_cache`): for numbers that cost as much as a compile to recompute and that a later process
+    asks for again (the certified iteration bounds and the exact counts a condition sweep's report reads). The
+    file is read once per process; each new value is written back at once, merged with what other processes
+    wrote meanwhile. The value must survive JSON unchanged (ints, floats, None, lists, str-keyed dicts); the key
+    must name everything the value depends on, the code's version included. With the cache turned off it is
+    ``compute()``."""
+    if cache_dir() is None:
+        return compute()
+    table = _REMEMBERED.get(name)
+    if table is None:
+        with side_cache(name) as stored:
+            table = _REMEMBERED[name] = dict(stored)
+    if key in table:
+        return table[key]
+    value = compute()
+    with side_cache(name) as stored:
+        stored[key] = value
+        table.update(stored)
+    return value
