@@ -29,17 +29,22 @@ def batch_panel(analysis, ax, dim: float) -> None:
     S(B) and B_crit for the same net over it."""
     from otod.noise.figures import _color, steps_vs_batch
 
+    from otod.noise.theory import describe_critical_batch
+
     steps_vs_batch(analysis, ax, None, dim=dim)
     colors = {s.method: _color(s.method, i) for i, s in enumerate(analysis.at(dim))}
+    drawn = set()
     for p in predictions(analysis.meta, dim):
         curve = np.asarray(p.get("curve") or [], float)
         if curve.size:
             ok = np.isfinite(curve[:, 1])
+            said = describe_critical_batch(p["b_crit"], curve[ok, 0])
             ax.plot(curve[ok, 0], curve[ok, 1], "-", color=colors.get(p["method"], "0.3"), lw=1.5, alpha=0.6,
-                    label=f"{p['method']}: NQM prediction (B_crit {p['b_crit']:.3g})")
-        if math.isfinite(p.get("b_noise_target", math.nan)):
-            ax.axvline(p["b_noise_target"], color="0.5", ls="--", lw=0.8,
-                       label=f"B_noise at the target {p['b_noise_target']:.3g}")
+                    label=f"{p['method']}: NQM prediction (B_crit {said if said[0] in '<>' else '= ' + said})")
+        b_noise = p.get("b_noise_target", math.nan)
+        if math.isfinite(b_noise) and round(b_noise, 6) not in drawn:  # SGD's, the same for every method
+            drawn.add(round(b_noise, 6))
+            ax.axvline(b_noise, color="0.5", ls="--", lw=0.8, label=f"B_noise at the target (NQM) {b_noise:.3g}")
 
 
 def _legend(ax, outside: bool = True):

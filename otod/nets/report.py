@@ -72,8 +72,12 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
         if s is not None and s.critical is not None and pred.get("b_crit", 0) > 0:
             ratio = f"; measured/predicted B_crit {s.critical.b_crit / pred['b_crit']:.3g}, S_min " \
                     f"{s.critical.s_min / pred['s_min']:.3g}" if pred.get("s_min") else ""
+        from otod.noise.theory import describe_critical_batch
+
+        grid = [b for b, steps in pred.get("curve") or [] if math.isfinite(steps)] or [pred["b_crit"]]
         lines.append(f"  {pred.get('method', 'sgd')}: measured {got}; predicted (NQM from the net's spectrum and "
-                     f"noise, {pred.get('noise_model', '')}) B_crit {pred['b_crit']:.4g}, S_min {pred['s_min']:.4g}; "
+                     f"noise, {pred.get('noise_model', '')}) B_crit {describe_critical_batch(pred['b_crit'], grid)}, "
+                     f"S_min {pred['s_min']:.4g}; "
                      f"B_noise at the target {pred.get('b_noise_target', math.nan):.4g}{ratio}")
     return lines
 
