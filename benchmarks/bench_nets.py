@@ -37,7 +37,7 @@ def main() -> None:
 
     from otod.core.results import cpu_model
 
-    import otod.nets  # noqa: F401
+    import otod.nets  # noqa: F401  (registers the net sweep)
     from otod.core.engine import iterations_to_target
     from otod.nets.kind import METHODS
     from otod.nets.options import net_config

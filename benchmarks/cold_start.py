@@ -41,11 +41,7 @@ ROTATED = ["sweep", "condition", "--k", "1..100", "--method", "gd", "--dim", "64
            "rotated"]
 
 
-def cpu_model() -> str:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "?"
+from otod.core.results import cpu_model  # noqa: E402  (the one copy)
 
 
 def load() -> str:

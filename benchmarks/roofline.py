@@ -72,11 +72,7 @@ ROWS = {
 }
 
 
-def cpu_model() -> str:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "?"
+from otod.core.results import cpu_model  # noqa: E402  (the one copy)
 
 
 def load() -> str:

@@ -11,7 +11,7 @@ from otod.core.sweep import SweepConfig
 from otod.nets import models
 from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, INIT, METHODS, WIDTH
 from otod.nets.problem import NetSpec
-from otod.noise.kind import BETA, round_integers
+from otod.noise.kind import BETA
 from otod.noise.methods import NoiseOptions
 from otod.noise.options import whole_values
 from otod.noise.search import DEFAULT_BETAS
