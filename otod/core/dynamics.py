@@ -9,8 +9,10 @@ A `Dynamics` is two pure functions the engine vmaps:
   (used only when ``stochastic``).
 
 A dynamics whose metric costs more than its step (a net's full training loss against a minibatch gradient) also
-gives ``step(constants, carry, key) -> carry`` and ``measure(constants, carry) -> metric``, with
-``advance = (step, then measure)``, and ``checks(t)``, a scalar predicate saying at which iterations the metric is
+gives ``step(constants, carry, key, t) -> carry`` and ``measure(constants, carry) -> metric``, with
+``advance = (step, then measure)``; ``t`` is the block's iteration count, the same unbatched scalar for every lane
+(all lanes of a block step together), so a step may branch on it with a real ``lax.cond`` (a net draws its
+minibatch order once per epoch); and ``checks(t)``, a scalar predicate saying at which iterations the metric is
 read at all (besides the target's ``check_every`` and the cap). The engine then computes the metric under a
 ``lax.cond`` on the block's iteration count, so an iteration that reads nothing pays only for its step.
 """

@@ -270,7 +270,7 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
     # round differently (by an ulp, from XLA's fusion), and the other families' records stay bit for bit as before.
     split = dynamics.measure is not None and dynamics.checks is not None and not fixed_point
     if split:
-        step = jax.vmap(jax.vmap(dynamics.step, in_axes=(const_axes, 0, 0)))
+        step = jax.vmap(jax.vmap(dynamics.step, in_axes=(const_axes, 0, 0, None)), in_axes=(0, 0, 0, None))
         measure = jax.vmap(jax.vmap(dynamics.measure, in_axes=(const_axes, 0)))
     lane_keys = jax.vmap(jax.vmap(lambda s: jax.random.fold_in(root_key, s)))(seed_indices)
     f0 = lanes.metric0
@@ -302,7 +302,7 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         keys = fold(lane_keys, t) if dynamics.stochastic else lane_keys
         before = state
         if split:
-            state = step(lanes.constants, state, keys)
+            state = step(lanes.constants, state, keys, t)  # t: the block's count, one for all its lanes
             t = t + 1
             check = (((t % check_every) == 0) & dynamics.checks(t)) | (t >= max_iters)
             f = jax.lax.cond(check, lambda s: measure(lanes.constants, s),

@@ -37,7 +37,7 @@ def noise_dynamics(family, members, options, relative_lr: bool) -> Dynamics:
         carry = (params, state, params, jnp.zeros((), jnp.int32))
         return Lane((problem, info, step_size, hyper), carry, family.metric(problem, params), step_size)
 
-    def step(constants, carry, key):
+    def step(constants, carry, key, block_t=None):
         problem, info, step_size, hyper = constants
         params, state, average, t = carry
         g = family.gradient(problem, params, Step(key, t.astype(step_size.dtype)))
