@@ -126,6 +126,7 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
     a real ``lax.cond``, not a select that draws every step) the order is redrawn by `epoch_order`; step t uses its
     ranks [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
     from otod.core.dynamics import Dynamics, Lane
+    from otod.noise.dynamics import lane_start
     from otod.noise.methods import schedule_factor
 
     build = members[0].build
@@ -137,17 +138,9 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
     grad = jax.grad(spec.mean_loss)
 
     def set_up(point, drawn, lr, method_index) -> Lane:
-        problem = family.make(point, drawn)
-        params = family.init(problem)
-        info = family.info(problem, params)
-        pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
-        hyper = tuple(pick([jnp.asarray(a, lr.dtype) for a in column])
-                      for column in zip(*(m.hyperparameters(info) for m in members)))
-        step_size = lr * pick([jnp.asarray(m.reference_lr(info), lr.dtype) for m in members]) if relative_lr \
-            else lr
-        state = build(step_size, info, options, hyper).init(params)
+        constants, params, state = lane_start(family, members, options, relative_lr, point, drawn, lr, method_index)
         carry = (params, state, jnp.zeros(n, jnp.int32), jnp.zeros((), jnp.int32))
-        return Lane((problem, info, step_size, hyper), carry, family.metric(problem, params), step_size)
+        return Lane(constants, carry, family.metric(constants[0], params), constants[2])
 
     def step(constants, carry, key, block_t):
         problem, info, step_size, hyper = constants
