@@ -91,13 +91,14 @@ def bill_lines(results, analysis, dim: float) -> list[str]:
     at = analysis.records[analysis.records["dim"] == dim]
     shape = {"width": int(at["width"].iloc[0]), "depth": int(at["depth"].iloc[0])} if len(at) else {}
     lines = ["", "  bill: XLA's FLOPs of one step × the median steps; examples = B × steps (— where the median is "
-                 "only a lower bound)",
-             f"  {'method':<11}{'B':>6}{'FLOPs/step':>12}{'steps':>9}{'FLOPs':>11}{'examples':>10}"]
+                 "only a lower bound); rule: the layer rule's FLOPs of an SGD step (products and update only)",
+             f"  {'method':<11}{'B':>6}{'FLOPs/step':>12}{'rule':>10}{'steps':>9}{'FLOPs':>11}{'examples':>10}"]
     for s in analysis.at(dim):
         steps = np.where(s.bound, np.nan, s.median)
         for r in bill_rows(lambda b: config.spec_at({**shape, "batch": b}), s.method, s.x, steps):
             done = math.isfinite(r["flops_to_target"])
-            lines.append(f"  {s.method:<11}{r['batch']:>6g}{r['flops_per_iteration']:>12.3g}"
+            rule = "—" if not math.isfinite(r["layer_rule_flops"]) else format(r["layer_rule_flops"], ".3g")
+            lines.append(f"  {s.method:<11}{r['batch']:>6g}{r['flops_per_iteration']:>12.3g}{rule:>10}"
                          f"{(format(r['steps'], 'g') if done else '—'):>9}"
                          f"{(format(r['flops_to_target'], '.3g') if done else '—'):>11}"
                          f"{(format(r['examples_to_target'], '.3g') if done else '—'):>10}")
