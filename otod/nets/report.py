@@ -27,6 +27,13 @@ def describe(problem: dict) -> str:
             f"data {problem['data']}{n}, {problem['loss']} loss")
 
 
+def inside(b_crit: float, batches) -> bool:
+    """Whether a fitted B_crit lies within the batches it was fitted on (beyond them it is an extrapolation, not a
+    measurement: `otod.noise.theory.describe_critical_batch` says so, and no rule or ratio uses it)."""
+    b = np.asarray(batches, float)
+    return bool(b.size and math.isfinite(b_crit) and b.min() <= b_crit <= b.max())
+
+
 def width_rule(analysis) -> dict | None:
     """The batch-vs-parameters rule over the panels of a batch sweep with several nets: the least-squares slope of
     log B_crit on log P, with a 95% CI from the panels' bootstrap replicates (each panel's seeds resampled and its
@@ -36,7 +43,7 @@ def width_rule(analysis) -> dict | None:
     panels = [(dim, s) for dim in analysis.dims for s in analysis.at(dim)]
     by_method: dict[str, list] = {}
     for dim, s in panels:
-        if s.critical is not None and math.isfinite(s.critical.b_crit) and s.critical.b_crit > 0:
+        if s.critical is not None and inside(s.critical.b_crit, s.x[s.fitted]):
             by_method.setdefault(s.method, []).append((dim, s))
     out = {}
     for method, rows in by_method.items():
@@ -68,13 +75,16 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
         s = measured.get(pred.get("method", "sgd"))
         got = f"B_crit {s.critical.b_crit:.4g} [{s.critical.b_crit_ci[0]:.4g}, {s.critical.b_crit_ci[1]:.4g}], " \
               f"S_min {s.critical.s_min:.4g}" if s is not None and s.critical is not None else "no measured fit"
+        grid = [b for b, steps in pred.get("curve") or [] if math.isfinite(steps)]
         ratio = ""
-        if s is not None and s.critical is not None and pred.get("b_crit", 0) > 0:
-            ratio = f"; measured/predicted B_crit {s.critical.b_crit / pred['b_crit']:.3g}, S_min " \
-                    f"{s.critical.s_min / pred['s_min']:.3g}" if pred.get("s_min") else ""
+        if s is not None and s.critical is not None and pred.get("s_min"):
+            both = inside(s.critical.b_crit, s.x[s.fitted]) and inside(pred["b_crit"], grid)
+            ratio = (f"; measured/predicted B_crit {s.critical.b_crit / pred['b_crit']:.3g}" if both else
+                     "; no B_crit ratio (a B_crit beyond its batches)") + \
+                f", S_min {s.critical.s_min / pred['s_min']:.3g}"
         from otod.noise.theory import describe_critical_batch
 
-        grid = [b for b, steps in pred.get("curve") or [] if math.isfinite(steps)] or [pred["b_crit"]]
+        grid = grid or [pred["b_crit"]]
         lines.append(f"  {pred.get('method', 'sgd')}: measured {got}; predicted (NQM from the net's spectrum and "
                      f"noise, {pred.get('noise_model', '')}) B_crit {describe_critical_batch(pred['b_crit'], grid)}, "
                      f"S_min {pred['s_min']:.4g}; "
