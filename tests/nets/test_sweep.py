@@ -121,3 +121,39 @@ def test_the_report_shows_the_measured_b_crit_beside_the_recorded_prediction(tmp
     assert len(recorded) == 1
     assert recorded[0]["b_crit"] == pytest.approx(again["b_crit"], rel=1e-9)
     assert f"B_crit {recorded[0]['b_crit']:.4g}" in result.output
+
+
+NET_ON_DEVICES = """
+import json, os, sys, tempfile
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=" + sys.argv[1]
+os.environ["OTOD_COMPILATION_CACHE"] = "off"
+import otod.nets
+from otod.core.sweep import run_sweep
+from otod.nets.options import net_config
+config = net_config(batch="32", width="8", examples="256", init="kaiming,small", architecture="plain,residual",
+                    seeds=2, target="1.0", max_iters="100")
+runs = []
+with tempfile.TemporaryDirectory() as d:
+    for i in range(int(sys.argv[2])):
+        runs.append(run_sweep(config, path=os.path.join(d, f"r{i}.json")).records)
+assert all(r == runs[0] for r in runs)
+print(json.dumps(runs[0]))
+"""
+
+
+def test_a_net_sweep_of_two_blocks_on_two_devices_runs_repeatedly_and_equals_one_device():
+    """Four coded points × 17 lrs × 2 seeds make two blocks, dealt to two CPU devices (the block's iteration count
+    drives a lax.cond inside each device's loop): three runs in one process finish within the timeout and give the
+    records one device gives."""
+    import json
+    import subprocess
+    import sys
+
+    def run(devices: str, times: str):
+        proc = subprocess.run([sys.executable, "-c", NET_ON_DEVICES, devices, times], capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    two, one = run("2", "3"), run("1", "1")
+    assert len(two) == 4 * 17 * 2 and two == one
