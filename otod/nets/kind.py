@@ -2,7 +2,8 @@
 (parameter count) and depth, with (lr, β) tuned per point as the noise obstacle tunes them.
 
 Axes: ``batch``, ``width`` and ``depth`` are static (a minibatch's size and the weights' shapes are shapes: one
-compiled program per value); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
+compiled program per value; a traced B would pad every minibatch to the largest, and a B = 1024 step costs 33× a
+B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
 picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
 figures: batch (S(B) and the critical batch), else width, else depth (iterations vs depth, plain vs residual).
 
