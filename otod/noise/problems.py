@@ -17,14 +17,16 @@ family passes it to the methods through ``info``. Stopping reads the exact loss 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from otod.core.branch import cond_any
 from otod.core.errors import OtodError
 from otod.core.family import Family
 from otod.core.lazy import lazy
 from otod.noise import theory
-from otod.noise.step import Step  # noqa: F401  (re-exported: the families' gradient argument)
+from otod.noise.step import Order, Step  # noqa: F401  (Step re-exported: the families' gradient argument)
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -129,27 +131,73 @@ def _quadratic_family(make, draws, d: int) -> Family:
                   provides=PROVIDES_QUADRATIC, dynamics=_dynamics(), floats_per_seed=d, floats_per_lane=8 * d)
 
 
-def _dynamics():
-    """`otod.noise.dynamics.noise_dynamics`, imported when the engine calls it (not when a config is checked)."""
+def _dynamics(order: Order | None = None):
+    """`otod.noise.dynamics.noise_dynamics` with the family's `Order` (None: none), imported when the engine calls
+    it (not when a config is checked)."""
 
     def build(*args):
         from otod.noise.dynamics import noise_dynamics
 
-        return noise_dynamics(*args)
+        return noise_dynamics(*args, order=order)
 
     return build
+
+
+def epoch_position(t, batch, n: int):
+    """(e, p): step t's epoch e = ⌊t/s⌋ of s = max(1, ⌊n/B⌋) steps and its position p = t − e·s in it, in t's
+    (float) dtype."""
+    per_epoch = jnp.maximum(1.0, jnp.floor(n / batch))
+    epoch = jnp.floor(t / per_epoch)
+    return epoch, t - epoch * per_epoch
+
+
+def epoch_rank(key, epoch, n: int, dtype):
+    """The rank epoch e gives each of n examples: a permutation of 0..n−1 drawn from fold_in(key, e), as dtype."""
+    return jax.random.permutation(jax.random.fold_in(key, epoch.astype(jnp.int32)), n).astype(dtype)
+
+
+def ranked_batch(rank, position, batch):
+    """The mask of the examples whose rank lies in [pB, (p + 1)B): the minibatch at position p of the epoch."""
+    return (rank >= position * batch) & (rank < (position + 1) * batch)
 
 
 def epoch_batch(key, t, batch, n: int, dtype):
     """Which of n examples step t uses, sampling without replacement within each epoch of ⌊n/B⌋ steps: epoch
     e = ⌊t/steps⌋ ranks the examples by a permutation drawn from fold_in(key, e), and step t takes the ranks
     [pB, (p+1)B) of its position p in the epoch (the last n mod B examples sit the epoch out). A mask, not an index
-    list, so B can be a traced value."""
-    per_epoch = jnp.maximum(1.0, jnp.floor(n / batch))
-    epoch = jnp.floor(t / per_epoch)
-    position = t - epoch * per_epoch
-    rank = jax.random.permutation(jax.random.fold_in(key, epoch.astype(jnp.int32)), n).astype(dtype)
-    return (rank >= position * batch) & (rank < (position + 1) * batch)
+    list, so B can be a traced value. Draws the permutation at every call; the sweep's dynamics hold it per epoch
+    instead (`epoch_order`), with the same masks."""
+    epoch, position = epoch_position(t, batch, n)
+    return ranked_batch(epoch_rank(key, epoch, n, dtype), position, batch)
+
+
+class HeldRank(NamedTuple):
+    """The epoch whose ranks a lane holds (−1 before the first step) and those ranks (`epoch_rank`)."""
+
+    epoch: object
+    rank: object
+
+
+def epoch_order(n: int) -> Order:
+    """The regression family's `Order`: each lane holds (e, ranks of epoch e) and redraws them only when step t's
+    epoch ⌊t/⌊n/B⌋⌋ differs from the held e, so step t reads `epoch_rank` of its own epoch, as `epoch_batch`
+    would draw it. B is a traced per-lane value, so lanes of a block start their epochs at different steps; the
+    redraw is a `otod.core.branch.cond_any`: the sort runs at the steps where some lane of the block starts an
+    epoch (every ⌊n/B⌋ steps for its largest B, and at the other lanes' starts), for all lanes, not at every step
+    as a select would run it."""
+
+    def start(problem):
+        dtype = problem["X"].dtype
+        return HeldRank(jnp.full((), -1.0, dtype), jnp.zeros(n, dtype))
+
+    def draw(key, epoch, held):
+        return HeldRank(epoch, epoch_rank(key, epoch, n, held.rank.dtype))
+
+    def refresh(problem, held, t):
+        epoch, _ = epoch_position(t, problem["batch"], n)
+        return cond_any(epoch != held.epoch, draw, lambda key, epoch, held: held, problem["key"], epoch, held)
+
+    return Order(start, refresh)
 
 
 @dataclass(frozen=True)
@@ -201,7 +249,10 @@ class RegressionSpec:
             return 0.5 * jnp.mean(r * r)
 
         def gradient(p, w, step):
-            chosen = epoch_batch(p["key"], step.t, p["batch"], n, w.dtype)
+            if step.order is None:
+                chosen = epoch_batch(p["key"], step.t, p["batch"], n, w.dtype)
+            else:
+                chosen = ranked_batch(step.order.rank, epoch_position(step.t, p["batch"], n)[1], p["batch"])
             residual = p["X"] @ w - p["y"]
             return p["X"].T @ jnp.where(chosen, residual, 0.0) / p["batch"]
 
@@ -209,8 +260,9 @@ class RegressionSpec:
             return {"lipschitz": p["lipschitz"], "beta": p["beta"]}
 
         return Family(draws=self.draw, make=make, init=lambda p: jnp.zeros(d, p["X"].dtype), metric=metric,
-                      gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(),
-                      floats_per_seed=n * d + 2 * n + 2 * d, floats_per_lane=8 * d + 4 * n)
+                      gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}),
+                      dynamics=_dynamics(epoch_order(n)), floats_per_seed=n * d + 2 * n + 2 * d,
+                      floats_per_lane=8 * d + 4 * n)
 
 
 @dataclass(frozen=True)
