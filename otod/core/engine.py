@@ -19,6 +19,11 @@ With ``group = (rates, seeds)`` the lanes come as whole points laid out [point, 
 tunes the learning rate honestly and cheaply: a rate whose median count over seeds can no longer beat the best
 rate's already-determined median (unfinished lanes counted as at least t + 1, censored and diverged as worst)
 is *pruned*, so its lanes stop. The rate a point finally chooses is the one it would choose without pruning.
+
+A block runs until its slowest lane stops. Where a few lanes outlast the rest (censored at the cap, a rate that
+cannot be pruned yet), *compaction* gathers them once every row of the block has at most an eighth of its lanes
+running, and runs them alone: a lane's numbers do not depend on the lanes beside it (tested, record for record,
+on every engine path), so only the lane-iterations spent waiting go.
 """
 
 from __future__ import annotations
@@ -100,6 +105,41 @@ def unchanged(before, after):
     return same
 
 
+#: Compaction: once every row of a block (a seed's lanes when the block is laid out by seed, else the whole block)
+#: has at most this fraction of its lanes still running, those lanes are gathered and go on alone (`compact_width`),
+#: so that a few lanes near the cap do not hold their whole block (issue 20: one censored lane of 104 kept the toy
+#: sweep's blocks running to the cap, 72.96 lane-iterations executed per one needed).
+COMPACT_FRACTION = 1 / 8
+
+#: Blocks of fewer lanes are never compacted: a second loop costs compile time and saves little.
+COMPACT_MIN_LANES = 32
+
+
+def compact_width(outer: int, inner: int) -> int | None:
+    """Lanes per row after compaction, ⌈inner·`COMPACT_FRACTION`⌉ and at least 2, for a block of ``outer`` rows of
+    ``inner`` lanes; None where the block is not compacted (under `COMPACT_MIN_LANES` lanes, or rows too short to
+    shrink). Not 1: XLA:CPU compiles a product batched over one lane per row as another kernel (a matrix-vector
+    product where there was a batched one), which rounds differently (measured: final losses of a rotated
+    quadratic differed in their last bits), and compaction must leave every record as it was."""
+    if outer * inner < COMPACT_MIN_LANES:
+        return None
+    narrow = max(2, math.ceil(inner * COMPACT_FRACTION))
+    return narrow if narrow < inner else None
+
+
+def take_lanes(tree, axes, few):
+    """The leaves of ``tree`` ([row, lane, ...]) at the lanes ``few`` [row, k] of each row; ``axes`` (0 or None per
+    leaf, or 0 for all, as `jax.vmap`'s in_axes) leaves a row's shared leaves (None: [row, ...]) whole."""
+    def take(a, axis):
+        if axis is None:
+            return a
+        return jnp.take_along_axis(a, few.reshape(few.shape + (1,) * (a.ndim - 2)), axis=1)
+
+    leaves, treedef = jax.tree.flatten(tree)
+    per_leaf = [axes] * len(leaves) if axes is None or isinstance(axes, int) else treedef.flatten_up_to(axes)
+    return jax.tree.unflatten(treedef, [take(a, axis) for a, axis in zip(leaves, per_leaf)])
+
+
 def _medians(x):
     """Median along the last axis (the mean of the two middle values for an even count), inf-aware."""
     s = jnp.sort(x, axis=-1)
@@ -174,9 +214,10 @@ def deal(block_costs, devices: int) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
-                                             "primary", "group", "by_seed", "block_lanes", "unroll", "devices"))
+                                             "primary", "group", "by_seed", "block_lanes", "unroll", "devices",
+                                             "compact"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          devices, points, draws, seed_indices, lrs, method_indices, active, order, root_seed, ladder,
+          devices, compact, points, draws, seed_indices, lrs, method_indices, active, order, root_seed, ladder,
           max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map`` (see `_block`), the blocks
     dealt to ``devices`` local devices by ``shard_map``, device-major in ``order`` (`deal`): each device runs its
@@ -193,7 +234,7 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
     per_block = jax.tree.map(to_devices, (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
-                              unroll, draws, root_key, ladder, max_iters, stall_window)
+                              unroll, compact, draws, root_key, ladder, max_iters, stall_window)
 
     def run(per_block):
         return jax.lax.map(lambda args: solve(*args), per_block)
@@ -207,9 +248,12 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
     return run(per_block)
 
 
-def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, draws, root_key,
-           ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
-    """One block of lanes: a vmapped set-up, then one ``while_loop`` until no lane runs.
+def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact, draws,
+           root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
+    """One block of lanes: a vmapped set-up, then one ``while_loop`` until no lane runs; with ``compact``, two:
+    the first until every row has at most `compact_width` lanes running, the second on those lanes alone (their
+    carry, constants and keys gathered; the book-keeping, pruning included, stays on the whole block). Returns
+    the per-lane outputs and the block's iteration counts at the end of the first loop and at the end.
 
     With ``by_seed`` the block's lanes (whole points, [point, rate, seed]) are laid out [seed, lane]: the set-up
     and the step are vmapped over seeds outside and lanes inside, and whatever the set-up computes from the seed's
@@ -297,22 +341,26 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         t, status = carry[0], carry[5]
         return (t < max_iters) & jnp.any(status == RUNNING)
 
-    def one_iteration(carry):
-        t, state, iterations, gap, hits, status, anchor, progress = carry
-        keys = fold(lane_keys, t) if dynamics.stochastic else lane_keys
+    def move(constants, keys0, state, t):
+        """One iteration of the lanes whose constants, keys and carry are given (all of the block's, or the
+        gathered few): their new carry, metric (NaN where not read), whether it is read, and which lanes froze."""
+        keys = fold(keys0, t) if dynamics.stochastic else keys0
         before = state
         if split:
-            state = step(lanes.constants, state, keys, t)  # t: the block's count, one for all its lanes
+            state = step(constants, state, keys, t)  # t: the block's count, one for all its lanes
             t = t + 1
             check = (((t % check_every) == 0) & dynamics.checks(t)) | (t >= max_iters)
-            f = jax.lax.cond(check, lambda s: measure(lanes.constants, s),
-                             lambda s: jnp.full(gap0.shape, jnp.nan, gap0.dtype), state)
+            f = jax.lax.cond(check, lambda s: measure(constants, s),
+                             lambda s: jnp.full(keys0.shape[:2], jnp.nan, gap0.dtype), state)
         else:
-            state, f = advance(lanes.constants, state, keys)
-            t = t + 1
-            check = ((t % check_every) == 0) | (t >= max_iters)
-        if fixed_point:  # a lane that stops is read at that iteration, checked or not
-            frozen = unchanged(before, state)
+            state, f = advance(constants, state, keys)
+            check = (((t + 1) % check_every) == 0) | (t + 1 >= max_iters)
+        frozen = unchanged(before, state) if fixed_point else None  # a lane that stops is read then, checked or not
+        return state, f, check, frozen
+
+    def book(t, f, check, frozen, iterations, gap, hits, status, anchor, progress):
+        """The book-keeping of iteration t (1-based) over all of the block's lanes, from their metric f."""
+        if fixed_point:
             check = check | frozen
         newly = (status == RUNNING) & (t <= max_iters) & check
         gap_t = f / scale
@@ -329,18 +377,56 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
             status = jnp.where((status == RUNNING) & (t - progress > stall_window), Status.STALLED, status)
         if group is not None and group[0] > 1:
             status = jnp.where(check, _prune(status, hits[..., primary], t, group, by_seed), status)
-        return t, state, iterations, gap, hits, status, anchor, progress
+        return iterations, gap, hits, status, anchor, progress
 
-    def iterate(carry):
-        for _ in range(unroll):
-            carry = one_iteration(carry)
-        return carry
+    def one_iteration(carry):
+        t, state, *books = carry
+        state, f, check, frozen = move(lanes.constants, lane_keys, state, t)
+        return (t + 1, state) + book(t + 1, f, check, frozen, *books)
+
+    def iterate(one):
+        def trip(carry):
+            for _ in range(unroll):
+                carry = one(carry)
+            return carry
+
+        return trip
 
     zero = jnp.zeros((), jnp.int32)
     init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
-    t, _, iterations, gap, hits, status, _, _ = jax.lax.while_loop(running, iterate, init)
+    outer, inner = status0.shape
+    narrow = compact_width(outer, inner) if compact else None
+    if narrow is None:
+        carry = jax.lax.while_loop(running, iterate(one_iteration), init)
+        t_wide = carry[0]
+    else:
+        def wide(carry):  # until every row (a seed's lanes when by_seed) has at most ``narrow`` lanes running
+            return running(carry) & (jnp.max(jnp.sum(carry[5] == RUNNING, axis=1)) > narrow)
+
+        carry = jax.lax.while_loop(wide, iterate(one_iteration), init)
+        t_wide = carry[0]
+        # The running lanes of each row first (in lane order), then stopped ones as filler: gathered, they go on
+        # alone, and the book-keeping stays on the whole block, so pruning sees every lane's count.
+        few = jnp.argsort(carry[5] != RUNNING, axis=1, stable=True)[:, :narrow].astype(jnp.int32)
+        rows = jnp.arange(outer)[:, None]
+        constants = take_lanes(lanes.constants, const_axes, few)
+        keys0 = jnp.take_along_axis(lane_keys, few[..., None], axis=1)
+
+        def spread(values, fill):
+            return jnp.full(status0.shape, fill, values.dtype).at[rows, few].set(values)
+
+        def one_narrow(carry):
+            t, state, *books = carry
+            state, f, check, frozen = move(constants, keys0, state, t)
+            frozen = None if frozen is None else spread(frozen, False)
+            return (t + 1, state) + book(t + 1, spread(f, jnp.nan), check, frozen, *books)
+
+        carry = (carry[0], take_lanes(carry[1], 0, few)) + tuple(carry[2:])
+        carry = jax.lax.while_loop(running, iterate(one_narrow), carry)
+    t, _, iterations, gap, hits, status, _, _ = carry
     status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
-    return tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size)) + (t,)
+    outputs = tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size))
+    return outputs + (t_wide, t)
 
 
 def _prepared_lanes(dynamics, rates, points, lrs, method_indices, drawn, lane_args, shared_arg, shape):
@@ -468,7 +554,8 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                          relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
                          block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
                          active=None, devices: int | None = None, costs=None,
-                         stall_seconds: float | None = None, program: str | None = None) -> Solution:
+                         stall_seconds: float | None = None, program: str | None = None,
+                         compact: bool = False) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
@@ -477,7 +564,9 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     ``active`` entry is False only fill the compiled shape: they start stopped (status PADDING). Blocks are shared
     among ``devices`` local devices (default: all of them; on a CPU, `otod.core.devices` makes one per core),
     balanced by `deal` on ``costs``, each lane's predicted iterations (default: lanes come in order of cost, so a
-    block's position stands for it).
+    block's position stands for it). With ``compact`` (and a family that is `Family.compactable`), a block whose
+    rows have at most `compact_width` lanes still running gathers them and goes on with them alone (`_block`):
+    the same records, fewer lane-iterations where a few lanes outlast their block, one more loop to compile.
     Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target,
     lane count, dtype). ``stall_window`` is the window of the family's ``"window"`` stall rule (default a tenth
     of ``max_iters``, at least 500); the ``"fixed-point"`` rule has none. While the devices run,
@@ -520,8 +609,9 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     by_seed = bool(seeds is not None and jax.tree.leaves(draws)[0].shape[0] >= seeds
                    and np.array_equal(seed_indices.reshape(-1, seeds),
                                       np.broadcast_to(np.arange(seeds), (n // seeds, seeds))))
+    compact = bool(compact and spec.family().compactable)
     static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed,
-              points_per_block * per_point, UNROLL, devices)
+              points_per_block * per_point, UNROLL, devices, compact)
     arrays = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
               pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), order, np.int32(seed),
               np.asarray(target.ladder, dtype), np.int32(max_iters),
@@ -531,6 +621,10 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
     wait_for_devices(outputs, f"{name} on {devices} device{'s' * (devices > 1)}", stall_seconds)
     back = np.argsort(order)  # device-major blocks back to run order, on the host: no collective
-    *per_block, trips = (np.asarray(a)[back] for a in outputs)
-    executed = int(np.asarray(trips, np.int64).sum()) * points_per_block * per_point
+    *per_block, t_wide, t_end = (np.asarray(a)[back] for a in outputs)
+    lanes = points_per_block * per_point
+    rows = seeds if by_seed else 1
+    t_wide, t_end = t_wide.astype(np.int64), t_end.astype(np.int64)  # [block]: each block's iterations, wide and all
+    narrow = (compact_width(rows, lanes // rows) or 0) if compact else 0
+    executed = int(t_wide.sum()) * lanes + int((t_end - t_wide).sum()) * rows * narrow
     return Solution(*(a.reshape(-1, *a.shape[2:])[:n] for a in per_block), lane_iterations=executed)

@@ -30,6 +30,12 @@ net's full training loss costs many minibatch steps); dynamics that split their 
 the engine (`otod.core.dynamics.Dynamics`).
 
 ``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
+
+``compactable``: whether a lane's numbers are the same whatever the number of lanes it is batched with, so that
+the engine may gather a block's last running lanes and go on with them alone (`otod.core.engine.compact_width`).
+False where XLA folds the lanes into a product's dimensions and the kernel (and its rounding) changes with their
+number: the nets' full training loss, whose last bits changed when 16 lanes went on instead of 56 (measured,
+`tests/core/test_engine.py`).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ class Family(NamedTuple):
     floats_per_lane: int = 0
     stall: str = "window"
     checks: Callable[[Any], Any] | None = None
+    compactable: bool = True
 
     @property
     def stochastic(self) -> bool:

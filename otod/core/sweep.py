@@ -51,6 +51,10 @@ DEFAULT_LR_GRID = tuple(sorted({float(v) for v in np.geomspace(0.1, 3.0, 12)} | 
 #: The iteration cap's upper limit (an int32 counter; ~10⁸ iterations would run for hours anyway).
 MAX_ITERS_LIMIT = 100_000_000
 CHUNK_SECONDS = 5.0
+#: A program's blocks are compacted (`compacted_programs`) when one of its chunks is predicted to run at least this
+#: many lane-iterations: at the 0.2–10 µs a lane-iteration costs on the development machine, 0.4–20 s of work,
+#: against 0.3–0.5 s of compile time the compacting loop adds to a program.
+COMPACT_LANE_ITERATIONS = 2e6
 #: Seconds per float of lane state per lane-iteration, measured on the 2-core development machine (65 ns per
 #: lane-iteration at d = 64 in the eigen basis, 3.1 µs at d = 100 rotated: both ~0.15 ns per float).
 SECONDS_PER_FLOAT_ITERATION = 1.5e-10
@@ -537,12 +541,27 @@ def lane_work(chunks: list[dict]) -> dict:
     return {"executed": executed, "needed": needed, "ratio": executed / needed if needed else None}
 
 
+def chunk_lane_iterations_predicted(config: SweepConfig, chunk: Chunk, costs: dict[str, list[float]]) -> float:
+    """A chunk's predicted lane-iterations: its points' predicted counts (`predicted_iterations`) × their lanes."""
+    name = chunk.program[chunk.method_index]
+    lanes = config.seeds * len(config.rates_for(name))
+    return sum(costs[name][i] for i in chunk.point_indices[:chunk.n_points]) * lanes
+
+
 def chunk_seconds_predicted(config: SweepConfig, chunk: Chunk, costs: dict[str, list[float]], spec) -> float:
     """A chunk's predicted seconds (its points' theory counts × lanes × a lane-iteration's time): what the
     processes of a distributed sweep balance."""
-    name = chunk.program[chunk.method_index]
-    lanes = config.seeds * len(config.rates_for(name))
-    return sum(costs[name][i] for i in chunk.point_indices[:chunk.n_points]) * lanes * lane_seconds(spec)
+    return chunk_lane_iterations_predicted(config, chunk, costs) * lane_seconds(spec)
+
+
+def compacted_programs(config: SweepConfig, chunks: list[Chunk], costs: dict[str, list[float]]) -> set:
+    """The (static point, program) pairs whose engine calls compact their blocks' last running lanes
+    (`otod.core.engine.compact_width`): those with a chunk predicted to run at least `COMPACT_LANE_ITERATIONS`.
+    Decided per program, so that each compiles once. Compaction only removes waiting, and its second loop costs
+    compile time: where theory predicts every count (the condition sweeps' small κ), blocks already finish
+    together and the compile would not pay back (measured in `benchmarks/RESULTS.md`)."""
+    return {(c.static_index, c.program) for c in chunks
+            if chunk_lane_iterations_predicted(config, c, costs) >= COMPACT_LANE_ITERATIONS}
 
 
 def eta_seconds(done: list[tuple[float, float]], left: list[float], compile_seconds: float = 0.0,
@@ -715,10 +734,12 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     block_lanes=chunk.block_points * group[0] * group[1],
                     active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1],
                     costs=np.asarray(costs[name])[idx[:, 0]],
+                    compact=(chunk.static_index, chunk.program) in compacting,
                     program=f"{config.sweep} program {'+'.join(chunk.program)} (chunk {chunk.key})")
 
         pending = [c for c in mine if c.key not in done]
         specs = config.specs()
+        compacting = compacted_programs(config, chunks, costs)
         predicted = {c.key: chunk_seconds_predicted(config, c, costs, specs[c.static_index]) for c in pending}
         ran: list[tuple[float, float]] = []
         compiled_programs: set = set()

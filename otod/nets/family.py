@@ -111,7 +111,8 @@ def net_family(spec) -> Family:
     starts = len(models.INITS) * len(models.ARCHITECTURES)
     return Family(draws=lambda rng: seed_starts(spec, rng), make=make, init=lambda p: p["params0"], metric=metric,
                   gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(spec),
-                  floats_per_seed=starts * size + 1, floats_per_lane=8 * size + batch * x_np.shape[1], checks=checks)
+                  floats_per_seed=starts * size + 1, floats_per_lane=8 * size + batch * x_np.shape[1], checks=checks,
+                  compactable=False)
 
 
 def epoch_order(key, epoch, n: int):
