@@ -5,7 +5,12 @@ device), every lane run to the fixed trip count (the window stall rule with a wi
 A and B execute the same lane-iterations. Each run is its own process; the figure is its steady state (best of 3
 engine calls after the compiling one) over the executed lane-iterations. Sides alternate; prints the runs,
 medians, per-pair ratios B/A and the CPU model. B is any tree of otod, e.g. ``git archive <commit> | tar -x -C
-/tmp/base``. From the repository root:
+/tmp/base``.
+
+Each side imports its own tree: ``python -c`` puts the current directory first on sys.path, ahead of PYTHONPATH,
+so a child started from A's root with ``PYTHONPATH=B`` imports A's otod (the harness once compared A with A that
+way). Each child therefore runs with ``cwd`` and ``PYTHONPATH`` both its own tree, prints the ``otod.__file__`` it
+imported, and the harness stops if that file is not inside the side's tree. From the repository root:
 
     python3 benchmarks/bench_depth_engine.py --base /tmp/base --depth 8 --iters 1000 --method gd --rounds 5
 """
@@ -25,6 +30,8 @@ ONE = r'''
 import os, sys, time, dataclasses
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
 import numpy as np
+import otod
+print(f"otod from {os.path.realpath(otod.__file__)}")
 from otod.core.engine import iterations_to_target
 from otod.depth.kind import depth_target
 from otod.depth.linear import DeepLinearSpec, init_code
@@ -60,9 +67,37 @@ def cpu_model() -> str:
     return "unknown"
 
 
+def side_env(tree: str) -> dict:
+    """The child's environment: this one with PYTHONPATH replaced by ``tree`` alone (no other tree's otod)."""
+    return {**os.environ, "PYTHONPATH": tree}
+
+
+def imported_from(stdout: str) -> str:
+    """The ``otod.__file__`` a child reports having imported (its ``otod from`` line)."""
+    return re.search(r"^otod from (.+)$", stdout, re.M).group(1).strip()
+
+
+def inside(path: str, tree: str) -> bool:
+    """Whether ``path`` lies inside the directory ``tree`` (both resolved through symlinks)."""
+    root = os.path.realpath(tree)
+    return os.path.commonpath([os.path.realpath(path), root]) == root
+
+
+def run_side(tree: str, args: list[str]) -> str:
+    """One measuring process on ``tree``: cwd and PYTHONPATH both ``tree``, so ``python -c``'s current-directory
+    entry on sys.path is that tree too. Returns its stdout; raises if it imported otod from anywhere else."""
+    out = subprocess.run([sys.executable, "-c", ONE, *args], capture_output=True, text=True, cwd=tree,
+                         env=side_env(tree), check=True).stdout
+    origin = imported_from(out)
+    if not inside(origin, tree):
+        raise RuntimeError(f"the side for {tree} imported otod from {origin}")
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base", required=True, help="B: another otod tree")
+    p.add_argument("--tree", default=ROOT, help="A: the otod tree measured against B (default: this checkout)")
     p.add_argument("--depth", type=int, default=8)
     p.add_argument("--width", type=int, default=8)
     p.add_argument("--iters", type=int, default=1000)
@@ -73,15 +108,18 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     ns = {"A": [], "B": []}
     lines = {}
+    origins = {}
     for r in range(a.rounds):
         for side in ("A", "B") if r % 2 == 0 else ("B", "A"):
-            tree = ROOT if side == "A" else a.base
-            out = subprocess.run([sys.executable, "-c", ONE, str(a.depth), str(a.iters), a.method, str(a.width)],
-                                 capture_output=True, text=True, env={**os.environ, "PYTHONPATH": tree}, check=True)
-            line = out.stdout.strip().splitlines()[-1]
+            tree = a.tree if side == "A" else a.base
+            out = run_side(tree, [str(a.depth), str(a.iters), a.method, str(a.width)])
+            origins.setdefault(side, imported_from(out))
+            line = out.strip().splitlines()[-1]
             ns[side].append(float(re.match(r"([\d.]+) ns", line).group(1)))
             lines.setdefault(side, line.split(", ", 1)[1])
             print(f"round {r + 1} {side}: {line}")
+    for side in "AB":
+        print(f"{side} imports {origins[side]}")
     ratios = [b / x for x, b in zip(ns["A"], ns["B"])]
     for side in "AB":
         print(f"{side}: median {statistics.median(ns[side]):.0f} ns ({', '.join(f'{v:.0f}' for v in ns[side])})")

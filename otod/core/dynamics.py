@@ -63,7 +63,7 @@ def optax_dynamics(family: Family, members: tuple[Method, ...], options, relativ
     ``lr`` multiplies the method's reference step, otherwise it is the step itself.
     """
     build = members[0].build
-    value_and_grad = jax.value_and_grad(family.metric, argnums=1)
+    value_and_grad = family.value_and_grad or jax.value_and_grad(family.metric, argnums=1)
 
     def prepare(point, drawn):
         problem = family.make(point, drawn)

@@ -29,6 +29,9 @@ each is a pure function of arrays:
 net's full training loss costs many minibatch steps); dynamics that split their step from their metric pass it to
 the engine (`otod.core.dynamics.Dynamics`).
 
+``value_and_grad(problem, params)``: optional, (metric, its gradient in the params) computed by the family itself
+(a written-out reverse mode cheaper than tracing the metric's); None: ``jax.value_and_grad`` of ``metric``.
+
 ``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
 
 ``compactable``: whether a lane's numbers are the same whatever the number of lanes it is batched with, so that
@@ -68,6 +71,7 @@ class Family(NamedTuple):
     stall: str = "window"
     checks: Callable[[Any], Any] | None = None
     compactable: bool = True
+    value_and_grad: Callable[[Any, Any], tuple[Any, Any]] | None = None
 
     @property
     def stochastic(self) -> bool:

@@ -249,10 +249,13 @@ class DeepLinearSpec:
                     "kfac_step": jnp.asarray(1.0 / depth, dtype),
                     "beta": p["beta"], "sigma": p["sigma"], "offset": p["offset"]}
 
+        def value_and_grad(p, params):
+            return metric_and_gradient(p, params, depth)
+
         floats = depth * n * n
         return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric, info=info,
                       provides=frozenset({"steps", "layers"}), floats_per_seed=2 * floats + 3 * n * n,
-                      floats_per_lane=8 * floats + 6 * n * n, stall="fixed-point")
+                      floats_per_lane=8 * floats + 6 * n * n, stall="fixed-point", value_and_grad=value_and_grad)
 
 
     def _rectangular_draws(self, rng: np.random.Generator) -> dict:
@@ -313,6 +316,39 @@ class DeepLinearSpec:
         return Family(draws=self.draws, make=make, init=lambda p: p["start"], metric=metric,
                       info=info, provides=frozenset({"steps"}), floats_per_seed=2 * floats + 3 * d_in * d_in,
                       floats_per_lane=6 * floats + 6 * d_in * d_in, stall="fixed-point")
+
+
+def metric_and_gradient(p, params, depth: int):
+    """The square net's metric and its gradient in the params, written out: the reverse mode of the metric over
+    `chain_product`, unrolled over the static depth, op for op what ``jax.value_and_grad`` traces (the same
+    dot_generals with the same dimension numbers, the trace's diagonal mask, its cotangent c·I multiplied in by
+    dots), less the products by I (W_1·I and dP_1·Iᵀ, exact) and the scans' loop trips. XLA:CPU's summation order
+    in a dot depends on the operands' layouts, so any other way of writing it (c·u for the dot of c·I with u, a
+    transposed dot) changes float32 rounding and the records: the engine's records with it are those of
+    ``jax.value_and_grad``, bit for bit (tested, `tests/depth/test_gradient.py`)."""
+    dot = jax.lax.dot_general
+    w = p["offset"] + params
+    eye = jnp.eye(w.shape[-1], dtype=w.dtype)
+    prefix = [eye, w[0]]  # prefix[l] = W_l⋯W_1, the input of layer l + 1; W_1·I = W_1 exactly
+    for layer in range(1, depth):
+        prefix.append(dot(w[layer], prefix[-1], (((1,), (0,)), ((), ()))))
+    e = prefix[-1] - p["phi"]
+    e_sigma = dot(e, p["sigma"], (((1,), (0,)), ((), ())))
+    e_t = e.T
+    full = dot(e_sigma, e_t, (((1,), (0,)), ((), ())))
+    diagonal = eye.astype(bool)
+    f = (0.5 * jnp.sum(jnp.where(diagonal, full, 0.0))) / p["zero_loss"]
+    cotangent = jnp.where(diagonal, 0.5 * (1.0 / p["zero_loss"]), 0.0).astype(w.dtype)  # of the trace: c·I
+    from_left = dot(cotangent, e_sigma, (((0,), (0,)), ((), ())))
+    from_right = dot(dot(cotangent, e_t, (((1,), (1,)), ((), ()))), p["sigma"], (((1,), (1,)), ((), ())))
+    dp = from_left.T.T + from_right  # ∂f/∂P, as autodiff adds its two transposes' cotangents
+    grads = [None] * depth
+    for layer in reversed(range(1, depth)):
+        below = dot(dp, w[layer], (((0,), (0,)), ((), ())))
+        grads[layer] = dot(dp, prefix[layer], (((1,), (1,)), ((), ())))
+        dp = below.T
+    grads[0] = dp  # dP_1·Iᵀ exactly
+    return f, jnp.stack(grads)
 
 
 def semi_orthogonal(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:

@@ -1,0 +1,73 @@
+"""The square deep-linear family's metric and gradient are written out (`otod.depth.linear.metric_and_gradient`,
+op for op the reverse mode of the metric, unrolled over the static depth, without the exact products by I): the
+engine's records must be those of ``jax.value_and_grad`` of the metric, bit for bit, in float32 and float64."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from otod.core.engine import iterations_to_target
+from otod.depth.kind import depth_target
+from otod.depth.linear import DeepLinearSpec, init_code
+from otod.depth.methods import METHODS, MethodOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class AutodiffSpec(DeepLinearSpec):
+    """The same problem with the engine's default gradient, ``jax.value_and_grad`` of the metric."""
+
+    def family(self):
+        return super().family()._replace(value_and_grad=None)
+
+
+def solve(spec, method, beta, inits=("identity", "orthogonal", "xavier", "small"), rates=(0.5, 1.0, 2.0), seeds=3):
+    combos = [(init_code(c), lr, s) for c in inits for lr in rates for s in range(seeds)]
+    return iterations_to_target(spec, (METHODS[method],),
+                                {"init": np.array([float(c) for c, _, _ in combos]),
+                                 "beta": np.full(len(combos), beta)},
+                                np.array([s for _, _, s in combos]), np.array([lr for _, lr, _ in combos]),
+                                target=depth_target(1e-6), max_iters=3000, options=MethodOptions())
+
+
+def assert_same_solution(new, old):
+    """Every field of the two `Solution`s equal, bit for bit (NaN equal to NaN): iterations, hits, final metric,
+    status, step size and the executed lane-iterations."""
+    for field in old._fields:
+        np.testing.assert_array_equal(getattr(new, field), getattr(old, field), err_msg=field, strict=True)
+
+
+CASES = [
+    (dict(depth=1), "gd", 0.0),
+    (dict(depth=3), "gd", 0.0),
+    (dict(depth=8), "gd", 0.0),
+    (dict(depth=4, input_kappa=10.0, target="general"), "heavy-ball", 0.9),
+    (dict(depth=5, problem="residual"), "gd", 0.0),
+    (dict(depth=3, width=4), "kfac", 0.0),
+    (dict(depth=4, balanced=True), "adam", 0.9),
+]
+
+
+@pytest.mark.parametrize("fields,method,beta", CASES)
+def test_written_out_gradient_gives_the_records_of_autodiff_bit_for_bit(fields, method, beta):
+    inits = ("orthogonal", "xavier", "small") if fields.get("problem") == "residual" else \
+        ("identity", "orthogonal", "xavier", "small")
+    new = solve(DeepLinearSpec(**fields), method, beta, inits)
+    old = solve(AutodiffSpec(**fields), method, beta, inits)
+    assert_same_solution(new, old)
+
+
+def test_written_out_gradient_equals_autodiff_in_float64(x64):
+    import jax
+
+    spec = DeepLinearSpec(depth=6, input_kappa=5.0, target="general")
+    family = spec.family()
+    drawn = jax.tree.map(np.asarray, family.draws(np.random.default_rng([0, 1])))
+    problem = family.make({"init": 2.0, "beta": 0.0}, drawn)
+    params = family.init(problem) * 1.1
+    f, g = jax.jit(family.value_and_grad)(problem, params)
+    f_ref, g_ref = jax.jit(jax.value_and_grad(family.metric, argnums=1))(problem, params)
+    np.testing.assert_allclose(f, f_ref, rtol=1e-13)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-15)
