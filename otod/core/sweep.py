@@ -51,10 +51,12 @@ DEFAULT_LR_GRID = tuple(sorted({float(v) for v in np.geomspace(0.1, 3.0, 12)} | 
 #: The iteration cap's upper limit (an int32 counter; ~10⁸ iterations would run for hours anyway).
 MAX_ITERS_LIMIT = 100_000_000
 CHUNK_SECONDS = 5.0
-#: A program's blocks are compacted (`compacted_programs`) when one of its chunks is predicted to run at least this
-#: many lane-iterations: at the 0.2–10 µs a lane-iteration costs on the development machine, 0.4–20 s of work,
-#: against 0.3–0.5 s of compile time the compacting loop adds to a program.
-COMPACT_LANE_ITERATIONS = 2e6
+#: A program's blocks are compacted (`compacted_programs`) when its chunks are predicted to run at least this many
+#: lane-iterations: at the 1–10 µs a depth or toy lane-iteration costs on the development machine, 5–50 s of
+#: work, against the 0.8 s of compile time the compacting loop added to a depth program (measured: 2 programs,
+#: 1.9 s → 3.5 s). Below it (`otod sweep depth --depth 4,8 --init xavier`, 2.1·10⁶ a program) compaction saved 3%
+#: of the lane-iterations, less than it cost to compile.
+COMPACT_LANE_ITERATIONS = 5e6
 #: Seconds per float of lane state per lane-iteration, measured on the 2-core development machine (65 ns per
 #: lane-iteration at d = 64 in the eigen basis, 3.1 µs at d = 100 rotated: both ~0.15 ns per float).
 SECONDS_PER_FLOAT_ITERATION = 1.5e-10
@@ -556,12 +558,15 @@ def chunk_seconds_predicted(config: SweepConfig, chunk: Chunk, costs: dict[str, 
 
 def compacted_programs(config: SweepConfig, chunks: list[Chunk], costs: dict[str, list[float]]) -> set:
     """The (static point, program) pairs whose engine calls compact their blocks' last running lanes
-    (`otod.core.engine.compact_width`): those with a chunk predicted to run at least `COMPACT_LANE_ITERATIONS`.
-    Decided per program, so that each compiles once. Compaction only removes waiting, and its second loop costs
-    compile time: where theory predicts every count (the condition sweeps' small κ), blocks already finish
-    together and the compile would not pay back (measured in `benchmarks/RESULTS.md`)."""
-    return {(c.static_index, c.program) for c in chunks
-            if chunk_lane_iterations_predicted(config, c, costs) >= COMPACT_LANE_ITERATIONS}
+    (`otod.core.engine.compact_width`): those whose chunks are predicted to run at least
+    `COMPACT_LANE_ITERATIONS` together. Decided per program, so that each compiles once. Compaction only removes
+    waiting, and its second loop costs compile time: a short program, or one whose counts theory predicts (the
+    condition sweeps: blocks formed by the predicted counts finish together), would not pay it back."""
+    work: dict = {}
+    for c in chunks:
+        key = (c.static_index, c.program)
+        work[key] = work.get(key, 0.0) + chunk_lane_iterations_predicted(config, c, costs)
+    return {key for key, predicted in work.items() if predicted >= COMPACT_LANE_ITERATIONS}
 
 
 def eta_seconds(done: list[tuple[float, float]], left: list[float], compile_seconds: float = 0.0,

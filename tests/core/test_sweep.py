@@ -407,3 +407,23 @@ def test_tuned_is_never_worse_than_the_reference_step_on_the_same_seeds(tmp_path
         th = np.median([r["iterations"] for r in theory if r["kappa"] == k])
         assert t <= th
     assert np.median(tuned.loc[tuned["kappa"] == 1.0, "iterations"]) == 1
+
+
+def test_programs_are_compacted_where_their_predicted_work_pays_for_the_second_loop():
+    """`compacted_programs`: the README's first depth example (4 inits × 13 rates × 8 seeds at the 20,000 cap,
+    8.3·10⁶ lane-iterations a depth) compacts every depth's program; `--depth 4,8 --init xavier` (2.1·10⁶) and the
+    default condition sweep (theory's counts, at most a few thousand) compact none."""
+    import otod.depth  # noqa: F401  (registers the depth sweeps)
+    from otod.condition.options import sweep_config_from_options
+    from otod.core.sweep import COMPACT_LANE_ITERATIONS, compacted_programs, predicted_costs
+    from otod.depth.options import depth_config_from_options
+
+    def compacted(config):
+        costs = predicted_costs(config)
+        return compacted_programs(config, plan(config, costs), costs)
+
+    readme = depth_config_from_options(depth="1..12", init="identity,orthogonal,xavier,small", seeds=8)
+    assert 4 * 13 * 8 * 20_000 >= COMPACT_LANE_ITERATIONS > 13 * 8 * 20_000
+    assert {static for static, _ in compacted(readme)} == set(range(12))
+    assert compacted(depth_config_from_options(depth="4,8", init="xavier", seeds=8)) == set()
+    assert compacted(sweep_config_from_options(k="1..100")) == set()
