@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
 import statistics
 import sys
 import time
@@ -42,6 +41,7 @@ from otod.core.reference import reference_run  # noqa: E402
 from otod.depth.kind import depth_target  # noqa: E402
 from otod.depth.linear import DeepLinearSpec, init_code  # noqa: E402
 from otod.depth.methods import METHODS, MethodOptions  # noqa: E402
+from otod.core.results import cpu_model  # noqa: E402
 
 INITS = ("identity", "xavier", "small")
 
@@ -53,16 +53,6 @@ class NoStallSpec(DeepLinearSpec):
 
     def family(self):
         return super().family()._replace(stall="window")
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def lanes(seeds: int, grid):

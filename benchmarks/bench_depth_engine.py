@@ -24,6 +24,8 @@ import statistics
 import subprocess
 import sys
 
+from otod.core.results import cpu_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 ONE = r'''
@@ -58,13 +60,6 @@ s = go()[1]
 print(f"{1e9 * best / s.lane_iterations:.1f} ns/lane-it, {s.lane_iterations} lane-its, iterations sum "
       f"{int(s.iterations.sum())}, statuses {np.bincount(s.status, minlength=6).tolist()}")
 '''
-
-
-def cpu_model() -> str:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def side_env(tree: str) -> dict:

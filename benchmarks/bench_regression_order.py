@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+from otod.core.results import cpu_model
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEEP = "noise --problem regression --batch 1..256:9:log --method sgd"
 
@@ -64,13 +66,6 @@ needed = sum(int(np.asarray(s.iterations, np.int64).sum()) for s in solutions)
 print(f"{1e9 * min(times) / executed:.1f} ns/lane-it, {len(calls)} calls, {executed} executed lane-its, "
       f"{needed} needed, warm {', '.join(f'{t:.2f}' for t in times)} s")
 '''
-
-
-def cpu_model() -> str:
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def whole_command(tree: str, sweep: str, out: str) -> float:
