@@ -155,7 +155,7 @@ def lane_cost(call: Call) -> dict:
         split = dynamics.measure is not None and dynamics.checks is not None and family.stall != "fixed-point"
         if split:
             def step(c, s, k, t):
-                return dynamics.step(c, s, keyed(k, t))
+                return dynamics.step(c, s, keyed(k, t), t)  # t: the block's count too (a net redraws its epoch order)
 
             step_cost = compiled_cost(step, lane.constants, lane.carry, key, t)
             measure_cost = compiled_cost(dynamics.measure, lane.constants, lane.carry)
