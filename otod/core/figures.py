@@ -14,9 +14,11 @@ name); ``otod figures`` runs all groups. A maker is a function
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
+import sys
 import time
 import tomllib
 from pathlib import Path
@@ -134,4 +136,19 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
             log(f"  wrote {f}")
         log(f"  {key}: {took[key]:.0f} s")
         save_seconds(seconds_file, {**history, **took})
+        release_compiled()
     return written
+
+
+def release_compiled() -> None:
+    """Drop every compiled program JAX holds (its jit caches), so that their machine code is freed.
+
+    Why: XLA:CPU maps each compiled program's code into the process, and the mappings of every figure's programs
+    add up. Measured: `otod figures noise` alone reached 19,663 memory maps; all 24 figures in one process passed
+    the kernel's limit (``vm.max_map_count`` = 65,530) in the 19th figure, where LLVM aborted the process with
+    "Unable to allocate section memory". A figure's results are on disk by the time the next one starts, and a
+    later figure that needs a program compiles it again (or loads it from the persistent compilation cache)."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+        gc.collect()
