@@ -74,3 +74,41 @@ def test_written_out_gradient_equals_autodiff_in_float64(x64):
     f_ref, g_ref = jax.jit(jax.value_and_grad(family.metric, argnums=1))(problem, params)
     np.testing.assert_allclose(f, f_ref, rtol=1e-13)
     np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-15)
+
+
+DEVICE_COUNT = """
+import os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import numpy as np
+from otod.core.engine import iterations_to_target
+from otod.depth.kind import depth_target
+from otod.depth.linear import DeepLinearSpec, init_code
+from otod.depth.methods import METHODS, MethodOptions
+combos = [(b, lr, s) for b in (0.0, 0.5, 0.9, 0.99) for lr in (0.25, 0.5, 1.0, 2.0) for s in range(8)]
+run = lambda devices: iterations_to_target(
+    DeepLinearSpec(depth=5, width=8), (METHODS["adam"],),
+    {"init": np.full(len(combos), float(init_code("xavier"))), "beta": np.array([b for b, *_ in combos])},
+    np.array([s for *_, s in combos]), np.array([lr for _, lr, _ in combos]), group=(4, 8),
+    target=depth_target(1e-6), max_iters=3000, options=MethodOptions(), block_lanes=64, devices=devices)
+one, two = run(1), run(2)
+for field in one._fields[:-1]:
+    np.testing.assert_array_equal(getattr(one, field), getattr(two, field), err_msg=field, strict=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known: XLA:CPU compiles the depth metric's dots with another summation "
+                                       "order in a 2-device (shard_map) program; 8 of 128 final metrics differ "
+                                       "in the last bit, iterations and statuses agree")
+def test_the_depth_records_do_not_depend_on_the_device_count():
+    """The same 128 adam lanes (depth 5, width 8, xavier) on 1 device and dealt to 2: every field bit for bit.
+    Fails today, so it is a strict xfail: it says when the known difference goes away."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OTOD_COMPILATION_CACHE": "off"}
+    proc = subprocess.run([sys.executable, "-c", DEVICE_COUNT], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
