@@ -204,6 +204,7 @@ def test_params_in_a_folder_writes_a_file_per_rule_and_one_figure(tmp_path):
     assert {r.get("batch_ratio") is None for r in records} == {True, False}  # both rules' records
 
 
+@pytest.mark.slow  # tests/core/test_sweep.py resumes under another --chunk-seconds with identical records
 def test_chunk_seconds_does_not_change_the_records(tmp_path):
     """--chunk-seconds plans the chunks (what Ctrl-C may lose); the records are the same."""
     base = ["sweep", "noise", "--mode", "simulate", "--dim", "20", "--batch", "1,4,16", "--method", "sgd,heavy-ball",

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import otod
 
 ROOT = Path(otod.__file__).resolve().parents[1]
@@ -33,6 +35,7 @@ def test_a_small_depth_sweep_runs_end_to_end(tmp_path):
     assert "modes" in out.stderr and "gd·identity" in out.stderr
 
 
+@pytest.mark.slow
 def test_the_toy_report_says_what_its_lanes_that_did_not_converge_are(tmp_path):
     """Issue 18: k = 6, shared reading, 14 seeds, lr tuned, cap 2·10⁴. Seed 13 sits in the local minimum f = 0.00634
     above f* = 0.00594 at the chosen lr: its record says so (``minimum`` "local", status not converged), and the

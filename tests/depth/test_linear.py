@@ -59,6 +59,7 @@ def test_balanced_init_keeps_the_product_and_balances_the_factors(x64):
         np.testing.assert_allclose(b[j + 1].T @ b[j + 1], b[j] @ b[j].T, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_gaussian_scalar_chain_grows_faster_than_any_power_of_depth():
     """Shamir's setting: w_l ~ N(0, 1), y = 2, gd at the reference step, medians over 64 seeds at depths 4, 10
     and 20, lanes past 10⁵ iterations censored (counted as ≥ 10⁵).
