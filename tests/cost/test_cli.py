@@ -62,6 +62,7 @@ def test_profile_refuses_model_too_large(run, tmp_path, monkeypatch):
     assert "too large to time in memory" in res.output and "otod flops" in res.output
 
 
+@pytest.mark.slow
 def test_profile_table(run, tmp_path):
     res = run("profile", "--model", "mlp", "--widths", "32,16,10", "--batch", "4", "--repeats", "3",
               "--warmup", "1", "--out", str(tmp_path))

@@ -2,6 +2,8 @@
 
 import struct
 
+import pytest
+
 from otod.cost import plots
 from otod.core.figures import makers
 
@@ -18,6 +20,7 @@ def test_makers_registered():
     assert set(plots.MAKERS) <= set(makers())
 
 
+@pytest.mark.slow
 def test_ratio_vs_batch_and_depth_write_files(tmp_path):
     files = plots.ratio_vs_batch({"name": "t_batch", "models": "onenet,mlp", "widths": [20, 10],
                                   "batches": [1, 4]}, tmp_path)

@@ -69,6 +69,7 @@ def test_the_metric_is_read_every_step_to_32_then_at_a_relative_spacing_of_one_i
     assert read.sum() < 5000 / 10  # and the loss is read on far fewer than every step
 
 
+@pytest.mark.slow
 def test_records_carry_the_nets_parameter_count_and_shape(tmp_path):
     config = net_config(batch="32", width="4,8", examples="128", seeds=1, lr="0.3", target="1.0", max_iters="50")
     results = run_sweep(config, out_dir=tmp_path)
