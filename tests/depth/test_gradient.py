@@ -77,7 +77,7 @@ def test_written_out_gradient_equals_autodiff_in_float64(x64):
 
 
 DEVICE_COUNT = """
-import os, sys
+import json, os
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 import numpy as np
 from otod.core.engine import iterations_to_target
@@ -91,18 +91,24 @@ run = lambda devices: iterations_to_target(
     np.array([s for *_, s in combos]), np.array([lr for _, lr, _ in combos]), group=(4, 8),
     target=depth_target(1e-6), max_iters=3000, options=MethodOptions(), block_lanes=64, devices=devices)
 one, two = run(1), run(2)
-for field in one._fields[:-1]:
-    np.testing.assert_array_equal(getattr(one, field), getattr(two, field), err_msg=field, strict=True)
+differ = {f: int((~((getattr(one, f) == getattr(two, f)) | (np.isnan(getattr(one, f).astype(float))
+                                                           & np.isnan(getattr(two, f).astype(float))))).sum())
+          for f in one._fields[:-1]}
+a, b = one.final_metric.astype(np.float32), two.final_metric.astype(np.float32)
+finite = np.isfinite(a) & np.isfinite(b)
+ulps = np.abs(a[finite].view(np.int32).astype(np.int64) - b[finite].view(np.int32).astype(np.int64))
+print(json.dumps({"lanes": len(a), "differ": differ, "max_ulps": int(ulps.max())}))
 """
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="known: XLA:CPU compiles the depth metric's dots with another summation "
-                                       "order in a 2-device (shard_map) program; 8 of 128 final metrics differ "
-                                       "in the last bit, iterations and statuses agree")
-def test_the_depth_records_do_not_depend_on_the_device_count():
-    """The same 128 adam lanes (depth 5, width 8, xavier) on 1 device and dealt to 2: every field bit for bit.
-    Fails today, so it is a strict xfail: it says when the known difference goes away."""
+def test_the_depth_records_depend_on_the_device_count_only_in_the_last_bits_of_the_final_metric():
+    """The same 128 adam lanes (depth 5, width 8, xavier) on 1 device and dealt to 2 by shard_map: iterations,
+    hits, statuses and step sizes bit for bit; the final metric within 2 float32 ulps (measured: 8 lanes differ,
+    by 1 ulp). The difference is known (README, "Many devices") and not in the trace's final sum (summed as
+    ordered scalar adds, 7 lanes still differ): when it goes away this test fails, and the README's exception
+    and this test go with it."""
+    import json
     import os
     import subprocess
     import sys
@@ -112,3 +118,9 @@ def test_the_depth_records_do_not_depend_on_the_device_count():
     proc = subprocess.run([sys.executable, "-c", DEVICE_COUNT], capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert found["lanes"] == 128
+    assert {f: n for f, n in found["differ"].items() if f != "final_metric"} == {
+        "iterations": 0, "hits": 0, "status": 0, "learning_rate": 0}, found
+    assert found["max_ulps"] <= 2, found
+    assert found["differ"]["final_metric"] > 0, "the known difference is gone: drop the README's exception"
