@@ -2,8 +2,8 @@
 
 XLA:CPU runs one program on one device, and the engine's while loops are too small for its intra-op threads to
 help, so a single CPU device leaves the other cores idle. Split into one host device per core
-(``--xla_force_host_platform_device_count``), the engine deals its blocks to the devices with ``shard_map``
-(`otod.core.engine`), one compiled program for all of them. The flag must be set before JAX is imported: the
+(``--xla_force_host_platform_device_count``), the engine deals a call's blocks to the devices, one single-device
+program per device (`otod.core.engine.dispatch`), and the sweep keeps a chunk running on each. The flag must be set before JAX is imported: the
 command line calls `use_every_core` first; a notebook may call it before importing JAX. ``OTOD_CPU_DEVICES=N``
 chooses the count (1 turns the split off); an ``XLA_FLAGS`` that already sets it is left alone. On a GPU or TPU
 the flag changes nothing: the local devices are the accelerators.

@@ -5,12 +5,13 @@ rate and a method. Its dynamics (`otod.core.dynamics`) are set up and advanced u
 lowest rung of the target's ladder (`otod.core.stopping`); every rung's first-hit iteration is recorded, and the
 outcome comes back as data (a status code) so that one bad lane never stops a sweep.
 
-``iterations_to_target`` jit-compiles one program for all lanes: lanes are run in blocks (``lax.map`` over
-blocks), each block a vmapped set-up and one ``lax.while_loop`` whose predicate is one scalar (any lane of the
-block still running). A vmap *of* a while_loop would make the predicate per-lane and select every carried array
-on every iteration; here only the per-lane scalars are selected. The program is keyed on the static problem
-spec, the methods of one program, the options, the target and the shapes, never on the sweep values, so a sweep
-compiles once per program and chunk shape however many values it has.
+``iterations_to_target`` jit-compiles one program for all lanes (one per device they are dealt to, `dispatch`):
+lanes are run in blocks (``lax.map`` over blocks), each block a vmapped set-up and one ``lax.while_loop`` whose
+predicate is one scalar (any lane of the block still running). A vmap *of* a while_loop would make the predicate
+per-lane and select every carried array on every iteration; here only the per-lane scalars are selected. The
+program is keyed on the static problem spec, the methods of one program, the options, the target, the shapes
+and the device, never on the sweep values, so a sweep compiles once per program, chunk shape and device however
+many values it has.
 
 Per-step random keys are fold_in(fold_in(root, seed), t): common random numbers across methods and learning
 rates, and the same numbers whatever the chunking or the block a lane lands in.
@@ -33,7 +34,7 @@ import heapq
 import math
 import os
 import time
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -190,8 +191,9 @@ def lane_dependent(fn, lane_args, shared_args) -> list[bool]:
 
 def deal(block_costs, devices: int) -> np.ndarray:
     """Which blocks each device runs, device-major (row d: device d's blocks, in run order), from each block's
-    predicted cost: longest first, each to the least-loaded device that still has room (Graham's LPT rule under
-    shard_map's equal block count per device). Deterministic: ties go to the lower index.
+    predicted cost: longest first, each to the least-loaded device that still has room (Graham's LPT rule under an
+    equal block count per device, so that every device's program has one shape). Deterministic: ties go to the lower
+    index.
 
     Measured on the 1 ≤ κ ≤ 10⁴ (25 log-spaced) gd/heavy-ball/nesterov/newton sweep, d = 100, 8 seeds, from the
     blocks' executed trips: the busiest device's trips over an even split are 1.026 on 2 devices and 1.086 on 4,
@@ -214,38 +216,27 @@ def deal(block_costs, devices: int) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
-                                             "primary", "group", "by_seed", "block_lanes", "unroll", "devices",
-                                             "compact"))
+                                             "primary", "group", "by_seed", "block_lanes", "unroll", "compact"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          devices, compact, points, draws, seed_indices, lrs, method_indices, active, order, root_seed, ladder,
-          max_iters, stall_window) -> tuple:
-    """All lanes, in blocks of ``block_lanes`` run one after another by ``lax.map`` (see `_block`), the blocks
-    dealt to ``devices`` local devices by ``shard_map``, device-major in ``order`` (`deal`): each device runs its
-    own blocks and stops when they are done. The outputs stay device-major, [block, lane, ...], each device's
-    blocks on that device: the caller undoes ``order`` on the host. Reordering here would compile to an
-    all-reduce across the devices, a rendezvous at which a device that finished first waits for the slowest, and
-    XLA:CPU ends the process when that wait passes 40 s (seen on a loaded machine; measured: the reorder was two
-    all-reduces, now there are none)."""
+          compact, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
+          stall_window) -> tuple:
+    """All lanes, in blocks of ``block_lanes`` (consecutive lanes) run one after another by ``lax.map`` (see
+    `_block`), on the one device that holds the inputs. The outputs are [block, lane, ...].
+
+    One device, always: `dispatch` deals the blocks of a call among several devices as one such program per device,
+    never as one program over all of them (``shard_map``). XLA:CPU rounds a multi-device program's depth arithmetic
+    otherwise (measured: 8 of 128 depth-5 adam final losses differed by an ulp between 1 and 2 devices, and a
+    ``shard_map`` over a 1-device mesh differed too), and starts it only when every device is free."""
     blocks = seed_indices.shape[0] // block_lanes
 
-    def to_devices(a):
-        return a.reshape(blocks, block_lanes, *a.shape[1:])[order]
+    def to_blocks(a):
+        return a.reshape(blocks, block_lanes, *a.shape[1:])
 
-    per_block = jax.tree.map(to_devices, (points, seed_indices, lrs, method_indices, active))
+    per_block = jax.tree.map(to_blocks, (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
                               unroll, compact, draws, root_key, ladder, max_iters, stall_window)
-
-    def run(per_block):
-        return jax.lax.map(lambda args: solve(*args), per_block)
-
-    if devices > 1:
-        from jax.sharding import Mesh, PartitionSpec
-
-        mesh = Mesh(np.asarray(jax.local_devices()[:devices]), ("blocks",))
-        run = jax.shard_map(run, mesh=mesh, in_specs=PartitionSpec("blocks"), out_specs=PartitionSpec("blocks"),
-                            check_vma=False)
-    return run(per_block)
+    return jax.lax.map(lambda args: solve(*args), per_block)
 
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact, draws,
@@ -495,13 +486,23 @@ def wait_for_devices(outputs, program: str, stall_seconds: float | None = None, 
     ``stall_seconds`` (default `watchdog_seconds`; None or ``off``: no watchdog), the program is wedged and
     `Abandoned` names it. On accelerators the host idles while the device computes, so there is no watchdog.
     The polls start at 1 ms and double up to ``poll`` seconds, so a short program costs no wait."""
-    leaves = [a for a in jax.tree.leaves(outputs) if hasattr(a, "is_ready")]
+    first_ready([outputs], [program], stall_seconds, poll)
+
+
+def first_ready(outputs: Sequence, programs: Sequence[str], stall_seconds: float | None = None,
+                poll: float = 0.02) -> int:
+    """The index of the first of several dispatched programs' ``outputs`` to be ready, waiting as
+    `wait_for_devices` does (the watchdog names ``programs``, the running ones)."""
+    leaves = [[a for a in jax.tree.leaves(o) if hasattr(a, "is_ready")] for o in outputs]
     stall = watchdog_seconds() if stall_seconds is None else stall_seconds
-    on_cpu = all(d.platform == "cpu" for a in leaves for d in a.devices())
+    on_cpu = all(d.platform == "cpu" for ls in leaves for a in ls for d in a.devices())
     since_wall, since_cpu = time.monotonic(), time.process_time()
     nap = min(poll, 1e-3)  # short programs are picked up within a millisecond; long ones polled every ``poll``
     try:
-        while not all(a.is_ready() for a in leaves):
+        while True:
+            for i, ls in enumerate(leaves):
+                if all(a.is_ready() for a in ls):
+                    return i
             time.sleep(nap)
             nap = min(poll, 2 * nap)
             if not (on_cpu and stall):
@@ -510,10 +511,11 @@ def wait_for_devices(outputs, program: str, stall_seconds: float | None = None, 
             if cpu - since_cpu >= IDLE_CPU_FRACTION * max(wall - since_wall, poll):
                 since_wall, since_cpu = wall, cpu
             elif wall - since_wall >= stall:
-                raise Abandoned(f"the {program} made no progress for {wall - since_wall:.0f} s (no CPU time used): "
-                                "stopped by the watchdog (OTOD_WATCHDOG_SECONDS sets its time)")
+                raise Abandoned(f"the {' and the '.join(programs)} made no progress for {wall - since_wall:.0f} s "
+                                "(no CPU time used): stopped by the watchdog (OTOD_WATCHDOG_SECONDS sets its time)")
     except KeyboardInterrupt:
-        raise Abandoned(f"interrupted while the {program} was running", interrupted=True) from None
+        raise Abandoned(f"interrupted while the {' and the '.join(programs)} {'was' if len(programs) == 1 else 'were'}"
+                        " running", interrupted=True) from None
 
 
 def block_size(n_points: int, lanes_per_point: int, block_lanes: int = BLOCK_LANES) -> tuple[int, int]:
@@ -549,13 +551,19 @@ def choose_points_per_block(costs, lanes_per_point: int, lane_seconds: float, tr
             return best
 
 
-def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, *,
-                         method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
-                         relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
-                         block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
-                         active=None, devices: int | None = None, costs=None,
-                         stall_seconds: float | None = None, program: str | None = None,
-                         compact: bool = False) -> Solution:
+class Dispatched(NamedTuple):
+    """A call `dispatch` has sent to the devices (one program per device) and `collect` has not yet read back."""
+    outputs: tuple  # one program's outputs per device, in device order
+    order: np.ndarray
+    lanes: int  # per block
+    rows: int  # per block: seeds with ``by_seed``, else 1
+    narrow: int  # lanes per row once compacted (0: not compacted)
+    n: int  # lanes asked for (the rest is padding)
+    name: str
+    stall_seconds: float | None
+
+
+def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, **kw) -> Solution:
     """Run every lane (points[·][i], seed_indices[i], lrs[i], method_indices[i]) as one jit-compiled program.
 
     ``members`` are the `otod.core.methods.Method`s of one program (``method_indices`` picks each lane's);
@@ -567,12 +575,36 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     block's position stands for it). With ``compact`` (and a family that is `Family.compactable`), a block whose
     rows have at most `compact_width` lanes still running gathers them and goes on with them alone (`_block`):
     the same records, fewer lane-iterations where a few lanes outlast their block, one more loop to compile.
-    Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (spec, methods, options, target,
-    lane count, dtype). ``stall_window`` is the window of the family's ``"window"`` stall rule (default a tenth
-    of ``max_iters``, at least 500); the ``"fixed-point"`` rule has none. While the devices run,
+    Returns a `Solution` of NumPy arrays, one entry per lane. Compiles once per (device, spec, methods, options,
+    target, lane count, dtype). ``stall_window`` is the window of the family's ``"window"`` stall rule (default a
+    tenth of ``max_iters``, at least 500); the ``"fixed-point"`` rule has none. While the devices run,
     `wait_for_devices` watches them (``stall_seconds``: its watchdog; default `watchdog_seconds`) and lets Ctrl-C
     through; ``program`` names the program in its messages.
     """
+    return collect(dispatch(spec, members, points, seed_indices, lrs, **kw))
+
+
+def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, *,
+             method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
+             relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
+             block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
+             active=None, devices: int | Sequence | None = None, costs=None,
+             stall_seconds: float | None = None, program: str | None = None,
+             compact: bool = False, one_device_shape: bool = False) -> Dispatched:
+    """`iterations_to_target`'s first half: compile (once per shape and device) and send the call to the devices,
+    one single-device program per device with the blocks `deal` gives it, and return without waiting; `collect`
+    reads the `Solution` back. ``devices``: the JAX devices to use, or how many of the local ones (default: all),
+    at most one per block. With ``one_device_shape`` each device's program has every block's slot, as on one device,
+    the blocks it is not dealt padding (whose lanes start stopped and cost a set-up): a program already compiled
+    for one device then runs there with no compile, where an even split's shape would compile anew on every device.
+
+    One program per device, not one over all of them: a lane's numbers then do not depend on how many devices
+    there are (tested on depth, where a multi-device program rounded otherwise), and each device starts its
+    program as soon as it is free. XLA runs a multi-device program only when all of its devices are free
+    (measured on 2 CPU devices: two 2-device programs, each with one device 6× busier than the other, take 2.0×
+    one program's time when sent together), while programs sent to two devices alone run side by side (two at
+    once: 0.51× their time one after another). `otod.core.sweep.run_sweep` keeps a chunk on each device that way.
+    The price: a program compiles once per device it runs on."""
     members = tuple(members)
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     seed_indices = np.asarray(seed_indices, np.int32)
@@ -584,8 +616,13 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
     if n % per_point:
         raise ValueError(f"{n} lanes are not whole points of {per_point} lanes")
     points_per_block, blocks = block_size(n // per_point, per_point, block_lanes)
-    devices = max(1, min(len(jax.local_devices()) if devices is None else devices, blocks))
-    blocks = -(-blocks // devices) * devices
+    local = jax.local_devices()
+    if devices is None or isinstance(devices, (int, np.integer)):
+        devices = local[:max(1, min(len(local) if devices is None else int(devices), blocks))]
+    devices = list(devices)[:max(1, blocks)]
+    count = len(devices)
+    per_device = blocks if one_device_shape else -(-blocks // count)
+    blocks = per_device * count
     padded = blocks * points_per_block * per_point
 
     def pad(a):  # repeat the last point's lanes
@@ -602,7 +639,7 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
 
     lane_costs = np.arange(1, n + 1, dtype=float) if costs is None else np.asarray(costs, float)
     block_costs = (np.concatenate([lane_costs, np.zeros(padded - n)]) * pad_active(active)).reshape(blocks, -1).max(1)
-    order = deal(block_costs, devices)
+    order = deal(block_costs, count)
 
     primary = target.index(target.tol)
     seeds = None if group is None else group[1]
@@ -610,21 +647,40 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
                    and np.array_equal(seed_indices.reshape(-1, seeds),
                                       np.broadcast_to(np.arange(seeds), (n // seeds, seeds))))
     compact = bool(compact and spec.family().compactable)
-    static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed,
-              points_per_block * per_point, UNROLL, devices, compact)
-    arrays = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, draws, pad(seed_indices),
-              pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active), order, np.int32(seed),
-              np.asarray(target.ladder, dtype), np.int32(max_iters),
-              np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
-    stall_seconds = watchdog_seconds() if stall_seconds is None else stall_seconds  # checked before dispatch
-    outputs = _grid(*static, *arrays)  # dispatched asynchronously: the devices run while we wait below
-    name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
-    wait_for_devices(outputs, f"{name} on {devices} device{'s' * (devices > 1)}", stall_seconds)
-    back = np.argsort(order)  # device-major blocks back to run order, on the host: no collective
-    *per_block, t_wide, t_end = (np.asarray(a)[back] for a in outputs)
     lanes = points_per_block * per_point
+    static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed, lanes,
+              UNROLL, compact)
+    per_lane = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, pad(seed_indices),
+                pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active))
+    scalars = (np.int32(seed), np.asarray(target.ladder, dtype), np.int32(max_iters),
+               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
+    stall_seconds = watchdog_seconds() if stall_seconds is None else stall_seconds  # checked before dispatch
+    mine = order.reshape(count, -1)
+
+    def device_lanes(a, d):  # device d's blocks' lanes, in its run order
+        return a.reshape(blocks, lanes, *a.shape[1:])[mine[d]].reshape(-1, *a.shape[1:])
+
+    outputs = []
+    for d, device in enumerate(devices):
+        (axis_values, *lane_arrays), draws_d, scalars_d = jax.device_put(
+            (jax.tree.map(lambda a: device_lanes(a, d), per_lane), draws, scalars), device)
+        # dispatched asynchronously: the device runs while the next one's program compiles, until `collect` waits
+        outputs.append(_grid(*static, axis_values, draws_d, *lane_arrays, *scalars_d))
+    name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
     rows = seeds if by_seed else 1
+    where = (f"device {devices[0].id}" if count == 1
+             else f"devices {', '.join(str(d.id) for d in devices)}")
+    return Dispatched(tuple(outputs), order, lanes, rows, (compact_width(rows, lanes // rows) or 0) if compact else 0,
+                      n, f"{name} on {where}", stall_seconds)
+
+
+def collect(sent: Dispatched) -> Solution:
+    """`iterations_to_target`'s second half: wait for a `dispatch`ed program (`wait_for_devices`: the watchdog
+    and Ctrl-C) and return its `Solution`, the lanes back in the order they were asked for."""
+    wait_for_devices(sent.outputs, sent.name, sent.stall_seconds)
+    back = np.argsort(sent.order)  # device-major blocks back to run order, on the host
+    *per_block, t_wide, t_end = (np.concatenate([np.asarray(a) for a in arrays])[back]
+                                 for arrays in zip(*sent.outputs))
     t_wide, t_end = t_wide.astype(np.int64), t_end.astype(np.int64)  # [block]: each block's iterations, wide and all
-    narrow = (compact_width(rows, lanes // rows) or 0) if compact else 0
-    executed = int(t_wide.sum()) * lanes + int((t_end - t_wide).sum()) * rows * narrow
-    return Solution(*(a.reshape(-1, *a.shape[2:])[:n] for a in per_block), lane_iterations=executed)
+    executed = int(t_wide.sum()) * sent.lanes + int((t_end - t_wide).sum()) * sent.rows * sent.narrow
+    return Solution(*(a.reshape(-1, *a.shape[2:])[:sent.n] for a in per_block), lane_iterations=executed)

@@ -19,6 +19,7 @@ a job array, at any times): it writes its part file and ends, and `merge` joins 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -57,6 +58,9 @@ CHUNK_SECONDS = 5.0
 #: 1.9 s → 3.5 s). Below it (`otod sweep depth --depth 4,8 --init xavier`, 2.1·10⁶ a program) compaction saved 3%
 #: of the lane-iterations, less than it cost to compile.
 COMPACT_LANE_ITERATIONS = 5e6
+#: A program's backend compile, in seconds, before the sweep has measured one (`spans_devices`): measured on the
+#: 2-core development machine, 0.5–0.7 s a default condition program, 1.3–1.4 s a depth-5 adam one.
+FIRST_COMPILE_SECONDS = 1.0
 #: Seconds per float of lane state per lane-iteration, measured on the 2-core development machine (65 ns per
 #: lane-iteration at d = 64 in the eigen basis, 3.1 µs at d = 100 rotated: both ~0.15 ns per float).
 SECONDS_PER_FLOAT_ITERATION = 1.5e-10
@@ -450,7 +454,7 @@ def deferred_interrupt() -> Iterator[dict]:
         flag["count"] += 1
         if flag["count"] > 1:
             raise KeyboardInterrupt
-        sys.stderr.write("\notod: stopping once the running chunk is saved; Ctrl-C again stops at once, losing it\n")
+        sys.stderr.write("\notod: stopping once the running chunks are saved; Ctrl-C again stops at once, losing them\n")
         sys.stderr.flush()
 
     previous = signal.signal(signal.SIGINT, handler)
@@ -637,6 +641,56 @@ def finished_chunks(path: Path, digest: str, own: Path | None = None) -> dict[st
     return done
 
 
+def next_chunk(waiting: list[Chunk], slot, compiled: dict, compile_seconds: dict,
+               expected: dict[str, float]) -> int | None:
+    """Which of the ``waiting`` chunks (in plan order) the free device ``slot`` runs next: the first whose
+    program is compiled for it; else the first of a program compiled nowhere yet; else the first of a program
+    compiled for another device whose waiting chunks are expected (`expected_seconds`) to take longer than that
+    compile took (a program compiles once per device). None: the device waits for a chunk compiled elsewhere to
+    end."""
+    def key(c: Chunk):
+        return c.static_index, c.program
+
+    for i, c in enumerate(waiting):
+        if slot in compiled.get(key(c), ()):
+            return i
+    for i, c in enumerate(waiting):
+        if key(c) not in compiled:
+            return i
+    left: dict = {}
+    for c in waiting:
+        left[key(c)] = left.get(key(c), 0.0) + expected[c.key]
+    for i, c in enumerate(waiting):
+        if left[key(c)] > compile_seconds.get(key(c), 0.0):
+            return i
+    return None
+
+
+def expected_seconds(chunk: Chunk, predicted: dict[str, float], ratios: dict[str, list[float]]) -> float:
+    """A chunk's predicted seconds scaled by the median of measured over predicted seconds of the sweep's finished
+    chunks of its method (``ratios``, by method name), else of every finished chunk, else as predicted. The cost
+    model counts a method's iterations from theory, which adam's and the momentum methods' tuned rates do not
+    follow (measured on ``otod sweep depth --depth 5,6 --init xavier --method heavy-ball,adam``: adam chunks
+    predicted at 1.8–4.6 s took 9.8–21 s)."""
+    own = ratios.get(chunk.program[chunk.method_index])
+    every = own or [r for rs in ratios.values() for r in rs]
+    return predicted[chunk.key] * (float(np.median(every)) if every else 1.0)
+
+
+def spans_devices(chunk: Chunk, compile_seconds: dict, seconds: float) -> bool:
+    """Whether a sweep's last chunk has its blocks dealt among every device rather than run on one beside the others.
+    On one device it takes ``seconds``, W (`expected_seconds`); on two, about W/2 after one more compile c (each
+    device's program has the one-device shape, `otod.core.engine.dispatch`'s ``one_device_shape``, so it compiles
+    only for a device it has not run on), so it spans when it has two blocks or more and W > 2c. c is its program's
+    measured compile, else the slowest compile of the sweep so far, else `FIRST_COMPILE_SECONDS`. Side by side the
+    last chunk would run alone on one device while the others idle (measured on ``otod sweep depth --depth 5,6
+    --init xavier --method heavy-ball,adam``: the last adam chunk, 18 s, ran alone)."""
+    blocks = -(-chunk.n_points // chunk.block_points)
+    c = compile_seconds.get((chunk.static_index, chunk.program),
+                            max(compile_seconds.values(), default=FIRST_COMPILE_SECONDS))
+    return blocks > 1 and seconds > 2 * c
+
+
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
               progress: Callable[[dict], None] | None = None, yes: bool = False,
               extra_meta: Callable[[], dict] | None = None,
@@ -649,8 +703,10 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
 
     ``progress`` receives a dict after each chunk (lanes done and total, seconds so far, predicted seconds left).
     A complete file of the same config is read back (``meta["read_back"]`` is True in the returned object);
-    a file of another config, or a damaged one, is refused. Ctrl-C raises `Interrupted` once the running chunk is
-    saved. ``extra_meta()`` is called once the last chunk is in, and its entries join the metadata, so the
+    a file of another config, or a damaged one, is refused. On several local devices (a CPU's cores,
+    `otod.core.devices`) each runs a chunk of its own, side by side (`next_chunk` chooses which; one chunk alone
+    runs on all of them); a chunk is saved as soon as it ends. Ctrl-C raises `Interrupted` once the running chunks
+    are saved. ``extra_meta()`` is called once the last chunk is in, and its entries join the metadata, so the
     results file is written once.
 
     Distributed (``processes`` = (index, count), by default JAX's own after ``jax.distributed.initialize``):
@@ -668,7 +724,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     from otod.core.compilation_cache import count_compilations
     from otod.core.distributed import barrier, current_share
     from otod.core.distributed import processes as jax_processes
-    from otod.core.engine import iterations_to_target, seed_draws, watchdog_seconds
+    from otod.core.engine import collect, dispatch, first_ready, seed_draws, watchdog_seconds
 
     watchdog_seconds()  # a bad OTOD_WATCHDOG_SECONDS is refused before any file is written
 
@@ -720,18 +776,20 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
         kind = config.kind
         dtype = np.float64 if config.resolved_x64 else np.float32
 
-        def solve(chunk: Chunk):
+        def send(chunk: Chunk, targets: list):
+            """Dispatch ``chunk`` to the ``targets`` devices (several: its blocks dealt among them, each device's
+            program of the one-device shape)."""
             spec = config.spec_at(statics[chunk.static_index])
-            for other in [s for s in draws_cache if s != spec]:  # keep one static point's draws
-                del draws_cache[other]
             if spec not in draws_cache:
                 draws_cache[spec] = seed_draws(spec, config.seed, config.seeds, dtype)
+            for other in list(draws_cache)[:-len(slots) - 1]:  # keep the draws of the static points running
+                del draws_cache[other]
             idx, axis_values, seed_idx, lrs = _lanes(config, points, chunk)
             name = chunk.program[chunk.method_index]
             members = tuple(kind.methods[m] for m in chunk.program)
             group = (len(config.rates_for(chunk.program[chunk.method_index])), config.seeds)
             with jax.enable_x64(config.resolved_x64):
-                return idx, iterations_to_target(
+                return idx, dispatch(
                     spec, members, axis_values, seed_idx, lrs,
                     method_indices=np.full(len(seed_idx), chunk.method_index), seed=config.seed,
                     target=config.target, max_iters=config.resolved_max_iters, relative_lr=config.relative_lr,
@@ -740,43 +798,98 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     active=np.arange(len(seed_idx)) < chunk.n_points * group[0] * group[1],
                     costs=np.asarray(costs[name])[idx[:, 0]],
                     compact=(chunk.static_index, chunk.program) in compacting,
-                    program=f"{config.sweep} program {'+'.join(chunk.program)} (chunk {chunk.key})")
+                    program=f"{config.sweep} program {'+'.join(chunk.program)} (chunk {chunk.key})",
+                    devices=targets, one_device_shape=True)
 
         pending = [c for c in mine if c.key not in done]
         specs = config.specs()
         compacting = compacted_programs(config, chunks, costs)
         predicted = {c.key: chunk_seconds_predicted(config, c, costs, specs[c.static_index]) for c in pending}
+        devices = jax.local_devices()
+        slots = list(range(len(devices))) if len(devices) > 1 else [None]
         ran: list[tuple[float, float]] = []
-        compiled_programs: set = set()
+        ratios: dict[str, list[float]] = {}  # by method: measured over predicted seconds of its finished chunks
+        compiled: dict = {}  # (static point, program) -> the slots it is compiled for
+        compile_seconds: dict = {}  # (static point, program) -> its first compile's seconds
+        running: list = []  # (chunk, idx, dispatched, sent at, slot)
+        waiting, free = list(pending), list(slots)
+        per_slot = {("all" if slot is None else str(slot)): 0 for slot in slots + [None]}
+        most_running = 0
         with count_compilations() as compiles, deferred_interrupt() as stop:
-            for chunk in pending:
-                t0, compiled_before = time.perf_counter(), float(sum(compiles))
+
+            def save_first():
+                """Wait for the first running chunk to end, and save it."""
+                nonlocal lanes_done
                 try:
-                    idx, solution = solve(chunk)
+                    chunk, idx, sent, sent_at, slot = running.pop(
+                        first_ready([r[2].outputs for r in running], [r[2].name for r in running]))
+                    solution = collect(sent)
                 except Abandoned as e:
                     raise Abandoned(f"{e}; {lanes_done} of {total} lanes are saved in the journal of {path}, and "
                                     "the same command resumes the sweep", e.interrupted) from None
-                seconds = time.perf_counter() - t0
+                free.append(slot)
+                seconds = time.perf_counter() - sent_at
                 records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
                 work = {"seconds": seconds, "lane_iterations": solution.lane_iterations,
                         "iterations_needed": int(sum(r["iterations"] for r in records))}
                 done[chunk.key] = {**results_io.append_chunk(own, chunk.key, records, work), "records": records,
                                    **work}
                 lanes_done += len(records)
-                compiled_programs.add((chunk.static_index, chunk.program))
-                ran.append((predicted[chunk.key], max(0.0, seconds - (float(sum(compiles)) - compiled_before))))
+                per_slot["all" if slot is None else str(slot)] += 1
+                ran.append((predicted[chunk.key], seconds))
+                ratios.setdefault(chunk.program[chunk.method_index], []).append(
+                    seconds / max(predicted[chunk.key], 1e-9))
                 if progress:
-                    rest = pending[len(ran):]
-                    new_programs = {(c.static_index, c.program) for c in rest} - compiled_programs
-                    eta = eta_seconds(ran, [predicted[c.key] for c in rest],
-                                      float(sum(compiles)) / max(len(compiled_programs), 1), len(new_programs))
+                    programs_left = {(c.static_index, c.program) for c in waiting} - set(compiled)
+                    eta = eta_seconds(ran, [predicted[c.key] for c in waiting + [r[0] for r in running]],
+                                      float(sum(compiles)) / max(len(compiled), 1), len(programs_left))
                     elapsed = time.perf_counter() - started
                     rate = (lanes_done - lanes_before) / max(elapsed, 1e-9)
                     progress({"lanes_done": lanes_done, "lanes_total": total, "elapsed": elapsed,
-                              "lanes_per_second": rate, "eta": eta, "chunk": chunk.key})
-                if stop["count"] and lanes_done < total:
-                    raise Interrupted(path, lanes_done, total)
+                              "lanes_per_second": rate, "eta": eta / len(slots), "chunk": chunk.key})
+
+
+            while waiting or running:
+                while free and waiting and not stop["count"]:
+                    expected = {c.key: expected_seconds(c, predicted, ratios) for c in waiting}
+                    choice = None
+                    for slot in free:
+                        i = next_chunk(waiting, slot, compiled, compile_seconds, expected)
+                        if i is not None:
+                            choice = (i, slot)
+                            break
+                    if choice is None:
+                        if running:
+                            break  # the waiting chunks' programs are compiled for busy devices: wait for one
+                        where = compiled.get((waiting[0].static_index, waiting[0].program), set()) & set(free)
+                        choice = (0, sorted(where, key=str)[0] if where else free[0])
+                    i, slot = choice
+                    chunk = waiting.pop(i)
+                    free.remove(slot)
+                    if not waiting and spans_devices(chunk, compile_seconds, expected[chunk.key]):
+                        slot, free[:] = None, []  # the last chunk: on every device, once they are free
+                    key = (chunk.static_index, chunk.program)
+                    before = float(sum(compiles))
+                    try:
+                        # a spanning chunk goes first to the devices its program is compiled for: they start
+                        # while the others compile
+                        idx, sent = send(chunk, [devices[slot]] if slot is not None else sorted(
+                            devices[:len(slots)], key=lambda d: devices.index(d) not in compiled.get(key, ())))
+                    except Exception:
+                        while running:  # a chunk sent already is saved before the error goes up
+                            save_first()
+                        raise
+                    compile_seconds.setdefault(key, float(sum(compiles)) - before)
+                    compiled.setdefault(key, set()).update(slots if slot is None else [slot])
+                    running.append((chunk, idx, sent, time.perf_counter(), slot))
+                    most_running = max(most_running, len(running))
+                if not running:
+                    break
+                save_first()
+            if stop["count"] and lanes_done < total:
+                raise Interrupted(path, lanes_done, total)
         run = {"wall_time_s": time.perf_counter() - started, "compile_count": len(compiles),
+               "chunks_per_device": per_slot if slots != [None] else None, "most_running": most_running,
                "compile_time_s": float(sum(compiles)), "resumed_chunks": resumed, "estimate": guess._asdict()}
         if share is not None:
             raise ShareWritten(path, own, index, count, len(pending), lanes_done - lanes_before)

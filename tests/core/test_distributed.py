@@ -142,7 +142,7 @@ def _free_port() -> int:
 
 def test_two_localhost_processes_give_the_records_of_one(tmp_path):
     """``otod sweep condition --distributed`` in two processes on this host (JAX's coordination service on
-    localhost, two CPU devices each, so shard_map runs inside each process): the results file holds the records of
+    localhost, two CPU devices each, so each process runs a program per device): the results file holds the records of
     the same command in one process, process 1 ran a share of the chunks and says so, standard output holds the
     report alone, and no part file is left."""
     args = ["sweep", "condition", "--k", "1..300:6:log", "--dim", "16", "--seeds", "2", "--method", "gd,nesterov",

@@ -58,7 +58,7 @@ def test_seed_major_layout_gives_the_numbers_of_one_row_of_lanes(spec, method, r
 
 @pytest.mark.parametrize("devices", [2, 4])
 def test_blocks_shared_among_host_devices_give_the_records_of_one(tmp_path, devices):
-    """The same sweep in a process with 2 or 4 CPU devices (its blocks dealt among them by shard_map) and in this
+    """The same sweep in a process with 2 or 4 CPU devices (its blocks dealt among them, one program per device) and in this
     one (one device): identical records, and the results file says how many devices there were."""
     import json
     import os

@@ -18,6 +18,7 @@ from otod.condition.kronecker import KroneckerSpec
 from otod.condition.options import condition_sweep
 from otod.condition.quadratic import QuadraticSpec
 from otod.core import results as results_io
+from otod.core import sweep
 from otod.core.compilation_cache import count_compilations
 from otod.core.errors import Interrupted, OtodError
 from otod.core.sweep import check_estimate, estimate, plan, run_sweep
@@ -427,3 +428,67 @@ def test_programs_are_compacted_where_their_predicted_work_pays_for_the_second_l
     assert {static for static, _ in compacted(readme)} == set(range(12))
     assert compacted(depth_config_from_options(depth="4,8", init="xavier", seeds=8)) == set()
     assert compacted(sweep_config_from_options(k="1..100")) == set()
+
+
+SIDE_BY_SIDE = """
+import json, sys
+from otod.condition.options import condition_sweep
+from otod.core.sweep import run_sweep
+from tests.conftest import SMALL_RANDOM
+for i in range(3):
+    r = run_sweep(condition_sweep({values!r}, methods=("gd", "heavy-ball", "newton"), problem=SMALL_RANDOM, seeds=2,
+                                  chunk_seconds=1e-9), path=sys.argv[1] + f"/run{{i}}.json")
+    print(json.dumps([r.meta["most_running"], r.meta["chunks_per_device"]]))
+"""
+
+
+def test_chunks_side_by_side_on_two_devices_give_the_records_of_one_device(tmp_path, uninterrupted):
+    """12 one-point chunks in a process with 2 CPU devices run one per device side by side (observed: two running
+    at once, both devices used), three times over, each within the timeout: the records of this one-device
+    process, bit for bit, every time."""
+    config, full = uninterrupted
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "OTOD_COMPILATION_CACHE": "off"}
+    out = subprocess.run([sys.executable, "-c", SIDE_BY_SIDE.format(values=VALUES), str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr
+    for i, line in enumerate(out.stdout.splitlines()):
+        most_running, per_device = json.loads(line)
+        assert most_running == 2 and per_device["0"] > 0 and per_device["1"] > 0, line
+        assert sum(per_device.values()) == len(full.meta["chunks"])
+        assert json.loads((tmp_path / f"run{i}.json").read_text())["records"] == full.records
+    assert i == 2
+
+
+def _chunk(key, static=0, program=("gd",), points=1, block=1):
+    return sweep.Chunk(key, static, program, 0, tuple(range(points)), points, block)
+
+
+def test_next_chunk_prefers_a_program_compiled_for_the_device_then_a_new_one_then_one_worth_compiling_again():
+    a0, a1, b0 = _chunk("a0"), _chunk("a1"), _chunk("b0", static=1)
+    predicted = {"a0": 1.0, "a1": 1.0, "b0": 1.0}
+    a, b = (0, ("gd",)), (1, ("gd",))
+    assert sweep.next_chunk([a0, b0], 1, {a: {1}}, {a: 3.0}, predicted) == 0  # compiled for device 1
+    assert sweep.next_chunk([a0, b0], 0, {a: {1}}, {a: 3.0}, predicted) == 1  # b compiled nowhere: compile it
+    # only a is left, compiled for device 1 in 3 s: 2 s of its chunks do not pay a compile for device 0; 4 s do
+    assert sweep.next_chunk([a0, a1], 0, {a: {1}, b: {0}}, {a: 3.0}, predicted) is None
+    assert sweep.next_chunk([a0, a1], 0, {a: {1}, b: {0}}, {a: 3.0}, {**predicted, "a1": 3.0}) == 0
+
+
+def test_the_last_chunk_spans_the_devices_when_half_of_it_outlasts_one_more_compile():
+    """W > 2c: the expected seconds against the program's measured compile, else the sweep's slowest, else the
+    first-compile guess; and only with two blocks or more to deal."""
+    four, two = _chunk("a", points=4, block=2), _chunk("a", points=2, block=2)
+    assert sweep.spans_devices(four, {(0, ("gd",)): 0.9}, 2.0)
+    assert not sweep.spans_devices(four, {(0, ("gd",)): 1.1}, 2.0)
+    assert not sweep.spans_devices(four, {(1, ("gd",)): 1.1}, 2.0)  # another program's compile stands in
+    assert sweep.spans_devices(four, {}, 2.1 * sweep.FIRST_COMPILE_SECONDS)
+    assert not sweep.spans_devices(four, {}, 1.9 * sweep.FIRST_COMPILE_SECONDS)
+    assert not sweep.spans_devices(two, {}, 1e6)  # one block: nothing to split
+
+
+def test_expected_seconds_scale_the_prediction_by_the_methods_measured_ratio_else_every_chunks():
+    adam = sweep.Chunk("x", 0, ("gd", "adam"), 1, (0,), 1, 1)
+    predicted = {"x": 2.0}
+    assert sweep.expected_seconds(adam, predicted, {}) == 2.0
+    assert sweep.expected_seconds(adam, predicted, {"gd": [1.0, 3.0, 5.0]}) == 6.0  # median of every chunk's
+    assert sweep.expected_seconds(adam, predicted, {"gd": [1.0], "adam": [4.0, 6.0, 20.0]}) == 12.0
