@@ -157,19 +157,24 @@ def test_edge_flags():
 def brute_force_medians(records: list[dict], kappas: list[float], n_boot: int, seed: int, seeds: int) -> np.ndarray:
     """[replicate, point]: draw the seed columns as the bootstrap does, rebuild every point's records from the
     drawn seeds (a seed drawn twice counts twice), re-choose the setting by the reference rule, take the median
-    there (lower bounds and non-positive medians as NaN)."""
+    there (lower bounds and non-positive medians as NaN); a point whose median over every seed is NaN so is NaN in
+    every replicate."""
     cols = np.random.default_rng(seed).integers(0, seeds, (n_boot, seeds))
     by = {}
     for r in records:
         by.setdefault(r["kappa"], {}).setdefault((rate_of(r), r.get("beta", 0.0)), {})[r["seed"]] = r
-    out = np.full((n_boot, len(kappas)), np.nan)
-    for b, drawn in enumerate(cols):
+
+    def medians(drawn):
+        out = np.full(len(kappas), np.nan)
         for i, kappa in enumerate(kappas):
             settings = {k: [lanes[s] for s in drawn if s in lanes] for k, lanes in by[kappa].items()}
             settings = {k: v for k, v in settings.items() if v}
             m, bound = median_there(settings[reference_choice(settings)]) if settings else (math.nan, False)
-            out[b, i] = m if math.isfinite(m) and not bound and m > 0 else np.nan
-    return out
+            out[i] = m if math.isfinite(m) and not bound and m > 0 else np.nan
+        return out
+
+    every = np.isfinite(medians(range(seeds)))
+    return np.stack([np.where(every, medians(drawn), np.nan) for drawn in cols])
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -182,6 +187,31 @@ def test_bootstrap_replicates_equal_the_brute_force_loop_bitwise(seed):
     expected = brute_force_medians(records, [1.0, 10.0, 100.0, 1000.0], 60, seed, 6)
     np.testing.assert_array_equal(boot.medians, expected)
     np.testing.assert_array_equal(boot.replicates, power_law()(cube.x("kappa"), expected))
+
+
+def test_a_point_whose_median_is_a_lower_bound_stays_out_of_every_replicate():
+    """κ = 1, 10, 100 converge at 3√κ (±10% by seed); at κ = 1000 four of 8 seeds converge at 30 iterations and four
+    are censored at 20000, so its median is only a bound and the estimate fits the first three points (b ≈ 0.5).
+    A resample that draws five converged seeds there would fit 30 as that point's median, a flatter line: it must
+    not. Every
+    replicate leaves κ = 1000 out, and the 95% interval holds the estimate (it did not when the points were redone
+    per replicate)."""
+    rng = np.random.default_rng(3)
+    records = []
+    for kappa in (1.0, 10.0, 100.0, 1000.0):
+        for s in range(8):
+            hard = kappa == 1000.0 and s >= 4
+            easy = 30 if kappa == 1000.0 else round(3 * kappa ** 0.5 * rng.uniform(0.9, 1.1))
+            count = 20000 if hard else easy
+            records.append({"method": "gd", "kappa": kappa, "lr_multiplier": 1.0, "beta": 0.0, "seed": s,
+                            "iterations": count, "status": "censored" if hard else "converged"})
+    (cube,) = cubes(frame_of(records), ("kappa",))
+    boot = bootstrap(cube, "kappa", power_law(), n_boot=400)
+    assert not boot.deterministic
+    assert np.isnan(boot.medians[:, 3]).all()
+    assert np.isfinite(boot.medians[:, :3]).all()
+    low, high = boot.ci(0)
+    assert low <= boot.estimate[0] <= high, (low, boot.estimate[0], high)
 
 
 def test_only_the_points_a_power_law_reads_are_resampled():

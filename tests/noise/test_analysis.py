@@ -45,8 +45,9 @@ def brute_force(records: list[dict], n_boot: int, seed: int) -> tuple[np.ndarray
     """(S_min, B_crit) per resample, by the rule written out: draw the seed columns (as the core draws them, one
     block of ≤ 100 resamples), per B take each rate's median over the drawn seeds (a lane that did not converge
     counts +∞), choose the lowest (ties: the smaller rate; all +∞: rate 1), take the median there (censored and
-    stalled lanes +∞, diverged ones left out), leave out a median that is +∞, fit; and how many resamples chose
-    some B's rate differently from the all-seed choice."""
+    stalled lanes +∞, diverged ones left out), leave out a median that is +∞ or whose all-seed median is (a bound
+    stays out of every resample), fit; and how many resamples chose some B's rate differently from the all-seed
+    choice."""
     seeds = sorted({r["seed"] for r in records})
     lane = {(r["batch"], r["lr_multiplier"], r["seed"]): r for r in records}
 
@@ -65,12 +66,13 @@ def brute_force(records: list[dict], n_boot: int, seed: int) -> tuple[np.ndarray
             medians.append(m if math.isfinite(m) and m > 0 else math.nan)
         return chosen, medians
 
-    everyone, _ = choice(seeds)
+    everyone, at_every_seed = choice(seeds)
     rng = np.random.default_rng(seed)
     fits, moved = [], 0
     for cols in rng.integers(0, len(seeds), (n_boot, len(seeds))):
         chosen, medians = choice([seeds[c] for c in cols])
         moved += chosen != everyone
+        medians = np.where(np.isnan(at_every_seed), np.nan, medians)
         fits.append(theory.mccandlish_fit(np.asarray(BATCHES), np.asarray(medians)))
     return np.asarray(fits), moved
 
