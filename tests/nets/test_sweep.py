@@ -142,6 +142,7 @@ print(json.dumps(runs[0]))
 """
 
 
+@pytest.mark.slow
 def test_a_net_sweep_of_two_blocks_on_two_devices_runs_repeatedly_and_equals_one_device():
     """Four coded points × 17 lrs × 2 seeds make two blocks, dealt to two CPU devices (the block's iteration count
     drives a lax.cond inside each device's loop): three runs in one process finish within the timeout and give the

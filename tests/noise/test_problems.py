@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from otod.core.engine import iterations_to_target
 from otod.core.stopping import Status, Target
@@ -99,6 +100,7 @@ def _same(a, b) -> bool:
 REGRESSION = dict(examples=64, dim=4, kappa=10.0, label_noise=0.5)
 
 
+@pytest.mark.slow
 def test_the_sweep_holding_each_epochs_order_gives_the_records_of_a_permutation_drawn_every_step():
     """Every record field (iterations, hits, final metric, status, step size) of the regression sweep, with the
     epoch's order held in the carry, equals bit for bit that of the per-step permutation formula: B = 3, 16, 40 in
