@@ -19,7 +19,6 @@ a job array, at any times): it writes its part file and ends, and `merge` joins 
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -666,15 +665,17 @@ def next_chunk(waiting: list[Chunk], slot, compiled: dict, compile_seconds: dict
     return None
 
 
-def expected_seconds(chunk: Chunk, predicted: dict[str, float], ratios: dict[str, list[float]]) -> float:
-    """A chunk's predicted seconds scaled by the median of measured over predicted seconds of the sweep's finished
-    chunks of its method (``ratios``, by method name), else of every finished chunk, else as predicted. The cost
-    model counts a method's iterations from theory, which adam's and the momentum methods' tuned rates do not
-    follow (measured on ``otod sweep depth --depth 5,6 --init xavier --method heavy-ball,adam``: adam chunks
-    predicted at 1.8–4.6 s took 9.8–21 s)."""
-    own = ratios.get(chunk.program[chunk.method_index])
-    every = own or [r for rs in ratios.values() for r in rs]
-    return predicted[chunk.key] * (float(np.median(every)) if every else 1.0)
+def expected_seconds(chunks: list[Chunk], predicted: dict[str, float],
+                     ratios: dict[str, list[float]]) -> dict[str, float]:
+    """Each chunk's predicted seconds scaled by the median of measured over predicted seconds of the sweep's
+    finished chunks of its method (``ratios``, by method name), else of every finished chunk, else as predicted;
+    the medians once per call, not per chunk. The cost model counts a method's iterations from theory, which
+    adam's and the momentum methods' tuned rates do not follow (measured on ``otod sweep depth --depth 5,6 --init
+    xavier --method heavy-ball,adam``: adam chunks predicted at 1.8–4.6 s took 9.8–21 s)."""
+    every = [r for rs in ratios.values() for r in rs]
+    fallback = float(np.median(every)) if every else 1.0
+    scale = {name: float(np.median(rs)) for name, rs in ratios.items() if rs}
+    return {c.key: predicted[c.key] * scale.get(c.program[c.method_index], fallback) for c in chunks}
 
 
 def spans_devices(chunk: Chunk, compile_seconds: dict, seconds: float) -> bool:
@@ -851,7 +852,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
 
             while waiting or running:
                 while free and waiting and not stop["count"]:
-                    expected = {c.key: expected_seconds(c, predicted, ratios) for c in waiting}
+                    expected = expected_seconds(waiting, predicted, ratios)
                     choice = None
                     for slot in free:
                         i = next_chunk(waiting, slot, compiled, compile_seconds, expected)

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -487,8 +488,42 @@ def test_the_last_chunk_spans_the_devices_when_half_of_it_outlasts_one_more_comp
 
 
 def test_expected_seconds_scale_the_prediction_by_the_methods_measured_ratio_else_every_chunks():
-    adam = sweep.Chunk("x", 0, ("gd", "adam"), 1, (0,), 1, 1)
-    predicted = {"x": 2.0}
-    assert sweep.expected_seconds(adam, predicted, {}) == 2.0
-    assert sweep.expected_seconds(adam, predicted, {"gd": [1.0, 3.0, 5.0]}) == 6.0  # median of every chunk's
-    assert sweep.expected_seconds(adam, predicted, {"gd": [1.0], "adam": [4.0, 6.0, 20.0]}) == 12.0
+    adam, gd = sweep.Chunk("x", 0, ("gd", "adam"), 1, (0,), 1, 1), sweep.Chunk("y", 0, ("gd", "adam"), 0, (0,), 1, 1)
+    predicted = {"x": 2.0, "y": 1.0}
+    assert sweep.expected_seconds([adam, gd], predicted, {}) == {"x": 2.0, "y": 1.0}
+    assert sweep.expected_seconds([adam], predicted, {"gd": [1.0, 3.0, 5.0]}) == {"x": 6.0}  # every chunk's median
+    assert sweep.expected_seconds([adam, gd], predicted, {"gd": [1.0], "adam": [4.0, 6.0, 20.0]}) == {
+        "x": 12.0, "y": 1.0}
+
+
+SPLIT_LAST = """
+import json, sys
+from otod.condition.options import condition_sweep
+from otod.core import sweep
+from tests.conftest import SMALL_RANDOM
+sweep.spans_devices = lambda chunk, compile_seconds, seconds: -(-chunk.n_points // chunk.block_points) > 1
+for i in range(3):
+    r = sweep.run_sweep(condition_sweep({values!r}, methods=("gd", "heavy-ball"), problem=SMALL_RANDOM, seeds=2),
+                        path=sys.argv[1] + f"/run{{i}}.json")
+    print(json.dumps(r.meta["chunks_per_device"]))
+"""
+
+
+def test_a_last_chunk_split_among_two_devices_gives_the_records_of_one_device(tmp_path):
+    """The sweep's last chunk (heavy-ball, 8 points in 2 blocks) split between 2 CPU devices, each device's program
+    of the one-device shape, the first chunk having run on device 0: three times over, each within the timeout,
+    observed split (one chunk on every device) and with the records of this one-device process, bit for bit. The
+    split is forced (`spans_devices` patched): at this size half the chunk does not outlast a compile."""
+    values = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+    here = run_sweep(condition_sweep(values, methods=("gd", "heavy-ball"), problem=SMALL_RANDOM, seeds=2),
+                     path=tmp_path / "one.json")
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "OTOD_COMPILATION_CACHE": "off",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", SPLIT_LAST.format(values=values), str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3
+    for i, line in enumerate(lines):
+        assert json.loads(line) == {"0": 1, "1": 0, "all": 1}, line
+        assert json.loads((tmp_path / f"run{i}.json").read_text())["records"] == here.records
