@@ -31,6 +31,7 @@ def _kept(monkeypatch):
     return kept
 
 
+@pytest.mark.slow
 def test_a_swept_width_gets_one_panel_per_width(widths, tmp_path, monkeypatch):
     from otod.depth.figures import sweep_figure
 
@@ -41,6 +42,7 @@ def test_a_swept_width_gets_one_panel_per_width(widths, tmp_path, monkeypatch):
     assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["width n = 4", "width n = 8"]
 
 
+@pytest.mark.slow
 def test_marks_are_named_and_series_differ_in_colour_or_line_style(tmp_path_factory, tmp_path, monkeypatch):
     """A cap of 3 iterations censors most lanes: their medians are open triangles, named."""
     from otod.depth.figures import draw_series, _finish
