@@ -1,12 +1,15 @@
 """Benchmark (issue 20, item 1): a roofline row per obstacle sweep.
 
 Each row is one ``otod sweep`` command line (ROWS), run once in this process through the command line itself
-(``otod.cli.main``, ``--no-plot``, into a temporary folder, ``OTOD_COMPILATION_CACHE=off``) while every call of
-``otod.core.engine.iterations_to_target`` is captured (its arguments, as the sweep made them). That run compiles
-every program; it is not timed. Then, ``--repeats`` rounds, alternating the order of the rows (forward on even
-rounds, backward on odd), each row's captured calls are run again, warm (no compilation: checked), and timed
-with ``time.perf_counter`` around the calls (host-side padding, dispatch and the copy back included; the sweep's
-planning, records, results file and analysis not). Per row:
+(``otod.cli.main``, ``--no-plot``, into a temporary folder, ``OTOD_COMPILATION_CACHE=off``) while every call the
+sweep sends with ``otod.core.engine.dispatch`` is captured (its arguments, as the sweep made them, and the
+solution ``collect`` reads back). That run compiles every program; it is not timed. Then, ``--repeats`` rounds,
+alternating the order of the rows (forward on even rounds, backward on odd), each row's captured calls are run
+again one after another through ``iterations_to_target``, each on the device it ran on, warm (no compilation:
+checked), and timed with ``time.perf_counter`` around the calls (host-side padding, dispatch and the copy back
+included; the sweep's planning, records, results file and analysis not). Since chunks run side by side (one
+single-device program per device) a call runs on one device, so ns per lane-iteration is one device's, where
+the tables before it timed calls spread over both devices. Per row:
 
 * **FLOPs and bytes per lane-iteration**: XLA's cost analysis (`otod.core.xla.compiled_cost`) of one lane's
   iteration as the engine runs it, compiled on its own from abstract shapes: the family's dynamics
@@ -93,14 +96,26 @@ class Call:
 
 
 ORIGINAL = engine.iterations_to_target
+ORIGINAL_DISPATCH, ORIGINAL_COLLECT = engine.dispatch, engine.collect
 CAPTURED: list[Call] = []
+SENT: dict[int, Call] = {}
 
 
-def capturing(*args, **kwargs):
+def capturing_dispatch(*args, **kwargs):
+    """The sweep sends its chunks with `engine.dispatch` and reads them back with `engine.collect` (one
+    single-device program per device, chunks side by side): each call is kept with its arguments, its solution
+    attached when it is collected, and replayed through `iterations_to_target` on the device it ran on."""
+    sent = ORIGINAL_DISPATCH(*args, **kwargs)
     call = Call(args, kwargs)
-    call.solution = ORIGINAL(*args, **kwargs)
     CAPTURED.append(call)
-    return call.solution
+    SENT[id(sent)] = call
+    return sent
+
+
+def capturing_collect(sent):
+    solution = ORIGINAL_COLLECT(sent)
+    SENT.pop(id(sent)).solution = solution
+    return solution
 
 
 def capture(row: str) -> list[Call]:
@@ -108,7 +123,7 @@ def capture(row: str) -> list[Call]:
     from otod.cli import main
 
     CAPTURED.clear()
-    engine.iterations_to_target = capturing
+    engine.dispatch, engine.collect = capturing_dispatch, capturing_collect
     try:
         with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(open(os.devnull, "w")):
             try:
@@ -117,7 +132,7 @@ def capture(row: str) -> list[Call]:
                 if e.code not in (0, None):
                     raise RuntimeError(f"otod sweep {ROWS[row]} exited {e.code}") from None
     finally:
-        engine.iterations_to_target = ORIGINAL
+        engine.dispatch, engine.collect = ORIGINAL_DISPATCH, ORIGINAL_COLLECT
     return list(CAPTURED)
 
 
