@@ -8,7 +8,9 @@ matrices (one per lane), so the time per product is the steady state XLA:CPU rea
 * ``atb``: ``dot_general`` contracting both operands' major dimension (aᵀb: XLA:CPU's naive loop emitter), the form
   the depth gradient had for dPᵀW_l before `otod.depth.linear.transposed_product`;
 * ``chain``: `transposed_product`, aᵀb written out as a chain of fused multiply-adds (the same bits as ``atb``,
-  checked here on the first round's outputs).
+  checked here, compiled);
+* ``ab4``: ab written out in YNNPACK's summation order, four FMA accumulators (k mod 4) added as a pairwise tree
+  (the same bits as ``ab`` at widths 1, 8, 12 and 16 only, checked here; not used by the engine).
 
 Forms and batches alternate over ``--rounds`` rounds (forward on even rounds, backward on odd); each entry is the
 best of 3 calls in the round, and the table prints the median over rounds in ns per matrix, with the CPU model and
@@ -35,8 +37,28 @@ import numpy as np  # noqa: E402
 from otod.core.results import cpu_model  # noqa: E402
 from otod.depth.linear import transposed_product  # noqa: E402
 
+def four_accumulators(a, b):
+    """ab = Σ_k a[i, k]·b[k, j] as four chains of fused multiply-adds over k ≡ r (mod 4), added as a pairwise
+    tree: YNNPACK's order for 8 × 8 float32 operands on this jaxlib (measured against emulations in float64). Each
+    chain's first sum is written a_{r+4}b_{r+4} + a_r b_r, since LLVM fuses the left product."""
+    width = a.shape[-1]
+    sums = []
+    for r in range(min(4, width)):
+        ks = list(range(r, width, 4))
+        total = a[:, ks[0], None] * b[ks[0], None, :]
+        if len(ks) > 1:
+            total = a[:, ks[1], None] * b[ks[1], None, :] + total
+        for k in ks[2:]:
+            total = total + a[:, k, None] * b[k, None, :]
+        sums.append(total)
+    while len(sums) > 1:
+        sums = [sums[i] + sums[i + 1] if i + 1 < len(sums) else sums[i] for i in range(0, len(sums), 2)]
+    return sums[0]
+
+
 FORMS = {
     "ab": lambda a, b: jax.lax.dot_general(a, b, (((1,), (0,)), ((), ()))),
+    "ab4": four_accumulators,
     "atb": lambda a, b: jax.lax.dot_general(a, b, (((0,), (0,)), ((), ()))),
     "chain": transposed_product,
 }
@@ -78,11 +100,17 @@ def main(argv=None) -> int:
             jax.block_until_ready(fn(a, b))  # compile
             cases.append((form, batch, fn, a, b))
     # compiled, as the engine runs them: run op by op the chain's products and sums round apart (no FMA)
-    atb, chain = (jax.jit(jax.vmap(FORMS[f])) for f in ("atb", "chain"))
-    same = {batch: np.array_equal(np.asarray(atb(a, b)), np.asarray(chain(a, b))) for _, batch, _, a, b in cases}
+    compiled = {f: jax.jit(jax.vmap(fn)) for f, fn in FORMS.items()}
+
+    def same_bits(x, y):
+        return {batch: np.array_equal(np.asarray(compiled[x](a, b)), np.asarray(compiled[y](a, b)))
+                for _, batch, _, a, b in cases}
+
+    same, same_ab = same_bits("atb", "chain"), same_bits("ab", "ab4")
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__}; width {args.width}, chains of "
           f"{args.chain}; load before {os.getloadavg()[0]:.2f}")
     print("chain gives atb's bits:", ", ".join(f"batch {k}: {v}" for k, v in same.items()))
+    print("ab4 gives ab's bits:", ", ".join(f"batch {k}: {v}" for k, v in same_ab.items()))
     runs: dict[tuple, list] = {(form, batch): [] for form, batch, *_ in cases}
     for r in range(args.rounds):
         for form, batch, fn, a, b in (cases if r % 2 == 0 else cases[::-1]):
