@@ -328,9 +328,10 @@ def metric_and_gradient(p, params, depth: int):
     `tests/depth/test_gradient.py`).
 
     The dots that contract both operands' major dimension (the cotangent's c·Iᵀ(EΣ) and each layer's dPᵀW_l) are
-    `transposed_product`: the same sums in the same order, 6–8× faster at width 8. The backward pass over the
-    layers is a ``lax.scan``. Written straight, XLA fused each layer's elementwise product into the next layer's
-    and into the gradient's dot, and recomputed it in each; the loop's trip boundary keeps it one fusion."""
+    `transposed_product`: the same sums in the same order, 50 against 559 ns a product for 104 matrices of width 8
+    (`benchmarks/bench_small_products.py`). The backward pass over the layers is a ``lax.scan``. Written
+    straight, XLA fused each layer's elementwise product into the next layer's and into the gradient's dot, and
+    recomputed it in each; the loop's trip boundary keeps it one fusion."""
     dot = jax.lax.dot_general
     w = p["offset"] + params
     eye = jnp.eye(w.shape[-1], dtype=w.dtype)
@@ -363,10 +364,10 @@ def transposed_product(a, b):
     """aᵀb = Σ_k a[k, i]·b[k, j], summed as XLA:CPU's dot sums it when it contracts both operands' major
     dimension, written out elementwise: one chain of fused multiply-adds in increasing k.
 
-    Why: XLA:CPU runs that dot through its naive loop emitter (58–86 µs for [104, 8, 8] operands); the chain is
-    one loop fusion (9–13 µs) and gives the same bits (measured on random operands for widths 1 to 256 and 1 to
-    1,040 matrices; the engine's records are tested against those of ``jax.value_and_grad``,
-    `tests/depth/test_gradient.py`). Bit for bit relies on LLVM contracting x·y + acc into one fused
+    Why: XLA:CPU runs that dot through its naive loop emitter, 559 ns a product for 104 matrices of width 8,
+    where the chain is one loop fusion at 50 ns (`benchmarks/bench_small_products.py`, medians of 5 rounds). It
+    gives the same bits: tested for widths 1 to 64 (`tests/depth/test_linear.py`), and the engine's records
+    against those of ``jax.value_and_grad`` (`tests/depth/test_gradient.py`). Bit for bit relies on LLVM contracting x·y + acc into one fused
     multiply-add in XLA:CPU's loop fusions, as it does. Of a sum of two products it fuses the left one, so the
     first sum is written a₁b₁ + a₀b₀: fma(a₁, b₁, a₀b₀), the dot's first two steps."""
     rows = a.shape[-2]
