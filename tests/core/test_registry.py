@@ -1,0 +1,21 @@
+"""The registry: every obstacle's sweeps, and their method tables, as the engine needs them."""
+
+import pytest
+
+from otod import obstacles
+from otod.core import registry
+
+obstacles.load_all()
+KINDS = [kind for obstacle in registry.obstacles() for kind in obstacle.sweeps()]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_method_looked_up_twice_is_the_same_object(kind):
+    """The engine's compiled program is keyed by its methods (jit's static arguments, compared by their functions),
+    so a table that built a Method anew per lookup traced and compiled the program anew for every chunk, as the
+    noise table did for precond:p (46 compiles where 2 do). Parameterised names are looked up too."""
+    names = list(kind.methods)
+    names += [f"{name.split(':')[0]}:0.25" for name in names if name.startswith("precond")]
+    assert names
+    for name in names:
+        assert kind.methods[name] is kind.methods[name], name
