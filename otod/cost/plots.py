@@ -124,7 +124,7 @@ def time_split(spec: dict[str, Any], out_dir: Path) -> list[Path]:
         bars.append((net.name, "FLOPs", f.forward_xla / total, f.backward_xla / total, f.update_xla / total,
                      f"{f.ratio_xla:.2f}"))
         for p in precisions:
-            t = profile_one(net, batch, optimizer, p, warmup=2, repeats=repeats)
+            t = profile_one(net, batch, optimizer, p, warmup=2, repeats=repeats, fused=False)
             s = t.forward_s + t.backward_s + t.update_s
             bars.append((net.name, "bf16" if p == "bfloat16" else "fp32", t.forward_s / s, t.backward_s / s,
                          t.update_s / s, f"{t.time_ratio:.2f}\n" + (f"{s * 1e3:.3g}ms" if s < 1 else f"{s:.3g}s")))

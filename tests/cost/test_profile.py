@@ -37,3 +37,17 @@ def test_too_large_to_time_says_so():
 def test_bad_precision():
     with pytest.raises(OtodError, match="--precision"):
         P.check_precision("float8")
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_unfused_profile_skips_value_and_grad(tiny_mlp, monkeypatch, fused):
+    # fused=False times the three parts only: 3 timed programs instead of 4, and the fused column is NaN.
+    import math
+
+    timed = []
+    real = P.time_call
+    monkeypatch.setattr(P, "time_call", lambda fn, *a: timed.append(fn) or real(fn, *a))
+    r = P.profile_one(tiny_mlp, 8, "sgd", warmup=1, repeats=3, fused=fused)
+    assert len(timed) == (4 if fused else 3)
+    assert math.isnan(r.value_and_grad_s) != fused
+    assert r.forward_s > 0 and r.backward_s > 0 and r.update_s > 0
