@@ -33,7 +33,9 @@ class ReferenceRun(NamedTuple):
 @functools.lru_cache(maxsize=None)
 def _jitted(method: Method, options, spec):
     """One iteration's pieces, jitted once per (method, options, problem spec) and reused across lanes: the
-    optimizer is rebuilt inside from the lane's step and info, exactly as a user's jitted step would be."""
+    optimizer is rebuilt inside from the lane's step and info, exactly as a user's jitted step would be; a
+    stochastic family's sampled gradient too (``spec.family()`` builds its functions anew at each call, so a
+    sampler jitted per lane compiled per lane)."""
 
     @jax.jit
     def update(step, info, g, state, params):
@@ -44,8 +46,9 @@ def _jitted(method: Method, options, spec):
     def init(step, info, params):
         return method.cheapest(step, info, options).init(params)
 
-    metric = spec.family().metric
-    return update, init, jax.jit(metric), jax.jit(jax.grad(metric, argnums=1))
+    family = spec.family()
+    sample = jax.jit(family.gradient) if family.stochastic else None
+    return update, init, jax.jit(family.metric), jax.jit(jax.grad(family.metric, argnums=1)), sample
 
 
 def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: int = 0,
@@ -60,13 +63,12 @@ def reference_run(spec, method: Method, point: dict, seed_index: int, *, seed: i
     params = family.init(problem)
     info = family.info(problem, params)
     step = lr * method.reference_lr(info) if relative_lr else dtype(lr)
-    update, init, metric, grad = _jitted(method, options, spec)
+    update, init, metric, grad, sample = _jitted(method, options, spec)
     if optimizer is not None:
         update = jax.jit(lambda step, info, g, state, x: _apply(optimizer, g, state, x))
         state = optimizer.init(params)
     else:
         state = init(step, info, params)
-    sample = jax.jit(family.gradient) if family.stochastic else None
     lane_key = jax.random.fold_in(jax.random.PRNGKey(seed), seed_index)
     f0 = float(metric(problem, params))
     relative = target.kind == "relative"
