@@ -39,12 +39,12 @@ def assert_same_solution(new, old):
         np.testing.assert_array_equal(getattr(new, field), getattr(old, field), err_msg=field, strict=True)
 
 
-#: The deepest net, KFAC and adam (6–13 s together on 2 cores) run with ``-m slow``: the fast suite keeps gd at
-#: depths 1 and 3, heavy ball on a general target with Σ ≠ I, and the residual net.
+#: The deepest net, KFAC, adam and gd at depth 3 (6–13 s together on 2 cores) run with ``-m slow``: the fast suite
+#: keeps gd at depth 1, heavy ball at depth 4 on a general target with Σ ≠ I, and gd on the depth-5 residual net.
 SLOW = pytest.mark.slow
 CASES = [
     (dict(depth=1), "gd", 0.0),
-    (dict(depth=3), "gd", 0.0),
+    pytest.param(dict(depth=3), "gd", 0.0, marks=SLOW),
     pytest.param(dict(depth=8), "gd", 0.0, marks=SLOW),
     (dict(depth=4, input_kappa=10.0, target="general"), "heavy-ball", 0.9),
     (dict(depth=5, problem="residual"), "gd", 0.0),
