@@ -20,8 +20,8 @@ engine used before commit a5f14bf), on the uneven condition sweep ``--sweep-kmax
 gd/heavy-ball/nesterov/newton, d = 100, 8 seeds) run in this process by ``otod.core.sweep.run_sweep``: records
 checked identical; the engine's device time (every ``_grid`` call, waited for) and the sweep's wall, medians and
 per-pair ratios; and the busiest device's executed loop iterations over an even split (Σ / devices), from each
-block's loop count the engine returns (``_grid``'s last output; the engine's loop makes `UNROLL` = 2 iterations per
-while trip, so while trips are half of these).
+block's loop count the engine returns (``_grid``'s last output; the engine's loop makes
+`otod.core.engine.UNROLL` iterations per while trip, so while trips are these over it).
 
 The whole-process comparison of the sharded condition sweep against one device is `bench_devices.py`.
 

@@ -44,8 +44,12 @@ from otod.core.dynamics import optax_dynamics
 from otod.core.errors import Abandoned, OtodError
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
 
-#: Iterations per trip of the while loop (each with its own check): fewer trips, fewer kernels.
-UNROLL = 2
+#: Iterations per trip of the while loop (each with its own check). One: a trip costs well under a microsecond,
+#: and every further iteration in the body is another copy of the step for XLA to compile. Against 2 (5
+#: alternated pairs each, records identical; `benchmarks/RESULTS.md`): compile time 1.20–1.22× less on the
+#: condition, depth, noise and net sweeps, and the engine's replayed calls no slower (condition, toy, noise
+#: simulator and regression rows of `benchmarks/roofline.py`: 1.14, 1.01, 1.005 and 0.99× faster).
+UNROLL = 1
 
 #: The ``"window"`` stall rule (`otod.core.family.Family.stall`): a lane whose metric has not fallen by this
 #: fraction below its last mark for ``stall_window`` iterations is stalled, taken to sit at a floor (of the

@@ -261,16 +261,19 @@ COMPACTED = {
 }
 
 
-def _sweep_records(tmp_path, monkeypatch, args, compact: bool) -> dict:
+def _sweep_records(tmp_path, monkeypatch, args, compact: bool, unroll: int | None = None) -> dict:
     import json
 
     from click.testing import CliRunner
 
+    import otod.core.engine as engine
     import otod.core.sweep as sweep
     from otod.cli import main
 
     monkeypatch.setattr(sweep, "COMPACT_LANE_ITERATIONS", 0.0 if compact else float("inf"))
-    out = tmp_path / ("compact.json" if compact else "wide.json")
+    if unroll is not None:
+        monkeypatch.setattr(engine, "UNROLL", unroll)
+    out = tmp_path / f"{'compact' if compact else 'wide'}{'' if unroll is None else unroll}.json"
     result = CliRunner().invoke(main, [*args, "--no-plot", "--out", str(out)])
     assert result.exit_code == 0, result.output
     return json.loads(out.read_text())
@@ -332,3 +335,20 @@ def test_a_family_that_is_not_compactable_runs_whole_blocks(tmp_path, monkeypatc
     assert asked["records"] == wide["records"]
     assert asked["meta"]["lane_iterations"] == wide["meta"]["lane_iterations"]
     assert wide["meta"]["lane_iterations"]["ratio"] > 2  # whole blocks do wait here: compaction would have run
+
+
+@pytest.mark.parametrize("kind", ["condition", pytest.param("depth", marks=pytest.mark.slow),
+                                  pytest.param("toy", marks=pytest.mark.slow),
+                                  pytest.param("noise", marks=pytest.mark.slow),
+                                  pytest.param("net", marks=pytest.mark.slow)])
+def test_iterations_per_trip_of_the_loop_do_not_change_the_records(tmp_path, monkeypatch, kind):
+    """`otod.core.engine.UNROLL` (iterations per trip of the while loop, each with its own check) is a speed
+    setting only: the sweeps that exercise every engine path (`COMPACTED`: pruning, the seed-major and prepared
+    set-ups, the fixed-point stall rule, the stochastic split step/measure path, compaction's second loop) give
+    every record equal with 1 and 2 iterations a trip. Two a trip can only run past a block's last stop by one
+    iteration, so they never execute fewer lane-iterations."""
+    one = _sweep_records(tmp_path, monkeypatch, COMPACTED[kind], compact=True, unroll=1)
+    two = _sweep_records(tmp_path, monkeypatch, COMPACTED[kind], compact=True, unroll=2)
+    assert one["records"] == two["records"]  # every field of every lane, in order
+    assert one["meta"]["lane_iterations"]["needed"] == two["meta"]["lane_iterations"]["needed"]
+    assert one["meta"]["lane_iterations"]["executed"] <= two["meta"]["lane_iterations"]["executed"]
