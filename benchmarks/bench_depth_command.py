@@ -42,7 +42,7 @@ CHILD = "import os, sys, otod; print('otod from', os.path.realpath(otod.__file__
 #: Metadata that differs between two runs of the same sweep without saying anything about its records: the
 #: compilation cache's state (how many programs were compiled rather than loaded) beside the times, commit and
 #: command line `records_differ` already leaves out.
-RUN_ONLY = re.compile(r"(compile_count|compile_time_s)$")
+RUN_ONLY = re.compile(r"(compile_count|cache_loads|compile_time_s)$")
 
 
 def side_env(tree: str, cache: str | None) -> dict:

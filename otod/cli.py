@@ -38,7 +38,8 @@ class OneLineErrors(click.Group):
 def main():
     """otod: measure why training takes so many sequential iterations, and what would take fewer.
 
-    Compiled programs are cached in ~/.cache/otod/xla (JAX's persistent cache), so later runs skip compiling;
+    Compiled programs are cached in ~/.cache/otod/xla (JAX's persistent cache, at most 2 GiB, locked against other
+    otod processes), so later runs skip compiling;
     OTOD_COMPILATION_CACHE=DIR moves it, OTOD_COMPILATION_CACHE=off turns it off. On a CPU every core is a JAX
     device and sweeps share their blocks among them; OTOD_CPU_DEVICES=1 keeps one. A device program that uses no
     CPU for 30 s is stopped by a watchdog, keeping the sweep's journal (OTOD_WATCHDOG_SECONDS=N sets the time,

@@ -4,12 +4,30 @@ loop lives in the package (`otod.core.reference`)."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
-# The CLI turns on JAX's persistent compilation cache in ~/.cache; tests keep out of the home directory.
-os.environ.setdefault("OTOD_COMPILATION_CACHE", "off")
+#: One persistent compilation cache for the whole run, in a fresh folder (never the user's ~/.cache): made by the
+#: first process to import this file (pytest itself, before it starts its xdist workers), inherited through the
+#: environment by the workers and by the otod processes tests start, so a program two tests need is compiled once.
+#: Tests that count compilations count compiled + loaded programs; tests of the cache itself use their own folder.
+#: ``OTOD_COMPILATION_CACHE=off python3 -m pytest`` runs the suite without it.
+_MADE_CACHE = None
+if "OTOD_COMPILATION_CACHE" not in os.environ:
+    _MADE_CACHE = tempfile.mkdtemp(prefix="otod-tests-")
+    os.environ["OTOD_COMPILATION_CACHE"] = os.path.join(_MADE_CACHE, "xla")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
+
+from otod.core import compilation_cache  # noqa: E402
+
+compilation_cache.enable()
+
+
+def pytest_unconfigure(config):
+    if _MADE_CACHE is not None:
+        shutil.rmtree(_MADE_CACHE, ignore_errors=True)
 
 import otod.condition  # noqa: E402,F401  (registers the condition sweep)
 from otod.condition.kronecker import KroneckerSpec  # noqa: E402

@@ -4,6 +4,11 @@ by later ``otod`` processes (JAX's own mechanism, keyed on the program, the JAX 
 The CLI turns it on at start; a notebook calls `enable` if it wants the same. ``OTOD_COMPILATION_CACHE`` chooses
 the folder (default ``~/.cache/otod/xla``); ``OTOD_COMPILATION_CACHE=off`` turns it off. Results never depend on
 it: a cache hit returns the same executable the compile would.
+
+The folder is bounded (`MAX_BYTES`, least recently used programs evicted first) and, with that, JAX locks it
+(``filelock``) around every read and write. Unlocked, JAX writes an entry in place, so another process sharing
+the folder (a job array's shares on one node, the test suite's workers) can read it half written: JAX then warns
+("Error reading persistent compilation cache entry") and compiles again.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from pathlib import Path
 from typing import Iterator
 
 ENV = "OTOD_COMPILATION_CACHE"
+
+#: The cache folder's bound: 2 GiB, about 700 of the largest sweep programs (a net sweep's is about 3 MB).
+MAX_BYTES = 2 * 1024 ** 3
 
 
 def cache_dir() -> Path | None:
@@ -41,6 +49,12 @@ def enable(path: str | os.PathLike | None = None) -> Path | None:
         return None
     settings = {"jax_compilation_cache_dir": str(folder), "jax_persistent_cache_min_compile_time_secs": 0.05,
                 "jax_persistent_cache_min_entry_size_bytes": 0}
+    try:
+        import filelock  # noqa: F401  (JAX's bounded cache locks with it; without it the cache stays unbounded)
+
+        settings["jax_compilation_cache_max_size"] = MAX_BYTES
+    except ImportError:
+        pass
     if "jax" in sys.modules:
         import jax
 
@@ -53,10 +67,12 @@ def enable(path: str | os.PathLike | None = None) -> Path | None:
 
 
 @contextlib.contextmanager
-def count_compilations() -> Iterator[list[float]]:
+def count_compilations(loads: list | None = None) -> Iterator[list[float]]:
     """Count XLA compilations inside the block: yields a list that holds one entry (seconds) per program compiled.
     While the block runs it holds every program got from the backend as it comes (a persistent-cache load among
-    them, at milliseconds); when the block ends, exactly the compilations.
+    them, at milliseconds); when the block ends, exactly the compilations. ``loads``, if given, gets one entry per
+    program loaded from the persistent cache instead: compilations + loads is the number of programs the block
+    needed, whatever the cache held.
 
     JAX records '/jax/core/compile/backend_compile_duration' for every program it gets from the backend, compiled
     or loaded from the persistent cache; a load also records the cache-hit event. So the compilations are the
@@ -85,6 +101,8 @@ def count_compilations() -> Iterator[list[float]]:
         jax.monitoring.unregister_event_duration_listener(on_duration)
         jax.monitoring.unregister_event_listener(on_event)
         compiled[:] = sorted(durations)[len(hits):]
+        if loads is not None:
+            loads.extend(hits)
 
 
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"

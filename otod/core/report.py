@@ -173,4 +173,5 @@ def sweep_header(results, tol: float | None = None) -> str:
         status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
     return (f"{meta['sweep']} sweep: {len(results)} lanes, {meta['precision']}, "
             f"{meta['compile_count']} compilations ({meta.get('compile_time_s', 0.0):.1f} s), "
-            f"wall {meta.get('wall_time_s', meta.get('run_time_s', 0.0)):.1f} s on {where}{waste}{at}{status}")
+            + (f"{meta['cache_loads']} programs loaded from the compilation cache, " if meta.get("cache_loads") else "")
+            + f"wall {meta.get('wall_time_s', meta.get('run_time_s', 0.0)):.1f} s on {where}{waste}{at}{status}")

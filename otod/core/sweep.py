@@ -816,7 +816,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
         waiting, free = list(pending), list(slots)
         per_slot = {("all" if slot is None else str(slot)): 0 for slot in slots + [None]}
         most_running = 0
-        with count_compilations() as compiles, deferred_interrupt() as stop:
+        loads: list = []  # programs loaded from the persistent compilation cache instead of compiled
+        with count_compilations(loads) as compiles, deferred_interrupt() as stop:
 
             def save_first():
                 """Wait for the first running chunk to end, and save it."""
@@ -889,7 +890,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                 save_first()
             if stop["count"] and lanes_done < total:
                 raise Interrupted(path, lanes_done, total)
-        run = {"wall_time_s": time.perf_counter() - started, "compile_count": len(compiles),
+        run = {"wall_time_s": time.perf_counter() - started, "compile_count": len(compiles), "cache_loads": len(loads),
                "chunks_per_device": per_slot if slots != [None] else None, "most_running": most_running,
                "compile_time_s": float(sum(compiles)), "resumed_chunks": resumed, "estimate": guess._asdict()}
         if share is not None:
@@ -999,7 +1000,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         refuse_missing_shares(config, chunks, done, headers)
         run = {"merged_from": [{"file": p.name, **{k: h.get(k) for k in ("process", "processes", "host")}}
                                for p, h in headers.items()], "processes": max(h.get("processes", 1) for h in headers.values()),
-               "compile_count": 0, "compile_time_s": 0.0, "resumed_chunks": len(chunks)}
+               "compile_count": 0, "cache_loads": 0, "compile_time_s": 0.0, "resumed_chunks": len(chunks)}
         return finish(config, path, chunks, done, run, remove_journals=False)
 
 

@@ -119,4 +119,4 @@ def test_a_precond_sweep_compiles_its_program_once_per_device_however_many_chunk
     meta = results_io.load(run(config, mode, out=str(tmp_path)).path).meta
     devices = jax.local_device_count()
     assert len(meta["blocks"]) == 1 and len(meta["chunks"]) > 2 * devices  # one program, more chunks than devices
-    assert 1 <= meta["compile_count"] <= devices
+    assert 1 <= meta["compile_count"] + meta["cache_loads"] <= devices  # compiled or loaded, once per device
