@@ -20,7 +20,8 @@ from typing import Iterator
 
 ENV = "OTOD_COMPILATION_CACHE"
 
-#: The cache folder's bound: 2 GiB, about 700 of the largest sweep programs (a net sweep's is about 3 MB).
+#: The cache folder's bound: 2 GiB. The largest sweep programs take about 400 KB each (compressed); two days of
+#: this project's sweeps and benchmarks left 1,582 programs in 116 MB.
 MAX_BYTES = 2 * 1024 ** 3
 
 
