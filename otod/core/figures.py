@@ -54,6 +54,17 @@ def seconds_history(path: Path | None) -> dict[str, float]:
         return {}
 
 
+#: The seconds each figure took on the development machine, cold (`benchmarks/RESULTS.md`), shipped beside the
+#: specs: the ETA's prior for a figure this machine has not run yet, scaled as the run goes by how this machine
+#: compares on the figures done (`eta_seconds`).
+SHIPPED_SECONDS = "figure-seconds.json"
+
+
+def shipped_seconds(experiments_dir: Path) -> dict[str, float]:
+    """The development machine's seconds per figure (`SHIPPED_SECONDS` in ``experiments_dir``; {} without it)."""
+    return seconds_history(experiments_dir / SHIPPED_SECONDS)
+
+
 def save_seconds(path: Path | None, seconds: dict[str, float]) -> None:
     """Keep ``seconds``; a cache that cannot be written is skipped (it only feeds an ETA)."""
     path = Path(SECONDS_FILE if path is None else path)
@@ -105,8 +116,8 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
                  seconds_file: Path | None = None) -> list[Path]:
     """Run the figure specs of ``groups`` (all groups when None; ``group/figure`` names one figure of a group) and
     return the files written. Before each figure ``log`` gets a progress line with an ETA for the figures left
-    (`eta_seconds`), after it the seconds it took, which are kept in ``seconds_file`` (default `SECONDS_FILE`)
-    for the next run's ETA."""
+    (`eta_seconds`, from this machine's last times, else the shipped ones, `SHIPPED_SECONDS`), after it the
+    seconds it took, which are kept in ``seconds_file`` (default `SECONDS_FILE`) for the next run's ETA."""
     specs = load_specs(experiments_dir)
     wanted = [(g, None) if "/" not in g else tuple(g.split("/", 1)) for g in (groups or list(specs))]
     for group, name in wanted:
@@ -122,11 +133,12 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
             raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
                             f"known: {', '.join(sorted(table))}")
     history = seconds_history(seconds_file)
+    prior = {**shipped_seconds(experiments_dir), **history}  # this machine's last times over the shipped ones
     written: list[Path] = []
     took: dict[str, float] = {}
     for i, (group, name, spec) in enumerate(todo):
         key = f"{group}/{name}"
-        left = eta_seconds(took, [f"{g}/{n}" for g, n, _ in todo[i:]], history)
+        left = eta_seconds(took, [f"{g}/{n}" for g, n, _ in todo[i:]], prior)
         log(f"figure {i + 1}/{len(todo)} {key} ... (ETA {format_eta(left)} for the {len(todo) - i} left)")
         start = time.perf_counter()
         files = table[spec["maker"]]({**spec, "name": name}, out_dir)

@@ -60,6 +60,25 @@ def test_each_figure_gets_a_progress_line_with_an_eta_from_the_last_run(experime
     assert eta_seconds({"g/a": 60.0}, ["g/b"], {"g/a": 30.0, "g/b": 90.0}) == 180.0
 
 
+def test_a_machine_that_never_ran_the_figures_gets_the_shipped_seconds_as_its_eta(experiments, tmp_path):
+    """With no times of its own, the first line sums the seconds shipped beside the specs (the development
+    machine's); the machine's own last time of a figure wins over the shipped one; only the machine's own times
+    are kept."""
+    import json
+
+    folder, _ = experiments
+    (folder / "figure-seconds.json").write_text(json.dumps({"g/a": 50.0, "g/b": 100.0}))
+    seconds, lines = tmp_path / "seconds.json", []
+    make_figures(["g"], out_dir=tmp_path, experiments_dir=folder, log=lines.append, seconds_file=seconds)
+    assert lines[0] == "figure 1/2 g/a ... (ETA 2.5 min for the 2 left)"
+    kept = json.loads(seconds.read_text())
+    assert set(kept) == {"g/a", "g/b"} and kept["g/b"] < 10  # measured here, not the shipped 100 s
+    seconds.write_text(json.dumps({"g/a": 10.0}))
+    lines.clear()
+    make_figures(["g"], out_dir=tmp_path, experiments_dir=folder, log=lines.append, seconds_file=seconds)
+    assert lines[0] == "figure 1/2 g/a ... (ETA 110 s for the 2 left)"
+
+
 def test_the_programs_a_figure_compiled_are_released_before_the_next_figure(tmp_path, monkeypatch):
     """Each figure compiles the same jitted program; when figure b starts, JAX holds no compiled copy of it
     (`release_compiled`), and none after the last figure. Without the release all figures in one process kept
