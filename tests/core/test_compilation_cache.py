@@ -12,21 +12,43 @@ def test_environment_chooses_or_disables_the_folder(monkeypatch, tmp_path):
     assert compilation_cache.cache_dir() == tmp_path / "c"
 
 
+#: A process that compiles one small condition sweep's program into the cache folder argv[1], runs the sweep into
+#: argv[2] and prints its compile count, cache loads and counts (the cache's own hit events beside them).
+SCRIPT = ("import json, sys; from otod.core import compilation_cache as cc; cc.enable(sys.argv[1]);"
+          "import otod.condition; from otod.condition.options import condition_sweep;"
+          "from otod.condition.quadratic import QuadraticSpec; from otod.core.sweep import run_sweep;"
+          "config = condition_sweep((2.0, 20.0), methods=('gd',), problem=QuadraticSpec(dim=8), seeds=2);"
+          "ctx = cc.count_cache_hits(); hits = ctx.__enter__();"
+          "r = run_sweep(config, path=sys.argv[2]); ctx.__exit__(None, None, None);"
+          "print(json.dumps({'hits': len(hits), 'compiles': r.meta['compile_count'], 'loads': r.meta['cache_loads'],"
+          " 'its': [x['iterations'] for x in r.records]}))")
+
+
+def test_processes_that_share_a_cache_at_once_never_hang_or_warn(tmp_path):
+    """Two processes start at once on a fresh cache folder and compile the same program (each round a new
+    folder, 3 rounds, 120 s each at most): both end with exit 0 and nothing on stderr (no JAX warning of a cache
+    entry read half written), each obtains the program once (compiled or loaded), and their counts are equal."""
+    import json
+
+    env = dict(os.environ, OTOD_COMPILATION_CACHE="off")
+    for round_ in range(3):
+        folder = tmp_path / f"cache{round_}"
+        procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(folder), str(tmp_path / f"{round_}-{i}.json")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for i in range(2)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0] and [e for _, e in outs] == ["", ""], outs
+        got = [json.loads(o.strip().splitlines()[-1]) for o, _ in outs]
+        assert all(g["compiles"] + g["loads"] == 1 for g in got) and got[0]["its"] == got[1]["its"], got
+
+
 def test_a_second_process_loads_the_program_from_the_cache_instead_of_compiling_it(tmp_path):
     """Run the same sweep twice in fresh processes sharing a cache folder. The first compiles the sweep's program
     and hits nothing; the second receives JAX's cache-hit event for it, compiles nothing, and reports the same
     counts. The folder is the bounded, locked kind: JAX's lock file and an access time per entry are in it (an
     unbounded cache has neither, and writes its entries unlocked)."""
-    script = ("import json, sys; from otod.core import compilation_cache as cc; cc.enable(sys.argv[1]);"
-              "import otod.condition; from otod.condition.options import condition_sweep;"
-              "from otod.condition.quadratic import QuadraticSpec; from otod.core.sweep import run_sweep;"
-              "config = condition_sweep((2.0, 20.0), methods=('gd',), problem=QuadraticSpec(dim=8), seeds=2);"
-              "ctx = cc.count_cache_hits(); hits = ctx.__enter__();"
-              "r = run_sweep(config, path=sys.argv[2]); ctx.__exit__(None, None, None);"
-              "print(json.dumps({'hits': len(hits), 'compiles': r.meta['compile_count'], 'loads': r.meta['cache_loads'],"
-              " 'its': [x['iterations'] for x in r.records]}))")
     env = dict(os.environ, OTOD_COMPILATION_CACHE="off")
-    runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / "cache"), str(tmp_path / f"{i}.json")],
+    runs = [subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "cache"), str(tmp_path / f"{i}.json")],
                            capture_output=True, text=True, env=env, timeout=300) for i in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[0].stderr + runs[1].stderr
     import json
