@@ -59,3 +59,26 @@ def test_a_second_process_loads_the_program_from_the_cache_instead_of_compiling_
     assert first["its"] == second["its"]
     entries = sorted(p.name for p in (tmp_path / "cache").iterdir())
     assert ".lockfile" in entries and any(n.endswith("-atime") for n in entries), entries
+
+
+def test_a_folder_written_before_the_bound_is_stamped_so_programs_are_still_stored(tmp_path):
+    """A cache folder from an unbounded cache (otod before the bound) has entries without JAX's ``-atime``
+    stamp, and the bounded cache's eviction reads every stamp before it stores a program: unstamped, every store
+    failed with a warning ("Error writing persistent compilation cache entry") and nothing was kept. `enable`
+    stamps such entries with their modification time; a process then stores its program without a warning."""
+    import json
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    old = folder / "jit_old-0123-cache"
+    old.write_bytes(b"an entry of the unbounded cache")
+    os.utime(old, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    env = dict(os.environ, OTOD_COMPILATION_CACHE="off")
+    run = subprocess.run([sys.executable, "-c", SCRIPT, str(folder), str(tmp_path / "r.json")], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert run.returncode == 0 and "compilation cache" not in run.stderr, run.stderr
+    assert json.loads(run.stdout.strip().splitlines()[-1])["compiles"] == 1
+    stamp = folder / "jit_old-0123-atime"
+    assert int.from_bytes(stamp.read_bytes(), "little") == 1_700_000_000_000_000_000
+    stored = [p.name for p in folder.iterdir() if p.name.endswith("-cache") and p != old]
+    assert stored and all((folder / (n[:-len("-cache")] + "-atime")).exists() for n in stored)
