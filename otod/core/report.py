@@ -171,7 +171,11 @@ def sweep_header(results, tol: float | None = None) -> str:
         status += f"  (merged from {len(meta['merged_from'])} part files)"
     elif meta.get("resumed_chunks"):
         status += f"  (resumed: {meta['resumed_chunks']} chunks came from the interrupted run)"
+    if meta.get("reused"):
+        status += (f"  ({meta['reused']['lanes']} lanes read from {', '.join(meta['reused']['from'])}, "
+                   "measured there under the same settings)")
     return (f"{meta['sweep']} sweep: {len(results)} lanes, {meta['precision']}, "
             f"{meta['compile_count']} compilations ({meta.get('compile_time_s', 0.0):.1f} s), "
-            + (f"{meta['cache_loads']} programs loaded from the compilation cache, " if meta.get("cache_loads") else "")
+            + (f"{meta['cache_loads']} program{'s' if meta['cache_loads'] != 1 else ''} loaded from the compilation "
+               "cache, " if meta.get("cache_loads") else "")
             + f"wall {meta.get('wall_time_s', meta.get('run_time_s', 0.0)):.1f} s on {where}{waste}{at}{status}")

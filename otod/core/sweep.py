@@ -692,11 +692,78 @@ def spans_devices(chunk: Chunk, compile_seconds: dict, seconds: float) -> bool:
     return blocks > 1 and seconds > 2 * c
 
 
+def points_settings(config: SweepConfig) -> dict:
+    """The config less its points (`otod.core.reuse.settings_of`): equal for two sweeps exactly when they give
+    every point they share the same records, on the same arithmetic."""
+    from otod.core.reuse import settings_of
+
+    return settings_of(config.to_dict(), NOT_IN_DIGEST)
+
+
+class Partly(NamedTuple):
+    """A chunk some of whose points were read (`reuse_points`): ``rest`` runs the others, and its records join
+    ``held`` (point index: records) under the chunk's own ``key``."""
+
+    key: str
+    rest: Chunk
+    held: dict[int, list[dict]]
+    sources: tuple[str, ...]
+
+
+def reuse_points(config: SweepConfig, path: Path, own: Path, pending: list[Chunk], points: list[dict],
+                 statics: list[dict], done: dict) -> dict[str, Partly]:
+    """Read what the finished results files beside ``path`` hold of the ``pending`` chunks' points
+    (`otod.core.reuse`): a chunk held whole goes into ``done`` (and the journal ``own``); one held in part is
+    returned as a `Partly`, by the key of its ``rest``, a chunk of the same length (so the same program) over
+    the points left. Says on stderr how many lanes came from which files."""
+    from otod.core.reuse import gather, held_points, in_point_order, matching_files
+
+    if not pending or not path.parent.is_dir():
+        return {}
+    files = matching_files(path.parent, config.sweep, points_settings(config), results_io.environment(),
+                           NOT_IN_DIGEST, path)
+    if not files:
+        return {}
+    pool = gather(config, files)
+    partly, lanes, sources = {}, 0, set()
+    for chunk in pending:
+        name = chunk.program[chunk.method_index]
+        held = held_points(config, points, statics[chunk.static_index], chunk, pool,
+                           lambda p, r, name=name: lane_rates(config, name, points, [p] * len(r), r))
+        if not held:
+            continue
+        names = tuple(sorted({f.name for _, f in held.values()}))
+        rows = {p: got for p, (got, _) in held.items()}
+        lanes += sum(len(got) for got in rows.values())
+        sources |= set(names)
+        left = [p for p in chunk.point_indices[:chunk.n_points] if p not in held]
+        if left:
+            idx = left + [left[-1]] * (len(chunk.point_indices) - len(left))
+            rest = chunk._replace(key=f"{chunk.key}+rest", point_indices=tuple(idx), n_points=len(left))
+            partly[rest.key] = Partly(chunk.key, rest, rows, names)
+            continue
+        records = in_point_order(chunk, [], rows, 0)
+        extra = {"reused": list(names), "reused_lanes": len(records)}
+        done[chunk.key] = {**results_io.append_chunk(own, chunk.key, records, extra), **extra, "records": records}
+    if lanes:
+        sys.stderr.write(f"otod: {lanes} lanes read from {', '.join(sorted(sources))}: measured there under the "
+                         "same settings\n")
+    return partly
+
+
+def reused_summary(entries: list[dict]) -> dict:
+    """``meta["reused"]``: the chunks and lanes of ``entries`` (finished chunks) read, whole or in part, from
+    other results files (`reuse_points`), and those files' names."""
+    taken = [e for e in entries if "reused" in e]
+    return {"chunks": len(taken), "lanes": sum(e.get("reused_lanes", e["lanes"]) for e in taken),
+            "from": sorted({name for e in taken for name in e["reused"]})}
+
+
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
               progress: Callable[[dict], None] | None = None, yes: bool = False,
               extra_meta: Callable[[], dict] | None = None,
               processes: tuple[int, int] | None = None,
-              share: tuple[int, int] | None = None) -> results_io.Results:
+              share: tuple[int, int] | None = None, reuse: bool = True) -> results_io.Results:
     """Run, resume or read back a sweep; return its `Results`.
 
     The file is ``path``, or ``out_dir`` where it names a ``.parquet``, ``.json`` or ``.npz`` file, else
@@ -719,6 +786,11 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     One share alone (``share`` = (index, count), by default `otod.core.distributed.current_share`, which
     ``--share I/N`` sets): the same share runs into the same part file, with no runtime, barrier or merge; it
     raises `ShareWritten` once its chunks are in (`merge` joins the parts when every share has run).
+
+    Points measured already (``reuse``, `otod.core.reuse`): a chunk whose every point a finished results file in
+    the same folder holds, under the same settings and arithmetic, takes its records from there instead of
+    running; it is journalled like a run chunk, and ``meta["reused"]`` says how many chunks and lanes came from
+    which files.
     """
     import jax
 
@@ -726,6 +798,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     from otod.core.distributed import barrier, current_share
     from otod.core.distributed import processes as jax_processes
     from otod.core.engine import collect, dispatch, first_ready, seed_draws, watchdog_seconds
+    from otod.core.reuse import in_point_order
 
     watchdog_seconds()  # a bad OTOD_WATCHDOG_SECONDS is refused before any file is written
 
@@ -767,12 +840,16 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
         chunks = plan(config, costs)
         mine = share_of(config, chunks, index, count, costs)
         points, statics = config.traced_points(), config.static_points()
+        resumed = sum(c.key in done for c in chunks)
+        partly = reuse_points(config, path, own, [c for c in mine if c.key not in done], points, statics,
+                              done) if reuse else {}
+        rest_of = {p.key: p.rest for p in partly.values()}
         lanes_of = {c.key: c.n_points * config.seeds * len(config.rates_for(c.program[c.method_index]))
                     for c in chunks}
         total = sum(lanes_of[c.key] for c in mine)
-        lanes_done = sum(lanes_of[c.key] for c in mine if c.key in done)
+        lanes_done = sum(lanes_of[c.key] for c in mine if c.key in done) + sum(
+            len(rows) for part in partly.values() for rows in part.held.values())
         lanes_before = lanes_done
-        resumed = sum(c.key in done for c in chunks)
         draws_cache: dict = {}
         kind = config.kind
         dtype = np.float64 if config.resolved_x64 else np.float32
@@ -802,7 +879,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     program=f"{config.sweep} program {'+'.join(chunk.program)} (chunk {chunk.key})",
                     devices=targets, one_device_shape=True)
 
-        pending = [c for c in mine if c.key not in done]
+        pending = [rest_of.get(c.key, c) for c in mine if c.key not in done]
         specs = config.specs()
         compacting = compacted_programs(config, chunks, costs)
         predicted = {c.key: chunk_seconds_predicted(config, c, costs, specs[c.static_index]) for c in pending}
@@ -834,9 +911,15 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                 records = _records(config, points, statics[chunk.static_index], chunk, idx, solution)
                 work = {"seconds": seconds, "lane_iterations": solution.lane_iterations,
                         "iterations_needed": int(sum(r["iterations"] for r in records))}
-                done[chunk.key] = {**results_io.append_chunk(own, chunk.key, records, work), "records": records,
-                                   **work}
-                lanes_done += len(records)
+                key, ran_lanes = chunk.key, len(records)
+                if key in partly:  # the points run join those read, under the planned chunk's key
+                    part = partly[key]
+                    key = part.key
+                    held = sum(len(rows) for rows in part.held.values())
+                    records = in_point_order(chunk, records, part.held, len(records) // chunk.n_points)
+                    work.update(reused=list(part.sources), reused_lanes=held)
+                done[key] = {**results_io.append_chunk(own, key, records, work), "records": records, **work}
+                lanes_done += ran_lanes
                 per_slot["all" if slot is None else str(slot)] += 1
                 ran.append((predicted[chunk.key], seconds))
                 ratios.setdefault(chunk.program[chunk.method_index], []).append(
@@ -891,6 +974,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             if stop["count"] and lanes_done < total:
                 raise Interrupted(path, lanes_done, total)
         run = {"wall_time_s": time.perf_counter() - started, "compile_count": len(compiles), "cache_loads": len(loads),
+               **({"reused": reused_summary([done[c.key] for c in mine if c.key in done])}
+                  if any("reused" in done[c.key] for c in mine if c.key in done) else {}),
                "chunks_per_device": per_slot if slots != [None] else None, "most_running": most_running,
                "compile_time_s": float(sum(compiles)), "resumed_chunks": resumed, "estimate": guess._asdict()}
         if share is not None:
