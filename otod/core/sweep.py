@@ -787,10 +787,10 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     ``--share I/N`` sets): the same share runs into the same part file, with no runtime, barrier or merge; it
     raises `ShareWritten` once its chunks are in (`merge` joins the parts when every share has run).
 
-    Points measured already (``reuse``, `otod.core.reuse`): a chunk whose every point a finished results file in
-    the same folder holds, under the same settings and arithmetic, takes its records from there instead of
-    running; it is journalled like a run chunk, and ``meta["reused"]`` says how many chunks and lanes came from
-    which files.
+    Points measured already (``reuse``, `otod.core.reuse`): the records of every point that a finished results
+    file in the same folder holds, under the same settings and arithmetic, come from there instead of running (a
+    chunk held in part runs its other points only, and is journalled whole once they end); ``meta["reused"]``
+    says how many chunks and lanes came from which files.
     """
     import jax
 
