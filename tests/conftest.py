@@ -76,3 +76,79 @@ def run_otod(args, cwd, timeout: float = 60):
     proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env=env)
     return proc, time.perf_counter() - start
+
+
+#: The body of `run_otod_cases`' process: the otod command line called once per case, each in its own folder with
+#: file descriptors 1 and 2 sent to files of its own (so output written below Python, by XLA, is caught too).
+_CASES_DRIVER = r"""
+import json, os, sys, time, traceback
+cases, first, captures = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+from otod.cli import main
+for i in range(first, len(cases)):
+    args, cwd = cases[i]
+    with open(os.path.join(captures, "running"), "w") as f:
+        f.write(str(i))
+    os.chdir(cwd)
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    out, err = (open(os.path.join(captures, f"{i}.{n}"), "wb") for n in ("out", "err"))
+    os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+    start = time.perf_counter()
+    try:
+        main(args, prog_name="otod")
+        code = 0
+    except SystemExit as e:  # as the interpreter ends a process: None is 0, a message is printed and 1
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else (print(e.code, file=sys.stderr), 1)[1]
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    seconds = time.perf_counter() - start
+    sys.stdout.flush(); sys.stderr.flush()
+    os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+    for f in (out, err):
+        f.close()
+    with open(os.path.join(captures, f"{i}.json"), "w") as f:
+        json.dump({"returncode": code, "seconds": seconds}, f)
+"""
+
+
+def run_otod_cases(cases, captures, timeout: float = 120):
+    """Run many otod command lines, each ``(args, cwd)``, as `run_otod` runs one, but in one process: every case
+    calls the command line afresh in its own ``cwd``, with its stdout and stderr caught at the file descriptors.
+    One process instead of one per case saves the interpreter's and the imports' 0.5 s a case (about 80 s of the
+    suite's worker time for its two lists of bad input). A case that ends the process (a C++ abort) is recorded
+    with the process's exit code and stderr, and the cases after it run in a new process. Returns, per case, a
+    `subprocess.CompletedProcess`-like namespace (returncode, stdout, stderr) and its seconds, in order. A case
+    still running after ``timeout`` seconds (counted from its process's start) is killed and recorded with
+    returncode None."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    captures = Path(captures)
+    captures.mkdir(parents=True, exist_ok=True)
+    (captures / "cases.json").write_text(json.dumps([[list(a), str(c)] for a, c in cases]))
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    results, first = [], 0
+    while first < len(cases):
+        try:
+            proc = subprocess.run([sys.executable, "-c", _CASES_DRIVER, str(captures / "cases.json"), str(first),
+                                   str(captures)], capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:  # the case running then hung: killed, recorded, and the rest go on
+            proc = SimpleNamespace(returncode=None, stderr=f"otod-cases: no answer within {timeout:g} s")
+        while first < len(cases) and (captures / f"{first}.json").exists():
+            done = json.loads((captures / f"{first}.json").read_text())
+            text = {n: (captures / f"{first}.{n}").read_text(errors="replace") for n in ("out", "err")}
+            results.append((SimpleNamespace(returncode=done["returncode"], stdout=text["out"], stderr=text["err"]),
+                            done["seconds"]))
+            first += 1
+        if first < len(cases):  # the process ended inside this case
+            err = captures / f"{first}.err"
+            text = err.read_text(errors="replace") if err.exists() else ""
+            results.append((SimpleNamespace(returncode=proc.returncode, stdout="", stderr=text + proc.stderr),
+                            float("nan")))
+            first += 1
+    return results

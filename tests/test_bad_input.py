@@ -2,7 +2,7 @@
 one line on stderr (``otod: error: ...`` naming the option), exit code 2, quickly, and no traceback, no warning
 text, no file or folder left behind; and what is meant (the defaults, the boundary values) still runs.
 
-Every case runs as a real process, as a user meets it. The refusals happen before JAX is imported where they can
+Every case runs in a real process, as a user meets it (the table's cases share one, `run_otod_cases`). The refusals happen before JAX is imported where they can
 (option values, ignored options), so the table stays fast; the estimate refusals import it to read free memory.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_otod as run
+from tests.conftest import run_otod_cases as run_cases
 
 #: A refusal must come well before any sweep could run.
 SECONDS = 10.0
@@ -126,19 +127,28 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("args,fragment", CASES, ids=[" ".join(a[2:] if a[0] == "sweep" else a)[:60]
-                                                      for a, _ in CASES])
-def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file, args, fragment):
-    (tmp_path / "corrupt.json").write_text("{ this is not json")
-    (tmp_path / "folder").mkdir()
-    args = [str(depth_file) if a == "DEPTH_FILE" else a for a in args]
-    proc, seconds = run(args, tmp_path)
-    lines = proc.stderr.splitlines()
-    assert proc.returncode == 2, proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("otod: error: "), proc.stderr
-    assert fragment in lines[0] and "Traceback" not in proc.stderr
-    assert seconds < SECONDS
-    assert not (tmp_path / "out").exists()  # refused before the output folder (or a journal in it) is made
+def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file):
+    """Every case of `CASES`, each in a fresh folder holding a corrupt JSON file and a folder (`run_otod_cases`:
+    one process calls the command line once per case); every case that fails is named, with its stderr."""
+    folders = []
+    for i, _ in enumerate(CASES):
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        (folder / "corrupt.json").write_text("{ this is not json")
+        (folder / "folder").mkdir()
+        folders.append(folder)
+    runs = run_cases([([str(depth_file) if a == "DEPTH_FILE" else a for a in args], folder)
+                      for (args, _), folder in zip(CASES, folders)], tmp_path / "captures")
+    failed = []
+    for (args, fragment), folder, (proc, seconds) in zip(CASES, folders, runs):
+        lines = proc.stderr.splitlines()
+        if not (proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("otod: error: ")
+                and fragment in lines[0] and "Traceback" not in proc.stderr and seconds < SECONDS
+                # refused before the output folder (or a journal in it) is made
+                and not (folder / "out").exists()):
+            failed.append(f"otod {' '.join(args)}: exit {proc.returncode} in {seconds:.1f} s, expected one line "
+                          f"with {fragment!r}; out made: {(folder / 'out').exists()}; stderr: {proc.stderr[-600:]}")
+    assert not failed, f"{len(failed)} of {len(CASES)} cases:\n" + "\n".join(failed)
 
 
 @pytest.mark.parametrize("base", [COND, DEPTH, TOY], ids=["condition", "depth", "toy"])

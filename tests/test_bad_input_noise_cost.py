@@ -3,7 +3,7 @@ commands (`otod flops`, `otod profile`): bad input ends in one line on stderr, `
 option, and exit code 2, within seconds (sizes are estimated before anything is allocated or compiled): never a
 traceback, an out-of-memory kill or a hang; and no option is silently ignored.
 
-Every case runs as a real process, as a user meets it; each would fail on the code before the fix (a traceback,
+Every case runs in a real process, as a user meets it (the table's cases share one, `run_otod_cases`); each would fail on the code before the fix (a traceback,
 a timeout, or exit code 0)."""
 
 import json
@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.conftest import run_otod as otod
+from tests.conftest import run_otod_cases as otod_cases
 
 #: Bad input must be refused this fast: before any sweep, compile or large allocation starts.
 QUICK_SECONDS = 10
@@ -111,19 +112,28 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize("args,fragment", BAD_INPUT, ids=[" ".join(a) for a, _ in BAD_INPUT])
-def test_bad_input_is_one_quick_line_and_exit_code_2(args, fragment, tmp_path):
-    result, seconds = otod(args, tmp_path)
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr and not result.stdout.strip()
-    assert len(lines) == 1 and lines[0].startswith("otod: error:") and fragment in lines[0], result.stderr
-    assert seconds < QUICK_SECONDS, f"{seconds:.1f} s"
-    # no file is written (the core's run_sweep makes the --out folder, empty, before its own estimate)
-    assert not [p for p in tmp_path.rglob("*") if p.is_file()], "nothing may be written for bad input"
+def test_bad_input_is_one_quick_line_and_exit_code_2(tmp_path):
+    """Every case of `BAD_INPUT`, each in a fresh folder (`run_otod_cases`: one process calls the command line once
+    per case); every case that fails is named, with its stderr."""
+    folders = [tmp_path / f"case{i}" for i, _ in enumerate(BAD_INPUT)]
+    for folder in folders:
+        folder.mkdir()
+    runs = otod_cases([(args, folder) for (args, _), folder in zip(BAD_INPUT, folders)], tmp_path / "captures")
+    failed = []
+    for (args, fragment), folder, (result, seconds) in zip(BAD_INPUT, folders, runs):
+        lines = result.stderr.strip().splitlines()
+        # no file is written (the core's run_sweep makes the --out folder, empty, before its own estimate)
+        written = [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()]
+        if not (result.returncode == 2 and "Traceback" not in result.stderr and not result.stdout.strip()
+                and len(lines) == 1 and lines[0].startswith("otod: error:") and fragment in lines[0]
+                and seconds < QUICK_SECONDS and not written):
+            failed.append(f"otod {' '.join(args)}: exit {result.returncode} in {seconds:.1f} s, expected one line "
+                          f"with {fragment!r}; wrote {written}; stdout {result.stdout[-200:]!r}; "
+                          f"stderr: {result.stderr[-600:]}")
+    assert not failed, f"{len(failed)} of {len(BAD_INPUT)} cases:\n" + "\n".join(failed)
 
 
-@pytest.mark.parametrize("mode", ["exact", "simulate"])
+@pytest.mark.parametrize("mode", ["exact", pytest.param("simulate", marks=pytest.mark.slow)])  # simulate: 8 s
 def test_a_huge_step_diverges_quietly_and_is_recorded_as_diverged(mode, tmp_path):
     """--lr 1e300 overflows NumPy: no warning text reaches stderr, and every lane is recorded as diverged."""
     args = ["sweep", "noise", "--mode", mode, "--dim", "10", "--batch", "1,2", "--method", "sgd,heavy-ball",
@@ -194,6 +204,7 @@ def test_params_writes_the_named_results_file_and_a_figure(tmp_path):
     assert "figure:  f.png" in result.stdout
 
 
+@pytest.mark.slow  # 4.9 s; the named-file case above stays in the fast suite
 def test_params_in_a_folder_writes_a_file_per_rule_and_one_figure(tmp_path):
     result, _ = otod(["sweep", "params", "--mode", "exact", "--dim", "10..100:3:log", "--out", "runs", "--json"],
                      tmp_path, timeout=120)

@@ -102,7 +102,8 @@ def test_kfac_is_exact_on_kronecker_and_slows_as_perturbation_grows():
     assert counts == sorted(counts) and counts[-1] > counts[1] > counts[0]
 
 
-@pytest.mark.parametrize("method", ["gd", "heavy-ball", "nesterov", "newton"])
+@pytest.mark.parametrize("method", ["gd", pytest.param("heavy-ball", marks=pytest.mark.slow),
+                                    pytest.param("nesterov", marks=pytest.mark.slow), "newton"])
 def test_eigen_and_rotated_bases_agree(x64, method):
     """A rotation changes nothing for rotation-equivariant methods: same counts up to rounding (±1)."""
     _, _, eig = run(SMALL_RANDOM, method, [2.0, 30.0, 300.0], 3, tol=1e-8, max_iters=20_000)

@@ -149,6 +149,7 @@ def test_no_two_series_share_colour_and_line_style():
     assert len({(s["color"], str(s["ls"])) for s in many.values()}) == 24
 
 
+@pytest.mark.slow  # 5.4 s; otod figures draws the bill
 def test_the_bill_names_each_set_up_cost(tmp_path_factory, tmp_path, monkeypatch):
     from otod.condition.figures import condition_figure
 

@@ -35,7 +35,8 @@ def test_a_seeds_rotation_is_found_to_depend_on_the_seed_alone():
 
 
 @pytest.mark.parametrize("spec,method,rates", [(SMALL_ROTATED, "nesterov", 1), (SMALL_ROTATED, "adam", 3),
-                                               (KRONECKER_PERTURBED, "kfac", 1), (KRONECKER_PERTURBED, "gd", 3)])
+                                               pytest.param(KRONECKER_PERTURBED, "kfac", 1, marks=pytest.mark.slow),
+                                               pytest.param(KRONECKER_PERTURBED, "gd", 3, marks=pytest.mark.slow)])
 def test_seed_major_layout_gives_the_numbers_of_one_row_of_lanes(spec, method, rates, x64):
     """Whole points (rates × 4 seeds) run seed-major (shared per-seed arrays) and, with each point's seeds in
     another order so no such layout exists, as one row of lanes each holding its own seed's draws: identical
@@ -56,7 +57,7 @@ def test_seed_major_layout_gives_the_numbers_of_one_row_of_lanes(spec, method, r
     assert np.array_equal(seed_major.status, one_row.status[back])
 
 
-@pytest.mark.parametrize("devices", [2, 4])
+@pytest.mark.parametrize("devices", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_blocks_shared_among_host_devices_give_the_records_of_one(tmp_path, devices):
     """The same sweep in a process with 2 or 4 CPU devices (its blocks dealt among them, one program per device) and in this
     one (one device): identical records, and the results file says how many devices there were."""
@@ -217,7 +218,8 @@ def test_the_multi_device_program_has_no_collective_across_devices():
     assert proc.stdout.strip() == "0"
 
 
-@pytest.mark.parametrize("value", ["abc", "-5", "0", "nan"])
+@pytest.mark.parametrize("value", ["abc", pytest.param("-5", marks=pytest.mark.slow), "0",
+                                   pytest.param("nan", marks=pytest.mark.slow)])
 def test_a_bad_watchdog_time_is_one_line_and_exit_2_before_anything_is_written(tmp_path, value):
     import os
     import subprocess

@@ -30,7 +30,7 @@ CASES = {
     "net": (["--batch", "16,64"], ["--batch", "64,256"],
             ["sweep", "net", "--width", "8", "--seeds", "2", "--max-iters", "300"], None, 1),
 }
-FAST = ("condition", "depth")
+FAST = ("condition",)  # the others (static axes: depth, toy; noise, net) run with -m slow
 
 
 def _run(args: list[str], out: Path) -> tuple[results_io.Results, str]:

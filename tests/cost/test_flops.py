@@ -65,6 +65,7 @@ def test_linearnet_ratio_falls_toward_1():
     assert r[-1] == pytest.approx(1 + 1 / 256, abs=0.002)
 
 
+@pytest.mark.slow  # 3.9 s; the linear net's ratio test stays in the fast suite
 def test_onenet_ratio_falls_toward_2():
     # Nearly all weights in later layers (2:1); with the update the ratio falls from ~3 toward 2 as 2 + 1/batch.
     r = _ratios(M.onenet(), [1, 4, 16, 64, 256])

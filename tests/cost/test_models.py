@@ -53,8 +53,10 @@ def test_parameter_counts_of_appendix_networks():
     assert M.deeperconvnet(5, shared=False).n_params() == M.deeperconvnet(0).n_params() + 5 * 3 * 3 * 32 * 32
 
 
-@pytest.mark.parametrize("net", [M.convnet(16), M.deeperconvnet(2, 16), M.mlp((12, 8, 10)),
-                                 M.transformer(4, 8, 2), M.onenet()])
+# the conv nets and the transformer (3.8-4.6 s each) run with -m slow; the flops and profile tests apply them too
+@pytest.mark.parametrize("net", [pytest.param(M.convnet(16), marks=pytest.mark.slow),
+                                 pytest.param(M.deeperconvnet(2, 16), marks=pytest.mark.slow), M.mlp((12, 8, 10)),
+                                 pytest.param(M.transformer(4, 8, 2), marks=pytest.mark.slow), M.onenet()])
 def test_apply_gives_logits(net):
     params = jax.jit(net.init)(jax.random.PRNGKey(0))
     x = jnp.ones((2,) + net.input_shape)

@@ -35,6 +35,7 @@ def test_ratio_vs_batch_and_depth_write_files(tmp_path):
             assert b"/Type3" not in f.read_bytes()
 
 
+@pytest.mark.slow  # 6.4 s; otod figures draws the time split
 def test_time_split_writes_files(tmp_path):
     files = plots.time_split({"name": "t_time", "models": "mlp", "widths": [16, 8, 10], "batch": 4,
                               "precisions": "float32", "repeats": 2}, tmp_path)

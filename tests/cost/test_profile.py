@@ -7,7 +7,7 @@ from otod.cost import profile as P
 from otod.core.errors import OtodError
 
 
-@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+@pytest.mark.parametrize("precision", ["float32", pytest.param("bfloat16", marks=pytest.mark.slow)])
 def test_profile_small_mlp(tiny_mlp, precision):
     # Every part takes positive time; the 25th percentile ≤ median ≤ 75th; the ratios are consistent.
     r = P.profile_one(tiny_mlp, 8, "sgd", precision, warmup=1, repeats=5)

@@ -39,15 +39,15 @@ def assert_same_solution(new, old):
         np.testing.assert_array_equal(getattr(new, field), getattr(old, field), err_msg=field, strict=True)
 
 
-#: The deepest net, KFAC, adam and gd at depth 3 (6–13 s together on 2 cores) run with ``-m slow``: the fast suite
-#: keeps gd at depth 1, heavy ball at depth 4 on a general target with Σ ≠ I, and gd on the depth-5 residual net.
+#: The deepest net, KFAC, adam, gd at depth 3 and the depth-5 residual net run with ``-m slow``: the fast suite keeps
+#: gd at depth 1 and heavy ball at depth 4 on a general target with Σ ≠ I.
 SLOW = pytest.mark.slow
 CASES = [
     (dict(depth=1), "gd", 0.0),
     pytest.param(dict(depth=3), "gd", 0.0, marks=SLOW),
     pytest.param(dict(depth=8), "gd", 0.0, marks=SLOW),
     (dict(depth=4, input_kappa=10.0, target="general"), "heavy-ball", 0.9),
-    (dict(depth=5, problem="residual"), "gd", 0.0),
+    pytest.param(dict(depth=5, problem="residual"), "gd", 0.0, marks=SLOW),
     pytest.param(dict(depth=3, width=4), "kfac", 0.0, marks=SLOW),
     pytest.param(dict(depth=4, balanced=True), "adam", 0.9, marks=SLOW),
 ]
@@ -110,6 +110,7 @@ print(json.dumps({"lanes": len(got["one"].iterations), "differ": {k: differ(got[
 """
 
 
+@pytest.mark.slow  # 14 s; the fast suite keeps the device-count contract on condition sweeps (tests/core)
 def test_the_depth_records_do_not_depend_on_the_device_count():
     """The same 128 adam lanes (depth 5, width 8, xavier; 4 blocks) run on 1 device and dealt to 2, evenly and with the
     one-device shape, in a process with 2 CPU devices: every field bit for bit, the final metric included. While the

@@ -85,7 +85,8 @@ def test_shared_k6_seed13_global_minimum_is_0_005938_not_the_local_0_006340():
     assert np.min(np.abs(values[1:] - 0.00633983493581)) < 1e-12
 
 
-@pytest.mark.parametrize("reading,k,seed", [("shared", 6, 13), ("shared", 8, 13), ("shared", 5, 3),
+@pytest.mark.parametrize("reading,k,seed", [pytest.param("shared", 6, 13, marks=pytest.mark.slow),
+                                            pytest.param("shared", 8, 13, marks=pytest.mark.slow), ("shared", 5, 3),
                                             ("per-layer", 7, 8)])
 def test_global_minimum_agrees_with_an_independent_search(reading, k, seed):
     """No start of an independent search (scipy BFGS from 100 uniform random starts in [−6, 6]², the loss written
@@ -101,7 +102,7 @@ def test_global_minimum_agrees_with_an_independent_search(reading, k, seed):
 
 @pytest.mark.parametrize("k,seed,multiplier,status,local", [
     (3, 13, 1.6164182824074786, Status.STALLED, 0.649789236090),
-    (6, 13, 1.6164182824074786, Status.CENSORED, 0.006339834936)])
+    pytest.param(6, 13, 1.6164182824074786, Status.CENSORED, 0.006339834936, marks=pytest.mark.slow)])
 def test_a_lane_that_ends_in_another_local_minimum_is_recorded_there_not_converged(k, seed, multiplier, status,
                                                                                    local):
     """gd (float32, shared reading) at the multiplier the figure's sweep chose for k = 3 and 6: seed 13 at k = 3

@@ -45,7 +45,8 @@ def direct(spec, params):
     return grads, G, D.T @ D / len(grads), 0.5 * (H + H.T)
 
 
-@pytest.mark.parametrize("spec", TINY, ids=["teacher-tanh", "digits-relu"])
+@pytest.mark.parametrize("spec", [TINY[0], pytest.param(TINY[1], marks=pytest.mark.slow)],  # digits: 6.5 s
+                         ids=["teacher-tanh", "digits-relu"])
 def test_exact_moments_equal_a_loop_over_examples(spec):
     params = start(spec)
     grads, G, sigma, H = direct(spec, params)
@@ -84,6 +85,7 @@ def test_chunked_passes_equal_one_pass(monkeypatch):
         assert pieces[key] == pytest.approx(whole[key], rel=RTOL)
 
 
+@pytest.mark.slow  # 6.5 s
 def test_subsampled_trace_is_unbiased_within_its_standard_error():
     spec = TINY[1]
     params = start(spec)

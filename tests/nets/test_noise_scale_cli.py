@@ -44,6 +44,7 @@ def test_net_noise_scale_prints_a_table_per_checkpoint_and_writes_its_results(tm
     assert all(r["b_simple"] > 0 and r["b_noise"] > 0 for r in records)
 
 
+@pytest.mark.slow  # 6 s; the per-checkpoint CLI test below stays in the fast suite
 def test_default_pairs_fit_a_small_data_set(tmp_path):
     """The default pairs (8:64, 32:256) keep those that fit n = 100 training examples; given pairs are checked."""
     from otod.core import results as results_io
