@@ -292,7 +292,7 @@ def _check_compaction(tmp_path, monkeypatch, args):
     return before, after
 
 
-@pytest.mark.parametrize("by_seed", [False, True])
+@pytest.mark.parametrize("by_seed", [pytest.param(False, marks=pytest.mark.slow), True])  # one row: 3.6 s
 def test_a_compacted_block_gives_the_records_of_the_whole_block_and_runs_fewer_lane_iterations(by_seed):
     """A block of 32 lanes on a rotated quadratic (the rotation shared by a seed's lanes), 8 κ × 4 seeds, one κ
     (3000) running to the cap while the others (2..9) stop within 60 iterations: as one row of lanes (compacted to
@@ -339,10 +339,8 @@ def test_a_family_that_is_not_compactable_runs_whole_blocks(tmp_path, monkeypatc
     assert wide["meta"]["lane_iterations"]["ratio"] > 2  # whole blocks do wait here: compaction would have run
 
 
-@pytest.mark.parametrize("kind", ["condition", pytest.param("depth", marks=pytest.mark.slow),
-                                  pytest.param("toy", marks=pytest.mark.slow),
-                                  pytest.param("noise", marks=pytest.mark.slow),
-                                  pytest.param("net", marks=pytest.mark.slow)])
+@pytest.mark.slow  # 6 s for condition alone, 5 passed with -m slow; UNROLL is 1 since badecf7
+@pytest.mark.parametrize("kind", ["condition", "depth", "toy", "noise", "net"])
 def test_iterations_per_trip_of_the_loop_do_not_change_the_records(tmp_path, monkeypatch, kind):
     """`otod.core.engine.UNROLL` (iterations per trip of the while loop, each with its own check) is a speed
     setting only: the sweeps that exercise every engine path (`COMPACTED`: pruning, the seed-major and prepared

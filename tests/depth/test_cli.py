@@ -57,6 +57,7 @@ def test_the_toy_report_says_what_its_lanes_that_did_not_converge_are(tmp_path):
     assert "saddle P = 0" not in out.stderr and "1/Σs²" not in out.stderr
 
 
+@pytest.mark.slow  # 4 s; the depth sweep's end-to-end test above stays in the fast suite
 def test_the_depth_report_keeps_its_own_note_on_lanes_that_did_not_converge(tmp_path):
     """A chain from w = 0 sits at the saddle P = 0 (every gradient 0): both lanes stall at iteration 1, and the
     depth note (saddle P = 0) is printed, not the toy's."""

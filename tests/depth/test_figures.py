@@ -86,6 +86,7 @@ def test_the_band_reaches_a_lower_bound_median():
     plt.close(fig)
 
 
+@pytest.mark.slow  # 4 s; otod figures draws the depth figures
 def test_diverged_lanes_are_x_markers_named_in_the_legend(tmp_path_factory, tmp_path, monkeypatch):
     from otod.depth.figures import sweep_figure
 
