@@ -62,16 +62,22 @@ def run_shares_in_turn(config, path, count: int = 2) -> None:
             run_sweep(config, path=path, processes=(index, count))
 
 
+def _checkout_first() -> dict:
+    """The environment of an otod process that imports this checkout's otod first."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+
+
 def run_otod(args, cwd, timeout: float = 60):
     """``python -m otod ARGS`` as a real process in ``cwd``, importing this checkout's otod first, as a user runs
     it; returns (the completed process, its wall seconds)."""
     import subprocess
     import sys
     import time
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env = _checkout_first()
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env=env)
@@ -130,8 +136,7 @@ def run_otod_cases(cases, captures, timeout: float = 120):
     captures = Path(captures)
     captures.mkdir(parents=True, exist_ok=True)
     (captures / "cases.json").write_text(json.dumps([[list(a), str(c)] for a, c in cases]))
-    root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env = _checkout_first()
     results, first = [], 0
     while first < len(cases):
         try:

@@ -1,0 +1,31 @@
+"""The test helper `tests.conftest.run_otod_cases`, which the bad-input tables rely on: each case's exit code and
+output are its own, a case that ends the process is recorded and the cases after it still run, and a process
+that does not answer within the timeout is killed and its case recorded."""
+
+from __future__ import annotations
+
+import math
+
+from tests.conftest import run_otod_cases
+
+
+def test_each_case_keeps_its_own_exit_code_and_output_and_a_dead_process_loses_only_its_case(tmp_path):
+    (tmp_path / "a").mkdir()
+    runs = run_otod_cases([(["--version"], tmp_path / "a"),
+                           (["fit", "missing.json"], tmp_path / "a"),
+                           (["--version"], tmp_path / "gone"),  # chdir fails outside the call: the process dies
+                           (["sweep", "condition", "--k", "abc"], tmp_path / "a")], tmp_path / "captures")
+    (version, s1), (missing, s2), (dead, s3), (bad_k, s4) = runs
+    assert (version.returncode, version.stderr) == (0, "") and version.stdout.startswith("otod, version")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.startswith("otod: error: results file missing.json: no such file")
+    assert dead.returncode == 1 and "FileNotFoundError" in dead.stderr and math.isnan(s3)
+    assert bad_k.returncode == 2 and bad_k.stderr.startswith("otod: error: --k abc")
+    assert all(0 <= s < 10 for s in (s1, s2, s4))
+
+
+def test_a_process_that_does_not_answer_in_time_is_killed_and_its_case_recorded(tmp_path):
+    (tmp_path / "a").mkdir()
+    runs = run_otod_cases([(["--version"], tmp_path / "a")] * 2, tmp_path / "captures", timeout=0.01)
+    assert [proc.returncode for proc, _ in runs] == [None, None]
+    assert all("no answer within 0.01 s" in proc.stderr for proc, _ in runs)
