@@ -41,6 +41,7 @@ from otod.core import results as results_io
 from otod.core.axes import named_records
 from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone, ShareWritten
 from otod.core.methods import check_admits, lookup, programs
+from otod.core.precision import MATMUL_PRECISION, exact_float32
 from otod.core.registry import SweepKind, sweep_kind
 from otod.core.resources import release_free_memory
 from otod.core.stopping import STATUS_NAMES, Status, Target
@@ -759,6 +760,7 @@ def reused_summary(entries: list[dict]) -> dict:
             "from": sorted({name for e in taken for name in e["reused"]})}
 
 
+@exact_float32()
 def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str | Path = "results",
               progress: Callable[[dict], None] | None = None, yes: bool = False,
               extra_meta: Callable[[], dict] | None = None,
@@ -786,6 +788,8 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
     One share alone (``share`` = (index, count), by default `otod.core.distributed.current_share`, which
     ``--share I/N`` sets): the same share runs into the same part file, with no runtime, barrier or merge; it
     raises `ShareWritten` once its chunks are in (`merge` joins the parts when every share has run).
+
+    Matrix products run in the arrays' own precision on every device (`otod.core.precision`: no TF32 on a GPU).
 
     Points measured already (``reuse``, `otod.core.reuse`): the records of every point that a finished results
     file in the same folder holds, under the same settings and arithmetic, come from there instead of running (a
@@ -1021,6 +1025,7 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
                                                     else {})} for n, _ in config.axes],
         "environment": results_io.environment(),
         "precision": "float64" if config.resolved_x64 else "float32",
+        "matmul_precision": MATMUL_PRECISION,
         **run,
         "run_time_s": float(sum(done[c.key].get("seconds", 0.0) for c in chunks)),
         "lane_iterations": lane_work([done[c.key] for c in chunks]),

@@ -61,6 +61,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from otod.core.lazy import lazy
+from otod.core.precision import exact_float32
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -337,6 +338,7 @@ def spec_fields(spec) -> dict:
     return {**dataclasses.asdict(spec), "parameters": spec.parameter_count}
 
 
+@exact_float32()
 def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int = 10, probes: int = PROBES,
                              steps: int = LANCZOS_STEPS, x64: bool = False, q: float = QUANTILE, damping: float = DAMPING,
                              momentum: float = 0.0, top_steps: int | None = None) -> list[dict]:
