@@ -62,6 +62,7 @@ import numpy as np  # noqa: E402
 import otod.core.engine as engine  # noqa: E402
 from otod.core.compilation_cache import count_compilations  # noqa: E402
 from otod.core.dynamics import optax_dynamics  # noqa: E402
+from otod.core.precision import exact_float32  # noqa: E402
 from otod.core.xla import compiled_cost, has_while_loop  # noqa: E402
 
 ROWS = {
@@ -91,7 +92,7 @@ class Call:
         self.solution = None
 
     def run(self, **override):
-        with jax.enable_x64(self.x64):
+        with jax.enable_x64(self.x64), exact_float32():  # the sweep's own arithmetic (`otod.core.precision`)
             return ORIGINAL(*self.args, **{**self.kwargs, **override})
 
 
@@ -118,14 +119,17 @@ def capturing_collect(sent):
     return solution
 
 
-def capture(row: str) -> list[Call]:
-    """Run the row's sweep through the command line (compiling everything) and return its engine calls."""
+def capture(row: str, keep: str | None = None) -> list[Call]:
+    """Run the row's sweep through the command line (compiling everything) and return its engine calls; with
+    ``keep``, the sweep's results file is written into ``keep/<row>`` (to compare one device's records with
+    another's), else into a temporary folder."""
     from otod.cli import main
 
     CAPTURED.clear()
     engine.dispatch, engine.collect = capturing_dispatch, capturing_collect
+    folder = contextlib.nullcontext(os.path.join(keep, row)) if keep else tempfile.TemporaryDirectory()
     try:
-        with tempfile.TemporaryDirectory() as out, contextlib.redirect_stdout(open(os.devnull, "w")):
+        with folder as out, contextlib.redirect_stdout(open(os.devnull, "w")):
             try:
                 main.main(args=["sweep", *ROWS[row].split(), "--no-plot", "--out", out], standalone_mode=False)
             except SystemExit as e:
@@ -155,7 +159,7 @@ def lane_cost(call: Call) -> dict:
     kw = call.kwargs
     family = spec.family()
     dynamics = (family.dynamics or optax_dynamics)(family, members, kw.get("options"), kw.get("relative_lr", True))
-    with jax.enable_x64(call.x64):
+    with jax.enable_x64(call.x64), exact_float32():
         dtype = np.float64 if call.x64 else np.float32
         point = {k: dtype(np.asarray(v)[0]) for k, v in points.items()}
         drawn = jax.tree.map(lambda a: np.asarray(a)[0], kw["draws"])
@@ -375,17 +379,21 @@ def main() -> int:
     parser.add_argument("--experiment-repeats", type=int, default=5)
     parser.add_argument("--lanes-rows", default="condition-eigen,condition-rotated")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--keep", default=None, metavar="DIR", help="write each row's results file into DIR/<row>")
     args = parser.parse_args()
     names = args.rows.split(",")
     report = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
               "jax": jax.__version__, "devices": len(jax.local_devices()), "load_before": load(),
+              "device_kind": jax.local_devices()[0].device_kind, "platform": jax.default_backend(),
+              "matmul_precision": str(jax.config.jax_default_matmul_precision),
               "started": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
     print(f"CPU: {report['cpu']}, {report['cores']} cores, {report['devices']} JAX devices; python "
-          f"{report['python']}, jax {report['jax']}; load before {report['load_before']}", flush=True)
+          f"{report['python']}, jax {report['jax']}; load before {report['load_before']}; device "
+          f"{report['device_kind']} ({report['platform']}), matmul precision {report['matmul_precision']}", flush=True)
     rows, costs, per_call_costs = {}, {}, {}
     for name in names:
         t0 = time.perf_counter()
-        rows[name] = capture(name)
+        rows[name] = capture(name, args.keep)
         cost = [lane_cost(c) for c in rows[name]]
         per_call_costs[name] = cost
         weights = np.asarray([c.solution.lane_iterations for c in rows[name]], float)
@@ -397,8 +405,8 @@ def main() -> int:
         costs[name]["block_lanes"] = sorted({int(c.kwargs.get("block_lanes", engine.BLOCK_LANES))
                                              for c in rows[name]})
         print(f"captured {name}: {len(rows[name])} engine calls, blocks of {costs[name]['block_lanes']} lanes, "
-              f"{costs[name]['flops']:.4g} FLOPs and {costs[name]['bytes']:.4g} bytes per lane-iteration "
-              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+              f"{costs[name]['flops']:.4g} FLOPs and {costs[name]['bytes']:.4g} bytes per lane-iteration, "
+              f"{int(weights.sum())} executed lane-iterations ({time.perf_counter() - t0:.1f} s)", flush=True)
         timed(rows[name])  # the first call after the sweep may still load or tune something: untimed
     runs: dict[str, list] = {n: [] for n in names}
     call_runs: dict[str, list] = {n: [] for n in names}
