@@ -32,7 +32,9 @@ the engine (`otod.core.dynamics.Dynamics`).
 ``value_and_grad(problem, params)``: optional, (metric, its gradient in the params) computed by the family itself
 (a written-out reverse mode cheaper than tracing the metric's); None: ``jax.value_and_grad`` of ``metric``.
 
-``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated.
+``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated;
+``seconds_per_seed``, its time to draw one seed's problem on the host (a net's orthogonal inits factor a square per
+layer), is added to the sweep's time estimate.
 
 ``compactable``: whether a lane's numbers are the same whatever the number of lanes it is batched with, so that
 the engine may gather a block's last running lanes and go on with them alone (`otod.core.engine.compact_width`).
@@ -68,6 +70,7 @@ class Family(NamedTuple):
     dynamics: Callable[..., Any] | None = None
     floats_per_seed: int = 0
     floats_per_lane: int = 0
+    seconds_per_seed: float = 0.0
     stall: str = "window"
     checks: Callable[[Any], Any] | None = None
     compactable: bool = True

@@ -402,6 +402,7 @@ def estimate(config: SweepConfig) -> Estimate:
     lanes, work, seconds, peak = 0, 0.0, 0.0, 0.0
     for spec in config.specs():
         family = spec.family()
+        seconds += config.seeds * family.seconds_per_seed
         for name in config.methods:
             per_point = config.seeds * len(config.rates_for(name))
             block = max(BLOCK_LANES, per_point)

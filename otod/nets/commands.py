@@ -66,13 +66,22 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --depth 2..10:5 --architecture plain,residual --init kaiming,orthogonal,small --batch 64
       otod sweep net --data teacher --method sgd,adam --target 0.02
     """
+    from otod.core.options import refuse_ignored
+    from otod.core.preflight import given_options
     from otod.core.sweep import run_sweep
     from otod.nets.options import net_config
 
+    given = given_options()
+    if lr != "tuned":
+        refuse_ignored(given, "lr_grid", f"the steps --lr tuned tries; --lr {lr} runs one step; drop --lr-grid or use "
+                                         "--lr tuned")
     config = net_config(batch=batch, width=width, depth=depth, init=init, architecture=architecture, model=model,
                         activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                         lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+    if "batch" not in dict(config.axes):
+        refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
+                                         "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
     extra = None
     if predict and "batch" in dict(config.axes):
         from otod.nets.predict import sweep_predictions

@@ -109,10 +109,24 @@ def net_family(spec) -> Family:
 
     size = spec.parameter_count
     starts = len(models.INITS) * len(models.ARCHITECTURES)
-    return Family(draws=lambda rng: seed_starts(spec, rng), make=make, init=lambda p: p["params0"], metric=metric,
+    return Family(seconds_per_seed=draw_seconds(spec),draws=lambda rng: seed_starts(spec, rng), make=make, init=lambda p: p["params0"], metric=metric,
                   gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(spec),
                   floats_per_seed=starts * size + 1, floats_per_lane=8 * size + batch * x_np.shape[1], checks=checks,
                   compactable=False)
+
+
+#: Seconds per Gaussian number NumPy draws (about 10 ns on the development machine; counted with room).
+SECONDS_PER_NORMAL = 2e-8
+
+
+def draw_seconds(spec) -> float:
+    """Host seconds to draw one seed's starts (`seed_starts`: every init, each for both architectures): the
+    Gaussian weights, and the orthogonal init's QR per layer (`otod.nets.size.footprint`), from closed forms."""
+    from otod.nets.size import SECONDS_PER_DRAW_FLOP
+
+    size = spec.check_buildable(orthogonal=True)
+    arches = len(models.ARCHITECTURES)
+    return arches * (size.qr_flops * SECONDS_PER_DRAW_FLOP + len(models.INITS) * size.parameters * SECONDS_PER_NORMAL)
 
 
 def epoch_order(key, epoch, n: int):

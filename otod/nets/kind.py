@@ -54,6 +54,7 @@ def validate(config) -> None:
     if config.target.kind != "absolute":
         raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
     for spec in config.specs():
+        spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
         start = spec.initial_loss(config.seed)
         if config.target.tol >= start:
             raise OtodError(f"--target {config.target.tol:g}: must lie below the initial training loss {start:.4g} "

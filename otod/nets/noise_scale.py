@@ -316,13 +316,14 @@ SECONDS_PER_TRACE_FLOP, SECONDS_PER_STEP, SECONDS_PER_FLOP, COMPILE_SECONDS = 2.
 
 
 def parse_checkpoints(text) -> list[int]:
-    """--steps with --model: a comma list of step counts ≥ 0 (0 = the start), sorted, duplicates dropped."""
+    """--steps of a net's run (``noise-scale --model``, ``curvature``): a comma list of step counts from 0 (the
+    start) to 10⁹, sorted, duplicates dropped; an empty item is refused."""
     from otod.core.errors import OtodError
     from otod.core.options import positive_int
 
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
-    if not items:
-        raise OtodError(f"--steps {text}: give checkpoints as step counts, e.g. --steps 0,100,1000")
+    items = [t.strip() for t in str(text).split(",")]
+    if any(not t for t in items):
+        raise OtodError(f"--steps {text}: give checkpoints as a comma list of step counts, e.g. --steps 0,100,1000")
     return sorted({positive_int(t, "--steps", "0,100,1000", minimum=0, maximum=10 ** 9) for t in items})
 
 
@@ -344,10 +345,16 @@ def plan_seconds(spec, checkpoints, pairs, draws: int) -> float:
     """The run's estimated seconds (`SECONDS_PER_TRACE_FLOP` and the rest): compile, train to the last checkpoint,
     then per checkpoint the exact moments (n² × flops per example) and the pairs' draws."""
     n, flops = spec.dataset().examples, spec.flops_per_example()
-    train = max(checkpoints) * (SECONDS_PER_STEP + 3 * spec.batch * flops * SECONDS_PER_FLOP)
+    train = train_seconds(spec, max(checkpoints))
     per_point = n * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
                                                              for _, big in pairs)
     return COMPILE_SECONDS + train + len(checkpoints) * per_point
+
+
+def train_seconds(spec, steps: int) -> float:
+    """Estimated seconds of ``steps`` SGD steps of the spec's batch (`SECONDS_PER_STEP` and a forward and backward
+    pass, 3 × the forward flops, per example)."""
+    return steps * (SECONDS_PER_STEP + 3 * spec.batch * spec.flops_per_example() * SECONDS_PER_FLOP)
 
 
 def describe(spec) -> str:

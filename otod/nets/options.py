@@ -42,12 +42,12 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                chunk_seconds=None) -> SweepConfig:
     """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width`` or
     ``depth`` make them axes; ``init`` and ``architecture`` lists are coded traced axes."""
-    methods = parse_methods(method or DEFAULTS["method"])
+    methods = parse_methods(DEFAULTS["method"] if method is None else method)
     for m in methods:
         if m not in METHODS:
             raise OtodError(f"--method {m}: unknown method for net sweeps; choose from {', '.join(METHODS)}, "
                             "e.g. --method sgd,adam")
-    batches = whole_axis(batch or DEFAULTS["batch"], BATCH)
+    batches = whole_axis(DEFAULTS["batch"] if batch is None else batch, BATCH)
     widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
     inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
     loss = loss or ("cross-entropy" if data == "digits" else "squared")
@@ -56,6 +56,9 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                    architecture=archs[0], init=inits[0], data=data, examples=examples, loss=loss,
                    batch=int(min(batches)))
     uses_beta = "heavy-ball" in methods
+    if beta is not None and not uses_beta:
+        raise OtodError(f"--beta {beta}: only heavy-ball uses β, and --method {','.join(methods)} does not include "
+                        "it; drop --beta or add it, e.g. --method sgd,heavy-ball")
     betas = BETA.check(parse_range(str(beta), "--beta", what="β values")) if beta is not None else (
         DEFAULT_BETAS if uses_beta else (0.0,))
     axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
@@ -65,7 +68,7 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     axes += [("beta", betas)]
     if len(batches) == 1:
         spec = NetSpec(**{**spec.__dict__, "batch": int(batches[0])})
-    tol = finite_float(target or DEFAULTS["target"], "--target", "0.1")
+    tol = finite_float(DEFAULTS["target"] if target is None else target, "--target", "0.1")
     if not tol > 0:
         raise OtodError(f"--target {tol:g}: a training-loss target must be > 0, e.g. --target 0.1")
     grid = DEFAULT_LR_GRID if lr_grid is None else round_positive(parse_range(str(lr_grid), "--lr-grid"))

@@ -21,7 +21,7 @@ import numpy as np
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
 from otod.nets import data as data_sets
-from otod.nets import models
+from otod.nets import models, size
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -69,10 +69,18 @@ class NetSpec:
             raise OtodError(f"--data {self.data}: a regression; use --loss squared")
         if self.model == "cnn" and self.depth < 2:
             raise OtodError("--model cnn: needs --depth ≥ 2 (at least one convolution before the dense layer)")
+        self.check_buildable(orthogonal=self.init == "orthogonal")
         ds = self.dataset()
         if self.batch > ds.examples:
             raise OtodError(f"--batch {self.batch}: larger than the data set ({ds.examples} training examples); "
                             f"use --batch ≤ {ds.examples}")
+
+    def check_buildable(self, orthogonal: bool) -> size.Footprint:
+        """Refuse, before anything is drawn, a net whose data set and one start do not fit in memory, or deeper
+        than `otod.nets.size.MAX_DEPTH` (`otod.nets.size.check_buildable`); ``orthogonal``: an orthogonal start's
+        QR is drawn too."""
+        return size.check_buildable(self.model, self.data, self.width, self.depth, self.examples, self.inputs,
+                                    self.outputs, float(self.holdout), orthogonal)
 
     @property
     def kind(self) -> str:

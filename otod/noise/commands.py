@@ -274,10 +274,17 @@ def noise_scale(model, width, depth, activation, architecture, init, data, examp
 
     for name in NET_ONLY:
         refuse_ignored(given, name, "measures a net: only with --model, e.g. --model mlp")
-    options = parse_scale_options(dim=dim or "1000", pairs=pairs or "1:8,4:32,16:128", decay=decay or "0,0.9,0.99",
-                                  lr=lr or "0.05", batch=batch, steps=steps or "400", seeds=seeds or "64", seed=seed)
+    options = parse_scale_options(dim=_given(dim, "1000"), pairs=_given(pairs, "1:8,4:32,16:128"),
+                                  decay=_given(decay, "0,0.9,0.99"), lr=_given(lr, "0.05"), batch=batch,
+                                  steps=_given(steps, "400"), seeds=_given(seeds, "64"), seed=seed)
     check_plan(options, yes)
     click.echo(noise_scale_report(**options))
+
+
+def _given(value, default):
+    """An option's value as given, or its default where it was not given (None): an empty value stays empty, so
+    that its parser refuses it instead of running the default."""
+    return default if value is None else value
 
 
 #: Options of ``noise-scale`` that only a net reads, and those only the NQM's estimator run reads.
@@ -302,8 +309,8 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
 
     spec = net.net_spec(model=model, width=width, depth=depth, activation=activation, architecture=architecture,
                         init=init, data=data, examples=examples, loss=loss, batch=batch)
-    checkpoints = net.parse_checkpoints(steps or net.NET_STEPS)
-    pair_list = parse_scale_options(dim=1, pairs=pairs or net.NET_PAIRS, decay=0, lr=1, batch=1, steps=1, seeds=1,
+    checkpoints = net.parse_checkpoints(_given(steps, net.NET_STEPS))
+    pair_list = parse_scale_options(dim=1, pairs=_given(pairs, net.NET_PAIRS), decay=0, lr=1, batch=1, steps=1, seeds=1,
                                     seed=0)["pairs"]
     n = spec.dataset().examples
     if "pairs" not in given:  # the default pairs that fit the data set, else one of B_big = n
@@ -315,7 +322,7 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
         if big > n:
             raise OtodError(f"--pairs {small}:{big}: B_big larger than the data set ({n} training examples); "
                             f"use B_big ≤ {n}")
-    rate = finite_float(lr or net.NET_LR, "--lr", "0.1")
+    rate = finite_float(_given(lr, net.NET_LR), "--lr", "0.1")
     if not rate > 0:
         raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
     count = positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6)

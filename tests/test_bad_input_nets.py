@@ -1,0 +1,193 @@
+"""Issue 33 for the network commands (`otod sweep net`, `otod curvature`, `otod noise-scale --model`): bad input
+ends in one line on stderr, ``otod: error: ...`` naming the option, and exit code 2, within seconds, with no file
+written: never a traceback (NumPy's MemoryError at ``--width 1e9``), an out-of-memory kill (``--depth 1e9``), a
+run of minutes (``curvature --steps 1e9``), or the default run in place of an empty value (``--batch ''``).
+
+Every option of the three commands has at least one case (`test_every_option_has_a_case`); every case runs in a
+real process, as a user meets it (`run_otod_cases`: one process calls the command line once per case)."""
+
+from __future__ import annotations
+
+import click
+import pytest
+
+from tests.conftest import run_otod_cases
+
+#: A refusal comes before any training, compile of a sweep or large allocation.
+QUICK_SECONDS = 10
+
+NET = ["sweep", "net", "--no-plot", "--out", "out"]
+CURVATURE = ["curvature", "--out", "out"]
+SCALE = ["noise-scale", "--model", "mlp", "--out", "out"]
+MEMORY = "GiB of memory"
+
+NET_CASES = [
+    (NET + ["--batch", ""], "--batch"),
+    (NET + ["--batch", "0"], "--batch"),
+    (NET + ["--batch", "2000"], "--batch 2000: larger than the data set"),
+    (NET + ["--width", ""], "--width"),
+    (NET + ["--width", "1e9"], MEMORY),
+    (NET + ["--width", "0"], "--width"),
+    (NET + ["--model", "cnn", "--width", "1e9"], MEMORY),
+    (NET + ["--depth", ""], "--depth"),
+    (NET + ["--depth", "1e9"], "--depth 1000000000"),
+    (NET + ["--depth", "1001"], "--depth 1001"),
+    (NET + ["--model", "transformer"], "'--model'"),
+    (NET + ["--activation", "sigmoid"], "'--activation'"),
+    (NET + ["--architecture", ""], "--architecture"),
+    (NET + ["--architecture", "dense"], "--architecture dense"),
+    (NET + ["--init", ""], "--init"),
+    (NET + ["--init", "he"], "--init he"),
+    (NET + ["--data", "imagenet"], "'--data'"),
+    (NET + ["--examples", ""], "--examples"),
+    (NET + ["--examples", "5000"], "--examples 5000"),
+    (NET + ["--data", "teacher", "--examples", "1e9"], MEMORY),
+    (NET + ["--loss", "hinge"], "'--loss'"),
+    (NET + ["--data", "teacher", "--loss", "cross-entropy"], "--data teacher"),
+    (NET + ["--method", ""], "--method"),
+    (NET + ["--method", "lion"], "--method lion"),
+    (NET + ["--target", ""], "--target"),
+    (NET + ["--target", "0"], "--target 0"),
+    (NET + ["--target", "100"], "--target 100"),
+    (NET + ["--beta", "0.9", "--method", "sgd"], "--beta 0.9"),
+    (NET + ["--beta", "", "--method", "heavy-ball"], "--beta"),
+    (NET + ["--beta", "1", "--method", "heavy-ball"], "--beta"),
+    (NET + ["--schedule", "linear"], "--schedule linear"),
+    (NET + ["--max-iters", ""], "--max-iters"),
+    (NET + ["--max-iters", "0"], "--max-iters 0"),
+    (NET + ["--lr", ""], "--lr"),
+    (NET + ["--lr", "-1"], "--lr -1"),
+    (NET + ["--lr-grid", ""], "--lr-grid"),
+    (NET + ["--lr-grid", "-1,1"], "--lr-grid"),
+    (NET + ["--lr", "0.1", "--lr-grid", "1,2"], "--lr-grid"),
+    (NET + ["--width", "8,16", "--batch", "64", "--predict"], "--predict"),
+    (NET + ["--seeds", ""], "--seeds"),
+    (NET + ["--seeds", "0"], "--seeds 0"),
+    (NET + ["--seed", "-1"], "--seed -1"),
+    (NET + ["--x64", "--x32"], "--x64 --x32"),
+    (NET + ["--pdf", "--no-plot"], "--pdf --no-plot"),
+    (NET + ["--json", "--width", "1e9"], MEMORY),
+    (NET + ["--yes", "--width", "1e9"], MEMORY),
+    (NET + ["--chunk-seconds", "0"], "--chunk-seconds 0"),
+    (NET[:-1] + ["x.csv"], "--out x.csv"),
+    (NET + ["--share", "3/2"], "--share"),
+    (NET + ["--distributed", "--share", "0/2"], "--share 0/2 --distributed"),
+    (NET + ["--coordinator", "localhost:1"], "--distributed"),
+    (NET + ["--num-processes", "2"], "--distributed"),
+    (NET + ["--process-id", "0"], "--distributed"),
+]
+
+CURVATURE_CASES = [
+    (CURVATURE + ["--model", ""], "--model"),
+    (CURVATURE + ["--model", "rnn"], "--model rnn"),
+    (CURVATURE + ["--width", ""], "--width"),
+    (CURVATURE + ["--width", "1e9"], MEMORY),
+    (CURVATURE + ["--model", "cnn", "--width", "1e9"], MEMORY),
+    (CURVATURE + ["--depth", "1e9"], "--depth 1000000000"),
+    (CURVATURE + ["--activation", "sigmoid"], "--activation sigmoid"),
+    (CURVATURE + ["--architecture", "dense"], "--architecture dense"),
+    (CURVATURE + ["--init", "he"], "--init he"),
+    (CURVATURE + ["--data", "imagenet"], "--data imagenet"),
+    (CURVATURE + ["--data", "teacher", "--examples", "1e9"], MEMORY),
+    (CURVATURE + ["--examples", "0"], "--examples 0"),
+    (CURVATURE + ["--loss", "hinge"], "--loss hinge"),
+    (CURVATURE + ["--batch", "0"], "--batch 0"),
+    (CURVATURE + ["--batch", "5000"], "--batch 5000"),
+    (CURVATURE + ["--k", ""], "--k"),
+    (CURVATURE + ["--k", "1e9"], "--k 1000000000"),
+    (CURVATURE + ["--probes", "0"], "--probes 0"),
+    (CURVATURE + ["--probes", "1e9"], "--probes 1000000000"),
+    (CURVATURE + ["--lanczos-steps", "1"], "--lanczos-steps 1"),
+    (CURVATURE + ["--lanczos-steps", "1e9"], "--lanczos-steps 1000000000: more than the 2,410 parameters"),
+    (CURVATURE + ["--steps", ""], "--steps"),
+    (CURVATURE + ["--steps", "0,,5"], "--steps 0,,5"),
+    (CURVATURE + ["--steps", "-1"], "--steps"),
+    (CURVATURE + ["--steps", "1e9"], "pass --yes"),
+    (CURVATURE + ["--lr", "0"], "--lr 0"),
+    (CURVATURE + ["--lr", ""], "--lr"),
+    (CURVATURE + ["--seed", "-1"], "--seed -1"),
+    (CURVATURE + ["--quantile", "1"], "--quantile 1"),
+    (CURVATURE + ["--damping", "-1"], "--damping -1"),
+    (CURVATURE + ["--x64", "--probes", "1e9"], "--probes 1000000000"),
+    (CURVATURE + ["--yes", "--width", "1e9"], MEMORY),
+    (CURVATURE[:-1] + ["x.csv"], "--out x.csv"),
+    (CURVATURE[:-1] + [""], "--out"),
+]
+
+SCALE_CASES = [
+    (["noise-scale", "--model", "rnn", "--out", "out"], "--model rnn"),
+    (SCALE + ["--width", ""], "--width"),
+    (SCALE + ["--width", "1e9"], MEMORY),
+    (SCALE + ["--depth", "1e9"], "--depth 1000000000"),
+    (SCALE + ["--activation", "sigmoid"], "--activation sigmoid"),
+    (SCALE + ["--architecture", "dense"], "--architecture dense"),
+    (SCALE + ["--init", "he"], "--init he"),
+    (SCALE + ["--data", "imagenet"], "--data imagenet"),
+    (SCALE + ["--data", "teacher", "--examples", "1e9"], MEMORY),
+    (SCALE + ["--loss", "hinge"], "--loss hinge"),
+    (SCALE + ["--draws", "1"], "--draws 1"),
+    (SCALE + ["--draws", ""], "--draws"),
+    (SCALE[:-1] + ["x.csv"], "--out x.csv"),
+    (SCALE + ["--dim", "10"], "--dim"),
+    (SCALE + ["--pairs", ""], "--pairs"),
+    (SCALE + ["--pairs", "64:8"], "B_small < B_big"),
+    (SCALE + ["--pairs", "8:5000"], "--pairs 8:5000"),
+    (SCALE + ["--decay", "0.9"], "--decay"),
+    (SCALE + ["--lr", "-1"], "--lr -1"),
+    (SCALE + ["--lr", ""], "--lr"),
+    (SCALE + ["--batch", "5000"], "--batch 5000"),
+    (SCALE + ["--steps", ""], "--steps"),
+    (SCALE + ["--steps", "1e9"], "pass --yes"),
+    (SCALE + ["--seeds", "4"], "--seeds"),
+    (SCALE + ["--seed", "-1"], "--seed -1"),
+    (SCALE + ["--yes", "--width", "1e9"], MEMORY),
+]
+
+CASES = NET_CASES + CURVATURE_CASES + SCALE_CASES
+
+
+def test_bad_input_is_one_quick_line_and_exit_code_2(tmp_path):
+    """Every case, each in a fresh folder: exit 2, one stderr line ``otod: error: ...`` with the fragment, nothing
+    on stdout, no traceback, within `QUICK_SECONDS`, and no file written (a sweep may have made its --out folder,
+    empty)."""
+    folders = [tmp_path / f"case{i}" for i, _ in enumerate(CASES)]
+    for folder in folders:
+        folder.mkdir()
+    runs = run_otod_cases([(args, folder) for (args, _), folder in zip(CASES, folders)], tmp_path / "captures",
+                          timeout=600)
+    failed = []
+    for (args, fragment), folder, (result, seconds) in zip(CASES, folders, runs):
+        lines = result.stderr.strip().splitlines()
+        written = [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()]
+        if not (result.returncode == 2 and "Traceback" not in result.stderr and not result.stdout.strip()
+                and len(lines) == 1 and lines[0].startswith("otod: error: ") and fragment in lines[0]
+                and seconds < QUICK_SECONDS and not written):
+            failed.append(f"otod {' '.join(repr(a) if not a else a for a in args)}: exit {result.returncode} in "
+                          f"{seconds:.1f} s, expected one line with {fragment!r}; wrote {written}; stdout "
+                          f"{result.stdout[-200:]!r}; stderr: {result.stderr[-600:]}")
+    assert not failed, f"{len(failed)} of {len(CASES)} cases:\n" + "\n".join(failed)
+
+
+def _options(path) -> set[str]:
+    from otod.cli import main
+
+    command = main
+    for name in path:
+        command = command.commands[name]
+    return {o.opts[0] for o in command.params if isinstance(o, click.Option)} - {"--help"}
+
+
+#: Flags with no value to get wrong: each appears in a case beside a bad value, and must not hide it.
+NO_BAD_VALUE = {"--no-plot", "--json", "--yes", "--x64", "--x32", "--pdf", "--distributed"}
+
+
+@pytest.mark.parametrize("path,cases", [(["sweep", "net"], NET_CASES), (["curvature"], CURVATURE_CASES),
+                                        (["noise-scale"], SCALE_CASES)], ids=["net", "curvature", "noise-scale"])
+def test_every_option_has_a_case(path, cases):
+    """One case at least per option of the command (``noise-scale``: with --model), so an option added later
+    without a refusal case fails here."""
+    used = {a for args, _ in cases for a in args if a.startswith("--")}
+    options = _options(path)
+    missing = sorted(options - used)
+    assert not missing, f"otod {' '.join(path)}: options with no bad-input case: {missing}"
+    assert NO_BAD_VALUE & options <= used
