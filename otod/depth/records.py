@@ -2,7 +2,7 @@
 point chosen by the median over seeds (`otod.core.analysis.select`: lanes that did not converge count as worst,
 ties to the smaller lr and then the smaller β; methods that ignore β, gd and kfac, give equal counts at every β
 and so keep the smallest), one series per method and init (``method·init``), one group per width where width is
-swept, and a power-or-exponential law per series (`otod.depth.laws`)."""
+swept, and a power-or-exponential law per series (`otod.core.laws`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def analysis_of(frame: pd.DataFrame, *, axis: str, point=None, by=(), tol: float
                 n_boot: int = 1000) -> Analysis:
     """The analysis of a depth or toy sweep's records (at one rung) along ``axis``: per group of ``by`` (the
     width), each series' chosen (lr, β) per point of the ``point`` fields (default: ``axis``) and its laws."""
-    from otod.depth.laws import LAWS, law_fit
+    from otod.core.laws import LAWS, law_fit
 
     return analyse(frame.assign(series=series_labels(frame)), point=point or (axis,), axis=axis, by=by,
                    series="series", statistic=lambda xs: LAWS, fit=lambda name, boot, stat: law_fit(name, boot, axis),
@@ -61,6 +61,6 @@ def stalled_at_cap(frame: pd.DataFrame, cap: int | None) -> pd.DataFrame:
 
 
 def fit_laws(records, axis: str, *, n_boot: int = 1000) -> list:
-    """One `otod.depth.laws.LawFit` per series of records (dicts or a DataFrame; several settings per point are
+    """One `otod.core.laws.LawFit` per series of records (dicts or a DataFrame; several settings per point are
     chosen among first) along ``axis``: a notebook's shortcut to `analysis_of`."""
     return [s.fit for s in analysis_of(frame_of(records), axis=axis, n_boot=n_boot).series]

@@ -12,7 +12,7 @@ import pandas as pd
 from otod.core import results as results_io
 from otod.core.analysis import Analysis
 from otod.core.report import Report, sweep_header, sweep_table
-from otod.depth.laws import law_table
+from otod.core.laws import law_table
 from otod.depth.overlays import theory_columns
 from otod.depth.records import depth_analysis
 from otod.depth.methods import USES_BETA

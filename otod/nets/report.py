@@ -8,7 +8,7 @@ results file at run time), B_noise at the target, the bill (FLOPs and examples t
 widths the batch-vs-parameters rule: the slope of log B_crit on log P with its bootstrap CI.
 
 A depth sweep: iterations to target against depth per series (method · init · architecture) with the
-deep-linear obstacle's laws, power against exponential by AIC (`otod.depth.laws`).
+core's law choice, power against exponential by AIC (`otod.core.laws`), as the deep linear nets use it.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def batch_report(results, analysis) -> str:
 
 
 def depth_report(results) -> str:
-    from otod.depth.laws import law_table
+    from otod.core.laws import law_table
 
     analysis = depth_analysis(results)
     lines = []
@@ -164,7 +164,7 @@ def depth_analysis(results):
     """Iterations vs depth per series method·init·architecture, at each series' chosen lr per depth, with the
     deep-linear obstacle's two laws."""
     from otod.core.analysis import analyse, frame_of
-    from otod.depth.laws import LAWS, law_fit
+    from otod.core.laws import LAWS, law_fit
 
     frame = frame_of(results)
     config = results.meta["config"]

@@ -1,5 +1,5 @@
-"""``otod sweep noise``, ``otod sweep params`` and ``otod noise-scale``: parse options, build the configs
-(`otod.noise.options`), run (exact recursions or the simulator), print."""
+"""``otod sweep noise`` and ``otod sweep params``: parse options, build the configs (`otod.noise.options`), run
+(exact recursions or the simulator), print. (``otod noise-scale`` is the nets obstacle's: `otod.nets.noise_scale_cli`.)"""
 
 from __future__ import annotations
 
@@ -206,135 +206,6 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
     _echo(text, [r for _, results, _ in labelled for r in results.records], as_json)
 
 
-@click.command("noise-scale")
-@click.option("--model", default=None,
-              help="Measure a net instead of the NQM: mlp or cnn; the exact B_simple and B_noise over the whole "
-                   "training set at checkpoints of one SGD run, beside the two-batch estimates. E.g. --model mlp")
-@click.option("--width", default="32", show_default=True, help="--model only: hidden units (mlp) or channels (cnn), "
-                                                               "≥ 1. E.g. --width 64")
-@click.option("--depth", default="2", show_default=True, help="--model only: weight layers, ≥ 1 (1: a linear "
-                                                              "model). E.g. --depth 3")
-@click.option("--activation", default="relu", show_default=True,
-              help="--model only: relu, tanh or linear. E.g. --activation tanh")
-@click.option("--architecture", default="plain", show_default=True,
-              help="--model only: plain or residual. E.g. --architecture residual")
-@click.option("--init", default="kaiming", show_default=True,
-              help="--model only: kaiming, xavier, orthogonal or small. E.g. --init orthogonal")
-@click.option("--data", default="digits", show_default=True,
-              help="--model only: digits (shipped 8×8 images), teacher (a random tanh teacher) or gaussian (a "
-                   "linear teacher on Gaussian inputs). E.g. --data teacher")
-@click.option("--examples", default=None, help="--model only: training examples (digits: at most 1438; the "
-                                               "synthetic sets: default 1024). E.g. --examples 512")
-@click.option("--loss", default=None, help="--model only: cross-entropy or squared. Default: cross-entropy on "
-                                           "digits, squared on teacher and gaussian. E.g. --loss squared")
-@click.option("--draws", default="64", show_default=True,
-              help="--model only: nested batch draws per pair of the two-batch estimator. E.g. --draws 128")
-@click.option("--out", default="results", show_default=True,
-              help="--model only: the results file (.parquet, .json or .npz) or a folder for "
-                   "noise-scale-net-<digest>.parquet. E.g. --out runs/")
-@click.option("--dim", default=None, help="NQM dimension d (not with --model). Default 1000. E.g. --dim 100")
-@click.option("--pairs", default=None,
-              help="Comma list of B_small:B_big batch pairs. Default: 1:8,4:32,16:128 on the NQM, 8:64,32:256 with "
-                   "--model. E.g. --pairs 2:16,8:64")
-@click.option("--decay", default=None, help="EMA decays of the estimates (not with --model). Default 0,0.9,0.99. "
-                                            "E.g. --decay 0.95")
-@click.option("--lr", default=None, help="SGD step of the training run. Default 0.05 on the NQM, 0.1 with --model. "
-                                         "E.g. --lr 0.1")
-@click.option("--batch", default="32", show_default=True, help="Batch of the training run. E.g. --batch 64")
-@click.option("--steps", default=None,
-              help="Steps of the training run (default 400); with --model, the checkpoints measured, a comma list "
-                   "of steps (default 0,100,1000: init, during, end). E.g. --steps 1000, --model mlp --steps 0,500")
-@click.option("--seeds", default=None, help="Independent runs (not with --model). Default 64. E.g. --seeds 32")
-@click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2^31 − 1. E.g. --seed 1")
-@click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
-@user_errors
-@quiet_numerics
-def noise_scale(model, width, depth, activation, architecture, init, data, examples, loss, draws, out, dim, pairs,
-                decay, lr, batch, steps, seeds, seed, yes):
-    """Two-batch estimators of |G|² and tr Σ along an SGD run on the NQM, against the exact values; with --model,
-    the exact B_simple and B_noise of a net over its whole training set, against the same estimators.
-
-    \b
-    Examples:
-      otod noise-scale
-      otod noise-scale --pairs 1:8,8:64 --decay 0,0.99 --steps 1000
-      otod noise-scale --model mlp --width 32 --depth 2 --data digits --steps 0,100,1000
-    """
-    from otod.core.preflight import given_options
-
-    given = given_options()
-    if model is not None:
-        click.echo(_net_noise_scale(given, model=model, width=width, depth=depth, activation=activation,
-                                    architecture=architecture, init=init, data=data, examples=examples, loss=loss,
-                                    draws=draws, out=out, pairs=pairs, lr=lr, batch=batch, steps=steps, seed=seed,
-                                    yes=yes))
-        return
-    from otod.core.options import refuse_ignored
-    from otod.noise.estimators import check_plan, noise_scale_report, parse_scale_options
-
-    for name in NET_ONLY:
-        refuse_ignored(given, name, "measures a net: only with --model, e.g. --model mlp")
-    options = parse_scale_options(dim=_given(dim, "1000"), pairs=_given(pairs, "1:8,4:32,16:128"),
-                                  decay=_given(decay, "0,0.9,0.99"), lr=_given(lr, "0.05"), batch=batch,
-                                  steps=_given(steps, "400"), seeds=_given(seeds, "64"), seed=seed)
-    check_plan(options, yes)
-    click.echo(noise_scale_report(**options))
-
-
-def _given(value, default):
-    """An option's value as given, or its default where it was not given (None): an empty value stays empty, so
-    that its parser refuses it instead of running the default."""
-    return default if value is None else value
-
-
-#: Options of ``noise-scale`` that only a net reads, and those only the NQM's estimator run reads.
-NET_ONLY = ("width", "depth", "activation", "architecture", "init", "data", "examples", "loss", "draws", "out")
-NQM_ONLY = ("dim", "decay", "seeds")
-
-
-def _net_noise_scale(given, *, model, width, depth, activation, architecture, init, data, examples, loss, draws,
-                     out, pairs, lr, batch, steps, seed, yes) -> str:
-    """``noise-scale --model``: check every option in one line each (before JAX is imported), estimate the time,
-    then measure (`otod.nets.noise_scale.run_command`, imported here) and return the text with the file's path."""
-    from otod.core.options import finite_float, positive_int, refuse_ignored, seed_value
-    from pathlib import Path
-
-    from otod.core.preflight import make_folder, refuse_time, results_out
-    from otod.noise.estimators import parse_scale_options
-
-    for name in NQM_ONLY:
-        refuse_ignored(given, name, "the NQM estimator run's option; not with --model (a net's two-batch "
-                                    "estimates are drawn at each checkpoint: see --draws)")
-    from otod.nets import noise_scale as net
-
-    spec = net.net_spec(model=model, width=width, depth=depth, activation=activation, architecture=architecture,
-                        init=init, data=data, examples=examples, loss=loss, batch=batch)
-    checkpoints = net.parse_checkpoints(_given(steps, net.NET_STEPS))
-    pair_list = parse_scale_options(dim=1, pairs=_given(pairs, net.NET_PAIRS), decay=0, lr=1, batch=1, steps=1, seeds=1,
-                                    seed=0)["pairs"]
-    n = spec.dataset().examples
-    if "pairs" not in given:  # the default pairs that fit the data set, else one of B_big = n
-        pair_list = [p for p in pair_list if p[1] <= n] or [(max(1, n // 8), n)]
-    if n < 2:
-        raise OtodError(f"--examples {examples}: the two-batch estimator needs at least 2 training examples, "
-                        "e.g. --examples 512")
-    for small, big in pair_list:
-        if big > n:
-            raise OtodError(f"--pairs {small}:{big}: B_big larger than the data set ({n} training examples); "
-                            f"use B_big ≤ {n}")
-    rate = finite_float(_given(lr, net.NET_LR), "--lr", "0.1")
-    if not rate > 0:
-        raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
-    count = positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6)
-    out = results_out(out)
-    make_folder(Path(out).parent if Path(out).suffix else out)
-    seconds = net.plan_seconds(spec, checkpoints, pair_list, count)
-    refuse_time(seconds, yes, f"noise-scale --model {model} ({net.describe(spec)})",
-                "use fewer --steps checkpoints, fewer --examples or a smaller net")
-    text, path = net.run_command(spec, checkpoints, rate, pair_list, count, seed_value(seed), out)
-    return f"{text}\nresults: {path}"
-
-
 def _exact_reason(options: dict) -> str | None:
     """Why --distributed or --share cannot serve these options: the exact path is one NumPy computation, not
     shared among processes (each would compute it all and write the same file). None on the simulator."""
@@ -350,4 +221,4 @@ sweep_params.callback.refuse_distributed = _exact_reason
 
 
 def commands() -> dict[str, list]:
-    return {"sweep": [sweep_noise, sweep_params], "": [noise_scale]}
+    return {"sweep": [sweep_noise, sweep_params]}

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from otod.depth.laws import aic
+from otod.core.laws import aic
 from otod.depth.records import fit_laws
 
 

@@ -1,4 +1,6 @@
-"""Which law iterations follow in depth: a power law T ≈ a·L^b or an exponential T ≈ a·e^{cL}, chosen by AIC.
+"""Which law iterations follow along an axis (depth, for the deep linear nets and the real nets): a power law
+T ≈ a·L^b or an exponential T ≈ a·e^{cL}, chosen by AIC. Statistics, so the core's: every obstacle that asks
+which law a series follows reads it here.
 
 Both are least-squares lines through log(median over seeds) (`otod.core.analysis.fit_line`): log T on log L
 (power) and log T on L (exponential), each with two parameters, so AIC = n·ln(RSS/n) + 2·2 (Akaike 1974; Burnham
