@@ -16,9 +16,13 @@ from otod.core.cli import user_errors
 
 
 class OneLineErrors(click.Group):
-    """A click group whose usage errors (a bad option type, a missing argument) print as one line, exit code 2."""
+    """A click group whose usage errors (a bad option type, a missing argument) print as one line, exit code 2; so
+    does an `OtodError` raised outside a command's `user_errors` (the group's own callback, `main`, refusing a bad
+    environment variable)."""
 
     def main(self, *args, **kwargs):
+        from otod.core.errors import OtodError
+
         kwargs["standalone_mode"] = False
         try:
             result = super().main(*args, **kwargs)
@@ -29,6 +33,9 @@ class OneLineErrors(click.Group):
             sys.exit(130)
         except click.ClickException as e:
             click.echo(f"otod: error: {e.format_message()}", err=True)
+            sys.exit(2)
+        except OtodError as e:
+            click.echo(f"otod: error: {e}", err=True)
             sys.exit(2)
         sys.exit(result if isinstance(result, int) else 0)
 
@@ -41,9 +48,9 @@ def main():
     Compiled programs are cached in ~/.cache/otod/xla (JAX's persistent cache, at most 2 GiB, locked against other
     otod processes), so later runs skip compiling;
     OTOD_COMPILATION_CACHE=DIR moves it, OTOD_COMPILATION_CACHE=off turns it off. On a CPU every core is a JAX
-    device and sweeps share their blocks among them; OTOD_CPU_DEVICES=1 keeps one. A device program that uses no
-    CPU for 30 s is stopped by a watchdog, keeping the sweep's journal (OTOD_WATCHDOG_SECONDS=N sets the time,
-    =off turns it off); a second Ctrl-C stops at once.
+    device and sweeps share their blocks among them; OTOD_CPU_DEVICES=N sets how many (1 to 1024; 1 keeps one).
+    A device program that uses no CPU for 30 s is stopped by a watchdog, keeping the sweep's journal
+    (OTOD_WATCHDOG_SECONDS=N sets the time, =off turns it off); a second Ctrl-C stops at once.
 
     \b
     Examples:
@@ -54,8 +61,8 @@ def main():
     """
     from otod.core import compilation_cache, devices
 
+    devices.use_every_core()  # first: it only checks OTOD_CPU_DEVICES and sets XLA_FLAGS, writing nothing
     compilation_cache.enable()
-    devices.use_every_core()
 
 
 @main.group()
@@ -133,7 +140,7 @@ def plot_command(files, x_axis, out, pdf):
     loaded = [(path, *_load_sweep(path)) for path in files]  # every file checked before anything is written
     for path, results, _ in loaded:
         _check_axis(path, results, x_axis)
-    folder = make_folder(out) if out else None
+    folder = make_folder(out) if out is not None else None  # --out '' is refused, not read as "no --out"
     for path, results, kind in loaded:
         base = folder / Path(path).stem if folder else Path(path).with_suffix("")
         with quiet_numerics():
@@ -174,10 +181,11 @@ def figures_command(groups, out):
     """
     from pathlib import Path
 
-    from otod.core.figures import FIGURES_DIR, make_figures
+    from otod.core.figures import FIGURES_DIR, figure_seconds_file, make_figures
     from otod.core.preflight import make_folder, quiet_numerics
 
-    folder = make_folder(out) if out else FIGURES_DIR
+    figure_seconds_file()  # a bad OTOD_FIGURE_SECONDS is refused before the folder is made
+    folder = make_folder(out) if out is not None else FIGURES_DIR
     with quiet_numerics():
         make_figures(list(groups) or None, out_dir=folder, log=lambda line: click.echo(line))
 

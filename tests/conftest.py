@@ -85,16 +85,30 @@ def run_otod(args, cwd, timeout: float = 60):
 
 
 #: The body of `run_otod_cases`' process: the otod command line called once per case, each in its own folder with
-#: file descriptors 1 and 2 sent to files of its own (so output written below Python, by XLA, is caught too).
+#: file descriptors 1 and 2 sent to files of its own (so output written below Python, by XLA, is caught too), and
+#: with the case's own environment variables set (None: removed) for that case only, the others' restored after.
 _CASES_DRIVER = r"""
 import json, os, sys, time, traceback
 cases, first, captures = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
 from otod.cli import main
+
+
+def set_environment(env):  # set (a value) or remove (None) each variable of env; return what they were
+    before = {name: os.environ.get(name) for name in env}
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    return before
+
+
 for i in range(first, len(cases)):
-    args, cwd = cases[i]
+    args, cwd, env = cases[i]
     with open(os.path.join(captures, "running"), "w") as f:
         f.write(str(i))
     os.chdir(cwd)
+    before = set_environment(env)
     sys.stdout.flush(); sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     out, err = (open(os.path.join(captures, f"{i}.{n}"), "wb") for n in ("out", "err"))
@@ -109,6 +123,7 @@ for i in range(first, len(cases)):
         traceback.print_exc()
         code = 1
     seconds = time.perf_counter() - start
+    set_environment(before)
     sys.stdout.flush(); sys.stderr.flush()
     os.dup2(saved[0], 1); os.dup2(saved[1], 2)
     for f in (out, err):
@@ -118,9 +133,18 @@ for i in range(first, len(cases)):
 """
 
 
+def _case_entry(case) -> list:
+    """A case as the driver reads it: ``[args, cwd, env]``, from ``(args, cwd)`` or ``(args, cwd, env)``."""
+    args, cwd, *env = case
+    return [list(args), str(cwd), dict(env[0]) if env else {}]
+
+
 def run_otod_cases(cases, captures, timeout: float = 120):
-    """Run many otod command lines, each ``(args, cwd)``, as `run_otod` runs one, but in one process: every case
-    calls the command line afresh in its own ``cwd``, with its stdout and stderr caught at the file descriptors.
+    """Run many otod command lines, each ``(args, cwd)`` or ``(args, cwd, env)``, as `run_otod` runs one, but in
+    one process: every case calls the command line afresh in its own ``cwd``, with its stdout and stderr caught at
+    the file descriptors, and with ``env`` (a dict of environment variables: a string sets one, None removes it)
+    in ``os.environ`` for that case only: each is restored when the case ends, so the next case runs in the
+    environment it would have met.
     One process instead of one per case saves the interpreter's and the imports' 0.5 s a case (about 80 s of the
     suite's worker time for its two lists of bad input). A case that ends the process (a C++ abort) is recorded
     with the process's exit code and stderr, and the cases after it run in a new process. Returns, per case, a
@@ -135,7 +159,7 @@ def run_otod_cases(cases, captures, timeout: float = 120):
 
     captures = Path(captures)
     captures.mkdir(parents=True, exist_ok=True)
-    (captures / "cases.json").write_text(json.dumps([[list(a), str(c)] for a, c in cases]))
+    (captures / "cases.json").write_text(json.dumps([_case_entry(case) for case in cases]))
     env = _checkout_first()
     results, first = [], 0
     while first < len(cases):

@@ -29,3 +29,17 @@ def test_a_process_that_does_not_answer_in_time_is_killed_and_its_case_recorded(
     runs = run_otod_cases([(["--version"], tmp_path / "a")] * 2, tmp_path / "captures", timeout=0.01)
     assert [proc.returncode for proc, _ in runs] == [None, None]
     assert all("no answer within 0.01 s" in proc.stderr for proc, _ in runs)
+
+
+def test_a_case_may_carry_environment_variables_for_itself_only(tmp_path):
+    """A case ``(args, cwd, env)`` runs with ``env`` set (None removes a variable), and the next case runs in the
+    environment before it: OTOD_CPU_DEVICES=abc refuses one ``otod fit``, not the one after it."""
+    (tmp_path / "a").mkdir()
+    runs = run_otod_cases([(["fit", "missing.json"], tmp_path / "a", {"OTOD_CPU_DEVICES": "abc"}),
+                           (["fit", "missing.json"], tmp_path / "a"),
+                           (["fit", "missing.json"], tmp_path / "a", {"OTOD_CPU_DEVICES": None})],
+                          tmp_path / "captures")
+    (bad, _), (after, _), (removed, _) = runs
+    assert bad.returncode == 2 and bad.stderr.startswith("otod: error: OTOD_CPU_DEVICES=abc: "), bad.stderr
+    for proc in (after, removed):
+        assert proc.returncode == 2 and proc.stderr.startswith("otod: error: results file missing.json: no such file")

@@ -3,7 +3,9 @@ by later ``otod`` processes (JAX's own mechanism, keyed on the program, the JAX 
 
 The CLI turns it on at start; a notebook calls `enable` if it wants the same. ``OTOD_COMPILATION_CACHE`` chooses
 the folder (default ``~/.cache/otod/xla``); ``OTOD_COMPILATION_CACHE=off`` turns it off. Results never depend on
-it: a cache hit returns the same executable the compile would.
+it: a cache hit returns the same executable the compile would. A folder the user chose that cannot be used (a
+path under ``/proc``, an existing file) is refused (`OtodError`); the default folder failing is not the user's
+doing: the process runs without a cache and says so once on stderr.
 
 The folder is bounded (`MAX_BYTES`, least recently used programs evicted first) and, with that, JAX locks it
 (``filelock``) around every read and write. Unlocked, JAX writes an entry in place, so another process sharing
@@ -17,6 +19,8 @@ import contextlib
 import os
 from pathlib import Path
 from typing import Iterator
+
+from otod.core.errors import OtodError
 
 ENV = "OTOD_COMPILATION_CACHE"
 
@@ -35,18 +39,26 @@ def cache_dir() -> Path | None:
 
 def enable(path: str | os.PathLike | None = None) -> Path | None:
     """Point JAX's persistent compilation cache at ``path`` (default `cache_dir`); return the folder used, or None
-    when turned off or the folder cannot be created (the cache is an optimisation: never an error).
+    when turned off or the default folder cannot be made (said once on stderr, `say_no_cache`: the cache is an
+    optimisation). A folder the user chose (``path``, or ``OTOD_COMPILATION_CACHE``) that cannot be made or
+    written raises `OtodError` naming it, before anything is written: ignored, the programs went uncached without
+    a word, and with a file named the side caches wrote ``<file>-*.json`` beside it.
 
     Before JAX is imported this only sets JAX's own environment variables (read when it is imported), so a command
     that never compiles (``otod --help``, a bad option) does not pay for importing JAX."""
     import sys
 
+    chosen = path is not None or bool(os.environ.get(ENV, "").strip())
     folder = Path(path) if path is not None else cache_dir()
     if folder is None:
         return None
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    problem = unusable_folder(folder)
+    if problem is not None:
+        if chosen:
+            name = f"{ENV}={os.environ.get(ENV, '').strip()}" if path is None else f"compilation cache {folder}"
+            raise OtodError(f"{name}: {problem}; give a folder otod may create and write, e.g. "
+                            f"{ENV}=~/.cache/otod/xla, or {ENV}=off")
+        say_no_cache(folder, problem)
         return None
     settings = {"jax_compilation_cache_dir": str(folder), "jax_persistent_cache_min_compile_time_secs": 0.05,
                 "jax_persistent_cache_min_entry_size_bytes": 0}
@@ -66,6 +78,41 @@ def enable(path: str | os.PathLike | None = None) -> Path | None:
         for name, value in settings.items():
             os.environ[name.upper()] = str(value)
     return folder
+
+
+def unusable_folder(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold the cache (None when it can): made (with its parents) if missing, then probed
+    with a file created and removed at once, so a folder JAX could not write (a read-only one, even for root) is
+    found now, not as a warning at every compile. Leaves nothing behind but the folder itself."""
+    import tempfile
+
+    if folder.exists() and not folder.is_dir():
+        return "a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"cannot be made a folder ({e.strerror or e})"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return f"a folder otod cannot write in ({e.strerror or e})"
+    return None
+
+
+#: Whether this process has said it runs without the default cache (`say_no_cache`): once is enough.
+_SAID_NO_CACHE = []
+
+
+def say_no_cache(folder: Path, problem: str) -> None:
+    """Say once per process, in one line on stderr, that the default cache folder cannot be used and the
+    process compiles without it (the user chose nothing, so this is no error)."""
+    import sys
+
+    if not _SAID_NO_CACHE:
+        _SAID_NO_CACHE.append(folder)
+        print(f"otod: no compilation cache: {folder} (the default) {problem}; compiling without it "
+              f"(set {ENV}=DIR to keep one, or {ENV}=off to say nothing)", file=sys.stderr)
 
 
 def stamp_unstamped(folder: Path) -> int:
@@ -155,11 +202,13 @@ def count_cache_hits() -> Iterator[list[str]]:
 def side_cache(name: str) -> Iterator[dict]:
     """A small JSON dict kept beside the compilation cache (``<cache>-<name>.json``), for numbers as costly to
     recompute as a compile (XLA's FLOP count of a method's step): yields the dict and writes it back, atomically,
-    if it changed. With the cache turned off, or an unreadable file, it is an empty dict that is not kept."""
+    if it changed. With the cache turned off (or named a file), or an unreadable file, it is an empty dict that is not
+    kept."""
     import json
 
     folder = cache_dir()
-    path = None if folder is None else folder.with_name(f"{folder.name}-{name}.json")
+    kept = folder is not None and not (folder.exists() and not folder.is_dir())  # a file named: nothing beside it
+    path = folder.with_name(f"{folder.name}-{name}.json") if kept else None
     try:
         stored = json.loads(path.read_text()) if path is not None and path.exists() else {}
     except (OSError, ValueError):

@@ -5,8 +5,9 @@ help, so a single CPU device leaves the other cores idle. Split into one host de
 (``--xla_force_host_platform_device_count``), the engine deals a call's blocks to the devices, one single-device
 program per device (`otod.core.engine.dispatch`), and the sweep keeps a chunk running on each. The flag must be set before JAX is imported: the
 command line calls `use_every_core` first; a notebook may call it before importing JAX. ``OTOD_CPU_DEVICES=N``
-chooses the count (1 turns the split off); an ``XLA_FLAGS`` that already sets it is left alone. On a GPU or TPU
-the flag changes nothing: the local devices are the accelerators.
+chooses the count (1 turns the split off; from 1 to `MAX_DEVICES`, anything else is refused); an ``XLA_FLAGS``
+that already sets it is left alone. On a GPU or TPU the flag changes nothing: the local devices are the
+accelerators.
 """
 
 from __future__ import annotations
@@ -14,8 +15,20 @@ from __future__ import annotations
 import os
 import sys
 
+from otod.core.errors import OtodError
+
 ENV = "OTOD_CPU_DEVICES"
 FLAG = "--xla_force_host_platform_device_count"
+
+#: The most host devices ``OTOD_CPU_DEVICES`` may ask for (and the most the default of one per core sets). JAX
+#: starts every host device before the first program runs, and that start grows with the count. Measured on this
+#: project's 2-core machine, ``OTOD_CPU_DEVICES=N otod sweep condition --k 1..10:3 --seeds 2 --no-plot`` end to
+#: end, warm compilation cache (first a quiet run; then the median of 3 with the machine shared, load 5):
+#: N = 2: 5.6 s (6.5 s); 16: 5.6 s (7.6 s); 64: 5.4 s (6.8 s); 256: 5.8 s (7.1 s); 1024: 8.0 s (8.1 s). Above
+#: it the start dominates: N = 2048: 17.7 s, 4096: 21 s (28 s); JAX's device start alone (``import jax;
+#: jax.devices()``) took 2.1 s at N = 256 and 1024, 15 s at 4096, and at 16384 was still starting after 11 min
+#: (killed; ``=100000`` hung the same way). 1024 starts within seconds and is above common servers' core counts.
+MAX_DEVICES = 1024
 
 
 def cores() -> int:
@@ -26,13 +39,32 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def requested_devices(value: str) -> int | None:
+    """The device count an ``OTOD_CPU_DEVICES`` value asks for: None when empty (unset), else an integer from 1 to
+    `MAX_DEVICES`. Anything else raises `OtodError` rather than being ignored: a count of 0, -1, 2.5 or ``abc``
+    was silently replaced by the default, and 100000 hung while JAX started its devices."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_DEVICES:
+        raise OtodError(f"{ENV}={value}: need an integer from 1 to {MAX_DEVICES} (JAX host devices; 1 keeps one, "
+                        f"unset gives one per core: {min(cores(), MAX_DEVICES)} here), e.g. {ENV}=4")
+    return count
+
+
 def use_every_core() -> int | None:
-    """Ask XLA for one host device per core (or ``OTOD_CPU_DEVICES``); return the count set, or None when JAX is
-    already imported or ``XLA_FLAGS`` already says."""
+    """Ask XLA for one host device per core (at most `MAX_DEVICES`), or ``OTOD_CPU_DEVICES``; return the count set,
+    or None when JAX is already imported or ``XLA_FLAGS`` already says. A bad ``OTOD_CPU_DEVICES`` raises
+    `OtodError` in every case, checked before those early returns: the command line may run many times in one
+    process (a notebook, the tests), and a value refused once is refused every time."""
+    asked = requested_devices(os.environ.get(ENV, ""))
     if "jax" in sys.modules or FLAG in os.environ.get("XLA_FLAGS", ""):
         return None
-    value = os.environ.get(ENV, "").strip()
-    count = int(value) if value.isdigit() and int(value) >= 1 else cores()
+    count = asked if asked is not None else min(cores(), MAX_DEVICES)
     if count > 1:
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FLAG}={count}".strip()
     return count

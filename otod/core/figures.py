@@ -40,13 +40,57 @@ EXPERIMENTS_DIR = checkout_root() / "experiments"
 FIGURES_DIR = checkout_root() / "figures"
 
 
-#: Where the seconds each figure took are kept (for the next run's ETA): beside the compilation cache.
-SECONDS_FILE = Path(os.environ.get("OTOD_FIGURE_SECONDS", Path.home() / ".cache" / "otod" / "figure-seconds.json"))
+#: Where the seconds each figure took are kept (for the next run's ETA), unless ``OTOD_FIGURE_SECONDS`` names
+#: another file (`figure_seconds_file`): beside the compilation cache.
+SECONDS_FILE = Path.home() / ".cache" / "otod" / "figure-seconds.json"
+SECONDS_ENV = "OTOD_FIGURE_SECONDS"
+
+
+def figure_seconds_file() -> Path:
+    """The file of figure seconds: ``OTOD_FIGURE_SECONDS`` when set, else `SECONDS_FILE`. Read at each call, not at
+    import, so every command of a process sees the environment it runs in. A file the user named that cannot be
+    used (`unusable_seconds_file`) raises `OtodError`: ignored, the ETA went unsaved without a word, and a file
+    that was not one of figure seconds (a typo naming README.md) was overwritten."""
+    value = os.environ.get(SECONDS_ENV, "").strip()
+    if not value:
+        return SECONDS_FILE
+    path = Path(value).expanduser()
+    problem = unusable_seconds_file(path)
+    if problem is not None:
+        raise OtodError(f"{SECONDS_ENV}={value}: {problem}; give a JSON file otod may write, e.g. "
+                        f"{SECONDS_ENV}=~/.cache/otod/figure-seconds.json")
+    return path
+
+
+def unusable_seconds_file(path: Path) -> str | None:
+    """Why ``path`` cannot keep the figure seconds (None when it can), without writing anything that stays: a
+    folder; an existing file other than an empty one or a JSON object (it would be overwritten); a new file whose
+    nearest existing folder is a file or cannot be written in (probed with a file created and removed at once)."""
+    import tempfile
+
+    if path.is_dir():
+        return "a folder, not a file"
+    if path.exists():
+        try:
+            text = path.read_text()
+            ok = not text.strip() or isinstance(json.loads(text), dict)
+        except (OSError, ValueError):
+            ok = False
+        return None if ok else "not a file of figure seconds (a JSON object), and otod would overwrite it"
+    folder = next(p for p in path.parents if p.exists())
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return f"cannot be written in {folder} ({e.strerror or e})"
+    return None
 
 
 def seconds_history(path: Path | None) -> dict[str, float]:
     """The seconds each figure took when it last ran ({} without a readable file)."""
-    path = SECONDS_FILE if path is None else path
+    path = figure_seconds_file() if path is None else path
     try:
         data = json.loads(Path(path).read_text())
         return {str(k): float(v) for k, v in data.items()}
@@ -67,7 +111,7 @@ def shipped_seconds(experiments_dir: Path) -> dict[str, float]:
 
 def save_seconds(path: Path | None, seconds: dict[str, float]) -> None:
     """Keep ``seconds``; a cache that cannot be written is skipped (it only feeds an ETA)."""
-    path = Path(SECONDS_FILE if path is None else path)
+    path = Path(figure_seconds_file() if path is None else path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(seconds, indent=1, sort_keys=True))
@@ -117,7 +161,8 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
     """Run the figure specs of ``groups`` (all groups when None; ``group/figure`` names one figure of a group) and
     return the files written. Before each figure ``log`` gets a progress line with an ETA for the figures left
     (`eta_seconds`, from this machine's last times, else the shipped ones, `SHIPPED_SECONDS`), after it the
-    seconds it took, which are kept in ``seconds_file`` (default `SECONDS_FILE`) for the next run's ETA."""
+    seconds it took, which are kept in ``seconds_file`` (default `figure_seconds_file`) for the next run's ETA."""
+    seconds_file = figure_seconds_file() if seconds_file is None else seconds_file  # refused before any figure
     specs = load_specs(experiments_dir)
     wanted = [(g, None) if "/" not in g else tuple(g.split("/", 1)) for g in (groups or list(specs))]
     for group, name in wanted:

@@ -31,7 +31,8 @@ def given_options() -> frozenset[str]:
 def results_out(out: str, option: str = "--out") -> str:
     """Check a sweep's ``--out``: a results file (``.parquet``, ``.json`` or ``.npz``) or a folder (a name without
     an extension, or an existing folder). Anything else (``x.csv``) is refused before a folder of that name is
-    created."""
+    created; so is an empty name (``--out ''``, which `pathlib` reads as the working folder)."""
+    refuse_empty(out, option, "runs/")
     path = Path(out)
     if path.suffix in RESULT_SUFFIXES or path.is_dir() or not path.suffix:
         if path.exists() and not path.is_dir() and path.suffix not in RESULT_SUFFIXES:
@@ -42,9 +43,17 @@ def results_out(out: str, option: str = "--out") -> str:
                     f"an extension), not {path.suffix}; e.g. {option} runs/ or {option} runs/big.parquet")
 
 
+def refuse_empty(out: str | Path, option: str, example: str) -> None:
+    """Refuse an ``--out`` that is empty or only blanks: ``Path('')`` is the working folder, so ``--out ''`` (an
+    unset shell variable, ``--out "$DIR"``) wrote there without a word."""
+    if isinstance(out, str) and not out.strip():
+        raise OtodError(f"{option} {out!r}: an empty name; give a folder or file to write, e.g. {option} {example}")
+
+
 def make_folder(out: str | Path, option: str = "--out") -> Path:
     """Create the output folder ``out`` (and its parents), or refuse it in one line: a path that cannot be made
-    (``/proc/x``) or that names a file."""
+    (``/proc/x``), that names a file, or an empty name (``--out ''``: `pathlib` reads it as the working folder)."""
+    refuse_empty(out, option, "figures/")
     path = Path(out)
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -460,7 +460,7 @@ def read_journal(jpath: Path, expected_digest: str | None, repair: bool = True) 
     for i, line in enumerate(lines):
         try:
             entries.append(json.loads(line))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, UnicodeDecodeError):  # bytes that are not text are damage too
             last = i == len(lines) - 1 and not raw.endswith(b"\n")
             if last:
                 if repair:
@@ -481,6 +481,75 @@ def read_journal(jpath: Path, expected_digest: str | None, repair: bool = True) 
             raise OtodError(f"results journal {jpath}: chunk {chunk.get('key')} (line {i + 2}) does not match its "
                             "checksum or lane count; it is not trusted: move the journal away to start over")
     return header, chunks
+
+
+#: How many bytes of a file `not_a_part` reads to tell what it is.
+HEAD_BYTES = 4096
+
+
+def read_part(path: Path) -> tuple[dict, list[dict]]:
+    """(header, finished chunks) of a part file for ``otod merge``: a share's journal. Anything else raises
+    `OtodError` naming what it got (`not_a_part`): a results file gave a UnicodeDecodeError traceback."""
+    what = not_a_part(path)
+    if what is not None:
+        raise OtodError(f"part file {path}: {what}")
+    header, chunks = read_journal(path, None, repair=False)
+    if header is None or "config" not in header:
+        raise OtodError(f"part file {path}: not an otod part file (a journal with its sweep's config)")
+    return header, chunks
+
+
+def not_a_part(path: Path) -> str | None:
+    """What ``path`` is, when it is not a journal (None when it starts as one): missing, a folder, an empty file, a
+    finished results file (with what to do with it: it is merged already), another JSON file, a binary or text
+    file. Reads the first `HEAD_BYTES` only, except to verify a results file."""
+    hint = "a part file is a share's journal, e.g. results/condition-0123456789.parquet.part-0-of-2"
+    if path.is_dir():
+        return f"a folder; give the part files in it, e.g. otod merge {path / '*.part-*'}"
+    if not path.is_file():
+        return "no such file"
+    with open(path, "rb") as f:
+        head = f.read(HEAD_BYTES)
+    if not head:
+        return f"an empty file, not a part file ({hint})"
+    if re.match(rb'\s*\{\s*"format"\s*:\s*"otod-journal/', head):  # a journal: `read_journal` checks the rest
+        return None
+    kind = results_kind(path, head)
+    if kind is not None and not kind.startswith("a "):
+        return (f"a finished results file ({kind}), not a part file: it is merged already; read it with "
+                f"otod fit {path}, or merge the .part-I-of-N files that made it")
+    if kind is not None:
+        return f"{kind}, not a part file ({hint})"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:  # text whose last character the read cut is still text
+        text = head[:e.start].decode("utf-8") if e.start >= len(head) - 3 else None
+    if text is None or "\x00" in text:
+        return f"a binary file, not a part file ({hint})"
+    what = "a JSON file" if text.lstrip()[:1] in ("{", "[") else "a text file"
+    return f"{what} that is not an otod journal, not a part file ({hint})"
+
+
+def results_kind(path: Path, head: bytes) -> str | None:
+    """``"<sweep> sweep, N records"`` when ``path`` is a results file otod reads (Parquet, npz or JSON, told by its
+    first bytes); ``"a <format> file ..."`` where it looks like one but is named otherwise or does not load; None
+    when it is none of them."""
+    if head.startswith(b"PAR1"):
+        name = "Parquet"
+    elif head.startswith(b"PK\x03\x04"):
+        name = "npz"
+    elif re.match(rb'\s*\{\s*"format"\s*:\s*"otod-results/', head):
+        name = "JSON"
+    else:
+        return None
+    suffix = {"Parquet": ".parquet", "npz": ".npz", "JSON": ".json"}[name]
+    if path.suffix != suffix:
+        return f"a {name} file (a results file named {path.suffix or 'without a suffix'}, not {suffix}?)"
+    try:
+        meta = load(path).meta
+    except OtodError:
+        return f"a {name} file that is not an otod results file, or a damaged one"
+    return f"{meta.get('sweep', meta.get('kind'))} sweep, {meta.get('record_count')} records"
 
 
 def start_journal(jpath: Path, header: dict) -> None:

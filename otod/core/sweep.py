@@ -1058,11 +1058,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         raise OtodError("otod merge: no part files given, e.g. otod merge results/condition-*.parquet.part-*")
     headers, done = {}, {}
     for part in parts:
-        if not part.is_file():
-            raise OtodError(f"part file {part}: no such file")
-        header, chunks = results_io.read_journal(part, None, repair=False)
-        if header is None or "config" not in header:
-            raise OtodError(f"part file {part}: not an otod part file (a journal with its sweep's config)")
+        header, chunks = results_io.read_part(part)  # anything else is named: a results file, a folder, ...
         if header.get("digest") not in (config_digest(header["config"]), results_io.digest(header["config"])):
             raise OtodError(f"part file {part}: its config does not hash to its digest {header.get('digest')} "
                             "(edited or damaged); it is not merged")
