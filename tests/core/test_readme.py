@@ -1,0 +1,51 @@
+"""The README's examples name the files its commands write: the notebook example loads the results file of the
+README's main job (``otod sweep condition --k 1..100``), named by its config's hash. A README that named another
+hash (``condition-d79b8b7cb1``, which no README command wrote) gave a traceback pasted as written; this test fails
+when the README and the code disagree on the name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+#: The README's main job, shown at its top.
+MAIN_JOB = ["sweep", "condition", "--k", "1..100"]
+
+
+class _Built(Exception):
+    """Carries the config and output folder the command line built, in place of running the sweep."""
+
+    def __init__(self, config, out_dir):
+        self.config, self.out_dir = config, out_dir
+        super().__init__("built")
+
+
+def main_job_path(monkeypatch) -> Path:
+    """The results file the main job writes by default: its config as ``otod sweep condition`` builds it from the
+    command line (the sweep replaced by a stub that hands the config back), through `default_path`."""
+    from otod.cli import main
+    from otod.core.sweep import default_path
+
+    def built(config, out_dir, **kwargs):
+        raise _Built(config, out_dir)
+
+    monkeypatch.setattr("otod.condition.report.sweep_and_report", built)
+    with pytest.raises(_Built) as caught:
+        main(MAIN_JOB, prog_name="otod")
+    return default_path(caught.value.config, caught.value.out_dir)
+
+
+def test_the_notebook_example_loads_the_file_the_main_job_writes(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # default_path looks for an earlier file of the same name here: there is none
+    text = README.read_text()
+    assert f"otod {' '.join(MAIN_JOB)}\n" in text
+    expected = main_job_path(monkeypatch)
+    assert expected.parent == Path("results") and expected.suffix == ".parquet"
+    loaded = re.findall(r'otod\.load\("(results/condition-[0-9a-f]{10}\.parquet)"\)', text)
+    assert loaded, "the README's load example names no results/condition-XXXXXXXXXX.parquet"
+    assert set(loaded) == {str(expected)}, f"the README loads {loaded}; the main job writes {expected}"
+    shown = re.findall(r"^results: (results/condition-[0-9a-f]{10}\.parquet)$", text, re.M)
+    assert set(shown) <= {str(expected)}, f"the README's tour shows {shown}; the main job writes {expected}"
