@@ -139,6 +139,16 @@ def _case_entry(case) -> list:
     return [list(args), str(cwd), dict(env[0]) if env else {}]
 
 
+def is_one_line_refusal(proc, seconds: float, fragment: str, quick_seconds: float, stdout_empty: bool = True) -> bool:
+    """Whether a case ended as the brief asks of bad input: exit code 2, one line on stderr starting
+    ``otod: error: `` and holding ``fragment``, no traceback, within ``quick_seconds`` (and, with
+    ``stdout_empty``, nothing on stdout). Each bad-input table adds its own check of what was written."""
+    lines = proc.stderr.strip().splitlines()
+    return (proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("otod: error: ")
+            and fragment in lines[0] and "Traceback" not in proc.stderr and seconds < quick_seconds
+            and not (stdout_empty and proc.stdout.strip()))
+
+
 def run_otod_cases(cases, captures, timeout: float = 120):
     """Run many otod command lines, each ``(args, cwd)`` or ``(args, cwd, env)``, as `run_otod` runs one, but in
     one process: every case calls the command line afresh in its own ``cwd``, with its stdout and stderr caught at

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import is_one_line_refusal
 from tests.conftest import run_otod as run
 from tests.conftest import run_otod_cases as run_cases
 
@@ -101,11 +102,8 @@ def test_bad_environment_and_non_shares_are_one_line_exit_2_and_write_nothing(tm
     done = run_cases(runs, tmp_path / "captures")
     failed = []
     for (args, env, fragment), (folder, before), (proc, seconds) in zip(CASES, folders, done):
-        lines = proc.stderr.splitlines()
         after = listing(folder)
-        if not (proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("otod: error: ")
-                and fragment in lines[0] and "Traceback" not in proc.stderr and seconds < SECONDS
-                and after == before):
+        if not (is_one_line_refusal(proc, seconds, fragment, SECONDS, stdout_empty=False) and after == before):
             failed.append(f"{env} otod {' '.join(args)}: exit {proc.returncode} in {seconds:.1f} s, expected one "
                           f"line with {fragment!r}; written: {sorted(set(after) - set(before))}; "
                           f"stderr: {proc.stderr[-600:]}")

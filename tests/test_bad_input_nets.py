@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from tests.conftest import run_otod_cases
+from tests.conftest import is_one_line_refusal, run_otod_cases
 
 #: A refusal comes before any training, compile of a sweep or large allocation.
 QUICK_SECONDS = 10
@@ -70,6 +70,7 @@ NET_CASES = [
     (NET + ["--yes", "--width", "1e9"], MEMORY),
     (NET + ["--chunk-seconds", "0"], "--chunk-seconds 0"),
     (NET[:-1] + ["x.csv"], "--out x.csv"),
+    (NET[:-1] + [""], "--out ''"),
     (NET + ["--share", "3/2"], "--share"),
     (NET + ["--distributed", "--share", "0/2"], "--share 0/2 --distributed"),
     (NET + ["--coordinator", "localhost:1"], "--distributed"),
@@ -128,6 +129,7 @@ SCALE_CASES = [
     (SCALE + ["--draws", "1"], "--draws 1"),
     (SCALE + ["--draws", ""], "--draws"),
     (SCALE[:-1] + ["x.csv"], "--out x.csv"),
+    (SCALE[:-1] + [""], "--out ''"),
     (SCALE + ["--dim", "10"], "--dim"),
     (SCALE + ["--pairs", ""], "--pairs"),
     (SCALE + ["--pairs", "64:8"], "B_small < B_big"),
@@ -157,11 +159,8 @@ def test_bad_input_is_one_quick_line_and_exit_code_2(tmp_path):
                           timeout=600)
     failed = []
     for (args, fragment), folder, (result, seconds) in zip(CASES, folders, runs):
-        lines = result.stderr.strip().splitlines()
         written = [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()]
-        if not (result.returncode == 2 and "Traceback" not in result.stderr and not result.stdout.strip()
-                and len(lines) == 1 and lines[0].startswith("otod: error: ") and fragment in lines[0]
-                and seconds < QUICK_SECONDS and not written):
+        if not (is_one_line_refusal(result, seconds, fragment, QUICK_SECONDS) and not written):
             failed.append(f"otod {' '.join(repr(a) if not a else a for a in args)}: exit {result.returncode} in "
                           f"{seconds:.1f} s, expected one line with {fragment!r}; wrote {written}; stdout "
                           f"{result.stdout[-200:]!r}; stderr: {result.stderr[-600:]}")
