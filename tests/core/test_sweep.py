@@ -9,7 +9,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -227,61 +226,96 @@ def test_a_second_run_on_the_same_file_is_refused_while_the_first_holds_it(tmp_p
     assert not path.exists() and not results_io.journal_path(path).exists()
 
 
-def _journal_with(folder, proc, lines: int, seconds: float = 120.0):
-    """The sweep journal in ``folder`` once it holds ``lines`` lines (header + finished chunks), or None if the
-    process ends or ``seconds`` pass first."""
-    deadline = time.time() + seconds
-    while time.time() < deadline and proc.poll() is None:
-        journals = list(folder.glob("*.partial"))
-        if journals and len(journals[0].read_text().splitlines()) >= lines:
-            return journals[0]
-        time.sleep(0.05)
-    return None
+#: ``python -m otod ARGS`` with Ctrl-C pressed at a known point of the sweep instead of after a guessed sleep: a real
+#: SIGINT, raised in the process (Python's signal path runs as for a terminal's Ctrl-C), once the sweep has saved
+#: SAVED chunks to its journal, as its wait on the running chunks begins; with PRESSES 2, again from inside that
+#: wait (the engine's first nap after the first press), where the engine polls the devices. Each press is
+#: announced on stderr ("otod-test: Ctrl-C n ...").
+CTRL_C = r"""
+import signal, sys, time
+import otod.core.engine as engine
+import otod.core.results as results
+saved_before, presses, args = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+saved, pressed = [], []
+append_chunk, first_ready = results.append_chunk, engine.first_ready
+
+
+def press(where):
+    pressed.append(where)
+    sys.stderr.write(f"otod-test: Ctrl-C {len(pressed)} {where}\n")
+    sys.stderr.flush()
+    signal.raise_signal(signal.SIGINT)
+
+
+def saving(*a, **k):
+    entry = append_chunk(*a, **k)
+    saved.append(entry)
+    return entry
+
+
+def waiting(outputs, programs, *a, **k):
+    if len(saved) >= saved_before and not pressed:
+        press(f"after {len(saved)} chunks saved, as the wait on the {' and the '.join(programs)} begins")
+    return first_ready(outputs, programs, *a, **k)
+
+
+class Clock:
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+    def sleep(self, seconds):
+        if len(pressed) == 1 and presses == 2:
+            press("inside the wait")
+        time.sleep(seconds)
+
+
+results.append_chunk, engine.first_ready, engine.time = saving, waiting, Clock()
+from otod.cli import main
+main(args, prog_name="otod")
+"""
 
 
 def test_ctrl_c_on_a_real_process_saves_finished_chunks_and_the_same_command_finishes(tmp_path):
-    args = [sys.executable, "-m", "otod", "sweep", "condition", "--k", "1..400:40:log", "--dim", "32",
-            "--seeds", "4", "--method", "gd,nesterov", "--chunk-seconds", "0.0001", "--no-plot", "--out",
-            str(tmp_path)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    journal = _journal_with(tmp_path, proc, lines=3)
-    assert journal is not None, "no chunk finished"
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        pytest.skip("the sweep finished before the interrupt arrived")
-    assert proc.returncode == 130, err
-    assert "lanes are saved" in err and "the same command resumes" in err
+    """Ctrl-C once 2 of the 80 chunks are saved: the running chunks finish and are saved, no other starts, exit
+    130 saying so; the same command then resumes exactly the chunks the journal holds and finishes."""
+    args = ["sweep", "condition", "--k", "1..400:40:log", "--dim", "32", "--seeds", "4", "--method", "gd,nesterov",
+            "--chunk-seconds", "0.0001", "--no-plot", "--out", str(tmp_path)]
+    proc = subprocess.run([sys.executable, "-c", CTRL_C, "2", "1", *args], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 130, proc.stderr
+    assert "otod-test: Ctrl-C 1 after 2 chunks saved" in proc.stderr
+    assert "lanes are saved" in proc.stderr and "the same command resumes" in proc.stderr
+    (journal,) = tmp_path.glob("*.partial")
     saved = len(journal.read_text().splitlines()) - 1
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert 3 <= saved < 80  # the 2, the running ones (one per device) finished after the Ctrl-C, nothing more
+    done = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert f"resumed: {saved} chunks" in done.stdout
 
 
 def test_a_second_ctrl_c_while_the_devices_run_ends_the_process_at_once_keeping_the_journal(tmp_path):
-    """Two chunks: κ = 1 (quick), then κ = 10⁵ (gd to the 10⁶ cap on 32 lanes of d = 512: tens of seconds). Once the
-    first is in the journal the engine waits on the second; Ctrl-C twice then ends the process within seconds,
-    exit 130, with one line naming the program and what the journal keeps, and the journal left for a resume.
-    Before, one Ctrl-C did nothing and after a second the process stayed until kill -9."""
-    args = [sys.executable, "-m", "otod", "sweep", "condition", "--k", "1,1e5", "--dim", "512", "--seeds", "32",
-            "--method", "gd", "--max-iters", "1e6", "--chunk-seconds", "1e-9", "--no-plot", "--yes", "--out",
-            str(tmp_path)]
+    """Two chunks: κ = 1 (quick), then κ = 10⁹ on the two-point spectrum (gd to the 10⁸ cap: hours). Once the first
+    is in the journal the engine waits on the second; a Ctrl-C there says it stops once the running chunk is
+    saved, a second one inside the wait ends the process, exit 130, with one line naming the program and what the
+    journal keeps, and the journal left for a resume. The program runs for hours, so the process ending at all
+    (the timeout only guards against a hang) is it ending at once, without waiting for the program. Before, one
+    Ctrl-C did nothing and after a second the process stayed until kill -9."""
+    args = ["sweep", "condition", "--k", "1,1e9", "--spectrum", "two-point", "--start", "equal-loss", "--dim", "64",
+            "--seeds", "32", "--method", "gd", "--max-iters", "1e8", "--chunk-seconds", "1e-9", "--no-plot", "--yes",
+            "--out", str(tmp_path)]
     env = {**os.environ, "OTOD_COMPILATION_CACHE": "off", "OTOD_WATCHDOG_SECONDS": "off"}
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    journal = _journal_with(tmp_path, proc, lines=2)
-    assert journal is not None, "the first chunk never finished"
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    t0 = time.time()
-    _, err = proc.communicate(timeout=60)
-    assert time.time() - t0 < 10, "the second Ctrl-C did not end the process at once"
+    proc = subprocess.run([sys.executable, "-c", CTRL_C, "1", "2", *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+    err = proc.stderr
     assert proc.returncode == 130 and "Traceback" not in err, err
+    assert "otod-test: Ctrl-C 1 after 1 chunks saved, as the wait on the condition program gd (chunk " in err, err
+    assert "otod: stopping once the running chunks are saved; Ctrl-C again stops at once" in err, err
+    assert "otod-test: Ctrl-C 2 inside the wait" in err, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("otod: interrupted while the condition program gd (chunk ") and "on " in last, err
     assert "32 of 64 lanes are saved in the journal" in last and "the same command resumes" in last, err
-    assert journal.exists() and len(journal.read_text().splitlines()) == 2
+    (journal,) = tmp_path.glob("*.partial")
+    assert len(journal.read_text().splitlines()) == 2  # the header and κ = 1: the second chunk never finished
 
 
 def test_estimates_refuse_what_cannot_fit_or_would_take_hours():

@@ -49,3 +49,251 @@ def test_the_estimator_band_is_named(tmp_path, monkeypatch):
     labels = kept[0].axes[0].get_legend_handles_labels()[1]
     assert any("IQR over 4 seeds" in label for label in labels)
     plt.close(kept[0])
+
+
+# -- every maker of `otod.noise.figures.MAKERS`, read off the figure it draws ----------------------------------------
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from tests.noise import synthetic  # noqa: E402
+
+#: The S(B) the synthetic sweeps follow at their best rate: S_min (1 + B_crit/B) with S_min = 10, B_crit = 64.
+SYNTHETIC_BATCHES = (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+
+
+def _steps(b: float) -> float:
+    return 10 * (1 + 64 / b)
+
+
+def _best_rate(b: float) -> float:
+    return {2.0: 0.5, 4.0: 1.0}.get(b, 2.0)
+
+
+def _synthetic_records(factor: float = 1.0, censored_at_1: bool = True) -> list[dict]:
+    """Seeds 0–2 at S(B)·factor − 2, S(B)·factor, S(B)·factor + 2 at the best rate of each B (0.5 at B = 2, 1 at
+    B = 4, 2 above), 1.25 times that at the other rates (0.5, 1, 2); at B = 1 every lane censored at the cap
+    (1000): a median that is only a lower bound."""
+    out = []
+    for b in SYNTHETIC_BATCHES:
+        for rate in (0.5, 1.0, 2.0):
+            for seed, offset in enumerate((-2, 0, 2)):
+                n = _steps(b) * factor + offset
+                out.append(synthetic.record(b, rate, seed, n if rate == _best_rate(b) else 1.25 * n))
+    if censored_at_1:
+        out += [synthetic.record(1.0, rate, seed, 1000, "censored") for rate in (0.5, 1.0, 2.0) for seed in range(3)]
+    return out
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """Every figure the makers save, kept open (with the path and pdf flag it was saved under) instead of written;
+    closed after the test."""
+    from otod.core.plotting import plt
+
+    kept = []
+    def keep(fig, base, pdf=True):
+        kept.append((fig, base, pdf))
+        return [base.with_name(base.name + ".png")]
+
+    monkeypatch.setattr("otod.core.plotting.save", keep)
+    yield kept
+    for fig, _, _ in kept:
+        plt.close(fig)
+
+
+def _line(ax, label: str):
+    (line,) = [line for line in ax.get_lines() if line.get_label() == label]
+    return line
+
+
+def _legend(ax) -> list[str]:
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
+def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeypatch, saved):
+    """(a) the medians at each B's best rate with their IQR bars, the censored B = 1 as an open triangle at the
+    cap, the S(B) fit's B_crit = 64; (b) the chosen lr per B (0.05, 0.1, then 0.2) with its slope 1 over the
+    perfect-scaling region (up to B = 4) and the ∝ B guide; (c) S against E = B·S with the hyperbola of S_min = 10,
+    E_min = 640; log axes, base 2 in B; three files named after the table."""
+    import otod.noise.figures as nf
+
+    asked = []
+    monkeypatch.setattr(nf, "_run_noise", lambda spec: asked.append(spec) or synthetic.results(_synthetic_records()))
+    files = nf.make_batch({"maker": "noise-batch", "name": "toy", "mode": "simulate"}, tmp_path)
+    assert asked == [{"maker": "noise-batch", "name": "toy", "mode": "simulate"}]
+    assert [f.name for f in files] == ["noise_toy_steps.png", "noise_toy_lr.png", "noise_toy_tradeoff.png"]
+    (steps_fig, _, _), (lr_fig, _, _), (tradeoff_fig, _, _) = saved
+    b = np.asarray(SYNTHETIC_BATCHES)
+    s = np.asarray([_steps(x) for x in b])
+
+    (ax,) = steps_fig.axes
+    assert ax.get_title().startswith("(a) steps to target vs batch size: regression d = 16, target 0.05, simulate")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "batch size B", "steps to target", "log", "log")
+    assert ax.xaxis.get_transform().base == 2
+    (bars,) = ax.containers
+    points, _, (segments,) = bars.lines
+    assert np.array_equal(points.get_xdata(), b) and np.array_equal(points.get_ydata(), s)
+    assert np.array_equal(np.asarray(segments.get_segments())[:, :, 1], np.stack([s - 1, s + 1], 1))  # the IQR
+    bound = _line(ax, "sgd: △ median only a lower bound ≥ (most lanes censored at the cap)")
+    assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
+    fit = _line(ax, "sgd fit: B_crit = 64")
+    assert np.allclose(fit.get_ydata(), 10 * (1 + 64 / np.asarray(fit.get_xdata())), rtol=1e-6)
+    assert _legend(ax) == ["sgd: △ median only a lower bound ≥ (most lanes censored at the cap)",
+                           "sgd fit: B_crit = 64", "sgd (median, bars: IQR over seeds)"]
+
+    (ax,) = lr_fig.axes
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "batch size B", "best learning rate", "log", "log")
+    chosen = _line(ax, "sgd: slope 1.00 up to B = 4")
+    assert list(chosen.get_xdata()) == [1.0, *b]
+    assert np.allclose(chosen.get_ydata()[1:], [0.1 * _best_rate(x) for x in b])
+    guide = _line(ax, "∝ B (linear scaling)")
+    assert np.allclose(guide.get_ydata(), 1e-3 * np.asarray(guide.get_xdata()))
+
+    (ax,) = tradeoff_fig.axes
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "examples processed E = B·S", "steps S", "log", "log")
+    measured = _line(ax, "sgd")
+    assert np.array_equal(measured.get_xdata(), b * s) and np.array_equal(measured.get_ydata(), s)
+    hyperbola = _line(ax, "(S/S_min − 1)(E/E_min − 1) = 1: S_min 10, E_min 640")
+    e, steps = np.asarray(hyperbola.get_xdata()), np.asarray(hyperbola.get_ydata())
+    assert np.allclose((steps / 10 - 1) * (e / 640 - 1), 1.0, rtol=1e-6)
+
+
+def test_make_batch_with_figures_a_draws_only_the_steps(tmp_path, monkeypatch, saved):
+    import otod.noise.figures as nf
+
+    monkeypatch.setattr(nf, "_run_noise", lambda spec: synthetic.results(_synthetic_records()))
+    files = nf.make_batch({"name": "toy", "figures": "a"}, tmp_path)
+    assert [f.name for f in files] == ["noise_toy_steps.png"] and len(saved) == 1
+
+
+def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_schedule(tmp_path, monkeypatch, saved):
+    """One sweep per schedule, each asked with its own ``schedule`` (and not the table's list): constant at S(B),
+    cosine at twice that, one colour each, the censored B = 1 as open triangles at the cap."""
+    import otod.noise.figures as nf
+
+    asked = []
+
+    def run(spec):
+        asked.append(spec)
+        return synthetic.results(_synthetic_records(factor={"constant": 1.0, "cosine": 2.0}[spec["schedule"]]))
+
+    monkeypatch.setattr(nf, "_run_noise", run)
+    files = nf.make_schedules({"maker": "noise-schedules", "name": "sched", "schedules": ["constant", "cosine"],
+                               "mode": "simulate", "seeds": 3}, tmp_path)
+    assert [spec["schedule"] for spec in asked] == ["constant", "cosine"]
+    assert all("schedules" not in spec and spec["seeds"] == 3 for spec in asked)
+    assert [f.name for f in files] == ["noise_sched.png"]
+    ((fig, _, _),) = saved
+    (ax,) = fig.axes
+    assert ax.get_title().startswith("(h) schedules (horizon = the run's cap): regression d = 16")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "batch size B", "steps to target (median over seeds)", "log", "log")
+    assert ax.xaxis.get_transform().base == 2
+    b = np.asarray(SYNTHETIC_BATCHES)
+    for i, (name, factor) in enumerate((("constant", 1.0), ("cosine", 2.0))):
+        line = _line(ax, f"{name} (sgd)")
+        assert np.array_equal(line.get_xdata(), b) and np.array_equal(line.get_ydata(), [factor * _steps(x) for x in b])
+        bound = _line(ax, f"{name}: ≥ cap (censored)")
+        assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
+        assert line.get_color() == bound.get_color() == f"C{i}"
+    assert _legend(ax) == ["constant (sgd)", "constant: ≥ cap (censored)", "cosine (sgd)", "cosine: ≥ cap (censored)"]
+
+
+def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeypatch, saved):
+    """The exact isotropic quadratic at d = 10…1000: at a fixed B = 32 the steps grow like d (exponent near 1),
+    with B = d/10 they stay flat (near 0); each label's exponent is the slope of its own drawn points."""
+    import otod.noise.figures as nf
+
+    monkeypatch.chdir(tmp_path)  # the maker's sweeps write to results/ in the working folder
+    files = nf.make_params({"maker": "noise-params", "name": "params", "mode": "exact", "problem": "isotropic",
+                            "dim": "10..1000:4:log", "batch_rule": "fixed:32,proportional:0.1", "method": "sgd",
+                            "target": 0.05}, tmp_path / "figs")
+    assert [f.name for f in files] == ["noise_params.png"] and saved[0][2] is True  # with its PDF
+    (ax,) = saved[0][0].axes
+    assert ax.get_title() == "(d) batch vs parameters: isotropic, target 0.05, exact, lr tuned per d"
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "dimension d (parameters)", "steps to target", "log", "log")
+    lines = ax.get_lines()
+    assert len(lines) == 2
+    for line, rule, (low, high) in zip(lines, ("fixed:32", "proportional:0.1"), ((0.9, 1.1), (-0.1, 0.1))):
+        label = line.get_label()
+        assert label.startswith(f"{rule} sgd: exponent ")
+        exponent = float(label.rsplit(" ", 1)[1])
+        assert low < exponent < high, label
+        assert list(line.get_xdata()) == [10, 46, 215, 1000]  # d = 10..1000:4:log, whole numbers
+        slope = np.polyfit(np.log(line.get_xdata()), np.log(line.get_ydata()), 1)[0]
+        assert f"{slope:.2f}" == f"{exponent:.2f}"
+    assert _legend(ax) == [line.get_label() for line in lines]
+
+
+def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
+    """(e): the measured RMS norm of N(0, I_d) at 13 dimensions 1…10⁴ beside √d, and the RMS error of a mean of n
+    draws at n = 1…4096 beside 1/√n, each label carrying the fitted slope of its measured points (near ½ and
+    −½)."""
+    import otod.noise.figures as nf
+
+    files = nf.make_noise_rms({"maker": "noise-rms", "name": "rms", "draws": 40}, tmp_path)
+    assert [f.name for f in files] == ["noise_rms.png"]
+    ((fig, _, _),) = saved
+    left, right = fig.axes
+    dims = np.unique(np.geomspace(1, 1e4, 13).round())
+    ns = 2.0 ** np.arange(13)
+    for ax, x, title, xlabel, ylabel, guide, label, sign in (
+            (left, dims, "(e) noise grows like √d", "dimension d", "RMS norm of N(0, I_d) noise", np.sqrt(dims),
+             "√d", 1), (right, ns, "averaging shrinks it", "samples averaged n", "RMS error", 1 / np.sqrt(ns),
+                        "1/√n", -1)):
+        assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+            title, xlabel, ylabel, "log", "log")
+        measured, drawn_guide = ax.get_lines()
+        assert np.array_equal(measured.get_xdata(), x) and np.all(np.asarray(measured.get_ydata()) > 0)
+        assert np.array_equal(drawn_guide.get_xdata(), x) and np.allclose(drawn_guide.get_ydata(), guide)
+        slope = np.polyfit(np.log(x), np.log(measured.get_ydata()), 1)[0]
+        assert drawn_guide.get_label() == f"{label} (fitted exponent {slope:.3f})"
+        assert abs(slope - sign * 0.5) < 0.1
+        assert _legend(ax) == [measured.get_label(), drawn_guide.get_label()]
+    assert left.get_lines()[0].get_label() == "measured RMS ‖ξ‖"
+
+
+def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, saved):
+    """(f): one SGD path per σ, each from (−1.2, 1) over ``steps`` steps; σ = 0 is plain gradient descent (written
+    out here), σ > 0 leaves it; each label's loss is Rosenbrock's at the path's end; the minimum and the start
+    marked; linear axes x, y over the loss's contours."""
+    import otod.noise.figures as nf
+
+    files = nf.make_rosenbrock({"maker": "noise-rosenbrock", "name": "rosen", "lr": 1e-3, "steps": 50,
+                                "noise": [0.0, 3.0]}, tmp_path)
+    assert [f.name for f in files] == ["noise_rosen.png"]
+    ((fig, _, _),) = saved
+    (ax,) = fig.axes
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == ("x", "y", "linear", "linear")
+    assert ax.get_title() == "(f) SGD on Rosenbrock, lr 0.001, gradient noise σ per coordinate"
+    assert ax.collections  # the contours
+    z, plain = np.array([-1.2, 1.0]), [np.array([-1.2, 1.0])]
+    for _ in range(50):
+        x, y = z
+        z = z - 1e-3 * np.array([-2 * (1 - x) - 400 * x * (y - x * x), 200 * (y - x * x)])
+        plain.append(z)
+    plain = np.asarray(plain)
+    quiet, noisy = ax.get_lines()[:2]
+    for line, sigma in ((quiet, 0), (noisy, 3)):
+        xy = np.column_stack([line.get_xdata(), line.get_ydata()])
+        assert xy.shape == (51, 2) and np.array_equal(xy[0], [-1.2, 1.0])
+        loss = (1 - xy[-1, 0]) ** 2 + 100 * (xy[-1, 1] - xy[-1, 0] ** 2) ** 2
+        assert line.get_label() == f"σ = {sigma}: loss {loss:.2g} after 50"
+    assert np.allclose(np.column_stack([quiet.get_xdata(), quiet.get_ydata()]), plain)
+    assert not np.allclose(noisy.get_xdata(), quiet.get_xdata())
+    assert (list(_line(ax, "minimum (1, 1)").get_xdata()), list(_line(ax, "start (−1.2, 1)").get_xdata())) == (
+        [1], [-1.2])
+    assert _legend(ax) == [quiet.get_label(), noisy.get_label(), "minimum (1, 1)", "start (−1.2, 1)"]
+
+
+def test_every_noise_maker_is_run_by_a_test():
+    """The makers this file runs, and `test_the_estimator_band_is_named` (noise-estimator): all of MAKERS."""
+    from otod.noise.figures import MAKERS
+
+    assert set(MAKERS) == {"noise-batch", "noise-params", "noise-rms", "noise-rosenbrock", "noise-estimator",
+                           "noise-schedules"}

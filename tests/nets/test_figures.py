@@ -1,0 +1,413 @@
+"""Every figure maker of the nets obstacle (`otod.nets.figures.ALL_MAKERS`: the sweeps' and the curvature
+figures'), run on records whose numbers the test chooses, through the maker's own spec → config path with the
+engine (`run_sweep`), the NQM prediction and the curvature measurement stood in for, and read off the figure it
+draws: the series' data, labels, axes and legend. One slow test per kind runs a real tiny sweep and measurement."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import otod.nets  # noqa: F401  (registers the net sweep)
+from otod.core.results import Results
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """Every figure the makers save, kept open (with the path and pdf flag it was saved under) instead of written;
+    closed after the test."""
+    from otod.core.plotting import plt
+
+    kept = []
+    def keep(fig, base, pdf=True):
+        kept.append((fig, base, pdf))
+        return [base.with_name(base.name + ".png")]
+
+    monkeypatch.setattr("otod.core.plotting.save", keep)
+    yield kept
+    for fig, _, _ in kept:
+        plt.close(fig)
+
+
+def _line(ax, label: str):
+    (line,) = [line for line in ax.get_lines() if line.get_label() == label]
+    return line
+
+
+def _legend(ax) -> list[str]:
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
+# -- the sweeps' figures ---------------------------------------------------------------------------------------------
+
+
+def _record(config, point: dict, rate: float, seed: int, iterations: float, status: str = "converged") -> dict:
+    """One net sweep record at ``point`` (its axes' values, coded axes by name), as the sweep writes it."""
+    spec = config.spec_at({k: v for k, v in point.items() if k in ("width", "depth")})
+    p = float(spec.parameter_count)
+    return {"sweep": "net", "batch": float(spec.batch), "beta": 0.0, "method": "sgd", "seed": seed,
+            "lr_multiplier": rate, "learning_rate": rate, "iterations": iterations, "status": status,
+            "hits": [iterations if status == "converged" else None], "width": float(spec.width),
+            "depth": float(spec.depth), "dim": p, "parameters": p, "schedule": "constant", "mode": "simulate",
+            **point}
+
+
+def _steps_vs_batch(config, b_crit_of) -> list[dict]:
+    """Over every batch (and width) of ``config``: its seeds at S(B) spaced by 2 around S(B) (3 seeds: S − 2, S,
+    S + 2) at rate 1 and 1.25 times that at the grid's other rates, S(B) = 10 (1 + B_crit/B) with
+    ``b_crit_of(P)``."""
+    axes = dict(config.axes)
+    offsets = [2 * seed - (config.seeds - 1) for seed in range(config.seeds)]
+    out = []
+    for width in axes.get("width", (None,)):
+        at = {} if width is None else {"width": width}
+        b_crit = b_crit_of(config.spec_at(at).parameter_count)
+        for b in axes["batch"]:
+            for rate in config.lr_grid:
+                for seed, offset in enumerate(offsets):
+                    n = 10 * (1 + b_crit / b) + offset
+                    out.append(_record(config, {"batch": b, **at}, rate, seed, n if rate == 1.0 else 1.25 * n))
+    return out
+
+
+@pytest.fixture
+def sweeps(monkeypatch):
+    """The engine stood in for: `otod.nets.figures`' ``run_sweep`` returns the records ``sweeps.records(config)``
+    makes (with the meta the sweep writes: its config and any extra meta, the NQM prediction), and records each
+    config and folder it was asked for; the NQM prediction returns ``sweeps.predictions(config)``."""
+    import otod.nets.figures as nf
+    import otod.nets.predict as predict
+
+    class Sweeps:
+        asked: list = []
+        records = staticmethod(lambda config: [])
+        predictions = staticmethod(lambda config: [])
+
+    def run_sweep(config, out_dir=None, extra_meta=None):
+        Sweeps.asked.append((config, out_dir))
+        meta = {"kind": "sweep", "sweep": "net", "config": config.to_dict(), **(extra_meta() if extra_meta else {})}
+        return Results(meta=meta, records=Sweeps.records(config))
+
+    Sweeps.asked = []
+    monkeypatch.setattr(nf, "run_sweep", run_sweep)
+    monkeypatch.setattr(predict, "sweep_predictions", lambda config: Sweeps.predictions(config))
+    return Sweeps
+
+
+def test_make_batch_draws_measured_steps_the_fit_and_the_nqm_prediction(tmp_path, saved, sweeps):
+    """One net (width 8, P = 610) over B = 2…128: the medians at rate 1 with their IQR bars, the S(B) fit's
+    B_crit = 64, the NQM's predicted curve and B_crit = 40 over it in the same colour, and its B_noise at the
+    target as a dashed vertical line; log axes, base 2 in B; the title names the net and P; saved with its PDF."""
+    sweeps.records = lambda config: _steps_vs_batch(config, lambda p: 64.0)
+    curve = [[2.0, 252.0], [8.0, 72.0], [32.0, 27.0], [128.0, 15.75]]
+    sweeps.predictions = lambda config: [{"parameters": float(config.problem.parameter_count), "method": "sgd",
+                                          "b_crit": 40.0, "b_noise_target": 12.5, "curve": curve}]
+    from otod.nets.figures import make_batch
+
+    files = make_batch({"maker": "nets-batch", "name": "toy", "batch": "2..128:7:log", "width": 8, "method": "sgd",
+                        "target": 0.1, "seeds": 3, "lr_grid": "0.3,1,3"}, tmp_path)
+    ((config, folder),) = sweeps.asked
+    assert folder == "results" and dict(config.axes)["batch"] == (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+    assert config.problem.width == 8 and config.seeds == 3 and config.lr_grid == (0.3, 1.0, 3.0)
+    assert [f.name for f in files] == ["nets_toy.png"] and saved[0][2] is True
+    (ax,) = saved[0][0].axes
+    assert ax.get_title() == ("mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point, "
+                              "P = 610")
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "batch size B", "steps to target", "log", "log")
+    assert ax.xaxis.get_transform().base == 2
+    b = np.asarray(dict(config.axes)["batch"])
+    s = 10 * (1 + 64 / b)
+    (bars,) = ax.containers
+    points, _, (segments,) = bars.lines
+    assert np.array_equal(points.get_xdata(), b) and np.allclose(points.get_ydata(), s)
+    assert np.allclose(np.asarray(segments.get_segments())[:, :, 1], np.stack([s - 1, s + 1], 1))
+    fit = _line(ax, "sgd fit: B_crit = 64")
+    assert np.allclose(fit.get_ydata(), 10 * (1 + 64 / np.asarray(fit.get_xdata())), rtol=1e-6)
+    predicted = _line(ax, "sgd: NQM prediction (B_crit = 40)")
+    assert np.array_equal(np.column_stack([predicted.get_xdata(), predicted.get_ydata()]), curve)
+    assert predicted.get_color() == points.get_color()
+    noise = _line(ax, "B_noise at the target (NQM) 12.5")
+    assert list(noise.get_xdata()) == [12.5, 12.5] and noise.get_linestyle() == "--"
+    assert _legend(ax) == ["sgd fit: B_crit = 64", "sgd: NQM prediction (B_crit = 40)",
+                           "B_noise at the target (NQM) 12.5", "sgd (median, bars: IQR over seeds)"]
+
+
+def test_a_batch_sweep_over_widths_gets_one_panel_per_net_with_its_own_prediction(tmp_path, saved, sweeps):
+    """Widths 4 and 8 (P = 310, 610): one panel each, titled by P under the sweep's title, each with its own net's
+    measured B_crit and NQM prediction (the other net's is not drawn there)."""
+    sweeps.records = lambda config: _steps_vs_batch(config, lambda p: p / 10)
+    sweeps.predictions = lambda config: [
+        {"parameters": p, "method": "sgd", "b_crit": p / 5, "b_noise_target": p / 20,
+         "curve": [[2.0, p], [128.0, p / 2]]} for p in (310.0, 610.0)]
+    from otod.nets.figures import make_batch
+
+    make_batch({"name": "two", "batch": "2..128:7:log", "width": "4,8", "method": "sgd", "target": 0.1, "seeds": 3,
+                "lr_grid": "0.3,1,3"}, tmp_path)
+    fig = saved[0][0]
+    assert fig._suptitle.get_text() == "mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point"
+    assert [ax.get_title() for ax in fig.axes] == ["P = 310 parameters", "P = 610 parameters"]
+    for ax, p in zip(fig.axes, (310.0, 610.0)):
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert f"sgd fit: B_crit = {p / 10:.3g}" in labels
+        predicted = [label for label in labels if "NQM prediction" in label]
+        assert predicted == [f"sgd: NQM prediction (B_crit = {p / 5:.4g})"]
+        assert list(_line(ax, f"B_noise at the target (NQM) {p / 20:.3g}").get_xdata()) == [p / 20, p / 20]
+
+
+def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(tmp_path, saved, sweeps):
+    """Widths 4, 8, 16 (P = 310, 610, 1210), each with S(B) of B_crit = 2√P over 5 seeds: the measured B_crit at
+    each P (its bootstrap CI as bars), the NQM's predicted B_crit (3√P) and B_noise at the target per net, and the
+    fitted rule B_crit ∝ P^0.50 with its CI in the legend; log-log axes labelled P and B_crit."""
+    sweeps.records = lambda config: _steps_vs_batch(config, lambda p: 2 * math.sqrt(p))
+    sweeps.predictions = lambda config: [
+        {"parameters": float(config.spec_at({"width": w}).parameter_count), "method": "sgd",
+         "b_crit": 3 * math.sqrt(config.spec_at({"width": w}).parameter_count), "b_noise_target": 10.0 * i,
+         "curve": []} for i, w in enumerate(dict(config.axes)["width"], 1)]
+    from otod.nets.figures import make_width
+
+    files = make_width({"maker": "nets-width", "name": "width", "batch": "2..256:8:log", "width": "4,8,16",
+                        "method": "sgd", "target": 0.1, "seeds": 5, "lr_grid": "0.3,1,3"}, tmp_path)
+    ((config, _),) = sweeps.asked
+    assert dict(config.axes)["width"] == (4.0, 8.0, 16.0)
+    assert [f.name for f in files] == ["nets_width.png"]
+    (ax,) = saved[0][0].axes
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "parameters P (width varied)", "critical batch B_crit", "log", "log")
+    p = np.array([310.0, 610.0, 1210.0])
+    (bars,) = ax.containers
+    assert np.array_equal(bars.lines[0].get_xdata(), p)
+    assert np.allclose(bars.lines[0].get_ydata(), 2 * np.sqrt(p), rtol=1e-6)
+    predicted = _line(ax, "NQM predicted B_crit")
+    assert np.array_equal(predicted.get_xdata(), p) and np.allclose(predicted.get_ydata(), 3 * np.sqrt(p))
+    noise = _line(ax, "B_noise at the target")
+    assert np.array_equal(noise.get_xdata(), p) and list(noise.get_ydata()) == [10.0, 20.0, 30.0]
+    assert _legend(ax) == ["NQM predicted B_crit", "B_noise at the target", "sgd: B_crit ∝ P^0.50 [0.50, 0.50]",
+                           "sgd: measured B_crit (95% CI, seeds)"]
+
+
+def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_path, saved, sweeps):
+    """Depths 2–5, plain (10·2^L steps: exponential; at L = 5 every lane censored at the cap, so an open
+    triangle there and no point) and residual (10·L²: a power law, dashed); each label names the law AIC chose;
+    steps on a log axis against depth on a linear one; no prediction asked for."""
+
+    def records(config):
+        out = []
+        for depth in dict(config.axes)["depth"]:
+            for arch in ("plain", "residual"):
+                for rate in config.lr_grid:
+                    for seed, offset in enumerate((-1, 0, 1)):
+                        n, status = (10 * 2 ** depth if arch == "plain" else 10 * depth ** 2) + offset, "converged"
+                        if arch == "plain" and depth == 5:
+                            n, status = config.resolved_max_iters, "censored"
+                        out.append(_record(config, {"depth": depth, "architecture": arch}, rate, seed,
+                                           n if rate == 1.0 else 1.25 * n, status))
+        return out
+
+    sweeps.records = records
+    sweeps.predictions = lambda config: pytest.fail("a depth sweep asks for no NQM prediction")
+    from otod.nets.figures import make_depth
+
+    files = make_depth({"maker": "nets-depth", "name": "depth", "batch": 64, "depth": "2..5:4",
+                        "architecture": "plain,residual", "method": "sgd", "target": 0.1, "seeds": 3,
+                        "max_iters": 500, "lr_grid": "0.3,1,3"}, tmp_path)
+    ((config, _),) = sweeps.asked
+    assert dict(config.axes)["depth"] == (2.0, 3.0, 4.0, 5.0) and config.problem.batch == 64
+    assert [f.name for f in files] == ["nets_depth.png"] and saved[0][2] is True
+    (ax,) = saved[0][0].axes
+    assert ax.get_title() == "mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point"
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+        "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
+    plain = _line(ax, "sgd·plain (exponential by AIC)")
+    assert list(plain.get_xdata()) == [2, 3, 4] and list(plain.get_ydata()) == [40, 80, 160]
+    assert plain.get_linestyle() == "-"
+    bound = _line(ax, "sgd·plain: △ median only a lower bound (censored or stalled lanes)")
+    assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([5], [500], "^")
+    residual = _line(ax, "sgd·residual (power by AIC)")
+    assert list(residual.get_xdata()) == [2, 3, 4, 5] and list(residual.get_ydata()) == [40, 90, 160, 250]
+    assert residual.get_linestyle() == "--" and residual.get_color() != plain.get_color()
+    assert _legend(ax) == [plain.get_label(), bound.get_label(), residual.get_label()]
+
+
+# -- the curvature figures -------------------------------------------------------------------------------------------
+
+
+def _curvature_record(spec, config: dict, step: int) -> dict:
+    """A curvature record at ``step`` whose numbers follow from the net: λ_max = 5 at init and 10 at the end,
+    λ_q = 6/P (so κ_q ∝ P), except at width 16, where λ_q ≤ 0 at the end (κ_q none); a six-node SLQ measure."""
+    p = spec.parameter_count
+    end = step > 0
+    lambda_max, lambda_q = (10.0 if end else 5.0), (-1e-4 if end and spec.width == 16 else 6.0 / p)
+    return {"step": step, "train_loss": 0.5 if end else 2.25, "lambda_max": lambda_max, "lambda_q": lambda_q,
+            "kappa_q": None if lambda_q <= 0 else lambda_max / lambda_q, "negative_mass": 0.07,
+            "quantile": config["quantile"], "top_eigenvalues": [lambda_max, lambda_max / 2],
+            "slq_nodes": [-0.01, 0.0005, 0.005, 0.05, 0.5, lambda_max],
+            "slq_weights": [0.05, 0.3, 0.3, 0.2, 0.1, 0.05], "lr": config["lr"], "probes": config["probes"],
+            "lanczos_steps": config["lanczos_steps"], "precision": config["precision"]}
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """The curvature measurement stood in for (`otod.nets.curvature_cli.measured`): `_curvature_record` at each of
+    the config's checkpoints; each (net, config, folder) asked for is kept."""
+    import otod.nets.curvature_cli as cli
+
+    asked = []
+
+    def measure(spec, config, folder="results"):
+        asked.append((spec, config, folder))
+        return [_curvature_record(spec, config, step) for step in config["checkpoints"]]
+
+    monkeypatch.setattr(cli, "measured", measure)
+    return asked
+
+
+TINY_NET = {"model": "mlp", "depth": 2, "data": "digits", "examples": 64, "batch": 16, "lr": 0.1, "k": 2, "probes": 2,
+            "lanczos_steps": 12}
+
+
+def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_top_eigenvalues(tmp_path, saved,
+                                                                                              measured):
+    """Checkpoints 0 and 20 of a width-8 net: each one's SLQ measure broadened on the asinh axis (its area, in u,
+    the measure's mass: 1), floored at 10⁻⁵, in its own colour, its λ_q as a dotted vertical line, its top
+    eigenvalues as ticks at the bottom; a symlog λ axis linear within ±λ₀ = 10⁻³, a log density axis from 10⁻⁴;
+    each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass."""
+    from otod.nets.curvature_figures import density_on_asinh_axis, make_spectral_density
+
+    files = make_spectral_density({"maker": "nets-spectral-density", "name": "sd", "width": 8, **TINY_NET,
+                                   "checkpoints": [0, 20], "results": str(tmp_path / "measured")}, tmp_path)
+    ((net, config, folder),) = measured
+    assert (net.width, net.depth, net.examples, config["checkpoints"], config["k"], config["probes"]) == (
+        8, 2, 64, [0, 20], 2, 2)
+    assert folder == str(tmp_path / "measured")
+    assert [f.name for f in files] == ["nets_sd.png"]
+    (ax,) = saved[0][0].axes
+    assert ax.get_xscale() == "symlog" and ax.xaxis.get_transform().linthresh == 1e-3
+    assert ax.get_yscale() == "log" and ax.get_ylim()[0] == 1e-4
+    assert ax.get_xlabel() == "Hessian eigenvalue λ (linear within ±0.001, logarithmic in |λ| beyond)"
+    assert ax.get_ylabel().startswith("spectral density per unit of asinh(λ/0.001)")
+    assert ax.get_title().startswith(f"Hessian spectrum along training, P = {net.parameter_count:,} (width 8)\n")
+    colors = []
+    for step, loss, lambda_max in ((0, "2.25", 5.0), (20, "0.5", 10.0)):
+        record = _curvature_record(net, config, step)
+        lambda_q = 6.0 / net.parameter_count
+        label = (f"step {step}: loss {loss}, λ_max {lambda_max:.3g}, λ_q {lambda_q:.2g}, "
+                 f"κ_q {lambda_max / lambda_q:.3g},\n    7.0% below −10⁻³λ_max")
+        curve = _line(ax, label)
+        grid, density = density_on_asinh_axis(record["slq_nodes"], record["slq_weights"], 1e-3, 0.2)
+        assert np.array_equal(curve.get_xdata(), grid) and np.array_equal(curve.get_ydata(), np.maximum(density, 1e-5))
+        u = np.arcsinh(np.asarray(curve.get_xdata()) / 1e-3)
+        assert np.trapezoid(density, u) == pytest.approx(1.0, abs=1e-3)
+        color = curve.get_color()
+        quantile = [line for line in ax.get_lines() if list(line.get_xdata()) == [lambda_q, lambda_q]
+                    and line.get_color() is color]
+        assert len(quantile) == 1 and quantile[0].get_linestyle() == ":"
+        ticks = [line for line in ax.get_lines() if line.get_marker() == "|" and line.get_color() is color]
+        assert len(ticks) == 1 and list(ticks[0].get_xdata()) == [lambda_max, lambda_max / 2]
+        assert np.allclose(ticks[0].get_ydata(), 1.6e-4)
+        colors.append(tuple(color))
+    assert colors[0] != colors[1]
+    legend = ax.get_legend()
+    assert legend.get_title().get_text() == "κ_q = λ_max / λ_q; SLQ density broadened by σ = 0.2 in asinh units"
+    assert [t.get_text() for t in legend.get_texts()][2:] == [
+        "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks at the bottom: top 2 eigenvalues (Lanczos)"]
+
+
+def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, saved, measured):
+    """Widths 4, 8, 16 at init and after 30 steps: κ_q = λ_max/λ_q against width on the left (∝ P at init, the fit
+    says P^1.00; at the end width 16's λ_q ≤ 0, so no κ there and the fit over the other two), λ_max and λ_q on the
+    right, the parameter count on the top axes; log axes, base 2 in width, ticks at the widths."""
+    from otod.nets.curvature_figures import make_kappa_width
+
+    files = make_kappa_width({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16], **TINY_NET,
+                              "steps": 30}, tmp_path)
+    assert [(net.width, config["checkpoints"]) for net, config, _ in measured] == [(4, [0, 30]), (8, [0, 30]),
+                                                                                   (16, [0, 30])]
+    assert [f.name for f in files] == ["nets_kw.png"]
+    left, right = saved[0][0].axes[:2]
+    p = np.array([net.parameter_count for net, _, _ in measured], float)
+    assert list(p) == [310.0, 610.0, 1210.0]
+    assert left.get_ylabel() == "κ_q = λ_max / λ_q, q = 0.9" and right.get_ylabel() == "Hessian eigenvalue"
+    for ax in (left, right):
+        assert (ax.get_xlabel(), ax.get_xscale(), ax.get_yscale()) == ("width (hidden units)", "log", "log")
+        assert ax.xaxis.get_transform().base == 2 and list(ax.get_xticks()) == [4, 8, 16]
+    init, end = left.get_lines()
+    end_slope = np.polyfit(np.log(p[:2]), np.log(10.0 * p[:2] / 6.0), 1)[0]
+    assert init.get_label() == "init (step 0): loss 2.25 (width 4) to 2.25 (width 16); κ_q ∝ P^1.00 (fit)"
+    assert end.get_label() == f"end (step 30): loss 0.5 (width 4) to 0.5 (width 16); κ_q ∝ P^{end_slope:.2f} (fit)"
+    assert list(init.get_xdata()) == [4, 8, 16] and np.allclose(init.get_ydata(), 5.0 * p / 6.0)
+    assert np.allclose(end.get_ydata()[:2], 10.0 * p[:2] / 6.0) and math.isnan(end.get_ydata()[2])
+    assert [line.get_label() for line in right.get_lines()] == [
+        "λ_max, init (step 0)", "λ_q, init (step 0)", "λ_max, end (step 30)", "λ_q, end (step 30)"]
+    lambda_max_init, lambda_q_init, lambda_max_end, lambda_q_end = right.get_lines()
+    assert list(lambda_max_init.get_ydata()) == [5.0] * 3 and list(lambda_max_end.get_ydata()) == [10.0] * 3
+    assert np.allclose(lambda_q_init.get_ydata(), 6.0 / p) and lambda_q_end.get_ydata()[2] == -1e-4
+    assert _legend(left) == [init.get_label(), end.get_label()]
+
+
+def test_every_nets_maker_is_run_by_a_test():
+    from otod.nets.figures import ALL_MAKERS
+
+    assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width"}
+
+
+# -- the real runners, once each ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_make_batch_on_a_real_tiny_sweep_draws_its_chosen_medians_and_its_prediction(tmp_path, saved, monkeypatch):
+    """A real sweep (width 4, 128 examples, B = 8, 32, 128, 2 seeds, rates 0.3, 1, 3) and the real NQM prediction:
+    the points drawn are, per B, the median over seeds at the rate whose median is lowest (a lane that did not
+    converge counting +∞), read here from the results file the maker wrote, and the prediction drawn is the one
+    that file carries."""
+    from otod.core import results as results_io
+    from otod.nets.figures import make_batch
+
+    monkeypatch.chdir(tmp_path)
+    make_batch({"name": "real", "batch": "8,32,128", "width": 4, "examples": "128", "seeds": 2,
+                "lr_grid": "0.3,1,3", "target": "0.5", "max_iters": "400"}, tmp_path / "figs")
+    (path,) = (tmp_path / "results").glob("net-*")
+    loaded = results_io.load(path)
+    expected = {}
+    for b in (8.0, 32.0, 128.0):
+        rows = [r for r in loaded.records if r["batch"] == b]
+        by_rate = {}
+        for r in rows:
+            count = r["iterations"] if r["status"] == "converged" else math.inf
+            by_rate.setdefault(r["lr_multiplier"], []).append(count)
+        expected[b] = min(float(np.median(v)) for v in by_rate.values())
+    (ax,) = saved[0][0].axes
+    (bars,) = ax.containers
+    drawn = dict(zip(bars.lines[0].get_xdata(), bars.lines[0].get_ydata()))
+    assert drawn and all(drawn[b] == expected[b] for b in drawn)
+    assert set(drawn) == {b for b, m in expected.items() if math.isfinite(m)}
+    (prediction,) = loaded.meta["nqm_prediction"]
+    curve = np.asarray(prediction["curve"], float)
+    curve = curve[np.isfinite(curve[:, 1])]
+    (line,) = [line for line in ax.get_lines() if "NQM prediction" in line.get_label()]
+    assert np.array_equal(np.column_stack([line.get_xdata(), line.get_ydata()]), curve)
+
+
+@pytest.mark.slow
+def test_make_spectral_density_on_a_real_tiny_measurement_draws_its_records(tmp_path, saved):
+    """A real measurement (width 4, 64 examples, checkpoints 0 and 20, 2 probes × 12 Lanczos steps): each
+    checkpoint's curve is its records' SLQ measure on the asinh axis, its area the measure's mass, and its dotted
+    line at its λ_q; the records read back from the results folder the maker wrote."""
+    from otod.nets.curvature_figures import _records, density_on_asinh_axis, make_spectral_density, net_spec
+
+    spec = {"name": "real", "width": 4, **TINY_NET, "checkpoints": [0, 20], "results": str(tmp_path / "results")}
+    make_spectral_density(spec, tmp_path / "figs")
+    records = _records(net_spec(spec), spec, [0, 20])  # read back: the file the maker wrote
+    assert [r["step"] for r in records] == [0, 20]
+    (ax,) = saved[0][0].axes
+    curves = [line for line in ax.get_lines() if line.get_label().startswith("step ")]
+    assert len(curves) == 2
+    for curve, record in zip(curves, records):
+        grid, density = density_on_asinh_axis(record["slq_nodes"], record["slq_weights"], 1e-3, 0.2)
+        assert np.array_equal(curve.get_xdata(), grid) and np.array_equal(curve.get_ydata(), np.maximum(density, 1e-5))
+        u = np.arcsinh(grid / 1e-3)
+        assert np.trapezoid(density, u) == pytest.approx(sum(record["slq_weights"]), rel=1e-3)
+        assert any(list(line.get_xdata()) == [record["lambda_q"]] * 2 and line.get_linestyle() == ":"
+                   for line in ax.get_lines())
