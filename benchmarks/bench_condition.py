@@ -210,7 +210,7 @@ def sweep_layout(case: Case) -> tuple[list[int], int | None, str]:
     all points with a ``block_points`` (the engine's cost model); else value order and the engine's default."""
     points = list(range(case.kmax))
     try:
-        from otod.core.sweep import plan
+        from otod.core.plan import plan
         chunks = plan(case.config)
     except ImportError:
         return points, None, "value order, the engine's default block size"

@@ -180,7 +180,7 @@ def main() -> None:
         if args.fit_repeats:
             from synthetic_results import sweep_theory
 
-            from otod.core.sweep import SweepConfig
+            from otod.core.config import SweepConfig
 
             theory, took = timed(lambda: sweep_theory(SweepConfig.from_dict(meta["config"])))
             meta.update(theory)

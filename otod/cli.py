@@ -210,7 +210,7 @@ def merge_command(parts, out):
       otod merge runs/k.parquet.part-*-of-4
       otod merge host0/x.parquet.part-0-of-2 host1/x.parquet.part-1-of-2 --out x.parquet
     """
-    from otod.core.sweep import merge
+    from otod.core.finish import merge
 
     results = merge(list(parts), out)
     click.echo(f"{results.path}: {results.meta['record_count']} records from {len(parts)} part files")

@@ -153,7 +153,7 @@ def iteration_flops(results: Results) -> dict[str, float]:
     stored = results.meta.get("flops_per_iteration")
     if stored:
         return stored
-    from otod.core.sweep import SweepConfig
+    from otod.core.config import SweepConfig
 
     config = SweepConfig.from_dict(results.meta["config"])
     return flops_per_iteration(config.problem, config.methods, max(config.values("kappa")), config.options,
@@ -165,7 +165,7 @@ def setup_costs(results: Results) -> dict[str, float]:
     stored = results.meta.get("setup_flops")
     if stored:
         return stored
-    from otod.core.sweep import SweepConfig
+    from otod.core.config import SweepConfig
 
     config = SweepConfig.from_dict(results.meta["config"])
     return {m: setup_flops(config.problem, m) for m in config.methods}

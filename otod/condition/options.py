@@ -15,7 +15,7 @@ from otod.core.errors import OtodError
 from otod.core.options import (check_cap, check_lr_grid, finite_float, ladder_rungs, nonnegative_float, parse_lr,
                                 parse_methods, positive_int, refuse_ignored, seed_value, tolerance)
 from otod.core.ranges import parse_range
-from otod.core.sweep import DEFAULT_LR_GRID, SweepConfig
+from otod.core.config import DEFAULT_LR_GRID, SweepConfig
 
 
 def parse_shape(text: str) -> tuple[int, int]:

@@ -539,7 +539,7 @@ class Group:
 class Analysis:
     """A sweep's analysis at one tolerance: what its table, figure and ``otod fit`` all read, computed once per
     command. ``theory``: what the obstacle compares it with (e.g. condition's predictions), or None; ``config``:
-    the sweep's config as read back once (`otod.core.sweep.SweepConfig.from_dict`), or None."""
+    the sweep's config as read back once (`otod.core.config.SweepConfig.from_dict`), or None."""
 
     axis: str
     tol: float | None

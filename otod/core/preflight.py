@@ -70,7 +70,7 @@ def make_folder(out: str | Path, option: str = "--out") -> Path:
 #: measured: 10.6 s for ``--k 1..10000`` with 4 methods), so ``--k 1..1000000`` spent minutes before saying anything.
 SAMPLE_ABOVE = 2000
 SAMPLE_POINTS = 500
-#: Bytes of output per lane, as `otod.core.sweep.estimate` counts them (the one term of its peak that grows with
+#: Bytes of output per lane, as `otod.core.plan.estimate` counts them (the one term of its peak that grows with
 #: the number of points: the lanes of the method with the most learning rates).
 BYTES_PER_LANE = 64
 
@@ -91,13 +91,13 @@ def thinned(config, keep: int = SAMPLE_POINTS):
 
 
 def full_estimate(config):
-    """`otod.core.sweep.estimate` of ``config`` in bounded time: lanes, lane-iterations and seconds scaled up from
+    """`otod.core.plan.estimate` of ``config`` in bounded time: lanes, lane-iterations and seconds scaled up from
     a sample of the points where there are many (`thinned`), memory as the sample's plus the output of the extra
     lanes; the seconds include the planner's own work per point (twice the time this estimate took per point: the
     sweep predicts every point's cost again before it runs)."""
     import time
 
-    from otod.core.sweep import Estimate, estimate
+    from otod.core.plan import Estimate, estimate
 
     sample, scale = thinned(config)
     start = time.perf_counter()
@@ -111,19 +111,19 @@ def full_estimate(config):
 
 def check_resources(config, yes: bool, smaller: str) -> None:
     """Refuse before anything is written what will not fit in memory, or (without ``yes``) would take more than
-    an hour: the core's `otod.core.sweep.check_estimate` on `full_estimate` (the families' declared sizes;
+    an hour: the core's `otod.core.plan.check_estimate` on `full_estimate` (the families' declared sizes;
     nothing is allocated); ``smaller`` names this sweep's options that shrink it."""
-    from otod.core.sweep import check_estimate
+    from otod.core.plan import check_estimate
 
     check_estimate(config, yes, smaller=smaller, estimated=full_estimate(config))
 
 
 def refuse_memory(need: float, what: str, hint: str, available: int | None = None) -> None:
     """Refuse with one line a plan of ``need`` bytes above the sweeps' share of the free host memory
-    (`otod.core.sweep.MEMORY_FRACTION`), before anything is allocated or JAX imported: ``what`` names the
+    (`otod.core.plan.MEMORY_FRACTION`), before anything is allocated or JAX imported: ``what`` names the
     options, ``hint`` what to change."""
     from otod.core.resources import host_memory_available
-    from otod.core.sweep import MEMORY_FRACTION
+    from otod.core.plan import MEMORY_FRACTION
 
     available = host_memory_available() if available is None else available
     if available is not None and need > MEMORY_FRACTION * available:
@@ -132,8 +132,8 @@ def refuse_memory(need: float, what: str, hint: str, available: int | None = Non
 
 
 def refuse_time(seconds: float, yes: bool, what: str, hint: str) -> None:
-    """Refuse with one line a run estimated above `otod.core.sweep.MAX_SECONDS` (an hour), unless ``yes``."""
-    from otod.core.sweep import MAX_SECONDS
+    """Refuse with one line a run estimated above `otod.core.plan.MAX_SECONDS` (an hour), unless ``yes``."""
+    from otod.core.plan import MAX_SECONDS
 
     if seconds > MAX_SECONDS and not yes:
         raise OtodError(f"{what} takes an estimated {seconds / 3600:.1f} h on this machine; {hint}, or pass --yes")

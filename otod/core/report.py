@@ -29,9 +29,9 @@ class Report:
 
 def frame_at(results, tol: float | None = None) -> tuple[Any, float, pd.DataFrame]:
     """What every obstacle's analysis starts from: the sweep's config read back once, typed
-    (`otod.core.sweep.SweepConfig.from_dict`), the tol (default: the sweep's own), and the records as a DataFrame
+    (`otod.core.config.SweepConfig.from_dict`), the tol (default: the sweep's own), and the records as a DataFrame
     at that tol's ladder rung (`otod.core.analysis.at_rung`; a tol the run did not record is refused)."""
-    from otod.core.sweep import SweepConfig
+    from otod.core.config import SweepConfig
 
     config = SweepConfig.from_dict(results.meta["config"])
     tol = config.target.tol if tol is None else tol

@@ -7,7 +7,7 @@ from otod.core.errors import OtodError
 from otod.core.options import finite_float, parse_lr, parse_methods, positive_int, seed_value
 from otod.core.ranges import parse_range
 from otod.core.stopping import Target
-from otod.core.sweep import SweepConfig
+from otod.core.config import SweepConfig
 from otod.nets import models
 from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, INIT, METHODS, WIDTH
 from otod.nets.problem import NetSpec

@@ -94,7 +94,7 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
 
 def bill_lines(results, analysis, dim: float) -> list[str]:
     """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.bill`)."""
-    from otod.core.sweep import SweepConfig
+    from otod.core.config import SweepConfig
     from otod.nets.bill import bill_rows
 
     config = SweepConfig.from_dict(analysis.config)

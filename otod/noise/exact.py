@@ -11,7 +11,7 @@ import numpy as np
 
 from otod.core import results as results_io
 from otod.core.errors import OtodError
-from otod.core.sweep import SweepConfig, existing_default
+from otod.core.config import SweepConfig, existing_default
 from otod.noise import search, theory
 from otod.noise.kind import record_fields
 from otod.noise.methods import power_of, theory_name
@@ -51,8 +51,8 @@ def search_axes(config: SweepConfig, name: str) -> tuple[search.Axis, search.Axi
 
 def exact_records(config: SweepConfig) -> list[dict]:
     """One record per (static point, batch, method, lr, β) the search tried (`otod.noise.search.exact_search`),
-    with each point's choice marked by the core's one rule (`otod.core.sweep.mark_selection`)."""
-    from otod.core.sweep import mark_selection
+    with each point's choice marked by the core's one rule (`otod.core.finish.mark_selection`)."""
+    from otod.core.finish import mark_selection
 
     if config.options.schedule != "constant":
         raise OtodError("--mode exact: constant steps only; use --mode simulate for schedules")

@@ -36,7 +36,7 @@ def exact_twin(analysis: NoiseAnalysis) -> NoiseAnalysis | None:
     """The exact path's choice and medians for the same sweep (nqm/isotropic under a constant schedule; the
     analysis itself on the exact path), else None: the exact curve a simulated figure draws."""
     from otod.core.results import Results
-    from otod.core.sweep import SweepConfig
+    from otod.core.config import SweepConfig
     from otod.noise.exact import exact_records
 
     meta = analysis.meta

@@ -10,7 +10,7 @@ from otod.core.preflight import refuse_memory, refuse_time
 from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
 from otod.core.stopping import Target
-from otod.core.sweep import SweepConfig
+from otod.core.config import SweepConfig
 from otod.noise.kind import BATCH, BATCH_RATIO, BETA, DIM, PARAMS_DIM, round_integers
 from otod.noise import search
 from otod.noise.methods import METHODS, NoiseOptions

@@ -65,7 +65,7 @@ def test_make_folder_refuses_what_cannot_be_created(tmp_path):
 def test_the_sampled_estimate_is_the_estimate_for_small_grids_and_close_for_long_ones():
     from otod.condition.options import sweep_config_from_options
     from otod.core.preflight import SAMPLE_POINTS, full_estimate, thinned
-    from otod.core.sweep import estimate
+    from otod.core.plan import estimate
 
     small = sweep_config_from_options(k="1..50", seeds=2, method="gd")
     assert thinned(small) == (small, 1.0)

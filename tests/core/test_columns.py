@@ -16,7 +16,9 @@ from click.testing import CliRunner
 from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.errors import OtodError
-from otod.core.sweep import default_path, lane_count, merge, run_sweep
+from otod.core.config import default_path, lane_count
+from otod.core.finish import merge
+from otod.core.sweep import run_sweep
 
 from tests.conftest import SMALL_RANDOM, run_shares_in_turn
 

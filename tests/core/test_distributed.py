@@ -20,7 +20,9 @@ from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.distributed import check_options, share
 from otod.core.errors import OtodError, ShareDone
-from otod.core.sweep import merge, plan, run_sweep, share_of
+from otod.core.finish import merge
+from otod.core.plan import plan, share_of
+from otod.core.sweep import run_sweep
 
 from tests.conftest import SMALL_RANDOM, run_shares_in_turn
 

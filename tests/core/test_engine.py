@@ -301,10 +301,10 @@ def _sweep_records(tmp_path, monkeypatch, args, compact: bool, unroll: int | Non
     from click.testing import CliRunner
 
     import otod.core.engine as engine
-    import otod.core.sweep as sweep
+    import otod.core.plan as planning
     from otod.cli import main
 
-    monkeypatch.setattr(sweep, "COMPACT_LANE_ITERATIONS", 0.0 if compact else float("inf"))
+    monkeypatch.setattr(planning, "COMPACT_LANE_ITERATIONS", 0.0 if compact else float("inf"))
     if unroll is not None:
         monkeypatch.setattr(engine, "UNROLL", unroll)
     out = tmp_path / f"{'compact' if compact else 'wide'}{'' if unroll is None else unroll}.json"

@@ -21,7 +21,8 @@ from otod.core.methods import Method
 from otod.core.reference import reference_run
 from otod.core.registry import Obstacle, SweepKind, register
 from otod.core.stopping import Status, Target
-from otod.core.sweep import SweepConfig, run_sweep
+from otod.core.config import SweepConfig
+from otod.core.sweep import run_sweep
 
 
 @dataclass(frozen=True)

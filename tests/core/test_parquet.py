@@ -26,7 +26,8 @@ from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.errors import Interrupted, OtodError
 from tests.core.test_sweep import _interrupt_after
-from otod.core.sweep import default_path, run_sweep
+from otod.core.config import default_path
+from otod.core.sweep import run_sweep
 
 from tests.conftest import SMALL_RANDOM
 from tests.core.test_columns import RECORDS, synthetic

@@ -27,7 +27,7 @@ def main_job_path(monkeypatch) -> Path:
     """The results file the main job writes by default: its config as ``otod sweep condition`` builds it from the
     command line (the sweep replaced by a stub that hands the config back), through `default_path`."""
     from otod.cli import main
-    from otod.core.sweep import default_path
+    from otod.core.config import default_path
 
     def built(config, out_dir, **kwargs):
         raise _Built(config, out_dir)

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from otod.cli import main
 from otod.core import results as results_io
 from otod.core.reuse import SAME_ARITHMETIC, matching_files
-from otod.core.sweep import NOT_IN_DIGEST, points_settings, run_sweep
+from otod.core.config import NOT_IN_DIGEST
+from otod.core.sweep import points_settings, run_sweep
 
 #: kind: (A's options, B's options, the options both share, lanes per point of B, B's points that A holds).
 CASES = {

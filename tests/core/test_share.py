@@ -16,7 +16,8 @@ from otod.condition.options import condition_sweep
 from otod.core import results as results_io
 from otod.core.distributed import current_share, parse_share
 from otod.core.errors import OtodError, ShareWritten
-from otod.core.sweep import merge, run_sweep
+from otod.core.finish import merge
+from otod.core.sweep import run_sweep
 
 from tests.conftest import SMALL_RANDOM, run_otod
 

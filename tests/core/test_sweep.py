@@ -18,10 +18,11 @@ from otod.condition.kronecker import KroneckerSpec
 from otod.condition.options import condition_sweep
 from otod.condition.quadratic import QuadraticSpec
 from otod.core import results as results_io
-from otod.core import sweep
+from otod.core import plan as planning
 from otod.core.compilation_cache import count_compilations
 from otod.core.errors import Interrupted, OtodError
-from otod.core.sweep import check_estimate, estimate, plan, run_sweep
+from otod.core.plan import check_estimate, estimate, plan
+from otod.core.sweep import run_sweep
 
 from tests.conftest import SMALL_RANDOM
 
@@ -122,7 +123,7 @@ def test_resuming_with_another_chunk_seconds_finishes_the_journal_with_identical
 def test_the_eta_comes_from_the_cost_model_not_from_lanes_done():
     """Chunks that cost 2·predicted + 0.1 s, cheap ones first: after three, the ETA is the exact remaining time
     (the model is linear), plus a compile per program still to come; counting chunks done would say 3 × 0.3 s."""
-    from otod.core.sweep import eta_seconds
+    from otod.core.plan import eta_seconds
 
     predicted = [0.05, 0.1, 0.2, 1.0, 2.0, 4.0]
     took = [2 * p + 0.1 for p in predicted]
@@ -451,7 +452,7 @@ def test_programs_are_compacted_where_their_predicted_work_pays_for_the_second_l
     default condition sweep (theory's counts, at most a few thousand) compact none."""
     import otod.depth  # noqa: F401  (registers the depth sweeps)
     from otod.condition.options import sweep_config_from_options
-    from otod.core.sweep import COMPACT_LANE_ITERATIONS, compacted_programs, predicted_costs
+    from otod.core.plan import COMPACT_LANE_ITERATIONS, compacted_programs, predicted_costs
     from otod.depth.options import depth_config_from_options
 
     def compacted(config):
@@ -495,38 +496,38 @@ def test_chunks_side_by_side_on_two_devices_give_the_records_of_one_device(tmp_p
 
 
 def _chunk(key, static=0, program=("gd",), points=1, block=1):
-    return sweep.Chunk(key, static, program, 0, tuple(range(points)), points, block)
+    return planning.Chunk(key, static, program, 0, tuple(range(points)), points, block)
 
 
 def test_next_chunk_prefers_a_program_compiled_for_the_device_then_a_new_one_then_one_worth_compiling_again():
     a0, a1, b0 = _chunk("a0"), _chunk("a1"), _chunk("b0", static=1)
     predicted = {"a0": 1.0, "a1": 1.0, "b0": 1.0}
     a, b = (0, ("gd",)), (1, ("gd",))
-    assert sweep.next_chunk([a0, b0], 1, {a: {1}}, {a: 3.0}, predicted) == 0  # compiled for device 1
-    assert sweep.next_chunk([a0, b0], 0, {a: {1}}, {a: 3.0}, predicted) == 1  # b compiled nowhere: compile it
+    assert planning.next_chunk([a0, b0], 1, {a: {1}}, {a: 3.0}, predicted) == 0  # compiled for device 1
+    assert planning.next_chunk([a0, b0], 0, {a: {1}}, {a: 3.0}, predicted) == 1  # b compiled nowhere: compile it
     # only a is left, compiled for device 1 in 3 s: 2 s of its chunks do not pay a compile for device 0; 4 s do
-    assert sweep.next_chunk([a0, a1], 0, {a: {1}, b: {0}}, {a: 3.0}, predicted) is None
-    assert sweep.next_chunk([a0, a1], 0, {a: {1}, b: {0}}, {a: 3.0}, {**predicted, "a1": 3.0}) == 0
+    assert planning.next_chunk([a0, a1], 0, {a: {1}, b: {0}}, {a: 3.0}, predicted) is None
+    assert planning.next_chunk([a0, a1], 0, {a: {1}, b: {0}}, {a: 3.0}, {**predicted, "a1": 3.0}) == 0
 
 
 def test_the_last_chunk_spans_the_devices_when_half_of_it_outlasts_one_more_compile():
     """W > 2c: the expected seconds against the program's measured compile, else the sweep's slowest, else the
     first-compile guess; and only with two blocks or more to deal."""
     four, two = _chunk("a", points=4, block=2), _chunk("a", points=2, block=2)
-    assert sweep.spans_devices(four, {(0, ("gd",)): 0.9}, 2.0)
-    assert not sweep.spans_devices(four, {(0, ("gd",)): 1.1}, 2.0)
-    assert not sweep.spans_devices(four, {(1, ("gd",)): 1.1}, 2.0)  # another program's compile stands in
-    assert sweep.spans_devices(four, {}, 2.1 * sweep.FIRST_COMPILE_SECONDS)
-    assert not sweep.spans_devices(four, {}, 1.9 * sweep.FIRST_COMPILE_SECONDS)
-    assert not sweep.spans_devices(two, {}, 1e6)  # one block: nothing to split
+    assert planning.spans_devices(four, {(0, ("gd",)): 0.9}, 2.0)
+    assert not planning.spans_devices(four, {(0, ("gd",)): 1.1}, 2.0)
+    assert not planning.spans_devices(four, {(1, ("gd",)): 1.1}, 2.0)  # another program's compile stands in
+    assert planning.spans_devices(four, {}, 2.1 * planning.FIRST_COMPILE_SECONDS)
+    assert not planning.spans_devices(four, {}, 1.9 * planning.FIRST_COMPILE_SECONDS)
+    assert not planning.spans_devices(two, {}, 1e6)  # one block: nothing to split
 
 
 def test_expected_seconds_scale_the_prediction_by_the_methods_measured_ratio_else_every_chunks():
-    adam, gd = sweep.Chunk("x", 0, ("gd", "adam"), 1, (0,), 1, 1), sweep.Chunk("y", 0, ("gd", "adam"), 0, (0,), 1, 1)
+    adam, gd = planning.Chunk("x", 0, ("gd", "adam"), 1, (0,), 1, 1), planning.Chunk("y", 0, ("gd", "adam"), 0, (0,), 1, 1)
     predicted = {"x": 2.0, "y": 1.0}
-    assert sweep.expected_seconds([adam, gd], predicted, {}) == {"x": 2.0, "y": 1.0}
-    assert sweep.expected_seconds([adam], predicted, {"gd": [1.0, 3.0, 5.0]}) == {"x": 6.0}  # every chunk's median
-    assert sweep.expected_seconds([adam, gd], predicted, {"gd": [1.0], "adam": [4.0, 6.0, 20.0]}) == {
+    assert planning.expected_seconds([adam, gd], predicted, {}) == {"x": 2.0, "y": 1.0}
+    assert planning.expected_seconds([adam], predicted, {"gd": [1.0, 3.0, 5.0]}) == {"x": 6.0}  # every chunk's median
+    assert planning.expected_seconds([adam, gd], predicted, {"gd": [1.0], "adam": [4.0, 6.0, 20.0]}) == {
         "x": 12.0, "y": 1.0}
 
 

@@ -143,7 +143,8 @@ def test_a_sweep_whose_chunks_split_the_betas_marks_one_lr_and_beta_per_point(tm
     """Every traced point (init, β) its own chunk: a point's β values lie in different chunks, so the sweep marks
     the selection once every chunk is in. One (lr, β) per depth is ``selected``, the one the analysis chooses, and
     the file's checksums cover the marks."""
-    from otod.core.sweep import plan, run_sweep
+    from otod.core.plan import plan
+    from otod.core.sweep import run_sweep
     from otod.depth.options import depth_config_from_options
 
     config = depth_config_from_options(depth="1..2", init="xavier", method="heavy-ball", beta="0,0.9", seeds=2,

@@ -63,7 +63,7 @@ def test_the_sweep_estimate_counts_the_draws(monkeypatch):
     """The net sweep's time estimate holds its seeds' draws: ``seconds_per_seed`` × seeds more than without them,
     the orthogonal QR of both 256-sided layers and the Gaussian weights, for each architecture."""
     import otod.nets.family as family
-    from otod.core.sweep import estimate
+    from otod.core.plan import estimate
     from otod.nets.options import net_config
 
     config = net_config(batch="64", width="256", seeds=3, lr="0.1")
