@@ -135,17 +135,17 @@ def obstacles() -> list[Obstacle]:
 
 def sweep_kind(name: str) -> SweepKind:
     """The registered sweep of that name; an unknown one raises `OtodError` naming the known ones."""
-    for o in _OBSTACLES.values():
+    for o in list(_OBSTACLES.values()):  # a snapshot: resolving a kind may import, and so register, another obstacle
         for s in o.sweeps():
             if s.name == name:
                 return s
-    known = ", ".join(s.name for o in _OBSTACLES.values() for s in o.sweeps()) or "none registered"
+    known = ", ".join(s.name for o in list(_OBSTACLES.values()) for s in o.sweeps()) or "none registered"
     raise OtodError(f"unknown sweep {name!r}; known: {known} (a notebook imports the obstacle first, "
                     f"e.g. import otod.{name})")
 
 
 def figure_makers() -> dict[str, Callable]:
     table: dict[str, Callable] = {}
-    for o in _OBSTACLES.values():
+    for o in list(_OBSTACLES.values()):
         table.update(o.figure_makers())
     return table

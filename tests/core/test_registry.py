@@ -19,3 +19,23 @@ def test_a_method_looked_up_twice_is_the_same_object(kind):
     assert names
     for name in names:
         assert kind.methods[name] is kind.methods[name], name
+
+
+def test_a_kind_that_registers_another_obstacle_while_it_resolves_is_found(monkeypatch):
+    """Resolving an obstacle's sweeps imports its modules, and an import may register another obstacle (the nets'
+    kind imports noise's): looking a sweep up then changed the registry under its own loop ("dictionary changed size
+    during iteration", seen under xdist). The lookup and the figure makers walk a snapshot."""
+    import dataclasses
+
+    monkeypatch.setattr(registry, "_OBSTACLES", {})
+    late = registry.Obstacle(name="late", summary="", sweeps=lambda: (dataclasses.replace(KINDS[0], name="late-kind"),))
+
+    def first_sweeps():
+        registry.register(late)
+        return ()
+
+    registry.register(registry.Obstacle(name="first", summary="", sweeps=first_sweeps))
+    registry.register(registry.Obstacle(name="second", summary="",
+                                        sweeps=lambda: (dataclasses.replace(KINDS[0], name="second-kind"),)))
+    assert registry.sweep_kind("second-kind").name == "second-kind"
+    assert registry.figure_makers() == {}
