@@ -24,13 +24,13 @@ measured at checkpoints of training.
   2019), and a few large outliers (about one per class, Papyan 2019). λ_max/λ_min is then negative or infinite,
   so it describes nothing. Two definitions that exist for nets, both stated in every output:
 
-  - ``kappa_q`` = λ_max / λ_q, where λ_q is the q-quantile of the SLQ spectral measure: the eigenvalue below
-    which a fraction q of the P eigenvalues lie. Default q = 0.9: the spread of the top 10% of the directions,
-    which the outliers and the upper edge of the bulk span. A lower quantile (the median) falls into the bulk
-    at ≈ 0 or below, where κ has no sign or size. κ_q is None when λ_q ≤ 0 (most of the spectrum negative).
-    Its accuracy is that of SLQ's distribution function, which m-node Gauss quadrature resolves only to about
-    the weight of the node nearest to λ_q (the Chebyshev–Markov–Stieltjes bounds): more Lanczos steps, not more
-    probes, sharpen it;
+  - ``kappa_q`` = λ_max / λ_q, where λ_q is the q-quantile of the spectrum: the eigenvalue below which a
+    fraction q of the P eigenvalues lie (the ⌈qP⌉-th smallest). Default q = 0.9: the spread of the top 10% of
+    the directions, which the outliers and the upper edge of the bulk span. A lower quantile (the median) falls
+    into the bulk at ≈ 0 or below, where κ has no sign or size. κ_q is None when λ_q ≤ 0 (most of the spectrum
+    negative). SLQ estimates it from its spectral measure, to the accuracy of that measure's distribution
+    function, which m-node Gauss quadrature resolves only to about the weight of the nodes next to λ_q (the
+    Chebyshev–Markov–Stieltjes bounds): more Lanczos steps, not more probes, sharpen it;
   - ``kappa_damped`` = (λ_max + δ)/(max(λ_min, 0) + δ), the conditioning of H + δI as a damped second-order
     method (KFAC's damping, Martens & Grosse 2015) or weight decay δ sees it; negative eigenvalues count as 0
     (the damped method is not convex there either). With λ_min⁺ ≈ 0, as in nets, it is ≈ λ_max/δ + 1. The
@@ -44,8 +44,14 @@ measured at checkpoints of training.
   exact 0.16, while the weight below −10⁻³λ_max came out 0.103, 0.112 and 0.112 against an exact 0.107.
 
   Measured on that net (float64, 8 Rademacher probes) against `numpy.linalg.eigh` of the dense Hessian:
-  λ_0.9 = 0.0353 at m = 60, 0.0423 at m = 100, 0.0425 at m = 120 and 0.0420 at m = 240, exact 0.0428; hence the
-  default m = 100 (``LANCZOS_STEPS``).
+  λ_0.9 = 0.0353 at m = 60, 0.0423 at m = 100, 0.0425 at m = 120 and 0.0420 at m = 240, exact 0.0428. That
+  1% did not carry over: at the default net (P = 2,410) λ_0.9 at m = 100 came out 14% high on average, and
+  −26% to +47% on nets of P ≈ 4,800 (`otod.nets.slq_error`).
+
+* Exact where affordable: for P ≤ `otod.nets.curvature_dense.DENSE_MAX_PARAMETERS` (the default net among them)
+  `curvature_record` computes every quantity above from all P eigenvalues of the dense Hessian, with no sampling
+  or quadrature error, and says so (``spectrum`` "dense", ``exact``); above it, SLQ's estimates each carry a 95%
+  interval that holds both errors (`otod.nets.slq_error`). The top-k stay Lanczos's, with their residual bounds.
 
 Everything here is a pure function of its arguments; the jit-compiled kernels take the loss as a static argument
 (a function of (params, *data)) and the parameters and data as traced ones, so one compile serves every
@@ -74,6 +80,9 @@ DAMPING = 1e-3
 NEGATIVE_TOLERANCE = 1e-3
 #: The default Lanczos steps per SLQ probe and the default number of probes.
 LANCZOS_STEPS, PROBES = 100, 8
+#: What the dense spectrum makes exact (`curvature_record`): every quantity read off the spectrum.
+EXACT_QUANTITIES = ("lambda_max", "lambda_min", "lambda_q", "kappa_q", "kappa_damped", "negative_mass",
+                    "trace_per_parameter", "square_trace_per_parameter")
 #: Breakdown threshold of the Lanczos recurrence: β_j ≤ BREAKDOWN · eps · ‖T‖ (a running estimate of ‖H‖).
 BREAKDOWN = 100.0
 
@@ -233,13 +242,15 @@ def slq_starts(seed: int, probes: int, size: int, kind: str = "rademacher", dtyp
 
 class Spectrum(NamedTuple):
     """SLQ's spectral measure: ``nodes`` [probes, m] (Ritz values per probe) and ``weights`` [probes, m]
-    (τ²/probes, summing to 1 over all), with the settings that made it."""
+    (τ²/probes, summing to 1 over all), with the settings that made it, and each node's residual bound
+    [probes, m] (`Tridiagonal`)."""
 
     nodes: np.ndarray
     weights: np.ndarray
     probes: int
     steps: int
     kind: str
+    residuals: np.ndarray | None = None
 
 
 def slq(loss: Callable, params, probes: int, steps: int, data: tuple = (), seed: int = 0,
@@ -253,11 +264,11 @@ def slq(loss: Callable, params, probes: int, steps: int, data: tuple = (), seed:
     starts, key_restart = slq_starts(seed, probes, size, kind, jax.tree.leaves(params)[0].dtype)
     alphas, betas = _compiled("slq")(loss, params, tuple(data), starts, jax.random.split(key_restart, probes), m)
     alphas, betas = np.asarray(alphas), np.asarray(betas)
-    nodes, weights = np.empty((probes, m)), np.empty((probes, m))
+    nodes, weights, residuals = np.empty((probes, m)), np.empty((probes, m)), np.empty((probes, m))
     for p in range(probes):
         tri = tridiagonal_eigen(alphas[p], betas[p])
-        nodes[p], weights[p] = tri.ritz, tri.first ** 2 / probes
-    return Spectrum(nodes, weights, probes, m, kind)
+        nodes[p], weights[p], residuals[p] = tri.ritz, tri.first ** 2 / probes, tri.residual
+    return Spectrum(nodes, weights, probes, m, kind, residuals)
 
 
 def spectral_moment(nodes, weights, power: int) -> float:
@@ -295,13 +306,20 @@ def kappa_damped(lambda_max: float, lambda_min: float, damping: float) -> float:
 
 def definitions(q: float = QUANTILE, damping: float = DAMPING) -> dict:
     """The κ definitions in words, for a results file and a printed table."""
-    return {"kappa_q": f"λ_max / λ_q, λ_q the eigenvalue below which a fraction q = {q:g} of the SLQ spectral "
-                       "mass lies (None where λ_q ≤ 0); λ_max from Lanczos",
-            "kappa_damped": f"(λ_max + δ) / (max(λ_min, 0) + δ), δ = {damping:g} (absolute); λ_min the smallest "
-                            "SLQ Ritz value",
-            "negative_mass": f"SLQ weight on eigenvalues < −{NEGATIVE_TOLERANCE:g}·λ_max (fraction of the P "
-                             "eigenvalues)",
+    return {"kappa_q": f"λ_max / λ_q, λ_q the eigenvalue below which a fraction q = {q:g} of the spectrum lies "
+                       "(None where λ_q ≤ 0)",
+            "kappa_damped": f"(λ_max + δ) / (max(λ_min, 0) + δ), δ = {damping:g} (absolute)",
+            "negative_mass": f"the fraction of the P eigenvalues below −{NEGATIVE_TOLERANCE:g}·λ_max",
+            "spectrum": f"all P eigenvalues of the dense Hessian where P ≤ {dense_limit():,} (exact), else "
+                        "SLQ's spectral measure with a 95% interval per estimate; λ_max from Lanczos above that",
             "test_accuracy": "the fraction of the held-out examples classified right (— for a regression)"}
+
+
+def dense_limit() -> int:
+    """`otod.nets.curvature_dense.DENSE_MAX_PARAMETERS`, read at each call (a test may lower it)."""
+    from otod.nets import curvature_dense
+
+    return curvature_dense.DENSE_MAX_PARAMETERS
 
 
 # -- measured along training ---------------------------------------------------------------------------------------
@@ -309,25 +327,47 @@ def definitions(q: float = QUANTILE, damping: float = DAMPING) -> dict:
 
 def curvature_record(loss: Callable, params, data: tuple, k: int, probes: int, steps: int, seed: int = 0,
                      top_steps: int | None = None, q: float = QUANTILE, damping: float = DAMPING,
-                     kind: str = "rademacher") -> dict:
-    """One point's curvature as a plain record: the top-k eigenvalues and their residual bounds, the SLQ measure
-    (nodes, weights, flattened and sorted), λ_min, λ_q, κ_q, κ_δ, the negative mass and tr H/P, tr H²/P."""
+                     kind: str = "rademacher", chunk: int = 64) -> dict:
+    """One point's curvature as a plain record: the top-k eigenvalues (Lanczos) and their residual bounds, the
+    spectrum (``slq_nodes``, ``slq_weights``, sorted), λ_min, λ_q, κ_q, κ_δ, the negative mass, tr H/P and tr H²/P,
+    and how they were had: ``spectrum`` "dense" (P ≤ `dense_limit`: all P eigenvalues of the dense Hessian, ``chunk``
+    columns at a time, as the nodes with weight 1/P each; every such quantity exact, listed in ``exact``) or "slq"
+    (``probes`` × ``steps`` stochastic Lanczos quadrature: ``exact`` empty, and each estimate's 95% interval
+    ``<name>_interval``, `otod.nets.slq_error`). ``lambda_min_residual`` bounds λ_min's distance to an eigenvalue
+    (0 where dense)."""
+    from otod.nets import curvature_dense as dense
+    from otod.nets.slq_error import INTERVAL_QUANTITIES, slq_estimates
+
     top = top_eigenvalues(loss, params, k, data, top_steps, seed)
-    spec = slq(loss, params, probes, steps, data, seed + 1, kind)
-    order = np.argsort(spec.nodes, axis=None)
-    nodes, weights = spec.nodes.ravel()[order], spec.weights.ravel()[order]
-    lambda_max = float(max(top.eigenvalues[0], nodes[-1]))
-    lambda_min = float(nodes[0])
-    lambda_q = spectral_quantile(nodes, weights, q)
-    return {"train_loss": float(loss(params, *data)), "lambda_max": lambda_max, "lambda_min": lambda_min,
-            "lambda_q": lambda_q, "quantile": q, "kappa_q": kappa_quantile(lambda_max, lambda_q),
-            "damping": damping, "kappa_damped": kappa_damped(lambda_max, lambda_min, damping),
-            "negative_mass": float(np.sum(weights[nodes < -NEGATIVE_TOLERANCE * lambda_max])),
-            "trace_per_parameter": spectral_moment(nodes, weights, 1),
-            "square_trace_per_parameter": spectral_moment(nodes, weights, 2),
-            "top_eigenvalues": [float(v) for v in top.eigenvalues],
+    size = parameter_size(params)
+    if dense.is_dense(size, dense_limit()):
+        nodes = dense.dense_eigenvalues(loss, params, data, chunk)
+        weights = np.full(size, 1.0 / size)
+        est = dense.exact_summary(nodes, q, NEGATIVE_TOLERANCE)
+        lambda_max, residual, method = est.pop("lambda_max"), 0.0, "dense"
+    else:
+        spectrum = slq(loss, params, probes, steps, data, seed + 1, kind)
+        lambda_max = float(max(top.eigenvalues[0], spectrum.nodes.max()))
+        est = slq_estimates(spectrum.nodes, spectrum.weights, lambda_max, q, NEGATIVE_TOLERANCE)
+        at = np.unravel_index(np.argmin(spectrum.nodes), spectrum.nodes.shape)
+        floor = float(jnp.finfo(jax.tree.leaves(params)[0].dtype).eps) * float(np.max(np.abs(spectrum.nodes)))
+        residual = max(float(spectrum.residuals[at]), floor)  # H·v is no more exact than this (`TopEigen`)
+        est["lambda_min"], method = float(spectrum.nodes[at]), "slq"
+        order = np.argsort(spectrum.nodes, axis=None)
+        nodes, weights = spectrum.nodes.ravel()[order], spectrum.weights.ravel()[order]
+    kappa_q = kappa_quantile(lambda_max, est["lambda_q"])
+    record = {"train_loss": float(loss(params, *data)), "lambda_max": lambda_max, "lambda_min": est["lambda_min"],
+              "lambda_q": est["lambda_q"], "quantile": q, "kappa_q": kappa_q, "damping": damping,
+              "kappa_damped": kappa_damped(lambda_max, est["lambda_min"], damping),
+              "negative_mass": est["negative_mass"], "trace_per_parameter": est["trace_per_parameter"],
+              "square_trace_per_parameter": est["square_trace_per_parameter"], "spectrum": method,
+              "exact": list(EXACT_QUANTITIES) if method == "dense" else [], "lambda_min_residual": residual}
+    for name in INTERVAL_QUANTITIES:  # where exact, the interval is the value itself
+        value = math.nan if record[name] is None else record[name]
+        record[f"{name}_interval"] = est.get(f"{name}_interval", [value, value])
+    return {**record, "top_eigenvalues": [float(v) for v in top.eigenvalues],
             "top_residuals": [float(r) for r in top.residuals], "top_lanczos_steps": top.steps,
-            "probes": probes, "lanczos_steps": spec.steps, "probe_kind": kind,
+            "probes": probes, "lanczos_steps": int(min(steps, size)), "probe_kind": kind,
             "slq_nodes": [float(v) for v in nodes], "slq_weights": [float(w) for w in weights]}
 
 
@@ -346,16 +386,19 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
     run (`otod.nets.trajectory.train`: seed 0's start under root ``seed``, lr, the spec's batch), in float64 with
     ``x64``: one record per checkpoint (`curvature_record` plus the step, the net's settings and the
     precision)."""
+    from otod.nets.curvature_dense import activation_floats, dense_chunk
     from otod.nets.trajectory import train
 
     dtype = np.float64 if x64 else np.float32
     with jax.enable_x64(x64):
         runs = train(spec, checkpoints, lr, seed=seed, momentum=momentum, dtype=dtype)
+        chunk = dense_chunk(spec.dataset().examples, activation_floats(spec), spec.parameter_count)
         x, y = (jnp.asarray(a) for a in spec.training_arrays(dtype))
         records = []
         for step, params in runs:
             params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
-            rec = curvature_record(spec.mean_loss, params, (x, y), k, probes, steps, seed, top_steps, q, damping)
+            rec = curvature_record(spec.mean_loss, params, (x, y), k, probes, steps, seed, top_steps, q, damping,
+                                   chunk=chunk)
             records.append({"step": int(step), **rec, "test_accuracy": spec.held_out_accuracy(params),
                             "lr": float(lr), "seed": int(seed),
                             "precision": "float64" if x64 else "float32", **spec_fields(spec)})

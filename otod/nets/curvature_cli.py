@@ -12,6 +12,7 @@ input is one line and exit code 2 at once.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -73,8 +74,11 @@ def check_plan(spec, k: int, probes: int, lanczos_steps: int, x64: bool, given: 
     if "lanczos_steps" in given and lanczos_steps > size:
         raise OtodError(f"--lanczos-steps {lanczos_steps}: more than the {size:,} parameters of this net (Lanczos "
                         f"on its P × P Hessian ends after P steps); use --lanczos-steps ≤ {size}")
+    from otod.nets.curvature_dense import dense_bytes, is_dense
+
     steps = min(lanczos_steps, size)
     need = (probes * (steps + 1) + (k * 3 + 41)) * size * (8 if x64 else 4)
+    need += dense_bytes(size) if is_dense(size) else 0
     if need > MAX_BASIS_BYTES:
         raise OtodError(f"--probes {probes} --lanczos-steps {lanczos_steps}: the Lanczos bases need {need / 2**30:.1f}"
                         f" GiB for {size:,} parameters (limit {MAX_BASIS_BYTES / 2**30:.0f} GiB); use fewer "
@@ -87,24 +91,74 @@ def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int) -> 
     (`otod.nets.noise_scale.train_seconds`), then per checkpoint the top-k Lanczos and the SLQ probes: each
     Lanczos step one Hessian-vector product over the n training examples (about 4 × the forward flops each) and a
     re-orthogonalization against the basis so far (4·j·P at step j). The constants are the noise scale's, measured
-    on the 2-core development machine (`otod.nets.noise_scale`): the default command (3 checkpoints, 2,610
-    products) is estimated at 18 s and ran 10.7 s; ``--lanczos-steps 2410`` estimated at 290 s, ran 228 s."""
+    on the 2-core development machine (`otod.nets.noise_scale`): the default command with SLQ (3 checkpoints,
+    2,610 products) was estimated at 18 s and ran 10.7 s; ``--lanczos-steps 2410`` estimated at 290 s, ran 228 s.
+    Where the spectrum is dense (`otod.nets.curvature_dense`) the SLQ probes give way to P products and the
+    eigensolver's 4P³/3 flops (Golub & Van Loan §8.3: the tridiagonal reduction)."""
     from otod.nets.curvature import default_top_steps
+    from otod.nets.curvature_dense import is_dense
     from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, train_seconds
 
     size, n = spec.parameter_count, spec.dataset().examples
     product = 4.0 * n * spec.flops_per_example()
     top = default_top_steps(k, size)
-    flops = (top + probes * lanczos_steps) * product + 2.0 * size * (top ** 2 + probes * lanczos_steps ** 2)
+    flops = top * product + 2.0 * size * top ** 2
+    if is_dense(size):
+        flops += size * product + 4.0 * size ** 3 / 3
+    else:
+        flops += probes * lanczos_steps * product + 2.0 * size * probes * lanczos_steps ** 2
     return COMPILE_SECONDS + train_seconds(spec, max(checkpoints)) + len(checkpoints) * flops * SECONDS_PER_FLOP
 
 
 def _number(x, digits: int = 4) -> str:
-    return "—" if x is None else f"{x:.{digits}g}"
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def _interval(pair, digits: int = 3) -> str:
+    """'[lo, hi]' (∞ where unbounded), '—' where there is none."""
+    lo, hi = (float(v) for v in pair)
+    if math.isnan(lo) or math.isnan(hi):
+        return "—"
+    return f"[{_number(lo, digits)}, {'∞' if math.isinf(hi) else _number(hi, digits)}]"
+
+
+def spectrum_line(records: list[dict]) -> str:
+    """The header (two lines): which numbers are exact, and where the others' errors are."""
+    from otod.nets.curvature_dense import DENSE_MAX_PARAMETERS
+
+    r = records[0]
+    size = r.get("parameters", len(r["slq_nodes"]))
+    if r.get("spectrum") == "dense":
+        return (f"spectrum: exact, all {size:,} eigenvalues of the dense Hessian (P ≤ {DENSE_MAX_PARAMETERS:,})\n"
+                f"  every number in the table is exact to {r['precision']} rounding; the top k below are "
+                "Lanczos's, with residual bounds")
+    return (f"spectrum: SLQ estimates, {r['probes']} Rademacher probes × {r['lanczos_steps']} Lanczos steps "
+            f"(P = {size:,} > {DENSE_MAX_PARAMETERS:,}, too large for the dense Hessian)\n"
+            "  none is exact: the 95% intervals below the table give each one's error")
+
+
+def interval_lines(records: list[dict]) -> list[str]:
+    """SLQ's 95% intervals, one row per checkpoint, and the Ritz values' residual bound (`otod.nets.slq_error`)."""
+    probes = records[0]["probes"]
+    lines = ["", "95% intervals. λ_q, neg. mass: Gauss quadrature's bounds on the spectrum's distribution "
+                 "(Chebyshev–Markov–Stieltjes),",
+             f"  widened by t·se over the {probes} probes: they hold the quadrature's bias (more --lanczos-steps "
+             "narrow them);",
+             f"  κ_q: λ_max/λ_q over λ_q's; tr H/P: Student t over the {probes} probes",
+             f"{'step':>7} {'λ_q':>22} {'κ_q':>20} {'neg. mass':>18} {'tr H/P':>22}"]
+    for r in records:
+        lines.append(f"{r['step']:>7} {_interval(r['lambda_q_interval']):>22} {_interval(r['kappa_q_interval']):>20} "
+                     f"{_interval(r['negative_mass_interval']):>18} "
+                     f"{_interval(r['trace_per_parameter_interval']):>22}")
+    bound = max(r["lambda_min_residual"] for r in records)
+    lines.append(f"λ_min (and κ_δ where λ_min > 0): SLQ's smallest Ritz value; an eigenvalue of H lies within "
+                 f"{bound:.1e} of it (Lanczos residual bound)")
+    return lines
 
 
 def table(records: list[dict]) -> str:
-    """The printed table: one row per checkpoint, then each checkpoint's top eigenvalues."""
+    """The printed table: one row per checkpoint, SLQ's intervals where the spectrum is not exact, then each
+    checkpoint's top eigenvalues."""
     lines = [f"{'step':>7} {'loss':>9} {'λ_max':>10} {'λ_q':>10} {'κ_q':>9} {'λ_min':>10} {'neg. mass':>9} "
              f"{'κ_δ':>9} {'tr H/P':>10} {'test acc.':>9}"]
     for r in records:
@@ -112,6 +166,8 @@ def table(records: list[dict]) -> str:
                      f"{_number(r['lambda_q']):>10} {_number(r['kappa_q']):>9} {_number(r['lambda_min']):>10} "
                      f"{r['negative_mass']:>9.3f} {_number(r['kappa_damped']):>9} "
                      f"{_number(r['trace_per_parameter']):>10} {_number(r.get('test_accuracy'), 3):>9}")
+    if records and records[0].get("spectrum") == "slq":
+        lines += interval_lines(records)
     lines.append("")
     for r in records:
         top = ", ".join(_number(v, 5) for v in r["top_eigenvalues"])
@@ -192,9 +248,10 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     click.echo(f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} "
                f"{spec.init}, {spec.data} ({spec.dataset().examples} examples), {spec.loss}; "
                f"P = {spec.parameter_count:,} parameters; SGD lr {lr:g} batch {spec.batch}; {precision}")
-    click.echo(f"SLQ: {probes} Rademacher probes × {m} Lanczos steps{capped}")
+    click.echo(spectrum_line(records).replace("Lanczos steps", "Lanczos steps" + capped, 1))
     for name, text in definitions(quantile, damping).items():
-        click.echo(f"  {name}: {text}")
+        if name != "spectrum":  # the line above says it for this net
+            click.echo(f"  {name}: {text}")
     click.echo(table(records))
     click.echo(f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}")
 
@@ -204,9 +261,12 @@ def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints,
     """Everything a curvature measurement depends on (its results file is named by this config's digest)."""
     import dataclasses
 
+    from otod.nets.curvature_dense import is_dense
+
     return {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
             "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
-            "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32"}
+            "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32",
+            "spectrum": "dense" if is_dense(spec.parameter_count) else "slq"}
 
 
 def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
@@ -215,6 +275,7 @@ def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
     the κ definitions): (records, path, wall seconds)."""
     from otod.core import results
     from otod.nets.curvature import curvature_along_training, definitions
+    from otod.nets.slq_error import LEVEL
 
     start = time.perf_counter()
     records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],
@@ -223,7 +284,8 @@ def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
     wall = time.perf_counter() - start
     meta = {"kind": "curvature", "config": config, "environment": results.environment(),
             "precision": config["precision"], "wall_time_s": wall,
-            "definitions": definitions(config["quantile"], config["damping"])}
+            "definitions": definitions(config["quantile"], config["damping"]),
+            "exact": records[0]["exact"] if records else [], "interval_level": LEVEL}
     return records, results.save(path, meta, records), wall
 
 

@@ -1,9 +1,10 @@
 """The nets obstacle's curvature figures (``otod figures nets``, from ``experiments/nets.toml``): the Hessian's
 spectral density along training, and κ against width.
 
-* ``nets-spectral-density``: SLQ's spectral measure (`otod.nets.curvature.slq`) at a few checkpoints of one SGD
-  run, Gaussian-broadened in u = asinh(λ/λ₀) so that the outliers (λ ~ 1–10), the bulk (λ ~ 10⁻³–10⁻¹) and the
-  negative eigenvalues share one axis: linear within ±λ₀ of 0 and logarithmic in |λ| beyond. The y axis is the
+* ``nets-spectral-density``: the spectral measure (all P eigenvalues where P ≤ 5,000, else SLQ's:
+  `otod.nets.curvature.curvature_record`) at a few checkpoints of one SGD run, Gaussian-broadened in
+  u = asinh(λ/λ₀) so that the outliers (λ ~ 1–10), the bulk (λ ~ 10⁻³–10⁻¹) and the negative eigenvalues share
+  one axis: linear within ±λ₀ of 0 and logarithmic in |λ| beyond. The y axis is the
   density per unit of u (the area under a curve is the fraction of the P eigenvalues), on a log scale, as
   Ghorbani et al. 2019 draw theirs; dotted lines mark each checkpoint's λ_q.
 * ``nets-kappa-width``: κ_q = λ_max/λ_q (`otod.nets.curvature`, q = 0.9) of an MLP on the digits at init and at
@@ -58,7 +59,8 @@ def _net_title(net, records) -> str:
     r = records[0]
     return (f"{net.model.upper()} depth {net.depth} {net.activation} {net.architecture}, {net.init} init, "
             f"{net.data} ({net.dataset().examples} ex.), {net.loss}; SGD lr {r['lr']:g}, B = {net.batch}; "
-            f"SLQ {r['probes']} probes × {r['lanczos_steps']} steps, {r['precision']}")
+            + (f"exact spectrum (dense Hessian), {r['precision']}" if r.get("spectrum") == "dense" else
+               f"SLQ {r['probes']} probes × {r['lanczos_steps']} steps, {r['precision']}"))
 
 
 def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int = 1500):
@@ -104,7 +106,8 @@ def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
     ax.plot([], [], "k|", ms=9, label=f"ticks at the bottom: top {len(records[0]['top_eigenvalues'])} eigenvalues "
                                       "(Lanczos)")
     ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              title=f"κ_q = λ_max / λ_q; SLQ density broadened by σ = {sigma:g} in asinh units", title_fontsize=7.5)
+              title=f"κ_q = λ_max / λ_q; {'exact' if records[0].get('spectrum') == 'dense' else 'SLQ'} density "
+                    f"broadened by σ = {sigma:g} in asinh units", title_fontsize=7.5)
     ax.grid(alpha=0.25, which="major")
     return save(fig, out_dir / f"nets_{spec['name']}")
 

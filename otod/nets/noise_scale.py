@@ -45,6 +45,7 @@ import math
 import numpy as np
 
 from otod.core.lazy import lazy
+from otod.nets.curvature_dense import activation_floats
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -134,13 +135,6 @@ class Problem:
         """Vectors per vmapped chunk of HVPs: each holds the whole training set's primal and tangent activations
         (forward and backward, about 4n × activations floats) and a few P-vectors."""
         return max(1, CHUNK_FLOATS // (4 * self.n * self.activations + 4 * self.size))
-
-
-def activation_floats(spec) -> int:
-    """Floats of one example's layer outputs: each dense layer's fan-out, each convolution's channels × pixels."""
-    image = spec.dataset().image
-    pixels = image[0] * image[1] if image else 1
-    return int(sum(s[-1] * (pixels if len(s) == 4 else 1) for s in spec.shapes()))
 
 
 def chunks(indices: np.ndarray, size: int) -> list[np.ndarray]:
