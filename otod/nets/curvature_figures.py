@@ -55,12 +55,17 @@ def _records(net, spec: dict, checkpoints) -> list[dict]:
     return measured(net, config, str(spec.get("results", "results")))
 
 
-def _net_title(net, records) -> str:
+def _spectrum(r) -> str:
+    """How a record's spectrum was measured."""
+    return ("exact spectrum (dense Hessian)" if r.get("spectrum") == "dense" else
+            f"SLQ {r['probes']} probes × {r['lanczos_steps']} steps")
+
+
+def _net_title(net, records, spectrum: str | None = None) -> str:
     r = records[0]
     return (f"{net.model.upper()} depth {net.depth} {net.activation} {net.architecture}, {net.init} init, "
             f"{net.data} ({net.dataset().examples} ex.), {net.loss}; SGD lr {r['lr']:g}, B = {net.batch}; "
-            + (f"exact spectrum (dense Hessian), {r['precision']}" if r.get("spectrum") == "dense" else
-               f"SLQ {r['probes']} probes × {r['lanczos_steps']} steps, {r['precision']}"))
+            f"{spectrum or _spectrum(r)}, {r['precision']}")
 
 
 def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int = 1500):
@@ -158,7 +163,12 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         ax.grid(alpha=0.25, which="both")
         ax.legend(fontsize=7.5, loc="best", frameon=False)
     net = by_width[widths[0]][0]
-    fig.suptitle(_net_title(net, by_width[widths[0]][1]).replace(f"{net.model.upper()} depth",
+    kinds = {}
+    for w in widths:  # each width's spectrum, exact where P is small enough for the dense Hessian
+        kinds.setdefault(_spectrum(by_width[w][1][0]), []).append(w)
+    spectrum = "; ".join(f"{kind} at width{'s' if len(ws) > 1 else ''} {', '.join(map(str, ws))}"
+                         for kind, ws in kinds.items()) if len(kinds) > 1 else None
+    fig.suptitle(_net_title(net, by_width[widths[0]][1], spectrum).replace(f"{net.model.upper()} depth",
                                                                  f"{net.model.upper()}, width varied, depth"),
                  fontsize=9, y=1.02)
     fig.tight_layout()
