@@ -48,6 +48,34 @@ def x64():
         yield
 
 
+@pytest.fixture
+def saved(monkeypatch):
+    """Every figure the makers save (`otod.core.plotting.save`), kept open with the path and pdf flag it was saved
+    under instead of written, so a test reads what was drawn; closed after the test."""
+    from otod.core.plotting import plt
+
+    kept = []
+
+    def keep(fig, base, pdf=True):
+        kept.append((fig, base, pdf))
+        return [base.with_name(base.name + ".png")]
+
+    monkeypatch.setattr("otod.core.plotting.save", keep)
+    yield kept
+    for fig, _, _ in kept:
+        plt.close(fig)
+
+
+def drawn_line(ax, label: str):
+    """The one line of ``ax`` with this legend label."""
+    (line,) = [line for line in ax.get_lines() if line.get_label() == label]
+    return line
+
+
+def legend_texts(ax) -> list[str]:
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
 def run_shares_in_turn(config, path, count: int = 2) -> None:
     """Run every share of a ``count``-process sweep in this process, one after another, as separate hosts would
     run them at once. Share 0 runs first, so its merge finds the others' chunks missing and says so (OtodError);

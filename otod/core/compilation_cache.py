@@ -84,7 +84,7 @@ def unusable_folder(folder: Path) -> str | None:
     """Why ``folder`` cannot hold the cache (None when it can): made (with its parents) if missing, then probed
     with a file created and removed at once, so a folder JAX could not write (a read-only one, even for root) is
     found now, not as a warning at every compile. Leaves nothing behind but the folder itself."""
-    import tempfile
+    from otod.core.preflight import cannot_write_in
 
     if folder.exists() and not folder.is_dir():
         return "a file, not a folder"
@@ -92,12 +92,8 @@ def unusable_folder(folder: Path) -> str | None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return f"cannot be made a folder ({e.strerror or e})"
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as e:
-        return f"a folder otod cannot write in ({e.strerror or e})"
-    return None
+    why = cannot_write_in(folder)
+    return None if why is None else f"a folder otod cannot write in ({why})"
 
 
 #: Whether this process has said it runs without the default cache (`say_no_cache`): once is enough.

@@ -65,8 +65,8 @@ def figure_seconds_file() -> Path:
 def unusable_seconds_file(path: Path) -> str | None:
     """Why ``path`` cannot keep the figure seconds (None when it can), without writing anything that stays: a
     folder; an existing file other than an empty one or a JSON object (it would be overwritten); a new file whose
-    nearest existing folder is a file or cannot be written in (probed with a file created and removed at once)."""
-    import tempfile
+    nearest existing folder is a file or cannot be written in (`otod.core.preflight.cannot_write_in`)."""
+    from otod.core.preflight import cannot_write_in
 
     if path.is_dir():
         return "a folder, not a file"
@@ -80,12 +80,8 @@ def unusable_seconds_file(path: Path) -> str | None:
     folder = next(p for p in path.parents if p.exists())
     if not folder.is_dir():
         return f"{folder} is a file, not a folder"
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as e:
-        return f"cannot be written in {folder} ({e.strerror or e})"
-    return None
+    why = cannot_write_in(folder)
+    return None if why is None else f"cannot be written in {folder} ({why})"
 
 
 def seconds_history(path: Path | None) -> dict[str, float]:

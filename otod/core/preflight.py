@@ -148,3 +148,16 @@ def quiet_numerics():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.filterwarnings("ignore", message="Data has no positive values")
         yield
+
+
+def cannot_write_in(folder: Path) -> str | None:
+    """Why this process cannot create a file in ``folder`` (its OS error), or None: probed with a file created and
+    removed at once, so nothing stays; read-only folders are found even for root."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return str(e.strerror or e)
+    return None

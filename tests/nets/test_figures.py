@@ -10,34 +10,10 @@ import math
 import numpy as np
 import pytest
 
+from tests.conftest import drawn_line, legend_texts
+
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.core.results import Results
-
-
-@pytest.fixture
-def saved(monkeypatch):
-    """Every figure the makers save, kept open (with the path and pdf flag it was saved under) instead of written;
-    closed after the test."""
-    from otod.core.plotting import plt
-
-    kept = []
-    def keep(fig, base, pdf=True):
-        kept.append((fig, base, pdf))
-        return [base.with_name(base.name + ".png")]
-
-    monkeypatch.setattr("otod.core.plotting.save", keep)
-    yield kept
-    for fig, _, _ in kept:
-        plt.close(fig)
-
-
-def _line(ax, label: str):
-    (line,) = [line for line in ax.get_lines() if line.get_label() == label]
-    return line
-
-
-def _legend(ax) -> list[str]:
-    return [text.get_text() for text in ax.get_legend().get_texts()]
 
 
 # -- the sweeps' figures ---------------------------------------------------------------------------------------------
@@ -124,14 +100,14 @@ def test_make_batch_draws_measured_steps_the_fit_and_the_nqm_prediction(tmp_path
     points, _, (segments,) = bars.lines
     assert np.array_equal(points.get_xdata(), b) and np.allclose(points.get_ydata(), s)
     assert np.allclose(np.asarray(segments.get_segments())[:, :, 1], np.stack([s - 1, s + 1], 1))
-    fit = _line(ax, "sgd fit: B_crit = 64")
+    fit = drawn_line(ax, "sgd fit: B_crit = 64")
     assert np.allclose(fit.get_ydata(), 10 * (1 + 64 / np.asarray(fit.get_xdata())), rtol=1e-6)
-    predicted = _line(ax, "sgd: NQM prediction (B_crit = 40)")
+    predicted = drawn_line(ax, "sgd: NQM prediction (B_crit = 40)")
     assert np.array_equal(np.column_stack([predicted.get_xdata(), predicted.get_ydata()]), curve)
     assert predicted.get_color() == points.get_color()
-    noise = _line(ax, "B_noise at the target (NQM) 12.5")
+    noise = drawn_line(ax, "B_noise at the target (NQM) 12.5")
     assert list(noise.get_xdata()) == [12.5, 12.5] and noise.get_linestyle() == "--"
-    assert _legend(ax) == ["sgd fit: B_crit = 64", "sgd: NQM prediction (B_crit = 40)",
+    assert legend_texts(ax) == ["sgd fit: B_crit = 64", "sgd: NQM prediction (B_crit = 40)",
                            "B_noise at the target (NQM) 12.5", "sgd (median, bars: IQR over seeds)"]
 
 
@@ -154,7 +130,7 @@ def test_a_batch_sweep_over_widths_gets_one_panel_per_net_with_its_own_predictio
         assert f"sgd fit: B_crit = {p / 10:.3g}" in labels
         predicted = [label for label in labels if "NQM prediction" in label]
         assert predicted == [f"sgd: NQM prediction (B_crit = {p / 5:.4g})"]
-        assert list(_line(ax, f"B_noise at the target (NQM) {p / 20:.3g}").get_xdata()) == [p / 20, p / 20]
+        assert list(drawn_line(ax, f"B_noise at the target (NQM) {p / 20:.3g}").get_xdata()) == [p / 20, p / 20]
 
 
 def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(tmp_path, saved, sweeps):
@@ -180,11 +156,11 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
     (bars,) = ax.containers
     assert np.array_equal(bars.lines[0].get_xdata(), p)
     assert np.allclose(bars.lines[0].get_ydata(), 2 * np.sqrt(p), rtol=1e-6)
-    predicted = _line(ax, "NQM predicted B_crit")
+    predicted = drawn_line(ax, "NQM predicted B_crit")
     assert np.array_equal(predicted.get_xdata(), p) and np.allclose(predicted.get_ydata(), 3 * np.sqrt(p))
-    noise = _line(ax, "B_noise at the target")
+    noise = drawn_line(ax, "B_noise at the target")
     assert np.array_equal(noise.get_xdata(), p) and list(noise.get_ydata()) == [10.0, 20.0, 30.0]
-    assert _legend(ax) == ["NQM predicted B_crit", "B_noise at the target", "sgd: B_crit ∝ P^0.50 [0.50, 0.50]",
+    assert legend_texts(ax) == ["NQM predicted B_crit", "B_noise at the target", "sgd: B_crit ∝ P^0.50 [0.50, 0.50]",
                            "sgd: measured B_crit (95% CI, seeds)"]
 
 
@@ -220,15 +196,15 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     assert ax.get_title() == "mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point"
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
-    plain = _line(ax, "sgd·plain (exponential by AIC)")
+    plain = drawn_line(ax, "sgd·plain (exponential by AIC)")
     assert list(plain.get_xdata()) == [2, 3, 4] and list(plain.get_ydata()) == [40, 80, 160]
     assert plain.get_linestyle() == "-"
-    bound = _line(ax, "sgd·plain: △ median only a lower bound (censored or stalled lanes)")
+    bound = drawn_line(ax, "sgd·plain: △ median only a lower bound (censored or stalled lanes)")
     assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([5], [500], "^")
-    residual = _line(ax, "sgd·residual (power by AIC)")
+    residual = drawn_line(ax, "sgd·residual (power by AIC)")
     assert list(residual.get_xdata()) == [2, 3, 4, 5] and list(residual.get_ydata()) == [40, 90, 160, 250]
     assert residual.get_linestyle() == "--" and residual.get_color() != plain.get_color()
-    assert _legend(ax) == [plain.get_label(), bound.get_label(), residual.get_label()]
+    assert legend_texts(ax) == [plain.get_label(), bound.get_label(), residual.get_label()]
 
 
 # -- the curvature figures -------------------------------------------------------------------------------------------
@@ -295,7 +271,7 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
         lambda_q = 6.0 / net.parameter_count
         label = (f"step {step}: loss {loss}, λ_max {lambda_max:.3g}, λ_q {lambda_q:.2g}, "
                  f"κ_q {lambda_max / lambda_q:.3g},\n    7.0% below −10⁻³λ_max")
-        curve = _line(ax, label)
+        curve = drawn_line(ax, label)
         grid, density = density_on_asinh_axis(record["slq_nodes"], record["slq_weights"], 1e-3, 0.2)
         assert np.array_equal(curve.get_xdata(), grid) and np.array_equal(curve.get_ydata(), np.maximum(density, 1e-5))
         u = np.arcsinh(np.asarray(curve.get_xdata()) / 1e-3)
@@ -344,7 +320,7 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     lambda_max_init, lambda_q_init, lambda_max_end, lambda_q_end = right.get_lines()
     assert list(lambda_max_init.get_ydata()) == [5.0] * 3 and list(lambda_max_end.get_ydata()) == [10.0] * 3
     assert np.allclose(lambda_q_init.get_ydata(), 6.0 / p) and lambda_q_end.get_ydata()[2] == -1e-4
-    assert _legend(left) == [init.get_label(), end.get_label()]
+    assert legend_texts(left) == [init.get_label(), end.get_label()]
 
 
 def test_every_nets_maker_is_run_by_a_test():

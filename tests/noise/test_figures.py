@@ -56,6 +56,7 @@ def test_the_estimator_band_is_named(tmp_path, monkeypatch):
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from tests.conftest import drawn_line, legend_texts  # noqa: E402
 from tests.noise import synthetic  # noqa: E402
 
 #: The S(B) the synthetic sweeps follow at their best rate: S_min (1 + B_crit/B) with S_min = 10, B_crit = 64.
@@ -85,32 +86,6 @@ def _synthetic_records(factor: float = 1.0, censored_at_1: bool = True) -> list[
     return out
 
 
-@pytest.fixture
-def saved(monkeypatch):
-    """Every figure the makers save, kept open (with the path and pdf flag it was saved under) instead of written;
-    closed after the test."""
-    from otod.core.plotting import plt
-
-    kept = []
-    def keep(fig, base, pdf=True):
-        kept.append((fig, base, pdf))
-        return [base.with_name(base.name + ".png")]
-
-    monkeypatch.setattr("otod.core.plotting.save", keep)
-    yield kept
-    for fig, _, _ in kept:
-        plt.close(fig)
-
-
-def _line(ax, label: str):
-    (line,) = [line for line in ax.get_lines() if line.get_label() == label]
-    return line
-
-
-def _legend(ax) -> list[str]:
-    return [text.get_text() for text in ax.get_legend().get_texts()]
-
-
 def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeypatch, saved):
     """(a) the medians at each B's best rate with their IQR bars, the censored B = 1 as an open triangle at the
     cap, the S(B) fit's B_crit = 64; (b) the chosen lr per B (0.05, 0.1, then 0.2) with its slope 1 over the
@@ -136,28 +111,28 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
     points, _, (segments,) = bars.lines
     assert np.array_equal(points.get_xdata(), b) and np.array_equal(points.get_ydata(), s)
     assert np.array_equal(np.asarray(segments.get_segments())[:, :, 1], np.stack([s - 1, s + 1], 1))  # the IQR
-    bound = _line(ax, "sgd: △ median only a lower bound ≥ (most lanes censored at the cap)")
+    bound = drawn_line(ax, "sgd: △ median only a lower bound ≥ (most lanes censored at the cap)")
     assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
-    fit = _line(ax, "sgd fit: B_crit = 64")
+    fit = drawn_line(ax, "sgd fit: B_crit = 64")
     assert np.allclose(fit.get_ydata(), 10 * (1 + 64 / np.asarray(fit.get_xdata())), rtol=1e-6)
-    assert _legend(ax) == ["sgd: △ median only a lower bound ≥ (most lanes censored at the cap)",
+    assert legend_texts(ax) == ["sgd: △ median only a lower bound ≥ (most lanes censored at the cap)",
                            "sgd fit: B_crit = 64", "sgd (median, bars: IQR over seeds)"]
 
     (ax,) = lr_fig.axes
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "batch size B", "best learning rate", "log", "log")
-    chosen = _line(ax, "sgd: slope 1.00 up to B = 4")
+    chosen = drawn_line(ax, "sgd: slope 1.00 up to B = 4")
     assert list(chosen.get_xdata()) == [1.0, *b]
     assert np.allclose(chosen.get_ydata()[1:], [0.1 * _best_rate(x) for x in b])
-    guide = _line(ax, "∝ B (linear scaling)")
+    guide = drawn_line(ax, "∝ B (linear scaling)")
     assert np.allclose(guide.get_ydata(), 1e-3 * np.asarray(guide.get_xdata()))
 
     (ax,) = tradeoff_fig.axes
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "examples processed E = B·S", "steps S", "log", "log")
-    measured = _line(ax, "sgd")
+    measured = drawn_line(ax, "sgd")
     assert np.array_equal(measured.get_xdata(), b * s) and np.array_equal(measured.get_ydata(), s)
-    hyperbola = _line(ax, "(S/S_min − 1)(E/E_min − 1) = 1: S_min 10, E_min 640")
+    hyperbola = drawn_line(ax, "(S/S_min − 1)(E/E_min − 1) = 1: S_min 10, E_min 640")
     e, steps = np.asarray(hyperbola.get_xdata()), np.asarray(hyperbola.get_ydata())
     assert np.allclose((steps / 10 - 1) * (e / 640 - 1), 1.0, rtol=1e-6)
 
@@ -195,12 +170,12 @@ def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_sche
     assert ax.xaxis.get_transform().base == 2
     b = np.asarray(SYNTHETIC_BATCHES)
     for i, (name, factor) in enumerate((("constant", 1.0), ("cosine", 2.0))):
-        line = _line(ax, f"{name} (sgd)")
+        line = drawn_line(ax, f"{name} (sgd)")
         assert np.array_equal(line.get_xdata(), b) and np.array_equal(line.get_ydata(), [factor * _steps(x) for x in b])
-        bound = _line(ax, f"{name}: ≥ cap (censored)")
+        bound = drawn_line(ax, f"{name}: ≥ cap (censored)")
         assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
         assert line.get_color() == bound.get_color() == f"C{i}"
-    assert _legend(ax) == ["constant (sgd)", "constant: ≥ cap (censored)", "cosine (sgd)", "cosine: ≥ cap (censored)"]
+    assert legend_texts(ax) == ["constant (sgd)", "constant: ≥ cap (censored)", "cosine (sgd)", "cosine: ≥ cap (censored)"]
 
 
 def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeypatch, saved):
@@ -227,7 +202,7 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
         assert list(line.get_xdata()) == [10, 46, 215, 1000]  # d = 10..1000:4:log, whole numbers
         slope = np.polyfit(np.log(line.get_xdata()), np.log(line.get_ydata()), 1)[0]
         assert f"{slope:.2f}" == f"{exponent:.2f}"
-    assert _legend(ax) == [line.get_label() for line in lines]
+    assert legend_texts(ax) == [line.get_label() for line in lines]
 
 
 def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
@@ -254,7 +229,7 @@ def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
         slope = np.polyfit(np.log(x), np.log(measured.get_ydata()), 1)[0]
         assert drawn_guide.get_label() == f"{label} (fitted exponent {slope:.3f})"
         assert abs(slope - sign * 0.5) < 0.1
-        assert _legend(ax) == [measured.get_label(), drawn_guide.get_label()]
+        assert legend_texts(ax) == [measured.get_label(), drawn_guide.get_label()]
     assert left.get_lines()[0].get_label() == "measured RMS ‖ξ‖"
 
 
@@ -286,9 +261,9 @@ def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, s
         assert line.get_label() == f"σ = {sigma}: loss {loss:.2g} after 50"
     assert np.allclose(np.column_stack([quiet.get_xdata(), quiet.get_ydata()]), plain)
     assert not np.allclose(noisy.get_xdata(), quiet.get_xdata())
-    assert (list(_line(ax, "minimum (1, 1)").get_xdata()), list(_line(ax, "start (−1.2, 1)").get_xdata())) == (
+    assert (list(drawn_line(ax, "minimum (1, 1)").get_xdata()), list(drawn_line(ax, "start (−1.2, 1)").get_xdata())) == (
         [1], [-1.2])
-    assert _legend(ax) == [quiet.get_label(), noisy.get_label(), "minimum (1, 1)", "start (−1.2, 1)"]
+    assert legend_texts(ax) == [quiet.get_label(), noisy.get_label(), "minimum (1, 1)", "start (−1.2, 1)"]
 
 
 def test_every_noise_maker_is_run_by_a_test():
