@@ -16,7 +16,8 @@ import sys
 import numpy as np
 import pandas as pd
 
-MEASURED_PREFIXES = ("learning_rate", "iterations", "status", "final_", "hits[", "selected", "lr_on_edge", "beta_on_edge")
+MEASURED_PREFIXES = ("learning_rate", "iterations", "status", "final_", "hits[", "selected", "lr_on_edge", "beta_on_edge",
+                     "lr_place", "beta_place")
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> list[dict]:

@@ -98,11 +98,12 @@ BAD_INPUT = [
     (["sweep", "noise", "--method", "adam", "--mode", "exact"], "no exact recursion for adam"),
     (["sweep", "params", "--batch-rule", "fixed:0"], "whole number ≥ 1"),
     (["noise-scale", "--pairs", "8:4"], "B_small < B_big"),
-    # the tuned axes: β (heavy-ball's momentum, ema's decay) in [0, 0.999], the lr grid positive and not empty
-    (["sweep", "noise", "--beta", "1"], "β values must be ≤ 0.999 (got 1)"),
-    (["sweep", "noise", "--beta", "1.5"], "β values must be ≤ 0.999 (got 1.5)"),
+    # the tuned axes: β (heavy-ball's momentum, ema's decay) in [0, 1), the lr grid positive and not empty
+    (["sweep", "noise", "--beta", "1"], "β values must be < 1 (got 1): at β = 1 the momentum or average never "
+                                        "forgets its start"),
+    (["sweep", "noise", "--beta", "1.5"], "β values must be < 1 (got 1.5)"),
     (["sweep", "noise", "--beta", "-0.1"], "β values must be ≥ 0 (got -0.1)"),
-    (["sweep", "noise", "--mode", "simulate", "--beta", "0.5,1"], "β values must be ≤ 0.999 (got 1)"),
+    (["sweep", "noise", "--mode", "simulate", "--beta", "0.5,1"], "β values must be < 1 (got 1)"),
     (["sweep", "params", "--method", "heavy-ball", "--beta", "-1"], "β values must be ≥ 0 (got -1)"),
     (["sweep", "noise", "--lr-grid", "0..1:5"], "--lr-grid: multipliers must be positive"),
     (["sweep", "noise", "--lr-grid", "-1,1"], "--lr-grid: multipliers must be positive"),

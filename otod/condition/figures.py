@@ -41,7 +41,7 @@ def fit_label(f, theory_name: str = "theory") -> str:
     if not np.isfinite(f.exponent):
         label = f"{f.method}: fewer than 2 κ values converged, no fit"
     else:
-        ci = "deterministic" if f.deterministic else f"[{f.ci_low:.3f}, {f.ci_high:.3f}]"
+        ci = "deterministic" if f.deterministic else "(no CI)" if f.no_ci else f"[{f.ci_low:.3f}, {f.ci_high:.3f}]"
         label = f"{f.method}: b = {round(f.exponent, 3) + 0.0:.3f} {ci}"
         if f.theory_grid is not None:
             label += f"; {theory_name} {f.theory_grid:.3f} here, {f.theory_asymptotic:g} as κ→∞"

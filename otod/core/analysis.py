@@ -365,6 +365,23 @@ def deterministic(cube: Cube, points: np.ndarray | None = None) -> bool:
     return count.shape[-1] < 2 or bool(same_status and np.all(count == count[..., :1]))
 
 
+#: A seed bootstrap over fewer seeds than this gives no CI (`no_ci_reason`).
+MIN_BOOTSTRAP_SEEDS = 5
+
+
+def no_ci_reason(seeds: int) -> str | None:
+    """Why a bootstrap over ``seeds`` seeds gives no CI, in words for a report; None from `MIN_BOOTSTRAP_SEEDS` on.
+    n seeds have only C(2n − 1, n) distinct resamples: 3 at n = 2, 10 at 3, 35 at 4 (126 at 5), so the 2.5 and 97.5
+    percentiles are picked from a handful of values, and the percentile interval's 95% holds only as n grows
+    (Efron & Tibshirani 1993, §13). Every CI a report prints comes through `Bootstrap.ci`, which applies this
+    rule; the reports print this reason in its place."""
+    if seeds >= MIN_BOOTSTRAP_SEEDS:
+        return None
+    distinct = math.comb(2 * seeds - 1, seeds) if seeds > 0 else 0
+    return (f"no CI: {seeds} seed{'s' * (seeds != 1)} give{'s' * (seeds == 1)} {distinct} distinct bootstrap "
+            f"resample{'s' * (distinct != 1)}; a CI needs ≥ {MIN_BOOTSTRAP_SEEDS} seeds")
+
+
 #: A statistic of one series: (x [point], medians [replicate, point] with lower bounds and non-finite medians as
 #: NaN) → values [replicate, k]. One may have ``points(x)``: the mask of the points it reads (the bootstrap then
 #: resamples only those; every other point's selection is independent of them).
@@ -382,11 +399,18 @@ class Bootstrap(NamedTuple):
     medians: np.ndarray
     deterministic: bool
 
+    @property
+    def no_ci(self) -> str | None:
+        """`no_ci_reason` for this bootstrap's seeds (None where it gives a CI, or is deterministic)."""
+        return None if self.deterministic or self.choice is None else no_ci_reason(self.choice.cube.count.shape[-1])
+
     def ci(self, i: int = 0, level: float = 0.95) -> tuple[float, float]:
         """The percentile interval of statistic ``i`` (the estimate itself where deterministic, NaN where the
-        estimate is not finite)."""
+        estimate is not finite, or where the seeds are too few for one: `no_ci`)."""
         if self.deterministic or not np.isfinite(self.estimate[i]):
             return float(self.estimate[i]), float(self.estimate[i])
+        if self.no_ci is not None:
+            return math.nan, math.nan
         values = self.replicates[:, i]
         values = values[~np.isnan(values)]
         if values.size == 0:

@@ -34,6 +34,8 @@ class Axis:
     example: str = "1..100"
     why_maximum: str = ""
     labels: tuple[str, ...] = ()
+    #: The maximum itself is excluded (a half-open range such as β ∈ [0, 1)).
+    open_maximum: bool = False
 
     def record_value(self, value) -> float | str:
         """What a record carries for one value: the name of a coded axis's code, else the value as a float. A
@@ -63,9 +65,11 @@ class Axis:
         if self.minimum is not None and values[0] < self.minimum:
             raise OtodError(f"{self.option}: {self.what} must be ≥ {self.minimum:g} (got {values[0]:g}), "
                             f"e.g. {self.option} {self.example}")
-        if self.maximum is not None and values[-1] > self.maximum:
-            raise OtodError(f"{self.option}: {self.what} must be ≤ {self.maximum:g} (got {values[-1]:g})"
-                            f"{self.why_maximum}; e.g. {self.option} {self.example}")
+        if self.maximum is not None and (values[-1] >= self.maximum if self.open_maximum else
+                                         values[-1] > self.maximum):
+            raise OtodError(f"{self.option}: {self.what} must be {'<' if self.open_maximum else '≤'} "
+                            f"{self.maximum:g} (got {values[-1]:g}){self.why_maximum}; e.g. {self.option} "
+                            f"{self.example}")
         if self.integer and any(v != int(v) for v in values):
             raise OtodError(f"{self.option}: {self.what} must be whole numbers, e.g. {self.option} {self.example}")
         return values

@@ -51,6 +51,7 @@ class PowerLawFit(NamedTuple):
     deterministic: bool = False
     excluded_points: int = 0
     min_x: float | None = None
+    no_ci: str | None = None  # why the CI is NaN: too few seeds (`otod.core.analysis.no_ci_reason`)
 
 
 def power_law_fit(name: str, boot: Bootstrap, statistic: PowerLaw, axis: str,
@@ -69,7 +70,7 @@ def power_law_fit(name: str, boot: Bootstrap, statistic: PowerLaw, axis: str,
         name, b, low, high, a, used, int(np.sum(lower[keep])), int(np.sum(status[keep] == "diverged")),
         exponent_on_grid(name, x[keep]) if exponent_on_grid and keep.any() else None,
         exponent(name) if exponent else None, residual, boot.deterministic,
-        int((~keep).sum() + choice.bound[keep].sum()), statistic.min_x)
+        int((~keep).sum() + choice.bound[keep].sum()), statistic.min_x, boot.no_ci)
 
 
 def power_law_fitter(axis: str, exponent: Callable[[str], float | None] | None = None,

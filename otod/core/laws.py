@@ -43,6 +43,7 @@ class LawFit(NamedTuple):
     left_out: int
     deterministic: bool
     note: str = ""
+    no_ci: str | None = None  # why the CIs are NaN: too few seeds (`otod.core.analysis.no_ci_reason`)
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def law_fit(name: str, boot: Bootstrap, axis: str) -> LawFit:
     flat = max(rss_p, rss_e) <= 1e-12 * n
     law = None if flat else ("power" if aic_p <= aic_e else "exponential")
     return LawFit(name, law, b, boot.ci(0), power_a, c, boot.ci(3), exp_a, abs(aic_p - aic_e), n, left_out,
-                  boot.deterministic, "flat: both fits exact, no law preferred" if flat else "")
+                  boot.deterministic, "flat: both fits exact, no law preferred" if flat else "", boot.no_ci)
 
 
 def law_table(fits: list[LawFit], symbol: str) -> str:
@@ -123,7 +124,7 @@ def law_table(fits: list[LawFit], symbol: str) -> str:
         return "—" if v is None or not math.isfinite(v) else f"{v:.{digits}g}"
 
     for f in fits:
-        ci = (lambda lo_hi: "deterministic" if f.deterministic else f"[{fmt(lo_hi[0])}, {fmt(lo_hi[1])}]")
+        ci = (lambda lo_hi: "deterministic" if f.deterministic else f.no_ci or f"[{fmt(lo_hi[0])}, {fmt(lo_hi[1])}]")
         rows.append([f.label, f.law or f"none ({f.note})" if f.note else (f.law or "none"),
                      f"b = {fmt(f.power_b)}, a = {fmt(f.power_a)}", ci(f.power_ci),
                      f"c = {fmt(f.exp_c)}, a = {fmt(f.exp_a)}", ci(f.exp_ci), fmt(f.delta_aic), str(f.points),

@@ -140,7 +140,7 @@ def fit_table(fits: list[PowerLawFit], value_name: str, theory_name: str = "theo
     rows = []
     for f in fits:
         ci = ("deterministic: no sampling error" if f.deterministic
-              else f"[{_fmt_num(f.ci_low, 3)}, {_fmt_num(f.ci_high, 3)}]")
+              else f.no_ci or f"[{_fmt_num(f.ci_low, 3)}, {_fmt_num(f.ci_high, 3)}]")
         left = [f"{n} {what}" for n, what in ((f.excluded_points, "points"), (f.excluded_censored, "censored"),
                                               (f.excluded_diverged, "diverged")) if n]
         rows.append([f.method, _fmt_num(f.exponent, 3), ci, _fmt_num(f.theory_grid, 3),

@@ -57,7 +57,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
 
     \b
     With no options: digits, an MLP of width 32 (one hidden relu layer, 2,410 parameters), SGD with its lr tuned
-    per B over 1e-3..10, B = 8..1024, 4 seeds, target loss 0.1, and the NQM's predicted critical batch.
+    per B over 1e-3..10, B = 8..1024, 5 seeds, target loss 0.1, and the NQM's predicted critical batch.
 
     \b
     Examples:

@@ -133,6 +133,7 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     """B_crit against the parameter count (width axis): the measured B_crit with its seed-bootstrap CI, the
     NQM's predicted B_crit and B_noise at the target for each net, and the fitted power law."""
     from otod.core.plotting import save
+    from otod.core.analysis import MIN_BOOTSTRAP_SEEDS
     from otod.nets.report import width_rule
 
     plt = _plt()
@@ -155,7 +156,9 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
         ax.plot(pp, [q.get("b_noise_target", math.nan) for q in pred], "d:", mfc="none", color="0.5",
                 label="B_noise at the target")
     for method, r in (width_rule(analysis) or {}).items():
-        ax.plot([], [], " ", label=f"{method}: B_crit ∝ P^{r['slope']:.2f} [{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]")
+        ci = (f"(no CI: fewer than {MIN_BOOTSTRAP_SEEDS} seeds)" if r["no_ci"] else
+              f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]")
+        ax.plot([], [], " ", label=f"{method}: B_crit ∝ P^{r['slope']:.2f} {ci}")
     ax.set(xscale="log", yscale="log", xlabel="parameters P (width varied)", ylabel="critical batch B_crit")
     ax.set_title(_title(results.meta["config"]), fontsize=9)
     _legend(ax)

@@ -17,7 +17,7 @@ from otod.noise.options import whole_values
 from otod.noise.search import DEFAULT_BETAS
 
 #: What a bare ``otod sweep net`` runs: digits, a one-hidden-layer MLP of width 32, SGD, B = 8…1024 (8 values).
-DEFAULTS = {"batch": "8..1024:8:log", "method": "sgd", "target": "0.1", "seeds": 4}
+DEFAULTS = {"batch": "8..1024:8:log", "method": "sgd", "target": "0.1", "seeds": 5}
 
 
 def names(text, axis, choices) -> tuple[str, ...]:

@@ -59,10 +59,16 @@ def width_rule(analysis) -> dict | None:
             stacked = np.log(np.stack([r[:k] for r in reps], axis=1))
             ok = np.all(np.isfinite(stacked), axis=1)
             draws = [float(fit_line(p, row)[0]) for row in stacked[ok]]
-        ci = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if len(draws) > 20 else (
-            math.nan, math.nan)
-        out[method] = {"slope": slope, "ci": ci, "points": len(rows)}
+        no_ci = next((s.critical.no_ci for _, s in rows if s.critical.no_ci), None)  # too few seeds: no CI
+        ci = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if len(draws) > 20 and \
+            no_ci is None else (math.nan, math.nan)
+        out[method] = {"slope": slope, "ci": ci, "points": len(rows), "no_ci": no_ci}
     return out or None
+
+
+def _ci(ci: tuple[float, float], no_ci: str | None) -> str:
+    """'[low, high]', or '(no CI)' where the seeds are too few for one (the report says why once)."""
+    return "(no CI)" if no_ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
 
 
 def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
@@ -73,7 +79,7 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
             continue
         measured = {s.method: s for s in analysis.at(dim)}
         s = measured.get(pred.get("method", "sgd"))
-        got = f"B_crit {s.critical.b_crit:.4g} [{s.critical.b_crit_ci[0]:.4g}, {s.critical.b_crit_ci[1]:.4g}], " \
+        got = f"B_crit {s.critical.b_crit:.4g} {_ci(s.critical.b_crit_ci, s.critical.no_ci)}, " \
               f"S_min {s.critical.s_min:.4g}" if s is not None and s.critical is not None else "no measured fit"
         grid = [b for b, steps in pred.get("curve") or [] if math.isfinite(steps)]
         ratio = ""
@@ -125,8 +131,9 @@ def batch_report(results, analysis) -> str:
         rec = analysis.records[analysis.records["dim"] == dim]
         width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) else ""
         lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B")
-        lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (95% CI: seed bootstrap re-choosing lr and β "
-                      f"in each of {analysis.n_boot} resamples):"]
+        no_ci = next((s.critical.no_ci for s in series if s.critical is not None and s.critical.no_ci), None)
+        lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "
+                  f"re-choosing lr and β in each of {analysis.n_boot} resamples") + "):"]
         lines += [critical_line(s) for s in series if s.critical is not None]
         lines += prediction_lines(meta, analysis, dim)
         lines += bill_lines(results, analysis, dim)
@@ -137,8 +144,9 @@ def batch_report(results, analysis) -> str:
     lines += edge_warning(analysis)
     rule = width_rule(analysis) if len(analysis.dims) > 1 else None
     for method, r in (rule or {}).items():
-        lines.append(f"batch-vs-parameters rule ({method}): B_crit ∝ P^{r['slope']:.3g}, 95% CI "
-                     f"[{r['ci'][0]:.3g}, {r['ci'][1]:.3g}] over {r['points']} nets")
+        ci = r["no_ci"] or f"95% CI [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
+        lines.append(f"batch-vs-parameters rule ({method}): B_crit ∝ P^{r['slope']:.3g}, {ci} over {r['points']} "
+                     "nets")
     return "\n".join(lines)
 
 

@@ -53,7 +53,8 @@ class CriticalBatch:
     """S(B) = S_min (1 + B_crit/B) on one method's medians: the estimate from every seed, its 95% seed-bootstrap
     CIs (the estimate itself where ``deterministic``), the RMS relative misfit, the points fitted and those left
     out (a median only a lower bound: censored; none: every lane diverged), and the bootstrap's ``replicates``
-    [resample, (S_min, B_crit, residual)] (none where deterministic)."""
+    [resample, (S_min, B_crit, residual)] (none where deterministic); ``no_ci``: why the CIs are NaN where the
+    seeds are too few for one (`otod.core.analysis.no_ci_reason`)."""
 
     s_min: float
     b_crit: float
@@ -65,6 +66,7 @@ class CriticalBatch:
     diverged: int
     deterministic: bool
     replicates: np.ndarray
+    no_ci: str | None = None
 
     def curve(self, batches) -> np.ndarray:
         return self.s_min * (1.0 + self.b_crit / np.asarray(batches, float))
@@ -165,7 +167,7 @@ def _critical(boot: core.Bootstrap) -> CriticalBatch:
     fitted = np.isfinite(core.fit_medians(choice.median, choice.bound))
     return CriticalBatch(float(boot.estimate[0]), float(boot.estimate[1]), float(boot.estimate[2]), boot.ci(0),
                          boot.ci(1), int(fitted.sum()), int(choice.bound.sum()),
-                         int((~np.isfinite(choice.median)).sum()), boot.deterministic, boot.replicates)
+                         int((~np.isfinite(choice.median)).sum()), boot.deterministic, boot.replicates, boot.no_ci)
 
 
 def _series(part: pd.DataFrame, cube: core.Cube, axis: str, dim: float | None, n_boot: int, seed: int,

@@ -54,8 +54,9 @@ def run(config, mode: str, out: str, yes: bool = False):
               help="Stop when the exact loss ≤ target (0 < target < initial loss). E.g. --target 0.05")
 @click.option("--beta", default=None,
               help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only with those methods), in "
-                   "[0, 0.999]. Default: 0 and 1 − β = 10^(−j/2), j = 1..6 (0.684, 0.9, ..., 0.999), refined by the "
-                   "exact path; a list is tried as given. E.g. --beta 0.5,0.9,0.99")
+                   "[0, 1). Default: 0 and 1 − β = 10^(−j/2), j = 1..6 (0.684, 0.9, ..., 0.999), which the exact "
+                   "path refines and searches on towards 1 (to 1 − β = 1e-14); a list is tried as given. E.g. "
+                   "--beta 0.5,0.9,0.99")
 @click.option("--schedule", default="constant", show_default=True,
               help="constant, step, cosine or one-cycle; the horizon is the run's cap. E.g. --schedule cosine")
 @click.option("--noise-spectrum", default=None,
@@ -156,8 +157,9 @@ def params_figure_base(out: str, labelled, mode: str):
                                       "E.g. --problem nqm")
 @click.option("--target", default="0.05", show_default=True, help="Absolute loss target. E.g. --target 0.02")
 @click.option("--beta", default=None, help="β values tuned with the lr: heavy-ball's momentum, ema's decay (only "
-                                           "with those methods), in [0, 0.999]. Default as for sweep noise: 0 and "
-                                           "1 − β = 10^(−j/2), j = 1..6. E.g. --beta 0,0.9")
+                                           "with those methods), in [0, 1). Default as for sweep noise: 0 and "
+                                           "1 − β = 10^(−j/2), j = 1..6, searched on towards 1 by the exact path. "
+                                           "E.g. --beta 0,0.9")
 @click.option("--noise", default=None, help="isotropic only: per-coordinate noise σ. Default 1. E.g. --noise 2")
 @click.option("--max-iters", default=None, help="Step cap. Default: 10⁸ exact, automatic simulated. "
                                                  "E.g. --max-iters 100000")

@@ -23,9 +23,11 @@ BATCH = Axis("batch", "B", "batch size B", "--batch", traced=True, minimum=1, in
              example="1..1024:11:log")
 BATCH_RATIO = Axis("batch_ratio", "B/d", "batch size per dimension B/d", "--batch-rule", traced=True, minimum=0,
                    what="batch ratios", example="proportional:0.1")
+#: β ∈ [0, 1), the stable range of heavy-ball's momentum and of an EMA's decay (`otod.noise.search`): at β = 1 the
+#: momentum or average never forgets its start.
 BETA = Axis("beta", "β", "momentum β (heavy-ball) or EMA decay γ (ema)", "--beta", traced=True, minimum=0.0,
-            maximum=0.999, what="β values", example="0,0.5,0.9",
-            why_maximum=": at β → 1 the momentum or average never forgets its start")
+            maximum=1.0, open_maximum=True, what="β values", example="0,0.5,0.9",
+            why_maximum=": at β = 1 the momentum or average never forgets its start")
 DIM = Axis("dim", "d", "dimension d", "--dim", traced=False, minimum=1, integer=True, what="dimensions d",
            example="1000")
 PARAMS_DIM = Axis("dim", "d", "dimension d (parameters)", "--dim", traced=False, minimum=1, integer=True,

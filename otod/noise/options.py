@@ -20,7 +20,8 @@ from otod.noise.problems import IsotropicSpec, NQMSpec, RegressionSpec, Rosenbro
 #: and ema, 2(1 + β) × it for heavy-ball), log-spaced below half the limit down to 4·10⁻⁷ of it and in the
 #: distance to the limit above, up to 1.1·10⁻³ below it (`otod.noise.search`).
 DEFAULT_LR_GRID = search.DEFAULT_LR_GRID
-#: The default β list (heavy-ball's momentum, ema's decay): 0 and 1 − β = 10^(−j/2), j = 1…6, up to 0.999.
+#: The default β list (heavy-ball's momentum, ema's decay): 0 and 1 − β = 10^(−j/2), j = 1…6, up to 0.999; the
+#: exact path refines it and searches on towards 1 (`otod.noise.search.bracket`), the simulator tries it as given.
 DEFAULT_BETAS = search.DEFAULT_BETAS
 MODES = ("exact", "simulate")
 EXACT_PROBLEMS = ("nqm", "isotropic")
@@ -29,8 +30,10 @@ EXACT_MAX_ITERS = 100_000_000
 #: The simulator's defaults where --seeds / --seed are not given (the exact path has neither).
 DEFAULT_SEEDS, DEFAULT_SEED = 8, 0
 #: Seconds per operation of the exact recursions as `exact_cost` counts them (NumPy, float64): the default exact
-#: sweep (3.9·10¹⁰ operations) took 18.2 s of CPU on the 2-core development machine shared with other jobs,
-#: 4.2–8.6·10⁻¹⁰ s per operation by method; this allows for a busier machine.
+#: sweep (3.9·10¹⁰ operations before β was bracketed) took 18.2 s of CPU on the 2-core development machine shared
+#: with other jobs, 4.2–8.6·10⁻¹⁰ s per operation by method; this allows for a busier machine. With β bracketed
+#: (5.7·10¹⁰ operations) it took 100.6 s of CPU on the same machine under a heavier load (1.8·10⁻⁹ s per
+#: operation; the earlier search's heavy-ball and ema took 66.5 s there against 95.3 s).
 EXACT_SECONDS_PER_FLOAT = 1e-9
 #: Operations per direction and level of the exact recursions (`otod.noise.theory`): squaring the powers and
 #: updating their forcing sums (1 component: 3; 3 components, by the 2×2 mean map: 46), and one jump of a batch's
@@ -38,8 +41,9 @@ EXACT_SECONDS_PER_FLOAT = 1e-9
 POWER_OPS = {1: 3, 3: 46}
 JUMP_OPS = {1: 6, 3: 26}
 #: Lanes the exact search's refinement tries per batch, measured on the default sweep (d = 10⁴, B = 1…1024):
-#: 29 (heavy-ball) and 35 (ema) with lr and β refined, 6 (sgd, precond:0.5) with the lr alone; counted with room.
-REFINE_LANES = {2: 40, 1: 8, 0: 0}
+#: 55.5 (heavy-ball) and 68.6 (ema) with lr and β refined and β bracketed towards 1 (`search.bracket`; 28.7 and
+#: 35.1 when β stopped at 0.999), 7.0 (sgd) and 7.7 (precond:0.5) with the lr alone; counted with room.
+REFINE_LANES = {2: 80, 1: 8, 0: 0}
 #: The simulator's lanes per block (`otod.core.engine.BLOCK_LANES`; not imported: it imports JAX).
 BLOCK_LANES = 128
 

@@ -1,6 +1,7 @@
 """What a noise or params sweep prints, read from its one analysis (`otod.noise.analysis.NoiseAnalysis`): steps to
-target per batch size (or dimension) and method with the chosen lr and β (marked * where on the edge of the grid
-tried, with one warning), the critical batch with its CI and misfit, the perfect-scaling region and the chosen
+target per batch size (or dimension) and method with the chosen lr and β, each marked by where it lies among the
+values searched (inside them, at a true limit, or at the end of a list or grid tried as given: `MARKS`, with one
+line per kind), the critical batch with its CI and misfit, the perfect-scaling region and the chosen
 lr's slope over it, the exact noise scales, and the ideal estimator's line."""
 
 from __future__ import annotations
@@ -71,23 +72,38 @@ def exact_noise_scales(config: dict, series: list[Series], dim: float | None = N
     return lines
 
 
-def table(series: list[Series], symbol: str) -> list[str]:
-    """Steps (median over seeds), the chosen lr and β per axis value and method; * marks an lr (or β) on the edge
-    of the values tried at that point."""
+def beta_text(beta: float) -> str:
+    """β for the table: 4 digits up to 0.999, beyond it 1 − (1 − β) with 2 (0.99995 is 1−5e-5, not a rounded 1)."""
+    if 1.0 - beta >= 1e-3:
+        return f"{beta:.4g}"
+    mantissa, _, exponent = f"{1.0 - beta:.2g}".partition("e")
+    return f"1−{mantissa}" + (f"e{int(exponent)}" if exponent else "")
+
+
+#: The table's mark of a chosen value by where it lies (`otod.noise.search.PLACES`): none inside the values tried,
+#: | on a true limit, * on the end of a list or grid tried as given (a better value may lie beyond).
+MARKS = {search.INTERIOR: " ", search.LIMIT: "|", search.LIST_END: "*", search.GRID_END: "*"}
+
+
+def table(series: list[Series], symbol: str, places: dict | None = None) -> list[str]:
+    """Steps (median over seeds), the chosen lr and β per axis value and method, each marked by where it lies
+    (`MARKS`; ``places``: (d, method, x) → (lr place, β place), `places_of`; without them any edge is *)."""
     xs = sorted({x for s in series for x in s.x})
-    lines = [f"{symbol:>7} " + "".join(f"{s.method:>30}" for s in series),
-             " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>8}" for _ in series)]
+    lines = [f"{symbol:>7} " + "".join(f"{s.method:>32}" for s in series),
+             " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>10}" for _ in series)]
     for x in xs:
         row = f"{x:>7g} "
         for s in series:
             at = np.flatnonzero(s.x == x)
             if not at.size:
-                row += f"{'—':>12}{'—':>10}{'—':>8}"
+                row += f"{'—':>12}{'—':>10}{'—':>10}"
                 continue
             r = s.summary.iloc[at[0]]
-            lr_mark = "*" if r["lr_on_edge"] else " "
-            beta = f"{r['beta']:.3g}" + ("*" if r["beta_on_edge"] else " ") if s.method in USES_BETA else "— "
-            row += f"{_steps(r['median'], r['lower_bound']):>12}{r['learning_rate']:>9.3g}{lr_mark}{beta:>8}"
+            lr_at, beta_at = (places or {}).get((s.dim, s.method, float(x)), (
+                search.LIST_END if r["lr_on_edge"] else search.INTERIOR,
+                search.LIST_END if r["beta_on_edge"] else search.INTERIOR))
+            beta = beta_text(r["beta"]) + MARKS[beta_at] if s.method in USES_BETA else "— "
+            row += f"{_steps(r['median'], r['lower_bound']):>12}{r['learning_rate']:>9.3g}{MARKS[lr_at]}{beta:>10}"
         lines.append(row.rstrip())
     return lines
 
@@ -102,54 +118,81 @@ def _points(pairs, axis: str) -> str:
 
 
 def edge_lines(chosen: list[dict], axis: str) -> list[str]:
-    """What the chosen settings on an edge mean (``chosen``: one dict per point with method, the axis value,
-    lr_multiplier, beta, lr_on_edge and beta_on_edge). An lr on the largest edge within `search.LIMIT_MARGIN` of
-    the method's stability limit (2/L, 2(1 + β)/L for heavy-ball, in whitened coordinates) is that limit: no larger
-    step is stable, so it is not a failure of the search. Any other lr edge may hide a better step beyond the lrs
-    tried. β = 0 on the edge means no momentum (no averaging) is best, the end of β's range; β = 0.999 is the β
-    axis's stated limit; any other β edge is the end of a --beta list."""
-    at_limit, lr_edge, beta_zero, beta_top, beta_list = set(), set(), set(), set(), set()
+    """What the chosen settings that are not interior mean (``chosen``: one dict per point with method, the axis
+    value, beta, lr_place and beta_place: `otod.noise.search.lr_place`, `beta_place`). An lr at its limit is
+    within `search.LIMIT_MARGIN` of the method's stability limit (2/L, 2(1 + β)/L for heavy-ball, in whitened
+    coordinates): no larger step is stable, so it is not a failure of the search. β = 0 means no momentum (no
+    averaging) is best, the end of β's range [0, 1); β at its other limit is 1 − β = 10⁻¹⁴, where float64 resolves
+    no β closer to 1. The end of a given list or of a default grid tried as given may hide a better value beyond
+    it."""
+    found: dict[tuple, set] = {}
     for r in chosen:
         key = (r["method"], r[axis])
-        if r.get("lr_on_edge"):
-            m = r.get("lr_multiplier")
-            (at_limit if m is not None and search.near_limit(r["method"], m, r["beta"]) else lr_edge).add(key)
-        if r.get("beta_on_edge"):
-            (beta_zero if r["beta"] == 0.0 else beta_top if r["beta"] >= 0.999 else beta_list).add(key)
-    lines = []
-    if at_limit:
-        lines.append(f"lr* at the stability limit ({_points(at_limit, axis)}): the chosen lr is the largest tried and "
-                     f"within {search.LIMIT_MARGIN:.2g} of the limit (2 × the reference step, 2(1 + β) × it for "
-                     "heavy-ball): no larger step is stable, so this is the limit itself, not a failure of the search")
-    if lr_edge:
-        lines.append(f"warning: lr* lies on the edge of the lrs tried ({_points(lr_edge, axis)}): the best step may "
-                     "lie beyond them; widen --lr-grid")
-    if beta_zero:
-        lines.append(f"β* = 0 ({_points(beta_zero, axis)}): no momentum (or no averaging) is best there")
-    if beta_top:
-        lines.append(f"warning: β* = 0.999, the β axis's limit ({_points(beta_top, axis)}): a longer memory may do "
-                     "better still")
-    if beta_list:
-        lines.append(f"warning: β* lies on the edge of --beta ({_points(beta_list, axis)}): widen --beta")
-    return lines
+        found.setdefault(("lr", r.get("lr_place")), set()).add(key)
+        if r.get("beta_place") == search.LIMIT:
+            found.setdefault(("beta", "zero" if r["beta"] == 0.0 else "floor"), set()).add(key)
+        else:
+            found.setdefault(("beta", r.get("beta_place")), set()).add(key)
+    words = [
+        (("lr", search.LIMIT), "lr* at the stability limit ({}): the chosen lr is the largest tried and within "
+         f"{search.LIMIT_MARGIN:.2g} of the limit (2 × the reference step, 2(1 + β) × it for heavy-ball): no larger "
+         "step is stable, so this is the limit itself, not a failure of the search"),
+        (("lr", search.LIST_END), "warning: lr* lies on the edge of the lrs tried ({}): the best step may lie beyond "
+         "them; widen --lr-grid"),
+        (("lr", search.GRID_END), "warning: lr* lies on the end of the default lr grid, tried as given ({}): the best "
+         "step may lie beyond it; widen it with --lr-grid"),
+        (("beta", "zero"), "β* = 0 ({}): no momentum (or no averaging) is best there"),
+        (("beta", "floor"), f"β* at its limit, 1 − β = {search.BETA_FLOOR:.2g} ({{}}): float64 resolves no β closer to "
+         "1"),
+        (("beta", search.LIST_END), "warning: β* lies on the edge of --beta ({}): widen --beta"),
+        (("beta", search.GRID_END), "warning: β* lies on the end of the default β list, "
+         f"{max(search.DEFAULT_BETAS):g}, tried as given ({{}}): a longer memory may do better still; give --beta "
+         "values closer to 1 (the noise sweep's exact path searches on to β's limit)"),
+    ]
+    return [text.format(_points(found[key], axis)) for key, text in words if found.get(key)]
+
+
+def _is_default(values, default: tuple) -> bool:
+    return values is not None and len(values) == len(default) and bool(np.allclose(values, default, rtol=1e-12))
+
+
+def given_lists(config: dict) -> tuple[bool, bool]:
+    """(lr, β): whether a results file's config tried a list as given rather than the default grid (a --lr-grid,
+    a --beta list); a config that does not say (files written before, or by hand) counts as given."""
+    return (not _is_default(config.get("lr_grid"), search.DEFAULT_LR_GRID),
+            not _is_default(config.get("axes", {}).get("beta"), search.DEFAULT_BETAS))
+
+
+def chosen_places(analysis: NoiseAnalysis) -> list[dict]:
+    """Per series point: d, method, the axis value, the chosen lr multiplier (the core summary's rate) and β, and
+    where each lies (`otod.noise.search.lr_place`, `beta_place`), from the analysis's edge flags and which lists
+    its config gave (`given_lists`)."""
+    lr_given, beta_given = given_lists(analysis.config)
+    return [{"dim": s.dim, "method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
+             "lr_place": search.lr_place(s.method, rate, beta, bool(lr_on), lr_given),
+             "beta_place": search.beta_place(beta, bool(beta_on), beta_given) if s.method in USES_BETA else None}
+            for s in analysis.series
+            for x, (rate, beta, lr_on, beta_on) in zip(
+                s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge"]].itertuples(index=False))]
 
 
 def edge_warning(analysis: NoiseAnalysis) -> list[str]:
-    """`edge_lines` of the analysis's chosen settings (the core summary's rate is the lr multiplier where the
-    records have one)."""
-    chosen = [{"method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
-               "lr_on_edge": lr_on, "beta_on_edge": beta_on}
-              for s in analysis.series
-              for x, (rate, beta, lr_on, beta_on) in zip(
-                  s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge"]].itertuples(index=False))]
-    return edge_lines(chosen, analysis.axis)
+    """`edge_lines` of the analysis's chosen settings."""
+    return edge_lines(chosen_places(analysis), analysis.axis)
+
+
+def places_of(chosen: list[dict], axis: str) -> dict:
+    """(d, method, axis value) → (lr place, β place) of every chosen setting (`chosen_places`): what `table`
+    marks."""
+    return {(r["dim"], r["method"], r[axis]): (r["lr_place"], r["beta_place"] or search.INTERIOR) for r in chosen}
 
 
 def critical_line(s: Series) -> str:
     """One method's critical batch with its CIs and misfit, and its perfect-scaling region with the lr slope."""
     fit = s.critical
-    ci = "deterministic" if fit.deterministic else (f"S_min [{fit.s_min_ci[0]:.4g}, {fit.s_min_ci[1]:.4g}], "
-                                                    f"B_crit [{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
+    ci = "deterministic" if fit.deterministic else fit.no_ci or (f"S_min [{fit.s_min_ci[0]:.4g}, "
+                                                                 f"{fit.s_min_ci[1]:.4g}], B_crit "
+                                                                 f"[{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
     misfit = "—" if not math.isfinite(fit.residual) else f"{fit.residual:.2g}"
     left = f"{fit.censored} censored" + (f", {fit.diverged} diverged" if fit.diverged else "")
     region = ("no perfect-scaling region" if s.perfect_scaling is None else
@@ -190,12 +233,16 @@ def render(analysis: NoiseAnalysis, path=None) -> str:
             f"{config['seeds'] if analysis.mode != 'exact' else 1} seed(s); cap {config['resolved']['max_iters']}")
     notes = ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
              "≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
-             "or ema's decay (— where a method has none); *: on the edge of the values tried"]
-    notes += edge_warning(analysis)
+             "or ema's decay (— where a method has none); no mark: inside the values searched; |: at a true limit "
+             "(the lr's stability limit, β = 0, 1 − β at float64's resolution); *: at the end of a list or grid tried "
+             "as given, where a better value may lie beyond"]
+    chosen = chosen_places(analysis)
+    places = places_of(chosen, analysis.axis)
+    notes += edge_lines(chosen, analysis.axis)
     lines = [head]
     for dim in dims:  # one table (and its fits) per d of a batch sweep over several
         series = analysis.at(dim)
-        lines += [""] + ([f"d = {dim:g}"] if len(dims) > 1 else []) + table(series, symbol)
+        lines += [""] + ([f"d = {dim:g}"] if len(dims) > 1 else []) + table(series, symbol, places)
         lines += notes if len(dims) == 1 else []
         lines += batch_lines(analysis, series, dim) if batch else []
     lines += notes if len(dims) > 1 else []

@@ -25,8 +25,37 @@ then the smaller lr, then the smaller β), doubles a step that moved the same wa
 grid is bracketed in a few moves), divides the steps by `SHRINK` after a poll that found nothing better, and stops
 when a poll at one unit finds nothing better. The answer is then a local optimum to within a factor 10^(1/64) ≈
 2^(1/19) in the lr (finer still near the stability limit, where the unit is one of the distance to it) and in
-1 − β, unless it sits on a stated limit (`LR_INDEX_RANGE`: 10⁻¹² of the limit below, 2·10⁻⁸ of it above, which is
-the stability limit itself; β ∈ [0, 0.999]). Every count tried is a record.
+1 − β, unless it sits on a limit of the lattice (`LR_INDEX_RANGE`, `BETA_INDEX_RANGE`). Every count tried is a
+record.
+
+**β is searched over its whole stable range** [0, 1) (an EMA's decay, heavy-ball's momentum; Polyak 1964), in
+ln(1 − β), beyond the grid's 0.999: the EMA's best decay and heavy-ball's best momentum at small batch lie far
+past it, where the memory 1/(1 − β) is a few percent of the run (on the default NQM, d = 10⁴, target 0.01, at
+B = 1: the EMA at 1 − β = 5.6·10⁻⁶ takes 869,666 steps against 4,689,418 at 0.999; heavy-ball at 2.0·10⁻⁶
+5,179,149 against 6,022,851). Heavy-ball's counts at small batch lie along a valley of fixed effective step
+η/(1 − β) (Polyak; the lattice's diagonal), flat over most of [0, 1) and dipping only where the memory nears the
+run's length: a compass search that starts on the flat part can stop there (measured: d = 1000 at B = 1 stopped at
+β = 0 with 461,321 steps, the dip at 1 − β = 2.3·10⁻⁵ takes 393,335). So the compass is bracketed (`bracket`):
+from each batch's best it probes one decade of 1 − β at a time towards 1, at the same lr and along heavy-ball's
+valley, until the probes are censored or 10× worse (the count grows about tenfold per decade once 1/(1 − β) is the
+run's length: heavy-ball on d = 1000 at B = 1, the best of an lr grid 10^(1/4) apart at 1 − β = 10⁻⁶ … 10⁻⁷ a
+quarter decade apart, 5.2·10⁶, 9.5·10⁶, 1.7·10⁷, 3.0·10⁷, 5.2·10⁷); a probe that beats the best restarts the
+compass there. The β lattice ends at 1 − β = 10⁻¹⁴ (`BETA_INDEX_RANGE`), where float64 stops resolving it: β is a
+float64 just below 1, 2⁻⁵³ ≈ 1.1·10⁻¹⁶ apart, so 1 − β = 10⁻¹⁴ is held to 0.55%, a seventh of the lattice unit
+(3.7%), and neighbouring lattice points stay distinct; at 10⁻¹⁵ they are 3.7·10⁻¹⁷ apart and round onto the same
+float. The recursions themselves stay exact there: for the same float β,
+counts in float64 agree with 80-bit extended precision within 10⁻⁸ (EMA) and 10⁻⁹ (heavy-ball) down to
+1 − β = 10⁻¹⁴ (d = 10, B = 10⁶, lr 0.1 of the reference step, heavy-ball's 0.1·(1 − β); cap 2⁶²), heavy-ball
+within 10⁻⁶ at 10⁻¹⁵ and 55% off at 10⁻¹⁶. Within the default cap (10⁸ steps) no lane with 1 − β below about
+10⁻⁷·⁵ reaches the target (measured on d = 1000 at B = 1: the average keeps a weight of about β^t on its start,
+so it needs about ln(L₀/target)/(2(1 − β)) steps), so the bracket ends at an interior optimum long before the
+floor; a chosen β on the floor is the limit itself. The lr's lattice reaches 2u = 10⁻²⁴ below, so that
+heavy-ball's valley (u ∝ 1 − β) stays on it down to β's floor.
+
+**Where a choice lies** (`lr_place`, `beta_place`): interior (tried on both sides, neither better); at a true limit
+(`LIMIT`: the lr within `LIMIT_MARGIN` of its stability limit, β = 0, or 1 − β on its floor); at the end of a
+user-given list (`LIST_END`: --lr-grid, --beta), tried as given; or at the end of a default grid tried as given
+(`GRID_END`: the simulator's, and the lattice's far lr end), where the best may lie beyond.
 """
 
 from __future__ import annotations
@@ -52,10 +81,14 @@ DEFAULT_BETA_INDICES = tuple(range(0, -193, -32))
 #: optima it refines to are those from the whole grid (heavy-ball within 0.14% at every B, better by 1–2% at
 #: B = 64 and 128, where the whole grid started the compass in a worse valley), for a fifth of the grid's cost.
 EXACT_STRIDE = 2
-#: The search's stated limits on the lattice: 2u ≥ 10⁻¹² and 2(1 − u) ≥ 10^(−7.5) (the stability limit to within
-#: 2·10⁻⁸ of it); β from 0 to 0.999.
-LR_INDEX_RANGE = (-768, 480)
-BETA_INDEX_RANGE = (-192, 0)
+#: The lattice's limits: 2u ≥ 10⁻²⁴ and 2(1 − u) ≥ 10^(−7.5) (the stability limit to within 2·10⁻⁸ of it); β from
+#: 0 to 1 − 10⁻¹⁴ (float64's resolution of 1 − β: module docstring).
+LR_INDEX_RANGE = (-1536, 480)
+BETA_INDEX_RANGE = (-896, 0)
+#: The bracket's probes lie this many lattice units apart in 1 − β (one decade), and stop where every probe of a
+#: decade is censored or above `PROBE_STOP` × the batch's best count (module docstring).
+PROBE_STEP = 64
+PROBE_STOP = 10
 #: A step (in lattice units) grows to at most this by doubling: one decade of the lr and of 1 − β.
 MAX_STEP = (64, 64)
 #: What a failed poll divides the steps by. Measured on the default sweep (d = 10⁴, B = 1…1024): heavy-ball's
@@ -102,6 +135,39 @@ def near_limit(method: str, multiplier: float, beta: float) -> bool:
     name = "precond" if method.startswith("precond") else method
     limit = stability_limit(name, beta)
     return name in LIMITED and multiplier >= limit * (1.0 - LIMIT_MARGIN) * (1 - 1e-12)
+
+
+#: The exact search's version, in its results' metadata: a file another version wrote is computed again, not read
+#: back (2: β bracketed towards 1 beyond 0.999, issue 34).
+VERSION = 2
+#: Where a chosen lr or β lies among the values searched (module docstring): every chosen record carries one
+#: (``lr_place``, ``beta_place``) and the report says which.
+INTERIOR, LIMIT, LIST_END, GRID_END = "interior", "limit", "list end", "grid end"
+PLACES = (INTERIOR, LIMIT, LIST_END, GRID_END)
+#: β's floor, 1 − β = 10⁻¹⁴ (`BETA_INDEX_RANGE`): float64's resolution of β near 1 (module docstring).
+BETA_FLOOR = math.exp(BETA_INDEX_RANGE[0] * BETA_UNIT)
+
+
+def lr_place(method: str, multiplier, beta: float, on_edge: bool, given: bool) -> str:
+    """Where a chosen lr lies: `INTERIOR` off the edge of the rates tried at its β; on it, `LIMIT` within
+    `LIMIT_MARGIN` of the stability limit (`near_limit`: no larger step is stable), else the end of a given list
+    (``given``: --lr-grid; `LIST_END`) or of a default grid tried as given (`GRID_END`)."""
+    if not on_edge:
+        return INTERIOR
+    if multiplier is not None and math.isfinite(multiplier) and near_limit(method, multiplier, beta):
+        return LIMIT
+    return LIST_END if given else GRID_END
+
+
+def beta_place(beta: float, on_edge: bool, given: bool) -> str:
+    """Where a chosen β lies: `INTERIOR` off the edge of the β tried; on it, `LIMIT` at β = 0 (no momentum or
+    averaging) or with 1 − β within half a lattice unit of `BETA_FLOOR` (float64's resolution), else the end of a
+    given --beta list (``given``; `LIST_END`) or of the default list tried as given (`GRID_END`: the simulator's)."""
+    if not on_edge:
+        return INTERIOR
+    if beta == 0.0 or 1.0 - beta <= BETA_FLOOR * math.exp(BETA_UNIT / 2):
+        return LIMIT
+    return LIST_END if given else GRID_END
 
 
 class Trial(NamedTuple):
@@ -199,13 +265,14 @@ def _clip(value: int, bounds: tuple[int, int]) -> int:
     return min(max(value, bounds[0]), bounds[1])
 
 
-def compass(search: _Search) -> int:
-    """Refine each batch's best point by a compass search on the lattice axes (module docstring); returns the
-    number of polling rounds. All batches poll together: per round one call for the first polls of every batch and
-    one for the second polls of the batches the first did not improve (`_polls`). "Better" is the selection rule's
-    order (fewer steps, then the smaller lr, then the smaller β), so the search ends where the selection does: at
-    the best point of everything tried at that batch, with its lattice neighbours tried (a point reached earlier
-    that ties with a smaller lr restarts the search there)."""
+def compass(search: _Search, starts: dict | None = None) -> int:
+    """Refine each batch's best point (or the point ``starts`` gives a batch: only those batches) by a compass
+    search on the lattice axes (module docstring); returns the number of polling rounds. All batches poll together:
+    per round one call for the first polls of every batch and one for the second polls of the batches the first did
+    not improve (`_polls`). "Better" is the selection rule's order (fewer steps, then the smaller lr, then the
+    smaller β), so the search ends where the selection does: at the best point of everything tried at that batch,
+    with its lattice neighbours tried (a point reached earlier that ties with a smaller lr restarts the search
+    there)."""
     refine_lr = search.lr_axis.lattice
     refine_beta = search.beta_axis is not None and search.beta_axis.lattice
     if not (refine_lr or refine_beta):
@@ -217,8 +284,8 @@ def compass(search: _Search) -> int:
         return min((k for k in search.trials if k[0] == ib), key=search.order)
 
     state = {}
-    for ib in range(len(search.batches)):
-        start = best_at(ib)
+    for ib in (range(len(search.batches)) if starts is None else starts):
+        start = best_at(ib) if starts is None else starts[ib]
         if math.isfinite(_score(search.trials[start].steps)):
             state[ib] = {"at": start, "step": [max(1, s // 2) for s in spacing], "last": [0, 0]}
     valley = search.method == "heavy-ball"
@@ -264,7 +331,7 @@ def _spacing(indices) -> int:
 
 
 def _polls(state: dict, refine_lr: bool, refine_beta: bool, valley: bool) -> tuple[list, list]:
-    """The lattice neighbours of the current point at the current steps, inside the stated limits, in two sets:
+    """The lattice neighbours of the current point at the current steps, inside the lattice's limits, in two sets:
     first the lr moves and the β moves most likely to help (for heavy-ball along the diagonal that keeps its
     effective step η/(1 − β), elsewhere at a fixed lr), then, polled only where none of those helps, the other β
     moves."""
@@ -291,11 +358,63 @@ def _polls(state: dict, refine_lr: bool, refine_beta: bool, valley: bool) -> tup
     return out
 
 
+def _probes(search: _Search, key: tuple, decades: int) -> list[tuple]:
+    """The points ``decades`` decades of 1 − β beyond ``key`` towards β = 1 (`PROBE_STEP` lattice units each),
+    inside the lattice's limits, none where that passes β's limit: at the same lr index and, for heavy-ball, at the
+    lr index nearest its valley, the same effective step η/(1 − β) (η' = η·(1 − β')/(1 − β), as a fraction of the
+    limit 2(1 + β') there: `coordinate`)."""
+    ib, il, jb = key
+    j = jb - decades * PROBE_STEP
+    if j < BETA_INDEX_RANGE[0]:
+        return []
+    lrs = [il]
+    if search.method == "heavy-ball" and search.lr_axis.lattice:
+        beta, far = search.beta(jb), search.beta(j)
+        u = search.multiplier(il, jb) * (1.0 - far) / (1.0 - beta) / stability_limit(search.method, far)
+        lrs.append(int(round(float(coordinate(u)) / LR_UNIT)))
+    return list(dict.fromkeys((ib, _clip(i, LR_INDEX_RANGE) if search.lr_axis.lattice else i, j) for i in lrs))
+
+
+def bracket(search: _Search) -> int:
+    """The compass search (`compass`), then its bracket towards β = 1 (module docstring): from each batch's best
+    point, probes one decade of 1 − β apart further out (`_probes`), all batches in one call per decade, until a
+    decade's probes are all censored or all more than `PROBE_STOP` × the best count, or β's limit; a batch whose
+    probe beats its best restarts the compass there, and is probed again from where that ends. Returns the
+    polling rounds. Only where β is a lattice axis."""
+    rounds = compass(search)
+    if search.beta_axis is None or not search.beta_axis.lattice:
+        return rounds
+    n = len(search.batches)
+
+    def best_at(ib):
+        return min((k for k in search.trials if k[0] == ib), key=search.order)
+
+    active = {ib for ib in range(n) if math.isfinite(_score(search.trials[best_at(ib)].steps))}
+    while active:
+        best = {ib: best_at(ib) for ib in active}
+        found, decades, probing = {}, 1, set(active)
+        while probing:
+            keys = {ib: _probes(search, best[ib], decades) for ib in probing}
+            search.lanes([k for ks in keys.values() for k in ks])
+            for ib, ks in keys.items():
+                better = _better(search, ks, found.get(ib, best[ib]))
+                if better is not None:
+                    found[ib] = better
+            limit = {ib: PROBE_STOP * _score(search.trials[best[ib]].steps) for ib in probing}
+            probing = {ib for ib, ks in keys.items() if any(_score(search.trials[k].steps) <= limit[ib] for k in ks)}
+            decades += 1
+        if found:
+            rounds += compass(search, found)
+        active = set(found)
+    return rounds
+
+
 def exact_search(method: str, q, batches, tol: float, cap: int, reference: float, power: float, lr_axis: Axis,
                  beta_axis: Axis | None) -> list[Trial]:
     """Every count the exact search asked for, for one method (its `theory` name) on the quadratic ``q``: the grid
-    of the axes at every batch, then the compass refinement of each batch's best point on the lattice axes."""
+    of the axes at every batch, then the compass refinement of each batch's best point on the lattice axes and its
+    bracket towards β = 1 (`bracket`)."""
     search = _Search(method, q, np.asarray(batches, float), tol, cap, reference, power, lr_axis, beta_axis)
     search.grid()
-    compass(search)
+    bracket(search)
     return list(search.trials.values())

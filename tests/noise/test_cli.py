@@ -62,22 +62,32 @@ def test_a_chosen_lr_on_the_edge_of_a_short_grid_is_marked_and_warned_about(tmp_
 def test_edge_lines_tell_the_stability_limit_from_a_grid_that_stopped_short():
     """Chosen records on the largest lr: within `search.LIMIT_MARGIN` (1.1·10⁻³) of the limit (SGD's 2, heavy-ball's
     2(1 + β) = 3.8 at β = 0.9) they are the limit itself, not a failure; 1.5 (SGD) is a grid's edge. β = 0 on its
-    edge is said to mean no momentum, β = 0.999 is the β axis's limit."""
+    edge is said to mean no momentum; 1 − β = 10⁻¹⁴ is β's limit (float64's resolution); 0.999 on the edge is the
+    end of the default list where the simulator tries it as given, or of a --beta list."""
+    from otod.noise import search
     from otod.noise.report import edge_lines
 
-    def chosen(method, batch, multiplier, beta=0.0, lr_edge=True, beta_edge=False):
-        return {"method": method, "batch": batch, "lr_multiplier": multiplier, "beta": beta, "lr_on_edge": lr_edge,
-                "beta_on_edge": beta_edge}
+    def chosen(method, batch, multiplier, beta=0.0, lr_edge=True, beta_edge=False, given=(True, True)):
+        return {"method": method, "batch": batch, "lr_multiplier": multiplier, "beta": beta,
+                "lr_place": search.lr_place(method, multiplier, beta, lr_edge, given[0]),
+                "beta_place": search.beta_place(beta, beta_edge, given[1])}
 
     lines = edge_lines([chosen("sgd", 1024.0, 2 * (1 - 1e-3)), chosen("heavy-ball", 64.0, 3.8 * (1 - 5e-4), 0.9),
-                        chosen("sgd", 2.0, 1.5), chosen("ema", 4.0, 0.1, 0.999, False, True),
+                        chosen("sgd", 2.0, 1.5), chosen("ema", 4.0, 0.1, 0.999, False, True, (False, False)),
+                        chosen("ema", 8.0, 0.1, 1 - 1e-14, False, True, (False, False)),
+                        chosen("ema", 16.0, 0.1, 0.999, False, True),
                         chosen("heavy-ball", 8.0, 0.3, 0.0, False, True)], "batch")
     assert lines[0].startswith("lr* at the stability limit (heavy-ball at B = 64; sgd at B = 1024)")
     assert "not a failure of the search" in lines[0]
     assert lines[1].startswith("warning: lr* lies on the edge of the lrs tried (sgd at B = 2)")
     assert lines[2] == "β* = 0 (heavy-ball at B = 8): no momentum (or no averaging) is best there"
-    assert lines[3].startswith("warning: β* = 0.999, the β axis's limit (ema at B = 4)")
+    assert lines[3] == "β* at its limit, 1 − β = 1e-14 (ema at B = 8): float64 resolves no β closer to 1"
+    assert lines[4] == "warning: β* lies on the edge of --beta (ema at B = 16): widen --beta"
+    assert lines[5].startswith("warning: β* lies on the end of the default β list, 0.999, tried as given (ema at "
+                               "B = 4)")
+    assert len(lines) == 6
     assert edge_lines([chosen("sgd", 1024.0, 2 * (1 - 3e-3))], "batch")[0].startswith("warning: lr* lies on the edge")
+    assert edge_lines([chosen("ema", 4.0, 0.1, 0.99, False, False, (False, False))], "batch") == []
 
 
 def test_simulated_records_carry_the_choice_and_each_beta_its_own_stable_range(tmp_path):
