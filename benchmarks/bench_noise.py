@@ -75,7 +75,7 @@ def part2(repeats: int, x64: bool) -> None:
 
     from otod.core.engine import iterations_to_target
     from otod.core.stopping import Target
-    from otod.noise.methods import METHODS, NoiseOptions
+    from otod.core.stochastic import METHODS, NoiseOptions
     from otod.noise.problems import NQMSpec, Step
 
     spec = NQMSpec(dim=100)

@@ -28,9 +28,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from otod.core import critical_batch
 from otod.core import analysis
 from otod.core import results as results_io
-from otod.noise import theory
 
 
 def mccandlish(x: np.ndarray, medians: np.ndarray) -> np.ndarray:
@@ -38,7 +38,7 @@ def mccandlish(x: np.ndarray, medians: np.ndarray) -> np.ndarray:
     out = np.full((len(medians), 2), np.nan)
     for i, m in enumerate(medians):
         ok = np.isfinite(m)
-        out[i] = theory.mccandlish_fit(x[ok], m[ok])
+        out[i] = critical_batch.mccandlish_fit(x[ok], m[ok])
     return out
 
 

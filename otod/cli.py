@@ -110,10 +110,12 @@ def fit_command(files, full, tol):
 
     if tol is not None and not 0 < tol < 1:
         raise OtodError(f"--tol {tol:g}: a tolerance must lie strictly between 0 and 1, e.g. --tol 1e-4")
+    from otod.core.pipeline import present
+
     for path in files:
-        results, kind = _load_sweep(path)
+        results, _ = _load_sweep(path)
         with quiet_numerics():
-            text = kind.report(results, full=full, tol=tol)
+            text = present(results, tol=tol, full=full).text
         click.echo(f"{path}\n" + text)
 
 
@@ -141,10 +143,12 @@ def plot_command(files, x_axis, out, pdf):
     for path, results, _ in loaded:
         _check_axis(path, results, x_axis)
     folder = make_folder(out) if out is not None else None  # --out '' is refused, not read as "no --out"
-    for path, results, kind in loaded:
+    from otod.core.pipeline import present
+
+    for path, results, _ in loaded:
         base = folder / Path(path).stem if folder else Path(path).with_suffix("")
         with quiet_numerics():
-            written = kind.figure(results, base, quantity=x_axis, pdf=pdf)
+            written = present(results, text=False, figure_base=base, quantity=x_axis, pdf=pdf).files
         for name in written:
             click.echo(f"figure: {name}")
 

@@ -9,5 +9,6 @@ from otod.core.registry import register_lazily
 
 OBSTACLE = register_lazily(
     "condition", "iterations vs condition number κ on quadratics", kinds=("otod.condition.kind:CONDITION",),
+    analyse="otod.condition.records:condition_analysis",
     report="otod.condition.report:text_report", figure="otod.condition.report:figure",
     commands="otod.condition.commands:commands", figure_makers="otod.condition.figures:MAKERS")

@@ -76,10 +76,11 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
                      progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False
                      ) -> Report:
-    """Run (resume, or read back) a sweep, count the FLOPs of one iteration of each method and the theory's exact
-    counts (stored in the file, so a later ``otod fit`` reads them), plot and report."""
+    """Run (resume, or read back) a sweep through the one pipeline (`otod.core.pipeline.sweep`), with the FLOPs of
+    one iteration of each method and the theory's exact counts stored in the file (so a later ``otod fit`` reads
+    them), then report and plot."""
     from otod.condition.bill import flops_per_iteration, setup_flops
-    from otod.core.sweep import run_sweep
+    from otod.core.pipeline import sweep
 
     def bill() -> dict:
         if config.static_axes:
@@ -94,11 +95,5 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
                 "setup_flops": {m: setup_flops(config.problem, m) for m in config.methods},
                 **({"exact_medians": exact} if exact else {})}
 
-    results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=bill)
-    analysis = condition_analysis(results)  # once, for the table, the fits and the figure
-    files = [results.path]
-    if plot:
-        files += figure(results, results.path.with_suffix(""), pdf=pdf, analysis=analysis)
-    text = text_report(results, full=full, analysis=analysis) + "\n\n" + "\n".join(
-        [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
-    return Report(results, text, files, analysis)
+    return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf,
+                 extra_meta=bill)

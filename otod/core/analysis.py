@@ -48,6 +48,11 @@ import pandas as pd
 
 #: Statuses whose count is only a lower bound on the iterations to target.
 LOWER = ("censored", "stalled")
+#: Where a chosen setting lies among the values tried: inside them (tried on both sides, neither better); at a true
+#: limit (no larger step is stable, β = 0, 1 − β at float precision: the obstacle says which); at the end of a
+#: list the user gave; at the end of a default grid tried as given. A report marks the last three.
+INTERIOR, LIMIT, LIST_END, GRID_END = "interior", "limit", "list end", "grid end"
+PLACES = (INTERIOR, LIMIT, LIST_END, GRID_END)
 
 
 def frame_of(source, fields: Sequence[str] | None = None) -> pd.DataFrame:
@@ -459,6 +464,8 @@ def bootstrap(cube: Cube, axis: str, statistic: Statistic, *, n_boot: int = 1000
     tried, rates = cube.tried[use], cube.rates
     score_rows = sorted_rows(cube.selection_counts()[use].reshape(-1, n_seeds)) if n_settings > 1 else None
     median_rows = sorted_rows(cube.median_counts()[use].reshape(-1, n_seeds))
+    if n_boot <= 0:  # the choice and medians alone (a curve to draw): no interval
+        return Bootstrap(choice, estimate, np.empty((0, len(estimate))), np.empty((0, len(x))), False)
     rng = np.random.default_rng(seed)
     replicates, medians = [], []
     for start in range(0, n_boot, batch):
@@ -497,6 +504,15 @@ class PowerLaw:
 def power_law(min_x: float | None = None) -> PowerLaw:
     """The power-law statistic over the points with x ≥ ``min_x`` (`PowerLaw`)."""
     return PowerLaw(min_x)
+
+
+def chosen_learning_rates(frame: pd.DataFrame, choice: Choice) -> np.ndarray:
+    """The chosen absolute step per point: the median over seeds of the lanes' ``learning_rate`` at the chosen
+    setting (``frame``: the records the choice's cube indexes). Equal across seeds where the reference step is
+    fixed; a regression's or a net's reference step may be each seed's own."""
+    lr = frame["learning_rate"].to_numpy(float, na_value=np.nan)
+    row = choice.at_choice(choice.cube.row)
+    return nan_median(np.where(row >= 0, lr[np.maximum(row, 0)], np.nan))
 
 
 def summary(choice: Choice, axis: str) -> pd.DataFrame:
@@ -586,14 +602,17 @@ def heading_of(fields: Sequence[str], key: tuple) -> str:
 
 def analyse(frame: pd.DataFrame, *, point: Sequence[str], axis: str,
             statistic: Callable[[np.ndarray], Statistic] = lambda x: PowerLaw(),
-            fit: Callable[[str, Bootstrap, Statistic], Any] | None = None, by: Sequence[str] = (),
+            fit: Callable[[str, Bootstrap, Statistic, pd.DataFrame], Any] | None = None, by: Sequence[str] = (),
             series: str = "method", heading: Callable[[Sequence[str], tuple], str] = heading_of,
             tol: float | None = None, theory: Any = None, config: Any = None, n_boot: int = 1000,
             seed: int = 0) -> Analysis:
     """The analysis of records (one frame, at one rung: `at_rung`): one group per value of the ``by`` fields
     (sorted), in each one `Cube` per series over the ``point`` fields, the chosen settings, their summaries
     along ``axis``, and the bootstrap of ``statistic(x)`` (x: the group's sorted axis values; the statistic may
-    depend on them, e.g. a fit range), read by ``fit(name, bootstrap, statistic)``."""
+    depend on them, e.g. a fit range), read by ``fit(name, bootstrap, statistic, summary)`` (the series' summary
+    rows, with ``learning_rate``, the chosen absolute step, where the records carry one). ``n_boot`` 0: the
+    choice and medians alone, no interval. Every record passes through one selection here (`cubes`, `chosen`):
+    a command makes one `Analysis`, so it selects once."""
     by = [f for f in by if f in frame]
     if by and len(frame):
         parts = [(tuple(k if isinstance(k, tuple) else (k,)), rows) for k, rows in frame.groupby(by, sort=True)]
@@ -605,8 +624,11 @@ def analyse(frame: pd.DataFrame, *, point: Sequence[str], axis: str,
         found = []
         for cube in cubes(rows, point, series) if len(rows) else []:
             boot = bootstrap(cube, axis, stat, n_boot=n_boot, seed=seed)
-            found.append(SeriesAnalysis(cube.series, boot, summary(boot.choice, axis),
-                                        fit(cube.series, boot, stat) if fit else None))
+            rows_summary = summary(boot.choice, axis)
+            if "learning_rate" in rows:
+                rows_summary = rows_summary.assign(learning_rate=chosen_learning_rates(rows, boot.choice))
+            found.append(SeriesAnalysis(cube.series, boot, rows_summary,
+                                        fit(cube.series, boot, stat, rows_summary) if fit else None))
         picked = chosen_rows(rows, [s.choice for s in found]) if found else rows.iloc[:0]
         groups.append(Group(heading(by, key) if by else "", key, stat, tuple(found), picked))
     return Analysis(axis, tol, tuple(groups), theory, config)

@@ -92,6 +92,8 @@ def named_records(axes: list[dict], records: list[dict]) -> list[dict]:
     labels = {a["name"]: tuple(a["labels"]) for a in axes if a.get("labels")}
     if not labels:
         return records
+    if all(isinstance(r.get(n), str) for r in records for n in labels if n in r):
+        return records  # named already (every file otod writes now): the same list, so its columns stay valid
     return [r if all(isinstance(r.get(n), str) for n in labels if n in r) else
             {**r, **{n: labels[n][int(round(float(r[n])))] for n in labels if n in r and not isinstance(r[n], str)}}
             for r in records]

@@ -67,13 +67,16 @@ def terminal_progress(stream: TextIO | None = None, after: float = 2.0) -> Calla
 
 
 def echo_report(report, as_json: bool) -> None:
-    """Print a sweep's report: the text on stdout, or with ``as_json`` the records as JSON on stdout and the text on
-    stderr (so ``otod sweep ... --json | jq`` reads clean JSON)."""
+    """Print a sweep's report: the text on stdout, or with ``as_json`` the records as JSON on stdout, each marked
+    with the analysis's choice (`otod.core.pipeline.marked_records`), and the text on stderr (so
+    ``otod sweep ... --json | jq`` reads clean JSON)."""
     if as_json:
         import json
 
+        from otod.core.pipeline import marked_records
+
         click.echo(report.text, err=True)
-        click.echo(json.dumps(report.results.records))
+        click.echo(json.dumps(marked_records(report)))
     else:
         click.echo(report.text)
 

@@ -1,5 +1,5 @@
-"""Finishing a sweep: the results file written from its journalled chunks (`finish`), with each point's choice
-of settings marked, and `merge`, which joins the part files of a shared sweep (``otod merge``)."""
+"""Finishing a sweep: the results file written from its journalled chunks (`finish`; which setting each point
+chooses is the analysis's, `otod.core.pipeline`, not written here), and `merge`, which joins the part files of a shared sweep (``otod merge``)."""
 
 from __future__ import annotations
 
@@ -16,33 +16,21 @@ from otod.core.precision import MATMUL_PRECISION
 from otod.core.resources import release_free_memory
 
 
-def chooses_settings(config: SweepConfig) -> bool:
-    """Whether some point of the sweep has more than one setting to choose from: a tuned method's lr grid, or
-    several β (a traced ``beta`` axis)."""
-    return len(dict(config.axes).get("beta", ())) > 1 or any(len(config.rates_for(m)) > 1 for m in config.methods)
+#: The selection marks sweeps wrote into their records before the selection moved into the one analysis
+#: (`otod.core.pipeline`): records journalled or read back from such files lose them, since their choice was
+#: made among other records than this sweep's.
+SELECTION_MARKS = ("selected", "lr_on_edge", "beta_on_edge", "lr_selected")
 
 
-def marks_per_chunk(config: SweepConfig) -> bool:
-    """Whether every chunk holds all the settings of its points, so that it can be marked as it is journalled:
-    a point's rates are lanes of one chunk, but several β are several traced points, which chunks may split
-    (those sweeps are marked once every chunk is in, by `finish`)."""
-    return len(dict(config.axes).get("beta", ())) <= 1
-
-
-def mark_selection(config: SweepConfig, records: list[dict], point: tuple[str, ...] | None = None) -> None:
-    """Write ``selected``, ``lr_on_edge`` and ``beta_on_edge`` into every record of whole points (a chunk's, or
-    the sweep's), in place, by `otod.core.analysis.mark_selection`, and drop the ``lr_selected`` of journals
-    written before (the same marks under their old name, lr only). ``point``: the fields naming a point (default:
-    the config's axes; ``beta`` among them is a setting, not a point)."""
-    from otod.core.analysis import frame_of
-    from otod.core.analysis import mark_selection as marked
-
-    point = tuple(config.static_axes) + tuple(config.traced_axes) if point is None else point
-    fields = point + ("method", "seed", "lr_multiplier", "learning_rate", "status", "iterations")
-    marks = marked(frame_of(records, fields), point)[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()
-    for r, (chosen, lr_edge, beta_edge) in zip(records, marks.tolist()):
-        r.pop("lr_selected", None)
-        r.update(selected=chosen, lr_on_edge=lr_edge, beta_on_edge=beta_edge)
+def drop_selection_marks(records: list[dict]) -> bool:
+    """Remove `SELECTION_MARKS` from every record, in place; whether any record had one."""
+    found = False
+    for r in records:
+        for name in SELECTION_MARKS:
+            if name in r:
+                del r[name]
+                found = True
+    return found
 
 
 def lane_work(chunks: list[dict]) -> dict:
@@ -68,8 +56,7 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     kind = config.kind
     records = [r for c in chunks for r in done[c.key]["records"]]
     sha256 = {c.key: done[c.key]["sha256"] for c in chunks}
-    if chooses_settings(config) and not all("selected" in r for r in records):  # β split over chunks, or old journals
-        mark_selection(config, records)
+    if drop_selection_marks(records):  # journals or reused files of an otod that marked its choices
         sha256 = {c.key: results_io.records_checksum(done[c.key]["records"]) for c in chunks}
     meta = {
         "kind": "sweep", "sweep": config.sweep, "digest": config.digest(), "config": config.to_dict(),
@@ -90,11 +77,15 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     }
     if extra_meta is not None:
         meta.update(extra_meta())
-    results_io.save(path, meta, records)
+    from otod.core.columns import table_of
+
+    table = table_of(records)  # the records' columns, built once: the file's and the analysis's (`Results.table`)
+    results_io.save(path, meta, records, table=table)
     for jpath in results_io.journals(path) if remove_journals else []:
         jpath.unlink(missing_ok=True)
     meta = results_io.jsonable(meta)
-    return results_io.Results(meta=meta, records=named_records(meta["axes"], records), path=path)
+    named = named_records(meta["axes"], records)
+    return results_io.Results(meta=meta, records=named, path=path, table=table if named is records else None)
 
 
 def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io.Results:

@@ -76,4 +76,4 @@ def power_law_fit(name: str, boot: Bootstrap, statistic: PowerLaw, axis: str,
 def power_law_fitter(axis: str, exponent: Callable[[str], float | None] | None = None,
                      exponent_on_grid: Callable[[str, np.ndarray], float | None] | None = None):
     """The ``fit`` of `otod.core.analysis.analyse` that reads a `PowerLawFit` off each series' bootstrap."""
-    return lambda name, boot, statistic: power_law_fit(name, boot, statistic, axis, exponent, exponent_on_grid)
+    return lambda name, boot, statistic, summary=None: power_law_fit(name, boot, statistic, axis, exponent, exponent_on_grid)

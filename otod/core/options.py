@@ -158,3 +158,22 @@ def check_lr_grid(given, config) -> None:
         raise OtodError(f"--lr-grid: only --lr tuned tries multipliers, and --lr {config.lr} tunes none of "
                         f"{','.join(config.methods)}; drop --lr-grid or use --lr tuned, e.g. --lr tuned "
                         "--lr-grid 0.5..2:5:log")
+
+
+def whole_values(text, option: str, what: str) -> tuple[float, ...]:
+    """A range of whole quantities (B, d): log ranges (``1..1024:11:log``) are rounded, as documented; any other
+    form must give whole numbers (``--batch 1.5`` is refused, not silently rounded to 2)."""
+    from otod.core.ranges import parse_range
+
+    values = parse_range(str(text), option, what=what)
+    if not str(text).strip().endswith(":log"):
+        odd = [v for v in values if math.isfinite(v) and v != round(v)]
+        if odd:
+            raise OtodError(f"{option} {text}: {what} are whole numbers ({odd[0]:g} is not); give integers or a log "
+                            f"range (rounded), e.g. {option} 1,2,4 or {option} 1..1024:11:log")
+    return round_integers(values)
+
+
+def round_integers(values) -> tuple[float, ...]:
+    """Log-spaced ranges of whole quantities (B, d) rounded to whole numbers, duplicates dropped."""
+    return tuple(sorted({float(round(v)) if math.isfinite(v) else v for v in values}))

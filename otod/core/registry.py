@@ -39,8 +39,9 @@ class SweepKind:
     axes: every axis it may vary (the first is the main one, the x of fits and figures); methods: its method
     table; problems: problem kind → spec class (to rebuild a config from a results file); options: the class of
     the method options; validate(config): the obstacle's own checks; max_iters(config): the automatic cap;
-    x64(config): the automatic precision; theory; report(results, full, tol) → text; figure(results, base,
-    quantity) → files; migrate(payload) → payload, for results files of format 1; record_fields(config, point=) → the
+    x64(config): the automatic precision; theory; analyse(results, tol) → the sweep's one analysis
+    (`otod.core.pipeline`), which report(results, full=, tol=, analysis=) → text and figure(results, base,
+    quantity=, pdf=, analysis=) → files read; migrate(payload) → payload, for results files of format 1; record_fields(config, point=) → the
     fields every record of the sweep carries besides its axes (a schedule's name), so a reader of the bare JSON
     sees them by name; annotate(config, static_point, rows) adds fields of its own to each lane's record (the
     toy: which minimum a lane that did not converge sits in); lr_scale(config, method, point) → the factor by which a
@@ -57,6 +58,7 @@ class SweepKind:
     x64: Callable[[Any], bool]
     validate: Callable[[Any], None] = lambda config: None
     theory: Theory | None = None
+    analyse: Callable[..., Any] | None = None
     report: Callable[..., str] | None = None
     figure: Callable[..., list] | None = None
     migrate: Callable[[dict], dict] | None = None
@@ -96,15 +98,18 @@ def _resolve(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), report: str | None = None,
-                    figure: str | None = None, commands: str | None = None,
+def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), analyse: str | None = None,
+                    report: str | None = None, figure: str | None = None, commands: str | None = None,
                     figure_makers: str | None = None) -> Obstacle:
     """Register an obstacle whose parts are named ``"module:attribute"`` and imported on first use, so that
-    registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``report`` and ``figure``,
-    the functions the kinds report and draw with; ``commands``, a function returning ``{group: [click
+    registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``analyse``, ``report``
+    and ``figure``, the functions the kinds analyse, report and draw with (`otod.core.pipeline`); ``commands``, a function returning ``{group: [click
     commands]}``; ``figure_makers``, a mapping of figure makers."""
     import dataclasses
     import functools
+
+    def analyse_fn(results, tol=None):
+        return _resolve(analyse)(results, tol=tol)
 
     def report_fn(results, **kwargs) -> str:
         return _resolve(report)(results, **kwargs)
@@ -112,7 +117,8 @@ def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), rep
     def figure_fn(results, base, **kwargs) -> list:
         return _resolve(figure)(results, base, **kwargs)
 
-    attached = {**({"report": report_fn} if report else {}), **({"figure": figure_fn} if figure else {})}
+    attached = {**({"analyse": analyse_fn} if analyse else {}), **({"report": report_fn} if report else {}),
+                **({"figure": figure_fn} if figure else {})}
 
     @functools.lru_cache(maxsize=1)
     def sweeps() -> tuple:

@@ -39,7 +39,7 @@ import numpy as np
 from otod.core import results as results_io
 from otod.core.config import NOT_IN_DIGEST, SweepConfig, default_path, lane_rates
 from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone, ShareWritten
-from otod.core.finish import chooses_settings, finish, mark_selection, marks_per_chunk
+from otod.core.finish import finish
 from otod.core.plan import (Chunk, check_estimate, chunk_seconds_predicted, compacted_programs, eta_seconds,
                              expected_seconds, next_chunk, plan, predicted_costs, share_of, spans_devices)
 from otod.core.precision import exact_float32
@@ -108,8 +108,6 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
     if config.kind.annotate:
         config.kind.annotate(config, static_point, rows)
-    if chooses_settings(config) and marks_per_chunk(config):
-        mark_selection(config, rows)
     return rows
 
 

@@ -13,6 +13,7 @@ from otod.core.registry import register_lazily
 
 OBSTACLE = register_lazily(
     "depth", "iterations vs depth of deep linear networks (nonlinearity)",
-    kinds=("otod.depth.kind:DEPTH_KIND", "otod.depth.kind:TOY_KIND"), report="otod.depth.report:text_report",
+    kinds=("otod.depth.kind:DEPTH_KIND", "otod.depth.kind:TOY_KIND"), analyse="otod.depth.records:depth_analysis",
+    report="otod.depth.report:text_report",
     figure="otod.depth.report:figure", commands="otod.depth.commands:commands",
     figure_makers="otod.depth.figures:MAKERS")

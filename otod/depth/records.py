@@ -35,7 +35,7 @@ def analysis_of(frame: pd.DataFrame, *, axis: str, point=None, by=(), tol: float
     from otod.core.laws import LAWS, law_fit
 
     return analyse(frame.assign(series=series_labels(frame)), point=point or (axis,), axis=axis, by=by,
-                   series="series", statistic=lambda xs: LAWS, fit=lambda name, boot, stat: law_fit(name, boot, axis),
+                   series="series", statistic=lambda xs: LAWS, fit=lambda name, boot, stat, summary=None: law_fit(name, boot, axis),
                    heading=width_heading, tol=tol, config=config, n_boot=n_boot)
 
 

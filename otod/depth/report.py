@@ -108,13 +108,7 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
                      progress=None, yes: bool = False, pdf: bool = False) -> Report:
-    from otod.core.sweep import run_sweep
+    """Run (resume, or read back) a depth or toy sweep through the one pipeline (`otod.core.pipeline.sweep`)."""
+    from otod.core.pipeline import sweep
 
-    results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes)
-    analysis = depth_analysis(results)  # once, for the table, the laws and the figure
-    files = [results.path]
-    if plot:
-        files += figure(results, results.path.with_suffix(""), pdf=pdf, analysis=analysis)
-    text = text_report(results, full=full, analysis=analysis) + "\n\n" + "\n".join(
-        [f"results: {files[0]}"] + [f"figure:  {f}" for f in files[1:]])
-    return Report(results, text, files, analysis)
+    return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf)

@@ -8,5 +8,6 @@ from otod.core.registry import register_lazily
 
 OBSTACLE = register_lazily(
     "nets", "curvature, gradient noise and steps to target vs batch, width and depth of small real nets",
-    kinds=("otod.nets.kind:NET",), report="otod.nets.report:text_report", figure="otod.nets.figures:sweep_figure",
+    kinds=("otod.nets.kind:NET",), analyse="otod.nets.report:net_analysis",
+    report="otod.nets.report:text_report", figure="otod.nets.figures:sweep_figure",
     commands="otod.nets.commands:commands", figure_makers="otod.nets.figures:ALL_MAKERS")

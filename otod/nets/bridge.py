@@ -32,7 +32,7 @@ noise scale B_noise = tr(HΣ)/GᵀHG. Here the NQM (`otod.noise.theory.Quadratic
 S(B) is then the exact path's count (`otod.noise.search.exact_search`, the NQM's moment recursions with the lr
 tuned as ``otod sweep noise --mode exact`` tunes it: the default lattice grid refined by compass search, and β too
 for heavy-ball), each batch's setting chosen by the sweeps' one rule (`otod.core.analysis.chosen`), fitted by the
-noise obstacle's fitter (`otod.noise.theory.mccandlish_fit`, S = S_min(1 + B_crit/B)). B_noise at the target is
+noise obstacle's fitter (`otod.noise.critical_batch.mccandlish_fit`, S = S_min(1 + B_crit/B)). B_noise at the target is
 the NQM's (`otod.noise.theory.noise_scales`) at the expected state where SGD at the smallest batch, with its
 tuned lr, first reaches the target. Every function returns plain dicts or arrays.
 """
@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 
+from otod.core import critical_batch
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
 
@@ -190,7 +191,7 @@ def noise_scale_at_target(q, target_gap: float, batch: float, lr: float) -> dict
 
 
 def predict(q, target_gap: float, batches=BATCHES, method: str = "sgd", cap: int = CAP) -> dict:
-    """The NQM's predicted S(B) (`tuned_steps`), its fit (S_min, B_crit) by `otod.noise.theory.mccandlish_fit`,
+    """The NQM's predicted S(B) (`tuned_steps`), its fit (S_min, B_crit) by `otod.noise.critical_batch.mccandlish_fit`,
     its noise scales at the start and at the target (`noise_scale_at_target`, along SGD at the smallest batch with
     SGD's tuned lr), and its start loss; a plain dict."""
     from otod.noise import theory
@@ -199,7 +200,7 @@ def predict(q, target_gap: float, batches=BATCHES, method: str = "sgd", cap: int
         raise OtodError(f"target gap {target_gap:.4g}: must lie in (0, the quadratic's start loss "
                         f"{theory.initial_loss(q):.4g})")
     tuned = tuned_steps(q, target_gap, batches, method, cap)
-    s_min, b_crit = theory.mccandlish_fit(tuned["batches"], tuned["steps"])
+    s_min, b_crit = critical_batch.mccandlish_fit(tuned["batches"], tuned["steps"])
     sgd = tuned if method == "sgd" else tuned_steps(q, target_gap, tuned["batches"][:1], "sgd", cap)
     simple0, noise0 = theory.noise_scales(q, q.s0)
     return {"method": method, "directions": int(len(q.h)), "start_loss": theory.initial_loss(q),

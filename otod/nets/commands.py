@@ -68,7 +68,6 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
-    from otod.core.sweep import run_sweep
     from otod.nets.options import net_config
 
     given = given_options()
@@ -87,27 +86,11 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
         from otod.nets.predict import sweep_predictions
 
         extra = lambda: {"nqm_prediction": sweep_predictions(config)}  # noqa: E731
-    results = run_sweep(config, out_dir=out, progress=terminal_progress(), yes=yes, extra_meta=extra)
-    from otod.nets.report import text_report
+    from otod.core.cli import echo_report
+    from otod.core.pipeline import sweep
 
-    analysis = None
-    if "batch" in dict(config.axes):
-        from otod.noise.analysis import analyse
-
-        analysis = analyse(results)
-    text = text_report(results, analysis=analysis)
-    if not no_plot and results.path is not None:
-        from otod.nets.figures import sweep_figure
-
-        text += "".join(f"\nfigure:  {f}" for f in sweep_figure(results, results.path.with_suffix(""), pdf=pdf,
-                                                                 analysis=analysis))
-    if as_json:
-        import json
-
-        click.echo(text, err=True)
-        click.echo(json.dumps(results.records))
-    else:
-        click.echo(text)
+    echo_report(sweep(config, out_dir=out, plot=not no_plot, progress=terminal_progress(), yes=yes, pdf=pdf,
+                      extra_meta=extra), as_json)
 
 
 def commands() -> dict[str, list]:

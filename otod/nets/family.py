@@ -142,7 +142,7 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
     ranks [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
     from otod.core.dynamics import Dynamics, Lane
     from otod.noise.dynamics import lane_start
-    from otod.noise.methods import schedule_factor
+    from otod.core.stochastic import schedule_factor
 
     build = members[0].build
     factor = schedule_factor(options.schedule, options.horizon)

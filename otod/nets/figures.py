@@ -11,7 +11,7 @@ import numpy as np
 
 from otod.core.sweep import run_sweep
 from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
-from otod.noise.analysis import analyse
+from otod.nets.report import batch_analysis
 
 
 def _plt():
@@ -29,7 +29,7 @@ def batch_panel(analysis, ax, dim: float) -> None:
     S(B) and B_crit for the same net over it."""
     from otod.noise.figures import _color, steps_vs_batch
 
-    from otod.noise.theory import describe_critical_batch
+    from otod.core.critical_batch import describe_critical_batch
 
     steps_vs_batch(analysis, ax, None, dim=dim)
     colors = {s.method: _color(s.method, i) for i, s in enumerate(analysis.at(dim))}
@@ -61,12 +61,13 @@ def _title(config: dict) -> str:
             f"{config['seeds']} seeds, lr tuned per point")
 
 
-def depth_panel(results, ax) -> None:
+def depth_panel(results, ax, analysis=None) -> None:
     """Iterations to target against depth, one line per method · init · architecture (residual dashed), medians
-    at each depth's chosen lr with IQR bars; censored medians as open triangles (lower bounds)."""
+    at each depth's chosen lr with IQR bars; censored medians as open triangles (lower bounds); ``analysis``: the
+    sweep's `otod.nets.report.depth_analysis`, where the caller has it."""
     from otod.nets.report import depth_analysis
 
-    analysis = depth_analysis(results)
+    analysis = depth_analysis(results) if analysis is None else analysis
     for i, s in enumerate(analysis.series):
         rows = s.summary
         x, med, low = (rows["value"].to_numpy(float), rows["median"].to_numpy(float),
@@ -89,11 +90,11 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
     config = results.meta["config"]
     if "batch" not in config["axes"]:
         fig, ax = plt.subplots(figsize=(7.5, 4.5))
-        depth_panel(results, ax)
+        depth_panel(results, ax, analysis)
         ax.set_title(_title(config), fontsize=9)
         _legend(ax)
         return save(fig, Path(base), pdf=pdf)
-    analysis = analyse(results) if analysis is None else analysis
+    analysis = batch_analysis(results) if analysis is None else analysis
     dims = analysis.dims
     fig, axes = panel_grid(len(dims), 5.5, 4.2, sharey=False) if len(dims) > 1 else plt.subplots(figsize=(7.5, 4.5))
     axes = np.atleast_1d(axes)
@@ -138,7 +139,7 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
 
     plt = _plt()
     results = _run(spec)
-    analysis = analyse(results)
+    analysis = batch_analysis(results)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for i, method in enumerate(dict.fromkeys(s.method for s in analysis.series)):
         rows = [(d, s) for d in analysis.dims for s in analysis.at(d) if s.method == method and s.critical]

@@ -7,7 +7,7 @@ B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`); ``
 picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
 figures: batch (S(B) and the critical batch), else width, else depth (iterations vs depth, plain vs residual).
 
-Methods are the noise obstacle's (sgd, heavy-ball, adam: `otod.noise.methods`), its dynamics and schedules, and
+Methods are the noise obstacle's (sgd, heavy-ball, adam: `otod.core.stochastic`), its dynamics and schedules, and
 its ``ignores`` rule (sgd and adam run at the first β only). The lr grid holds absolute steps (the family's
 reference step is 1; adam's is 1e-2): a net's sharpness moves during training, so no fixed stability limit
 bounds the grid; it spans 10⁻³ to 10 (4 per decade), lanes above the stable range diverge and are recorded so,
@@ -21,9 +21,8 @@ from otod.core.errors import OtodError
 from otod.core.registry import SweepKind
 from otod.nets import models
 from otod.nets.problem import NetSpec
-from otod.noise.kind import BETA, ignores
-from otod.noise.methods import METHODS as NOISE_METHODS
-from otod.noise.methods import NoiseOptions
+from otod.core.stochastic import BETA, NoiseOptions, ignores
+from otod.core.stochastic import METHODS as NOISE_METHODS
 
 BATCH = Axis("batch", "B", "batch size B", "--batch", traced=False, minimum=1, integer=True, what="batch sizes B",
              example="8..1024:8:log")
@@ -38,6 +37,8 @@ ARCHITECTURE = Axis("architecture", "arch", "architecture", "--architecture", tr
 
 #: The methods a net sweep offers: the noise obstacle's, less those that need a quadratic's curvature or average.
 METHODS = {name: NOISE_METHODS[name] for name in ("sgd", "heavy-ball", "adam")}
+#: The methods that read β (heavy-ball's momentum): the others run at the β axis's first value only.
+USES_BETA = ("heavy-ball",)
 
 #: The automatic cap: a net's count has no closed form to scale it by.
 AUTO_MAX_ITERS = 20_000

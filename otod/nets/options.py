@@ -11,9 +11,8 @@ from otod.core.config import SweepConfig
 from otod.nets import models
 from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, INIT, METHODS, WIDTH
 from otod.nets.problem import NetSpec
-from otod.noise.kind import BETA
-from otod.noise.methods import NoiseOptions
-from otod.noise.options import whole_values
+from otod.core.options import whole_values
+from otod.core.stochastic import BETA, NoiseOptions
 from otod.noise.search import DEFAULT_BETAS
 
 #: What a bare ``otod sweep net`` runs: digits, a one-hidden-layer MLP of width 32, SGD, B = 8…1024 (8 values).

@@ -1,6 +1,7 @@
 """What a net sweep prints.
 
-A batch sweep (the batch axis varies): the noise obstacle's table and critical-batch fit (`otod.noise.analysis`:
+A batch sweep (the batch axis varies): the noise obstacle's table and the core's critical-batch fit
+(`otod.core.critical_batch`:
 (lr, β) chosen per B by the median over seeds, S(B) = S_min(1 + B_crit/B) with a seed bootstrap that re-chooses
 the settings), one panel per net (parameter count P), then per net the measured ``B_crit`` beside the
 ``predicted`` one of the NQM built from the net's own spectrum and noise (`otod.nets.bridge`, recorded in the
@@ -29,7 +30,7 @@ def describe(problem: dict) -> str:
 
 def inside(b_crit: float, batches) -> bool:
     """Whether a fitted B_crit lies within the batches it was fitted on (beyond them it is an extrapolation, not a
-    measurement: `otod.noise.theory.describe_critical_batch` says so, and no rule or ratio uses it)."""
+    measurement: `otod.core.critical_batch.describe_critical_batch` says so, and no rule or ratio uses it)."""
     b = np.asarray(batches, float)
     return bool(b.size and math.isfinite(b_crit) and b.min() <= b_crit <= b.max())
 
@@ -88,7 +89,7 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
             ratio = (f"; measured/predicted B_crit {s.critical.b_crit / pred['b_crit']:.3g}" if both else
                      "; no B_crit ratio (a B_crit beyond its batches)") + \
                 f", S_min {s.critical.s_min / pred['s_min']:.3g}"
-        from otod.noise.theory import describe_critical_batch
+        from otod.core.critical_batch import describe_critical_batch
 
         grid = grid or [pred["b_crit"]]
         lines.append(f"  {pred.get('method', 'sgd')}: measured {got}; predicted (NQM from the net's spectrum and "
@@ -122,7 +123,9 @@ def bill_lines(results, analysis, dim: float) -> list[str]:
 
 
 def batch_report(results, analysis) -> str:
-    from otod.noise.report import critical_line, edge_warning, table
+    from otod.core.batch_report import critical_line, table
+    from otod.nets.kind import USES_BETA
+    from otod.noise.report import edge_warning
 
     meta = results.meta
     lines = []
@@ -130,7 +133,7 @@ def batch_report(results, analysis) -> str:
         series = analysis.at(dim)
         rec = analysis.records[analysis.records["dim"] == dim]
         width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) else ""
-        lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B")
+        lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B", USES_BETA)
         no_ci = next((s.critical.no_ci for s in series if s.critical is not None and s.critical.no_ci), None)
         lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "
                   f"re-choosing lr and β in each of {analysis.n_boot} resamples") + "):"]
@@ -150,10 +153,11 @@ def batch_report(results, analysis) -> str:
     return "\n".join(lines)
 
 
-def depth_report(results) -> str:
+def depth_report(results, analysis=None) -> str:
+    """Steps against depth per series, and the two laws fitted (``analysis``: the sweep's `depth_analysis`)."""
     from otod.core.laws import law_table
 
-    analysis = depth_analysis(results)
+    analysis = depth_analysis(results) if analysis is None else analysis
     lines = []
     for group in analysis.groups:
         if group.heading:
@@ -184,24 +188,37 @@ def depth_analysis(results):
     point = tuple(a for a in axes if a != "beta")
     return analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
                    by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
-                   fit=lambda name, boot, stat: law_fit(name, boot, "depth"), n_boot=1000)
+                   fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000)
+
+
+def batch_analysis(results, tol: float | None = None):
+    """A batch sweep's analysis: the core's critical batch per net (`otod.core.critical_batch.analyse_batches`:
+    one group per parameter count P, the axis's d)."""
+    from otod.core.analysis import frame_of
+    from otod.core.critical_batch import analyse_batches
+
+    del tol  # one target per net sweep
+    return analyse_batches(frame_of(results), results.meta, axis="batch", point=("dim", "batch"))
+
+
+def net_analysis(results, tol: float | None = None):
+    """The net sweep's one analysis (`otod.core.pipeline`): the critical batch over a batch axis
+    (`batch_analysis`), else the depth laws (`depth_analysis`)."""
+    if "batch" in results.meta["config"]["axes"]:
+        return batch_analysis(results, tol)
+    return depth_analysis(results)
 
 
 def text_report(results, *, full: bool = False, tol: float | None = None, analysis=None) -> str:
-    """The report of a net sweep (``otod fit``, ``otod sweep net``); ``analysis``: the noise analysis the command
-    already made, for a batch sweep."""
-    del full, tol
+    """The report of a net sweep (``otod fit``, ``otod sweep net``) from its one analysis (`net_analysis`, made
+    here unless given)."""
+    del full
     meta = results.meta
     config = meta["config"]
     axes = tuple(config["axes"])
     head = [sweep_header(results), f"net: {describe(config['problem'])}; target training loss "
                                    f"{config['target']['tol']:g}; {config['seeds']} seeds; cap "
                                    f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
-    if "batch" in axes:
-        from otod.noise.analysis import analyse
-
-        body = batch_report(results, analysis if analysis is not None else analyse(results))
-    else:
-        body = depth_report(results)
-    tail = [f"\nresults: {results.path}"] if results.path is not None else []
-    return "\n".join(head) + "\n" + body + "".join(tail)
+    analysis = net_analysis(results, tol) if analysis is None else analysis
+    body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
+    return "\n".join(head) + "\n" + body

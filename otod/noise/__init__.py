@@ -11,6 +11,6 @@ from otod.core.registry import register_lazily
 
 OBSTACLE = register_lazily(
     "noise", "steps to target vs batch size under gradient noise",
-    kinds=("otod.noise.kind:NOISE", "otod.noise.kind:PARAMS"),
+    kinds=("otod.noise.kind:NOISE", "otod.noise.kind:PARAMS"), analyse="otod.noise.analysis:analyse",
     report="otod.noise.report:text_report", figure="otod.noise.figures:sweep_figure",
     commands="otod.noise.commands:commands", figure_makers="otod.noise.figures:MAKERS")

@@ -99,23 +99,11 @@ def sweep_noise(batch, method, mode, problem, dim, target, beta, schedule, noise
                                 beta=beta, schedule=schedule, noise_spectrum=noise_spectrum, noise=noise,
                                 examples=examples, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                                 lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, yes=yes)
-    from otod.noise.analysis import analyse
+    from otod.core.cli import echo_report
+    from otod.core.pipeline import sweep
 
-    results = run(config, mode, out, yes)
-    analysis = analyse(results)  # once: the report and the figure read it
-    text = _report(results, analysis)
-    if not no_plot and results.path is not None:
-        from otod.noise.figures import sweep_figure
-
-        text += "".join(f"\nfigure:  {f}" for f in sweep_figure(results, results.path.with_suffix(""), pdf=pdf,
-                                                                 analysis=analysis))
-    _echo(text, results.records, as_json)
-
-
-def _report(results, analysis) -> str:
-    from otod.noise.report import text_report
-
-    return text_report(results, analysis=analysis)
+    echo_report(sweep(config, out_dir=out, plot=not no_plot, yes=yes, pdf=pdf,
+                      run=lambda config, out, progress, yes, extra: run(config, mode, out, yes)), as_json)
 
 
 def _echo(text: str, records: list, as_json: bool) -> None:
@@ -194,18 +182,19 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
     if Path(out).suffix and len(configs) > 1:
         raise OtodError(f"--out {out}: names one results file but --batch-rule {batch_rule} gives {len(configs)} "
                         "sweeps (one file each); give a folder, e.g. --out runs/, or one rule")
-    from otod.noise.analysis import analyse
+    from otod.core.pipeline import present
 
-    runs = [(label, run(config, mode, out, yes)) for label, config in configs]
-    labelled = [(label, results, analyse(results)) for label, results in runs]  # once each
-    text = "\n\n".join(f"batch rule {label}\n{_report(results, analysis)}" for label, results, analysis in labelled)
-    if not no_plot:
+    shown = [(label, present(run(config, mode, out, yes))) for label, config in configs]  # one analysis each
+    text = "\n\n".join(f"batch rule {label}\n{r.text}\n\nresults: {r.results.path}" for label, r in shown)
+    if not no_plot:  # the rules side by side: one figure of every rule's analysis
         from otod.noise.figures import params_figure
 
-        analyses = [(label, analysis) for label, _, analysis in labelled]
+        analyses = [(label, r.analysis) for label, r in shown]
         written = params_figure(analyses, params_figure_base(out, analyses, mode), mode, pdf=pdf)
         text += "".join(f"\nfigure:  {f}" for f in written)
-    _echo(text, [r for _, results, _ in labelled for r in results.records], as_json)
+    from otod.core.pipeline import marked_records
+
+    _echo(text, [rec for _, r in shown for rec in marked_records(r)], as_json)
 
 
 def _exact_reason(options: dict) -> str | None:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import optax
 
 from otod.core.dynamics import Dynamics, Lane
-from otod.noise.methods import ema_decay, schedule_factor
+from otod.core.stochastic import ema_decay, schedule_factor
 from otod.noise.step import Order, Step
 
 

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from otod.core import critical_batch
 from otod.core.options import finite_float, positive_int, seed_value
 from otod.core.errors import OtodError
 from otod.noise import theory
@@ -167,10 +168,10 @@ def noise_scale_report(dim, pairs, decays, lr, batch, steps, seeds, seed) -> str
     batches = 2.0 ** np.arange(0, 15)
     grid = 2.0 ** (np.arange(-40, 2) / 2)
     steps_at = theory.method_hitting_steps("sgd", q, grid, batches, target, FIT_CAP)
-    s_min, b_crit = theory.mccandlish_fit(batches, best_steps(batches, grid, steps_at))
+    s_min, b_crit = critical_batch.mccandlish_fit(batches, best_steps(batches, grid, steps_at))
     if not math.isnan(b_crit):
         simple, noise = theory.noise_scales(q, s_end)
         lines.append(f"measured critical batch of SGD to loss {target:.3g} (exact path, lr tuned): B_crit "
-                     f"{theory.describe_critical_batch(b_crit, batches)} (S_min {s_min:.4g}); exact B_simple there "
+                     f"{critical_batch.describe_critical_batch(b_crit, batches)} (S_min {s_min:.4g}); exact B_simple there "
                      f"{simple:.4g}, B_noise {noise:.4g} (after {steps} updates)")
     return "\n".join(lines)

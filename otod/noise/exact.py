@@ -14,13 +14,13 @@ from otod.core.errors import OtodError
 from otod.core.config import SweepConfig, existing_default
 from otod.noise import search, theory
 from otod.noise.kind import record_fields
-from otod.noise.methods import power_of, theory_name
+from otod.core.stochastic import power_of, theory_name
 
 USES_BETA = ("heavy-ball", "ema")
 
 
 def reference_lr(q: theory.Quadratic, method: str) -> float:
-    """The methods' reference step on a quadratic, as `otod.noise.methods` defines it: 1/max h^{1−p}."""
+    """The methods' reference step on a quadratic, as `otod.core.stochastic` defines it: 1/max h^{1−p}."""
     return float(1.0 / np.max(q.h ** (1.0 - power_of(method))))
 
 
@@ -50,16 +50,14 @@ def search_axes(config: SweepConfig, name: str) -> tuple[search.Axis, search.Axi
 
 
 def exact_records(config: SweepConfig) -> list[dict]:
-    """One record per (static point, batch, method, lr, β) the search tried (`otod.noise.search.exact_search`),
-    with each point's choice marked by the core's one rule (`otod.core.finish.mark_selection`) and where it lies
-    among the values searched (`place_choices`)."""
-    from otod.core.finish import mark_selection
-
+    """One record per (static point, batch, method, lr, β) the search tried (`otod.noise.search.exact_search`).
+    Which of them each point chooses, and where that choice lies among the values searched, is the one
+    analysis's (`otod.noise.report.exact_choices`, `chosen_places`): the search answers every setting it tried."""
     if config.options.schedule != "constant":
         raise OtodError("--mode exact: constant steps only; use --mode simulate for schedules")
     cap, tol = config.resolved_max_iters, config.target.tol
     axes = dict(config.axes)
-    records, given = [], {}
+    records = []
     for spec in config.specs():
         if not hasattr(spec, "quadratic"):
             raise OtodError(f"--mode exact: the {spec.kind} problem has no exact recursion; use --mode simulate")
@@ -70,7 +68,6 @@ def exact_records(config: SweepConfig) -> list[dict]:
                 raise OtodError("--method adam: no exact recursion for adam; use --mode simulate")
             reference = reference_lr(q, name) if config.relative_lr else 1.0
             lr_axis, beta_axis = search_axes(config, name)
-            given[name] = (not lr_axis.lattice, None if beta_axis is None else not beta_axis.lattice)
             trials = search.exact_search(theory_name(name), q, batches, tol, cap, reference, power_of(name),
                                          lr_axis, beta_axis)
             for trial in sorted(trials, key=lambda t: (t.batch, t.beta, t.multiplier)):
@@ -85,24 +82,7 @@ def exact_records(config: SweepConfig) -> list[dict]:
                 if "batch_ratio" in axes:
                     row["batch_ratio"] = float(axes["batch_ratio"][0])
                 records.append(row)
-    point = ("dim", "batch", "beta") + (("batch_ratio",) if "batch_ratio" in axes else ())
-    mark_selection(config, records, point)
-    place_choices(records, given)
     return records
-
-
-def place_choices(records: list[dict], given: dict) -> None:
-    """Write ``lr_place`` and ``beta_place`` (`otod.noise.search.lr_place`, `beta_place`: interior, limit, list end
-    or grid end) into every record, in place: where the chosen setting of its point lies among the values
-    searched, None off the chosen setting (and β's for a method without β). ``given``: per method, whether its lr
-    axis and its β axis (None: no β) were lists tried as given rather than the lattice the search refines."""
-    for r in records:
-        lr_given, beta_given = given[r["method"]]
-        chosen = bool(r.get("selected"))
-        r["lr_place"] = search.lr_place(r["method"], r["lr_multiplier"], r["beta"], bool(r["lr_on_edge"]),
-                                        lr_given) if chosen else None
-        r["beta_place"] = search.beta_place(r["beta"], bool(r["beta_on_edge"]), beta_given) \
-            if chosen and beta_given is not None else None
 
 
 def exact_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
@@ -136,5 +116,8 @@ def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> results_i
             "environment": results_io.environment(), "precision": "float64 (NumPy, exact recursions)",
             "search": search.VERSION,
             "wall_time_s": time.perf_counter() - started, "compile_count": 0, "complete": True}
-    results_io.save(path, meta, records)
-    return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path)
+    from otod.core.columns import table_of
+
+    table = table_of(records)  # built once: the file's columns and the analysis's
+    results_io.save(path, meta, records, table=table)
+    return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path, table=table)

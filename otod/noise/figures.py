@@ -10,12 +10,12 @@ against the exact value; (h) steps vs B under constant, cosine and one-cycle sch
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from pathlib import Path
 
 import numpy as np
 
+from otod.core import critical_batch
 from otod.noise import theory
 from otod.noise.analysis import NoiseAnalysis, analyse
 
@@ -33,25 +33,12 @@ def _plt():
 
 
 def exact_twin(analysis: NoiseAnalysis) -> NoiseAnalysis | None:
-    """The exact path's choice and medians for the same sweep (nqm/isotropic under a constant schedule; the
-    analysis itself on the exact path), else None: the exact curve a simulated figure draws."""
-    from otod.core.results import Results
-    from otod.core.config import SweepConfig
-    from otod.noise.exact import exact_records
-
-    meta = analysis.meta
+    """The exact curve a figure draws: the analysis itself on the exact path, else the exact path's choice on the
+    same sweep that the analysis carries as its theory (`otod.noise.analysis.ExactTwin`: computed at most once per
+    command, never re-run by a figure), or None where no recursion applies."""
     if analysis.mode == "exact":
         return analysis
-    if meta["config"]["problem"]["kind"] not in ("nqm", "isotropic") or meta["config"]["options"]["schedule"] != \
-            "constant":
-        return None
-    config = SweepConfig.from_dict(meta["config"])
-    methods = tuple(m for m in config.methods if m != "adam")
-    if not methods:
-        return None
-    config = dataclasses.replace(config, methods=methods, seeds=1, max_iters=10 ** 8)
-    return analyse(Results(meta={**meta, "mode": "exact", "config": config.to_dict()}, records=exact_records(config)),
-                   fit=False)
+    return analysis.theory.value if analysis.theory is not None else None
 
 
 def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None) -> None:
@@ -92,7 +79,7 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
         fit = s.critical
         if fit is not None and math.isfinite(fit.b_crit):
             grid = np.geomspace(xs.min(), xs.max(), 100)
-            said = theory.describe_critical_batch(fit.b_crit, xs[s.fitted])
+            said = critical_batch.describe_critical_batch(fit.b_crit, xs[s.fitted])
             ax.plot(grid, fit.curve(grid), ":", color=color, lw=1,
                     label=f"{m} fit: B_crit {said if said[0] in '<>' else '= ' + format(fit.b_crit, '.3g')}")
     q = _quadratic(config, dim)

@@ -8,7 +8,6 @@ puts d first, so fits and figures use it as x; its batch rule is either a fixed 
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -16,18 +15,13 @@ from otod.core.axes import Axis
 from otod.core.errors import OtodError
 from otod.core.registry import SweepKind
 from otod.noise import theory
-from otod.noise.methods import METHODS, NoiseOptions
+from otod.core.stochastic import BETA, METHODS, NoiseOptions, ignores
 from otod.noise.problems import PROBLEMS, IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
 
 BATCH = Axis("batch", "B", "batch size B", "--batch", traced=True, minimum=1, integer=True, what="batch sizes B",
              example="1..1024:11:log")
 BATCH_RATIO = Axis("batch_ratio", "B/d", "batch size per dimension B/d", "--batch-rule", traced=True, minimum=0,
                    what="batch ratios", example="proportional:0.1")
-#: β ∈ [0, 1), the stable range of heavy-ball's momentum and of an EMA's decay (`otod.noise.search`): at β = 1 the
-#: momentum or average never forgets its start.
-BETA = Axis("beta", "β", "momentum β (heavy-ball) or EMA decay γ (ema)", "--beta", traced=True, minimum=0.0,
-            maximum=1.0, open_maximum=True, what="β values", example="0,0.5,0.9",
-            why_maximum=": at β = 1 the momentum or average never forgets its start")
 DIM = Axis("dim", "d", "dimension d", "--dim", traced=False, minimum=1, integer=True, what="dimensions d",
            example="1000")
 PARAMS_DIM = Axis("dim", "d", "dimension d (parameters)", "--dim", traced=False, minimum=1, integer=True,
@@ -114,19 +108,9 @@ def lr_scale(config, method: str, point: dict) -> float:
     return stability_limit("precond" if method.startswith("precond") else method, float(point.get("beta", 0.0)))
 
 
-def ignores(method: str) -> tuple[str, ...]:
-    """SGD, precond:p and adam do not read β: they run at the β axis's first value only."""
-    return () if method in ("heavy-ball", "ema") else ("beta",)
-
-
 NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,
                   max_iters=max_iters, x64=_x64, validate=validate, record_fields=record_fields, lr_scale=lr_scale,
                   ignores=ignores)
 PARAMS = SweepKind(name="params", axes=(PARAMS_DIM, BATCH, BATCH_RATIO, BETA), methods=METHODS, problems=PROBLEMS,
                    options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate,
                    record_fields=record_fields, lr_scale=lr_scale, ignores=ignores)
-
-
-def round_integers(values) -> tuple[float, ...]:
-    """Log-spaced ranges of whole quantities (B, d) rounded to whole numbers, duplicates dropped."""
-    return tuple(sorted({float(round(v)) if math.isfinite(v) else v for v in values}))

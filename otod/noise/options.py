@@ -11,9 +11,10 @@ from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
 from otod.core.stopping import Target
 from otod.core.config import SweepConfig
-from otod.noise.kind import BATCH, BATCH_RATIO, BETA, DIM, PARAMS_DIM, round_integers
+from otod.core.options import whole_values
+from otod.noise.kind import BATCH, BATCH_RATIO, BETA, DIM, PARAMS_DIM
 from otod.noise import search
-from otod.noise.methods import METHODS, NoiseOptions
+from otod.core.stochastic import METHODS, NoiseOptions
 from otod.noise.problems import IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
 
 #: The default lr grid: 57 fractions of each method's stability limit (2 × the reference step for sgd, precond:p
@@ -46,18 +47,6 @@ JUMP_OPS = {1: 6, 3: 26}
 REFINE_LANES = {2: 80, 1: 8, 0: 0}
 #: The simulator's lanes per block (`otod.core.engine.BLOCK_LANES`; not imported: it imports JAX).
 BLOCK_LANES = 128
-
-
-def whole_values(text, option: str, what: str) -> tuple[float, ...]:
-    """A range of whole quantities (B, d): log ranges (``1..1024:11:log``) are rounded, as documented; any other
-    form must give whole numbers (``--batch 1.5`` is refused, not silently rounded to 2)."""
-    values = parse_range(str(text), option, what=what)
-    if not str(text).strip().endswith(":log"):
-        odd = [v for v in values if math.isfinite(v) and v != round(v)]
-        if odd:
-            raise OtodError(f"{option} {text}: {what} are whole numbers ({odd[0]:g} is not); give integers or a log "
-                            f"range (rounded), e.g. {option} 1,2,4 or {option} 1..1024:11:log")
-    return round_integers(values)
 
 
 def parse_batches(text) -> tuple[float, ...]:

@@ -6,19 +6,14 @@ lr's slope over it, the exact noise scales, and the ideal estimator's line."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
+from otod.core.batch_report import critical_line, table
 from otod.noise import search, theory
-from otod.noise.analysis import NoiseAnalysis, Series, analyse
+from otod.core.critical_batch import Series
+from otod.noise.analysis import NoiseAnalysis, analyse
 from otod.noise.options import USES_BETA
-
-
-def _steps(value: float, bound: bool) -> str:
-    if not math.isfinite(value):
-        return "—"
-    return f"≥{value:.0f}" if bound else f"{value:.6g}"
 
 
 def quadratic_of(config: dict, dim: float | None = None):
@@ -69,42 +64,6 @@ def exact_noise_scales(config: dict, series: list[Series], dim: float | None = N
                      "gradient noise does not), from its start to its target value above; the fitted B_crit "
                      "summarises the steps of whole runs, so one expects it between the two (McCandlish et al. 2018 "
                      "compare B_crit with B_noise averaged over training)")
-    return lines
-
-
-def beta_text(beta: float) -> str:
-    """β for the table: 4 digits up to 0.999, beyond it 1 − (1 − β) with 2 (0.99995 is 1−5e-5, not a rounded 1)."""
-    if 1.0 - beta >= 1e-3:
-        return f"{beta:.4g}"
-    mantissa, _, exponent = f"{1.0 - beta:.2g}".partition("e")
-    return f"1−{mantissa}" + (f"e{int(exponent)}" if exponent else "")
-
-
-#: The table's mark of a chosen value by where it lies (`otod.noise.search.PLACES`): none inside the values tried,
-#: | on a true limit, * on the end of a list or grid tried as given (a better value may lie beyond).
-MARKS = {search.INTERIOR: " ", search.LIMIT: "|", search.LIST_END: "*", search.GRID_END: "*"}
-
-
-def table(series: list[Series], symbol: str, places: dict | None = None) -> list[str]:
-    """Steps (median over seeds), the chosen lr and β per axis value and method, each marked by where it lies
-    (`MARKS`; ``places``: (d, method, x) → (lr place, β place), `places_of`; without them any edge is *)."""
-    xs = sorted({x for s in series for x in s.x})
-    lines = [f"{symbol:>7} " + "".join(f"{s.method:>32}" for s in series),
-             " " * 8 + "".join(f"{'steps':>12}{'lr':>10}{'β':>10}" for _ in series)]
-    for x in xs:
-        row = f"{x:>7g} "
-        for s in series:
-            at = np.flatnonzero(s.x == x)
-            if not at.size:
-                row += f"{'—':>12}{'—':>10}{'—':>10}"
-                continue
-            r = s.summary.iloc[at[0]]
-            lr_at, beta_at = (places or {}).get((s.dim, s.method, float(x)), (
-                search.LIST_END if r["lr_on_edge"] else search.INTERIOR,
-                search.LIST_END if r["beta_on_edge"] else search.INTERIOR))
-            beta = beta_text(r["beta"]) + MARKS[beta_at] if s.method in USES_BETA else "— "
-            row += f"{_steps(r['median'], r['lower_bound']):>12}{r['learning_rate']:>9.3g}{MARKS[lr_at]}{beta:>10}"
-        lines.append(row.rstrip())
     return lines
 
 
@@ -164,16 +123,29 @@ def given_lists(config: dict) -> tuple[bool, bool]:
 
 
 def chosen_places(analysis: NoiseAnalysis) -> list[dict]:
-    """Per series point: d, method, the axis value, the chosen lr multiplier (the core summary's rate) and β, and
-    where each lies (`otod.noise.search.lr_place`, `beta_place`), from the analysis's edge flags and which lists
+    """Per series point: d, method, the axis value, the chosen lr multiplier (the core summary's rate) and β, the
+    median steps there and the chosen absolute step, and where each lies (`otod.noise.search.lr_place`, `beta_place`), from the analysis's edge flags and which lists
     its config gave (`given_lists`)."""
     lr_given, beta_given = given_lists(analysis.config)
     return [{"dim": s.dim, "method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
+             "iterations": steps, "learning_rate": lr,
              "lr_place": search.lr_place(s.method, rate, beta, bool(lr_on), lr_given),
              "beta_place": search.beta_place(beta, bool(beta_on), beta_given) if s.method in USES_BETA else None}
             for s in analysis.series
-            for x, (rate, beta, lr_on, beta_on) in zip(
-                s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge"]].itertuples(index=False))]
+            for x, (rate, beta, lr_on, beta_on, steps, lr) in zip(
+                s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge", "median", "learning_rate"]].itertuples(
+                    index=False))]
+
+
+def exact_choices(config) -> list[dict]:
+    """Each point's choice on the exact path as the report prints it (`otod.noise.report.chosen_places`: the chosen
+    lr multiplier and β, the steps there, the step, and where lr and β lie): the one analysis of `otod.noise.exact.exact_records`,
+    with no file written (a notebook's view, and the tests')."""
+    from otod.core.results import Results
+    from otod.noise.exact import exact_records
+
+    meta = {"sweep": config.sweep, "mode": "exact", "config": config.to_dict()}
+    return chosen_places(analyse(Results(meta=meta, records=exact_records(config)), fit=False))
 
 
 def edge_warning(analysis: NoiseAnalysis) -> list[str]:
@@ -185,20 +157,6 @@ def places_of(chosen: list[dict], axis: str) -> dict:
     """(d, method, axis value) → (lr place, β place) of every chosen setting (`chosen_places`): what `table`
     marks."""
     return {(r["dim"], r["method"], r[axis]): (r["lr_place"], r["beta_place"] or search.INTERIOR) for r in chosen}
-
-
-def critical_line(s: Series) -> str:
-    """One method's critical batch with its CIs and misfit, and its perfect-scaling region with the lr slope."""
-    fit = s.critical
-    ci = "deterministic" if fit.deterministic else fit.no_ci or (f"S_min [{fit.s_min_ci[0]:.4g}, "
-                                                                 f"{fit.s_min_ci[1]:.4g}], B_crit "
-                                                                 f"[{fit.b_crit_ci[0]:.4g}, {fit.b_crit_ci[1]:.4g}]")
-    misfit = "—" if not math.isfinite(fit.residual) else f"{fit.residual:.2g}"
-    left = f"{fit.censored} censored" + (f", {fit.diverged} diverged" if fit.diverged else "")
-    region = ("no perfect-scaling region" if s.perfect_scaling is None else
-              f"perfect scaling up to B = {s.perfect_scaling:g}  lr slope {s.lr_slope:.3g} ({s.lr_points} points)")
-    return (f"  {s.method:<14} S_min {fit.s_min:.4g}  B_crit {theory.describe_critical_batch(fit.b_crit, s.x[s.fitted])} "
-            f"({ci}; rms relative misfit {misfit}; {fit.points} points, {left} left out)  {region}")
 
 
 def batch_lines(analysis: NoiseAnalysis, series: list[Series], dim: float) -> list[str]:
@@ -219,7 +177,7 @@ def batch_lines(analysis: NoiseAnalysis, series: list[Series], dim: float) -> li
     return lines + ([""] + scales if scales else [])
 
 
-def render(analysis: NoiseAnalysis, path=None) -> str:
+def render(analysis: NoiseAnalysis) -> str:
     """The report's text, from the analysis alone."""
     meta, config = analysis.meta, analysis.config
     batch = analysis.axis == "batch"
@@ -242,15 +200,13 @@ def render(analysis: NoiseAnalysis, path=None) -> str:
     lines = [head]
     for dim in dims:  # one table (and its fits) per d of a batch sweep over several
         series = analysis.at(dim)
-        lines += [""] + ([f"d = {dim:g}"] if len(dims) > 1 else []) + table(series, symbol, places)
+        lines += [""] + ([f"d = {dim:g}"] if len(dims) > 1 else []) + table(series, symbol, USES_BETA, places)
         lines += notes if len(dims) == 1 else []
         lines += batch_lines(analysis, series, dim) if batch else []
     lines += notes if len(dims) > 1 else []
     if not batch:
         lines += ["", "exponent of steps vs d (log-log least squares over the points whose median is not censored):"]
         lines += [f"  {s.method:<14} {s.exponent:.3g} ({s.exponent_points} points)" for s in analysis.series]
-    if path is not None:
-        lines += ["", f"results: {path}"]
     return "\n".join(lines)
 
 
@@ -260,4 +216,4 @@ def text_report(results, *, full: bool = False, tol: float | None = None,
     command already made (else it is made here, once). ``full`` and ``tol`` change nothing: every B is shown and
     a noise sweep records one target."""
     del full, tol
-    return render(analysis if analysis is not None else analyse(results), results.path)
+    return render(analysis if analysis is not None else analyse(results))

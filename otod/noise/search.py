@@ -65,6 +65,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+#: Where a chosen lr or β lies among the values searched (module docstring): the analysis says it of every choice
+#: (`lr_place`, `beta_place`; `otod.noise.report.chosen_places`), in the core's words.
+from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
+
 #: The lattice's unit, the same in z and in w = ln(1 − β): a factor 10^(1/64) ≈ 2^(1/19) in the lr below half the
 #: limit (in the distance to it above) and in 1 − β. One unit for both makes the diagonal (+1, +1) keep
 #: z − w, and so heavy-ball's effective step η/(1 − β), fixed: the valley the counts lie along at small batch.
@@ -140,10 +144,6 @@ def near_limit(method: str, multiplier: float, beta: float) -> bool:
 #: The exact search's version, in its results' metadata: a file another version wrote is computed again, not read
 #: back (2: β bracketed towards 1 beyond 0.999, issue 34).
 VERSION = 2
-#: Where a chosen lr or β lies among the values searched (module docstring): every chosen record carries one
-#: (``lr_place``, ``beta_place``) and the report says which.
-INTERIOR, LIMIT, LIST_END, GRID_END = "interior", "limit", "list end", "grid end"
-PLACES = (INTERIOR, LIMIT, LIST_END, GRID_END)
 #: β's floor, 1 − β = 10⁻¹⁴ (`BETA_INDEX_RANGE`): float64's resolution of β near 1 (module docstring).
 BETA_FLOOR = math.exp(BETA_INDEX_RANGE[0] * BETA_UNIT)
 

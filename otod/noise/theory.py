@@ -32,7 +32,6 @@ noise) are at least d/(2·target·B) (the NQM notebook's lower line).
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -420,53 +419,5 @@ def two_batch_estimates(g_small_sq, g_big_sq, b_small: float, b_big: float) -> t
     return g2, trace
 
 
-# -- the McCandlish curve and the perfect-scaling region ---------------------------------------------------------
-
-
-def mccandlish_fit(batches, steps) -> tuple[float, float]:
-    """(S_min, B_crit) of S(B) = S_min (1 + B_crit/B) (McCandlish et al. 2018, eq. 2.11), with S_min ≥ 0 and
-    B_crit ≥ 0: S is linear in 1/B, S = S_min + c/B with c = S_min·B_crit, so the fit is a non-negative least
-    squares in (S_min, c), each point weighted by 1/S (its relative misfit counts). Exact, with no start to
-    choose; an unconstrained fit printed S_min −3.2 and B_crit nan beside a finite CI.
-
-    S_min = 0 (steps ∝ 1/B over the whole grid: perfect scaling everywhere) gives B_crit = inf, beyond the
-    grid; c = 0 (no gain from batch anywhere) gives B_crit = 0. `describe_critical_batch` words both."""
-    from scipy.optimize import nnls
-
-    b, s = np.asarray(batches, float), np.asarray(steps, float)
-    ok = np.isfinite(s) & (s > 0) & np.isfinite(b) & (b > 0)
-    b, s = b[ok], s[ok]
-    if len(b) < 2:
-        return math.nan, math.nan
-    A = np.stack([np.ones_like(b), 1.0 / b], -1) / s[:, None]
-    (s_min, c), _ = nnls(A, np.ones_like(s))
-    if s_min <= 0:
-        return 0.0, math.inf
-    return float(s_min), float(c / s_min)
-
-
-def describe_critical_batch(b_crit: float, batches) -> str:
-    """B_crit in words against the batches measured: the number where the grid brackets it, else which side of
-    the grid it lies on (a fitted value beyond the data is not a measurement)."""
-    b = np.asarray(batches, float)
-    if not np.isfinite(b_crit) and not math.isinf(b_crit):
-        return "—"
-    if b_crit > b.max():
-        return f"> {b.max():g} (beyond the largest B)"
-    if b_crit < b.min():
-        return f"< {b.min():g} (below the smallest B)"
-    return f"{b_crit:.4g}"
-
-
-def perfect_scaling_limit(batches, steps, slack: float = 1.1) -> float | None:
-    """The largest B of a pair of consecutive grid points (B < B') over which the steps fall at least as fast as
-    1/B within ``slack``: S(B')/S(B) ≤ slack·B/B'. For a grid that doubles this is S(2B)/S(B) ≤ 0.55; it holds
-    for any spacing (a ×4 grid asks ≤ 0.275). None: no such pair."""
-    b, s = np.asarray(batches, float), np.asarray(steps, float)
-    best = None
-    for i in range(len(b) - 1):
-        if b[i + 1] > b[i] > 0 and s[i] > 0 and s[i + 1] > 0 and s[i + 1] / s[i] <= slack * b[i] / b[i + 1]:
-            best = float(b[i])
-    return best
 
 

@@ -61,4 +61,7 @@ def test_adam_is_tuned_by_default_while_the_other_methods_keep_their_own_step(tm
     gd = [r for r in results.records if r["method"] == "gd"]
     assert len(gd) == 2 * 2 and {r["lr_multiplier"] for r in gd} == {1.0}
     assert len(adam) == 2 * 2 * 13 and 1.0 in {r["lr_multiplier"] for r in adam}
-    assert sum(r["selected"] for r in adam) == 2 * 2
+    from otod.condition.records import condition_analysis
+
+    chosen = condition_analysis(results).chosen
+    assert (chosen["method"] == "adam").sum() == 2 * 2

@@ -305,7 +305,7 @@ def test_one_analysis_groups_static_points_and_fits_each():
     rows = [{**r, "dim": d, "iterations": r["iterations"] * (1 if d == 4 else 2)}
             for d in (8, 4) for r in steady_and_spread(0)]
     analysis = analyse(frame_of(rows), point=("kappa", "dim"), axis="kappa", by=("dim",),
-                       fit=lambda name, boot, stat: boot.estimate[0], n_boot=50)
+                       fit=lambda name, boot, stat, summary: boot.estimate[0], n_boot=50)
     assert [g.heading for g in analysis.groups] == ["dim = 4", "dim = 8"]
     for group in analysis.groups:
         assert len(group.chosen) == 3 * 8 and set(group.chosen["dim"]) == {group.key[0]}

@@ -221,5 +221,7 @@ def test_tuned_learning_rate_on_the_pytree_family(tmp_path):
     config = SweepConfig(sweep="test-two-layer", axes=(("scale", (0.5, 1.0)),), problem=TwoLayerSpec(),
                          methods=("gd",), target=Target(1e-6), seeds=3, lr="tuned", lr_grid=(0.25, 1.0, 2.0))
     results = run_sweep(config, out_dir=tmp_path)
-    chosen = [r for r in results.records if r["selected"]]
+    from otod.core.analysis import frame_of, select
+
+    chosen = select(frame_of(results), ("scale",)).to_dict("records")
     assert len(chosen) == 2 * 3 and len({(r["scale"], r["lr_multiplier"]) for r in chosen}) == 2

@@ -23,15 +23,13 @@ ALLOWED = {
     ("otod.nets", "otod.noise.search"): "the NQM's exact search and its β lattice",
     ("otod.nets", "otod.noise.estimators"): "the NQM's two-batch estimator run (otod noise-scale without --model)",
     ("otod.nets", "otod.cost.flops"): "the FLOP counter (a net's bill)",
-    # Pending issue 34 item 1 (one pipeline after the engine): the critical-batch analysis, report and figure, and
-    # the stochastic methods with their β axis, move into the core; until then the nets read them from noise.
-    ("otod.nets", "otod.noise.analysis"): "pending: the critical-batch fit moves into the core's analysis",
-    ("otod.nets", "otod.noise.report"): "pending: the critical-batch table moves into the core's report",
+    ("otod.nets", "otod.noise.report"): "the NQM's words for an lr or β on the edge of those tried (stability limit)",
+    # Pending (issue 34 item 2): the S(B) panel, and the stochastic lane's start with the minibatch step it
+    # needs (`otod.noise.step`), move into the core; until then the nets read them from noise. The critical-batch
+    # analysis and table (`otod.core.critical_batch`, `batch_report`), the stochastic methods and their β axis
+    # (`otod.core.stochastic`) and whole-number ranges (`otod.core.options`) have moved.
     ("otod.nets", "otod.noise.figures"): "pending: the S(B) panel moves into the core's figure",
-    ("otod.nets", "otod.noise.methods"): "pending: the stochastic methods move into the core",
     ("otod.nets", "otod.noise.dynamics"): "pending: the stochastic lane's start moves into the core",
-    ("otod.nets", "otod.noise.kind"): "pending: the β axis and its ignore rule move into the core",
-    ("otod.nets", "otod.noise.options"): "pending: whole-number ranges move into the core's options",
 }
 
 

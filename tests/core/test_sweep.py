@@ -403,24 +403,24 @@ def test_pruning_keeps_the_choice_and_the_counts_at_the_chosen_rate(tuned_pair):
     reference = select(frame_of(full), ("kappa",)).sort_values(key)
     columns = ["lr_multiplier", "iterations", "status"]
     assert chosen[columns].to_numpy().tolist() == reference[columns].to_numpy().tolist()
-    assert chosen["selected"].all()  # the sweep marked the records the analysis chooses
 
 
-def test_a_tuned_sweep_marks_the_selection_in_every_record(tuned_pair):
-    """``selected``, ``lr_on_edge`` and ``beta_on_edge`` on every record, under those names (``lr_selected``,
-    their old name, is gone); one selected record per seed and point; edge flags only on selected records."""
-    from otod.core.analysis import frame_of, mark_selection
+def test_a_tuned_sweep_writes_no_selection_its_analysis_makes_it_once(tuned_pair):
+    """The sweep writes no ``selected``, ``lr_on_edge`` or ``beta_on_edge`` (nor ``lr_selected``, their old name):
+    the choice is the one analysis's (`otod.core.pipeline`), which ``--json`` prints as marks
+    (`marked_records`): one selected record per seed and point, edge flags only on selected records, the same
+    records `otod.core.analysis.select` picks."""
+    from otod.core.analysis import frame_of, select
+    from otod.core.pipeline import marked_records, present
 
     pruned, _ = tuned_pair
-    assert all({"selected", "lr_on_edge", "beta_on_edge"} <= r.keys() and "lr_selected" not in r
-               for r in pruned.records)
-    frame = frame_of(pruned)
-    assert frame["selected"].sum() == 6 * 2 * 5
-    assert not frame.loc[~frame["selected"], ["lr_on_edge", "beta_on_edge"]].to_numpy().any()
-    again = mark_selection(frame.drop(columns=["selected", "lr_on_edge", "beta_on_edge"]), ("kappa",))
-    assert (again[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()
-            == frame[["selected", "lr_on_edge", "beta_on_edge"]].to_numpy()).all()
-    assert results_io.load(pruned.path).records == pruned.records  # the checksums cover the marks
+    assert not any({"selected", "lr_on_edge", "beta_on_edge", "lr_selected"} & r.keys() for r in pruned.records)
+    marked = marked_records(present(pruned, text=False))
+    assert sum(r["selected"] for r in marked) == 6 * 2 * 5
+    assert not any(r["lr_on_edge"] or r["beta_on_edge"] for r in marked if not r["selected"])
+    picked = select(frame_of(pruned), ("kappa",))
+    assert sorted(picked.index) == [i for i, r in enumerate(marked) if r["selected"]]
+    assert results_io.load(pruned.path).records == pruned.records
 
 
 def test_pruning_saves_lane_iterations(tuned_pair):

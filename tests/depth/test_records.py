@@ -141,10 +141,9 @@ def test_otod_fit_on_a_file_written_before_the_one_pipeline_gives_the_new_analys
     assert out.output.count("no CI: 3 seeds give 10 distinct bootstrap resamples; a CI needs ≥ 5 seeds") == 2
 
 
-def test_a_sweep_whose_chunks_split_the_betas_marks_one_lr_and_beta_per_point(tmp_path):
-    """Every traced point (init, β) its own chunk: a point's β values lie in different chunks, so the sweep marks
-    the selection once every chunk is in. One (lr, β) per depth is ``selected``, the one the analysis chooses, and
-    the file's checksums cover the marks."""
+def test_a_sweep_whose_chunks_split_the_betas_chooses_one_lr_and_beta_per_point(tmp_path):
+    """Every traced point (init, β) its own chunk: a point's β values lie in different chunks. The analysis, made
+    once the file is in, chooses one (lr, β) per depth (every seed's record there); the file carries no marks."""
     from otod.core.plan import plan
     from otod.core.sweep import run_sweep
     from otod.depth.options import depth_config_from_options
@@ -153,9 +152,10 @@ def test_a_sweep_whose_chunks_split_the_betas_marks_one_lr_and_beta_per_point(tm
                                        lr="tuned", lr_grid="0.5,1", tol=1e-3, max_iters=300, chunk_seconds=1e-9)
     assert len(plan(config)) == 4
     results = run_sweep(config, out_dir=tmp_path)
-    marked = [i for i, r in enumerate(results.records) if r["selected"]]
-    assert sorted(depth_analysis(results).chosen.index) == marked and len(marked) == 2 * 2
-    assert len({(r["depth"], r["lr_multiplier"], r["beta"]) for r in results.records if r["selected"]}) == 2
+    assert not any("selected" in r for r in results.records)
+    chosen = depth_analysis(results).chosen
+    assert len(chosen) == 2 * 2
+    assert len({(r.depth, r.lr_multiplier, r.beta) for r in chosen.itertuples()}) == 2
     assert results_io.load(results.path).records == results.records
 
 

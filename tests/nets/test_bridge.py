@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from otod.core import critical_batch
 from otod.nets import bridge
 from otod.nets.family import seed_starts, start_of
 from otod.nets.problem import NetSpec
@@ -53,7 +54,7 @@ def closed_form_prediction(q, target_gap, batches):
         if t.steps >= 0 and (t.batch not in best or (t.steps, t.multiplier) < best[t.batch]):
             best[t.batch] = (t.steps, t.multiplier)
     steps = np.array([best[b][0] for b in batches], float)
-    return steps, theory.mccandlish_fit(batches, steps)
+    return steps, critical_batch.mccandlish_fit(batches, steps)
 
 
 @pytest.fixture(scope="module")

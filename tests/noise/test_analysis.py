@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from otod.core import critical_batch
 from otod.core import results as results_io
-from otod.noise import theory
-from otod.noise.analysis import analyse, critical_batch_fit
+from otod.core.critical_batch import critical_batch_fit
+from otod.noise.analysis import analyse
 from tests.noise import synthetic
 
 DATA = Path(__file__).parent / "data"
@@ -73,7 +74,7 @@ def brute_force(records: list[dict], n_boot: int, seed: int) -> tuple[np.ndarray
         chosen, medians = choice([seeds[c] for c in cols])
         moved += chosen != everyone
         medians = np.where(np.isnan(at_every_seed), np.nan, medians)
-        fits.append(theory.mccandlish_fit(np.asarray(BATCHES), np.asarray(medians)))
+        fits.append(critical_batch.mccandlish_fit(np.asarray(BATCHES), np.asarray(medians)))
     return np.asarray(fits), moved
 
 
@@ -103,7 +104,7 @@ def brute_force_estimate(records):
         m = float(np.median(values))
         meds.append(m if math.isfinite(m) else math.nan)
     assert len(seeds) == 5
-    return theory.mccandlish_fit(np.asarray(BATCHES), np.asarray(meds))
+    return critical_batch.mccandlish_fit(np.asarray(BATCHES), np.asarray(meds))
 
 
 def test_the_statistic_reports_the_fit_and_its_relative_misfit():
@@ -111,7 +112,7 @@ def test_the_statistic_reports_the_fit_and_its_relative_misfit():
     exact = 50 * (1 + 4 / b)
     out = critical_batch_fit(b, np.stack([exact, exact * np.array([1.1, 1.0, 1.0, 0.9]), np.full(4, np.nan)]))
     assert out[0, :2] == pytest.approx([50, 4]) and out[0, 2] < 1e-12
-    s_min, b_crit = theory.mccandlish_fit(b, exact * np.array([1.1, 1.0, 1.0, 0.9]))
+    s_min, b_crit = critical_batch.mccandlish_fit(b, exact * np.array([1.1, 1.0, 1.0, 0.9]))
     fitted = s_min * (1 + b_crit / b)
     misfit = np.sqrt(np.mean((fitted / (exact * np.array([1.1, 1.0, 1.0, 0.9])) - 1) ** 2))
     assert out[1] == pytest.approx([s_min, b_crit, misfit], rel=1e-12)
@@ -119,7 +120,7 @@ def test_the_statistic_reports_the_fit_and_its_relative_misfit():
 
 
 def test_one_analysis_per_command_fits_each_method_once_plus_once_per_resample(tmp_path, monkeypatch):
-    """``otod sweep noise`` (report and figure) on the old simulated file: theory.mccandlish_fit runs 1 + n_boot
+    """``otod sweep noise`` (report and figure) on the old simulated file: the core's mccandlish_fit runs 1 + n_boot
     times per method, not once per reader (it ran 4 × 501 times in one command before the port)."""
     from otod.cli import main
     from otod.noise import analysis
@@ -127,9 +128,11 @@ def test_one_analysis_per_command_fits_each_method_once_plus_once_per_resample(t
     path = tmp_path / "noise.npz"
     shutil.copy(DATA / "noise-simulate-945cbd5.npz", path)
     monkeypatch.setattr("otod.noise.commands.run", lambda config, mode, out, yes=False: results_io.load(path))
+    from otod.core import critical_batch
+
     calls = []
-    fit = theory.mccandlish_fit
-    monkeypatch.setattr(theory, "mccandlish_fit", lambda *a: calls.append(1) or fit(*a))
+    fit = critical_batch.mccandlish_fit
+    monkeypatch.setattr(critical_batch, "mccandlish_fit", lambda *a: calls.append(1) or fit(*a))
     import otod.noise.figures
 
     made = []
@@ -141,7 +144,7 @@ def test_one_analysis_per_command_fits_each_method_once_plus_once_per_resample(t
     assert result.exit_code == 0, result.output
     assert "figure:" in result.output and "critical batch" in result.output
     assert len(calls) == 2 * (1 + analysis.N_BOOT)
-    assert made == [{}, {"fit": False}]  # the command's analysis, and the figure's exact curve (no fits)
+    assert made == [{"tol": None}, {"fit": False}]  # the command's analysis, and the figure's exact curve (no fits)
 
 
 def test_a_batch_sweep_over_several_d_has_one_series_per_d_and_method():

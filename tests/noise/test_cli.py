@@ -93,14 +93,16 @@ def test_edge_lines_tell_the_stability_limit_from_a_grid_that_stopped_short():
 def test_simulated_records_carry_the_choice_and_each_beta_its_own_stable_range(tmp_path):
     """The simulator's default grid reaches each method's stability limit: SGD's largest multiplier is
     2(1 − 1.1·10⁻³) = 1.9978, heavy-ball's at β = 0.9 is 3.8(1 − 1.1·10⁻³) = 3.7958; SGD runs at β = 0 only. The
-    finished file marks exactly one (lr, β) per (B, method) as selected (every seed's record there), with
-    lr_on_edge and beta_on_edge on those records."""
+    analysis marks exactly one (lr, β) per (B, method) as selected (every seed's record there), with lr_on_edge
+    and beta_on_edge on those records, as ``--json`` prints them."""
     from otod.noise.options import noise_config
     from otod.noise.runner import run
 
     config, mode = noise_config(batch="1,16", method="sgd,heavy-ball", mode="simulate", dim=10, seeds=2,
                                 target="0.5")
-    records = results_io.load(run(config, mode, out=str(tmp_path)).path).records
+    from otod.core.pipeline import marked_records, present
+
+    records = marked_records(present(results_io.load(run(config, mode, out=str(tmp_path)).path), text=False))
     top = {(r["method"], r["beta"]): 0.0 for r in records}
     for r in records:
         top[(r["method"], r["beta"])] = max(top[(r["method"], r["beta"])], r["lr_multiplier"])

@@ -7,7 +7,7 @@ import numpy as np
 from otod.core.engine import iterations_to_target
 from otod.core.stopping import Status, Target
 from otod.noise import theory
-from otod.noise.methods import METHODS, NoiseOptions, power_of, theory_name
+from otod.core.stochastic import METHODS, NoiseOptions, power_of, theory_name
 from otod.noise.problems import NQMSpec
 
 

@@ -11,7 +11,7 @@ import pytest
 from otod.core.engine import iterations_to_target
 from otod.core.stopping import Status, Target
 from otod.noise.dynamics import noise_dynamics
-from otod.noise.methods import METHODS, NoiseOptions
+from otod.core.stochastic import METHODS, NoiseOptions
 from otod.noise.problems import (HeldRank, IsotropicSpec, RegressionSpec, Step, epoch_batch, epoch_order,
                                  epoch_position, ranked_batch)
 

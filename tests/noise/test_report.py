@@ -82,7 +82,7 @@ def test_otod_fit_on_a_file_written_before_the_port_gives_the_new_analysis(name)
     path = DATA / name
     result = CliRunner().invoke(main, ["fit", str(path)])
     assert result.exit_code == 0, result.output
-    assert result.output == f"{path}\n" + render(analyse(results_io.load(path)), path) + "\n"
+    assert result.output == f"{path}\n" + render(analyse(results_io.load(path))) + "\n"
     if name.startswith("params"):
         assert "  sgd            0.208 (3 points)" in result.output
         return

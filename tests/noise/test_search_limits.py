@@ -213,12 +213,13 @@ def optimum(ref: Reference, a, v, s, ib: int) -> tuple[float, float, float]:
 
 
 def chosen(method: str, dim: int, target: float) -> dict:
-    """The exact path's selected record per B for one method (the default search: lr and β on the lattice)."""
-    from otod.noise.exact import exact_records
+    """The exact path's choice per B for one method (the default search: lr and β on the lattice), as the report
+    prints it."""
+    from otod.noise.report import exact_choices
     from otod.noise.options import noise_config
 
     config, _ = noise_config(batch=",".join(f"{b:g}" for b in BATCHES), dim=dim, method=method, target=str(target))
-    return {r["batch"]: r for r in exact_records(config) if r["selected"]}
+    return {r["batch"]: r for r in exact_choices(config)}
 
 
 def compare(method: str, dim: int, target: float) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from otod.core import critical_batch
 from otod.noise import theory
 
 Q = theory.nqm(50)
@@ -101,7 +102,7 @@ def test_beyond_the_critical_batch_more_batch_buys_little(sgd):
     """At B ≥ 8·B_crit doubling B saves less than 5% of the steps; the ideal estimator's d/(2·target·B) bounds
     every count."""
     steps, _ = sgd
-    s_min, b_crit = theory.mccandlish_fit(BATCHES, steps)
+    s_min, b_crit = critical_batch.mccandlish_fit(BATCHES, steps)
     far = BATCHES >= 8 * b_crit
     assert far.sum() >= 2 and np.all(steps[1:][far[:-1]] / steps[:-1][far[:-1]] >= 0.95)
     assert np.all(steps >= theory.ideal_steps(1000, 0.01, BATCHES))
@@ -112,8 +113,8 @@ def test_preconditioning_extends_perfect_scaling(sgd):
     coarse = FINE[::2]
     fits, limits = [], []
     for p, steps in ((0.0, sgd[0]), (0.5, best("precond", coarse, 0.5)[0]), (1.0, best("precond", coarse, 1.0)[0])):
-        fits.append(theory.mccandlish_fit(BATCHES, steps)[1])
-        limits.append(theory.perfect_scaling_limit(BATCHES, steps))
+        fits.append(critical_batch.mccandlish_fit(BATCHES, steps)[1])
+        limits.append(critical_batch.perfect_scaling_limit(BATCHES, steps))
     assert fits[0] < fits[1] < fits[2], fits
     assert limits[0] < limits[1] < limits[2], limits
 
@@ -148,32 +149,6 @@ def test_isotropic_steps_grow_like_d_at_fixed_batch_and_stay_flat_with_batch_pro
             out.append(np.where(s < 0, np.inf, s).min())
     assert abs(np.polyfit(np.log(dims), np.log(fixed), 1)[0] - 1.0) <= 0.1
     assert abs(np.polyfit(np.log(dims), np.log(proportional), 1)[0]) <= 0.1
-
-
-def test_mccandlish_fit_recovers_its_own_curve_and_the_perfect_scaling_limit():
-    b = 2.0 ** np.arange(0, 12)
-    s = 300.0 * (1 + 64.0 / b)
-    s_min, b_crit = theory.mccandlish_fit(b, s)
-    assert s_min == pytest.approx(300.0, rel=1e-9) and b_crit == pytest.approx(64.0, rel=1e-9)
-    # S(2B)/S(B) = (B + B_c/2)/(B + B_c) ≤ 0.55 ⇔ B ≤ (0.55 − 0.5)·B_c/0.45 = 7.1: the last grid B is 4
-    assert theory.perfect_scaling_limit(b, s) == 4.0
-
-
-def test_mccandlish_fit_never_prints_a_negative_s_min_or_a_nan_b_crit():
-    """Data an unconstrained fit turned into S_min < 0 and B_crit nan: steps ∝ 1/B over a ×4 grid (perfect
-    scaling everywhere, B_crit beyond the grid), steps that fall faster than 1/B (noise), and flat steps."""
-    b = 4.0 ** np.arange(0, 8)
-    perfect = 1e5 / b
-    s_min, b_crit = theory.mccandlish_fit(b, perfect)
-    assert s_min == 0.0 and b_crit == np.inf
-    assert theory.describe_critical_batch(b_crit, b) == "> 16384 (beyond the largest B)"
-    faster = 1e5 / b ** 1.1  # curves the wrong way: the best non-negative fit is still S_min = 0
-    s_min, b_crit = theory.mccandlish_fit(b, faster)
-    assert s_min >= 0 and (b_crit == np.inf or b_crit >= 0)
-    s_min, b_crit = theory.mccandlish_fit(b, np.full(len(b), 70.0))
-    assert s_min == pytest.approx(70.0) and b_crit == pytest.approx(0.0, abs=1e-9)
-    assert theory.describe_critical_batch(b_crit, b) == "< 1 (below the smallest B)"
-    assert theory.describe_critical_batch(64.0, b) == "64"
 
 
 def test_noise_scales_at_the_start_of_the_nqm():

@@ -187,12 +187,12 @@ def reference_optimum(method: str, dim: int) -> dict:
 
 
 def default_steps(method: str, dim: int) -> dict:
-    """The default exact sweep's steps per B for one method: its selected records."""
-    from otod.noise.exact import exact_records
+    """The default exact sweep's steps per B for one method: its choices, as the report prints them."""
+    from otod.noise.report import exact_choices
     from otod.noise.options import noise_config
 
     config, _ = noise_config(batch=",".join(f"{b:g}" for b in BATCHES), dim=dim, method=method)
-    return {r["batch"]: float(r["iterations"]) for r in exact_records(config) if r["selected"]}
+    return {r["batch"]: float(r["iterations"]) for r in exact_choices(config)}
 
 
 def compare(method: str, dim: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""The methods of the gradient-noise obstacle, as optax transformations, and the learning-rate schedules.
+"""The stochastic methods every minibatch sweep shares (the gradient-noise obstacle's quadratics and the nets),
+as optax transformations, the learning-rate schedules, and the β axis they tune.
 
 SGD, heavy-ball, preconditioned SGD (update scaled by H^{−p}, p ∈ [0, 1]; p = 1 is KFAC-exact on the diagonal
 NQM) and the EMA of SGD's iterates are one transformation shape: −η·h^{−p}⊙m with m = g + β·m (the core's
@@ -17,6 +18,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from otod.core.axes import Axis
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
 from otod.core.methods import Method, momentum
@@ -156,3 +158,15 @@ def power_of(name: str) -> float:
 def theory_name(name: str) -> str:
     """The name `otod.noise.theory` uses for a method (precond:p → precond)."""
     return "precond" if name.startswith("precond") else name
+
+
+#: β ∈ [0, 1), the stable range of heavy-ball's momentum and of an EMA's decay: at β = 1 the momentum or average
+#: never forgets its start. A traced axis, tuned with the lr.
+BETA = Axis("beta", "β", "momentum β (heavy-ball) or EMA decay γ (ema)", "--beta", traced=True, minimum=0.0,
+            maximum=1.0, open_maximum=True, what="β values", example="0,0.5,0.9",
+            why_maximum=": at β = 1 the momentum or average never forgets its start")
+
+
+def ignores(method: str) -> tuple[str, ...]:
+    """SGD, precond:p and adam do not read β: they run at the β axis's first value only."""
+    return () if method in ("heavy-ball", "ema") else ("beta",)

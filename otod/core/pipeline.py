@@ -1,0 +1,70 @@
+"""The one path after the engine, for every sweep: run (or read back) → **one** analysis (the kind's
+``analyse``: an `otod.core.analysis.Analysis`, each series' ``fit`` holding the obstacle's reading: a power law,
+a depth law, the critical batch) → the text report and the figure, which read only that analysis → one `Report`.
+
+Every sweep command is parse → config → `sweep`; ``otod fit`` and ``otod plot`` are `present` on a file read
+back. So a command selects each point's setting once (in the analysis: `otod.core.analysis.analyse`), turns the
+records into columns once (the results' table, kept from the write: `otod.core.finish.finish`), and its figure
+never re-runs a search (what theory a figure draws beside the measurement is the analysis's ``theory``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from otod.core.registry import sweep_kind
+from otod.core.report import Report
+
+
+def analyse(results, tol: float | None = None) -> Any:
+    """The sweep's one analysis at ``tol`` (default: its own target), by its kind's ``analyse``."""
+    return sweep_kind(results.meta["sweep"]).analyse(results, tol)
+
+
+def present(results, *, tol: float | None = None, full: bool = False, text: bool = True,
+            figure_base: str | Path | None = None, pdf: bool = False, quantity: str = "iterations",
+            analysis: Any = None) -> Report:
+    """A results object's report from one analysis (made here unless given): the kind's text (``text``) and,
+    with ``figure_base``, its figure there (PNG, and PDF with ``pdf``; ``quantity`` iterations or flops)."""
+    kind = sweep_kind(results.meta["sweep"])
+    analysis = kind.analyse(results, tol) if analysis is None else analysis
+    body = kind.report(results, full=full, tol=tol, analysis=analysis) if text else ""
+    files = []
+    if figure_base is not None and kind.figure is not None:
+        files = kind.figure(results, Path(figure_base), quantity=quantity, pdf=pdf, analysis=analysis)
+    return Report(results, body, files, analysis)
+
+
+def marked_records(report: Report) -> list[dict]:
+    """The records as ``--json`` prints them: each with ``selected`` (at its point's chosen setting),
+    ``lr_on_edge`` and ``beta_on_edge``, read off the one analysis (its chosen records, by their row in the
+    results), so the marks are written once, from the analysis, and never by the sweep."""
+    records = report.results.records
+    chosen = getattr(report.analysis, "chosen", None)
+    if chosen is None:
+        return records
+    flags = {int(i): (bool(lr), bool(beta)) for i, lr, beta in
+             zip(chosen.index, chosen["lr_on_edge"].to_numpy(bool), chosen["beta_on_edge"].to_numpy(bool))}
+    return [{**r, "selected": i in flags, "lr_on_edge": flags.get(i, (False, False))[0],
+             "beta_on_edge": flags.get(i, (False, False))[1]} for i, r in enumerate(records)]
+
+
+def sweep(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
+          progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False,
+          extra_meta: Callable[[], dict] | None = None, run: Callable[..., Any] | None = None) -> Report:
+    """Run (resume, or read back) a sweep and present it: the text, then ``results:`` and ``figure:`` lines, the
+    files written (the results file first). ``run(config, out_dir, progress, yes, extra_meta)`` makes the results
+    (default: the core's `otod.core.sweep.run_sweep`; the noise obstacle's exact path is its own)."""
+    if run is None:
+        from otod.core.sweep import run_sweep
+
+        results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=extra_meta)
+    else:
+        results = run(config, out_dir, progress, yes, extra_meta)
+    base = results.path.with_suffix("") if plot and results.path is not None else None
+    shown = present(results, full=full, figure_base=base, pdf=pdf)
+    files = ([results.path] if results.path is not None else []) + list(shown.files)
+    lines = [f"results: {results.path}"] if results.path is not None else []
+    text = shown.text + ("\n\n" if lines else "") + "\n".join(lines + [f"figure:  {f}" for f in shown.files])
+    return Report(results, text, files, shown.analysis)

@@ -1,0 +1,57 @@
+"""The critical batch as statistics of any S(B) (`otod.core.critical_batch`) and its report text
+(`otod.core.batch_report`): McCandlish et al.'s curve recovered exactly, the perfect-scaling limit on a doubling
+grid, B_crit beyond or below the grid said in words, and the table's marks by where a choice lies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from otod.core import critical_batch
+from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
+from otod.core.batch_report import MARKS, beta_text, steps_text, table
+
+
+def test_mccandlish_fit_recovers_its_own_curve_and_the_perfect_scaling_limit():
+    b = 2.0 ** np.arange(0, 12)
+    s = 300.0 * (1 + 64.0 / b)
+    s_min, b_crit = critical_batch.mccandlish_fit(b, s)
+    assert s_min == pytest.approx(300.0, rel=1e-9) and b_crit == pytest.approx(64.0, rel=1e-9)
+    # S(2B)/S(B) = (B + B_c/2)/(B + B_c) ≤ 0.55 ⇔ B ≤ (0.55 − 0.5)·B_c/0.45 = 7.1: the last grid B is 4
+    assert critical_batch.perfect_scaling_limit(b, s) == 4.0
+
+
+def test_mccandlish_fit_never_prints_a_negative_s_min_or_a_nan_b_crit():
+    """Data an unconstrained fit turned into S_min < 0 and B_crit nan: steps ∝ 1/B over a ×4 grid (perfect
+    scaling everywhere, B_crit beyond the grid), steps that fall faster than 1/B (noise), and flat steps."""
+    b = 4.0 ** np.arange(0, 8)
+    perfect = 1e5 / b
+    s_min, b_crit = critical_batch.mccandlish_fit(b, perfect)
+    assert s_min == 0.0 and b_crit == np.inf
+    assert critical_batch.describe_critical_batch(b_crit, b) == "> 16384 (beyond the largest B)"
+    faster = 1e5 / b ** 1.1  # curves the wrong way: the best non-negative fit is still S_min = 0
+    s_min, b_crit = critical_batch.mccandlish_fit(b, faster)
+    assert s_min >= 0 and (b_crit == np.inf or b_crit >= 0)
+    s_min, b_crit = critical_batch.mccandlish_fit(b, np.full(len(b), 70.0))
+    assert s_min == pytest.approx(70.0) and b_crit == pytest.approx(0.0, abs=1e-9)
+    assert critical_batch.describe_critical_batch(b_crit, b) == "< 1 (below the smallest B)"
+    assert critical_batch.describe_critical_batch(64.0, b) == "64"
+
+
+def test_the_table_marks_each_choice_by_where_it_lies_and_shows_beta_only_where_read():
+    """One method with β and one without, two batches: an interior choice has no mark, a limit |, the end of a
+    list or grid *; sgd's β is —; a lower-bound median prints ≥N; β near 1 prints as 1−x."""
+    summary = pd.DataFrame({"value": [1.0, 2.0], "median": [120.0, 80.0], "lower_bound": [False, True],
+                            "learning_rate": [0.1, 0.2], "beta": [0.9, 1 - 5e-6], "lr_on_edge": [False, True],
+                            "beta_on_edge": [False, False]})
+    series = [critical_batch.Series(m, 10.0, None, summary) for m in ("heavy-ball", "sgd")]
+    places = {(10.0, "heavy-ball", 1.0): (INTERIOR, INTERIOR), (10.0, "heavy-ball", 2.0): (LIMIT, LIST_END),
+              (10.0, "sgd", 1.0): (GRID_END, INTERIOR), (10.0, "sgd", 2.0): (INTERIOR, INTERIOR)}
+    lines = table(series, "B", ("heavy-ball",), places)
+    assert lines[2].split() == ["1", "120", "0.1", "0.9", "120", "0.1*", "—"]
+    assert lines[3].split() == ["2", "≥80", "0.2|", "1−5e-6*", "≥80", "0.2", "—"]
+    assert (MARKS[INTERIOR], MARKS[LIMIT], MARKS[LIST_END], MARKS[GRID_END]) == (" ", "|", "*", "*")
+    assert beta_text(0.999) == "0.999" and beta_text(1 - 2e-6) == "1−2e-6" and steps_text(np.nan, False) == "—"
+    # without places, an edge flag is the end of a list
+    assert table(series[:1], "B", ("heavy-ball",))[3].split()[2] == "0.2*"

@@ -1,0 +1,116 @@
+"""The one pipeline after the engine (`otod.core.pipeline`): every sweep command selects each record's setting
+once and turns its records into columns once, and its figure runs no search of its own.
+
+The counting test runs each sweep command in-process (a small grid, with its figure) and counts, on the sweep's
+own records: the records that pass through a selection (`otod.core.analysis.cubes`, where every selection starts,
+by their row: a second analysis, or a selection outside it, would pass a row again), the column builds
+(`otod.core.columns.table_of`) and the frames made from them (`Results.to_pandas`). Each is looked up at call
+time, so the counts do not depend on which module imported what first. The exact NQM's curve that a
+simulated noise figure draws beside the measurement is the analysis's theory, counted apart; and no command calls
+`select` or `mark_selection`, the selection outside an analysis."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from click.testing import CliRunner
+
+import otod.core.analysis as analysis_module
+import otod.core.columns as columns_module
+import otod.core.results as results_module
+from otod.cli import main
+
+COMMANDS = {
+    "condition": (["sweep", "condition", "--k", "1..100:4:log", "--seeds", "2", "--lr", "tuned"], False),
+    "depth": (["sweep", "depth", "--depth", "1..3", "--seeds", "2"], False),
+    "toy": (["sweep", "toy", "--layers", "1..2", "--seeds", "2"], False),
+    "noise-exact": (["sweep", "noise", "--batch", "1..16:3:log", "--dim", "100", "--method", "sgd,heavy-ball"], False),
+    "noise-simulate": (["sweep", "noise", "--mode", "simulate", "--batch", "1..16:3:log", "--dim", "100", "--seeds",
+                        "2", "--method", "sgd,heavy-ball"], True),
+    "params": (["sweep", "params", "--dim", "10..100:3:log", "--batch-rule", "fixed:8", "--seeds", "2"], False),
+    "net-batch": (["sweep", "net", "--batch", "32,128", "--seeds", "2", "--no-predict"], False),
+    "net-depth": (["sweep", "net", "--depth", "2,3", "--batch", "64", "--seeds", "2"], False),
+}
+
+
+def counted(monkeypatch, simulated: bool) -> collections.Counter:
+    """Count the passes named in the module docstring; on a simulated sweep, frames and records of the exact path
+    (mode "exact") are the theory's, counted under ``theory``."""
+    counts = collections.Counter()
+    cubes, table_of = analysis_module.cubes, columns_module.table_of
+    to_pandas = results_module.Results.to_pandas
+
+    def theory_frame(frame) -> bool:
+        return simulated and "mode" in frame and len(frame) > 0 and bool((frame["mode"] == "exact").all())
+
+    def counting_cubes(frame, *args, **kwargs):
+        if theory_frame(frame):
+            counts["theory records selected"] += len(frame)
+        else:
+            counts.update(("row", int(i)) for i in frame.index)
+            counts["records selected"] += len(frame)
+        return cubes(frame, *args, **kwargs)
+
+    def counting_table_of(records):
+        theory = simulated and bool(records) and all(r.get("mode") == "exact" for r in records)
+        counts["theory column builds" if theory else "column builds"] += 1
+        return table_of(records)
+
+    def counting_to_pandas(self):
+        counts["theory frames" if simulated and self.meta.get("mode") == "exact" else "frames"] += 1
+        return to_pandas(self)
+
+    def refused(name):
+        def call(*args, **kwargs):
+            counts[name] += 1
+            raise AssertionError(f"{name} called outside the one analysis")
+        return call
+
+    monkeypatch.setattr(analysis_module, "cubes", counting_cubes)
+    monkeypatch.setattr(columns_module, "table_of", counting_table_of)
+    monkeypatch.setattr(results_module.Results, "to_pandas", counting_to_pandas)
+    monkeypatch.setattr(analysis_module, "select", refused("select"))
+    monkeypatch.setattr(analysis_module, "mark_selection", refused("mark_selection"))
+    return counts
+
+
+#: The commands the fast suite runs (the cheapest: about 10-25 s each on 2 cores); the others, 40-130 s each on a
+#: loaded 2-core machine, run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
+FAST = ("noise-exact", "toy")
+
+
+@pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(COMMANDS)])
+def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, monkeypatch):
+    args, simulated = COMMANDS[name]
+    counts = counted(monkeypatch, simulated)
+    result = CliRunner().invoke(main, args + ["--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "figure:" in result.output
+    assert_selected_once(counts)
+    assert counts["column builds"] == 1 and counts["frames"] == 1, counts
+    if simulated:  # the exact curve beside the measurement: the analysis's theory, made once
+        assert counts["theory records selected"] > 0 and counts["theory column builds"] == 1, counts
+    else:
+        assert counts["theory records selected"] == 0, counts
+
+
+def assert_selected_once(counts: collections.Counter) -> None:
+    """Some records were selected, none twice, and nothing selected outside an analysis."""
+    rows = {k: v for k, v in counts.items() if isinstance(k, tuple)}
+    assert rows and max(rows.values()) == 1, {k: v for k, v in rows.items() if v > 1} or "no record selected"
+    assert counts["select"] == counts["mark_selection"] == 0, counts
+
+
+def test_a_read_back_report_and_figure_share_one_analysis(tmp_path, monkeypatch):
+    """``otod fit`` and ``otod plot`` are the pipeline's `present` on a file read back: one analysis each, no
+    column build (the file's columns are read as they are)."""
+    args, _ = COMMANDS["condition"]
+    assert CliRunner().invoke(main, args + ["--no-plot", "--out", str(tmp_path / "c.parquet")]).exit_code == 0
+    for command in (["fit"], ["plot"]):
+        counts = counted(monkeypatch, False)
+        result = CliRunner().invoke(main, command + [str(tmp_path / "c.parquet")])
+        assert result.exit_code == 0, result.output
+        assert_selected_once(counts)
+        assert counts["column builds"] == 0 and counts["frames"] == 1, counts
+        monkeypatch.undo()
