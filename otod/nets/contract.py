@@ -122,7 +122,7 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else "(no message)"
 
 
-def load(reference: str, option: str = "--model") -> Model:
+def load(reference: str, option: str = "--model", finite: bool = True) -> Model:
     """Load and `check` the contract ``reference`` names: call its function (no arguments) and check what it
     returns."""
     function = load_function(reference, option)
@@ -136,7 +136,7 @@ def load(reference: str, option: str = "--model") -> Model:
     if not isinstance(returned, (tuple, list)) or len(returned) not in (3, 4):
         got = f"a {len(returned)}-tuple" if isinstance(returned, (tuple, list)) else f"a {type(returned).__name__}"
         raise OtodError(f"{where}: returned {got}; return (loss, params, data) or (loss, params, data, init)")
-    return check(*returned, where=where, name=str(reference))
+    return check(*returned, where=where, name=str(reference), finite=finite)
 
 
 def check(loss, params, data, init=None, where: str = "model", name: str = "model", finite: bool = True) -> Model:
@@ -151,7 +151,7 @@ def check(loss, params, data, init=None, where: str = "model", name: str = "mode
     _check_loss_shape(loss, params, data, where)
     if init is not None:
         _check_init(init, params, where)
-    model = Model(loss, params, data, init, name)
+    model = Model(loss, params, data, init, name, {"where": where})
     if finite:
         value = start_loss(model)
         if not math.isfinite(value):

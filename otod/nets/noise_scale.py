@@ -400,10 +400,14 @@ def describe(spec) -> str:
             f"on {spec.data} ({ds.examples} training examples, P = {spec.parameter_count}), {spec.loss} loss")
 
 
-def net_report(spec, records: list[dict], lr: float, seed: int) -> str:
+def net_report(spec, records: list[dict], lr: float, seed: int, what: str | None = None,
+               batch: int | None = None) -> str:
     """The command's text: per checkpoint the exact |G|², tr Σ, GᵀHG, tr(HΣ), B_simple, B_noise, then each pair's
-    two-batch estimates with their spread."""
-    lines = [f"noise-scale: {describe(spec)}; SGD at B = {spec.batch}, lr {lr:g}, seed {seed}; float64",
+    two-batch estimates with their spread. ``what`` and ``batch`` name a contract model's run where ``spec`` is
+    None."""
+    what = describe(spec) if what is None else what
+    batch = spec.batch if batch is None else batch
+    lines = [f"noise-scale: {what}; SGD at B = {batch}, lr {lr:g}, seed {seed}; float64",
              "Σ: the per-example gradient covariance over the training set (1/n); B_simple = tr Σ/|G|², "
              "B_noise = tr(HΣ)/GᵀHG (McCandlish et al. 2018)"]
     for step in dict.fromkeys(r["step"] for r in records):

@@ -17,8 +17,10 @@ from otod.core.errors import OtodError
 
 @click.command("noise-scale")
 @click.option("--model", default=None,
-              help="Measure a net instead of the NQM: mlp or cnn; the exact B_simple and B_noise over the whole "
-                   "training set at checkpoints of one SGD run, beside the two-batch estimates. E.g. --model mlp")
+              help="Measure a net instead of the NQM: mlp or cnn, or your own JAX model as FILE.py:NAME or "
+                   "package.module:NAME (a function of no arguments returning (loss, params, data[, init]), "
+                   "docs/models.md); the exact B_simple and B_noise over the whole training set at checkpoints of "
+                   "one SGD run, beside the two-batch estimates. E.g. --model mlp, --model my_model.py:problem")
 @click.option("--width", default="32", show_default=True, help="--model only: hidden units (mlp) or channels (cnn), "
                                                                "≥ 1. E.g. --width 64")
 @click.option("--depth", default="2", show_default=True, help="--model only: weight layers, ≥ 1 (1: a linear "
@@ -55,10 +57,15 @@ from otod.core.errors import OtodError
                    "of steps (default 0,100,1000: init, during, end). E.g. --steps 1000, --model mlp --steps 0,500")
 @click.option("--seeds", default=None, help="Independent runs (not with --model). Default 64. E.g. --seeds 32")
 @click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2^31 − 1. E.g. --seed 1")
+@click.option("--x64", is_flag=True, help="--model FILE.py:NAME only: train in float64 (the measurement is float64 "
+                                          "always). E.g. --x64")
+@click.option("--chunk", default=None,
+              help="--model FILE.py:NAME only: examples per chunk of the data over which the loss, gradient and "
+                   "Hessian-vector products accumulate (default: sized from the model). E.g. --chunk 256")
 @click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
 def noise_scale(model, width, depth, activation, architecture, init, data, examples, loss, draws, out, dim, pairs,
-                decay, lr, batch, steps, seeds, seed, yes):
+                decay, lr, batch, steps, seeds, seed, x64, chunk, yes):
     """Two-batch estimators of |G|² and tr Σ along an SGD run on the NQM, against the exact values; with --model,
     the exact B_simple and B_noise of a net over its whole training set, against the same estimators.
 
@@ -67,10 +74,21 @@ def noise_scale(model, width, depth, activation, architecture, init, data, examp
       otod noise-scale
       otod noise-scale --pairs 1:8,8:64 --decay 0,0.99 --steps 1000
       otod noise-scale --model mlp --width 32 --depth 2 --data digits --steps 0,100,1000
+      otod noise-scale --model tests/fixtures/models/plain_jax.py:mlp --steps 0,100
     """
+    from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, quiet_numerics
+    from otod.nets.contract import is_reference
 
     given = given_options()
+    if is_reference(model):
+        with quiet_numerics():
+            click.echo(_contract(given, model, draws=draws, out=out, pairs=pairs, lr=lr, batch=batch, steps=steps,
+                                 seed=seed, x64=x64, chunk=chunk, yes=yes))
+        return
+    for name in ("x64", "chunk"):
+        refuse_ignored(given, name, "only with --model FILE.py:NAME (a model of your own), e.g. --model "
+                                    "my_model.py:problem")
     with quiet_numerics():
         _run(given, model=model, width=width, depth=depth, activation=activation, architecture=architecture,
              init=init, data=data, examples=examples, loss=loss, draws=draws, out=out, dim=dim, pairs=pairs,
@@ -103,6 +121,30 @@ def _given(value, default):
     """An option's value as given, or its default where it was not given (None): an empty value stays empty, so
     that its parser refuses it instead of running the default."""
     return default if value is None else value
+
+
+def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x64, chunk, yes) -> str:
+    """``noise-scale --model FILE.py:NAME``: every option checked, the NQM's refused, then the model loaded and
+    checked, then measured (`otod.nets.contract_cli.run_noise`)."""
+    from otod.core.options import finite_float, positive_int, refuse_ignored, seed_value
+    from otod.nets import contract_cli
+    from otod.nets import noise_scale as net
+    from otod.noise.estimators import parse_scale_options
+
+    for name in NQM_ONLY:
+        refuse_ignored(given, name, "the NQM estimator run's option; not with --model (a net's two-batch "
+                                    "estimates are drawn at each checkpoint: see --draws)")
+    checkpoints = net.parse_checkpoints(_given(steps, net.NET_STEPS))
+    pair_list = parse_scale_options(dim=1, pairs=_given(pairs, net.NET_PAIRS), decay=0, lr=1, batch=1, steps=1,
+                                    seeds=1, seed=0)["pairs"]
+    rate = finite_float(_given(lr, net.NET_LR), "--lr", "0.1")
+    if not rate > 0:
+        raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
+    options = dict(checkpoints=checkpoints, lr=rate, batch=positive_int(batch, "--batch", "32"),
+                   seed=seed_value(seed), pairs=pair_list, x64=x64, chunk=contract_cli.chunk_option(chunk),
+                   draws=positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6), yes=yes)
+    model = contract_cli.load_model(reference, given)
+    return contract_cli.run_noise(model, out=out, pairs_given="pairs" in given, **options)
 
 
 #: Options of ``noise-scale`` that only a net reads, and those only the NQM's estimator run reads.
