@@ -129,6 +129,7 @@ def test_a_spec_net_measured_as_a_contract_instance_is_unchanged():
     _close(whole, pieces_, ("loss", "g2", "gHg", "trace_sigma", "trace_h_sigma", "b_simple", "b_noise"))
 
 
+@pytest.mark.slow  # 110 s on the shared 2-core machine: two processes, each compiling every kernel
 def test_command_and_python_function_give_the_same_numbers(tmp_path):
     """``otod curvature/noise-scale --model package.module:NAME`` write what ``otod.curvature/noise_scale``
     return (same arguments; another process)."""
@@ -185,6 +186,7 @@ def test_activations_are_estimated_per_example():
     assert 16 <= floats <= 200  # the hidden layer's 16 pre- and post-activations and a few scalars per example
 
 
+@pytest.mark.slow  # 90-145 s each on the shared 2-core machine
 @pytest.mark.parametrize("fixture", ["flax_mlp", "equinox_mlp"])
 def test_flax_and_equinox_models_run_through_both_commands_and_functions(fixture, tmp_path):
     pytest.importorskip({"flax_mlp": "flax", "equinox_mlp": "equinox"}[fixture])
