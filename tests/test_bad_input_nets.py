@@ -176,6 +176,11 @@ SCALE_CASES = [
     (SCALE + ["--yes", "--width", "1e9"], MEMORY),
     (SCALE + ["--x64", "--width", ""], "--x64: only with --model FILE.py:NAME"),
     (SCALE + ["--chunk", "8"], "--chunk: only with --model FILE.py:NAME"),
+    (SCALE + ["--trace-examples", "1"], "--trace-examples 1"),
+    (SCALE + ["--trace-examples", "5000"], "--trace-examples 5000: more than the 1,438 training examples"),
+    (["noise-scale", "--trace-examples", "8"], "--trace-examples: measures a net"),
+    (["noise-scale", "--model", f"{MODELS}:mlp", "--trace-examples", "97", "--out", "out"],
+     "--trace-examples 97: more than the 96"),
     (["noise-scale", "--model", f"{MODELS}:mlp", "--pairs", "8:200", "--out", "out"], "--pairs 8:200: B_big larger"),
     (["noise-scale", "--model", f"{MODELS}:mlp", "--dim", "10", "--out", "out"], "--dim"),
 ] + contract_cases(["noise-scale", "--out", "out"])

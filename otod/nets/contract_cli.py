@@ -125,7 +125,8 @@ def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_ste
     return "\n".join(lines)
 
 
-def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, out, yes, pairs_given) -> str:
+def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, out, yes, pairs_given,
+              trace_examples=None) -> str:
     """Measure (`otod.nets.api.measure_noise`), write the results file and return the printed text."""
     from otod.core.preflight import make_folder, refuse_time, results_out
     from otod.nets.api import measure_noise
@@ -144,11 +145,11 @@ def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, 
                             f"B_big ≤ {n}")
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)
-    refuse_time(noise_seconds(model, checkpoints, pairs, draws, batch, None), yes, f"noise-scale of {model.name}",
+    refuse_time(noise_seconds(model, checkpoints, pairs, draws, batch, trace_examples), yes, f"noise-scale of {model.name}",
                 "use fewer --steps checkpoints or fewer examples")
     start = time.perf_counter()
     result = measure_noise(model, checkpoints, lr=lr, batch=batch, seed=seed, pairs=pairs, draws=draws, x64=x64,
-                           chunk=chunk)
+                           chunk=chunk, trace_examples=trace_examples)
     wall = time.perf_counter() - start
     path = results_path(out, {"kind": "noise-scale-model", **result.config})
     saved = _save(path, "noise-scale-model", result.config, result.records, wall)

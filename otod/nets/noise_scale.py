@@ -378,12 +378,14 @@ def net_spec(*, model, width, depth, activation, architecture, init, data, examp
                    batch=positive_int(batch, "--batch", "32"))
 
 
-def plan_seconds(spec, checkpoints, pairs, draws: int) -> float:
+def plan_seconds(spec, checkpoints, pairs, draws: int, trace_examples: int | None = None) -> float:
     """The run's estimated seconds (`SECONDS_PER_TRACE_FLOP` and the rest): compile, train to the last checkpoint,
-    then per checkpoint the exact moments (n² × flops per example) and the pairs' draws."""
+    then per checkpoint the exact moments (m × n × flops per example, m = n or ``trace_examples``) and the pairs'
+    draws."""
     n, flops = spec.dataset().examples, spec.flops_per_example()
+    m = n if trace_examples is None else min(n, trace_examples)
     train = train_seconds(spec, max(checkpoints))
-    per_point = n * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
+    per_point = m * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
                                                              for _, big in pairs)
     return COMPILE_SECONDS + train + len(checkpoints) * per_point
 
@@ -445,7 +447,8 @@ def results_path(out: str, meta_config: dict):
     return Path(out) / f"noise-scale-net-{results_io.digest(meta_config)[:12]}.parquet"
 
 
-def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out: str) -> tuple[str, object]:
+def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out: str,
+                trace_examples: int | None = None) -> tuple[str, object]:
     """Measure along the run, write the results file (one record per checkpoint and pair) and return (text,
     path)."""
     import dataclasses
@@ -454,9 +457,11 @@ def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out:
     from otod.core import results as results_io
 
     started = time.perf_counter()
-    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws)
+    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws, trace_examples)
     config = {"spec": dataclasses.asdict(spec), "steps": list(checkpoints), "lr": lr,
               "pairs": [list(p) for p in pairs], "draws": draws, "seed": seed}
+    if trace_examples is not None:  # only where given, so that the default run keeps its file name
+        config["trace_examples"] = trace_examples
     path = results_path(out, config)
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"kind": "noise-scale-net", "config": config, "digest": results_io.digest(config),

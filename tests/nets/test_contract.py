@@ -202,3 +202,11 @@ def test_flax_and_equinox_models_run_through_both_commands_and_functions(fixture
         proc, _ = run_otod([*command, "--model", f"tests.fixtures.models.{fixture}:problem", "--steps", "0",
                             "--out", "out"], cwd=tmp_path, timeout=300)
         assert proc.returncode == 0, proc.stderr
+
+
+def test_trace_h_sigma_estimated_from_drawn_examples_carries_its_error():
+    """tr(HΣ) from 32 of the 64 examples: its standard error is printed beside it and covers the exact value."""
+    loss, params, data = plain_jax.least_squares()
+    exact = closed_forms(params, data)["trace_h_sigma"]
+    point = otod.noise_scale(loss, params, data, x64=True, pairs=[], trace_examples=32).points[0]
+    assert 0 < point.trace_h_sigma_se and abs(point.trace_h_sigma - exact) < 4 * point.trace_h_sigma_se
