@@ -143,6 +143,20 @@ def curvature_plan(model, k: int, probes: int, lanczos_steps: int, x64: bool, op
     return steps
 
 
+def noise_plan(model) -> None:
+    """Refuse a noise-scale measurement that does not fit in memory: the data and the parameters in float64 (a
+    few copies of P: G, HG, the moments), one chunk of per-example gradients and one of HVP activations
+    (`otod.nets.noise_scale.CHUNK_FLOATS` and `otod.nets.chunked.CHUNK_FLOATS` floats)."""
+    from otod.core.preflight import refuse_memory
+    from otod.nets import chunked, noise_scale
+
+    size = model.parameter_count
+    data = sum(int(np.size(a)) for a in model.data)
+    need = 8 * (data + 8 * size + 2 * noise_scale.CHUNK_FLOATS + chunked.CHUNK_FLOATS)
+    refuse_memory(need, f"the noise scale of {model.name} (P = {size:,}, {model.examples:,} examples)",
+                  "use a smaller model or fewer examples")
+
+
 # -- the measurements -----------------------------------------------------------------------------------------
 
 
@@ -196,6 +210,7 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
     for small, big in pairs:
         if not 1 <= small < big <= n:
             raise OtodError(f"pairs {small}:{big}: need 1 ≤ B_small < B_big ≤ the {n:,} training examples")
+    noise_plan(model)
     config = {"model": model.name, "steps": checkpoints, "lr": float(lr), "batch": batch, "seed": int(seed),
               "pairs": [list(p) for p in pairs], "draws": int(draws), "trace_examples": trace_examples,
               "precision": "float64", "training_precision": "float64" if x64 else "float32", "chunk": chunk}

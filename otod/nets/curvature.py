@@ -418,19 +418,23 @@ def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZ
 
     if activations is None:
         activations = activation_floats(model.loss, model.params, model.data)
+    from otod.nets.curvature_dense import is_dense
+
     size = parameter_size(params)
-    data = chunk or data_chunk_of(model.examples, activations, size)
+    vectors = 1 if is_dense(size, dense_limit()) else probes  # SLQ runs its probes' products at once (vmap)
+    data = chunk or data_chunk_of(model.examples, activations, vectors)
     columns = dense_chunk(min(data, model.examples), activations, size)
     rec = curvature_record(chunked_mean(model.loss, data), params, model.data, k, probes, steps, seed, top_steps, q,
                            damping, kind, chunk=columns)
     return {**rec, "chunk": int(min(data, model.examples))}
 
 
-def data_chunk_of(examples: int, activations: int, size: int) -> int:
-    """Examples per chunk of the data for the curvature's HVPs: the whole data set where its one call fits the
-    dense columns' budget (`otod.nets.curvature_dense.CHUNK_FLOATS`, so a net that fit before is measured as
-    before), else as many examples as fit it (`otod.nets.chunked.chunk_for`)."""
+def data_chunk_of(examples: int, activations: int, vectors: int = 1) -> int:
+    """Examples per chunk of the data for the curvature's HVPs, ``vectors`` of them at once (SLQ's probes): the
+    whole data set where its one call fits the dense columns' budget (`otod.nets.curvature_dense.CHUNK_FLOATS`, so
+    a net that fit before is measured as before), else as many examples as fit it
+    (`otod.nets.chunked.chunk_for`)."""
     from otod.nets.chunked import chunk_for
     from otod.nets.curvature_dense import CHUNK_FLOATS
 
-    return chunk_for(examples, activations, 1, CHUNK_FLOATS)
+    return chunk_for(examples, activations, vectors, CHUNK_FLOATS)
