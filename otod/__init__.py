@@ -4,11 +4,13 @@ The name is the initials of the three Obstacles TO Decreasing serial complexity:
 gradient noise; beside them otod measures the cost of one iteration.
 
 ``otod.load(path)`` reads a results file of any format; ``otod.load(path).to_pandas()`` is its data frame.
+``otod.curvature(loss, params, data, …)`` and ``otod.noise_scale(loss, params, data, …)`` measure any JAX model
+given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md).
 """
 
 from otod.core.version import __version__
 
-__all__ = ["__version__", "load"]
+__all__ = ["__version__", "curvature", "load", "noise_scale"]
 
 
 def load(path):
@@ -18,3 +20,19 @@ def load(path):
     from otod.core.results import load as load_results
 
     return load_results(path)
+
+
+def curvature(loss, params, data, init=None, **options):
+    """The Hessian spectrum of any JAX model's mean training loss (`otod.nets.api.curvature`: its options and
+    its `CurvatureResult`); JAX is imported on the first call."""
+    from otod.nets.api import curvature as measure
+
+    return measure(loss, params, data, init, **options)
+
+
+def noise_scale(loss, params, data, init=None, **options):
+    """The gradient noise scales B_simple and B_noise of any JAX model (`otod.nets.api.noise_scale`: its options
+    and its `NoiseScaleResult`); JAX is imported on the first call."""
+    from otod.nets.api import noise_scale as measure
+
+    return measure(loss, params, data, init, **options)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import click
 import pytest
 
+from pathlib import Path
+
 from tests.conftest import is_one_line_refusal, run_otod_cases
 
 #: A refusal comes before any training, compile of a sweep or large allocation.
@@ -20,6 +22,32 @@ NET = ["sweep", "net", "--no-plot", "--out", "out"]
 CURVATURE = ["curvature", "--out", "out"]
 SCALE = ["noise-scale", "--model", "mlp", "--out", "out"]
 MEMORY = "GiB of memory"
+#: The model contract's fixtures (`tests/fixtures/models/plain_jax.py`): absolute, since every case runs in its own
+#: folder.
+MODELS = str(Path(__file__).resolve().parent / "fixtures" / "models" / "plain_jax.py")
+
+
+def contract_cases(command: list[str]) -> list:
+    """A bad model contract refused by ``command`` (curvature or noise-scale with ``--out out``): each way the
+    contract can break, in one line naming it (`otod.nets.contract`)."""
+    model = command[:1] + ["--model"]
+    tail = command[1:]
+    return [
+        (model + ["no_such_file.py:problem"] + tail, "no file no_such_file.py"),
+        (model + [f"{MODELS}:nothing"] + tail, "has no nothing"),
+        (model + [f"{MODELS}:not_callable"] + tail, "not a function"),
+        (model + [f"{MODELS}:two_items"] + tail, "returned a 2-tuple"),
+        (model + [f"{MODELS}:raises"] + tail, "raised RuntimeError: no data here"),
+        (model + [f"{MODELS}:vector_loss"] + tail, "loss returns shape (2,)"),
+        (model + [f"{MODELS}:unequal"] + tail, "unequal leading axes [64, 10]"),
+        (model + [f"{MODELS}:nan_start", "--k", "3"][: 1 if command[0] == "noise-scale" else 3] + tail,
+         "the loss at the start is nan"),
+        (model + ["no_such_package.module:problem"] + tail, "no module no_such_package"),
+        (model + [f"{MODELS}:"] + tail, "name a function as FILE.py:NAME"),
+        (model + [f"{MODELS}:mlp", "--width", "8"] + tail, "--width: describes otod's own nets"),
+        (model + [f"{MODELS}:mlp", "--chunk", "0"] + tail, "--chunk 0"),
+        (model + [f"{MODELS}:mlp", "--batch", "500"] + tail, "--batch 500: larger than the data set (96"),
+    ]
 
 NET_CASES = [
     (NET + ["--batch", ""], "--batch"),
@@ -113,7 +141,10 @@ CURVATURE_CASES = [
     (CURVATURE + ["--yes", "--width", "1e9"], MEMORY),
     (CURVATURE[:-1] + ["x.csv"], "--out x.csv"),
     (CURVATURE[:-1] + [""], "--out"),
-]
+    (CURVATURE + ["--chunk", "8"], "--chunk: only with --model FILE.py:NAME"),
+    (CURVATURE + ["--model", f"{MODELS}:mlp", "--k", "1000"], "--k 1000: larger than the parameter count 112"),
+    (CURVATURE + ["--model", f"{MODELS}:mlp", "--lanczos-steps", "500"], "--lanczos-steps 500: more than the 112"),
+] + contract_cases(CURVATURE)
 
 SCALE_CASES = [
     (["noise-scale", "--model", "rnn", "--out", "out"], "--model rnn"),
@@ -143,7 +174,16 @@ SCALE_CASES = [
     (SCALE + ["--seeds", "4"], "--seeds"),
     (SCALE + ["--seed", "-1"], "--seed -1"),
     (SCALE + ["--yes", "--width", "1e9"], MEMORY),
-]
+    (SCALE + ["--x64", "--width", ""], "--x64: only with --model FILE.py:NAME"),
+    (SCALE + ["--chunk", "8"], "--chunk: only with --model FILE.py:NAME"),
+    (SCALE + ["--trace-examples", "1"], "--trace-examples 1"),
+    (SCALE + ["--trace-examples", "5000"], "--trace-examples 5000: more than the 1,438 training examples"),
+    (["noise-scale", "--trace-examples", "8"], "--trace-examples: measures a net"),
+    (["noise-scale", "--model", f"{MODELS}:mlp", "--trace-examples", "97", "--out", "out"],
+     "--trace-examples 97: more than the 96"),
+    (["noise-scale", "--model", f"{MODELS}:mlp", "--pairs", "8:200", "--out", "out"], "--pairs 8:200: B_big larger"),
+    (["noise-scale", "--model", f"{MODELS}:mlp", "--dim", "10", "--out", "out"], "--dim"),
+] + contract_cases(["noise-scale", "--out", "out"])
 
 CASES = NET_CASES + CURVATURE_CASES + SCALE_CASES
 

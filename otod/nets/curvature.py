@@ -386,20 +386,55 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
     run (`otod.nets.trajectory.train`: seed 0's start under root ``seed``, lr, the spec's batch), in float64 with
     ``x64``: one record per checkpoint (`curvature_record` plus the step, the net's settings and the
     precision)."""
-    from otod.nets.curvature_dense import activation_floats, dense_chunk
+    from otod.nets.contract import from_spec
+    from otod.nets.curvature_dense import activation_floats
     from otod.nets.trajectory import train
 
     dtype = np.float64 if x64 else np.float32
     with jax.enable_x64(x64):
         runs = train(spec, checkpoints, lr, seed=seed, momentum=momentum, dtype=dtype)
-        chunk = dense_chunk(spec.dataset().examples, activation_floats(spec), spec.parameter_count)
-        x, y = (jnp.asarray(a) for a in spec.training_arrays(dtype))
+        model = from_spec(spec, dtype, seed=seed)
         records = []
         for step, params in runs:
             params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
-            rec = curvature_record(spec.mean_loss, params, (x, y), k, probes, steps, seed, top_steps, q, damping,
-                                   chunk=chunk)
+            rec = curvature_at(model, params, k, probes, steps, seed, top_steps, q, damping,
+                               activations=activation_floats(spec))
             records.append({"step": int(step), **rec, "test_accuracy": spec.held_out_accuracy(params),
                             "lr": float(lr), "seed": int(seed),
                             "precision": "float64" if x64 else "float32", **spec_fields(spec)})
     return records
+
+
+def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZOS_STEPS, seed: int = 0,
+                 top_steps: int | None = None, q: float = QUANTILE, damping: float = DAMPING,
+                 kind: str = "rademacher", activations: int | None = None, chunk: int | None = None) -> dict:
+    """`curvature_record` of a contract model (`otod.nets.contract.Model`) at ``params``, the one path of every
+    curvature measurement: the loss and its Hessian-vector products accumulate over ``chunk`` examples at a time
+    (`otod.nets.chunked`; default `data_chunk_of`, from ``activations`` floats per example, estimated from the
+    loss where None), and the dense spectrum's columns go as many at a time as fit beside one chunk. The record
+    holds the ``chunk`` it used."""
+    from otod.nets.chunked import activation_floats, chunked_mean
+    from otod.nets.curvature_dense import dense_chunk
+
+    if activations is None:
+        activations = activation_floats(model.loss, model.params, model.data)
+    from otod.nets.curvature_dense import is_dense
+
+    size = parameter_size(params)
+    vectors = 1 if is_dense(size, dense_limit()) else probes  # SLQ runs its probes' products at once (vmap)
+    data = chunk or data_chunk_of(model.examples, activations, vectors)
+    columns = dense_chunk(min(data, model.examples), activations, size)
+    rec = curvature_record(chunked_mean(model.loss, data), params, model.data, k, probes, steps, seed, top_steps, q,
+                           damping, kind, chunk=columns)
+    return {**rec, "chunk": int(min(data, model.examples))}
+
+
+def data_chunk_of(examples: int, activations: int, vectors: int = 1) -> int:
+    """Examples per chunk of the data for the curvature's HVPs, ``vectors`` of them at once (SLQ's probes): the
+    whole data set where its one call fits the dense columns' budget (`otod.nets.curvature_dense.CHUNK_FLOATS`, so
+    a net that fit before is measured as before), else as many examples as fit it
+    (`otod.nets.chunked.chunk_for`)."""
+    from otod.nets.chunked import chunk_for
+    from otod.nets.curvature_dense import CHUNK_FLOATS
+
+    return chunk_for(examples, activations, vectors, CHUNK_FLOATS)

@@ -177,7 +177,10 @@ def table(records: list[dict]) -> str:
 
 
 @click.command("curvature")
-@click.option("--model", default="mlp", show_default=True, help="mlp or cnn. E.g. --model cnn")
+@click.option("--model", default="mlp", show_default=True,
+              help="mlp or cnn, or your own JAX model: FILE.py:NAME or package.module:NAME, a function of no "
+                   "arguments returning (loss, params, data[, init]) (docs/models.md). E.g. --model cnn, "
+                   "--model my_model.py:problem")
 @click.option("--width", default="32", show_default=True, help="Hidden units (MLP) or channels (CNN). E.g. --width 64")
 @click.option("--depth", default="2", show_default=True, help="Weight layers (1: a linear model). E.g. --depth 3")
 @click.option("--activation", default="relu", show_default=True, help="relu, tanh or linear. E.g. --activation tanh")
@@ -204,10 +207,13 @@ def table(records: list[dict]) -> str:
 @click.option("--x64", is_flag=True, help="Float64 training and curvature (default float32).")
 @click.option("--out", default="results", show_default=True,
               help="Folder (writes curvature-<digest>.parquet) or a results file (.parquet, .json, .npz).")
+@click.option("--chunk", default=None,
+              help="--model FILE.py:NAME only: examples per chunk of the data over which the loss and its Hessian-"
+                   "vector products accumulate (default: as many as fit 128 MiB of activations). E.g. --chunk 256")
 @click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
 def curvature_command(model, width, depth, activation, architecture, init, data, examples, loss, batch, k, probes,
-                      lanczos_steps, steps, lr, seed, quantile, damping, x64, out, yes):
+                      lanczos_steps, steps, lr, seed, quantile, damping, x64, out, chunk, yes):
     """The Hessian spectrum of a net's training loss along one SGD run: the top-k eigenvalues (Lanczos with full
     re-orthogonalization), the spectral density (stochastic Lanczos quadrature, Ghorbani et al. 2019) and κ.
 
@@ -222,10 +228,19 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
       otod curvature
       otod curvature --width 64 --steps 0,200,2000 --k 20 --x64
       otod curvature --data teacher --depth 3 --activation tanh --lr 0.05
+      otod curvature --model tests/fixtures/models/plain_jax.py:mlp --steps 0,100 --x64
     """
+    from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, refuse_time
+    from otod.nets.contract import is_reference
     from otod.nets.noise_scale import describe, parse_checkpoints
 
+    if is_reference(model):
+        click.echo(_contract(model, batch=batch, k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr,
+                             seed=seed, quantile=quantile, damping=damping, x64=x64, out=out, chunk=chunk, yes=yes))
+        return
+    refuse_ignored(given_options(), "chunk", "only with --model FILE.py:NAME (otod's own nets are measured in one "
+                                             "call), e.g. --model my_model.py:problem")
     spec = build_spec(model, width, depth, activation, architecture, init, data, examples, loss, batch)
     k = positive_int(k, "--k", "10")
     probes = positive_int(probes, "--probes", "8")
@@ -254,6 +269,33 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
             click.echo(f"  {name}: {text}")
     click.echo(table(records))
     click.echo(f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}")
+
+
+def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, quantile, damping, x64, out, chunk,
+              yes) -> str:
+    """``curvature --model FILE.py:NAME``: every option checked, then the model loaded and checked, then measured
+    (`otod.nets.contract_cli.run_curvature`)."""
+    from otod.core.preflight import given_options, make_folder, results_out
+    from otod.nets import contract_cli
+    from otod.nets.noise_scale import parse_checkpoints
+
+    options = dict(checkpoints=parse_checkpoints(steps), lr=positive_float(lr, "--lr", "0.1"),
+                   batch=positive_int(batch, "--batch", "32"), seed=seed_value(seed),
+                   k=positive_int(k, "--k", "10"), probes=positive_int(probes, "--probes", "8"),
+                   lanczos_steps=positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2),
+                   quantile=unit_interval(quantile, "--quantile", "0.9"),
+                   damping=positive_float(damping, "--damping", "1e-3"), x64=x64,
+                   chunk=contract_cli.chunk_option(chunk), yes=yes)
+    out = results_out(out)
+    make_folder(Path(out).parent if Path(out).suffix else out)
+    model = contract_cli.load_model(reference, given_options())
+    if "lanczos_steps" in given_options() and options["lanczos_steps"] > model.parameter_count:
+        raise OtodError(f"--lanczos-steps {lanczos_steps}: more than the {model.parameter_count:,} parameters of "
+                        f"{reference}; use --lanczos-steps ≤ {model.parameter_count}")
+    if options["k"] > model.parameter_count:
+        raise OtodError(f"--k {k}: larger than the parameter count {model.parameter_count:,} of {reference}; use "
+                        f"--k ≤ {model.parameter_count}")
+    return contract_cli.run_curvature(model, requested_steps=options["lanczos_steps"], out=out, **options)
 
 
 def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints, lr: float, seed: int,

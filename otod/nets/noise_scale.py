@@ -64,54 +64,97 @@ BOOTSTRAP = 400
 
 @functools.lru_cache(maxsize=8)
 def _compiled_problem(spec) -> dict:
-    """The jitted functions of a spec's `Problem` (float64), built once per spec, so that measuring many points or
-    many nets of one shape compiles once (a spec is frozen and hashable). Call inside ``jax.enable_x64(True)``."""
+    """A spec's compiled functions (`_compiled_model` of its contract instance, float64), built once per spec, so
+    that measuring many points or many nets of one shape compiles once (a spec is frozen and hashable). Call
+    inside ``jax.enable_x64(True)``."""
+    from otod.nets.contract import from_spec
+
+    model = from_spec(spec, np.float64)
+    return _compiled_model(model, data_chunk(model.examples, activation_floats(spec), model.parameter_count))
+
+
+def data_chunk(examples: int, activations: int, size: int) -> int:
+    """Examples per chunk of the data over which the loss, its gradient and the HVPs accumulate
+    (`otod.nets.chunked`): `otod.nets.chunked.chunk_for` with the HVPs vmapped a chunk at a time (`hvp_vectors`)."""
+    from otod.nets.chunked import chunk_for
+
+    return chunk_for(examples, activations, hvp_vectors(examples, activations, size))
+
+
+def hvp_vectors(examples: int, activations: int, size: int) -> int:
+    """Vectors per vmapped chunk of HVPs: as many as fit in `CHUNK_FLOATS` with the whole data set's
+    activations each (the one-call budget, so that a data set that fits keeps its one call), at least 1."""
+    return max(1, CHUNK_FLOATS // (4 * examples * activations + 4 * size))
+
+
+def _compiled_model(model, chunk: int) -> dict:
+    """The jitted functions of a contract model (`otod.nets.contract.Model`, its arrays in float64) on flat
+    parameter vectors: the mean loss, its gradient and HVPs accumulated over ``chunk`` examples at a time
+    (`otod.nets.chunked.chunked_mean`), and per-example gradients of the examples ``idx``."""
+    from otod.nets.chunked import chunked_mean, example_loss
     from otod.nets.curvature import flatten
 
-    x, y = spec.training_arrays(np.float64)
-    xs, ys = jnp.asarray(x), jnp.asarray(y)
-    params = spec.initial_params(np.random.default_rng(0))
-    _, unflatten = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))
+    data = tuple(jnp.asarray(a) for a in model.data)
+    _, unflatten = flatten(model.params)
+    mean_loss, one = chunked_mean(model.loss, chunk), example_loss(model.loss)
 
-    def example(v, xi, yi):
-        return spec.example_loss(unflatten(v), xi, yi)
+    def example(v, *ex):
+        return one(unflatten(v), *ex)
 
     def mean(v):
-        return spec.mean_loss(unflatten(v), xs, ys)
+        return mean_loss(unflatten(v), *data)
 
     grad = jax.grad(mean)
 
     def hvp(v, u):
         return jax.jvp(grad, (v,), (u,))[1]
 
-    return {"x": xs, "y": ys, "n": int(x.shape[0]), "unflatten": unflatten,
-            "example_grads": jax.jit(lambda v, idx: jax.vmap(jax.grad(example), (None, 0, 0))(v, xs[idx], ys[idx])),
+    per_example = jax.vmap(jax.grad(example), (None,) + (0,) * len(data))
+    return {"data": data, "n": int(data[0].shape[0]), "unflatten": unflatten, "chunk": int(chunk),
+            "example_grads": jax.jit(lambda v, idx: per_example(v, *(a[idx] for a in data))),
             "mean_loss": jax.jit(mean), "mean_grad": jax.jit(grad), "hvp": jax.jit(hvp),
             "hvps": jax.jit(jax.vmap(hvp, (None, 0)))}
 
 
 class Problem:
-    """A net's training set and loss in float64 on flat parameter vectors, compiled once per spec and moved between
-    points by `at`: ``flat`` (the current point), ``x``, ``y`` (the n training examples), ``example_grads(v, idx)``
+    """A model's training set and loss in float64 on flat parameter vectors, compiled once and moved between points
+    by `at`: ``flat`` (the current point), ``data`` (the n training examples), ``example_grads(v, idx)``
     (per-example gradients of the examples ``idx`` at v, [k, P]), ``mean_grad(v)``, ``mean_loss(v)`` and
     ``hvp(u)``/``hvps(U)`` (H·u of the mean training loss at ``flat``, one vector or a stack). H·u is the
     forward-mode derivative of the gradient along u, jvp(∇L, (θ,), (u,)) (Pearlmutter 1994), as
     `otod.nets.curvature.hessian_vector_product` defines it, here with θ an argument so one compilation serves every
-    checkpoint. Build and use it inside ``jax.enable_x64(True)``."""
+    checkpoint; the loss, gradient and HVPs accumulate over chunks of the data (`otod.nets.chunked`). Built from a
+    spec (`NetSpec`, cached per spec) or, by `of_model`, from a contract model. Build and use it inside
+    ``jax.enable_x64(True)``."""
 
-    def __init__(self, spec, params):
+    def __init__(self, spec, params, compiled: dict | None = None, activations: int | None = None):
         import dataclasses
 
-        compiled = _compiled_problem(dataclasses.replace(spec, batch=1))  # the loss does not read the batch
-        self.x, self.y, self.n, self.unflatten = compiled["x"], compiled["y"], compiled["n"], compiled["unflatten"]
+        if compiled is None:
+            compiled = _compiled_problem(dataclasses.replace(spec, batch=1))  # the loss does not read the batch
+            activations = activation_floats(spec)
+        self.data, self.n, self.unflatten = compiled["data"], compiled["n"], compiled["unflatten"]
+        self.chunk = compiled["chunk"]
         self._example_grads, self.mean_loss, self.mean_grad = (compiled["example_grads"], compiled["mean_loss"],
                                                                compiled["mean_grad"])
         self._hvp, self._hvps = compiled["hvp"], compiled["hvps"]
-        self.activations = activation_floats(spec)
+        self.activations = int(activations)
         self.at(params)
 
+    @classmethod
+    def of_model(cls, model, chunk: int | None = None) -> "Problem":
+        """The Problem of a contract model (`otod.nets.contract.Model`), cast to float64, at its start; ``chunk``
+        examples per chunk of the data (default: `data_chunk` of its estimated activations)."""
+        from otod.nets.chunked import activation_floats as estimated
+        from otod.nets.contract import cast
+
+        model = cast(model, jnp.float64)
+        activations = estimated(model.loss, model.params, model.data)
+        chunk = chunk or data_chunk(model.examples, activations, model.parameter_count)
+        return cls(None, model.params, _compiled_model(model, chunk), activations)
+
     def at(self, params) -> "Problem":
-        """Move to ``params`` (a pytree of the spec's shapes, any float dtype; held as float64)."""
+        """Move to ``params`` (a pytree of the model's shapes, any float dtype; held as float64)."""
         from otod.nets.curvature import flatten
 
         self.flat = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))[0]
@@ -132,9 +175,9 @@ class Problem:
         return max(1, min(self.n, CHUNK_FLOATS // max(1, 4 * self.size)))
 
     def hvp_chunk(self) -> int:
-        """Vectors per vmapped chunk of HVPs: each holds the whole training set's primal and tangent activations
-        (forward and backward, about 4n × activations floats) and a few P-vectors."""
-        return max(1, CHUNK_FLOATS // (4 * self.n * self.activations + 4 * self.size))
+        """Vectors per vmapped chunk of HVPs: each holds one data chunk's primal and tangent activations (forward
+        and backward, about 4 × chunk × activations floats) and a few P-vectors."""
+        return max(1, CHUNK_FLOATS // (4 * min(self.n, self.chunk) * self.activations + 4 * self.size))
 
 
 def chunks(indices: np.ndarray, size: int) -> list[np.ndarray]:
@@ -335,12 +378,14 @@ def net_spec(*, model, width, depth, activation, architecture, init, data, examp
                    batch=positive_int(batch, "--batch", "32"))
 
 
-def plan_seconds(spec, checkpoints, pairs, draws: int) -> float:
+def plan_seconds(spec, checkpoints, pairs, draws: int, trace_examples: int | None = None) -> float:
     """The run's estimated seconds (`SECONDS_PER_TRACE_FLOP` and the rest): compile, train to the last checkpoint,
-    then per checkpoint the exact moments (n² × flops per example) and the pairs' draws."""
+    then per checkpoint the exact moments (m × n × flops per example, m = n or ``trace_examples``) and the pairs'
+    draws."""
     n, flops = spec.dataset().examples, spec.flops_per_example()
+    m = n if trace_examples is None else min(n, trace_examples)
     train = train_seconds(spec, max(checkpoints))
-    per_point = n * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
+    per_point = m * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
                                                              for _, big in pairs)
     return COMPILE_SECONDS + train + len(checkpoints) * per_point
 
@@ -357,10 +402,14 @@ def describe(spec) -> str:
             f"on {spec.data} ({ds.examples} training examples, P = {spec.parameter_count}), {spec.loss} loss")
 
 
-def net_report(spec, records: list[dict], lr: float, seed: int) -> str:
+def net_report(spec, records: list[dict], lr: float, seed: int, what: str | None = None,
+               batch: int | None = None) -> str:
     """The command's text: per checkpoint the exact |G|², tr Σ, GᵀHG, tr(HΣ), B_simple, B_noise, then each pair's
-    two-batch estimates with their spread."""
-    lines = [f"noise-scale: {describe(spec)}; SGD at B = {spec.batch}, lr {lr:g}, seed {seed}; float64",
+    two-batch estimates with their spread. ``what`` and ``batch`` name a contract model's run where ``spec`` is
+    None."""
+    what = describe(spec) if what is None else what
+    batch = spec.batch if batch is None else batch
+    lines = [f"noise-scale: {what}; SGD at B = {batch}, lr {lr:g}, seed {seed}; float64",
              "Σ: the per-example gradient covariance over the training set (1/n); B_simple = tr Σ/|G|², "
              "B_noise = tr(HΣ)/GᵀHG (McCandlish et al. 2018)"]
     for step in dict.fromkeys(r["step"] for r in records):
@@ -398,7 +447,8 @@ def results_path(out: str, meta_config: dict):
     return Path(out) / f"noise-scale-net-{results_io.digest(meta_config)[:12]}.parquet"
 
 
-def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out: str) -> tuple[str, object]:
+def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out: str,
+                trace_examples: int | None = None) -> tuple[str, object]:
     """Measure along the run, write the results file (one record per checkpoint and pair) and return (text,
     path)."""
     import dataclasses
@@ -407,9 +457,11 @@ def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out:
     from otod.core import results as results_io
 
     started = time.perf_counter()
-    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws)
+    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws, trace_examples)
     config = {"spec": dataclasses.asdict(spec), "steps": list(checkpoints), "lr": lr,
               "pairs": [list(p) for p in pairs], "draws": draws, "seed": seed}
+    if trace_examples is not None:  # only where given, so that the default run keeps its file name
+        config["trace_examples"] = trace_examples
     path = results_path(out, config)
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"kind": "noise-scale-net", "config": config, "digest": results_io.digest(config),

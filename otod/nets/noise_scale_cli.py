@@ -17,8 +17,10 @@ from otod.core.errors import OtodError
 
 @click.command("noise-scale")
 @click.option("--model", default=None,
-              help="Measure a net instead of the NQM: mlp or cnn; the exact B_simple and B_noise over the whole "
-                   "training set at checkpoints of one SGD run, beside the two-batch estimates. E.g. --model mlp")
+              help="Measure a net instead of the NQM: mlp or cnn, or your own JAX model as FILE.py:NAME or "
+                   "package.module:NAME (a function of no arguments returning (loss, params, data[, init]), "
+                   "docs/models.md); the exact B_simple and B_noise over the whole training set at checkpoints of "
+                   "one SGD run, beside the two-batch estimates. E.g. --model mlp, --model my_model.py:problem")
 @click.option("--width", default="32", show_default=True, help="--model only: hidden units (mlp) or channels (cnn), "
                                                                "≥ 1. E.g. --width 64")
 @click.option("--depth", default="2", show_default=True, help="--model only: weight layers, ≥ 1 (1: a linear "
@@ -55,10 +57,19 @@ from otod.core.errors import OtodError
                    "of steps (default 0,100,1000: init, during, end). E.g. --steps 1000, --model mlp --steps 0,500")
 @click.option("--seeds", default=None, help="Independent runs (not with --model). Default 64. E.g. --seeds 32")
 @click.option("--seed", default="0", show_default=True, help="Base random seed, 0 to 2^31 − 1. E.g. --seed 1")
+@click.option("--trace-examples", default=None,
+              help="--model only: estimate tr(HΣ) (one Hessian-vector product over the data per example) from this "
+                   "many examples drawn without replacement, its standard error printed beside it (default: all, "
+                   "exact). E.g. --trace-examples 256")
+@click.option("--x64", is_flag=True, help="--model FILE.py:NAME only: train in float64 (the measurement is float64 "
+                                          "always). E.g. --x64")
+@click.option("--chunk", default=None,
+              help="--model FILE.py:NAME only: examples per chunk of the data over which the loss, gradient and "
+                   "Hessian-vector products accumulate (default: sized from the model). E.g. --chunk 256")
 @click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
 def noise_scale(model, width, depth, activation, architecture, init, data, examples, loss, draws, out, dim, pairs,
-                decay, lr, batch, steps, seeds, seed, yes):
+                decay, lr, batch, steps, seeds, seed, trace_examples, x64, chunk, yes):
     """Two-batch estimators of |G|² and tr Σ along an SGD run on the NQM, against the exact values; with --model,
     the exact B_simple and B_noise of a net over its whole training set, against the same estimators.
 
@@ -67,25 +78,37 @@ def noise_scale(model, width, depth, activation, architecture, init, data, examp
       otod noise-scale
       otod noise-scale --pairs 1:8,8:64 --decay 0,0.99 --steps 1000
       otod noise-scale --model mlp --width 32 --depth 2 --data digits --steps 0,100,1000
+      otod noise-scale --model tests/fixtures/models/plain_jax.py:mlp --steps 0,100
     """
+    from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, quiet_numerics
+    from otod.nets.contract import is_reference
 
     given = given_options()
+    if is_reference(model):
+        with quiet_numerics():
+            click.echo(_contract(given, model, draws=draws, out=out, pairs=pairs, lr=lr, batch=batch, steps=steps,
+                                 seed=seed, x64=x64, chunk=chunk, yes=yes, trace_examples=trace_examples))
+        return
+    for name in ("x64", "chunk"):
+        refuse_ignored(given, name, "only with --model FILE.py:NAME (a model of your own), e.g. --model "
+                                    "my_model.py:problem")
     with quiet_numerics():
         _run(given, model=model, width=width, depth=depth, activation=activation, architecture=architecture,
              init=init, data=data, examples=examples, loss=loss, draws=draws, out=out, dim=dim, pairs=pairs,
-             decay=decay, lr=lr, batch=batch, steps=steps, seeds=seeds, seed=seed, yes=yes)
+             decay=decay, lr=lr, batch=batch, steps=steps, seeds=seeds, seed=seed, yes=yes,
+             trace_examples=trace_examples)
 
 
 def _run(given, *, model, width, depth, activation, architecture, init, data, examples, loss, draws, out, dim, pairs,
-         decay, lr, batch, steps, seeds, seed, yes) -> None:
+         decay, lr, batch, steps, seeds, seed, yes, trace_examples) -> None:
     """The command's body: the net's measurement with --model, else the NQM estimator run, each refusing the
     other's options."""
     if model is not None:
         click.echo(_net_noise_scale(given, model=model, width=width, depth=depth, activation=activation,
                                     architecture=architecture, init=init, data=data, examples=examples, loss=loss,
                                     draws=draws, out=out, pairs=pairs, lr=lr, batch=batch, steps=steps, seed=seed,
-                                    yes=yes))
+                                    yes=yes, trace_examples=trace_examples))
         return
     from otod.core.options import refuse_ignored
     from otod.noise.estimators import check_plan, noise_scale_report, parse_scale_options
@@ -105,13 +128,53 @@ def _given(value, default):
     return default if value is None else value
 
 
+def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x64, chunk, yes,
+              trace_examples) -> str:
+    """``noise-scale --model FILE.py:NAME``: every option checked, the NQM's refused, then the model loaded and
+    checked, then measured (`otod.nets.contract_cli.run_noise`)."""
+    from otod.core.options import finite_float, positive_int, refuse_ignored, seed_value
+    from otod.nets import contract_cli
+    from otod.nets import noise_scale as net
+    from otod.noise.estimators import parse_scale_options
+
+    for name in NQM_ONLY:
+        refuse_ignored(given, name, "the NQM estimator run's option; not with --model (a net's two-batch "
+                                    "estimates are drawn at each checkpoint: see --draws)")
+    checkpoints = net.parse_checkpoints(_given(steps, net.NET_STEPS))
+    pair_list = parse_scale_options(dim=1, pairs=_given(pairs, net.NET_PAIRS), decay=0, lr=1, batch=1, steps=1,
+                                    seeds=1, seed=0)["pairs"]
+    rate = finite_float(_given(lr, net.NET_LR), "--lr", "0.1")
+    if not rate > 0:
+        raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
+    options = dict(checkpoints=checkpoints, lr=rate, batch=positive_int(batch, "--batch", "32"),
+                   seed=seed_value(seed), pairs=pair_list, x64=x64, chunk=contract_cli.chunk_option(chunk),
+                   draws=positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6), yes=yes)
+    model = contract_cli.load_model(reference, given)
+    options["trace_examples"] = trace_examples_option(trace_examples, model.examples)
+    return contract_cli.run_noise(model, out=out, pairs_given="pairs" in given, **options)
+
+
 #: Options of ``noise-scale`` that only a net reads, and those only the NQM's estimator run reads.
-NET_ONLY = ("width", "depth", "activation", "architecture", "init", "data", "examples", "loss", "draws", "out")
+NET_ONLY = ("width", "depth", "activation", "architecture", "init", "data", "examples", "loss", "draws", "out",
+            "trace_examples")
 NQM_ONLY = ("dim", "decay", "seeds")
 
 
+def trace_examples_option(value, n: int) -> int | None:
+    """``--trace-examples``: from 2 to the n training examples (None: all, exact)."""
+    from otod.core.options import positive_int
+
+    if value is None:
+        return None
+    m = positive_int(value, "--trace-examples", "256", minimum=2)
+    if m > n:
+        raise OtodError(f"--trace-examples {value}: more than the {n:,} training examples; use at most {n}, or "
+                        "leave it out for the exact tr(HΣ) over all of them")
+    return m
+
+
 def _net_noise_scale(given, *, model, width, depth, activation, architecture, init, data, examples, loss, draws,
-                     out, pairs, lr, batch, steps, seed, yes) -> str:
+                     out, pairs, lr, batch, steps, seed, yes, trace_examples) -> str:
     """``noise-scale --model``: check every option in one line each (before JAX is imported), estimate the time,
     then measure (`otod.nets.noise_scale.run_command`, imported here) and return the text with the file's path."""
     from pathlib import Path
@@ -146,8 +209,9 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     count = positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6)
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)
-    seconds = net.plan_seconds(spec, checkpoints, pair_list, count)
+    traced = trace_examples_option(trace_examples, n)
+    seconds = net.plan_seconds(spec, checkpoints, pair_list, count, traced)
     refuse_time(seconds, yes, f"noise-scale --model {model} ({net.describe(spec)})",
                 "use fewer --steps checkpoints, fewer --examples or a smaller net")
-    text, path = net.run_command(spec, checkpoints, rate, pair_list, count, seed_value(seed), out)
+    text, path = net.run_command(spec, checkpoints, rate, pair_list, count, seed_value(seed), out, traced)
     return f"{text}\nresults: {path}"

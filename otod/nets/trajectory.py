@@ -48,3 +48,44 @@ def train(spec, steps, lr: float, seed: int = 0, s: int = 0, momentum: float = 0
             t = target
         out.append((t, jax.tree.map(np.asarray, params)))
     return out
+
+
+def model_start(model, seed: int = 0):
+    """A contract model's start for root ``seed`` (`otod.nets.contract`): ``model.params`` at seed 0 or where the
+    model has no ``init``; ``init(PRNGKey(seed))`` at other seeds where it has one."""
+    if model.init is None or seed == 0:
+        return model.params
+    return model.init(jax.random.PRNGKey(int(seed)))
+
+
+def train_model(model, steps, lr: float, batch: int, seed: int = 0, momentum: float = 0.0) -> list:
+    """`train` for a contract model (`otod.nets.contract.Model`): SGD (heavy-ball with ``momentum``) at step
+    ``lr`` on minibatches of ``batch`` examples drawn without replacement per epoch (the sweep's sampler,
+    `otod.nets.family.minibatch`, keyed by fold_in(PRNGKey(seed), 1)), from `model_start`: a list of (step,
+    params) pairs at the sorted ``steps``, in the model's dtype."""
+    from otod.nets.family import minibatch
+
+    steps = sorted({int(t) for t in steps})
+    data, n = model.data, model.examples
+    params = model_start(model, seed)
+    key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), 1)
+    opt = optax.sgd(lr, momentum=momentum or None)
+    grad = jax.grad(model.loss)
+
+    @jax.jit
+    def run(params, state, t0, t1):
+        def body(t, carry):
+            params, state = carry
+            idx = minibatch(key, t, batch, n)
+            updates, state = opt.update(grad(params, tuple(a[idx] for a in data)), state, params)
+            return optax.apply_updates(params, updates), state
+
+        return jax.lax.fori_loop(t0, t1, body, (params, state))
+
+    out, state, t = [], opt.init(params), 0
+    for target in steps:
+        if target > t:
+            params, state = run(params, state, t, target)
+            t = target
+        out.append((t, params))
+    return out

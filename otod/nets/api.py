@@ -1,0 +1,284 @@
+"""``otod.curvature(loss, params, data, …)`` and ``otod.noise_scale(loss, params, data, …)``: the curvature and the
+gradient noise of any JAX model (`otod.nets.contract`) from a notebook, with the numbers ``otod curvature --model
+FILE.py:NAME`` and ``otod noise-scale --model FILE.py:NAME`` print and write (the commands call `measure_curvature`
+and `measure_noise` here, with the same arguments).
+
+Both train the model by SGD (``lr``, ``batch``, ``seed``: `otod.nets.trajectory.train_model`) to each of
+``steps`` (0 = the given start, measured without training) and measure there, the loss and its derivatives
+accumulated over chunks of the data (`otod.nets.chunked`). Each returns a frozen result: typed points, one per
+checkpoint (and batch pair), the full records the command writes, its settings, and ``.to_pandas()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from otod.core.errors import OtodError
+from otod.core.lazy import lazy
+
+jax = lazy("jax")
+jnp = lazy("jax.numpy")
+
+#: The Python functions' defaults (the commands' are theirs: checkpoints 0,100,1000).
+STEPS, LR, BATCH = (0,), 0.1, 32
+
+
+@dataclass(frozen=True)
+class CurvaturePoint:
+    """The curvature at one checkpoint (`otod.nets.curvature.curvature_record`: what each number means)."""
+
+    step: int
+    train_loss: float
+    lambda_max: float
+    lambda_min: float
+    lambda_q: float
+    kappa_q: float | None
+    kappa_damped: float
+    negative_mass: float
+    trace_per_parameter: float
+    top_eigenvalues: tuple[float, ...]
+    spectrum: str
+    chunk: int
+
+
+@dataclass(frozen=True)
+class NoiseScalePoint:
+    """The exact noise scales at one checkpoint (`otod.nets.noise_scale.gradient_moments`): |G|², tr Σ, GᵀHG,
+    tr(HΣ) (± its standard error where estimated from ``trace_examples`` < n examples), B_simple = tr Σ/|G|²,
+    B_noise = tr(HΣ)/GᵀHG."""
+
+    step: int
+    loss: float
+    g2: float
+    trace_sigma: float
+    gHg: float
+    trace_h_sigma: float
+    trace_h_sigma_se: float
+    b_simple: float
+    b_noise: float
+
+
+def _point(cls, record: dict):
+    values = {f.name: record.get(f.name) for f in fields(cls)}
+    if "top_eigenvalues" in values:
+        values["top_eigenvalues"] = tuple(values["top_eigenvalues"])
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class _Result:
+    """``records``: the full records the command writes, one per checkpoint (and batch pair); ``config``: the
+    settings; ``to_pandas()``: the records as a data frame."""
+
+    records: tuple
+    config: dict
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame([dict(r) for r in self.records])
+
+    @property
+    def steps(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(int(r["step"]) for r in self.records))
+
+
+@dataclass(frozen=True)
+class CurvatureResult(_Result):
+    """`otod.curvature`'s result: ``points`` (a `CurvaturePoint` per checkpoint), ``records``, ``config``,
+    ``to_pandas()``."""
+
+    @property
+    def points(self) -> tuple[CurvaturePoint, ...]:
+        return tuple(_point(CurvaturePoint, r) for r in self.records)
+
+
+@dataclass(frozen=True)
+class NoiseScaleResult(_Result):
+    """`otod.noise_scale`'s result: ``points`` (a `NoiseScalePoint` per checkpoint), ``records`` (one per
+    checkpoint and batch pair, with the pair's two-batch estimates), ``config``, ``to_pandas()``."""
+
+    @property
+    def points(self) -> tuple[NoiseScalePoint, ...]:
+        first = {}
+        for r in self.records:
+            first.setdefault(int(r["step"]), r)
+        return tuple(_point(NoiseScalePoint, r) for r in first.values())
+
+
+# -- the settings, checked ------------------------------------------------------------------------------------
+
+
+def _steps(steps) -> list[int]:
+    from otod.nets.noise_scale import parse_checkpoints
+
+    if isinstance(steps, (int, np.integer)):
+        steps = [steps]
+    return parse_checkpoints(",".join(str(int(s)) for s in steps)) if len(steps) else parse_checkpoints("")
+
+
+def _check_batch(batch, n: int, option: str = "batch") -> int:
+    if not isinstance(batch, (int, np.integer)) or not 1 <= batch <= n:
+        raise OtodError(f"{option} {batch}: need a whole number from 1 to the {n:,} training examples")
+    return int(batch)
+
+
+def curvature_plan(model, k: int, probes: int, lanczos_steps: int, x64: bool, option: str = "--k") -> int:
+    """Refuse a k above P, or bases and a dense Hessian that do not fit in memory; return the Lanczos steps per
+    probe (at most P)."""
+    from otod.core.preflight import refuse_memory
+    from otod.nets.curvature_dense import dense_bytes, is_dense
+
+    size = model.parameter_count
+    if not 1 <= k <= size:
+        raise OtodError(f"{option} {k}: need 1 ≤ k ≤ the parameter count {size:,}")
+    steps = min(int(lanczos_steps), size)
+    need = (probes * (steps + 1) + 3 * k + 41) * size * (8 if x64 else 4)
+    need += dense_bytes(size) if is_dense(size) else 0
+    need += sum(int(np.asarray(a).nbytes) for a in model.data)
+    refuse_memory(need, f"the curvature of {model.name} (P = {size:,})", "use fewer probes or Lanczos steps, or a "
+                                                                         "smaller model")
+    return steps
+
+
+def noise_plan(model) -> None:
+    """Refuse a noise-scale measurement that does not fit in memory: the data and the parameters in float64 (a
+    few copies of P: G, HG, the moments), one chunk of per-example gradients and one of HVP activations
+    (`otod.nets.noise_scale.CHUNK_FLOATS` and `otod.nets.chunked.CHUNK_FLOATS` floats)."""
+    from otod.core.preflight import refuse_memory
+    from otod.nets import chunked, noise_scale
+
+    size = model.parameter_count
+    data = sum(int(np.size(a)) for a in model.data)
+    need = 8 * (data + 8 * size + 2 * noise_scale.CHUNK_FLOATS + chunked.CHUNK_FLOATS)
+    refuse_memory(need, f"the noise scale of {model.name} (P = {size:,}, {model.examples:,} examples)",
+                  "use a smaller model or fewer examples")
+
+
+# -- the measurements -----------------------------------------------------------------------------------------
+
+
+def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, seed: int = 0, k: int = 10,
+                      probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
+                      x64: bool = False, chunk: int | None = None) -> CurvatureResult:
+    """The curvature of a checked model (`otod.nets.contract.Model`) at each of ``steps`` of its SGD run, in
+    float64 with ``x64`` (else float32): one record per checkpoint (`otod.nets.curvature.curvature_at`, with the
+    step, lr, seed, precision, parameter and example counts)."""
+    from otod.core.precision import exact_float32
+    from otod.nets.contract import cast
+    from otod.nets.curvature import curvature_at
+    from otod.nets.trajectory import train_model
+
+    checkpoints = _steps(steps)
+    batch = _check_batch(batch, model.examples)
+    m = curvature_plan(model, int(k), int(probes), int(lanczos_steps), x64, "k")
+    precision = "float64" if x64 else "float32"
+    config = {"model": model.name, "steps": checkpoints, "lr": float(lr), "batch": batch, "seed": int(seed),
+              "k": int(k), "probes": int(probes), "lanczos_steps": m, "quantile": float(quantile),
+              "damping": float(damping), "precision": precision, "chunk": chunk}
+    records = []
+    with jax.enable_x64(x64), exact_float32():
+        model = cast(model, jnp.float64 if x64 else jnp.float32)
+        _refuse_nonfinite(model, chunk)
+        for step, params in train_model(model, checkpoints, lr, batch, seed):
+            rec = curvature_at(model, params, int(k), int(probes), m, int(seed), None, float(quantile),
+                               float(damping), chunk=chunk)
+            records.append({"step": int(step), **rec, "lr": float(lr), "seed": int(seed), "batch": batch,
+                            "precision": precision, "parameters": model.parameter_count,
+                            "examples": model.examples, "model": model.name})
+    return CurvatureResult(tuple(records), config)
+
+
+def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, seed: int = 0, pairs=None,
+                  draws: int = 64, trace_examples: int | None = None, x64: bool = False,
+                  chunk: int | None = None) -> NoiseScaleResult:
+    """The exact noise scales of a checked model at each of ``steps`` of its SGD run (trained in float64 with
+    ``x64``, else float32; measured in float64), with the two-batch estimates of each pair (B_small, B_big)
+    whose B_big fits the data (default 8:64 and 32:256): `otod.nets.noise_scale.measure_at`."""
+    from otod.nets.contract import cast
+    from otod.nets.noise_scale import PAIRS, Problem, measure_at
+    from otod.nets.trajectory import train_model
+
+    checkpoints = _steps(steps)
+    n = model.examples
+    batch = _check_batch(batch, n)
+    if n < 2:
+        raise OtodError("data: the noise scale needs at least 2 training examples")
+    pairs = [tuple(int(b) for b in p) for p in (PAIRS if pairs is None else pairs)]
+    for small, big in pairs:
+        if not 1 <= small < big <= n:
+            raise OtodError(f"pairs {small}:{big}: need 1 ≤ B_small < B_big ≤ the {n:,} training examples")
+    noise_plan(model)
+    config = {"model": model.name, "steps": checkpoints, "lr": float(lr), "batch": batch, "seed": int(seed),
+              "pairs": [list(p) for p in pairs], "draws": int(draws), "trace_examples": trace_examples,
+              "precision": "float64", "training_precision": "float64" if x64 else "float32", "chunk": chunk}
+    records = []
+    with jax.enable_x64(True):
+        measured = cast(model, jnp.float64)
+        _refuse_nonfinite(measured, chunk)
+        trained = measured if x64 else cast(model, jnp.float32)
+        problem = Problem.of_model(measured, chunk)
+        for step, params in train_model(trained, checkpoints, lr, batch, seed):
+            problem.at(params)
+            for r in measure_at(problem, pairs, int(draws), trace_examples, int(seed), step):
+                records.append({**r, "lr": float(lr), "seed": int(seed), "batch": batch, "chunk": problem.chunk,
+                                "model": model.name})
+    return NoiseScaleResult(tuple(records), config)
+
+
+def _refuse_nonfinite(model, chunk) -> None:
+    import math
+
+    from otod.nets.contract import start_loss
+
+    value = start_loss(model, chunk)
+    if not math.isfinite(value):
+        raise OtodError(f"{model.extra.get('where', model.name)}: the loss at the start is {value} over the {model.examples:,} examples; a "
+                        "measurement needs a finite loss (check the data and the start)")
+
+
+# -- the public functions -------------------------------------------------------------------------------------
+
+
+def curvature(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, batch: int = BATCH, seed: int = 0,
+              k: int = 10, probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
+              x64: bool = False, chunk: int | None = None, name: str = "model") -> CurvatureResult:
+    """The Hessian spectrum of ``loss`` (the mean loss over a batch, `otod.nets.contract`) over all of ``data``
+    at ``params`` (``steps`` = (0,)) or at checkpoints of an SGD run from it: the top-k eigenvalues (Lanczos),
+    λ_min, λ_q, κ_q = λ_max/λ_q, κ_δ, the negative mass and tr H/P, exact from the dense Hessian where P ≤ 5,000,
+    else SLQ estimates with 95% intervals. ``chunk``: examples per chunk of the data (default: as many as fit
+    128 MiB of activations). Returns a `CurvatureResult`; bad input raises `otod.core.errors.OtodError` (a
+    ValueError) in one line.
+
+    >>> result = otod.curvature(loss, params, (x, y), k=5, x64=True)
+    >>> result.points[0].lambda_max, result.to_pandas()
+    """
+    from otod.nets.contract import check
+
+    model = check(loss, params, data, init, where="otod.curvature", name=name, finite=False)
+    return measure_curvature(model, steps, lr=lr, batch=min(batch, model.examples), seed=seed, k=k, probes=probes,
+                             lanczos_steps=lanczos_steps, quantile=quantile, damping=damping, x64=x64, chunk=chunk)
+
+
+def noise_scale(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, batch: int = BATCH, seed: int = 0,
+                pairs=None, draws: int = 64, trace_examples: int | None = None, x64: bool = False,
+                chunk: int | None = None, name: str = "model") -> NoiseScaleResult:
+    """The gradient noise scales of ``loss`` over all of ``data`` (McCandlish et al. 2018) at ``params`` or at
+    checkpoints of an SGD run from it, in float64: |G|², tr Σ (Σ the per-example gradient covariance, 1/n),
+    GᵀHG, tr(HΣ) (exact; or the mean over ``trace_examples`` drawn examples, with its standard error),
+    B_simple = tr Σ/|G|², B_noise = tr(HΣ)/GᵀHG, and the two-batch estimates of ``pairs`` (default 8:64, 32:256,
+    those whose B_big is less than the data). Returns a `NoiseScaleResult`.
+
+    >>> otod.noise_scale(loss, params, (x, y)).points[0].b_simple
+    """
+    from otod.nets.contract import check
+
+    model = check(loss, params, data, init, where="otod.noise_scale", name=name, finite=False)
+    if pairs is None:
+        from otod.nets.noise_scale import PAIRS
+
+        pairs = [p for p in PAIRS if p[1] < model.examples]  # B_big = n has no two-batch estimate of |G|²
+    return measure_noise(model, steps, lr=lr, batch=min(batch, model.examples), seed=seed, pairs=pairs, draws=draws,
+                         trace_examples=trace_examples, x64=x64, chunk=chunk)

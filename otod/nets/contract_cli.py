@@ -1,0 +1,158 @@
+"""``otod curvature --model FILE.py:NAME`` and ``otod noise-scale --model FILE.py:NAME``: the commands' path for a
+user's model (`otod.nets.contract`), measured by the functions the Python API calls (`otod.nets.api`), so the
+command and ``otod.curvature``/``otod.noise_scale`` give the same numbers.
+
+Every option is checked and the model loaded and checked (shapes traced abstractly) before anything is
+measured; the time is estimated from XLA's flop count of the loss on one example (`flops_per_example`) with the
+constants of `otod.nets.noise_scale`, and refused above an hour without ``--yes``; the memory of the Lanczos
+bases, the dense Hessian and the data is refused above the free memory (`otod.nets.api.curvature_plan`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from otod.core.errors import OtodError
+from otod.core.lazy import lazy
+
+jax = lazy("jax")
+
+#: The options of otod's own nets: refused beside a contract model, which defines its own network and data.
+NET_OPTIONS = ("width", "depth", "activation", "architecture", "init", "data", "examples", "loss")
+
+
+def load_model(reference: str, given: frozenset):
+    """Refuse the net-only options given beside ``--model FILE.py:NAME``, then load and check the model (the
+    finite-loss check comes with the measurement, in its precision)."""
+    from otod.core.options import refuse_ignored
+    from otod.nets.contract import load
+
+    for name in NET_OPTIONS:
+        refuse_ignored(given, name, f"describes otod's own nets; --model {reference} defines its own network and "
+                                    "data, drop it")
+    return load(reference, finite=False)
+
+
+def chunk_option(value) -> int | None:
+    """``--chunk``: examples per chunk of the data (None: sized from the model's activations)."""
+    from otod.core.options import positive_int
+
+    return None if value is None else positive_int(value, "--chunk", "256")
+
+
+def flops_per_example(model) -> float:
+    """XLA's flop count of the loss on a batch of one example (forward), at least 1; 2P where XLA gives none."""
+    batch = tuple(a[:1] for a in model.data)
+    try:
+        cost = jax.jit(model.loss).lower(model.params, batch).compile().cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        flops = float((cost or {}).get("flops", 0.0))
+    except Exception:  # a backend without a cost model
+        flops = 0.0
+    return max(1.0, flops or 2.0 * model.parameter_count)
+
+
+def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: int) -> float:
+    """`otod.nets.curvature_cli.plan_seconds` for a contract model: compile, training, then per checkpoint the
+    top-k Lanczos and the dense columns or the SLQ probes (each product 4 × n × flops per example)."""
+    from otod.nets.curvature import default_top_steps
+    from otod.nets.curvature_dense import is_dense
+    from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP
+
+    size, n, flops = model.parameter_count, model.examples, flops_per_example(model)
+    product = 4.0 * n * flops
+    top = default_top_steps(k, size)
+    per = top * product + 2.0 * size * top ** 2
+    per += (size * product + 4.0 * size ** 3 / 3) if is_dense(size) else (probes * m * product
+                                                                         + 2.0 * size * probes * m ** 2)
+    train = max(checkpoints) * (SECONDS_PER_STEP + 3 * batch * flops * SECONDS_PER_FLOP)
+    return COMPILE_SECONDS + train + len(checkpoints) * per * SECONDS_PER_FLOP
+
+
+def noise_seconds(model, checkpoints, pairs, draws: int, batch: int, trace_examples: int | None) -> float:
+    """`otod.nets.noise_scale.plan_seconds` for a contract model: tr(HΣ)'s m HVPs over n examples each (m = n
+    unless estimated) dominate."""
+    from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP, SECONDS_PER_TRACE_FLOP
+
+    n, flops = model.examples, flops_per_example(model)
+    m = n if trace_examples is None else min(n, trace_examples)
+    per = m * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP for _, big in pairs)
+    train = max(checkpoints) * (SECONDS_PER_STEP + 3 * batch * flops * SECONDS_PER_FLOP)
+    return COMPILE_SECONDS + train + len(checkpoints) * per
+
+
+def _save(path: Path, kind: str, config: dict, records, wall: float, extra: dict | None = None) -> Path:
+    from otod.core import results
+
+    meta = {"kind": kind, "config": config, "environment": results.environment(), "precision": config["precision"],
+            "wall_time_s": wall, "complete": True, **(extra or {})}
+    return results.save(path, meta, [dict(r) for r in records])
+
+
+def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_steps, requested_steps, quantile,
+                  damping, x64, chunk, out, yes) -> str:
+    """Measure (`otod.nets.api.measure_curvature`), write the results file and return the printed text."""
+    from otod.core.preflight import refuse_time
+    from otod.nets import curvature_cli as cli
+    from otod.nets.api import curvature_plan, measure_curvature
+    from otod.nets.curvature import definitions
+    from otod.nets.slq_error import LEVEL
+
+    if batch > model.examples:
+        raise OtodError(f"--batch {batch}: larger than the data set ({model.examples:,} examples); use --batch ≤ "
+                        f"{model.examples}")
+    m = curvature_plan(model, k, probes, lanczos_steps, x64)
+    refuse_time(curvature_seconds(model, checkpoints, k, probes, m, batch), yes, f"curvature of {model.name}",
+                "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps")
+    start = time.perf_counter()
+    result = measure_curvature(model, checkpoints, lr=lr, batch=batch, seed=seed, k=k, probes=probes,
+                               lanczos_steps=m, quantile=quantile, damping=damping, x64=x64, chunk=chunk)
+    wall = time.perf_counter() - start
+    records = [dict(r) for r in result.records]
+    path = cli.results_file(out, {"kind": "curvature-model", **result.config})
+    saved = _save(path, "curvature", result.config, records, wall,
+                  {"definitions": definitions(quantile, damping), "exact": records[0]["exact"],
+                   "interval_level": LEVEL})
+    r = records[0]
+    capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
+    lines = [f"{model.name}: {model.examples:,} examples, P = {model.parameter_count:,} parameters, data in chunks "
+             f"of {r['chunk']:,}; SGD lr {lr:g} batch {batch}; {result.config['precision']}",
+             cli.spectrum_line(records).replace("Lanczos steps", "Lanczos steps" + capped, 1)]
+    lines += [f"  {name}: {text}" for name, text in definitions(quantile, damping).items()
+              if name not in ("spectrum", "test_accuracy")]
+    lines += [cli.table(records), f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}"]
+    return "\n".join(lines)
+
+
+def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, out, yes, pairs_given,
+              trace_examples=None) -> str:
+    """Measure (`otod.nets.api.measure_noise`), write the results file and return the printed text."""
+    from otod.core.preflight import make_folder, refuse_time, results_out
+    from otod.nets.api import measure_noise
+    from otod.nets.noise_scale import net_report, results_path
+
+    n = model.examples
+    if n < 2:
+        raise OtodError(f"--model {model.name}: the noise scale needs at least 2 training examples")
+    if batch > n:
+        raise OtodError(f"--batch {batch}: larger than the data set ({n:,} examples); use --batch ≤ {n}")
+    if not pairs_given:  # the default pairs whose big batch is a strict part of the data, else one of B_big = n/2
+        pairs = [p for p in pairs if p[1] < n] or [(max(1, n // 16), max(2, n // 2))]
+    for small, big in pairs:
+        if big > n:
+            raise OtodError(f"--pairs {small}:{big}: B_big larger than the data set ({n:,} examples); use "
+                            f"B_big ≤ {n}")
+    out = results_out(out)
+    make_folder(Path(out).parent if Path(out).suffix else out)
+    refuse_time(noise_seconds(model, checkpoints, pairs, draws, batch, trace_examples), yes, f"noise-scale of {model.name}",
+                "use fewer --steps checkpoints or fewer examples")
+    start = time.perf_counter()
+    result = measure_noise(model, checkpoints, lr=lr, batch=batch, seed=seed, pairs=pairs, draws=draws, x64=x64,
+                           chunk=chunk, trace_examples=trace_examples)
+    wall = time.perf_counter() - start
+    path = results_path(out, {"kind": "noise-scale-model", **result.config})
+    saved = _save(path, "noise-scale-model", result.config, result.records, wall)
+    what = (f"{model.name} ({n:,} examples in chunks of {result.records[0]['chunk']:,}, P = "
+            f"{model.parameter_count:,})")
+    return f"{net_report(None, list(result.records), lr, seed, what, batch)}\nresults: {saved}"
