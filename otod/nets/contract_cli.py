@@ -94,7 +94,7 @@ def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_ste
                   damping, x64, chunk, out, yes) -> str:
     """Measure (`otod.nets.api.measure_curvature`), write the results file and return the printed text."""
     from otod.core.preflight import refuse_time
-    from otod.nets import curvature_cli as cli
+    from otod.nets import curvature_text as cli
     from otod.nets.api import curvature_plan, measure_curvature
     from otod.nets.curvature import definitions
     from otod.nets.slq_error import LEVEL
