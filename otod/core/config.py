@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.errors import OtodError
 from otod.core.methods import check_admits, lookup
@@ -260,6 +261,6 @@ def existing_default(stem: Path) -> Path:
     journal exists beside it, else with the default ``.parquet``."""
     for suffix in results_io.SUFFIXES:
         path = stem.with_name(stem.name + suffix)
-        if path.exists() or results_io.journals(path):
+        if path.exists() or journal_io.journals(path):
             return path
     return stem.with_name(stem.name + results_io.SUFFIXES[0])

@@ -34,7 +34,7 @@ import heapq
 import math
 import os
 import time
-from typing import Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +42,7 @@ import numpy as np
 
 from otod.core.dynamics import optax_dynamics
 from otod.core.errors import Abandoned, OtodError
+from otod.core.lanes import layout, set_up_lanes
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
 
 #: Iterations per trip of the while loop (each with its own check). One: a trip costs well under a microsecond,
@@ -174,25 +175,6 @@ def _prune(status, counts, t, group, by_seed):
     return jnp.where(running & hopeless.reshape(status.shape), Status.PRUNED, status).astype(jnp.int32)
 
 
-def lane_dependent(fn, lane_args, shared_args) -> list[bool]:
-    """For each output leaf of ``fn(*lane_args, *shared_args)``, whether it depends on ``lane_args`` (a
-    dependence analysis of its jaxpr; conservative: an equation with any dependent input makes all its outputs
-    dependent). Outputs computed from ``shared_args`` alone (a seed's rotation, its Kronecker factors) need not be
-    copied into every lane."""
-    closed = jax.make_jaxpr(fn)(*lane_args, *shared_args)
-    jaxpr = closed.jaxpr
-    n_lane = len(jax.tree.leaves(lane_args))
-    dependent = {v for v in jaxpr.invars[:n_lane]}
-
-    def hit(v):
-        return not hasattr(v, "val") and v in dependent
-
-    for eqn in jaxpr.eqns:
-        if any(hit(v) for v in eqn.invars):
-            dependent.update(eqn.outvars)
-    return [hit(v) for v in jaxpr.outvars]
-
-
 def deal(block_costs, devices: int) -> np.ndarray:
     """Which blocks each device runs, device-major (row d: device d's blocks, in run order), from each block's
     predicted cost: longest first, each to the least-loaded device that still has room (Graham's LPT rule under an
@@ -246,74 +228,63 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact, draws,
            root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
-    """One block of lanes: a vmapped set-up, then one ``while_loop`` until no lane runs; with ``compact``, two:
-    the first until every row has at most `compact_width` lanes running, the second on those lanes alone (their
-    carry, constants and keys gathered; the book-keeping, pruning included, stays on the whole block). Returns
-    the per-lane outputs and the block's iteration counts at the end of the first loop and at the end.
+    """One block of lanes: a vmapped set-up (`otod.core.lanes`: laid out [seed, lane] with ``by_seed``, else one
+    row), then one ``while_loop`` until no lane runs; with ``compact``, two: the first until every row has at most
+    `compact_width` lanes running, the second on those lanes alone (`_compacted_loop`). Returns the per-lane
+    outputs and the block's iteration counts at the end of the first loop and at the end."""
+    dynamics, fixed_point = _dynamics_of(spec, members, options, relative_lr)
+    nest, unnest, drawn = layout(by_seed, group[1] if by_seed else None, draws, seed_indices)
+    points, seed_indices, lrs, method_indices, active = jax.tree.map(
+        nest, (points, seed_indices, lrs, method_indices, active))
+    lanes, const_axes = set_up_lanes(dynamics, by_seed, group[0] if by_seed else None, points, lrs, method_indices,
+                                     drawn)
+    lane_keys = jax.vmap(jax.vmap(lambda s: jax.random.fold_in(root_key, s)))(seed_indices)
+    scale, gap0, limit = _scales(kind, lanes.metric0)
+    rules = _rules(dynamics, fixed_point, const_axes, check_every, max_iters, stall_window, ladder.astype(gap0.dtype),
+                   scale, limit, group, primary, by_seed)
+    hits0 = jnp.where(gap0[..., None] <= rules.ladder, 0, -1).astype(jnp.int32)
+    status0 = jnp.where(active, _classify(rules, gap0, hits0, RUNNING), Status.PADDING).astype(jnp.int32)
+    zero = jnp.zeros((), jnp.int32)
+    init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
+    narrow = compact_width(*status0.shape) if compact else None
+    running = functools.partial(_running, rules)
 
-    With ``by_seed`` the block's lanes (whole points, [point, rate, seed]) are laid out [seed, lane]: the set-up
-    and the step are vmapped over seeds outside and lanes inside, and whatever the set-up computes from the seed's
-    draws alone (found by `lane_dependent`: a rotation, Kronecker factors) stays one array per seed, multiplied
-    batched by seed, instead of a copy per lane. Otherwise the lanes are one row, each with its own seed's draws.
-    """
+    def one_iteration(carry):
+        t, state, *books = carry
+        state, f, check, frozen = _move(rules, lanes.constants, lane_keys, state, t)
+        return (t + 1, state) + _book(rules, t + 1, f, check, frozen, *books)
+
+    if narrow is None:
+        carry = jax.lax.while_loop(running, _trips(one_iteration, unroll), init)
+        t_wide = carry[0]
+    else:
+        def wide(carry):  # until every row (a seed's lanes when by_seed) has at most ``narrow`` lanes running
+            return running(carry) & (jnp.max(jnp.sum(carry[5] == RUNNING, axis=1)) > narrow)
+
+        carry = jax.lax.while_loop(wide, _trips(one_iteration, unroll), init)
+        t_wide = carry[0]
+        carry = _compacted_loop(rules, lanes.constants, const_axes, lane_keys, carry, narrow, unroll)
+    t, _, iterations, gap, hits, status, _, _ = carry
+    status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
+    outputs = tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size))
+    return outputs + (t_wide, t)
+
+
+def _dynamics_of(spec, members, options, relative_lr):
+    """The block's dynamics (the family's own, else optax's) and whether its stall rule is ``"fixed-point"``,
+    which needs a deterministic family."""
     family = spec.family()
     dynamics = (family.dynamics or optax_dynamics)(family, members, options, relative_lr)
     fixed_point = family.stall == "fixed-point"
     if fixed_point and dynamics.stochastic:
         raise ValueError("the fixed-point stall rule needs a deterministic family (a sampled gradient moves it)")
-    n = seed_indices.shape[0]
-    if by_seed:
-        seeds = group[1]
+    return dynamics, fixed_point
 
-        def nest(a):
-            return jnp.swapaxes(a.reshape(n // seeds, seeds, *a.shape[1:]), 0, 1)
 
-        def unnest(a):
-            return jnp.swapaxes(a, 0, 1).reshape(n, *a.shape[2:])
-
-        drawn = jax.tree.map(lambda a: a[:seeds], draws)
-    else:
-        def nest(a):
-            return a[None]
-
-        def unnest(a):
-            return a[0]
-
-        drawn = jax.tree.map(lambda a: a[seed_indices][None], draws)
-    points, seed_indices, lrs, method_indices, active = jax.tree.map(
-        nest, (points, seed_indices, lrs, method_indices, active))
-
-    def set_up(point, lr, m, drawn):
-        return dynamics.set_up(point, drawn, lr, m)
-
-    def abstract(tree, skip):
-        return jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[skip:], a.dtype), tree)
-
-    lane_args = abstract((points, lrs, method_indices), 2)
-    shared_arg = abstract(drawn, 1 if by_seed else 2)
-    shape = jax.eval_shape(set_up, *lane_args, shared_arg)
-    const_leaves, const_tree = jax.tree.flatten(shape.constants)
-    if by_seed and dynamics.prepare is not None:
-        lanes, const_axes = _prepared_lanes(dynamics, group[0], points, lrs, method_indices, drawn, lane_args,
-                                            shared_arg, shape)
-    else:
-        if by_seed:
-            dependent = lane_dependent(set_up, lane_args, (shared_arg,))
-            const_axes = jax.tree.unflatten(const_tree, [0 if d else None for d in dependent[:len(const_leaves)]])
-        else:
-            const_axes = 0
-        inner = jax.vmap(set_up, in_axes=(0, 0, 0, None if by_seed else 0),
-                         out_axes=type(shape)(const_axes, 0, 0, 0))
-        lanes = jax.vmap(inner)(points, lrs, method_indices, drawn)
-    advance = jax.vmap(jax.vmap(dynamics.advance, in_axes=(const_axes, 0, 0)))
-    # Only a family that reads its metric sparsely takes the split path: computed under a cond, the same metric can
-    # round differently (by an ulp, from XLA's fusion), and the other families' records stay bit for bit as before.
-    split = dynamics.measure is not None and dynamics.checks is not None and not fixed_point
-    if split:
-        step = jax.vmap(jax.vmap(dynamics.step, in_axes=(const_axes, 0, 0, None)), in_axes=(0, 0, 0, None))
-        measure = jax.vmap(jax.vmap(dynamics.measure, in_axes=(const_axes, 0)))
-    lane_keys = jax.vmap(jax.vmap(lambda s: jax.random.fold_in(root_key, s)))(seed_indices)
-    f0 = lanes.metric0
+def _scales(kind: str, f0):
+    """(scale, first gap, divergence limit) per lane from its first metric ``f0``: a ``"relative"`` target reads
+    the metric over its start (a start at 0 is met, a negative or NaN one is not a number), an absolute one the
+    metric itself, diverged past `DIVERGENCE_BOUND` times its start."""
     if kind == "relative":
         scale = jnp.where(f0 > 0, f0, 1.0)
         gap0 = jnp.where(f0 > 0, 1.0, jnp.where(f0 == 0, 0.0, jnp.nan)).astype(f0.dtype)
@@ -322,137 +293,139 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         scale = jnp.ones_like(f0)
         gap0 = f0
         limit = DIVERGENCE_BOUND * jnp.maximum(jnp.abs(f0), jnp.finfo(f0.dtype).tiny)
-    ladder = ladder.astype(f0.dtype)
+    return scale, gap0, limit
 
-    def classify(gap, hits, otherwise):
-        finite = jnp.isfinite(gap) & (gap <= limit)
-        return jnp.where(hits[..., -1] >= 0, Status.CONVERGED,
-                         jnp.where(finite, otherwise, Status.DIVERGED)).astype(jnp.int32)
 
-    hits0 = jnp.where(gap0[..., None] <= ladder, 0, -1).astype(jnp.int32)
-    status0 = jnp.where(active, classify(gap0, hits0, RUNNING), Status.PADDING).astype(jnp.int32)
-    fold = jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None))
+class _Rules(NamedTuple):
+    """What every iteration of a block reads besides its carry: the vmapped dynamics (``advance``, or with
+    ``split`` ``step`` and ``measure``), the stall rule, the checks' cadence and cap, the ladder, each lane's
+    scale and divergence limit, and the pruning's grouping."""
 
-    def running(carry):
-        t, status = carry[0], carry[5]
-        return (t < max_iters) & jnp.any(status == RUNNING)
+    stochastic: bool
+    fixed_point: bool
+    split: bool
+    advance: Callable
+    step: Callable | None
+    measure: Callable | None
+    checks: Callable | None
+    fold: Callable
+    check_every: int
+    max_iters: Any
+    stall_window: Any
+    ladder: Any
+    scale: Any
+    limit: Any
+    group: tuple | None
+    primary: int
+    by_seed: bool
 
-    def move(constants, keys0, state, t):
-        """One iteration of the lanes whose constants, keys and carry are given (all of the block's, or the
-        gathered few): their new carry, metric (NaN where not read), whether it is read, and which lanes froze."""
-        keys = fold(keys0, t) if dynamics.stochastic else keys0
-        before = state
-        if split:
-            state = step(constants, state, keys, t)  # t: the block's count, one for all its lanes
-            t = t + 1
-            check = (((t % check_every) == 0) & dynamics.checks(t)) | (t >= max_iters)
-            f = jax.lax.cond(check, lambda s: measure(constants, s),
-                             lambda s: jnp.full(keys0.shape[:2], jnp.nan, gap0.dtype), state)
-        else:
-            state, f = advance(constants, state, keys)
-            check = (((t + 1) % check_every) == 0) | (t + 1 >= max_iters)
-        frozen = unchanged(before, state) if fixed_point else None  # a lane that stops is read then, checked or not
-        return state, f, check, frozen
 
-    def book(t, f, check, frozen, iterations, gap, hits, status, anchor, progress):
-        """The book-keeping of iteration t (1-based) over all of the block's lanes, from their metric f."""
-        if fixed_point:
-            check = check | frozen
-        newly = (status == RUNNING) & (t <= max_iters) & check
-        gap_t = f / scale
-        iterations = jnp.where(newly, t, iterations)
-        gap = jnp.where(newly, gap_t, gap)
-        hits = jnp.where(newly[..., None] & (gap_t[..., None] <= ladder) & (hits < 0), t, hits)
-        status = jnp.where(newly, classify(gap_t, hits, RUNNING), status)
-        if fixed_point:
-            status = jnp.where(newly & frozen & (status == RUNNING), Status.STALLED, status)
-        else:
-            improved = newly & (gap_t < anchor * (1.0 - STALL_DECREASE))
-            anchor = jnp.where(improved, gap_t, anchor)
-            progress = jnp.where(improved, t, progress)
-            status = jnp.where((status == RUNNING) & (t - progress > stall_window), Status.STALLED, status)
-        if group is not None and group[0] > 1:
-            status = jnp.where(check, _prune(status, hits[..., primary], t, group, by_seed), status)
-        return iterations, gap, hits, status, anchor, progress
+def _rules(dynamics, fixed_point, const_axes, check_every, max_iters, stall_window, ladder, scale, limit, group,
+           primary, by_seed) -> _Rules:
+    """The block's `_Rules`, the dynamics vmapped over [row, lane] (a row's shared constants by ``const_axes``).
+    Only a family that reads its metric sparsely takes the split path: computed under a cond, the same metric can
+    round differently (by an ulp, from XLA's fusion), and the other families' records stay bit for bit as
+    before."""
+    split = dynamics.measure is not None and dynamics.checks is not None and not fixed_point
+    step = measure = None
+    if split:
+        step = jax.vmap(jax.vmap(dynamics.step, in_axes=(const_axes, 0, 0, None)), in_axes=(0, 0, 0, None))
+        measure = jax.vmap(jax.vmap(dynamics.measure, in_axes=(const_axes, 0)))
+    return _Rules(stochastic=dynamics.stochastic, fixed_point=fixed_point, split=split,
+                  advance=jax.vmap(jax.vmap(dynamics.advance, in_axes=(const_axes, 0, 0))), step=step,
+                  measure=measure, checks=dynamics.checks,
+                  fold=jax.vmap(jax.vmap(jax.random.fold_in, (0, None)), (0, None)), check_every=check_every,
+                  max_iters=max_iters, stall_window=stall_window, ladder=ladder, scale=scale, limit=limit,
+                  group=group, primary=primary, by_seed=by_seed)
 
-    def one_iteration(carry):
-        t, state, *books = carry
-        state, f, check, frozen = move(lanes.constants, lane_keys, state, t)
-        return (t + 1, state) + book(t + 1, f, check, frozen, *books)
 
-    def iterate(one):
-        def trip(carry):
-            for _ in range(unroll):
-                carry = one(carry)
-            return carry
+def _classify(rules: _Rules, gap, hits, otherwise):
+    """CONVERGED where the lowest rung is hit, DIVERGED where the gap is not finite or past the limit, else
+    ``otherwise``."""
+    finite = jnp.isfinite(gap) & (gap <= rules.limit)
+    return jnp.where(hits[..., -1] >= 0, Status.CONVERGED,
+                     jnp.where(finite, otherwise, Status.DIVERGED)).astype(jnp.int32)
 
-        return trip
 
-    zero = jnp.zeros((), jnp.int32)
-    init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
-    outer, inner = status0.shape
-    narrow = compact_width(outer, inner) if compact else None
-    if narrow is None:
-        carry = jax.lax.while_loop(running, iterate(one_iteration), init)
-        t_wide = carry[0]
+def _running(rules: _Rules, carry):
+    """Whether the block goes on: under the cap, and some lane running."""
+    t, status = carry[0], carry[5]
+    return (t < rules.max_iters) & jnp.any(status == RUNNING)
+
+
+def _trips(one, unroll: int):
+    """The while loop's body: ``unroll`` iterations of ``one``."""
+    def trip(carry):
+        for _ in range(unroll):
+            carry = one(carry)
+        return carry
+
+    return trip
+
+
+def _move(rules: _Rules, constants, keys0, state, t):
+    """One iteration of the lanes whose constants, keys and carry are given (all of the block's, or the gathered
+    few): their new carry, metric (NaN where not read), whether it is read, and which lanes froze."""
+    keys = rules.fold(keys0, t) if rules.stochastic else keys0
+    before = state
+    if rules.split:
+        state = rules.step(constants, state, keys, t)  # t: the block's count, one for all its lanes
+        t = t + 1
+        check = (((t % rules.check_every) == 0) & rules.checks(t)) | (t >= rules.max_iters)
+        f = jax.lax.cond(check, lambda s: rules.measure(constants, s),
+                         lambda s: jnp.full(keys0.shape[:2], jnp.nan, rules.ladder.dtype), state)
     else:
-        def wide(carry):  # until every row (a seed's lanes when by_seed) has at most ``narrow`` lanes running
-            return running(carry) & (jnp.max(jnp.sum(carry[5] == RUNNING, axis=1)) > narrow)
-
-        carry = jax.lax.while_loop(wide, iterate(one_iteration), init)
-        t_wide = carry[0]
-        # The running lanes of each row first (in lane order), then stopped ones as filler: gathered, they go on
-        # alone, and the book-keeping stays on the whole block, so pruning sees every lane's count.
-        few = jnp.argsort(carry[5] != RUNNING, axis=1, stable=True)[:, :narrow].astype(jnp.int32)
-        rows = jnp.arange(outer)[:, None]
-        constants = take_lanes(lanes.constants, const_axes, few)
-        keys0 = jnp.take_along_axis(lane_keys, few[..., None], axis=1)
-
-        def spread(values, fill):
-            return jnp.full(status0.shape, fill, values.dtype).at[rows, few].set(values)
-
-        def one_narrow(carry):
-            t, state, *books = carry
-            state, f, check, frozen = move(constants, keys0, state, t)
-            frozen = None if frozen is None else spread(frozen, False)
-            return (t + 1, state) + book(t + 1, spread(f, jnp.nan), check, frozen, *books)
-
-        carry = (carry[0], take_lanes(carry[1], 0, few)) + tuple(carry[2:])
-        carry = jax.lax.while_loop(running, iterate(one_narrow), carry)
-    t, _, iterations, gap, hits, status, _, _ = carry
-    status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
-    outputs = tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size))
-    return outputs + (t_wide, t)
+        state, f = rules.advance(constants, state, keys)
+        check = (((t + 1) % rules.check_every) == 0) | (t + 1 >= rules.max_iters)
+    frozen = unchanged(before, state) if rules.fixed_point else None  # a lane that stops is read then, checked or not
+    return state, f, check, frozen
 
 
-def _prepared_lanes(dynamics, rates, points, lrs, method_indices, drawn, lane_args, shared_arg, shape):
-    """The seed-major set-up with the point-and-seed part prepared once per point (not once per learning rate):
-    ``prepare`` vmapped over [seed, point], its per-point outputs repeated for the point's rates, then
-    ``set_up_prepared`` over [seed, lane]. Outputs of ``prepare`` that depend on the seed alone stay one per
-    seed; so do the lanes' constants that come from them. Returns (lanes, constants' vmap axes)."""
-    point_abs, lr_abs, m_abs = lane_args
-    on_point = lane_dependent(dynamics.prepare, (point_abs,), (shared_arg,))
-    prep_shape = jax.eval_shape(dynamics.prepare, point_abs, shared_arg)
-    prep_leaves, prep_tree = jax.tree.flatten(prep_shape)
-    prep_axes = jax.tree.unflatten(prep_tree, [0 if d else None for d in on_point])
-    firsts = jax.tree.map(lambda a: a[:, ::rates], points)  # a point's rates share its axis values
-    per_point = jax.vmap(jax.vmap(dynamics.prepare, in_axes=(0, None), out_axes=prep_axes))(firsts, drawn)
-    leaves = [jnp.repeat(a, rates, axis=1) if d else a for a, d in zip(jax.tree.leaves(per_point), on_point)]
+def _book(rules: _Rules, t, f, check, frozen, iterations, gap, hits, status, anchor, progress):
+    """The book-keeping of iteration t (1-based) over all of the block's lanes, from their metric f: first hits of
+    the ladder's rungs, status (converged, diverged, stalled by the family's rule, pruned), the last gap read."""
+    if rules.fixed_point:
+        check = check | frozen
+    newly = (status == RUNNING) & (t <= rules.max_iters) & check
+    gap_t = f / rules.scale
+    iterations = jnp.where(newly, t, iterations)
+    gap = jnp.where(newly, gap_t, gap)
+    hits = jnp.where(newly[..., None] & (gap_t[..., None] <= rules.ladder) & (hits < 0), t, hits)
+    status = jnp.where(newly, _classify(rules, gap_t, hits, RUNNING), status)
+    if rules.fixed_point:
+        status = jnp.where(newly & frozen & (status == RUNNING), Status.STALLED, status)
+    else:
+        improved = newly & (gap_t < anchor * (1.0 - STALL_DECREASE))
+        anchor = jnp.where(improved, gap_t, anchor)
+        progress = jnp.where(improved, t, progress)
+        status = jnp.where((status == RUNNING) & (t - progress > rules.stall_window), Status.STALLED, status)
+    group = rules.group
+    if group is not None and group[0] > 1:
+        status = jnp.where(check, _prune(status, hits[..., rules.primary], t, group, rules.by_seed), status)
+    return iterations, gap, hits, status, anchor, progress
 
-    def from_parts(varying, lr, m, fixed):  # the prepared pytree from its per-lane and per-seed leaves
-        v, f = iter(varying), iter(fixed)
-        return dynamics.set_up_prepared(jax.tree.unflatten(prep_tree, [next(v) if d else next(f) for d in on_point]),
-                                        lr, m)
 
-    varying = [a for a, d in zip(leaves, on_point) if d]
-    fixed = [a for a, d in zip(leaves, on_point) if not d]
-    varying_abs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a, d in zip(prep_leaves, on_point) if d]
-    fixed_abs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a, d in zip(prep_leaves, on_point) if not d]
-    n_const = len(jax.tree.leaves(shape.constants))
-    dependent = lane_dependent(from_parts, (varying_abs, lr_abs, m_abs), (fixed_abs,))[:n_const]
-    const_axes = jax.tree.unflatten(jax.tree.structure(shape.constants), [0 if d else None for d in dependent])
-    inner = jax.vmap(from_parts, in_axes=(0, 0, 0, None), out_axes=type(shape)(const_axes, 0, 0, 0))
-    return jax.vmap(inner)(varying, lrs, method_indices, fixed), const_axes
+def _compacted_loop(rules: _Rules, constants, const_axes, lane_keys, carry, narrow: int, unroll: int):
+    """The second loop of a compacted block: the running lanes of each row first (in lane order), then stopped
+    ones as filler, ``narrow`` per row, gathered and run alone until none runs; the book-keeping stays on the whole
+    block, so pruning sees every lane's count."""
+    status = carry[5]
+    few = jnp.argsort(status != RUNNING, axis=1, stable=True)[:, :narrow].astype(jnp.int32)
+    rows = jnp.arange(status.shape[0])[:, None]
+    constants = take_lanes(constants, const_axes, few)
+    keys0 = jnp.take_along_axis(lane_keys, few[..., None], axis=1)
+
+    def spread(values, fill):
+        return jnp.full(status.shape, fill, values.dtype).at[rows, few].set(values)
+
+    def one_narrow(carry):
+        t, state, *books = carry
+        state, f, check, frozen = _move(rules, constants, keys0, state, t)
+        frozen = None if frozen is None else spread(frozen, False)
+        return (t + 1, state) + _book(rules, t + 1, spread(f, jnp.nan), check, frozen, *books)
+
+    carry = (carry[0], take_lanes(carry[1], 0, few)) + tuple(carry[2:])
+    return jax.lax.while_loop(functools.partial(_running, rules), _trips(one_narrow, unroll), carry)
 
 
 #: The watchdog's default: seconds without progress after which a CPU device program is taken to be wedged.

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.axes import named_records
 from otod.core.config import SweepConfig, config_digest
@@ -81,7 +82,7 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
 
     table = table_of(records)  # the records' columns, built once: the file's and the analysis's (`Results.table`)
     results_io.save(path, meta, records, table=table)
-    for jpath in results_io.journals(path) if remove_journals else []:
+    for jpath in journal_io.journals(path) if remove_journals else []:
         jpath.unlink(missing_ok=True)
     meta = results_io.jsonable(meta)
     named = named_records(meta["axes"], records)
@@ -101,7 +102,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         raise OtodError("otod merge: no part files given, e.g. otod merge results/condition-*.parquet.part-*")
     headers, done = {}, {}
     for part in parts:
-        header, chunks = results_io.read_part(part)  # anything else is named: a results file, a folder, ...
+        header, chunks = journal_io.read_part(part)  # anything else is named: a results file, a folder, ...
         if header.get("digest") not in (config_digest(header["config"]), results_io.digest(header["config"])):
             raise OtodError(f"part file {part}: its config does not hash to its digest {header.get('digest')} "
                             "(edited or damaged); it is not merged")
@@ -123,7 +124,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
             raise OtodError(f"otod merge: cannot name the results file from {parts[0]}; give --out FILE")
     path = Path(path)
     results_io.check_suffix(path)
-    with results_io.lock(path):
+    with journal_io.lock(path):
         if path.exists():
             raise OtodError(f"results file {path}: already exists; move it away to merge again")
         chunks = plan(config)
@@ -161,7 +162,7 @@ def refuse_missing_shares(config: SweepConfig, chunks: list[Chunk], done: dict, 
     base = results_name(next(iter(headers)))
     shares = missing_shares(config, chunks, done, count)
     said = [f"share {i} of {count} ({given[i]}) lacks {absent} of its {size} chunks" if i in given
-            else f"share {i} of {count} ({results_io.part_path(base, i, count)}) is missing"
+            else f"share {i} of {count} ({journal_io.part_path(base, i, count)}) is missing"
             for i, absent, size in shares]
     again = " and ".join(f"--share {i}/{count}" for i, _, _ in shares)
     raise OtodError(f"otod merge: {'; '.join(said)} ({lost} of {len(chunks)} chunks are in no part file); run the "

@@ -36,6 +36,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.config import NOT_IN_DIGEST, SweepConfig, default_path, lane_rates
 from otod.core.errors import Abandoned, Interrupted, OtodError, ShareDone, ShareWritten
@@ -116,8 +117,8 @@ def finished_chunks(path: Path, digest: str, own: Path | None = None) -> dict[st
     files of distributed runs), by key. Only ``own`` (this process's journal) is repaired after a kill; the
     others are read as they are, since their writers may be running."""
     done = {}
-    for jpath in results_io.journals(path):
-        _, chunks = results_io.read_journal(jpath, digest, repair=jpath == own)
+    for jpath in journal_io.journals(path):
+        _, chunks = journal_io.read_journal(jpath, digest, repair=jpath == own)
         done.update({c["key"]: c for c in chunks})
     return done
 
@@ -174,7 +175,7 @@ def reuse_points(config: SweepConfig, path: Path, own: Path, pending: list[Chunk
             continue
         records = in_point_order(chunk, [], rows, 0)
         extra = {"reused": list(names), "reused_lanes": len(records)}
-        done[chunk.key] = {**results_io.append_chunk(own, chunk.key, records, extra), **extra, "records": records}
+        done[chunk.key] = {**journal_io.append_chunk(own, chunk.key, records, extra), **extra, "records": records}
     if lanes:
         sys.stderr.write(f"otod: {lanes} lanes read from {', '.join(sorted(sources))}: measured there under the "
                          "same settings\n")
@@ -244,12 +245,12 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
         share = current_share()
     index, count = share or processes or jax_processes()
     merges = share is None and index == 0  # the process that writes the results file
-    own = (results_io.journal_path(path) if count == 1 and share is None
-           else results_io.part_path(path, index, count))
+    own = (journal_io.journal_path(path) if count == 1 and share is None
+           else journal_io.part_path(path, index, count))
     started = time.perf_counter()
     with contextlib.ExitStack() as held:
-        for locked in ([path] if merges else []) + ([own] if own != results_io.journal_path(path) else []):
-            held.enter_context(results_io.lock(locked))
+        for locked in ([path] if merges else []) + ([own] if own != journal_io.journal_path(path) else []):
+            held.enter_context(journal_io.lock(locked))
         if path.exists():
             existing = results_io.load(path)
             if existing.meta.get("digest") not in (digest, config.legacy_digest()):
@@ -258,7 +259,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             return results_io.Results({**existing.meta, "read_back": True}, path=existing.path,
                                       _rows=existing._rows, _table=existing._table)
         guess = check_estimate(config, yes, processes=count)
-        header, _ = results_io.read_journal(own, digest)
+        header, _ = journal_io.read_journal(own, digest)
         journal_chunking = None if header is None else header["config"].get("chunk_seconds")
         if journal_chunking is not None and journal_chunking != config.chunk_seconds:
             # The chunk keys name their points: resume with the chunking the journal was written under.
@@ -266,7 +267,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                              f"not depend on it; {config.chunk_seconds:g} applies to new sweeps)\n")
             config = dataclasses.replace(config, chunk_seconds=journal_chunking)
         if header is None:
-            results_io.start_journal(own, {"digest": digest, "config": config.to_dict(), "process": index,
+            journal_io.start_journal(own, {"digest": digest, "config": config.to_dict(), "process": index,
                                            "processes": count, "host": platform.node()})
         done = finished_chunks(path, digest, own)
         costs = predicted_costs(config)
@@ -351,7 +352,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
                     held = sum(len(rows) for rows in part.held.values())
                     records = in_point_order(chunk, records, part.held, len(records) // chunk.n_points)
                     work.update(reused=list(part.sources), reused_lanes=held)
-                done[key] = {**results_io.append_chunk(own, key, records, work), "records": records, **work}
+                done[key] = {**journal_io.append_chunk(own, key, records, work), "records": records, **work}
                 lanes_done += ran_lanes
                 per_slot["all" if slot is None else str(slot)] += 1
                 ran.append((predicted[chunk.key], seconds))

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from otod.condition.options import condition_sweep
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.errors import OtodError
 from otod.core.config import default_path, lane_count
@@ -148,7 +149,7 @@ def test_merge_of_npz_parts_equals_the_one_process_result(tmp_path):
     run_shares_in_turn(config, path)
     if path.exists():
         path.unlink()
-    merged = merge([results_io.part_path(path, i, 2) for i in (0, 1)])
+    merged = merge([journal_io.part_path(path, i, 2) for i in (0, 1)])
     assert merged.path == path and results_io.load(path).records == one.records
     assert results_io.load(path).meta["chunks"] == one.meta["chunks"]
 

@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from otod.condition.options import condition_sweep
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.distributed import check_options, share
 from otod.core.errors import OtodError, ShareDone
@@ -81,8 +82,8 @@ def test_a_killed_process_loses_only_its_chunk_in_flight_and_a_rerun_finishes_it
     env = {**os.environ, "OTOD_COMPILATION_CACHE": "off"}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == -signal.SIGKILL, out.stderr
-    part1 = results_io.part_path(path, 1, 2)
-    assert len(results_io.read_journal(part1, CONFIG.digest())[1]) == 1
+    part1 = journal_io.part_path(path, 1, 2)
+    assert len(journal_io.read_journal(part1, CONFIG.digest())[1]) == 1
 
     chunks = plan(CONFIG)
     share1 = share_of(CONFIG, chunks, 1, 2)
@@ -96,13 +97,13 @@ def test_a_killed_process_loses_only_its_chunk_in_flight_and_a_rerun_finishes_it
     merged = run_sweep(CONFIG, path=path, processes=(0, 2))
     assert merged.records == one_process.records
     assert merged.meta["chunks"] == one_process.meta["chunks"]
-    assert results_io.journals(path) == []
+    assert journal_io.journals(path) == []
 
 
 def test_merge_joins_parts_and_refuses_another_configs(tmp_path, one_process):
     path = tmp_path / "x.json"
     run_shares_in_turn(CONFIG, path)
-    parts = [results_io.part_path(path, i, 2) for i in (0, 1)]
+    parts = [journal_io.part_path(path, i, 2) for i in (0, 1)]
     hosts = [tmp_path / "host0", tmp_path / "host1"]
     for part, host in zip(parts, hosts):
         host.mkdir()
@@ -122,7 +123,7 @@ def test_merge_joins_parts_and_refuses_another_configs(tmp_path, one_process):
     other_path = tmp_path / "other.json"
     with pytest.raises(ShareDone):
         run_sweep(other, path=other_path, processes=(1, 2))
-    foreign = results_io.part_path(other_path, 1, 2)
+    foreign = journal_io.part_path(other_path, 1, 2)
     with pytest.raises(OtodError, match=f"different sweep configs: {foreign} is a share of config {other.digest()}, "
                                         f"while the other 1 hold config {CONFIG.digest()}"):
         merge([copies[0], foreign], tmp_path / "mixed.json")

@@ -183,3 +183,65 @@ def test_checking_a_condition_sweeps_options_does_not_import_jax():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "refused: --method kfac: needs kronecker" in out.stdout and out.stdout.strip().endswith("False")
+
+
+#: The house limits (issue 34 item 3): lines per module, and lines per function (from its ``def`` to its last
+#: line, decorators left out; a nested function counts on its own and within the one around it).
+MODULE_LINES, FUNCTION_LINES = 700, 100
+
+#: Functions allowed over `FUNCTION_LINES` for now, as ``path:qualified name``, each with its reason. The list can
+#: only shrink: an entry whose function is split (or gone) fails `test_every_long_function_allowed_is_still_long`.
+LONG_FUNCTIONS = {
+    "otod/core/sweep.py:run_sweep",  # being split into its steps elsewhere (issue 34 item 3)
+}
+
+
+def functions_of(tree: ast.AST, prefix: str = ""):
+    """(qualified name, lines) of every function under ``tree``, nested ones and methods included."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = prefix + node.name
+            if not isinstance(node, ast.ClassDef):
+                yield name, node.end_lineno - node.lineno + 1
+            yield from functions_of(node, name + ".")
+        else:
+            yield from functions_of(node, prefix)
+
+
+def too_long(root: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """({module path: lines} over `MODULE_LINES`, {"path:function": lines} over `FUNCTION_LINES`) for the package
+    folder ``root``, paths as ``otod/...``."""
+    modules, functions = {}, {}
+    for p in sorted(root.rglob("*.py")):
+        text, name = p.read_text(), p.relative_to(root.parent).as_posix()
+        if len(text.splitlines()) > MODULE_LINES:
+            modules[name] = len(text.splitlines())
+        functions.update({f"{name}:{f}": n for f, n in functions_of(ast.parse(text)) if n > FUNCTION_LINES})
+    return modules, functions
+
+
+def test_no_module_or_function_is_too_long():
+    """No module over 700 lines, no function over 100 (small functions that each do one job; issue 34 item 3),
+    but those `LONG_FUNCTIONS` lists."""
+    modules, functions = too_long(ROOT)
+    assert modules == {}
+    assert {f: n for f, n in functions.items() if f not in LONG_FUNCTIONS} == {}
+
+
+def test_every_long_function_allowed_is_still_long():
+    """The allow-list only shrinks: an entry whose function is now short (or gone) is removed."""
+    assert LONG_FUNCTIONS - set(too_long(ROOT)[1]) == set()
+
+
+def test_the_length_check_names_a_long_module_and_function(tmp_path):
+    """A scratch copy of the package with a 101-line method in a new class and a 701-line module: both named."""
+    import shutil
+
+    copy = tmp_path / "otod"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    body = "".join(f"        x = {i}\n" for i in range(99))
+    (copy / "core" / "scratch.py").write_text(f"class A:\n    def long(self):\n{body}        return x\n")
+    (copy / "core" / "big.py").write_text("x = 1\n" * 701)
+    modules, functions = too_long(copy)
+    assert modules == {"otod/core/big.py": 701}
+    assert {f: n for f, n in functions.items() if f not in LONG_FUNCTIONS} == {"otod/core/scratch.py:A.long": 101}

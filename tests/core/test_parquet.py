@@ -23,6 +23,7 @@ from click.testing import CliRunner
 import otod
 from otod.cli import main
 from otod.condition.options import condition_sweep
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.errors import Interrupted, OtodError
 from tests.core.test_sweep import _interrupt_after
@@ -221,7 +222,7 @@ def test_a_damaged_or_foreign_parquet_is_refused_in_one_line_and_never_overwritt
         results_io.load(path)
     with pytest.raises(OtodError, match=f"results file {path}: .*{fragment}"):
         run_sweep(config, path=path)
-    assert path.read_bytes() == before and not results_io.journals(path)
+    assert path.read_bytes() == before and not journal_io.journals(path)
     result = CliRunner().invoke(main, ["fit", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.output.startswith(f"otod: error: results file {path}: ") and result.output.count("\n") == 1
@@ -264,13 +265,13 @@ def test_an_interrupted_default_sweep_resumes_into_parquet_with_the_uninterrupte
     with pytest.raises(Interrupted):
         run_sweep(config, out_dir=folder, progress=_interrupt_after(4))
     path = folder / f"condition-{config.digest()}.parquet"
-    assert not path.exists() and results_io.journal_path(path).exists()
+    assert not path.exists() and journal_io.journal_path(path).exists()
     assert default_path(config, folder) == path
     resumed = run_sweep(config, out_dir=folder)
     assert resumed.path == path and resumed.meta["resumed_chunks"] == 4
     assert results_io.load(path).records == full.records and resumed.meta["chunks"] == full.meta["chunks"]
-    assert not results_io.journal_path(path).exists() and not path.with_name(path.name + ".lock").exists()
-    with results_io.lock(path), pytest.raises(OtodError, match="another otod run is writing it"):
+    assert not journal_io.journal_path(path).exists() and not path.with_name(path.name + ".lock").exists()
+    with journal_io.lock(path), pytest.raises(OtodError, match="another otod run is writing it"):
         run_sweep(config, out_dir=folder)
 
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from otod.condition.options import condition_sweep
-from otod.core import results as results_io
+from otod.core import journal as journal_io
 from otod.core.distributed import current_share, parse_share
 from otod.core.errors import OtodError, ShareWritten
 from otod.core.finish import merge
@@ -36,7 +36,7 @@ def one_line(proc) -> str:
 
 def test_three_shares_run_at_different_times_then_merged_give_the_records_of_one_process(tmp_path):
     results = tmp_path / "shared" / "k.json"
-    parts = [results_io.part_path(results, i, 3) for i in range(3)]
+    parts = [journal_io.part_path(results, i, 3) for i in range(3)]
     for i in range(3):
         proc, _ = run_otod([*SWEEP, "--out", str(results), "--share", f"{i}/3"], tmp_path, timeout=TIMEOUT)
         assert proc.returncode == 0, proc.stderr
@@ -86,7 +86,7 @@ def test_merge_refuses_a_share_of_another_sweep_by_name(tmp_path):
         config = condition_sweep(k, methods=("gd", "heavy-ball"), problem=SMALL_RANDOM, seeds=2, chunk_seconds=1e-9)
         with pytest.raises(ShareWritten, match=f"share {i} of 3: ran "):
             run_sweep(config, path=path, share=(i, 3))
-    parts = [results_io.part_path(path, i, 3) for path, i in runs]
+    parts = [journal_io.part_path(path, i, 3) for path, i in runs]
     mixed, _ = run_otod(["merge", *map(str, parts), "--out", str(tmp_path / "mixed.json")], tmp_path, timeout=TIMEOUT)
     assert mixed.returncode == 2
     line = one_line(mixed)

@@ -17,6 +17,7 @@ import pytest
 from otod.condition.kronecker import KroneckerSpec
 from otod.condition.options import condition_sweep
 from otod.condition.quadratic import QuadraticSpec
+from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core import plan as planning
 from otod.core.compilation_cache import count_compilations
@@ -93,13 +94,13 @@ def test_interrupt_at_any_chunk_then_resume_gives_the_uninterrupted_file(tmp_pat
     with pytest.raises(Interrupted) as info:
         run_sweep(config, path=path, progress=_interrupt_after(after))
     assert info.value.lanes_saved == after * 2 and info.value.lanes_total == len(full.records)
-    assert not path.exists() and results_io.journal_path(path).exists()
-    assert len(results_io.journal_path(path).read_text().splitlines()) == 1 + after
+    assert not path.exists() and journal_io.journal_path(path).exists()
+    assert len(journal_io.journal_path(path).read_text().splitlines()) == 1 + after
     resumed = run_sweep(config, path=path)
     assert resumed.meta["resumed_chunks"] == after
     assert resumed.records == full.records
     assert resumed.meta["chunks"] == full.meta["chunks"]
-    assert not results_io.journal_path(path).exists()
+    assert not journal_io.journal_path(path).exists()
 
 
 def test_resuming_with_another_chunk_seconds_finishes_the_journal_with_identical_records(tmp_path, uninterrupted,
@@ -116,7 +117,7 @@ def test_resuming_with_another_chunk_seconds_finishes_the_journal_with_identical
         run_sweep(config, path=path, progress=_interrupt_after(4))
     resumed = run_sweep(other, path=path)
     assert resumed.meta["resumed_chunks"] == 4 and resumed.records == full.records
-    assert not results_io.journal_path(path).exists()
+    assert not journal_io.journal_path(path).exists()
     assert "with its --chunk-seconds 1e-09" in capfd.readouterr().err
 
 
@@ -157,7 +158,7 @@ def test_a_chunk_cut_short_by_a_kill_is_dropped_and_rerun(tmp_path, uninterrupte
     path = tmp_path / "killed.json"
     with pytest.raises(Interrupted):
         run_sweep(config, path=path, progress=_interrupt_after(3))
-    with open(results_io.journal_path(path), "a") as f:
+    with open(journal_io.journal_path(path), "a") as f:
         f.write('{"key": "0/gd/3", "lanes": 2, "records": [{"kap')  # the write a SIGKILL interrupted
     assert run_sweep(config, path=path).records == full.records
 
@@ -167,7 +168,7 @@ def test_a_damaged_journal_line_is_refused_by_name(tmp_path, uninterrupted):
     path = tmp_path / "damaged.json"
     with pytest.raises(Interrupted):
         run_sweep(config, path=path, progress=_interrupt_after(3))
-    journal = results_io.journal_path(path)
+    journal = journal_io.journal_path(path)
     lines = journal.read_text().splitlines()
     entry = json.loads(lines[2])
     entry["records"][0]["iterations"] += 7  # an injected count
@@ -220,11 +221,11 @@ def test_a_second_run_on_the_same_file_is_refused_while_the_first_holds_it(tmp_p
             "--out", str(tmp_path)]
     config = condition_sweep((2.0, 20.0), methods=("gd",), problem=QuadraticSpec(dim=8), seeds=2)
     path = tmp_path / f"condition-{config.digest()}.parquet"
-    with results_io.lock(path):
+    with journal_io.lock(path):
         proc = subprocess.run([sys.executable, "-m", "otod", *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "another otod run is writing it" in proc.stderr
-    assert not path.exists() and not results_io.journal_path(path).exists()
+    assert not path.exists() and not journal_io.journal_path(path).exists()
 
 
 #: ``python -m otod ARGS`` with Ctrl-C pressed at a known point of the sweep instead of after a guessed sleep: a real
@@ -235,10 +236,10 @@ def test_a_second_run_on_the_same_file_is_refused_while_the_first_holds_it(tmp_p
 CTRL_C = r"""
 import signal, sys, time
 import otod.core.engine as engine
-import otod.core.results as results
+import otod.core.journal as journal
 saved_before, presses, args = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 saved, pressed = [], []
-append_chunk, first_ready = results.append_chunk, engine.first_ready
+append_chunk, first_ready = journal.append_chunk, engine.first_ready
 
 
 def press(where):
@@ -270,7 +271,7 @@ class Clock:
         time.sleep(seconds)
 
 
-results.append_chunk, engine.first_ready, engine.time = saving, waiting, Clock()
+journal.append_chunk, engine.first_ready, engine.time = saving, waiting, Clock()
 from otod.cli import main
 main(args, prog_name="otod")
 """
@@ -370,7 +371,7 @@ def test_a_sweep_killed_after_its_first_chunk_resumes_to_the_uninterrupted_recor
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OTOD_COMPILATION_CACHE": "off"})
     assert out.returncode == -signal.SIGKILL, out.stderr
-    assert not path.exists() and len(results_io.journal_path(path).read_text().splitlines()) == 2
+    assert not path.exists() and len(journal_io.journal_path(path).read_text().splitlines()) == 2
     ran = []
     resumed = run_sweep(config, path=path, progress=lambda p: ran.append(p["chunk"]))
     assert len(ran) == len(full.meta["chunks"]) - 1 and resumed.meta["resumed_chunks"] == 1
