@@ -1,7 +1,7 @@
 """A synthetic but realistic condition-sweep results set of any size, from a seed: what `bench_results.py` saves,
 loads and fits (and the tests, at 10³–10⁴ records).
 
-The records carry every field a condition sweep writes (`otod.core.sweep._records`): sweep, kappa, method, seed,
+The records carry every field a condition sweep writes (`otod.core.scheduler._records`): sweep, kappa, method, seed,
 lr_multiplier, learning_rate, iterations, status, final_gap and hits (one per ladder rung, None where the rung was
 not reached). Counts follow each method's rate, ln(1/ε)/(2 ln(1/ρ)) at every rung, times a per-seed log-normal
 factor; a few lanes are censored at the cap. The metadata is a real sweep's (config, axes, chunks of 10⁴ records

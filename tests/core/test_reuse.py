@@ -15,7 +15,8 @@ from otod.cli import main
 from otod.core import results as results_io
 from otod.core.reuse import SAME_ARITHMETIC, matching_files
 from otod.core.config import NOT_IN_DIGEST
-from otod.core.sweep import points_settings, run_sweep
+from otod.core.scheduler import points_settings
+from otod.core.sweep import run_sweep
 
 #: kind: (A's options, B's options, the options both share, lanes per point of B, B's points that A holds).
 CASES = {

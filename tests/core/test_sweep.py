@@ -535,9 +535,9 @@ def test_expected_seconds_scale_the_prediction_by_the_methods_measured_ratio_els
 SPLIT_LAST = """
 import json, sys
 from otod.condition.options import condition_sweep
-from otod.core import sweep
+from otod.core import scheduler, sweep
 from tests.conftest import SMALL_RANDOM
-sweep.spans_devices = lambda chunk, compile_seconds, seconds: -(-chunk.n_points // chunk.block_points) > 1
+scheduler.spans_devices = lambda chunk, compile_seconds, seconds: -(-chunk.n_points // chunk.block_points) > 1
 for i in range(3):
     r = sweep.run_sweep(condition_sweep({values!r}, methods=("gd", "heavy-ball"), problem=SMALL_RANDOM, seeds=2),
                         path=sys.argv[1] + f"/run{{i}}.json")
