@@ -111,9 +111,9 @@ def _wrap(label: str, chars: int) -> str:
     return "\n".join(textwrap.fill(part, chars, subsequent_indent="  ") for part in label.split("\n"))
 
 
-def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | None = None):
+def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | None = None, sort_key=None):
     """One legend under the panels of ``fig_or_ax`` (a figure, or one axes: its figure), gathered from ``axes``
-    (default all of the figure's), each label once, its lines wrapped to the figure's width; the figure grows
+    (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), its lines wrapped to the figure's width; the figure grows
     taller by the legend's height, so the panels keep theirs and the page keeps its width. Returns the legend
     (None where no series is labelled)."""
     fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
@@ -129,6 +129,9 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
             ax.get_legend().remove()
     if not handles:
         return None
+    if sort_key is not None:
+        order = sorted(range(len(labels)), key=lambda i: (sort_key(labels[i]), i))
+        handles, labels = [handles[i] for i in order], [labels[i] for i in order]
     width_pt = fig.get_figwidth() * 72
     size = matplotlib.rcParams["legend.fontsize"]
     size = size if isinstance(size, (int, float)) else MIN_FONT_PT
@@ -136,9 +139,10 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
         longest = max(len(line) for label in labels for line in label.split("\n"))
         ncol = 2 if longest * size * 0.5 < width_pt / 2 - 30 and len(labels) > 3 else 1
     chars = max(20, int((width_pt / ncol - 28) / (size * 0.52)))
-    labels = [_wrap(label, chars) for label in labels]
-    legend = fig.legend(handles, labels, loc="outside lower center", ncol=ncol, title=title, frameon=False,
-                        handlelength=2.2, columnspacing=1.0, borderaxespad=0.2, labelspacing=0.3)
+    legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center", ncol=ncol,
+                        title=title, frameon=False, handlelength=2.2, columnspacing=1.0, borderaxespad=0.2,
+                        labelspacing=0.3)
+    legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
     renderer = fig.canvas.get_renderer()
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.05)
     return legend
