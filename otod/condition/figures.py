@@ -273,13 +273,13 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
     draw_condition(left, results, group, preds=analysis.theory)
     setup = setup_costs(results)
     draw_condition(right, results, group, flops=flops, setup=setup, preds=analysis.theory)
-    left.set_title("(a) iterations to tolerance")
-    right.set_title("(b) FLOPs to tolerance")
+    left.set_title("iterations to tolerance")
+    right.set_title("FLOPs to tolerance")
     per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
     once = ", ".join(f"{m} {f:.3g}" for m, f in setup.items())
     fig.suptitle("The whole bill: fewer iterations can cost more FLOPs")
     caption = condition_caption(results.meta, [left, right], extra=(
-        f"(b): set-up + iterations × XLA's FLOPs of one iteration. FLOPs per iteration: {per_iter}. Set-up FLOPs "
+        f"Right: set-up + iterations × XLA's FLOPs of one iteration. FLOPs per iteration: {per_iter}. Set-up FLOPs "
         f"(textbook counts of the factorisations, which XLA's count leaves out; named in the legend): {once}"))
     legend_below(fig, [right], sort_key=lambda label: ": b =" not in label and "no fit" not in label)
     return save(fig, base, caption=caption)
