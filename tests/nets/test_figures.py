@@ -269,7 +269,8 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] == 1e-4
     assert ax.get_xlabel() == "Hessian eigenvalue λ (linear within ±0.001, logarithmic in |λ| beyond)"
     assert ax.get_ylabel().startswith("spectral density per unit of asinh(λ/0.001)")
-    assert ax.get_title().startswith(f"Hessian spectrum along training, P = {net.parameter_count:,} (width 8)\n")
+    assert ax.get_title().startswith(f"The Hessian spectrum along training, P = {net.parameter_count:,}:")
+    assert "SLQ spectral density per unit of u, Gaussian-broadened by σ = 0.2" in saved[0][0].otod_caption
     colors = []
     for step, loss, lambda_max in ((0, "2.25", 5.0), (20, "0.5", 10.0)):
         record = _curvature_record(net, config, step)
@@ -290,9 +291,9 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
         assert np.allclose(ticks[0].get_ydata(), 1.6e-4)
         colors.append(tuple(color))
     assert colors[0] != colors[1]
-    legend = ax.get_legend()
-    assert legend.get_title().get_text() == "κ_q = λ_max / λ_q; SLQ density broadened by σ = 0.2 in asinh units"
-    assert [t.get_text() for t in legend.get_texts()][2:] == [
+    (legend,) = saved[0][0].legends
+    assert legend.get_title().get_text() == "κ_q = λ_max / λ_q"
+    assert legend_texts(ax)[2:] == [
         "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks at the bottom: top 2 eigenvalues (Lanczos)"]
 
 
@@ -314,7 +315,9 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     for ax in (left, right):
         assert (ax.get_xlabel(), ax.get_xscale(), ax.get_yscale()) == ("width (hidden units)", "log", "log")
         assert ax.xaxis.get_transform().base == 2 and list(ax.get_xticks()) == [4, 8, 16]
-    init, end = left.get_lines()
+    init, end, *fits = left.get_lines()
+    assert [line.get_gid() for line in fits] == ["fit", "fit"]  # the quoted fits, drawn
+    assert np.allclose(fits[0].get_ydata(), 5.0 * p / 6.0)
     end_slope = np.polyfit(np.log(p[:2]), np.log(10.0 * p[:2] / 6.0), 1)[0]
     assert init.get_label() == "init (step 0): loss 2.25 (width 4) to 2.25 (width 16); κ_q ∝ P^1.00 (fit)"
     assert end.get_label() == f"end (step 30): loss 0.5 (width 4) to 0.5 (width 16); κ_q ∝ P^{end_slope:.2f} (fit)"
