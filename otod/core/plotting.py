@@ -12,6 +12,8 @@ the same numbers give the same bytes.
 
 from __future__ import annotations
 
+import contextlib
+
 from pathlib import Path
 
 import matplotlib
@@ -69,6 +71,17 @@ def use_style(name: str = "paper", serif: bool = False) -> None:
     _STYLE.update(name=name, serif=serif)
     matplotlib.rcParams.update({"axes.prop_cycle": cycler(color=PALETTE), **FONT_TYPES, **STYLES[name]["rc"]})
     matplotlib.rcParams.update(SERIF_RC if serif else {"font.family": "sans-serif", "mathtext.fontset": "dejavusans"})
+
+
+@contextlib.contextmanager
+def styled(name: str = "paper", serif: bool = False):
+    """`use_style` for the figures drawn inside the ``with`` block; the style before it is restored after."""
+    before = dict(_STYLE)
+    use_style(name, serif)
+    try:
+        yield
+    finally:
+        use_style(before["name"], before["serif"])
 
 
 def style_name() -> str:
