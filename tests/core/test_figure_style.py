@@ -251,3 +251,22 @@ def test_every_figure_of_otod_figures_keeps_the_style(tmp_path, kept_figures, mo
     _check_saved(tmp_path, kept_figures)
     missing = [p.name for p in tmp_path.glob("*.pdf") if not p.with_suffix(".caption.txt").is_file()]
     assert not missing, missing
+
+
+def test_otod_plot_style_paper_saves_a_page_within_two_columns_and_screen_a_larger_one(tmp_path):
+    """``otod plot --style paper`` draws the fixture sweep's figure at its printed size (page ≤ 7.0 in, no type
+    under 7 pt); ``--style screen`` (its default) draws it larger, for a monitor; the style ends with the command."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+    from otod.core import plotting
+
+    fixture = FIXTURES / "depth-format2-lr_selected.json"
+    for style in ("paper", "screen"):
+        out = CliRunner().invoke(main, ["plot", str(fixture), "--out", str(tmp_path / style), "--pdf",
+                                        "--style", style])
+        assert out.exit_code == 0, out.output
+    paper, screen = (tmp_path / s / "depth-format2-lr_selected.pdf" for s in ("paper", "screen"))
+    assert style_problems(paper) == [] and pdf_page_widths(paper)[0] == pytest.approx(7.0)
+    assert pdf_page_widths(screen)[0] > 7.5
+    assert plotting.style_name() == "paper"
