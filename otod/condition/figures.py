@@ -19,7 +19,8 @@ from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import condition_analysis
 from otod.core.analysis import Analysis, Group
 from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, caption_text, draw_band, figure, headroom,
-                                 legend_below, legend_key, mark_diverged, panel_grid, save, series_style)
+                                 legend_below, legend_key, mark_diverged, METHOD_MARKERS, panel_grid, save,
+                                 series_style)
 from otod.core.results import Results
 
 
@@ -90,9 +91,10 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
         label = fit_label(fit, preds.slope_of if preds else "theory")
         if flops and once:
             label += "\n  " + setup_label(meta, method, once)
-        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, "o", ms=3, color=color, label=label)
+        marker = METHOD_MARKERS.get(method, "o")
+        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, marker, ms=3.5, color=color, label=label)
         if (ok & ~inside).any():
-            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, "o", ms=3.5, mfc="white", color=color)
+            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, marker, ms=3.5, mfc="white", color=color)
         if draw_band(ax, xs, y, lower, color, scale=scale, offset=once, alpha=0.2) is not None and not band_labelled:
             legend_key(ax, "band")  # one grey key names every series' band
             band_labelled = True

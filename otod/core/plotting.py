@@ -99,6 +99,11 @@ COLORS = {"gd": PALETTE[0], "gd-opt": PALETTE[5], "heavy-ball": PALETTE[3], "nes
           "newton": PALETTE[1], "adam": PALETTE[4], "jacobi": PALETTE[6], "kfac": PALETTE[8]}
 
 
+#: One marker per method (grey-scale prints tell the methods apart by it), from `MARKERS`.
+METHOD_MARKERS = {"gd": "o", "gd-opt": "s", "heavy-ball": "D", "nesterov": "v", "newton": "P", "adam": "X",
+                  "jacobi": "*", "kfac": "h"}
+
+
 def series_style(i: int) -> dict:
     """The ``i``-th series' style: ``{"color", "marker", "ls"}``, every one of the three different from the series
     before it, so that neither colour-blind readers nor a grey-scale print lose a series."""
