@@ -105,7 +105,8 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
             twin = exact_of[m]
             if twin.fitted.any():
                 ax.plot(twin.x[twin.fitted], twin.median[twin.fitted], "-", color=color, lw=1.5,
-                        label=f"{m} exact" if simulated else m)
+                        marker=None if simulated else _marker(m, i), ms=3.5, markevery=2,
+                        label=f"{m} exact" if simulated else m)  # a marker per method where no points carry one
             elif not simulated:
                 _none_reached(ax, m, color)
         fit = s.critical
@@ -120,6 +121,7 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
         ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
                 label="ideal estimator d/(2·target·B)")
     _log_axes(ax, "batch size B", "steps to target")
+    ax.grid(True, which="major", alpha=0.25)
     if ax.get_xscale() == "log":
         ax.set_xscale("log", base=2)
         from otod.core.plotting import headroom
