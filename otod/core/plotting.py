@@ -131,8 +131,9 @@ def _wrap(label: str, chars: int) -> str:
 
 def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | None = None, sort_key=None):
     """One legend under the panels of ``fig_or_ax`` (a figure, or one axes: its figure), gathered from ``axes``
-    (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), its lines wrapped to the figure's width; the figure grows
-    taller by the legend's height, so the panels keep theirs and the page keeps its width. Returns the legend
+    (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), in two
+    columns where they fit, else one, its lines wrapped to the page's width (measured, not guessed); the figure
+    grows taller by the legend's height, so the panels keep theirs and the page keeps its width. Returns the legend
     (None where no series is labelled)."""
     fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
     axes = fig.axes if axes is None else list(axes)
@@ -153,15 +154,23 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     width_pt = fig.get_figwidth() * 72
     size = matplotlib.rcParams["legend.fontsize"]
     size = size if isinstance(size, (int, float)) else MIN_FONT_PT
-    if ncol is None:
-        longest = max(len(line) for label in labels for line in label.split("\n"))
-        ncol = 2 if longest * size * 0.5 < width_pt / 2 - 30 and len(labels) > 3 else 1
-    chars = max(20, int((width_pt / ncol - 28) / (size * 0.52)))
-    legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center", ncol=ncol,
-                        title=title, frameon=False, handlelength=2.2, columnspacing=1.0, borderaxespad=0.2,
-                        labelspacing=0.3)
-    legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
     renderer = fig.canvas.get_renderer()
+    tries = [ncol] if ncol is not None else ([2, 1] if len(labels) > 3 else [1])
+    for columns in tries:  # the widest legend that fits the page, its labels wrapped to the column
+        chars = max(20, int((width_pt / columns - 30) / (size * 0.5)))
+        while True:
+            legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center",
+                                ncol=columns, title=title, frameon=False, handlelength=2.2, columnspacing=1.0,
+                                borderaxespad=0.2, labelspacing=0.3)
+            wide = legend.get_window_extent(renderer).width * 72 / fig.dpi
+            if wide <= width_pt - 4 or chars <= 20 or columns != tries[-1]:  # more columns: one try, unwrapped
+                break
+            legend.remove()
+            chars = max(20, int(chars * (width_pt - 4) / wide) - 1)
+        if wide <= width_pt - 4 or columns == tries[-1]:
+            break
+        legend.remove()
+    legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.05)
     return legend
 

@@ -223,7 +223,7 @@ def tradeoff(analysis: NoiseAnalysis, ax) -> None:
             grid = np.geomspace(s.x.min(), s.x.max(), 200)
             steps = fit.curve(grid)
             ax.plot(grid * steps, steps, "-", lw=1, color=_color(s.method, i),
-                    label=f"(S/S_min − 1)(E/E_min − 1) = 1: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}")
+                    label=f"{s.method} fit: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}")
     ax.set(xscale="log", yscale="log", xlabel="examples processed E = B·S", ylabel="steps S")
 
 

@@ -133,7 +133,7 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
         "examples processed E = B·S", "steps S", "log", "log")
     measured = drawn_line(ax, "sgd")
     assert np.array_equal(measured.get_xdata(), b * s) and np.array_equal(measured.get_ydata(), s)
-    hyperbola = drawn_line(ax, "(S/S_min − 1)(E/E_min − 1) = 1: S_min 10, E_min 640")
+    hyperbola = drawn_line(ax, "sgd fit: S_min 10, E_min 640")
     e, steps = np.asarray(hyperbola.get_xdata()), np.asarray(hyperbola.get_ydata())
     assert np.allclose((steps / 10 - 1) * (e / 640 - 1), 1.0, rtol=1e-6)
 
