@@ -158,6 +158,8 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     tries = [ncol] if ncol is not None else ([2, 1] if len(labels) > 3 else [1])
     for columns in tries:  # the widest legend that fits the page, its labels wrapped to the column
         chars = max(20, int((width_pt / columns - 30) / (size * 0.5)))
+        if columns != tries[-1] and any(len(line) > chars for label in labels for line in label.split("\n")):
+            continue  # more columns only where no label needs wrapping
         while True:
             legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center",
                                 ncol=columns, title=title, frameon=False, handlelength=2.2, columnspacing=1.0,
