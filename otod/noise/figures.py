@@ -301,11 +301,11 @@ def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
     (and .pdf with ``pdf``)."""
     from otod.core.plotting import caption_text, figure, save
 
-    fig, ax = figure(columns=2, height=2.8)
+    fig, ax = figure(columns=1, height=2.4)
     params_panel(labelled, ax)
     c = labelled[0][1].meta["config"]
     lr = "lr tuned per d" if c["lr"] == "tuned" else f"lr {c['lr']}"
-    ax.set_title("(e) Steps against parameters under a fixed batch and under B ∝ d")
+    ax.set_title("(e) Steps against d: a fixed batch and B ∝ d")
     _legend(ax)
     return save(fig, Path(base), pdf=pdf, caption=caption_text(
         f"Settings: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, {lr}",

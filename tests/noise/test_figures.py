@@ -191,7 +191,7 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
                             "target": 0.05}, tmp_path / "figs")
     assert [f.name for f in files] == ["noise_params.png"] and saved[0][2] is True  # with its PDF
     (ax,) = saved[0][0].axes
-    assert ax.get_title() == "(e) Steps against parameters under a fixed batch and under B ∝ d"
+    assert ax.get_title() == "(e) Steps against d: a fixed batch and B ∝ d"
     assert saved[0][0].otod_caption.startswith("Settings: isotropic, target 0.05, exact, lr tuned per d")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "dimension d (parameters)", "steps to target", "log", "log")
