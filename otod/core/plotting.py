@@ -343,8 +343,8 @@ def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int =
                         clip_on=False, label=label if label else "_nolegend_", gid="diverged")
     total = status.shape[-1]
     for x, k in zip(xs[at], n[at]):
-        ax.annotate(f"{tag} {k}/{total}".strip(), (x, top), xycoords=trans, xytext=(0, -4), textcoords="offset points",
-                    fontsize=MIN_FONT_PT, color=color, ha="center", va="top")
+        ax.annotate(f"{tag}\n{k}/{total}" if tag else f"{k}/{total}", (x, top),  # the tag above: narrow xycoords=trans, xytext=(0, -4), textcoords="offset points",
+                    fontsize=MIN_FONT_PT, color=color, ha="center", va="top", linespacing=0.95)
     return artist
 
 
