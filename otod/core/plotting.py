@@ -21,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
+import matplotlib.transforms  # noqa: E402
 import numpy as np  # noqa: E402
 
 #: TrueType (Type 42) fonts in PDF and PS: Type 3 fonts are bitmaps to some viewers and rejected by some journals.
@@ -338,13 +339,20 @@ def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int =
         return None
     xs = np.asarray(xs, float)
     trans = ax.get_xaxis_transform()
-    top = 0.97 - 0.065 * (row % 4)
+    # rows of marks 22 pt apart (a × and a two-line 7 pt label under it), from the top of the axes down
+    step = 22 if tag else 14
+    trans = matplotlib.transforms.offset_copy(trans, fig=ax.figure, y=-step * (row % 4), units="points")
+    top = 0.97
     (artist,) = ax.plot(xs[at], np.full(at.sum(), top), "x", color=color, ms=6, mew=1.5, transform=trans,
                         clip_on=False, label=label if label else "_nolegend_", gid="diverged")
     total = status.shape[-1]
+    below = matplotlib.transforms.offset_copy(trans, fig=ax.figure, y=-4, units="points")
     for x, k in zip(xs[at], n[at]):
-        ax.annotate(f"{tag}\n{k}/{total}" if tag else f"{k}/{total}", (x, top),  # the tag above: narrow xycoords=trans, xytext=(0, -4), textcoords="offset points",
-                    fontsize=MIN_FONT_PT, color=color, ha="center", va="top", linespacing=0.95)
+        # a tag above its count, so that neighbouring x's 7 pt labels do not run into each other (ax.text on an
+        # offset transform: a two-line annotate on the blended transform lands at the bottom of the axes)
+        ax.text(x, top, f"{tag}\n{k}/{total}" if tag else f"{k}/{total}", transform=below, fontsize=MIN_FONT_PT,
+                color=color, ha="center", va="top", linespacing=0.95)
+    artist.otod_strip_points = step * (row % 4 + 1) + 6  # how deep the marks reach below the top (`headroom`)
     return artist
 
 
@@ -355,10 +363,13 @@ def headroom(ax) -> None:
     if not any(line.get_gid() == "diverged" for line in ax.get_lines()):
         return
     lo, hi = ax.get_ylim()
+    deep = max(getattr(line, "otod_strip_points", 0) for line in ax.get_lines())
+    height = ax.get_position().height * ax.figure.get_figheight() * 72
+    share = 1 - min(0.45, max(0.25, deep / max(height, 1)))  # the data's share of the axes below the strip
     if ax.get_yscale() == "log" and lo > 0:
-        top = 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.75)
+        top = 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / share)
     else:
-        top = lo + (hi - lo) / 0.75
+        top = lo + (hi - lo) / share
     ax.set_ylim(lo, top)
     # a grey strip: the marks' row, not a y value (no tick labels in it)
     ax.axhspan(hi, top, color="0.93", zorder=0, lw=0)
