@@ -127,8 +127,12 @@ def fit_command(files, full, tol):
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for the figure (default: beside the results file). E.g. --out figures/")
 @click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
+@click.option("--style", type=click.Choice(["paper", "screen"]), default="screen", show_default=True,
+              help="screen: 1.5× the printed size, for a monitor; paper: drawn at the printed size, one column "
+                   "(3.4 in) or two (7.0 in), type ≥ 7 pt. E.g. --style paper")
+@click.option("--serif", is_flag=True, help="Serif type, to match a LaTeX body. E.g. --serif")
 @user_errors
-def plot_command(files, x_axis, out, pdf):
+def plot_command(files, x_axis, out, pdf, style, serif):
     """Draw the figure of saved sweep results (PNG, and PDF with --pdf).
 
     \b
@@ -139,6 +143,8 @@ def plot_command(files, x_axis, out, pdf):
 
     from otod.core.preflight import make_folder, quiet_numerics
 
+    from otod.core.plotting import styled
+
     loaded = [(path, *_load_sweep(path)) for path in files]  # every file checked before anything is written
     for path, results, _ in loaded:
         _check_axis(path, results, x_axis)
@@ -147,7 +153,7 @@ def plot_command(files, x_axis, out, pdf):
 
     for path, results, _ in loaded:
         base = folder / Path(path).stem if folder else Path(path).with_suffix("")
-        with quiet_numerics():
+        with quiet_numerics(), styled(style, serif=serif):
             written = present(results, text=False, figure_base=base, quantity=x_axis, pdf=pdf).files
         for name in written:
             click.echo(f"figure: {name}")
@@ -172,8 +178,12 @@ def _check_axis(path, results, x_axis: str) -> None:
 @click.argument("groups", nargs=-1)
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for the figures (default: the checkout's figures/). E.g. --out /tmp/figs")
+@click.option("--style", type=click.Choice(["paper", "screen"]), default="paper", show_default=True,
+              help="paper: drawn at the printed size, one column (3.4 in) or two (7.0 in), type ≥ 7 pt; screen: "
+                   "1.5× larger, for a monitor. E.g. --style screen")
+@click.option("--serif", is_flag=True, help="Serif type, to match a LaTeX body. E.g. --serif")
 @user_errors
-def figures_command(groups, out):
+def figures_command(groups, out, style, serif):
     """Regenerate the paper's figures from experiments/*.toml (all groups, the groups named, or one figure as
     GROUP/NAME, NAME a table of GROUP's file).
 
@@ -189,8 +199,11 @@ def figures_command(groups, out):
     from otod.core.preflight import make_folder, quiet_numerics
 
     figure_seconds_file()  # a bad OTOD_FIGURE_SECONDS is refused before the folder is made
+
     folder = make_folder(out) if out is not None else FIGURES_DIR
-    with quiet_numerics():
+    from otod.core.plotting import styled
+
+    with quiet_numerics(), styled(style, serif=serif):
         make_figures(list(groups) or None, out_dir=folder, log=lambda line: click.echo(line))
 
 

@@ -56,7 +56,8 @@ def saved(monkeypatch):
 
     kept = []
 
-    def keep(fig, base, pdf=True):
+    def keep(fig, base, pdf=True, caption=None):
+        fig.otod_caption = caption
         kept.append((fig, base, pdf))
         return [base.with_name(base.name + ".png")]
 
@@ -73,7 +74,20 @@ def drawn_line(ax, label: str):
 
 
 def legend_texts(ax) -> list[str]:
-    return [text.get_text() for text in ax.get_legend().get_texts()]
+    """The texts of ``ax``'s legend, or, where the paper style put the legend under the panels
+    (`otod.core.plotting.legend_below`), of its figure's legends, with the wrapping of long labels undone."""
+    return list(legend_entries(ax))
+
+
+def legend_entries(ax) -> dict:
+    """{label: handle} of ``ax``'s legend, or of its figure's legends where the paper style put them under the
+    panels (`otod.core.plotting.legend_below`), with the labels as given (before wrapping)."""
+    legends = [ax.get_legend()] if ax.get_legend() is not None else list(ax.figure.legends)
+    out = {}
+    for legend in legends:
+        labels = getattr(legend, "otod_labels", None) or [t.get_text() for t in legend.get_texts()]
+        out.update(zip(labels, legend.legend_handles))
+    return out
 
 
 def run_shares_in_turn(config, path, count: int = 2) -> None:

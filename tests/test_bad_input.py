@@ -198,7 +198,7 @@ def test_an_overflowing_learning_rate_is_recorded_as_diverged_without_warning_te
 def test_plot_of_a_depth_file_draws_iterations_without_warning_text(tmp_path, depth_file):
     proc, _ = run(["plot", str(depth_file), "--out", "figs"], tmp_path)
     assert proc.returncode == 0 and "Warning" not in proc.stderr
-    assert [p.suffix for p in (tmp_path / "figs").iterdir()] == [".png"]
+    assert sorted(p.name.split(".", 1)[1] for p in (tmp_path / "figs").iterdir()) == ["caption.txt", "png"]
 
 
 def test_pure_option_checks():

@@ -18,8 +18,9 @@ import numpy as np
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import condition_analysis
 from otod.core.analysis import Analysis, Group
-from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, draw_band, headroom, legend_key, mark_diverged,
-                                 panel_grid, save)
+from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, caption_text, draw_band, figure, headroom,
+                                 legend_below, legend_key, mark_diverged, METHOD_MARKERS, panel_grid, save,
+                                 series_style)
 from otod.core.results import Results
 
 
@@ -90,9 +91,10 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
         label = fit_label(fit, preds.slope_of if preds else "theory")
         if flops and once:
             label += "\n  " + setup_label(meta, method, once)
-        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, "o", ms=3, color=color, label=label)
+        marker = METHOD_MARKERS.get(method, "o")
+        ax.plot(xs[ok & inside], med[ok & inside] * scale + once, marker, ms=3.5, color=color, label=label)
         if (ok & ~inside).any():
-            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, "o", ms=3.5, mfc="white", color=color)
+            ax.plot(xs[ok & ~inside], med[ok & ~inside] * scale + once, marker, ms=3.5, mfc="white", color=color)
         if draw_band(ax, xs, y, lower, color, scale=scale, offset=once, alpha=0.2) is not None and not band_labelled:
             legend_key(ax, "band")  # one grey key names every series' band
             band_labelled = True
@@ -128,15 +130,31 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
         ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
 
 
-def _legend_outside(ax, fontsize=7.5, below: bool = False):
-    """The legend outside the axes (to the right, or ``below``), where it cannot cover data: the methods first,
-    then the keys."""
-    handles, labels = ax.get_legend_handles_labels()
-    order = sorted(range(len(labels)), key=lambda i: (": b =" not in labels[i] and "no fit" not in labels[i], i))
-    where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.16)) if below else \
-        dict(loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=fontsize, borderaxespad=0,
-              frameon=False, **where)
+def _legend_below(fig, axes=None):
+    """One legend under the panels, where it cannot cover data and cannot widen the page: the methods first, then
+    the keys."""
+    legend_below(fig, axes, sort_key=lambda label: ": b =" not in label and "no fit" not in label)
+
+
+def _marks(axes) -> set:
+    """Which shared marks (band, lower bounds, diverged lanes) the legends of ``axes`` name."""
+    from otod.core.plotting import BAND_LABEL
+
+    labels = {label for ax in axes for label in ax.get_legend_handles_labels()[1]}
+    return {kind for kind, label in (("band", BAND_LABEL), ("lower", LOWER_LABEL), ("diverged", DIVERGED_LABEL))
+            if label in labels}
+
+
+#: Where the theory lines come from, for the captions.
+THEORY_NOTE = ("Dashed: the worst-case bound over spectra and starts at each method's own step, in exact arithmetic "
+               "(otod.condition.theory); dotted black: these lanes' count in exact arithmetic. The legend gives "
+               "each method's fitted exponent b of iterations ∝ κ^b with its 95% CI (seed bootstrap), the exact "
+               "slope of the theory over this grid and its asymptotic exponent.")
+
+
+def condition_caption(meta: dict, axes, static: str = "", extra: str = "") -> str:
+    """The caption of a conditioning figure: the sweep's settings, the theory's source, the marks drawn."""
+    return caption_text("Settings: " + _describe(meta, static), extra, THEORY_NOTE, marks=_marks(axes))
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None,
@@ -147,27 +165,27 @@ def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | 
     ``analysis`` (default: the sweep's `condition_analysis`)."""
     analysis = condition_analysis(results) if analysis is None else analysis
     preds = analysis.theory
-    title = ("The whole bill: FLOPs to tolerance (set-up + iterations × one iteration) vs κ" if flops
-             else "Conditioning: iterations to tolerance vs κ")
+    title = ("FLOPs to tolerance (set-up + iterations × one iteration) vs κ" if flops
+             else "Iterations to tolerance vs κ: a power of κ per method")
+    flops_note = "FLOPs: set-up + iterations × XLA's FLOPs of one iteration." if flops else ""
     if len(analysis.groups) == 1:
-        fig, ax = plt.subplots(figsize=(6.0, 4.6))
+        fig, ax = figure(columns=2, height=2.8)
         draw_condition(ax, results, analysis.groups[0], flops=flops, setup=setup, preds=preds)
-        ax.set_title(title, fontsize=11 if not flops else 9.5)
-        _legend_outside(ax)
-        fig.text(0.06, -0.01, _describe(results.meta), ha="left", va="top", fontsize=7.5, color="0.35")
-        return save(fig, base, pdf=pdf)
-    fig, axes = panel_grid(len(analysis.groups), 5.0, 4.0, sharey=True)
+        ax.set_title(title)
+        caption = condition_caption(results.meta, [ax], extra=flops_note)
+        _legend_below(fig)
+        return save(fig, base, pdf=pdf, caption=caption)
+    fig, axes = panel_grid(len(analysis.groups), sharey=True)
     for ax, group in zip(axes, analysis.groups):
         draw_condition(ax, results, group, flops=flops, setup=setup, preds=preds)
-        ax.set_title(group.heading, fontsize=10)
-        _legend_outside(ax, fontsize=6, below=True)
+        ax.set_title(group.heading)
     for ax in axes[1:]:
         ax.set_ylabel("")
-    fig.suptitle(title + ", one panel per static value", fontsize=11)
+    fig.suptitle(title)
     static = ", ".join(analysis.config.static_axes)
-    fig.text(0.02, 1.0, _describe(results.meta, static), ha="left", va="bottom", fontsize=7.5, color="0.35",
-             transform=fig.transFigure)
-    return save(fig, base, pdf=pdf)
+    caption = condition_caption(results.meta, axes, static, extra=flops_note + " One panel per value of " + static)
+    _legend_below(fig)
+    return save(fig, base, pdf=pdf, caption=caption)
 
 
 def zigzag_paths(kappa: float = 10.0, angle: float = 0.5, start=(-3.0, 0.6), steps: int = 80) -> dict:
@@ -212,20 +230,24 @@ def zigzag_figure(base: Path, kappa: float = 10.0) -> list[Path]:
     g = np.linspace(-extent, extent, 300)
     xx, yy = np.meshgrid(g, g)
     ff = 0.5 * (h[0, 0] * xx ** 2 + 2 * h[0, 1] * xx * yy + h[1, 1] * yy ** 2)
-    fig, ax = plt.subplots(figsize=(5.2, 5.0))
-    ax.contour(xx, yy, ff, levels=np.geomspace(0.02, ff.max(), 14), colors="0.75", linewidths=0.7)
-    for (name, pts), color in zip(paths.items(), ("C0", "C1", "C3")):
-        ax.plot(pts[:, 0], pts[:, 1], "o-", ms=3, lw=1.2, color=color,
+    fig, ax = figure(columns=1, height=3.0)
+    ax.contour(xx, yy, ff, levels=np.geomspace(0.02, ff.max(), 14), colors="0.75", linewidths=0.6)
+    for i, (name, pts) in enumerate(paths.items()):
+        style = series_style(i)
+        ax.plot(pts[:, 0], pts[:, 1], marker=style["marker"], ls=style["ls"], ms=3, lw=1.0, color=style["color"],
                 label=f"{name}: {len(pts) - 1} step{'s' if len(pts) > 2 else ''} to f < 1e-8")
     ax.plot(0, 0, "k*", ms=10)
     ax.set_aspect("equal")
     ax.set_xlim(-extent, extent)
     ax.set_ylim(-extent, extent)
-    ax.set_title(f"The zig-zag: a 2-D quadratic with κ = {kappa:g}", fontsize=11)
+    ax.set_title("gd zig-zags across a narrow valley; newton does not")
     ax.set_xlabel("parameter x₁")
     ax.set_ylabel("parameter x₂")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    return save(fig, base)
+    legend_below(fig)
+    return save(fig, base, caption=caption_text(
+        f"Paths on the 2-D quadratic f(x) = ½ xᵀ R diag(1, κ) Rᵀ x with κ = {kappa:g}, from one start mostly along "
+        "the shallow direction, through the engine's own optax transformations at each method's reference step",
+        "grey: contours of f; star: the minimum"))
 
 
 def _sweep_from_spec(spec: dict[str, Any]) -> Results:
@@ -247,22 +269,22 @@ def make_zigzag(spec: dict[str, Any], out_dir: Path) -> list[Path]:
 
 def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[Path]:
     """Iterations and FLOPs to tolerance side by side: serial complexity and the whole bill."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.6))
+    fig, (left, right) = figure(columns=2, cols=2, height=2.6)
     analysis = condition_analysis(results)
     (group,) = analysis.groups
     draw_condition(left, results, group, preds=analysis.theory)
     setup = setup_costs(results)
     draw_condition(right, results, group, flops=flops, setup=setup, preds=analysis.theory)
-    left.set_title("iterations to tolerance", fontsize=10)
-    right.set_title("FLOPs to tolerance = set-up + iterations × XLA FLOPs of one iteration", fontsize=9.5)
-    _legend_outside(right, fontsize=7)
+    left.set_title("iterations to tolerance")
+    right.set_title("FLOPs to tolerance")
     per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
     once = ", ".join(f"{m} {f:.3g}" for m, f in setup.items())
-    fig.suptitle("The whole bill: set-up + iterations × cost of one iteration", fontsize=11, y=1.0)
-    fig.text(0.5, -0.01, _describe(results.meta) + f"\nFLOPs per iteration: {per_iter}\nset-up FLOPs "
-             f"(textbook counts of the factorisations, which XLA's count leaves out; named in the legend): {once}",
-             ha="center", va="top", fontsize=7.5, color="0.35")
-    return save(fig, base)
+    fig.suptitle("The whole bill: fewer iterations can cost more FLOPs")
+    caption = condition_caption(results.meta, [left, right], extra=(
+        f"Right: set-up + iterations × XLA's FLOPs of one iteration. FLOPs per iteration: {per_iter}. Set-up FLOPs "
+        f"(textbook counts of the factorisations, which XLA's count leaves out; named in the legend): {once}"))
+    legend_below(fig, [right], sort_key=lambda label: ": b =" not in label and "no fit" not in label)
+    return save(fig, base, caption=caption)
 
 
 def make_condition_bill(spec: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -12,43 +12,280 @@ the same numbers give the same bytes.
 
 from __future__ import annotations
 
+import contextlib
+
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import matplotlib.transforms  # noqa: E402
 import numpy as np  # noqa: E402
 
 #: TrueType (Type 42) fonts in PDF and PS: Type 3 fonts are bitmaps to some viewers and rejected by some journals.
 FONT_TYPES = {"pdf.fonttype": 42, "ps.fonttype": 42}
 matplotlib.rcParams.update(FONT_TYPES)
 
-COLORS = {"gd": "C0", "gd-opt": "C9", "heavy-ball": "C1", "nesterov": "C2", "newton": "C3", "adam": "C4",
-          "jacobi": "C5", "kfac": "C6"}
+# -- the paper style -----------------------------------------------------------------------------------------------
+
+#: Okabe & Ito's (2008) colour-blind-safe palette, by name.
+OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "orange": "#E69F00",
+             "purple": "#CC79A7", "sky": "#56B4E9", "black": "#000000", "yellow": "#F0E442"}
+#: The series colours in order: Okabe–Ito (yellow, faint on white, last), then two greys. ``"C0"``…``"C9"`` name
+#: these too (the colour cycle is set to them), so a maker's ``"C3"`` is vermillion, not tab10's red.
+PALETTE = tuple(OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple", "sky", "black",
+                                        "yellow")) + ("#7F7F7F", "#B3B3B3")
+#: The column widths of a two-column paper (inches): one column, and the full text width.
+COLUMN_WIDTHS = {1: 3.4, 2: 7.0}
+#: The smallest type a saved figure may hold (points, at its printed size).
+MIN_FONT_PT = 7.0
+
+from cycler import cycler  # noqa: E402
+
+#: The two styles (`use_style`): ``paper`` (the default) draws every figure at its printed size, one column (3.4 in)
+#: or two (7.0 in), type 7-8 pt, and saves the page at exactly that width; ``screen`` draws the same figures 1.5×
+#: as large (type 10-12 pt) and lets the saved page grow to fit what sticks out.
+STYLES = {
+    "paper": {"scale": 1.0, "rc": {"font.size": 7.5, "axes.titlesize": 8, "axes.labelsize": 7.5,
+                                   "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7,
+                                   "legend.title_fontsize": 7, "figure.titlesize": 8.5, "lines.linewidth": 1.2,
+                                   "lines.markersize": 4, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
+                                   "xtick.major.width": 0.6, "ytick.major.width": 0.6, "legend.frameon": False,
+                                   "savefig.pad_inches": 0.02}},
+    "screen": {"scale": 1.5, "rc": {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
+                                    "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9,
+                                    "legend.title_fontsize": 9, "figure.titlesize": 11, "legend.frameon": False}},
+}
+#: Serif type to match a LaTeX body (Times-like where installed, else DejaVu Serif), and its mathematics.
+SERIF_RC = {"font.family": "serif", "font.serif": ["Times New Roman", "Nimbus Roman", "TeX Gyre Termes",
+                                                   "STIX Two Text", "DejaVu Serif"], "mathtext.fontset": "stix"}
+_STYLE = {"name": "paper", "serif": False}
 
 
-def save(fig, base: Path, pdf: bool = True) -> list[Path]:
-    """Write ``base.png`` (150 dpi) and, with ``pdf``, ``base.pdf``; return the paths. The PDF carries no creation
-    date, so the same numbers give the same bytes and regenerated figures show up in git only when they changed.
-    (A sweep writes the PNG alone unless asked: the PDF doubles the time spent saving.)"""
+def use_style(name: str = "paper", serif: bool = False) -> None:
+    """Draw the figures that follow in style ``name`` (`STYLES`), in serif type with ``serif`` (to match a LaTeX
+    body). Sets matplotlib's rcParams for this process; `otod figures --style` and `otod plot --style` call it."""
+    if name not in STYLES:
+        raise ValueError(f"unknown figure style {name!r}; known: {', '.join(STYLES)}")
+    _STYLE.update(name=name, serif=serif)
+    matplotlib.rcParams.update({"axes.prop_cycle": cycler(color=PALETTE), **FONT_TYPES, **STYLES[name]["rc"]})
+    matplotlib.rcParams.update(SERIF_RC if serif else {"font.family": "sans-serif", "mathtext.fontset": "dejavusans"})
+
+
+@contextlib.contextmanager
+def styled(name: str = "paper", serif: bool = False):
+    """`use_style` for the figures drawn inside the ``with`` block; the style before it is restored after."""
+    before = dict(_STYLE)
+    use_style(name, serif)
+    try:
+        yield
+    finally:
+        use_style(before["name"], before["serif"])
+
+
+def style_name() -> str:
+    return _STYLE["name"]
+
+
+use_style("paper")
+
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+MARKERS = ("o", "s", "D", "v", "P", "X", "*", "h")  # no "^": an open △ marks a lower bound
+
+
+#: One colour per method, from `PALETTE`.
+COLORS = {"gd": PALETTE[0], "gd-opt": PALETTE[5], "heavy-ball": PALETTE[3], "nesterov": PALETTE[2],
+          "newton": PALETTE[1], "adam": PALETTE[4], "jacobi": PALETTE[6], "kfac": PALETTE[8]}
+
+
+#: One marker per method (grey-scale prints tell the methods apart by it), from `MARKERS`.
+METHOD_MARKERS = {"gd": "o", "gd-opt": "s", "heavy-ball": "D", "nesterov": "v", "newton": "P", "adam": "X",
+                  "jacobi": "*", "kfac": "h"}
+
+
+def series_style(i: int) -> dict:
+    """The ``i``-th series' style: ``{"color", "marker", "ls"}``, every one of the three different from the series
+    before it, so that neither colour-blind readers nor a grey-scale print lose a series."""
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[i % len(MARKERS)],
+            "ls": LINESTYLES[i % len(LINESTYLES)]}
+
+
+def figure(columns: int = 1, rows: int = 1, cols: int = 1, height: float | None = None, **kwargs):
+    """(fig, axes) at the printed size: one column (3.4 in) or two (7.0 in) wide, ``height`` inches tall (default
+    2.4 in a row), ``rows`` × ``cols`` panels (``axes`` one Axes where there is one, else a flat list), laid out by
+    matplotlib's constrained layout so that nothing leaves the page. In the screen style every size is 1.5×."""
+    scale = STYLES[_STYLE["name"]]["scale"]
+    height = (2.4 * rows if height is None else height)
+    fig, axes = plt.subplots(rows, cols, figsize=(COLUMN_WIDTHS[columns] * scale, height * scale),
+                             layout="constrained", squeeze=False, **kwargs)
+    flat = list(axes.ravel())
+    return fig, (flat[0] if len(flat) == 1 else flat)
+
+
+def _wrap(label: str, chars: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.fill(part, chars, subsequent_indent="  ") for part in label.split("\n"))
+
+
+def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | None = None, sort_key=None):
+    """One legend under the panels of ``fig_or_ax`` (a figure, or one axes: its figure), gathered from ``axes``
+    (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), in two
+    columns where they fit, else one, its lines wrapped to the page's width (measured, not guessed); the figure
+    grows taller by the legend's height, so the panels keep theirs and the page keeps its width. Returns the legend
+    (None where no series is labelled)."""
+    fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
+    axes = fig.axes if axes is None else list(axes)
+    handles, labels, seen = [], [], set()
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in seen:
+                seen.add(label)
+                handles.append(h)
+                labels.append(label)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if not handles:
+        return None
+    if sort_key is not None:
+        order = sorted(range(len(labels)), key=lambda i: (sort_key(labels[i]), i))
+        handles, labels = [handles[i] for i in order], [labels[i] for i in order]
+    width_pt = fig.get_figwidth() * 72
+    size = matplotlib.rcParams["legend.fontsize"]
+    size = size if isinstance(size, (int, float)) else MIN_FONT_PT
+    renderer = fig.canvas.get_renderer()
+    tries = [ncol] if ncol is not None else ([2, 1] if len(labels) > 3 else [1])
+    for columns in tries:  # the widest legend that fits the page, its labels wrapped to the column
+        chars = max(20, int((width_pt / columns - 30) / (size * 0.5)))
+        if columns != tries[-1] and any(len(line) > chars for label in labels for line in label.split("\n")):
+            continue  # more columns only where no label needs wrapping
+        while True:
+            legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center",
+                                ncol=columns, title=title, frameon=False, handlelength=2.2, columnspacing=1.0,
+                                borderaxespad=0.2, labelspacing=0.3)
+            wide = legend.get_window_extent(renderer).width * 72 / fig.dpi
+            if wide <= width_pt - 4 or chars <= 20 or columns != tries[-1]:  # more columns: one try, unwrapped
+                break
+            legend.remove()
+            chars = max(20, int(chars * (width_pt - 4) / wide) - 1)
+        if wide <= width_pt - 4 or columns == tries[-1]:
+            break
+        legend.remove()
+    legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
+    fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.05)
+    return legend
+
+
+def legend_inside(ax, loc: str = "best", **kwargs):
+    """The legend inside ``ax`` (where it covers the fewest points, by default)."""
+    if not ax.get_legend_handles_labels()[0]:
+        return None
+    return ax.legend(loc=loc, frameon=False, **kwargs)
+
+
+def fit_to_page(fig) -> None:
+    """What the paper style promises of every saved figure, for figures drawn without `figure`: no type below
+    `MIN_FONT_PT`, no legend beside the axes (one to the right of the axes moves below them, `legend_below`), at
+    most two columns (7.0 in) wide, laid out so that nothing leaves the page."""
+    from matplotlib.text import Text
+
+    if fig.get_figwidth() > COLUMN_WIDTHS[2] + 1e-6:
+        scale = COLUMN_WIDTHS[2] / fig.get_figwidth()
+        fig.set_size_inches(COLUMN_WIDTHS[2], fig.get_figheight() * max(scale, 0.75))
+    outside = [ax for ax in fig.axes if ax.get_legend() is not None and _sticks_out(ax.get_legend())]
+    if outside:
+        legend_below(fig, outside)
+    for ax in fig.axes:
+        plain_log_ticks(ax)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < MIN_FONT_PT:
+            text.set_fontsize(MIN_FONT_PT)
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-−.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻·")
+
+
+def _plain_powers(text: str) -> str:
+    """A log axis's tick label without mathtext: ``$\\mathdefault{10^{-3}}$`` as ``10⁻³``. Mathtext draws the
+    exponent at 70% of the label's size (4.9 pt under a 7 pt label), under the paper style's least size."""
+    import re
+
+    if not text.startswith("$"):
+        return text
+    body = re.sub(r"\\mathdefault\{(.*)\}", r"\1", text.strip("$"))
+    body = re.sub(r"\^\{([^}]*)\}", lambda m: m.group(1).translate(_SUPERSCRIPT), body)
+    return body.replace("\\times", "×").replace("{", "").replace("}", "").replace("\\", "")
+
+
+class _PlainLogFormatter(matplotlib.ticker.LogFormatterSciNotation):
+    def __call__(self, x, pos=None):
+        return _plain_powers(super().__call__(x, pos))
+
+
+def plain_log_ticks(ax) -> None:
+    """Tick labels of ``ax``'s log axes as plain text (10⁻³, not mathtext: `_plain_powers`)."""
+    for axis in (ax.xaxis, ax.yaxis):
+        for f in (axis.get_major_formatter(), axis.get_minor_formatter()):
+            if type(f) is matplotlib.ticker.LogFormatterSciNotation:
+                f.__class__ = _PlainLogFormatter  # the same formatter (its axis, base, thresholds), plain text
+
+
+def _sticks_out(legend) -> bool:
+    """Whether an axes legend is anchored outside its axes (to the right, or below the tick labels)."""
+    box = legend.get_bbox_to_anchor()
+    ax_box = legend.axes.bbox
+    return box.x0 > ax_box.x1 - 1 or box.y1 < ax_box.y0 + 1 or box.x1 < ax_box.x0 + 1
+
+
+def save(fig, base: Path, pdf: bool = True, caption: str | None = None) -> list[Path]:
+    """Write ``base.png`` (150 dpi) and, with ``pdf``, ``base.pdf``, and with ``caption`` ``base.caption.txt`` (the
+    run's settings, what the marks mean, where each theory line comes from: what a paper's caption says and the
+    title leaves out); return the figure paths. In the paper style the page is the figure's size (`fit_to_page`:
+    at most 7.0 in wide, no type under 7 pt); in the screen style it grows to fit what sticks out. The PDF
+    carries no creation date, so the same numbers give the same bytes and regenerated figures show up in git only
+    when they changed. (A sweep writes the PNG alone unless asked: the PDF doubles the time spent saving.)"""
     base = Path(base)
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.with_name(base.name + ".png")] + ([base.with_name(base.name + ".pdf")] if pdf else [])
+    paper = _STYLE["name"] == "paper"
+    if paper:
+        fit_to_page(fig)
+    where = {} if paper else {"bbox_inches": "tight"}
     with matplotlib.rc_context(FONT_TYPES):
-        fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+        fig.savefig(paths[0], dpi=150, **where)
         if pdf:
-            fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None})
+            fig.savefig(paths[1], metadata={"CreationDate": None}, **where)
+    if caption:
+        base.with_name(base.name + ".caption.txt").write_text(caption.strip() + "\n")
     plt.close(fig)
     return paths
+
+
+def caption_text(*parts: str, marks=()) -> str:
+    """A caption from sentences (empty ones dropped), followed by what each shared mark in ``marks`` means
+    (`MARK_NOTES`: "band", "lower", "diverged")."""
+    sentences = [p.strip().rstrip(".") + "." for p in parts if p and p.strip()]
+    sentences += [MARK_NOTES[m] for m in ("band", "lower", "diverged") if m in marks]
+    return " ".join(sentences)
 
 
 # -- bands, lower bounds and diverged lanes ------------------------------------------------------------------------
 
 #: The legend's names of the shared marks.
-BAND_LABEL = "shaded: IQR over seeds (censored lanes at their cap)"
-LOWER_LABEL = "open △: median only a lower bound ≥ (most lanes censored or stalled)"
-DIVERGED_LABEL = "× in the grey strip at the top: lanes diverged at this x (n/N)"
+BAND_LABEL = "IQR over seeds"
+LOWER_LABEL = "△ median only a lower bound (≥)"
+DIVERGED_LABEL = "× lanes diverged (n/N)"
+#: What each shared mark means, said once in the caption (`caption_text`).
+MARK_NOTES = {"band": "Shaded: the interquartile range over the same seeds as the median, censored lanes counted "
+                      "at their cap as lower bounds.",
+              "lower": "Open triangles: medians that are only lower bounds (most lanes censored at the cap or "
+                       "stalled), drawn at the value they bound.",
+              "diverged": "× in the grey strip at the top: x values where lanes diverged, with how many of the N "
+                          "lanes (n/N)."}
 
 
 def censored_quantiles(y: np.ndarray, lower: np.ndarray, qs=(0.25, 0.75)) -> tuple[np.ndarray, np.ndarray]:
@@ -102,13 +339,20 @@ def mark_diverged(ax, xs, status, color, *, label: str | None = None, row: int =
         return None
     xs = np.asarray(xs, float)
     trans = ax.get_xaxis_transform()
-    top = 0.97 - 0.065 * (row % 4)
+    # rows of marks 22 pt apart (a × and a two-line 7 pt label under it), from the top of the axes down
+    step = 22 if tag else 14
+    trans = matplotlib.transforms.offset_copy(trans, fig=ax.figure, y=-step * (row % 4), units="points")
+    top = 0.97
     (artist,) = ax.plot(xs[at], np.full(at.sum(), top), "x", color=color, ms=6, mew=1.5, transform=trans,
                         clip_on=False, label=label if label else "_nolegend_", gid="diverged")
     total = status.shape[-1]
+    below = matplotlib.transforms.offset_copy(trans, fig=ax.figure, y=-4, units="points")
     for x, k in zip(xs[at], n[at]):
-        ax.annotate(f"{tag} {k}/{total}".strip(), (x, top), xycoords=trans, xytext=(0, -4), textcoords="offset points",
-                    fontsize=5, color=color, ha="center", va="top")
+        # a tag above its count, so that neighbouring x's 7 pt labels do not run into each other (ax.text on an
+        # offset transform: a two-line annotate on the blended transform lands at the bottom of the axes)
+        ax.text(x, top, f"{tag}\n{k}/{total}" if tag else f"{k}/{total}", transform=below, fontsize=MIN_FONT_PT,
+                color=color, ha="center", va="top", linespacing=0.95)
+    artist.otod_strip_points = step * (row % 4 + 1) + 6  # how deep the marks reach below the top (`headroom`)
     return artist
 
 
@@ -119,10 +363,13 @@ def headroom(ax) -> None:
     if not any(line.get_gid() == "diverged" for line in ax.get_lines()):
         return
     lo, hi = ax.get_ylim()
+    deep = max(getattr(line, "otod_strip_points", 0) for line in ax.get_lines())
+    height = ax.get_position().height * ax.figure.get_figheight() * 72
+    share = 1 - min(0.45, max(0.25, deep / max(height, 1)))  # the data's share of the axes below the strip
     if ax.get_yscale() == "log" and lo > 0:
-        top = 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / 0.75)
+        top = 10 ** (np.log10(lo) + (np.log10(hi) - np.log10(lo)) / share)
     else:
-        top = lo + (hi - lo) / 0.75
+        top = lo + (hi - lo) / share
     ax.set_ylim(lo, top)
     # a grey strip: the marks' row, not a y value (no tick labels in it)
     ax.axhspan(hi, top, color="0.93", zorder=0, lw=0)
@@ -143,9 +390,8 @@ def legend_key(ax, kind: str) -> None:
 
 # -- one style per series -----------------------------------------------------------------------------------------
 
-INIT_COLORS = {"identity": "C0", "orthogonal": "C2", "xavier": "C1", "small": "C3", "gaussian": "C4", "zero": "C7"}
-LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
-MARKERS = ("o", "s", "D", "v", "P", "X", "*", "h")  # no "^": an open △ marks a lower bound
+INIT_COLORS = {"identity": PALETTE[0], "orthogonal": PALETTE[2], "xavier": PALETTE[1], "small": PALETTE[3],
+               "gaussian": PALETTE[4], "zero": PALETTE[6]}
 
 
 def series_styles(series) -> dict[str, dict]:
@@ -182,21 +428,20 @@ def series_styles(series) -> dict[str, dict]:
             styles[s] = {"color": colors[m], "ls": LINESTYLES[k % len(LINESTYLES)], "marker": MARKERS[k % len(MARKERS)]}
     if any(v["color"] is None for v in styles.values()) or \
             len({(v["color"], str(v["ls"])) for v in styles.values()}) < len(styles):
-        cmap = plt.get_cmap("tab20")
-        styles = {s: {"color": cmap(i % 20), "ls": LINESTYLES[(i // 20) % len(LINESTYLES)],
-                      "marker": MARKERS[i % len(MARKERS)]} for i, s in enumerate(names)}
+        styles = {s: series_style(i) for i, s in enumerate(names)}
     return styles
 
 
 # -- one panel per value of a static axis -------------------------------------------------------------------------
 
 
-def panel_grid(n: int, width: float, height: float, sharey: bool = True):
-    """(fig, [ax] * n): ``n`` panels in a row (up to 3 a row), each ``width`` × ``height`` inches."""
+def panel_grid(n: int, height: float = 2.3, sharey: bool = True):
+    """(fig, [ax] * n): ``n`` panels, up to 3 a row, across two columns (7.0 in: `figure`), each row ``height``
+    inches tall."""
     cols = min(n, 3)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), sharey=sharey, squeeze=False)
-    flat = list(axes.ravel())
+    fig, flat = figure(columns=2, rows=rows, cols=cols, height=height * rows, sharey=sharey)
+    flat = flat if isinstance(flat, list) else [flat]
     for ax in flat[n:]:
         ax.remove()
     return fig, flat[:n]

@@ -23,21 +23,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 from otod.cost import flops as F  # noqa: E402
 from otod.cost import models as M  # noqa: E402
 
-from otod.core.plotting import save  # noqa: E402
+from otod.core.plotting import PALETTE, caption_text, figure, legend_below, save, series_style  # noqa: E402
 
-COLORS = {"linearnet": "C0", "onenet": "C1", "convnet": "C2", "deeperconvnet": "C3", "mlp": "C4",
-          "transformer": "C5"}
+COLORS = {"linearnet": PALETTE[0], "onenet": PALETTE[1], "convnet": PALETTE[2], "deeperconvnet": PALETTE[3],
+          "mlp": PALETTE[4], "transformer": PALETTE[5]}
+MARKERS = {"linearnet": "o", "onenet": "s", "convnet": "D", "deeperconvnet": "v", "mlp": "P", "transformer": "X"}
 REFERENCES = ((1.0, "1:1 first layer"), (2.0, "2:1 other layers"), (3.0, "3:1 max (SGD, small batch)"))
 
 
-def _save(fig, out_dir: Path, stem: str) -> list[Path]:
-    return save(fig, Path(out_dir) / stem)
+def _save(fig, out_dir: Path, stem: str, caption: str | None = None) -> list[Path]:
+    return save(fig, Path(out_dir) / stem, caption=caption)
 
 
 def _reference_lines(ax) -> None:
+    """The text's reference ratios as dotted lines, named by the ratio alone at the right (the caption says
+    which is which: `REFERENCES`)."""
     for y, label in REFERENCES:
         ax.axhline(y, color="0.6", lw=0.8, ls=":", zorder=0)
-        ax.text(1.01, y, label, transform=ax.get_yaxis_transform(), va="center", fontsize=7, color="0.35")
+        ax.text(1.01, y, label.split(" ")[0], transform=ax.get_yaxis_transform(), va="center", color="0.35")
 
 
 def _list(value, cast=str) -> list:
@@ -58,11 +61,11 @@ def ratio_vs_batch(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     optimizer = str(spec.get("optimizer", "sgd"))
     nets = [_network(m, spec) for m in models]
     rows = F.flops_table(nets, batches, [optimizer])
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = figure(columns=2, height=2.6)
     for net in nets:
         rs = [r for r in rows if r.model == net.name]
         label = net.name + (f" (N={net.config['depth']})" if net.name == "deeperconvnet" else "")
-        ax.plot([r.batch for r in rs], [r.ratio_xla for r in rs], "o-", color=COLORS[net.name],
+        ax.plot([r.batch for r in rs], [r.ratio_xla for r in rs], MARKERS[net.name] + "-", color=COLORS[net.name],
                 label=f"{label}, XLA")
         ax.plot([r.batch for r in rs], [r.ratio_formula for r in rs], "--", color=COLORS[net.name], lw=1,
                 label=f"{label}, formula")
@@ -71,9 +74,12 @@ def ratio_vs_batch(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     ax.set_ylim(0.8, 3.2)
     ax.set_xlabel("batch size")
     ax.set_ylabel("(backward + update) / forward FLOPs")
-    ax.set_title(f"Backward/forward FLOP ratio vs batch ({optimizer}, 224×224×3 inputs)", fontsize=10)
-    ax.legend(fontsize=7, ncol=2, loc="upper right")
-    return _save(fig, out_dir, f"cost_{spec.get('name', 'ratio_batch')}")
+    ax.set_title("The backward/forward FLOP ratio against batch size")
+    legend_below(fig, ncol=2)
+    return _save(fig, out_dir, f"cost_{spec.get('name', 'ratio_batch')}", caption_text(
+        f"Optimizer {optimizer}, 224×224×3 inputs, the networks of Hobbhahn & Sevilla (Epoch AI 2021)",
+        "Solid with markers: XLA's FLOP count (update counted into backward); dashed: the layer formula; dotted "
+        "grey: the text's reference ratios 1:1 (first layer), 2:1 (other layers) and 3:1 (maximum with SGD)"))
 
 
 def ratio_vs_depth(spec: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -84,24 +90,26 @@ def ratio_vs_depth(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     optimizer = str(spec.get("optimizer", "sgd"))
     nets = [M.deeperconvnet(n, image) for n in depths]
     rows = F.flops_table(nets, batches, [optimizer])
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = figure(columns=1, height=2.4)
     for i, b in enumerate(batches):
         rs = [r for r in rows if r.batch == b]
-        ax.plot(depths, [r.ratio_xla for r in rs], "os^D"[i % 4] + "-", color=f"C{i + 3}", label=f"batch {b}, XLA",
-                ms=9 - 3 * i if i < 2 else 5, mfc="none" if i == 0 else None)
-        ax.plot(depths, [r.ratio_formula for r in rs], "--", color=f"C{i + 3}", lw=1, label=f"batch {b}, formula")
+        style = series_style(i)
+        ax.plot(depths, [r.ratio_xla for r in rs], "osDv"[i % 4] + "-", color=style["color"], label=f"batch {b}, XLA",
+                ms=7 - 2 * i if i < 2 else 4, mfc="none" if i == 0 else None)
+        ax.plot(depths, [r.ratio_formula for r in rs], "--", color=style["color"], lw=1, label=f"batch {b}, formula")
     _reference_lines(ax)
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlim(-0.2, max(depths) * 1.3)
     ax.set_ylim(0.8, 3.2)
-    ax.text(0.98, 0.04, "batches coincide: the SGD update is negligible next to the convolutions",
-            transform=ax.transAxes, ha="right", fontsize=7, color="0.35")
-    ax.set_xlabel("N, intermediate 3×3 conv layers (DeeperConvNet)")
-    ax.set_ylabel("(backward + update) / forward FLOPs")
-    ax.set_title(f"DeeperConvNet: the first layer's 1:1 fades with depth ({optimizer}, {image}×{image})",
-                 fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
-    return _save(fig, out_dir, f"cost_{spec.get('name', 'ratio_depth')}")
+    ax.set_xlabel("N, intermediate 3×3 conv layers")
+    ax.set_ylabel("(backward + update) / forward")
+    ax.set_title("The first layer's 1:1 fades with depth")
+    legend_below(fig, ncol=2)
+    return _save(fig, out_dir, f"cost_{spec.get('name', 'ratio_depth')}", caption_text(
+        f"DeeperConvNet, optimizer {optimizer}, {image}×{image} inputs",
+        "Markers: XLA's FLOP count; dashed: the layer formula; dotted grey: the reference ratios 1:1 (first layer), "
+        "2:1 (other layers) and 3:1 (maximum with SGD, small batch). The batches "
+        "coincide: the SGD update is negligible next to the convolutions"))
 
 
 def time_split(spec: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -128,39 +136,41 @@ def time_split(spec: dict[str, Any], out_dir: Path) -> list[Path]:
             s = t.forward_s + t.backward_s + t.update_s
             bars.append((net.name, "bf16" if p == "bfloat16" else "fp32", t.forward_s / s, t.backward_s / s,
                          t.update_s / s, f"{t.time_ratio:.2f}\n" + (f"{s * 1e3:.3g}ms" if s < 1 else f"{s:.3g}s")))
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.55 * len(bars) + 1.5), 4.6))
+    fig, ax = figure(columns=2, height=2.8)
     xs, gap, x = [], 0.6, 0.0
     for i, bar in enumerate(bars):
         if i and bar[0] != bars[i - 1][0]:
             x += gap
         xs.append(x)
         x += 1
-    parts = (("forward", "C0"), ("backward", "C3"), ("update", "C2"))
-    for k, (name, color) in enumerate(parts):
+    parts = (("forward", PALETTE[5], None), ("backward", PALETTE[1], "////"), ("update", PALETTE[2], ".."))
+    for k, (name, color, hatch) in enumerate(parts):  # hatched too: a grey-scale print tells the parts apart
         bottoms = [sum(b[2:2 + k]) for b in bars]
-        ax.bar(xs, [b[2 + k] for b in bars], bottom=bottoms, color=color, width=0.8, label=name,
+        ax.bar(xs, [b[2 + k] for b in bars], bottom=bottoms, color=color, width=0.8, label=name, hatch=hatch,
                edgecolor=["black" if b[1] == "FLOPs" else "none" for b in bars], linewidth=0.6)
     for xi, b in zip(xs, bars):
-        ax.text(xi, 1.01, b[5], ha="center", va="bottom", fontsize=6)
+        ax.text(xi, 1.01, b[5], ha="center", va="bottom", fontsize=7, linespacing=1.0)
     ax.axhline(1 / 3, color="0.3", ls="--", lw=0.8, label="forward share at 2:1")
-    ax.axhline(1 / 4, color="0.3", ls=":", lw=0.8, label="forward share at 3:1\n(backward ≈ 3× forward:\nLi et al. 2020, V100)")
-    ax.set_xticks(xs, [b[1] for b in bars], fontsize=7)
+    ax.axhline(1 / 4, color="0.3", ls=":", lw=0.8, label="forward share at 3:1 (backward ≈ 3× forward: Li et al. 2020, V100)")
+    ax.set_xticks(xs, [b[1] for b in bars], rotation=90)
     groups = {}
     for xi, b in zip(xs, bars):
         groups.setdefault(b[0], []).append(xi)
     for name, gx in groups.items():
         net = next(n for n in nets if n.name == name)
         label = name + (f"\nN={net.config['depth']}" if name == "deeperconvnet" else "")
-        ax.text(sum(gx) / len(gx), -0.13, label, ha="center", va="top", fontsize=8, transform=ax.get_xaxis_transform())
-    ax.set_ylim(0, 1.12)
+        ax.text(sum(gx) / len(gx), -0.2, label, ha="center", va="top", transform=ax.get_xaxis_transform())
+    ax.set_ylim(0, 1.2)
     ax.set_ylabel("share of one iteration")
     import jax
 
     device = getattr(jax.devices()[0], "device_kind", "cpu")
-    ax.set_title(f"Forward / backward / update: FLOPs (outlined) vs time on {device} (batch {batch}, {optimizer});"
-                 "\nabove bars: (backward+update)/forward ratio, and time per iteration", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return _save(fig, out_dir, f"cost_{spec.get('name', 'time_split')}")
+    ax.set_title("Forward, backward and update: their shares of FLOPs and of time")
+    legend_below(fig, ncol=2)
+    return _save(fig, out_dir, f"cost_{spec.get('name', 'time_split')}", caption_text(
+        f"Batch {batch}, optimizer {optimizer}, time measured on {device} ({repeats} repeats after 2 warm-ups)",
+        "Outlined bars: shares of XLA's FLOPs; the others: shares of measured time per precision. Above each bar: "
+        "the (backward + update)/forward ratio, and for timed bars the time per iteration"))
 
 
 MAKERS: dict[str, Callable[[dict, Path], list[Path]]] = {

@@ -18,18 +18,19 @@ import numpy as np
 import pandas as pd
 
 from otod.core.analysis import Analysis, SeriesAnalysis
-from otod.core.plotting import (INIT_COLORS, MARKERS, draw_band, headroom, legend_key, mark_diverged, panel_grid, save,
+from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, draw_band, figure,
+                                 headroom, legend_below, legend_key, mark_diverged, panel_grid, save, series_style,
                                  series_styles)
 from otod.core.results import Results
 from otod.depth.records import depth_analysis
 
-METHOD_COLORS = {"gd": "C0", "heavy-ball": "C1", "adam": "C4", "kfac": "C6"}
+METHOD_COLORS = {"gd": PALETTE[0], "heavy-ball": PALETTE[3], "adam": PALETTE[4], "kfac": PALETTE[8]}
 
 
 def _color(series: str, index: int) -> str:
     """The colour of one series of a figure with one method (depth-width): by init."""
     method, _, init = series.partition("·")
-    return INIT_COLORS.get(init) or METHOD_COLORS.get(method) or f"C{index % 10}"
+    return INIT_COLORS.get(init) or METHOD_COLORS.get(method) or PALETTE[index % len(PALETTE)]
 
 
 def law_label(fit) -> str:
@@ -100,7 +101,7 @@ def mark_local_minima(ax, chosen: pd.DataFrame, axis: str, color, *, row: int = 
     ax.plot(local.index.to_numpy(), [y] * len(local), "D", mfc="none", color=color, ms=5, transform=trans,
             clip_on=False, label="_nolegend_")
     for x, (n, total) in zip(local.index, local[["sum", "size"]].to_numpy()):
-        ax.annotate(f"{n}/{total}", (x, y), xycoords=trans, xytext=(0, -4), textcoords="offset points", fontsize=5,
+        ax.annotate(f"{n}/{total}", (x, y), xycoords=trans, xytext=(0, -4), textcoords="offset points", fontsize=MIN_FONT_PT,
                     color=color, ha="center", va="top")
     return True
 
@@ -124,13 +125,14 @@ def _theory_overlay(ax, meta: dict, chosen, label: str = "per-mode theory (ident
         ax.plot(*zip(*flows), ":", color="k", lw=1.2, label="gradient-flow integral / η")
 
 
-def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool = False) -> None:
-    """Log-y, labels, title, grid, and the legend to the right of the axes (or ``below`` it): the series, then a
-    grey key for each shared mark in ``marks`` (the band, open △ lower bounds, × diverged)."""
+def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool = True) -> None:  # noqa: D417
+    """Log-y, labels, title, grid, and the legend under the panels (`legend_below`, with ``below``; else inside
+    the axes): the series, then a grey key for each shared mark in ``marks`` (the band, open △ lower bounds,
+    × diverged)."""
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("iterations to tolerance (median over seeds)")
-    ax.set_title(title, fontsize=9)
+    ax.set_ylabel("iterations to tolerance")
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
     headroom(ax)
     for kind in ("band", "lower", "diverged"):
@@ -140,9 +142,12 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
         ax.plot([], [], " ", label=STALLED_LABEL)
     if "local" in (marks or ()):
         ax.plot([], [], "D", mfc="none", color="0.3", ms=5, label=LOCAL_LABEL)
-    where = dict(loc="upper center", bbox_to_anchor=(0.5, -0.14)) if below else \
-        dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.legend(fontsize=7 if not below else 6.5, frameon=False, **where)
+    if below is None:  # the caller draws one legend for all panels
+        return
+    if below:
+        legend_below(ax.figure, [ax])
+    else:
+        ax.legend(frameon=False)
 
 
 def _describe(meta: dict, static: bool = False) -> str:
@@ -159,6 +164,21 @@ def _describe(meta: dict, static: bool = False) -> str:
     return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
 
 
+#: The per-mode theory's source, for the captions.
+THEORY_NOTE = ("Dashed black: the per-mode theory of gd from the identity init (otod.depth.theory); dotted black: "
+               "the gradient-flow integral / η at the same step.")
+#: What stalled and censored mean, for the captions.
+STALLED_NOTE = ("Stalled lanes sit at a fixed point of the float32 iteration (stuck for any cap); censored lanes are "
+                "still moving at the cap; both count as lower bounds at the cap.")
+
+
+def depth_caption(meta: dict, marks=(), static: bool = False, extra: str = "") -> str:
+    """A depth figure's caption: its settings, ``extra``, the laws' source, the marks drawn."""
+    return caption_text("Settings: " + _describe(meta, static), extra,
+                        "The legend gives each series' law (power or exponential in depth, chosen by AIC)",
+                        STALLED_NOTE if "stalled" in marks else "", marks=marks)
+
+
 def sweep_figure(results: Results, base: Path, pdf: bool = True, analysis: Analysis | None = None) -> list[Path]:
     """Iterations against depth (or k) per series, with the per-mode theory where it applies; one panel per width
     where the width is swept (a static axis), all sharing the y axis; from ``analysis`` (default: the sweep's
@@ -167,19 +187,23 @@ def sweep_figure(results: Results, base: Path, pdf: bool = True, analysis: Analy
     analysis = depth_analysis(results) if analysis is None else analysis
     axis = analysis.axis
     groups = analysis.groups
-    fig, axes = panel_grid(len(groups), 7.5 if len(groups) == 1 else 5.2, 4.2)
+    fig, axes = panel_grid(len(groups), height=2.6) if len(groups) > 1 else figure(columns=2, height=2.8)
+    axes = axes if isinstance(axes, list) else [axes]
     styles = series_styles(s.name for s in analysis.series)
     several = len(groups) > 1
+    every: set = set()
     for ax, group in zip(axes, groups):
         marks: set = set()
         draw_series(ax, group.series, axis, styles=styles, marks=marks, chosen=group.chosen)
         if axis == "depth":
             _theory_overlay(ax, meta, group.chosen)
         _finish(ax, "number of matrices k" if axis == "layers" else "depth L",
-                group.heading if several else _describe(meta), marks, below=several)
+                group.heading if several else "Iterations to tolerance against depth", marks, below=None)
+        every |= marks
     if several:
-        fig.suptitle(_describe(meta, static=True), fontsize=9)
-    return save(fig, base, pdf=pdf)
+        fig.suptitle("Iterations to tolerance against depth, one panel per width")
+    legend_below(fig)
+    return save(fig, base, pdf=pdf, caption=depth_caption(meta, every, static=several))
 
 
 # -- the makers of experiments/depth.toml ---------------------------------------------------------------------
@@ -206,40 +230,39 @@ def _one_group(results: Results):
 def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     """(a) Iterations against depth per init (gd, tuned lr), log-y, with the per-mode theory for the identity."""
     results = _sweep(spec)
-    fig, ax = plt.subplots(figsize=(8, 4.4))
+    fig, ax = figure(columns=2, height=2.8)
     group = _one_group(results)
     marks: set = set()
     draw_series(ax, group.series, "depth", marks=marks, chosen=group.chosen)
     _theory_overlay(ax, results.meta, group.chosen)
-    _finish(ax, "depth L", "(a) iterations vs depth by init: " + _describe(results.meta)
-            + "\nstalled: at a fixed point of the float32 iteration (stuck for any cap); censored: still moving at "
-            "the cap; both counted as lower bounds", marks)
-    return save(fig, out_dir / spec["name"])
+    _finish(ax, "depth L", "(k) Iterations grow with depth, fastest from the worst init", marks)
+    return save(fig, out_dir / spec["name"], caption=depth_caption(results.meta, marks, extra=THEORY_NOTE))
 
 
 def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
     """(b) The plain net W_L⋯W_1 against the residual (I + V_L)⋯(I + V_1), same init distributions."""
     plain = _sweep(spec)
     residual = _sweep(spec, problem="residual", init=spec["residual_init"])
-    fig, ax = plt.subplots(figsize=(8, 4.4))
+    fig, ax = figure(columns=2, height=2.8)
     marks: set = set()
-    colors = {"zero": "C0", "small": "C3", "xavier": "C1"}
+    colors = {"zero": PALETTE[0], "small": PALETTE[1], "xavier": PALETTE[3]}
     plain_series = _one_group(plain).series
     residual_series = _one_group(residual).series
     plain_names = [s.name for s in plain_series]
     residual_names = [s.name.replace("·", "·V ") for s in residual_series]
 
     def styles(names, ls):  # colour by init (shared by plain and residual), line style by plain/residual
-        return {s: {"color": colors.get(s.split("·")[-1].split(" ")[-1], f"C{5 + i}"), "ls": ls, "marker": "o"}
+        return {s: {"color": colors.get(s.split("·")[-1].split(" ")[-1], PALETTE[5 + i]), "ls": ls, "marker": "o"}
                 for i, s in enumerate(names)}
 
     draw_series(ax, plain_series, "depth", names=plain_names, label_prefix="plain ", marker="o",
                 styles=styles(plain_names, "-"), marks=marks)
     draw_series(ax, residual_series, "depth", names=residual_names, label_prefix="residual ", marker="s",
                 styles=styles(residual_names, "--"), marks=marks, row_offset=len(plain_series))
-    _finish(ax, "depth L", "(b) plain W_L⋯W_1 (circles, solid) vs residual (I+V_L)⋯(I+V_1) (squares, dashed): "
-            + _describe(plain.meta) + "\nresidual ·V zero is W = I", marks)
-    return save(fig, out_dir / spec["name"])
+    _finish(ax, "depth L", "(l) Residual (I+V_L)⋯(I+V_1) against plain W_L⋯W_1", marks)
+    return save(fig, out_dir / spec["name"], caption=depth_caption(
+        plain.meta, marks, extra="Plain W_L⋯W_1: circles, solid; residual (I+V_L)⋯(I+V_1): squares, dashed; the "
+        "same init distributions, colour by init. Residual ·V zero is W = I"))
 
 
 def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
@@ -247,13 +270,13 @@ def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
     series = []
     for group in spec["method_groups"]:
         series += _one_group(_sweep(spec, method=group)).series
-    fig, ax = plt.subplots(figsize=(8, 4.4))
+    fig, ax = figure(columns=2, height=2.8)
     marks: set = set()
     draw_series(ax, series, "depth", marks=marks)  # colour by method (and line style by init, if several)
     meta = _sweep(spec, method=spec["method_groups"][0]).meta
-    _finish(ax, "depth L", "(c) methods at one init, (lr, β) tuned by the median over seeds: " + _describe(meta),
-            marks)
-    return save(fig, out_dir / spec["name"])
+    _finish(ax, "depth L", "(m) Iterations against depth by method at one init", marks)
+    return save(fig, out_dir / spec["name"], caption=depth_caption(
+        meta, marks, extra="Each method's (lr, β) tuned at each depth by the median over seeds"))
 
 
 def gd_path(matrices, reading: str, step: float, steps: int) -> np.ndarray:
@@ -278,7 +301,8 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
     from otod.depth.toy import losses_on_grid, start_entries
 
     ks = spec.get("contour_layers", [1, 4])
-    fig, axes = plt.subplots(1, len(ks) + 1, figsize=(5 * len(ks) + 6.5, 4.2))
+    fig, axes = figure(columns=2, cols=len(ks) + 1, height=2.5,
+                       gridspec_kw={"width_ratios": [1] * len(ks) + [1.4]})
     for ax, k in zip(axes, ks):
         m = np.random.default_rng([spec.get("seed", 0), 0]).standard_normal((k, 3, 3)) / np.sqrt(3.0)
         a0, b0 = start_entries(m, "per-layer")
@@ -287,18 +311,18 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
         hi = np.maximum(path.max(0), [a0, b0]) + 1.0
         aa, bb = np.meshgrid(np.linspace(lo[0], hi[0], 201), np.linspace(lo[1], hi[1], 201))
         f = losses_on_grid(m, aa, bb, "per-layer").reshape(aa.shape)
-        cs = ax.contour(aa, bb, f, levels=np.quantile(f, np.linspace(0.01, 0.95, 14)), cmap="viridis",
-                        linewidths=0.8)
-        ax.clabel(cs, fontsize=6, fmt="%.2g")
-        ax.plot(path[:, 0], path[:, 1], ".-", color="C3", ms=2, lw=0.8, label="gd path (step 1/|λ|max at start)")
+        cs = ax.contour(aa, bb, f, levels=np.quantile(f, np.linspace(0.01, 0.95, 10)), cmap="viridis",
+                        linewidths=0.6)
+        ax.clabel(cs, cs.levels[::3], fontsize=MIN_FONT_PT, fmt="%.2g")
+        ax.plot(path[:, 0], path[:, 1], ".-", color=PALETTE[1], ms=2, lw=0.8, label="gd path")
         ax.plot(*path[0], "o", color="k", ms=5, label="start")
         ax.set_xlabel("a = M₁[0,0]")
         ax.set_ylabel(f"b = M_{k}[2,2]")
-        ax.set_title(f"½‖M_{k}⋯M_1‖²_F, k = {k} (per-layer reading)", fontsize=9)
-        ax.legend(fontsize=7, loc="lower left")
+        ax.set_title(f"({'no'[ks.index(k)] if ks.index(k) < 2 else ''}) ½‖M_{k}⋯M_1‖²_F, k = {k}")
     ax = axes[-1]
     marks: set = set()
-    for row, (reading, marker, color, ls) in enumerate((("per-layer", "o", "C0", "-"), ("shared", "s", "C1", "--"))):
+    for row, (reading, marker, color, ls) in enumerate((("per-layer", "o", PALETTE[0], "-"),
+                                                         ("shared", "s", PALETTE[3], "--"))):
         results = _sweep(spec, kind="toy", reading=reading)
         group = _one_group(results)
         names = [f"{s.name} {reading}" for s in group.series]
@@ -310,10 +334,12 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
             k1 = theory_columns(results.meta, group.chosen)["theory"]("gd", 1.0)
             if k1 is not None:
                 ax.plot([1], [k1], "*", color="k", ms=9, mfc="none", label=f"k = 1 theory (κ = 1): {k1}")
-    _finish(ax, "number of matrices k", "(d) iterations vs k, per-layer (circles) and shared (squares) readings:\n"
-            + _describe(results.meta).split(", ", 2)[2], marks)
-    fig.tight_layout()
-    return save(fig, out_dir / spec["name"])
+    _finish(ax, "number of matrices k", "(p) iterations vs k", marks, below=None)
+    legend_below(fig)
+    return save(fig, out_dir / spec["name"], caption=depth_caption(
+        results.meta, marks, extra="(n, o): the loss over (a, b) for k matrices (per-layer reading), contours "
+        "labelled with f, and gd's path from its start (black dot) at step 1/|λ|max of the Hessian there. (p): "
+        "iterations against k, per-layer reading circles and solid, shared reading squares and dashed"))
 
 
 def _toy_step(matrices) -> float:
@@ -358,7 +384,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     table = width_needed(analysis, needed)
     widths = sorted(group.key[0] for group in analysis.groups)
     narrowest, widest = widths[0], widths[-1]
-    fig, ax = plt.subplots(figsize=(8, 4.4))
+    fig, ax = figure(columns=2, height=2.8)
     for i, series in enumerate(dict.fromkeys(s.name for s in analysis.series)):
         depths = sorted({d for s, d in table if s == series})
         ys = [table[(series, d)] for d in depths]
@@ -366,7 +392,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
         exact = [(d, y) for d, y in zip(depths, ys) if y is not None and y > narrowest]
         ax.plot(depths, [y if y is not None else np.nan for y in ys], "-", color=color, lw=1.3)
         if exact:
-            ax.plot(*zip(*exact), MARKERS[i % len(MARKERS)], color=color, ms=8 - 3 * (i % 2), label=f"{name}: smallest swept width with median ≤ "
+            ax.plot(*zip(*exact), MARKERS[i % len(MARKERS)], color=color, ms=6 - 2 * (i % 2), label=f"{name}: smallest swept width with median ≤ "
                     f"{needed:g} iterations")
         at_floor = [d for d, y in zip(depths, ys) if y == narrowest]
         if at_floor:
@@ -386,11 +412,13 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.minorticks_off()
     ax.set_xlabel("depth L")
     ax.set_ylabel("width n needed (ticks: the swept widths)")
-    ax.set_title("(e) width needed vs depth: Hu, Xiao & Pennington 2020 predict it constant in L for orthogonal "
-                 "init,\ngrowing about linearly in L for Gaussian init. " + _describe(results.meta), fontsize=9)
+    ax.set_title("(q) Width needed: constant in depth for orthogonal init, growing for Gaussian")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return save(fig, out_dir / spec["name"])
+    legend_below(fig)
+    return save(fig, out_dir / spec["name"], caption=depth_caption(
+        results.meta, extra=f"The smallest swept width whose median count over seeds is ≤ {needed:g} iterations "
+        "(censored lanes counting as slow). Theory: Hu, Xiao & Pennington (2020) predict the width needed constant "
+        "in L for orthogonal init and growing about linearly in L for Gaussian init"))
 
 
 MAKERS = {"depth-iterations": make_depth_iterations, "depth-residual": make_depth_residual,

@@ -80,7 +80,7 @@ def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int
 
 def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
     """The spectral density along training (see the module docstring)."""
-    from otod.core.plotting import save
+    from otod.core.plotting import LINESTYLES, caption_text, figure, legend_below, save
 
     plt = _plt()
     net = net_spec(spec)
@@ -88,12 +88,12 @@ def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
     records = _records(net, spec, checkpoints)
     zero, sigma = float(spec.get("zero", 1e-3)), float(spec.get("broadening", 0.2))
     floor = 1e-4
-    fig, ax = plt.subplots(figsize=(9.5, 4.8))
-    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(records)))
-    for r, color in zip(records, colors):
+    fig, ax = figure(columns=2, height=2.8)
+    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(records)))  # dark to light with the step: grey-scale safe
+    for i, (r, color) in enumerate(zip(records, colors)):
         grid, density = density_on_asinh_axis(r["slq_nodes"], r["slq_weights"], zero, sigma)
         kq = "none (λ_q ≤ 0)" if r["kappa_q"] is None else f"{r['kappa_q']:.3g}"
-        ax.plot(grid, np.maximum(density, floor / 10), "-", lw=1.4, color=color,
+        ax.plot(grid, np.maximum(density, floor / 10), ls=LINESTYLES[i % len(LINESTYLES)], lw=1.2, color=color,
                 label=f"step {r['step']}: loss {r['train_loss']:.3g}, λ_max {r['lambda_max']:.3g}, "
                       f"λ_q {r['lambda_q']:.2g}, κ_q {kq},\n    {100 * r['negative_mass']:.1f}% below −10⁻³λ_max")
         ax.axvline(r["lambda_q"], color=color, ls=":", lw=1)
@@ -104,31 +104,44 @@ def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_ylim(floor, None)
     ax.axvline(0, color="0.6", lw=0.6)
     ax.set(xlabel=f"Hessian eigenvalue λ (linear within ±{zero:g}, logarithmic in |λ| beyond)",
-           ylabel=f"spectral density per unit of asinh(λ/{zero:g})\n(area = fraction of the P eigenvalues)",
-           title=f"Hessian spectrum along training, P = {net.parameter_count:,} (width {net.width})\n"
-                 + _net_title(net, records))
+           ylabel=f"spectral density per unit of asinh(λ/{zero:g})",
+           title=f"The Hessian spectrum along training, P = {net.parameter_count:,}: outliers leave a bulk near 0")
     ax.plot([], [], "k:", lw=1, label=f"dotted: λ_q, the {records[0]['quantile']:g} quantile of the spectrum")
     ax.plot([], [], "k|", ms=9, label=f"ticks at the bottom: top {len(records[0]['top_eigenvalues'])} eigenvalues "
                                       "(Lanczos)")
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              title=f"κ_q = λ_max / λ_q; {'exact' if records[0].get('spectrum') == 'dense' else 'SLQ'} density "
-                    f"broadened by σ = {sigma:g} in asinh units", title_fontsize=7.5)
     ax.grid(alpha=0.25, which="major")
-    return save(fig, out_dir / f"nets_{spec['name']}")
+    legend_below(fig, title="κ_q = λ_max / λ_q")
+    density = "exact" if records[0].get("spectrum") == "dense" else "SLQ"
+    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
+        "Settings: " + _net_title(net, records) + f"; width {net.width}",
+        f"The x axis is u = asinh(λ/λ₀) with λ₀ = {zero:g}, labelled in λ: linear within ±λ₀ of 0 and logarithmic "
+        "in |λ| beyond, so that the outliers (λ ~ 1-10), the bulk (λ ~ 10⁻³-10⁻¹) and the negative eigenvalues "
+        f"share one axis. The y axis is the {density} spectral density per unit of u, Gaussian-broadened by "
+        f"σ = {sigma:g} in u (the area under a curve is the fraction of the P eigenvalues), on a log scale as "
+        "Ghorbani et al. (2019) draw theirs. Dotted verticals: each checkpoint's λ_q; ticks at the bottom: its top "
+        "eigenvalues (Lanczos)"))
 
 
 def fitted_exponent(x, y) -> float | None:
     """The slope of log y against log x by least squares (None with fewer than two positive points)."""
+    line = fitted_power(x, y)
+    return None if line is None else line[0]
+
+
+def fitted_power(x, y) -> tuple[float, float] | None:
+    """(slope, intercept) of log y against log x by least squares (None with fewer than two positive points)."""
     x, y = np.asarray(x, float), np.asarray([np.nan if v is None else v for v in y], float)
     ok = np.isfinite(y) & (y > 0)
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0]) if ok.sum() >= 2 else None
+    if ok.sum() < 2:
+        return None
+    slope, intercept = np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)
+    return float(slope), float(intercept)
 
 
 def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
     """κ_q against width at init and at the end of a fixed run, with λ_max and λ_q (see the module docstring)."""
-    from otod.core.plotting import save
+    from otod.core.plotting import caption_text, figure, legend_inside, save, series_style
 
-    plt = _plt()
     widths = [int(w) for w in spec.get("widths", [8, 16, 32, 64, 128, 256])]
     steps = int(spec.get("steps", 1000))
     by_width = {}
@@ -136,43 +149,52 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         net = net_spec(spec, width=w)
         by_width[w] = (net, _records(net, spec, [0, steps]))
     params = np.array([by_width[w][0].parameter_count for w in widths])
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+    fig, (left, right) = figure(columns=2, cols=2, height=2.8)
+    fits = []
     for i, (label, marker) in enumerate((("init (step 0)", "o"), (f"end (step {steps})", "s"))):
+        color = series_style(i)["color"]
         rs = [by_width[w][1][i] for w in widths]
         kq = [r["kappa_q"] for r in rs]
-        slope = fitted_exponent(params, kq)
-        fit = "" if slope is None else f"; κ_q ∝ P^{slope:.2f} (fit)"
+        line = fitted_power(params, kq)
+        fit = "" if line is None else f"; κ_q ∝ P^{line[0]:.2f} (fit)"
         losses = f"loss {rs[0]['train_loss']:.3g} (width {widths[0]}) to {rs[-1]['train_loss']:.3g} (width {widths[-1]})"
-        left.plot(widths, [np.nan if v is None else v for v in kq], marker + "-", color=f"C{i}",
+        left.plot(widths, [np.nan if v is None else v for v in kq], marker + "-", color=color,
                   label=f"{label}: {losses}{fit}")
-        right.plot(widths, [r["lambda_max"] for r in rs], marker + "-", color=f"C{i}", label=f"λ_max, {label}")
-        right.plot(widths, [r["lambda_q"] for r in rs], marker + "--", mfc="none", color=f"C{i}",
+        if line is not None:
+            fits.append((color, line))
+        right.plot(widths, [r["lambda_max"] for r in rs], marker + "-", color=color, label=f"λ_max, {label}")
+        right.plot(widths, [r["lambda_q"] for r in rs], marker + "--", mfc="none", color=color,
                    label=f"λ_q, {label}")
+    for color, (slope, intercept) in fits:  # the quoted fits, drawn (unlabelled: the legend quotes them)
+        left.plot(widths, np.exp(intercept) * params.astype(float) ** slope, ":", lw=1.0, color=color,
+                  label="_fit", gid="fit")
     q = by_width[widths[0]][1][0]["quantile"]
-    left.set(ylabel=f"κ_q = λ_max / λ_q, q = {q:g}", title=f"κ_q against width: λ_q the eigenvalue below which "
-                                                            f"{100 * q:g}% of the spectrum lies")
-    right.set(ylabel="Hessian eigenvalue", title="what κ_q is made of (κ_δ = (λ_max + δ)/δ follows λ_max)")
+    left.set(ylabel=f"κ_q = λ_max / λ_q, q = {q:g}", title="κ_q grows with width")
+    right.set(ylabel="Hessian eigenvalue", title="λ_max stays, λ_q falls")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("width (hidden units)")
         ax.set_xticks(widths, [str(w) for w in widths])
         top = ax.secondary_xaxis("top")
-        top.set_xticks(widths, [f"{p:,}" for p in params], fontsize=7)
-        top.set_xlabel("parameter count P", fontsize=8)
+        top.set_xticks(widths, [f"{p:,}" if j % 2 == 0 else "" for j, p in enumerate(params)])
+        top.set_xlabel("parameter count P (every other width)")
         ax.grid(alpha=0.25, which="both")
-        ax.legend(fontsize=7.5, loc="best", frameon=False)
+        legend_inside(ax)
     net = by_width[widths[0]][0]
     kinds = {}
     for w in widths:  # each width's spectrum, exact where P is small enough for the dense Hessian
         kinds.setdefault(_spectrum(by_width[w][1][0]), []).append(w)
     spectrum = "; ".join(f"{kind} at width{'s' if len(ws) > 1 else ''} {', '.join(map(str, ws))}"
                          for kind, ws in kinds.items()) if len(kinds) > 1 else None
-    fig.suptitle(_net_title(net, by_width[widths[0]][1], spectrum).replace(f"{net.model.upper()} depth",
-                                                                 f"{net.model.upper()}, width varied, depth"),
-                 fontsize=9, y=1.02)
-    fig.tight_layout()
-    return save(fig, out_dir / f"nets_{spec['name']}")
+    settings = _net_title(net, by_width[widths[0]][1], spectrum).replace(f"{net.model.upper()} depth",
+                                                                        f"{net.model.upper()}, width varied, depth")
+    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
+        "Settings: " + settings,
+        f"Left: κ_q = λ_max/λ_q with λ_q the eigenvalue below which {100 * q:g}% of the spectrum lies, at init and "
+        "after the run, against width (top axis: the parameter count P); dotted: the least-squares power law "
+        "κ_q ∝ P^b quoted in the legend. Right: what κ_q is made of, λ_max (solid) and λ_q (dashed, open); "
+        "κ_δ = (λ_max + δ)/δ follows λ_max"))
 
 
 MAKERS = {"nets-spectral-density": make_spectral_density, "nets-kappa-width": make_kappa_width}

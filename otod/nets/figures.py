@@ -48,11 +48,24 @@ def batch_panel(analysis, ax, dim: float) -> None:
 
 
 def _legend(ax, outside: bool = True):
+    """The legend under the panels (`otod.core.plotting.legend_below`), or inside the axes."""
+    from otod.core.plotting import legend_below, legend_inside
+
     if ax.get_legend_handles_labels()[0]:
-        if outside:
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        else:
-            ax.legend(fontsize=7, frameon=False)
+        legend_below(ax.figure) if outside else legend_inside(ax)
+
+
+def _caption(config: dict, *parts: str) -> str:
+    from otod.core.plotting import caption_text
+
+    return caption_text("Settings: " + _title(config), *parts)
+
+
+#: Where the batch figure's lines come from, for the captions.
+BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned lr, bars the IQR over the same seeds; dotted: "
+              "the fitted S_min(1 + B_crit/B) (McCandlish et al. 2018); faint solid: the NQM's predicted S(B) for "
+              "the same net (otod.nets.predict, from its measured curvature and gradient noise); dashed grey: the "
+              "NQM's B_noise at the target")
 
 
 def _title(config: dict) -> str:
@@ -67,47 +80,50 @@ def depth_panel(results, ax, analysis=None) -> None:
     sweep's `otod.nets.report.depth_analysis`, where the caller has it."""
     from otod.nets.report import depth_analysis
 
+    from otod.core.plotting import series_style
+
     analysis = depth_analysis(results) if analysis is None else analysis
     for i, s in enumerate(analysis.series):
         rows = s.summary
         x, med, low = (rows["value"].to_numpy(float), rows["median"].to_numpy(float),
                        rows["lower_bound"].to_numpy(bool))
-        style = "--" if "residual" in s.name else "-"
+        style = series_style(i)
+        ls = "--" if "residual" in s.name else "-"
         ok = np.isfinite(med) & ~low
         law = s.fit.law if s.fit is not None else None
-        ax.plot(x[ok], med[ok], style + "o", color=f"C{i % 10}", ms=4,
+        ax.plot(x[ok], med[ok], ls=ls, marker=style["marker"], color=style["color"], ms=4,
                 label=f"{s.name}" + (f" ({law} by AIC)" if law else ""))
         if (np.isfinite(med) & low).any():
-            ax.plot(x[low], med[low], "^", mfc="none", color=f"C{i % 10}", label=f"{s.name}: △ median only a lower bound (censored or stalled lanes)")
+            ax.plot(x[low], med[low], "^", mfc="none", color=style["color"], ms=5,
+                    label=f"{s.name}: △ median only a lower bound (≥)")
     ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
 
 
 def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> list:
     """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth."""
-    from otod.core.plotting import panel_grid, save
+    from otod.core.plotting import figure, legend_below, panel_grid, save
 
-    plt = _plt()
     config = results.meta["config"]
     if "batch" not in config["axes"]:
-        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        fig, ax = figure(columns=2, height=2.8)
         depth_panel(results, ax, analysis)
-        ax.set_title(_title(config), fontsize=9)
+        ax.set_title("Steps to target against depth, plain and residual nets")
         _legend(ax)
-        return save(fig, Path(base), pdf=pdf)
+        return save(fig, Path(base), pdf=pdf, caption=_caption(
+            config, "Markers: the median steps over seeds at each depth's tuned lr; residual nets dashed; the legend "
+            "names each series' law in depth (power or exponential, chosen by AIC)"))
     analysis = batch_analysis(results) if analysis is None else analysis
     dims = analysis.dims
-    fig, axes = panel_grid(len(dims), 5.5, 4.2, sharey=False) if len(dims) > 1 else plt.subplots(figsize=(7.5, 4.5))
+    fig, axes = panel_grid(len(dims), sharey=False) if len(dims) > 1 else figure(columns=2, height=2.8)
     axes = np.atleast_1d(axes)
     for ax, d in zip(axes, dims):
         batch_panel(analysis, ax, d)
-        ax.set_title(f"P = {d:g} parameters" if len(dims) > 1 else f"{_title(config)}, P = {d:g}", fontsize=9)
-        if len(dims) > 1:
-            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
-        else:
-            _legend(ax)
+        ax.set_title(f"P = {d:g} parameters" if len(dims) > 1 else
+                     f"Measured steps against batch size and the NQM's prediction, P = {d:g}")
     if len(dims) > 1:
-        fig.suptitle(_title(config), fontsize=10)
-    return save(fig, Path(base), pdf=pdf)
+        fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
+    legend_below(fig)
+    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE))
 
 
 def _run(spec: dict, predict: bool = True):
@@ -133,14 +149,13 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
 def make_width(spec: dict, out_dir: Path) -> list[Path]:
     """B_crit against the parameter count (width axis): the measured B_crit with its seed-bootstrap CI, the
     NQM's predicted B_crit and B_noise at the target for each net, and the fitted power law."""
-    from otod.core.plotting import save
+    from otod.core.plotting import figure, save, series_style
     from otod.core.analysis import MIN_BOOTSTRAP_SEEDS
     from otod.nets.report import width_rule
 
-    plt = _plt()
     results = _run(spec)
     analysis = batch_analysis(results)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = figure(columns=2, height=2.8)
     for i, method in enumerate(dict.fromkeys(s.method for s in analysis.series)):
         rows = [(d, s) for d in analysis.dims for s in analysis.at(d) if s.method == method and s.critical]
         p = np.array([d for d, _ in rows], float)
@@ -148,8 +163,9 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
         lo = np.array([s.critical.b_crit_ci[0] for _, s in rows], float)
         hi = np.array([s.critical.b_crit_ci[1] for _, s in rows], float)
         ok = np.isfinite(b) & (b > 0)
-        ax.errorbar(p[ok], b[ok], yerr=[np.maximum(b[ok] - lo[ok], 0), np.maximum(hi[ok] - b[ok], 0)], fmt="o",
-                    color=f"C{i}", label=f"{method}: measured B_crit (95% CI, seeds)")
+        style = series_style(i)
+        ax.errorbar(p[ok], b[ok], yerr=[np.maximum(b[ok] - lo[ok], 0), np.maximum(hi[ok] - b[ok], 0)],
+                    fmt=style["marker"], color=style["color"], label=f"{method}: measured B_crit (95% CI, seeds)")
     pred = results.meta.get("nqm_prediction") or []
     if pred:
         pp = np.array([q["parameters"] for q in pred], float)
@@ -159,11 +175,17 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     for method, r in (width_rule(analysis) or {}).items():
         ci = (f"(no CI: fewer than {MIN_BOOTSTRAP_SEEDS} seeds)" if r["no_ci"] else
               f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]")
-        ax.plot([], [], " ", label=f"{method}: B_crit ∝ P^{r['slope']:.2f} {ci}")
+        grid = np.geomspace(*r["parameters"], 50)
+        color = series_style(list(dict.fromkeys(s.method for s in analysis.series)).index(method))["color"]
+        ax.plot(grid, np.exp(r["intercept"]) * grid ** r["slope"], ls=":", lw=1.2, color=color,
+                label=f"{method}: fitted B_crit ∝ P^{r['slope']:.2f} {ci}")
     ax.set(xscale="log", yscale="log", xlabel="parameters P (width varied)", ylabel="critical batch B_crit")
-    ax.set_title(_title(results.meta["config"]), fontsize=9)
+    ax.set_title("The critical batch against the parameter count")
     _legend(ax)
-    return save(fig, out_dir / f"nets_{spec['name']}")
+    return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
+        results.meta["config"], "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
+        "squares: the NQM's predicted B_crit (otod.nets.predict); open diamonds: the NQM's B_noise at the target; "
+        "the legend gives the fitted power law B_crit ∝ P^b with its CI"))
 
 
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:

@@ -52,7 +52,7 @@ def width_rule(analysis) -> dict | None:
             continue
         p = np.log(np.array([d for d, _ in rows], float))
         b = np.log(np.array([s.critical.b_crit for _, s in rows], float))
-        slope = float(fit_line(p, b)[0])
+        slope, intercept, _ = (float(v) for v in fit_line(p, b))
         reps = [s.critical.replicates[:, 1] for _, s in rows]
         k = min(len(r) for r in reps)
         draws = []
@@ -63,7 +63,8 @@ def width_rule(analysis) -> dict | None:
         no_ci = next((s.critical.no_ci for _, s in rows if s.critical.no_ci), None)  # too few seeds: no CI
         ci = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if len(draws) > 20 and \
             no_ci is None else (math.nan, math.nan)
-        out[method] = {"slope": slope, "ci": ci, "points": len(rows), "no_ci": no_ci}
+        out[method] = {"slope": slope, "ci": ci, "points": len(rows), "no_ci": no_ci, "intercept": intercept,
+                       "parameters": (float(np.exp(p.min())), float(np.exp(p.max())))}
     return out or None
 
 

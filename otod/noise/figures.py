@@ -19,11 +19,30 @@ from otod.core import critical_batch
 from otod.noise import theory
 from otod.noise.analysis import NoiseAnalysis, analyse
 
-COLORS = {"sgd": "C0", "heavy-ball": "C1", "ema": "C2", "adam": "C4"}
+def _palette():
+    from otod.core.plotting import PALETTE
+
+    return PALETTE
+
+
+COLORS = {"sgd": 0, "heavy-ball": 3, "ema": 2, "adam": 4}  # indices into `otod.core.plotting.PALETTE`
 
 
 def _color(method: str, i: int) -> str:
-    return COLORS.get(method, "C3" if method.startswith("precond") else f"C{5 + i % 4}")
+    k = COLORS.get(method, 1 if method.startswith("precond") else 5 + i % 4)
+    return _palette()[k]
+
+
+def _marker(method: str, i: int) -> str:
+    from otod.core.plotting import MARKERS
+
+    return MARKERS[COLORS.get(method, 1 if method.startswith("precond") else 5 + i % 4) % len(MARKERS)]
+
+
+def _caption(analysis, *parts, marks=()) -> str:
+    from otod.core.plotting import caption_text
+
+    return caption_text("Settings: " + _title(analysis), *parts, marks=marks)
 
 
 def _plt():
@@ -59,11 +78,11 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
             (q25, q75), _ = censored_quantiles(s.at_choice("count"), s.at_choice("lower"))
             censored = ~ok & np.isfinite(med)
             if ok.any():
-                ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt="o", color=color,
-                            ms=4, label=f"{m} (median, bars: IQR over seeds)")
+                ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt=_marker(m, i),
+                            color=color, ms=4, label=f"{m} (median, bars: IQR over seeds)")
             if censored.any():
                 ax.plot(xs[censored], med[censored], "^", mfc="none", color=color,
-                        label=f"{m}: △ median only a lower bound ≥ (most lanes censored at the cap)")
+                        label=f"{m}: △ median only a lower bound (≥)")
             if mark_diverged(ax, xs, s.at_choice("status"), color,
                              label=None if diverged_labelled else DIVERGED_LABEL, row=i) is not None:
                 diverged_labelled = True
@@ -73,7 +92,8 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
             twin = exact_of[m]
             if twin.fitted.any():
                 ax.plot(twin.x[twin.fitted], twin.median[twin.fitted], "-", color=color, lw=1.5,
-                        label=f"{m} exact" if simulated else m)
+                        marker=None if simulated else _marker(m, i), ms=3.5, markevery=2,
+                        label=f"{m} exact" if simulated else m)  # a marker per method where no points carry one
             elif not simulated:
                 _none_reached(ax, m, color)
         fit = s.critical
@@ -88,6 +108,7 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
         ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
                 label="ideal estimator d/(2·target·B)")
     _log_axes(ax, "batch size B", "steps to target")
+    ax.grid(True, which="major", alpha=0.25)
     if ax.get_xscale() == "log":
         ax.set_xscale("log", base=2)
         from otod.core.plotting import headroom
@@ -127,43 +148,50 @@ def _log_axes(ax, xlabel: str, ylabel: str) -> None:
 
 
 def _legend(ax):
-    if not ax.get_legend_handles_labels()[0]:
-        return
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    """The legend under the panels (`otod.core.plotting.legend_below`)."""
+    from otod.core.plotting import legend_below
+
+    if ax.get_legend_handles_labels()[0]:
+        legend_below(ax.figure)
 
 
 def sweep_figure(results, base, pdf: bool = False, analysis: NoiseAnalysis | None = None, **kwargs) -> list:
     """Figure (a) of a noise sweep (a params sweep: steps vs d); one panel per d where d is a static axis of a
     batch sweep. ``analysis``: the one the command already made (else it is made here, once)."""
-    from otod.core.plotting import panel_grid, save
+    from otod.core.plotting import figure, legend_below, panel_grid, save
 
-    plt = _plt()
     analysis = analyse(results) if analysis is None else analysis
     dims = analysis.dims if analysis.axis == "batch" else []
     if len(dims) > 1:
-        fig, axes = panel_grid(len(dims), 5.5, 4.2, sharey=False)
+        fig, axes = panel_grid(len(dims), sharey=False)
         exact = exact_twin(analysis)
         for ax, d in zip(axes, dims):
             steps_vs_batch(analysis, ax, exact, dim=d)
-            ax.set_title(f"d = {d:g}", fontsize=10)
-            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
-        fig.suptitle(_title(analysis).replace(f"d = {analysis.config['problem'].get('dim', 2)}",
-                                              "d: one panel each"), fontsize=10)
-        return save(fig, Path(base), pdf=pdf)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+            ax.set_title(f"d = {d:g}")
+        fig.suptitle("Steps to target against batch size, one panel per d")
+        legend_below(fig)
+        return save(fig, Path(base), pdf=pdf, caption=_caption(analysis, BATCH_NOTE, "One panel per dimension d"))
+    fig, ax = figure(columns=2, height=2.8)
     if analysis.axis == "dim":
         params_panel([("", analysis)], ax)
+        ax.set_title("Steps to target against dimension d")
     else:
         steps_vs_batch(analysis, ax, exact_twin(analysis))
-    ax.set_title(_title(analysis), fontsize=9)
+        ax.set_title("Steps to target against batch size")
     _legend(ax)
-    return save(fig, Path(base), pdf=pdf)
+    return save(fig, Path(base), pdf=pdf, caption=_caption(analysis, BATCH_NOTE))
+
+
+#: Where figure (a)'s lines come from, for the captions.
+BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned (lr, β), bars the IQR over the same seeds; solid: "
+              "the exact expected-loss recursion (otod.noise.exact) at its own tuned lr; dotted: the fitted "
+              "McCandlish et al. (2018) curve S_min(1 + B_crit/B); dashed grey: the ideal estimator's d/(2·target·B)")
 
 
 def lr_vs_batch(analysis: NoiseAnalysis, ax) -> None:
     """Figure (b): the chosen step size per B, with the analysis's slope over the perfect-scaling region."""
     for i, s in enumerate(analysis.at(analysis.dims[0])):
-        ax.plot(s.x, s.summary["learning_rate"], "o-", ms=3, color=_color(s.method, i),
+        ax.plot(s.x, s.summary["learning_rate"], marker=_marker(s.method, i), ms=3, color=_color(s.method, i),
                 label=f"{s.method}: slope {s.lr_slope:.2f} up to B = {s.perfect_scaling or 0:g}")
     xs = np.asarray(sorted({x for s in analysis.series for x in s.x}))
     ax.plot(xs, 1e-3 * xs, "--", color="0.5", label="∝ B (linear scaling)")
@@ -175,13 +203,14 @@ def tradeoff(analysis: NoiseAnalysis, ax) -> None:
     """Figure (c): steps S vs examples E = B·S per method, and McCandlish's hyperbola from each fit."""
     for i, s in enumerate(analysis.at(analysis.dims[0])):
         ok = s.fitted
-        ax.plot(s.x[ok] * s.median[ok], s.median[ok], "o", ms=4, color=_color(s.method, i), label=s.method)
+        ax.plot(s.x[ok] * s.median[ok], s.median[ok], _marker(s.method, i), ms=4, color=_color(s.method, i),
+                label=s.method)
         fit = s.critical
         if fit is not None and math.isfinite(fit.b_crit) and fit.b_crit > 0:
             grid = np.geomspace(s.x.min(), s.x.max(), 200)
             steps = fit.curve(grid)
             ax.plot(grid * steps, steps, "-", lw=1, color=_color(s.method, i),
-                    label=f"(S/S_min − 1)(E/E_min − 1) = 1: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}")
+                    label=f"{s.method} fit: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}")
     ax.set(xscale="log", yscale="log", xlabel="examples processed E = B·S", ylabel="steps S")
 
 
@@ -191,14 +220,15 @@ def params_panel(labelled, ax) -> None:
         for j, s in enumerate(analysis.series):
             xs, med, ok = s.x, s.median, s.fitted
             censored = ~ok & np.isfinite(med)
+            color, marker = _palette()[i], "osDv"[i % 4]
             if ok.any():
-                ax.plot(xs[ok], med[ok], marker="o", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+                ax.plot(xs[ok], med[ok], marker=marker, ms=4, color=color, ls=("-", "--", "-.", ":")[j % 4],
                         label=f"{label} {s.method}: exponent {s.exponent:.2f}")
             if censored.any():
-                ax.plot(xs[censored], med[censored], "^", mfc="none", color=f"C{i}",
+                ax.plot(xs[censored], med[censored], "^", mfc="none", color=color,
                         label=f"{label}: ≥ cap (censored)")
             if not ok.any() and not censored.any():
-                _none_reached(ax, f"{label} {s.method}".strip(), f"C{i}")
+                _none_reached(ax, f"{label} {s.method}".strip(), color)
     _log_axes(ax, "dimension d (parameters)", "steps to target")
 
 
@@ -206,7 +236,7 @@ def params_panel(labelled, ax) -> None:
 
 
 def _sweep_option_keys(spec: dict) -> dict:
-    return {k: v for k, v in spec.items() if k not in ("maker", "name", "figures")}
+    return {k: v for k, v in spec.items() if k not in ("maker", "name", "figures", "letters")}
 
 
 def _params_keys(spec: dict) -> dict:
@@ -224,46 +254,49 @@ def _run_noise(spec: dict):
 
 def make_batch(spec: dict, out_dir: Path) -> list[Path]:
     """Figures (a), (b), (c) of one noise sweep."""
-    from otod.core.plotting import save
+    from otod.core.plotting import figure, save
 
-    plt = _plt()
     analysis = analyse(_run_noise(spec))
     name = spec["name"]
+    letters = spec.get("letters", "abc")
     files = []
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = figure(columns=2, height=2.8)
     steps_vs_batch(analysis, ax, exact_twin(analysis))
-    ax.set_title("(a) steps to target vs batch size: " + _title(analysis), fontsize=9)
+    ax.set_title(f"({letters[0]}) Steps to target fall as 1/B up to the critical batch, then level off")
     _legend(ax)
-    files += save(fig, out_dir / f"noise_{name}_steps")
+    files += save(fig, out_dir / f"noise_{name}_steps", caption=_caption(analysis, BATCH_NOTE))
     if spec.get("figures", "abc") == "a":
         return files
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = figure(columns=1, height=2.4)
     lr_vs_batch(analysis, ax)
-    ax.set_title("(b) best learning rate vs batch size: " + _title(analysis), fontsize=9)
+    ax.set_title(f"({letters[1]}) The best learning rate grows with B")
     _legend(ax)
-    files += save(fig, out_dir / f"noise_{name}_lr")
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    files += save(fig, out_dir / f"noise_{name}_lr", caption=_caption(
+        analysis, "The tuned learning rate per B and its slope over the perfect-scaling region; dashed: ∝ B"))
+    fig, ax = figure(columns=2, height=2.8)
     tradeoff(analysis, ax)
-    ax.set_title("(c) steps vs examples (McCandlish et al. 2018): " + _title(analysis), fontsize=9)
+    ax.set_title(f"({letters[2]}) Steps against examples: the McCandlish et al. (2018) hyperbola")
     _legend(ax)
-    files += save(fig, out_dir / f"noise_{name}_tradeoff")
+    files += save(fig, out_dir / f"noise_{name}_tradeoff", caption=_caption(
+        analysis, "Markers: median steps S against examples E = B·S; lines: (S/S_min − 1)(E/E_min − 1) = 1 from each "
+        "method's fitted S(B) (McCandlish et al. 2018)"))
     return files
 
 
 def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
     """Figure (d) of ``otod sweep params``: steps vs d for every batch rule [(label, analysis)], at ``base``.png
     (and .pdf with ``pdf``)."""
-    from otod.core.plotting import save
+    from otod.core.plotting import caption_text, figure, save
 
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = figure(columns=1, height=2.4)
     params_panel(labelled, ax)
     c = labelled[0][1].meta["config"]
     lr = "lr tuned per d" if c["lr"] == "tuned" else f"lr {c['lr']}"
-    ax.set_title(f"(d) batch vs parameters: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, {lr}",
-                 fontsize=9)
+    ax.set_title("(e) Steps against d: a fixed batch and B ∝ d")
     _legend(ax)
-    return save(fig, Path(base), pdf=pdf)
+    return save(fig, Path(base), pdf=pdf, caption=caption_text(
+        f"Settings: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, {lr}",
+        "Markers: median steps over seeds per batch rule; the legend gives each rule's fitted exponent in d"))
 
 
 def make_params(spec: dict, out_dir: Path) -> list[Path]:
@@ -279,29 +312,31 @@ def make_params(spec: dict, out_dir: Path) -> list[Path]:
 def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
     """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n)."""
     from otod.core.analysis import fit_line
-    from otod.core.plotting import save
+    from otod.core.plotting import caption_text, figure, legend_inside, save
 
-    plt = _plt()
     rng = np.random.default_rng(int(spec.get("seed", 0)))
     draws = int(spec.get("draws", 200))
     dims = np.unique(np.geomspace(1, 1e4, 13).round()).astype(int)
     rms = [np.sqrt(np.mean(np.sum(rng.standard_normal((draws, d)) ** 2, -1))) for d in dims]
     ns = 2 ** np.arange(0, 13)
     err = [np.sqrt(np.mean(rng.standard_normal((draws, n)).mean(-1) ** 2)) for n in ns]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, (a, b) = figure(columns=2, cols=2, height=2.4)
     a.plot(dims, rms, "o", ms=4, label="measured RMS ‖ξ‖")
     a.plot(dims, np.sqrt(dims), "--", color="0.4",
            label=f"√d (fitted exponent {fit_line(np.log(dims), np.log(rms))[0]:.3f})")
     a.set(xscale="log", yscale="log", xlabel="dimension d", ylabel="RMS norm of N(0, I_d) noise",
-          title="(e) noise grows like √d")
-    b.plot(ns, err, "o", ms=4, label="measured RMS error of the mean")
+          title="(f) noise grows like √d")
+    b.plot(ns, err, "s", ms=4, color=_palette()[3], label="measured RMS error of the mean")
     b.plot(ns, 1 / np.sqrt(ns), "--", color="0.4",
            label=f"1/√n (fitted exponent {fit_line(np.log(ns), np.log(err))[0]:.3f})")
-    b.set(xscale="log", yscale="log", xlabel="samples averaged n", ylabel="RMS error", title="averaging shrinks it")
+    b.set(xscale="log", yscale="log", xlabel="samples averaged n", ylabel="RMS error",
+          title="(g) averaging shrinks it as 1/√n")
     for ax in (a, b):
-        ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    return save(fig, out_dir / f"noise_{spec['name']}")
+        legend_inside(ax)
+    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
+        f"RMS over {draws} draws (seed {int(spec.get('seed', 0))}) of the norm of d-dimensional N(0, I) noise (left) "
+        "and of the error of a mean of n scalar N(0, 1) draws (right); dashed: √d and 1/√n, with the fitted "
+        "exponents in the legend"))
 
 
 def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: float = 1.0) -> np.ndarray:
@@ -320,24 +355,29 @@ def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: f
 
 def make_rosenbrock(spec: dict, out_dir: Path) -> list[Path]:
     """Figure (f): SGD paths on Rosenbrock with and without gradient noise."""
-    from otod.core.plotting import save
+    from otod.core.plotting import caption_text, figure, save, series_style
 
-    plt = _plt()
     lr, steps = float(spec.get("lr", 1e-3)), int(spec.get("steps", 5000))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = figure(columns=1, height=2.6)
     X, Y = np.meshgrid(np.linspace(-1.6, 1.6, 300), np.linspace(-0.6, 1.8, 300))
     ax.contour(X, Y, np.log10((1 - X) ** 2 + 100 * (Y - X * X) ** 2 + 1e-3), levels=15, colors="0.8",
                linewidths=0.6)
     for i, sigma in enumerate(spec.get("noise", [0.0, 3.0, 30.0])):
         p = rosenbrock_path(float(sigma), lr, steps, seed=int(spec.get("seed", 0)))
         loss = (1 - p[-1, 0]) ** 2 + 100 * (p[-1, 1] - p[-1, 0] ** 2) ** 2
-        ax.plot(p[:, 0], p[:, 1], "-", lw=0.8 + 0.6 * (i == 0), color=f"C{i}", zorder=10 - i,
+        style = series_style(i)
+        # the noisiest path at the bottom; the second drawn wide under the first, which it follows closely
+        ax.plot(p[:, 0], p[:, 1], ls=style["ls"] if i != 1 else "-", lw=(1.0, 2.6, 0.6)[min(i, 2)],
+                alpha=0.6 if i == 1 else 1.0, color=style["color"], zorder=10 - i,
                 label=f"σ = {sigma:g}: loss {loss:.2g} after {steps}")
     ax.plot([1], [1], "k*", ms=12, mec="w", zorder=20, label="minimum (1, 1)")
     ax.plot([-1.2], [1], "ks", ms=5, zorder=20, label="start (−1.2, 1)")
-    ax.set(xlabel="x", ylabel="y", title=f"(f) SGD on Rosenbrock, lr {lr:g}, gradient noise σ per coordinate")
+    ax.set(xlabel="x", ylabel="y", title="(h) Gradient noise throws SGD off the valley floor")
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}")
+    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
+        f"SGD on Rosenbrock (a = 1, b = 100) from (−1.2, 1), lr {lr:g}, {steps} steps, with Gaussian gradient "
+        "noise of standard deviation σ per coordinate (seed " + str(int(spec.get("seed", 0))) + "); grey: contours of "
+        "log₁₀ f. Smaller σ drawn over larger; the second path is drawn wide under the first where they coincide"))
 
 
 def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
@@ -345,49 +385,61 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
     from otod.core.plotting import save
     from otod.noise.estimators import parse_scale_options, run_estimators
 
-    plt = _plt()
+    from otod.core.plotting import caption_text, figure, series_style
+
     o = parse_scale_options(**{k: spec.get(k, d) for k, d in (("dim", 1000), ("pairs", "4:32"),
                                                                ("decay", "0,0.9,0.99"), ("lr", 0.05),
                                                                ("batch", 32), ("steps", 400), ("seeds", 64),
                                                                ("seed", 0))})
     out = run_estimators(**o)
     t = np.arange(1, o["steps"] + 1)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = figure(columns=2, height=2.8)
     ax.plot(t, out["true"].mean(0), "k-", lw=2, label="exact B_simple = tr Σ/|G|² (mean over seeds)")
+    cut = []
     for i, ((pair, g), e) in enumerate(out["estimates"].items()):
         q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
-        ax.plot(t, q50, "-", lw=1, color=f"C{i}", label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
-        ax.fill_between(t, np.maximum(q25, 1e-1), np.maximum(q75, 1e-1), color=f"C{i}", alpha=0.15)
-    ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0,
-                    label=f"shaded: IQR over {o['seeds']} seeds, in each estimate's colour\n(down to the axis where "
-                          "the estimate is ≤ 0)")
+        style = series_style(i + 1)
+        ax.plot(t, q50, ls=style["ls"], marker=style["marker"], markevery=max(1, len(t) // 8), ms=3, lw=1,
+                color=style["color"], label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
+        # no "curtain" to the axis: the band is left out at steps where the lower quartile is ≤ 0
+        ax.fill_between(t, q25, q75, where=q25 > 0, color=style["color"], alpha=0.15, lw=0)
+        cut.append(f"{pair[0]}:{pair[1]}, decay {g:g}: {100 * np.mean(q25 <= 0):.0f}%")
+    ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=f"IQR over {o['seeds']} seeds")
     ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(1, None),
-           title=f"(g) two-batch noise-scale estimate vs exact, NQM d = {o['dim']}, SGD B = {o['batch']}")
+           title="(i) The two-batch estimate of the noise scale against the exact value")
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}")
+    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
+        f"NQM d = {o['dim']}, SGD B = {o['batch']}, lr {o['lr']:g}, {o['steps']} steps, {o['seeds']} seeds",
+        "Lines: the median over seeds of each two-batch estimate (McCandlish et al. 2018, Appendix A), shaded its "
+        "IQR in the same colour, left out at steps where the lower quartile is ≤ 0 (the estimate's denominator "
+        "changed sign in over a quarter of the seeds; share of such steps: " + "; ".join(cut) + "); black: the exact "
+        "tr Σ/|G|²"))
 
 
 def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
     """Figure (h): steps vs B (simulated) under several schedules, each with its own tuned lr."""
-    from otod.core.plotting import save
+    from otod.core.plotting import figure, save, series_style
 
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = figure(columns=2, height=2.8)
     opts = _sweep_option_keys(spec)
     schedules = opts.pop("schedules", ["constant", "cosine", "one-cycle"])
     for i, name in enumerate(schedules):
         analysis = analyse(_run_noise({**opts, "schedule": name}), fit=False)
         for j, s in enumerate(analysis.at(analysis.dims[0])):
             xs, med, ok = s.x, s.median, s.fitted
-            ax.plot(xs[ok], med[ok], marker="o", ms=4, color=f"C{i}", ls=("-", "--", "-.", ":")[j % 4],
+            style = series_style(i)
+            ax.plot(xs[ok], med[ok], marker=style["marker"], ms=4 + 1.5 * (len(schedules) - 1 - i),
+                    mfc="none" if i < len(schedules) - 1 else None, color=style["color"], ls=style["ls"],
                     label=f"{name} ({s.method})")
             if (~ok).any():
-                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=f"C{i}", label=f"{name}: ≥ cap (censored)")
+                ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=style["color"], label=f"{name}: ≥ cap (censored)")
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target (median over seeds)",
-           title="(h) schedules (horizon = the run's cap): " + _title(analysis))
+           title="(j) Steps against batch size under three learning-rate schedules")
     ax.set_xscale("log", base=2)
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}")
+    return save(fig, out_dir / f"noise_{spec['name']}", caption=_caption(
+        analysis, "Each schedule with its own tuned lr; the schedule's horizon is the run's cap. Open markers, "
+        "larger for earlier schedules, stay visible where the series coincide"))
 
 
 MAKERS = {"noise-batch": make_batch, "noise-params": make_params, "noise-rms": make_noise_rms,

@@ -20,7 +20,8 @@ def test_sweep_prints_table_fits_and_paths_and_fit_plot_reread_the_file(tmp_path
     assert r2.exit_code == 0 and "newton" in r2.output
     r3 = runner.invoke(main, ["plot", str(path), "--x-axis", "flops", "--pdf", "--out", str(tmp_path / "figs")])
     assert r3.exit_code == 0
-    assert {p.name for p in (tmp_path / "figs").iterdir()} == {path.stem + "-flops.png", path.stem + "-flops.pdf"}
+    assert {p.name for p in (tmp_path / "figs").iterdir()} == {path.stem + "-flops.png", path.stem + "-flops.pdf",
+                                                               path.stem + "-flops.caption.txt"}  # its caption
 
 
 def test_json_output_is_the_records(tmp_path):

@@ -65,7 +65,8 @@ def _captured(monkeypatch):
 
     kept = []
 
-    def keep(fig, base, pdf=True):
+    def keep(fig, base, pdf=True, caption=None):
+        fig.otod_caption = caption
         kept.append(fig)
         return [base]
 
@@ -74,8 +75,9 @@ def _captured(monkeypatch):
 
 
 def _legend(ax):
-    legend = ax.get_legend()
-    return dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    from tests.conftest import legend_entries
+
+    return legend_entries(ax)
 
 
 def test_a_static_axis_gets_one_panel_per_value(static_sweep, tmp_path, monkeypatch):

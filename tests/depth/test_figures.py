@@ -8,6 +8,7 @@ from matplotlib.colors import to_hex
 
 from otod.core import plotting
 from otod.core.plotting import plt
+from tests.conftest import legend_entries, legend_texts
 
 
 def _sweep(tmp_path_factory, **options):
@@ -55,8 +56,7 @@ def test_marks_are_named_and_series_differ_in_colour_or_line_style(tmp_path_fact
     marks: set = set()
     draw_series(ax, analysis.series, "depth", marks=marks)
     _finish(ax, "depth L", "t", marks)
-    legend = ax.get_legend()
-    labels = [t.get_text() for t in legend.get_texts()]
+    labels = legend_texts(ax)
     assert plotting.BAND_LABEL in labels
     assert "censored" in set(analysis.chosen["status"])
     assert "lower" in marks and plotting.LOWER_LABEL in labels
@@ -95,8 +95,7 @@ def test_diverged_lanes_are_x_markers_named_in_the_legend(tmp_path_factory, tmp_
     kept = _kept(monkeypatch)
     sweep_figure(results, tmp_path / "d")
     (ax,) = kept[0].axes
-    legend = ax.get_legend()
-    handles = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    handles = legend_entries(ax)
     assert handles[plotting.DIVERGED_LABEL].get_marker() == "x"
     (xs,) = [line for line in ax.get_lines() if line.get_marker() == "x" and len(line.get_xdata())]
     assert list(xs.get_xdata()) == [1.0, 2.0]
@@ -124,7 +123,7 @@ def test_toy_lanes_in_another_local_minimum_are_marked_and_stalled_lanes_count_a
     marks: set = set()
     draw_series(ax, group.series, "layers", marks=marks, chosen=group.chosen)
     _finish(ax, "k", "t", marks)
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    labels = legend_texts(ax)
     assert LOCAL_LABEL in labels and STALLED_LABEL in labels
     (diamonds,) = [line for line in ax.get_lines() if line.get_marker() == "D" and len(line.get_xdata())]
     assert list(diamonds.get_xdata()) == [6.0]

@@ -89,8 +89,9 @@ def test_make_batch_draws_measured_steps_the_fit_and_the_nqm_prediction(tmp_path
     assert config.problem.width == 8 and config.seeds == 3 and config.lr_grid == (0.3, 1.0, 3.0)
     assert [f.name for f in files] == ["nets_toy.png"] and saved[0][2] is True
     (ax,) = saved[0][0].axes
-    assert ax.get_title() == ("mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point, "
-                              "P = 610")
+    assert ax.get_title() == "Measured steps against batch size and the NQM's prediction, P = 610"
+    assert saved[0][0].otod_caption.startswith(  # the settings left the title for the caption
+        "Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point.")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "batch size B", "steps to target", "log", "log")
     assert ax.xaxis.get_transform().base == 2
@@ -123,7 +124,8 @@ def test_a_batch_sweep_over_widths_gets_one_panel_per_net_with_its_own_predictio
     make_batch({"name": "two", "batch": "2..128:7:log", "width": "4,8", "method": "sgd", "target": 0.1, "seeds": 3,
                 "lr_grid": "0.3,1,3"}, tmp_path)
     fig = saved[0][0]
-    assert fig._suptitle.get_text() == "mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point"
+    assert fig._suptitle.get_text() == "Measured steps against batch size and the NQM's prediction, one panel per net"
+    assert fig.otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
     assert [ax.get_title() for ax in fig.axes] == ["P = 310 parameters", "P = 610 parameters"]
     for ax, p in zip(fig.axes, (310.0, 610.0)):
         labels = [line.get_label() for line in ax.get_lines()]
@@ -158,9 +160,11 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
     assert np.allclose(bars.lines[0].get_ydata(), 2 * np.sqrt(p), rtol=1e-6)
     predicted = drawn_line(ax, "NQM predicted B_crit")
     assert np.array_equal(predicted.get_xdata(), p) and np.allclose(predicted.get_ydata(), 3 * np.sqrt(p))
+    fitted = drawn_line(ax, "sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]")  # the quoted fit, drawn over its P
+    assert np.allclose(fitted.get_ydata(), 2 * np.sqrt(fitted.get_xdata()), rtol=1e-6)
     noise = drawn_line(ax, "B_noise at the target")
     assert np.array_equal(noise.get_xdata(), p) and list(noise.get_ydata()) == [10.0, 20.0, 30.0]
-    assert legend_texts(ax) == ["NQM predicted B_crit", "B_noise at the target", "sgd: B_crit ∝ P^0.50 [0.50, 0.50]",
+    assert legend_texts(ax) == ["NQM predicted B_crit", "B_noise at the target", "sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]",
                            "sgd: measured B_crit (95% CI, seeds)"]
 
 
@@ -193,13 +197,14 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     assert dict(config.axes)["depth"] == (2.0, 3.0, 4.0, 5.0) and config.problem.batch == 64
     assert [f.name for f in files] == ["nets_depth.png"] and saved[0][2] is True
     (ax,) = saved[0][0].axes
-    assert ax.get_title() == "mlp on digits (cross-entropy), target loss 0.1, 3 seeds, lr tuned per point"
+    assert ax.get_title() == "Steps to target against depth, plain and residual nets"
+    assert saved[0][0].otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
     plain = drawn_line(ax, "sgd·plain (exponential by AIC)")
     assert list(plain.get_xdata()) == [2, 3, 4] and list(plain.get_ydata()) == [40, 80, 160]
     assert plain.get_linestyle() == "-"
-    bound = drawn_line(ax, "sgd·plain: △ median only a lower bound (censored or stalled lanes)")
+    bound = drawn_line(ax, "sgd·plain: △ median only a lower bound (≥)")
     assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([5], [500], "^")
     residual = drawn_line(ax, "sgd·residual (power by AIC)")
     assert list(residual.get_xdata()) == [2, 3, 4, 5] and list(residual.get_ydata()) == [40, 90, 160, 250]
@@ -264,7 +269,8 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     assert ax.get_yscale() == "log" and ax.get_ylim()[0] == 1e-4
     assert ax.get_xlabel() == "Hessian eigenvalue λ (linear within ±0.001, logarithmic in |λ| beyond)"
     assert ax.get_ylabel().startswith("spectral density per unit of asinh(λ/0.001)")
-    assert ax.get_title().startswith(f"Hessian spectrum along training, P = {net.parameter_count:,} (width 8)\n")
+    assert ax.get_title().startswith(f"The Hessian spectrum along training, P = {net.parameter_count:,}:")
+    assert "SLQ spectral density per unit of u, Gaussian-broadened by σ = 0.2" in saved[0][0].otod_caption
     colors = []
     for step, loss, lambda_max in ((0, "2.25", 5.0), (20, "0.5", 10.0)):
         record = _curvature_record(net, config, step)
@@ -285,9 +291,9 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
         assert np.allclose(ticks[0].get_ydata(), 1.6e-4)
         colors.append(tuple(color))
     assert colors[0] != colors[1]
-    legend = ax.get_legend()
-    assert legend.get_title().get_text() == "κ_q = λ_max / λ_q; SLQ density broadened by σ = 0.2 in asinh units"
-    assert [t.get_text() for t in legend.get_texts()][2:] == [
+    (legend,) = saved[0][0].legends
+    assert legend.get_title().get_text() == "κ_q = λ_max / λ_q"
+    assert legend_texts(ax)[2:] == [
         "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks at the bottom: top 2 eigenvalues (Lanczos)"]
 
 
@@ -309,7 +315,9 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     for ax in (left, right):
         assert (ax.get_xlabel(), ax.get_xscale(), ax.get_yscale()) == ("width (hidden units)", "log", "log")
         assert ax.xaxis.get_transform().base == 2 and list(ax.get_xticks()) == [4, 8, 16]
-    init, end = left.get_lines()
+    init, end, *fits = left.get_lines()
+    assert [line.get_gid() for line in fits] == ["fit", "fit"]  # the quoted fits, drawn
+    assert np.allclose(fits[0].get_ydata(), 5.0 * p / 6.0)
     end_slope = np.polyfit(np.log(p[:2]), np.log(10.0 * p[:2] / 6.0), 1)[0]
     assert init.get_label() == "init (step 0): loss 2.25 (width 4) to 2.25 (width 16); κ_q ∝ P^1.00 (fit)"
     assert end.get_label() == f"end (step 30): loss 0.5 (width 4) to 0.5 (width 16); κ_q ∝ P^{end_slope:.2f} (fit)"

@@ -29,7 +29,7 @@ def test_a_static_dimension_gets_one_panel_per_d(tmp_path, monkeypatch):
     config, mode = noise_config(mode="exact", dim="100,400", batch="1..64:4:log", method="sgd", target="0.05")
     results = run_exact(config, tmp_path)
     kept = []
-    monkeypatch.setattr("otod.core.plotting.save", lambda fig, base, pdf=True: kept.append(fig) or [base])
+    monkeypatch.setattr("otod.core.plotting.save", lambda fig, base, pdf=True, caption=None: kept.append(fig) or [base])
     nf.sweep_figure(results, tmp_path / "fig")
     (fig,) = kept
     assert [ax.get_title() for ax in fig.axes] == ["d = 100", "d = 400"]
@@ -44,7 +44,7 @@ def test_the_estimator_band_is_named(tmp_path, monkeypatch):
     from otod.core.plotting import plt
 
     kept = []
-    monkeypatch.setattr("otod.core.plotting.save", lambda fig, base, pdf=True: kept.append(fig) or [base])
+    monkeypatch.setattr("otod.core.plotting.save", lambda fig, base, pdf=True, caption=None: kept.append(fig) or [base])
     nf.make_estimator({"name": "e", "dim": 20, "pairs": "2:8", "decay": "0.9", "steps": 10, "seeds": 4}, tmp_path)
     labels = kept[0].axes[0].get_legend_handles_labels()[1]
     assert any("IQR over 4 seeds" in label for label in labels)
@@ -103,7 +103,8 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
     s = np.asarray([_steps(x) for x in b])
 
     (ax,) = steps_fig.axes
-    assert ax.get_title().startswith("(a) steps to target vs batch size: regression d = 16, target 0.05, simulate")
+    assert ax.get_title().startswith("(a) Steps to target fall as 1/B")  # the claim; the settings in the caption
+    assert steps_fig.otod_caption.startswith("Settings: regression d = 16, target 0.05, simulate")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "batch size B", "steps to target", "log", "log")
     assert ax.xaxis.get_transform().base == 2
@@ -111,11 +112,11 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
     points, _, (segments,) = bars.lines
     assert np.array_equal(points.get_xdata(), b) and np.array_equal(points.get_ydata(), s)
     assert np.array_equal(np.asarray(segments.get_segments())[:, :, 1], np.stack([s - 1, s + 1], 1))  # the IQR
-    bound = drawn_line(ax, "sgd: △ median only a lower bound ≥ (most lanes censored at the cap)")
+    bound = drawn_line(ax, "sgd: △ median only a lower bound (≥)")
     assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
     fit = drawn_line(ax, "sgd fit: B_crit = 64")
     assert np.allclose(fit.get_ydata(), 10 * (1 + 64 / np.asarray(fit.get_xdata())), rtol=1e-6)
-    assert legend_texts(ax) == ["sgd: △ median only a lower bound ≥ (most lanes censored at the cap)",
+    assert legend_texts(ax) == ["sgd: △ median only a lower bound (≥)",
                            "sgd fit: B_crit = 64", "sgd (median, bars: IQR over seeds)"]
 
     (ax,) = lr_fig.axes
@@ -132,7 +133,7 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
         "examples processed E = B·S", "steps S", "log", "log")
     measured = drawn_line(ax, "sgd")
     assert np.array_equal(measured.get_xdata(), b * s) and np.array_equal(measured.get_ydata(), s)
-    hyperbola = drawn_line(ax, "(S/S_min − 1)(E/E_min − 1) = 1: S_min 10, E_min 640")
+    hyperbola = drawn_line(ax, "sgd fit: S_min 10, E_min 640")
     e, steps = np.asarray(hyperbola.get_xdata()), np.asarray(hyperbola.get_ydata())
     assert np.allclose((steps / 10 - 1) * (e / 640 - 1), 1.0, rtol=1e-6)
 
@@ -164,7 +165,8 @@ def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_sche
     assert [f.name for f in files] == ["noise_sched.png"]
     ((fig, _, _),) = saved
     (ax,) = fig.axes
-    assert ax.get_title().startswith("(h) schedules (horizon = the run's cap): regression d = 16")
+    assert ax.get_title().startswith("(j) Steps against batch size under three learning-rate schedules")
+    assert fig.otod_caption.startswith("Settings: regression d = 16") and "horizon is the run's cap" in fig.otod_caption
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "batch size B", "steps to target (median over seeds)", "log", "log")
     assert ax.xaxis.get_transform().base == 2
@@ -174,7 +176,7 @@ def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_sche
         assert np.array_equal(line.get_xdata(), b) and np.array_equal(line.get_ydata(), [factor * _steps(x) for x in b])
         bound = drawn_line(ax, f"{name}: ≥ cap (censored)")
         assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
-        assert line.get_color() == bound.get_color() == f"C{i}"
+        assert line.get_color() == bound.get_color() == __import__("otod.core.plotting", fromlist=["x"]).series_style(i)["color"]  # Okabe–Ito, one a series
     assert legend_texts(ax) == ["constant (sgd)", "constant: ≥ cap (censored)", "cosine (sgd)", "cosine: ≥ cap (censored)"]
 
 
@@ -189,7 +191,8 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
                             "target": 0.05}, tmp_path / "figs")
     assert [f.name for f in files] == ["noise_params.png"] and saved[0][2] is True  # with its PDF
     (ax,) = saved[0][0].axes
-    assert ax.get_title() == "(d) batch vs parameters: isotropic, target 0.05, exact, lr tuned per d"
+    assert ax.get_title() == "(e) Steps against d: a fixed batch and B ∝ d"
+    assert saved[0][0].otod_caption.startswith("Settings: isotropic, target 0.05, exact, lr tuned per d")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "dimension d (parameters)", "steps to target", "log", "log")
     lines = ax.get_lines()
@@ -218,8 +221,8 @@ def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
     dims = np.unique(np.geomspace(1, 1e4, 13).round())
     ns = 2.0 ** np.arange(13)
     for ax, x, title, xlabel, ylabel, guide, label, sign in (
-            (left, dims, "(e) noise grows like √d", "dimension d", "RMS norm of N(0, I_d) noise", np.sqrt(dims),
-             "√d", 1), (right, ns, "averaging shrinks it", "samples averaged n", "RMS error", 1 / np.sqrt(ns),
+            (left, dims, "(f) noise grows like √d", "dimension d", "RMS norm of N(0, I_d) noise", np.sqrt(dims),
+             "√d", 1), (right, ns, "(g) averaging shrinks it as 1/√n", "samples averaged n", "RMS error", 1 / np.sqrt(ns),
                         "1/√n", -1)):
         assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
             title, xlabel, ylabel, "log", "log")
@@ -245,7 +248,8 @@ def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, s
     ((fig, _, _),) = saved
     (ax,) = fig.axes
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == ("x", "y", "linear", "linear")
-    assert ax.get_title() == "(f) SGD on Rosenbrock, lr 0.001, gradient noise σ per coordinate"
+    assert ax.get_title() == "(h) Gradient noise throws SGD off the valley floor"
+    assert "lr 0.001" in fig.otod_caption and "noise of standard deviation σ per coordinate" in fig.otod_caption
     assert ax.collections  # the contours
     z, plain = np.array([-1.2, 1.0]), [np.array([-1.2, 1.0])]
     for _ in range(50):

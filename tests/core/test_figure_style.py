@@ -1,0 +1,276 @@
+"""The paper style, checked on SAVED figures (issue 35, item 5): a figure's PDF page is at most two columns
+(7.0 in) wide, no text in it is drawn below 7 pt (read from the PDF's text operators: the size operand of each
+``Tf``), and no two of its series share both colour and marker (read from the saved figure's legend entries;
+a series drawn without markers is told apart by its line style instead).
+
+The fast tests save a few cheap figures from small fixture results; the slow one checks every figure
+``otod figures`` makes (``python3 -m pytest -m slow tests/core/test_figure_style.py``)."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+MAX_WIDTH_IN = 7.0
+MIN_PT = 7.0
+
+
+# -- readers of a saved PDF -----------------------------------------------------------------------------------------
+
+
+def _streams(data: bytes):
+    """The PDF's content streams, inflated where compressed (FlateDecode)."""
+    for match in re.finditer(rb"<<(.*?)>>\s*stream\r?\n", data, re.S):
+        start = match.end()
+        end = data.index(b"endstream", start)
+        raw = data[start:end]
+        if b"/FlateDecode" in match.group(1):
+            try:
+                raw = zlib.decompress(raw)
+            except zlib.error:
+                continue
+        yield raw
+
+
+def pdf_page_widths(path: Path) -> list[float]:
+    """Each page's width in inches (its MediaBox)."""
+    data = Path(path).read_bytes()
+    return [(float(b[2]) - float(b[0])) / 72 for b in
+            re.findall(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", data)]
+
+
+def pdf_font_sizes(path: Path) -> list[float]:
+    """The size of every font a text object selects (``size Tf``) in the page content, in points. Matplotlib
+    writes text with a unit text matrix (``Tm`` carries only rotation and position), so these are the sizes as
+    printed at the page's size."""
+    sizes = []
+    for stream in _streams(Path(path).read_bytes()):
+        if b"BT" not in stream:
+            continue
+        sizes += [float(s) for s in re.findall(rb"/[\w.+-]+\s+([-\d.]+)\s+Tf\b", stream)]
+    return sizes
+
+
+def series_clashes(fig) -> list[tuple]:
+    """Groups of entries of one legend of ``fig`` (its axes' and its figure legends) that share colour and marker (or,
+    without markers, colour and line style): series a reader cannot tell apart in grey scale or colour-blind."""
+    from matplotlib.colors import to_hex
+    from matplotlib.container import ErrorbarContainer
+    from matplotlib.lines import Line2D
+
+    clashes = []
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    for legend in legends:  # one legend's series: panels with legends of their own may reuse a style
+        entries = {}
+        for handle, text in zip(legend.legend_handles, legend.get_texts()):
+            line = handle.lines[0] if isinstance(handle, ErrorbarContainer) else handle
+            if not isinstance(line, Line2D):
+                continue
+            marker = line.get_marker()
+            blank_marker = marker in (None, "", " ", "None", "none")
+            if blank_marker and line.get_linestyle() in ("None", "", " ", "none"):
+                continue  # a text-only entry
+            key = (to_hex(line.get_color()), "ls " + str(line.get_linestyle()) if blank_marker else str(marker),
+                   str(line.get_markerfacecolor()) if not blank_marker else "")
+            entries.setdefault(key, []).append(text.get_text())
+        clashes += [(key, names) for key, names in entries.items() if len(set(names)) > 1]
+    return clashes
+
+
+def style_problems(pdf: Path, fig=None) -> list[str]:
+    """What breaks the paper style in a saved figure (empty: nothing)."""
+    problems = [f"{pdf.name}: page {w:.2f} in wide (> {MAX_WIDTH_IN} in)" for w in pdf_page_widths(pdf)
+                if w > MAX_WIDTH_IN + 0.005]
+    small = sorted({s for s in pdf_font_sizes(pdf) if s < MIN_PT - 0.01})
+    if small:
+        problems.append(f"{pdf.name}: text drawn at {', '.join(f'{s:g}' for s in small)} pt (< {MIN_PT:g} pt)")
+    if fig is not None:
+        problems += [f"{pdf.name}: series {names} share colour and marker {key}" for key, names in series_clashes(fig)]
+    return problems
+
+
+@pytest.fixture
+def kept_figures(monkeypatch):
+    """Every figure `otod.core.plotting.save` closes after saving, kept (its artists stay readable)."""
+    from otod.core import plotting
+
+    kept = []
+    close = plotting.plt.close
+
+    def keep(fig=None):
+        if fig is not None and not isinstance(fig, str):
+            kept.append(fig)
+        close(fig)
+
+    monkeypatch.setattr(plotting.plt, "close", keep)
+    return kept
+
+
+def _check_saved(out: Path, figs) -> None:
+    pdfs = sorted(out.glob("*.pdf"))
+    assert pdfs, f"no PDF saved in {out}"
+    by_name = {}
+    for fig in figs:
+        by_name.setdefault(getattr(fig, "_otod_saved_as", None), fig)
+    problems = []
+    for pdf in pdfs:
+        problems += style_problems(pdf, by_name.get(pdf.with_suffix("").name))
+    assert not problems, "\n".join(problems)
+
+
+# -- the test catches what it should --------------------------------------------------------------------------------
+
+
+def test_a_scratch_figure_with_a_5pt_label_fails(tmp_path):
+    """A figure saved straight through matplotlib with a 5 pt axis label and a 9 in page: both are caught in the
+    PDF, as are two series with one colour and one marker."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3))
+    ax.plot([1, 2], [1, 2], "o-", color="C0", label="one")
+    ax.plot([1, 2], [2, 3], "o--", color="C0", label="two")
+    ax.set_xlabel("a 5 pt label", fontsize=5)
+    ax.legend()
+    fig.savefig(tmp_path / "scratch.pdf")
+    problems = style_problems(tmp_path / "scratch.pdf", fig)
+    plt.close(fig)
+    assert any("5 pt" in p for p in problems), problems
+    assert any("9.00 in wide" in p for p in problems), problems
+    assert any("share colour and marker" in p for p in problems), problems
+
+
+def test_a_compressed_and_an_uncompressed_pdf_read_alike(tmp_path):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    for compression in (0, 6):
+        fig, ax = plt.subplots(figsize=(3.4, 2))
+        ax.set_xlabel("x", fontsize=5)
+        with matplotlib.rc_context({"pdf.compression": compression}):
+            fig.savefig(tmp_path / f"c{compression}.pdf")
+        plt.close(fig)
+        assert 5.0 in pdf_font_sizes(tmp_path / f"c{compression}.pdf")
+        assert pdf_page_widths(tmp_path / f"c{compression}.pdf") == [pytest.approx(3.4)]
+
+
+def test_the_style_core_draws_at_the_column_width_and_fixes_what_a_maker_left(tmp_path, kept_figures):
+    """A figure drawn too wide, with a 5 pt note and a legend to the right of its axes, saved through
+    `otod.core.plotting.save` in the paper style: the page is 7.0 in, the note 7 pt, the legend under the axes."""
+    from otod.core import plotting
+
+    fig, ax = plotting.plt.subplots(figsize=(10, 4))
+    for i in range(3):
+        ax.plot([1, 2, 3], np.arange(3) + i, **plotting.series_style(i), label=f"series {i}")
+    ax.text(0.5, 0.5, "a note", fontsize=5, transform=ax.transAxes)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    plotting.save(fig, tmp_path / "wide", caption="settings")
+    assert (tmp_path / "wide.caption.txt").read_text() == "settings\n"
+    assert style_problems(tmp_path / "wide.pdf", fig) == []
+    assert pdf_page_widths(tmp_path / "wide.pdf") == [pytest.approx(7.0)]
+    assert fig.legends and ax.get_legend() is None  # moved below the axes
+
+
+def test_series_style_gives_every_series_its_own_colour_marker_and_line_style():
+    from otod.core.plotting import series_style
+
+    styles = [series_style(i) for i in range(8)]
+    assert len({s["color"] for s in styles}) == 8 and len({s["marker"] for s in styles}) == 8
+
+
+# -- cheap figures from the small fixture results ------------------------------------------------------------------
+
+
+def _stamp_names(monkeypatch):
+    """Mark each figure with the name it is saved under, so the check pairs a PDF with its figure."""
+    from otod.core import plotting
+
+    real = plotting.plt.Figure.savefig
+
+    def savefig(self, fname, *args, **kwargs):
+        self._otod_saved_as = Path(fname).with_suffix("").name
+        return real(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(plotting.plt.Figure, "savefig", savefig)
+
+
+def test_the_condition_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+    from otod.condition.figures import condition_figure
+    from otod.core import results as results_io
+
+    _stamp_names(monkeypatch)
+    condition_figure(results_io.load(FIXTURES / "condition-format2-lr_selected.json"), tmp_path / "condition")
+    _check_saved(tmp_path, kept_figures)
+    assert (tmp_path / "condition.caption.txt").is_file()
+
+
+def test_the_depth_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+    from otod.core import results as results_io
+    from otod.depth.figures import sweep_figure
+
+    _stamp_names(monkeypatch)
+    sweep_figure(results_io.load(FIXTURES / "depth-format2-lr_selected.json"), tmp_path / "depth")
+    _check_saved(tmp_path, kept_figures)
+    assert (tmp_path / "depth.caption.txt").is_file()
+
+
+def test_the_net_batch_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+    from otod.core import results as results_io
+    from otod.nets.figures import sweep_figure
+
+    _stamp_names(monkeypatch)
+    sweep_figure(results_io.load(FIXTURES / "net-batch-5seeds.parquet"), tmp_path / "net", pdf=True)
+    _check_saved(tmp_path, kept_figures)
+    assert (tmp_path / "net.caption.txt").is_file()
+
+
+def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figures, monkeypatch):
+    from otod.noise.figures import make_noise_rms, make_rosenbrock
+
+    _stamp_names(monkeypatch)
+    make_noise_rms({"name": "rms", "draws": 20}, tmp_path)
+    make_rosenbrock({"name": "rosenbrock", "steps": 300}, tmp_path)
+    _check_saved(tmp_path, kept_figures)
+
+
+# -- every figure of `otod figures` ---------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_every_figure_of_otod_figures_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+    """Runs all of ``otod figures`` into a scratch folder (as long as the figures take: their sweeps are read back
+    from ``results/`` where cached) and checks every PDF it saved, that each has its caption, and that no panel
+    letter is used twice across the figures."""
+    from otod.core.figures import make_figures
+
+    _stamp_names(monkeypatch)
+    make_figures(None, out_dir=tmp_path, log=lambda line: None, seconds_file=tmp_path / "seconds.json")
+    _check_saved(tmp_path, kept_figures)
+    missing = [p.name for p in tmp_path.glob("*.pdf") if not p.with_suffix(".caption.txt").is_file()]
+    assert not missing, missing
+    letters = [m.group(1) for fig in kept_figures for ax in fig.axes
+               for m in [re.match(r"\((\w)\)", ax.get_title())] if m]
+    assert letters and len(letters) == len(set(letters)), sorted(letters)  # one panel per letter across figures
+
+
+def test_otod_plot_style_paper_saves_a_page_within_two_columns_and_screen_a_larger_one(tmp_path):
+    """``otod plot --style paper`` draws the fixture sweep's figure at its printed size (page ≤ 7.0 in, no type
+    under 7 pt); ``--style screen`` (its default) draws it larger, for a monitor; the style ends with the command."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+    from otod.core import plotting
+
+    fixture = FIXTURES / "depth-format2-lr_selected.json"
+    for style in ("paper", "screen"):
+        out = CliRunner().invoke(main, ["plot", str(fixture), "--out", str(tmp_path / style), "--pdf",
+                                        "--style", style])
+        assert out.exit_code == 0, out.output
+    paper, screen = (tmp_path / s / "depth-format2-lr_selected.pdf" for s in ("paper", "screen"))
+    assert style_problems(paper) == [] and pdf_page_widths(paper)[0] == pytest.approx(7.0)
+    assert pdf_page_widths(screen)[0] > 7.5
+    assert plotting.style_name() == "paper"
