@@ -150,16 +150,16 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         by_width[w] = (net, _records(net, spec, [0, steps]))
     params = np.array([by_width[w][0].parameter_count for w in widths])
     fig, (left, right) = figure(columns=2, cols=2, height=2.8)
-    fits = []
+    fits, loss_notes = [], []
     for i, (label, marker) in enumerate((("init (step 0)", "o"), (f"end (step {steps})", "s"))):
         color = series_style(i)["color"]
         rs = [by_width[w][1][i] for w in widths]
         kq = [r["kappa_q"] for r in rs]
         line = fitted_power(params, kq)
-        fit = "" if line is None else f"; κ_q ∝ P^{line[0]:.2f} (fit)"
-        losses = f"loss {rs[0]['train_loss']:.3g} (width {widths[0]}) to {rs[-1]['train_loss']:.3g} (width {widths[-1]})"
-        left.plot(widths, [np.nan if v is None else v for v in kq], marker + "-", color=color,
-                  label=f"{label}: {losses}{fit}")
+        fit = "" if line is None else f": κ_q ∝ P^{line[0]:.2f}"
+        loss_notes.append(f"{label}: training loss {rs[0]['train_loss']:.3g} (width {widths[0]}) to "
+                          f"{rs[-1]['train_loss']:.3g} (width {widths[-1]})")
+        left.plot(widths, [np.nan if v is None else v for v in kq], marker + "-", color=color, label=f"{label}{fit}")
         if line is not None:
             fits.append((color, line))
         right.plot(widths, [r["lambda_max"] for r in rs], marker + "-", color=color, label=f"λ_max, {label}")
@@ -180,7 +180,8 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         top.set_xticks(widths, [f"{p:,}" if j % 2 == 0 else "" for j, p in enumerate(params)])
         top.set_xlabel("parameter count P (every other width)")
         ax.grid(alpha=0.25, which="both")
-        legend_inside(ax)
+    legend_inside(left, loc="upper left")  # the data rise to the right: the upper left is empty
+    legend_inside(right, loc="center", ncol=2, bbox_to_anchor=(0.5, 0.6), columnspacing=0.8, handlelength=1.4)  # between λ_max (about 3) and λ_q (< 0.05)
     net = by_width[widths[0]][0]
     kinds = {}
     for w in widths:  # each width's spectrum, exact where P is small enough for the dense Hessian
@@ -194,7 +195,7 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         f"Left: κ_q = λ_max/λ_q with λ_q the eigenvalue below which {100 * q:g}% of the spectrum lies, at init and "
         "after the run, against width (top axis: the parameter count P); dotted: the least-squares power law "
         "κ_q ∝ P^b quoted in the legend. Right: what κ_q is made of, λ_max (solid) and λ_q (dashed, open); "
-        "κ_δ = (λ_max + δ)/δ follows λ_max"))
+        "κ_δ = (λ_max + δ)/δ follows λ_max. " + "; ".join(loss_notes)))
 
 
 MAKERS = {"nets-spectral-density": make_spectral_density, "nets-kappa-width": make_kappa_width}

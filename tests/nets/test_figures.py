@@ -319,8 +319,11 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     assert [line.get_gid() for line in fits] == ["fit", "fit"]  # the quoted fits, drawn
     assert np.allclose(fits[0].get_ydata(), 5.0 * p / 6.0)
     end_slope = np.polyfit(np.log(p[:2]), np.log(10.0 * p[:2] / 6.0), 1)[0]
-    assert init.get_label() == "init (step 0): loss 2.25 (width 4) to 2.25 (width 16); κ_q ∝ P^1.00 (fit)"
-    assert end.get_label() == f"end (step 30): loss 0.5 (width 4) to 0.5 (width 16); κ_q ∝ P^{end_slope:.2f} (fit)"
+    assert init.get_label() == "init (step 0): κ_q ∝ P^1.00"
+    assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f}"
+    caption = saved[0][0].otod_caption
+    assert "init (step 0): training loss 2.25 (width 4) to 2.25 (width 16)" in caption
+    assert "end (step 30): training loss 0.5 (width 4) to 0.5 (width 16)" in caption
     assert list(init.get_xdata()) == [4, 8, 16] and np.allclose(init.get_ydata(), 5.0 * p / 6.0)
     assert np.allclose(end.get_ydata()[:2], 10.0 * p[:2] / 6.0) and math.isnan(end.get_ydata()[2])
     assert [line.get_label() for line in right.get_lines()] == [
