@@ -75,9 +75,9 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     return counts
 
 
-#: The commands the fast suite runs (the cheapest: about 10-25 s each on 2 cores); the others, 40-130 s each on a
-#: loaded 2-core machine, run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
-FAST = ("noise-exact", "toy")
+#: The command the fast suite runs (the cheapest: about 3 s on 2 quiet cores); the others, 4-130 s each (on a loaded
+#: 2-core machine at the top), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
+FAST = ("noise-exact",)
 
 
 @pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(COMMANDS)])

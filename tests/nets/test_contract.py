@@ -91,7 +91,9 @@ NOISE_FIELDS = ("loss", "g2", "gHg", "trace_sigma", "trace_h_sigma", "b_simple",
                 "trace_sigma_estimate")
 
 
-@pytest.mark.parametrize("dense", [True, False], ids=["dense", "slq"])
+# The dense variant (37 s on 2 cores) runs with the slow checks; the fast suite keeps SLQ's, and the chunked
+# loss, gradient and HVP below which both rest on.
+@pytest.mark.parametrize("dense", [pytest.param(True, marks=pytest.mark.slow), False], ids=["dense", "slq"])
 def test_chunked_curvature_and_noise_equal_one_call(dense, monkeypatch):
     """Every measured number, at init and after 30 SGD steps, with the data in chunks of 7 against one chunk (n =
     96): the dense spectrum's, and (the dense limit lowered below P = 112) SLQ's and Lanczos's."""
@@ -114,6 +116,7 @@ def test_chunked_curvature_and_noise_equal_one_call(dense, monkeypatch):
             _close(a, b, NOISE_FIELDS)
 
 
+@pytest.mark.slow  # 8 s; the slq and chunked-HVP checks stay in the fast suite
 def test_a_spec_net_measured_as_a_contract_instance_is_unchanged():
     """otod's own net through the contract (`from_spec`) in chunks equals its one-call loss and noise scales."""
     from otod.nets import noise_scale as ns
