@@ -105,7 +105,7 @@ def assert_selected_once(counts: collections.Counter) -> None:
 def test_a_read_back_report_and_figure_share_one_analysis(tmp_path, monkeypatch):
     """``otod fit`` and ``otod plot`` are the pipeline's `present` on a file read back: one analysis each, no
     column build (the file's columns are read as they are)."""
-    args, _ = COMMANDS["condition"]
+    args, _ = COMMANDS["noise-exact"]
     assert CliRunner().invoke(main, args + ["--no-plot", "--out", str(tmp_path / "c.parquet")]).exit_code == 0
     for command in (["fit"], ["plot"]):
         counts = counted(monkeypatch, False)

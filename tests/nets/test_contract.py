@@ -58,8 +58,12 @@ def test_least_squares_noise_scales_equal_their_closed_forms():
     assert frame["b_noise"].iloc[0] == point.b_noise
 
 
+CHUNKINGS = (96, 7)
+
+
 def test_chunked_loss_gradient_and_hvp_equal_one_call():
-    """n = 96 in chunks of 7: 13 full chunks in the scan and 5 left over."""
+    """n = 96 in chunks of 7: 13 full chunks in the scan and 5 left over (chunks of 1, 96 in the scan, run with the
+    slow checks: `test_chunks_of_one_equal_one_call`)."""
     loss, params, data, _ = plain_jax.mlp()
     assert pieces(96, 7) == (7, 13, 5)
     with jax.enable_x64(True):
@@ -67,16 +71,23 @@ def test_chunked_loss_gradient_and_hvp_equal_one_call():
         data = tuple(jnp.asarray(a, jnp.float64) for a in data)
         u = jax.tree.map(lambda a: jnp.cos(jnp.arange(a.size, dtype=jnp.float64).reshape(a.shape)), params)
         out = {}
-        for chunk in (96, 7, 1):
+        for chunk in CHUNKINGS:
             f = chunked_mean(loss, chunk)
             grad = jax.grad(lambda p: f(p, *data))
             hvp = jax.jvp(grad, (params,), (u,))[1]
             out[chunk] = [f(params, *data), *jax.tree.leaves(grad(params)), *jax.tree.leaves(hvp)]
         one = [loss(params, data), *jax.tree.leaves(jax.grad(loss)(params, data)),
                *jax.tree.leaves(jax.jvp(jax.grad(lambda p: loss(p, data)), (params,), (u,))[1])]
-    for chunk in (96, 7, 1):
+    for chunk in CHUNKINGS:
         for a, b in zip(out[chunk], one):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=CHUNKED, atol=CHUNKED * 1e-3)
+
+
+@pytest.mark.slow
+def test_chunks_of_one_equal_one_call(monkeypatch):
+    """The chunked loss, gradient and HVP with one example per chunk (96 in the scan)."""
+    monkeypatch.setitem(globals(), "CHUNKINGS", (1,))
+    test_chunked_loss_gradient_and_hvp_equal_one_call()
 
 
 def _close(a: dict, b: dict, names, rtol=CHUNKED, scale=1.0):

@@ -215,6 +215,7 @@ def test_the_exact_path_equals_an_independent_dense_eigendecomposition(x64):
 COVERAGE_SEEDS = range(20)
 
 
+@pytest.mark.slow  # a coverage measurement over 20 probe sets (13 s); benchmarks/slq_error.py measures it at scale
 def test_above_the_limit_each_interval_covers_the_dense_value_for_most_probe_sets(x64, monkeypatch):
     """With the dense limit lowered to 100 the same 310-parameter net goes through SLQ (8 probes × 40 Lanczos
     steps, float64). Over the 20 probe sets here (seeds 0-19) the 95% intervals held the dense values: λ_q, κ_q

@@ -141,6 +141,7 @@ def test_measure_along_records_checkpoints_and_pairs():
     assert all(r["b_simple"] > 0 and r["b_noise"] > 0 and r["lr"] == 0.05 for r in records)
 
 
+@pytest.mark.slow  # 11 s; least squares' noise scales against their closed forms stay fast (tests/nets/test_contract.py)
 def test_b_simple_of_the_gaussian_linear_model_matches_its_closed_form():
     """y = xᵀw* + σε, x ~ N(0, I_d), the model xᵀw + b from b = 0, squared loss: with δ = w − w*, G = (δ, 0) and,
     by Gaussian fourth moments (E|x|²(xᵀδ)² = (d + 2)|δ|²), tr Σ = (d + 2)|δ|² + (d + 1)σ², so
