@@ -41,7 +41,7 @@ def main() -> None:
     from otod.core.engine import iterations_to_target
     from otod.nets.kind import METHODS
     from otod.nets.options import net_config
-    from otod.noise.step import Step
+    from otod.core.dynamics import Step
 
     config = net_config(batch="8..1024:8:log", seeds=args.seeds, lr=str(args.lr), target="0.1", max_iters="20000")
     batches = [int(b) for b in config.values("batch")]

@@ -15,6 +15,9 @@ gives ``step(constants, carry, key, t) -> carry`` and ``measure(constants, carry
 minibatch order once per epoch); and ``checks(t)``, a scalar predicate saying at which iterations the metric is
 read at all (besides the target's ``check_every`` and the cap). The engine then computes the metric under a
 ``lax.cond`` on the block's iteration count, so an iteration that reads nothing pays only for its step.
+
+A sampled-gradient lane (the noise sweeps, the nets) passes its family's sampler a `Step` (the per-step key, t and
+what an `Order` holds), and fixes its constants and start with `lane_start`.
 """
 
 from __future__ import annotations
@@ -107,3 +110,44 @@ def optax_dynamics(family: Family, members: tuple[Method, ...], options, relativ
         return (params, state, g), f
 
     return Dynamics(set_up, advance, family.stochastic, prepare, set_up_prepared)
+
+
+# -- what a sampled-gradient lane shares: its per-step argument and its start ---------------------------------
+
+
+class Step(NamedTuple):
+    """The lane's per-step key and the iteration t (0-based): sampling without replacement needs to know where in
+    its epoch a step falls. ``order``: what the family's `Order` holds for step t (None: the family has none, or
+    the caller steps without the dynamics' carry, and the gradient draws what it needs from the key and t)."""
+
+    key: object
+    t: object
+    order: Any = None
+
+
+class Order(NamedTuple):
+    """State a family's sampler keeps in the lane's carry between steps, so that it need not redraw it each step
+    (an epoch's minibatch order changes once per epoch). ``start(problem)``: the held value before the first
+    step; ``refresh(problem, held, t)``: the value step t reads (as ``Step.order``), which the carry then keeps."""
+
+    start: Callable[[Any], Any]
+    refresh: Callable[[Any, Any, Any], Any]
+
+
+def lane_start(family, members, options, relative_lr: bool, point, drawn, lr, method_index):
+    """What a lane of a sampled-gradient dynamics fixes before its first step: the constants (problem, what the
+    methods read, the step size, the hyperparameters of the lane's method), its initial parameters and optimizer
+    state. ``relative_lr``: the lane's ``lr`` multiplies its method's reference step, else it is the step."""
+    build = members[0].build
+    problem = family.make(point, drawn)
+    params = family.init(problem)
+    info = family.info(problem, params)
+    pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
+    hyper = tuple(pick([jnp.asarray(a, lr.dtype) for a in column])
+                  for column in zip(*(m.hyperparameters(info) for m in members)))
+    if relative_lr:
+        step_size = lr * pick([jnp.asarray(m.reference_lr(info), lr.dtype) for m in members])
+    else:
+        step_size = lr
+    state = build(step_size, info, options, hyper).init(params)
+    return (problem, info, step_size, hyper), params, state

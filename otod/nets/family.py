@@ -135,22 +135,36 @@ def epoch_order(key, epoch, n: int):
 
 
 def net_dynamics(spec, family, members, options, relative_lr: bool):
-    """A lane of the net sweep: the noise obstacle's step (`otod.noise.dynamics`: optax on the sampled gradient,
-    the schedule), with each epoch's minibatch order drawn once. The carry is (θ, optimizer state, order, t); at an
-    epoch's first step (the block's iteration count ``block_t``, one unbatched scalar for all lanes, so the branch is
-    a real ``lax.cond``, not a select that draws every step) the order is redrawn by `epoch_order`; step t uses its
-    ranks [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
-    from otod.core.dynamics import Dynamics, Lane
-    from otod.noise.dynamics import lane_start
+    """A lane of the net sweep on otod's own net ``spec``: `minibatch_dynamics` with the spec's data (x, y) and
+    its loss at the lane's architecture."""
+    x_np, y_np = spec.training_arrays(np.float64)
+    labels = spec.dataset().classes > 0
+    grad = jax.grad(spec.mean_loss)
+
+    def arrays(dtype):
+        return jnp.asarray(x_np, dtype), (jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype))
+
+    def batch_gradient(problem, params, data):
+        return grad(params, *data, problem["residual"])
+
+    return minibatch_dynamics(batch_gradient, arrays, x_np.shape[0], int(spec.batch), family, members, options,
+                              relative_lr)
+
+
+def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, members, options, relative_lr: bool):
+    """A lane of the net sweep: the stochastic lane of the core (`otod.core.dynamics.lane_start`: optax on the sampled gradient,
+    the schedule), with each epoch's minibatch order drawn once. ``arrays(dtype)``: the training data (a tuple
+    with a leading example axis, floats in ``dtype``); ``batch_gradient(problem, params, data)``: the gradient of
+    the mean loss over a minibatch. The carry is (θ, optimizer state, order, t); at an epoch's first step (the
+    block's iteration count ``block_t``, one unbatched scalar for all lanes, so the branch is a real ``lax.cond``,
+    not a select that draws every step) the order is redrawn by `epoch_order`; step t uses its ranks
+    [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
+    from otod.core.dynamics import Dynamics, Lane, lane_start
     from otod.core.stochastic import schedule_factor
 
     build = members[0].build
     factor = schedule_factor(options.schedule, options.horizon)
-    x_np, y_np = spec.training_arrays(np.float64)
-    n, batch = x_np.shape[0], int(spec.batch)
     per_epoch = max(1, n // batch)
-    labels = spec.dataset().classes > 0
-    grad = jax.grad(spec.mean_loss)
 
     def set_up(point, drawn, lr, method_index) -> Lane:
         constants, params, state = lane_start(family, members, options, relative_lr, point, drawn, lr, method_index)
@@ -164,10 +178,8 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
         order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
                              lambda: order)
         idx = jax.lax.dynamic_slice(order, (position * batch,), (batch,))
-        dtype = jax.tree.leaves(params)[0].dtype
-        x = jnp.asarray(x_np, dtype)
-        y = jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype)
-        g = grad(params, x[idx], y[idx], problem["residual"])
+        data = arrays(jax.tree.leaves(params)[0].dtype)
+        g = batch_gradient(problem, params, tuple(a[idx] for a in data))
         lr_t = step_size * jnp.asarray(factor(t), step_size.dtype)
         updates, state = build(lr_t, info, options, hyper).update(g, state, params)
         return optax.apply_updates(params, updates), state, order, t + 1

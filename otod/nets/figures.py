@@ -25,14 +25,14 @@ def predictions(meta: dict, dim: float) -> list[dict]:
 
 
 def batch_panel(analysis, ax, dim: float) -> None:
-    """Measured steps vs B (the noise obstacle's panel: medians, IQR bars, the S(B) fit) with the NQM's predicted
+    """Measured steps vs B (the core's panel, `otod.core.batch_figure`: medians, IQR bars, the S(B) fit) with the NQM's predicted
     S(B) and B_crit for the same net over it."""
-    from otod.noise.figures import _color, steps_vs_batch
+    from otod.core.batch_figure import method_color, steps_vs_batch
 
     from otod.core.critical_batch import describe_critical_batch
 
     steps_vs_batch(analysis, ax, None, dim=dim)
-    colors = {s.method: _color(s.method, i) for i, s in enumerate(analysis.at(dim))}
+    colors = {s.method: method_color(s.method, i) for i, s in enumerate(analysis.at(dim))}
     drawn = set()
     for p in predictions(analysis.meta, dim):
         curve = np.asarray(p.get("curve") or [], float)
@@ -70,7 +70,8 @@ BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned lr, bars t
 
 def _title(config: dict) -> str:
     p = config["problem"]
-    return (f"{p['model']} on {p['data']} ({p['loss']}), target loss {config['target']['tol']:g}, "
+    named = p["reference"] if p.get("kind") == "model" else f"{p['model']} on {p['data']} ({p['loss']})"
+    return (f"{named}, target loss {config['target']['tol']:g}, "
             f"{config['seeds']} seeds, lr tuned per point")
 
 

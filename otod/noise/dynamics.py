@@ -14,28 +14,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from otod.core.dynamics import Dynamics, Lane
+from otod.core.dynamics import Dynamics, Lane, Order, Step, lane_start
 from otod.core.stochastic import ema_decay, schedule_factor
-from otod.noise.step import Order, Step
-
-
-def lane_start(family, members, options, relative_lr: bool, point, drawn, lr, method_index):
-    """What a lane of a sampled-gradient dynamics fixes before its first step: the constants (problem, what the
-    methods read, the step size, the hyperparameters of the lane's method), its initial parameters and optimizer
-    state. ``relative_lr``: the lane's ``lr`` multiplies its method's reference step, else it is the step."""
-    build = members[0].build
-    problem = family.make(point, drawn)
-    params = family.init(problem)
-    info = family.info(problem, params)
-    pick = lambda arrays: jnp.stack(arrays)[method_index] if len(arrays) > 1 else arrays[0]  # noqa: E731
-    hyper = tuple(pick([jnp.asarray(a, lr.dtype) for a in column])
-                  for column in zip(*(m.hyperparameters(info) for m in members)))
-    if relative_lr:
-        step_size = lr * pick([jnp.asarray(m.reference_lr(info), lr.dtype) for m in members])
-    else:
-        step_size = lr
-    state = build(step_size, info, options, hyper).init(params)
-    return (problem, info, step_size, hyper), params, state
 
 
 def noise_dynamics(family, members, options, relative_lr: bool, order: Order | None = None) -> Dynamics:

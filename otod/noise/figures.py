@@ -15,9 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from otod.core import critical_batch
+from otod.core.batch_figure import log_axes as _log_axes
+from otod.core.batch_figure import method_color as _color
+from otod.core.batch_figure import method_marker as _marker
+from otod.core.batch_figure import none_reached as _none_reached
 from otod.noise import theory
 from otod.noise.analysis import NoiseAnalysis, analyse
+
 
 def _palette():
     from otod.core.plotting import PALETTE
@@ -25,18 +29,19 @@ def _palette():
     return PALETTE
 
 
-COLORS = {"sgd": 0, "heavy-ball": 3, "ema": 2, "adam": 4}  # indices into `otod.core.plotting.PALETTE`
+def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None) -> None:
+    """Figure (a) on ``ax``: the core's S(B) panel (`otod.core.batch_figure.steps_vs_batch`, with the exact twin's
+    curve, `exact_twin`) and, on a quadratic, the ideal estimator's d/(2·target·B)."""
+    from otod.core.batch_figure import steps_vs_batch as panel
 
+    def ideal(ax, dim, series):
+        q = _quadratic(analysis.config, dim)
+        if q is not None:
+            xs = np.asarray(sorted({x for s in series for x in s.x}))
+            ax.plot(xs, theory.ideal_steps(len(q.h), analysis.config["target"]["tol"], xs), "--", color="0.5",
+                    label="ideal estimator d/(2·target·B)")
 
-def _color(method: str, i: int) -> str:
-    k = COLORS.get(method, 1 if method.startswith("precond") else 5 + i % 4)
-    return _palette()[k]
-
-
-def _marker(method: str, i: int) -> str:
-    from otod.core.plotting import MARKERS
-
-    return MARKERS[COLORS.get(method, 1 if method.startswith("precond") else 5 + i % 4) % len(MARKERS)]
+    panel(analysis, ax, exact, dim, ideal)
 
 
 def _caption(analysis, *parts, marks=()) -> str:
@@ -60,62 +65,6 @@ def exact_twin(analysis: NoiseAnalysis) -> NoiseAnalysis | None:
     return analysis.theory.value if analysis.theory is not None else None
 
 
-def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None) -> None:
-    """Figure (a) on ``ax``, from the analysis (and the exact twin's, `exact_twin`); ``dim`` draws one dimension of
-    a sweep over several (a static axis), default the first."""
-    from otod.core.plotting import DIVERGED_LABEL, censored_quantiles, mark_diverged
-
-    config = analysis.config
-    dim = analysis.dims[0] if dim is None else dim
-    simulated = analysis.mode != "exact"
-    exact_of = {s.method: s for s in exact.at(dim)} if exact is not None else {}
-    diverged_labelled = False
-    series = analysis.at(dim)
-    for i, s in enumerate(series):
-        m, color = s.method, _color(s.method, i)
-        xs, med, ok = s.x, s.median, s.fitted
-        if simulated:
-            (q25, q75), _ = censored_quantiles(s.at_choice("count"), s.at_choice("lower"))
-            censored = ~ok & np.isfinite(med)
-            if ok.any():
-                ax.errorbar(xs[ok], med[ok], yerr=[med[ok] - q25[ok], q75[ok] - med[ok]], fmt=_marker(m, i),
-                            color=color, ms=4, label=f"{m} (median, bars: IQR over seeds)")
-            if censored.any():
-                ax.plot(xs[censored], med[censored], "^", mfc="none", color=color,
-                        label=f"{m}: △ median only a lower bound (≥)")
-            if mark_diverged(ax, xs, s.at_choice("status"), color,
-                             label=None if diverged_labelled else DIVERGED_LABEL, row=i) is not None:
-                diverged_labelled = True
-            if not ok.any() and not censored.any():
-                _none_reached(ax, m, color)
-        if m in exact_of:
-            twin = exact_of[m]
-            if twin.fitted.any():
-                ax.plot(twin.x[twin.fitted], twin.median[twin.fitted], "-", color=color, lw=1.5,
-                        marker=None if simulated else _marker(m, i), ms=3.5, markevery=2,
-                        label=f"{m} exact" if simulated else m)  # a marker per method where no points carry one
-            elif not simulated:
-                _none_reached(ax, m, color)
-        fit = s.critical
-        if fit is not None and math.isfinite(fit.b_crit):
-            grid = np.geomspace(xs.min(), xs.max(), 100)
-            said = critical_batch.describe_critical_batch(fit.b_crit, xs[s.fitted])
-            ax.plot(grid, fit.curve(grid), ":", color=color, lw=1,
-                    label=f"{m} fit: B_crit {said if said[0] in '<>' else '= ' + format(fit.b_crit, '.3g')}")
-    q = _quadratic(config, dim)
-    if q is not None:
-        xs = np.asarray(sorted({x for s in series for x in s.x}))
-        ax.plot(xs, theory.ideal_steps(len(q.h), config["target"]["tol"], xs), "--", color="0.5",
-                label="ideal estimator d/(2·target·B)")
-    _log_axes(ax, "batch size B", "steps to target")
-    ax.grid(True, which="major", alpha=0.25)
-    if ax.get_xscale() == "log":
-        ax.set_xscale("log", base=2)
-        from otod.core.plotting import headroom
-
-        headroom(ax)
-
-
 def _quadratic(config, dim: float | None = None):
     from otod.noise.report import quadratic_of
 
@@ -127,24 +76,6 @@ def _title(analysis: NoiseAnalysis) -> str:
     p = c["problem"]
     lr = "lr (and β) tuned per B" if c["lr"] == "tuned" else f"lr {c['lr']}"
     return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {analysis.mode}, {lr}"
-
-
-def _none_reached(ax, method: str, color: str) -> None:
-    """A legend entry (no data) for a method none of whose points reached the target: every lane diverged or was
-    censored, so the figure says so instead of drawing nothing."""
-    ax.plot([], [], "x", color=color, label=f"{method}: no lane reached the target")
-
-
-def _log_axes(ax, xlabel: str, ylabel: str) -> None:
-    """Label ``ax`` and make it log-log; where no point reached the target (every lane diverged, as with
-    ``--lr 1e300``) there is nothing to scale, so the axes stay linear and say why, instead of failing."""
-    ys = [np.asarray(line.get_ydata(), float) for line in ax.lines]
-    if any((np.isfinite(y) & (y > 0)).any() for y in ys if y.size):
-        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)
-    else:
-        ax.set(xlabel=xlabel, ylabel=ylabel)
-        ax.text(0.5, 0.5, "no lane reached the target (diverged or censored)", ha="center", va="center",
-                transform=ax.transAxes)
 
 
 def _legend(ax):

@@ -26,7 +26,7 @@ from otod.core.errors import OtodError
 from otod.core.family import Family
 from otod.core.lazy import lazy
 from otod.noise import theory
-from otod.noise.step import Order, Step  # noqa: F401  (Step re-exported: the families' gradient argument)
+from otod.core.dynamics import Order, Step  # noqa: F401  (Step re-exported: the families' gradient argument)
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

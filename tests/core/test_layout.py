@@ -24,12 +24,6 @@ ALLOWED = {
     ("otod.nets", "otod.noise.estimators"): "the NQM's two-batch estimator run (otod noise-scale without --model)",
     ("otod.nets", "otod.cost.flops"): "the FLOP counter (a net's bill)",
     ("otod.nets", "otod.noise.report"): "the NQM's words for an lr or β on the edge of those tried (stability limit)",
-    # Pending (issue 34 item 2): the S(B) panel, and the stochastic lane's start with the minibatch step it
-    # needs (`otod.noise.step`), move into the core; until then the nets read them from noise. The critical-batch
-    # analysis and table (`otod.core.critical_batch`, `batch_report`), the stochastic methods and their β axis
-    # (`otod.core.stochastic`) and whole-number ranges (`otod.core.options`) have moved.
-    ("otod.nets", "otod.noise.figures"): "pending: the S(B) panel moves into the core's figure",
-    ("otod.nets", "otod.noise.dynamics"): "pending: the stochastic lane's start moves into the core",
 }
 
 

@@ -16,7 +16,7 @@ from otod.core.sweep import run_sweep
 from otod.nets.family import checks, minibatch
 from otod.nets.kind import METHODS
 from otod.nets.options import net_config
-from otod.noise.step import Step
+from otod.core.dynamics import Step
 
 jax = pytest.importorskip("jax")
 
