@@ -5,12 +5,14 @@ gradient noise; beside them otod measures the cost of one iteration.
 
 ``otod.load(path)`` reads a results file of any format; ``otod.load(path).to_pandas()`` is its data frame.
 ``otod.curvature(loss, params, data, …)`` and ``otod.noise_scale(loss, params, data, …)`` measure any JAX model
-given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md).
+given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md);
+``otod.critical_batch(loss, params, data, batches=…, target=…)`` runs its steps to a target against batch size
+through the sweep engine and fits its critical batch.
 """
 
 from otod.core.version import __version__
 
-__all__ = ["__version__", "curvature", "load", "noise_scale"]
+__all__ = ["__version__", "critical_batch", "curvature", "load", "noise_scale"]
 
 
 def load(path):
@@ -34,5 +36,14 @@ def noise_scale(loss, params, data, init=None, **options):
     """The gradient noise scales B_simple and B_noise of any JAX model (`otod.nets.api.noise_scale`: its options
     and its `NoiseScaleResult`); JAX is imported on the first call."""
     from otod.nets.api import noise_scale as measure
+
+    return measure(loss, params, data, init, **options)
+
+
+def critical_batch(loss, params, data, init=None, **options):
+    """Steps to a training-loss target against batch size of any JAX model, and its critical batch
+    (`otod.nets.batch_api.critical_batch`: its options and its `CriticalBatchResult`); JAX is imported on the
+    first call."""
+    from otod.nets.batch_api import critical_batch as measure
 
     return measure(loss, params, data, init, **options)

@@ -168,8 +168,9 @@ class SweepConfig:
         d["axes"] = {n: list(v) for n, v in self.axes}
         # A spec field left at None (an optional setting not given) is left out, so adding such a field to a
         # problem keeps the digests, and so the results files, of the configs written before it.
-        d["problem"] = {"kind": self.problem.kind,
-                        **{k: v for k, v in dataclasses.asdict(self.problem).items() if v is not None}}
+        # A problem that holds what is not a setting (a user's loaded model) says what it stores (``record()``).
+        stored = self.problem.record() if hasattr(self.problem, "record") else dataclasses.asdict(self.problem)
+        d["problem"] = {"kind": self.problem.kind, **{k: v for k, v in stored.items() if v is not None}}
         d["target"] = dataclasses.asdict(self.target)
         d["options"] = dataclasses.asdict(self.options)
         d["resolved"] = {"max_iters": self.resolved_max_iters, "x64": self.resolved_x64,

@@ -17,8 +17,10 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
                    "E.g. --width 8..128:5:log")
 @click.option("--depth", default="2", show_default=True,
               help="Weight layers (1: a linear model); several values make a depth axis. E.g. --depth 2..10:5")
-@click.option("--model", type=click.Choice(["mlp", "cnn"]), default="mlp", show_default=True,
-              help="mlp or cnn (3×3 convolutions on the 8×8 digits). E.g. --model cnn")
+@click.option("--model", default="mlp", show_default=True,
+              help="mlp, cnn (3×3 convolutions on the 8×8 digits), or your own JAX model: FILE.py:NAME or "
+                   "package.module:NAME, a function of no arguments returning (loss, params, data[, init]) "
+                   "(docs/models.md). E.g. --model cnn, --model my_model.py:problem")
 @click.option("--activation", type=click.Choice(["relu", "tanh", "linear"]), default="relu", show_default=True,
               help="The nonlinearity. E.g. --activation tanh")
 @click.option("--architecture", default="plain", show_default=True,
@@ -29,8 +31,8 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @click.option("--data", type=click.Choice(["digits", "teacher", "gaussian"]), default="digits", show_default=True,
               help="digits (shipped, 1438 training images), teacher (a random tanh-MLP teacher, regression) or "
                    "gaussian (a linear teacher). E.g. --data teacher")
-@click.option("--examples", default=None, help="Training examples (teacher, gaussian: drawn, default 1024; digits: "
-                                               "the first N). E.g. --examples 512")
+@click.option("--examples", default=None, help="Training examples (teacher, gaussian: drawn, default 1024; digits and "
+                                               "--model FILE.py:NAME: the first N). E.g. --examples 512")
 @click.option("--loss", type=click.Choice(["cross-entropy", "squared"]), default=None,
               help="Default cross-entropy on digits, squared on the regressions. E.g. --loss squared")
 @click.option("--method", default=None, help="Comma list of sgd, heavy-ball, adam. Default sgd. E.g. --method sgd,adam")
@@ -65,12 +67,22 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --width 8..128:5:log --batch 8..1024:8:log
       otod sweep net --depth 2..10:5 --architecture plain,residual --init kaiming,orthogonal,small --batch 64
       otod sweep net --data teacher --method sgd,adam --target 0.02
+      otod sweep net --model my_model.py:problem --batch 8..256:6:log --target 0.05
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
     from otod.nets.options import net_config
 
+    from otod.nets.contract import is_reference
+
     given = given_options()
+    if is_reference(model):
+        from otod.nets.contract_cli import NET_OPTIONS
+
+        for name in NET_OPTIONS:
+            if name != "examples":  # the first N of the model's own examples
+                refuse_ignored(given, name, f"describes otod's own nets; --model {model} defines its own network "
+                                            "and data, drop it")
     if lr != "tuned":
         refuse_ignored(given, "lr_grid", f"the steps --lr tuned tries; --lr {lr} runs one step; drop --lr-grid or use "
                                          "--lr tuned")
@@ -81,14 +93,11 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     if "batch" not in dict(config.axes):
         refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
-    extra = None
-    if predict and "batch" in dict(config.axes):
-        from otod.nets.predict import sweep_predictions
-
-        extra = lambda: {"nqm_prediction": sweep_predictions(config)}  # noqa: E731
     from otod.core.cli import echo_report
     from otod.core.pipeline import sweep
+    from otod.nets.predict import run_meta
 
+    extra = run_meta(config, predict)
     echo_report(sweep(config, out_dir=out, plot=not no_plot, progress=terminal_progress(), yes=yes, pdf=pdf,
                       extra_meta=extra), as_json)
 

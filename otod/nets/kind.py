@@ -20,6 +20,7 @@ from otod.core.axes import Axis
 from otod.core.errors import OtodError
 from otod.core.registry import SweepKind
 from otod.nets import models
+from otod.nets.model_problem import ModelProblem
 from otod.nets.problem import NetSpec
 from otod.core.stochastic import BETA, NoiseOptions, ignores
 from otod.core.stochastic import METHODS as NOISE_METHODS
@@ -55,12 +56,14 @@ def validate(config) -> None:
     if config.target.kind != "absolute":
         raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
     for spec in config.specs():
-        spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
-        start = spec.initial_loss(config.seed)
+        if spec.kind == "model":  # a user's model: its start loss was measured when it was loaded
+            start, named = spec.start_loss, spec.reference
+        else:
+            spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
+            start, named = spec.initial_loss(config.seed), f"{spec.model} width {spec.width} depth {spec.depth}"
         if config.target.tol >= start:
             raise OtodError(f"--target {config.target.tol:g}: must lie below the initial training loss {start:.4g} "
-                            f"(seed 0, {spec.model} width {spec.width} depth {spec.depth}), e.g. --target "
-                            f"{start / 20:.2g}")
+                            f"(seed 0, {named}), e.g. --target {start / 20:.2g}")
 
 
 def record_fields(config, mode: str = "simulate", point: dict | None = None) -> dict:
@@ -69,12 +72,16 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
     fields = {"schedule": config.options.schedule, "mode": mode}
     if point is None:
         return fields
-    spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth")})
+    spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth", "examples")})
+    if spec.kind == "model":
+        return {"batch": float(spec.batch), "examples": float(spec.training_examples),
+                "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
+                "beta": float(point.get("beta", 0.0)), **fields}
     return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth),
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
             "beta": float(point.get("beta", 0.0)), **fields}
 
 
 NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, INIT, ARCHITECTURE, BETA), methods=METHODS,
-                problems={"net": NetSpec}, options=NoiseOptions, max_iters=max_iters, x64=lambda config: False,
+                problems={"net": NetSpec, "model": ModelProblem}, options=NoiseOptions, max_iters=max_iters, x64=lambda config: False,
                 validate=validate, record_fields=record_fields, ignores=ignores)

@@ -3,6 +3,10 @@ command line and the experiment specs."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from otod.core.errors import OtodError
 from otod.core.options import finite_float, parse_lr, parse_methods, positive_int, seed_value
 from otod.core.ranges import parse_range
@@ -16,7 +20,7 @@ from otod.core.stochastic import BETA, NoiseOptions
 from otod.noise.search import DEFAULT_BETAS
 
 #: What a bare ``otod sweep net`` runs: digits, a one-hidden-layer MLP of width 32, SGD, B = 8…1024 (8 values).
-DEFAULTS = {"batch": "8..1024:8:log", "method": "sgd", "target": "0.1", "seeds": 5}
+DEFAULTS = {"batch": "8..1024:8:log", "method": "sgd", "target": "0.1", "seeds": 5}  # a model: `default_batches`
 
 
 def names(text, axis, choices) -> tuple[str, ...]:
@@ -40,33 +44,44 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
                chunk_seconds=None) -> SweepConfig:
     """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width`` or
-    ``depth`` make them axes; ``init`` and ``architecture`` lists are coded traced axes."""
+    ``depth`` make them axes; ``init`` and ``architecture`` lists are coded traced axes. ``model``: mlp, cnn, a
+    reference to a user's model (``FILE.py:NAME``, `otod.nets.contract`) or a checked `otod.nets.contract.Model`
+    (the Python function's), which the net's own options (width, depth, init, …) do not apply to."""
+    from otod.nets.contract import Model, is_reference
+
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
     for m in methods:
         if m not in METHODS:
             raise OtodError(f"--method {m}: unknown method for net sweeps; choose from {', '.join(METHODS)}, "
                             "e.g. --method sgd,adam")
-    batches = whole_axis(DEFAULTS["batch"] if batch is None else batch, BATCH)
-    widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
-    inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
-    loss = loss or ("cross-entropy" if data == "digits" else "squared")
     examples = None if examples is None else positive_int(examples, "--examples", "512")
-    spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
-                   architecture=archs[0], init=inits[0], data=data, examples=examples, loss=loss,
-                   batch=int(min(batches)))
+    if isinstance(model, Model) or is_reference(model):
+        batches = None if batch is None else whole_axis(batch, BATCH)
+        spec = user_problem(model, 1, examples)
+        batches = batches or default_batches(spec.training_examples)
+        spec = dataclasses.replace(spec, batch=int(min(batches)))
+        axes = [("batch", batches)]
+    else:
+        batches = whole_axis(DEFAULTS["batch"] if batch is None else batch, BATCH)
+        widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
+        inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
+        loss = loss or ("cross-entropy" if data == "digits" else "squared")
+        spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
+                       architecture=archs[0], init=inits[0], data=data, examples=examples, loss=loss,
+                       batch=int(min(batches)))
+        axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
+        axes += [(name, values) for name, values in (("width", widths), ("depth", depths)) if len(values) > 1]
+        axes += [(name, tuple(float(axis.labels.index(v)) for v in chosen)) for name, axis, chosen in
+                 (("init", INIT, inits), ("architecture", ARCHITECTURE, archs)) if len(chosen) > 1]
     uses_beta = "heavy-ball" in methods
     if beta is not None and not uses_beta:
         raise OtodError(f"--beta {beta}: only heavy-ball uses β, and --method {','.join(methods)} does not include "
                         "it; drop --beta or add it, e.g. --method sgd,heavy-ball")
     betas = BETA.check(parse_range(str(beta), "--beta", what="β values")) if beta is not None else (
         DEFAULT_BETAS if uses_beta else (0.0,))
-    axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
-    axes += [(name, values) for name, values in (("width", widths), ("depth", depths)) if len(values) > 1]
-    axes += [(name, tuple(float(axis.labels.index(v)) for v in chosen)) for name, axis, chosen in
-             (("init", INIT, inits), ("architecture", ARCHITECTURE, archs)) if len(chosen) > 1]
     axes += [("beta", betas)]
     if len(batches) == 1:
-        spec = NetSpec(**{**spec.__dict__, "batch": int(batches[0])})
+        spec = dataclasses.replace(spec, batch=int(batches[0]))
     tol = finite_float(DEFAULTS["target"] if target is None else target, "--target", "0.1")
     if not tol > 0:
         raise OtodError(f"--target {tol:g}: a training-loss target must be > 0, e.g. --target 0.1")
@@ -77,6 +92,24 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                        seeds=DEFAULTS["seeds"] if seeds is None else seeds, seed=0 if seed is None else seed_value(seed),
                        lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
                        **({} if chunk_seconds is None else {"chunk_seconds": chunk_seconds}))
+
+
+def default_batches(examples: int) -> tuple[float, ...]:
+    """A user model's default batches: the command's 8, 16, …, 1024, those that fit its ``examples`` (from 1
+    where fewer than 8 fit)."""
+    top = min(1024, examples)
+    low = 8 if top >= 8 else 1
+    return tuple(float(2 ** k) for k in range(int(np.log2(low)), int(np.log2(top)) + 1))
+
+
+def user_problem(model, batch: int, examples: int | None):
+    """The `otod.nets.model_problem.ModelProblem` of a reference (loaded and checked now) or a checked model."""
+    from otod.nets.contract import Model, load
+    from otod.nets.model_problem import problem_of
+
+    if isinstance(model, Model):
+        return problem_of(model, batch, examples, reference=f"python:{model.name}")
+    return problem_of(load(str(model), finite=False), batch, examples, reference=str(model))
 
 
 def round_positive(values) -> tuple[float, ...]:

@@ -37,10 +37,17 @@ TRACE_FLOPS = 2e11
 
 def trace_examples(spec) -> int | None:
     """How many examples tr(HΣ) averages over: all n (None) where that costs at most `TRACE_FLOPS`, else the
-    number that does (at least 64)."""
-    n = spec.dataset().examples
-    per_example = 4.0 * n * spec.flops_per_example()
+    number that does (at least 64). A user's model counts its forward FLOPs by XLA's cost model."""
+    if spec.kind == "model":
+        from otod.nets.contract_cli import flops_per_example
+
+        n, flops = spec.training_examples, flops_per_example(spec.loaded())
+    else:
+        n, flops = spec.dataset().examples, spec.flops_per_example()
+    per_example = 4.0 * n * flops
     return None if n * per_example <= TRACE_FLOPS else int(max(64, min(n, TRACE_FLOPS // per_example)))
+
+
 def batches(examples: int) -> tuple[float, ...]:
     """The predicted S(B)'s batches: powers of 2 from 1 up to the training set's size (the NQM has no n, the net
     cannot draw a larger minibatch)."""
@@ -48,8 +55,8 @@ def batches(examples: int) -> tuple[float, ...]:
 
 
 def reference_loss(spec) -> float:
-    """L_ref of the module docstring."""
-    if spec.loss == "cross-entropy":
+    """L_ref of the module docstring (a user's model: 0, since otod knows no floor of its loss)."""
+    if spec.kind == "model" or spec.loss == "cross-entropy":
         return 0.0
     return 0.5 * float(spec.label_noise) ** 2 * spec.dataset().outputs
 
@@ -59,22 +66,16 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
     with the measured noise scales, the spectrum's summary and the prediction (``b_crit``, ``s_min``,
     ``b_noise_target``, ``curve`` [[B, S], …])."""
     from otod.nets import bridge
-    from otod.nets.curvature import slq
-    from otod.nets.noise_scale import Problem, gradient_moments
 
-    with jax.enable_x64(True):
-        problem = Problem(spec, params)
-        moments = gradient_moments(problem, trace_examples=trace_examples(spec), seed=seed)
-        p64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
-        x, y = (jnp.asarray(a) for a in spec.training_arrays(np.float64))
-        spectrum = slq(spec.mean_loss, p64, PROBES, LANCZOS_STEPS, (x, y), seed)
+    moments, spectrum = measured(spec, params, seed)
     nodes, weights = np.ravel(spectrum.nodes), np.ravel(spectrum.weights)
     ref = reference_loss(spec)
     out = bridge.from_density(nodes, weights, spec.parameter_count, moments["trace_h_sigma"],
                               moments["loss"] - ref, float(target) - ref,
-                              batches(spec.dataset().examples), method)
+                              batches(examples_of(spec)), method)
     steps = np.asarray(out["steps"], float)
-    return {"parameters": float(spec.parameter_count), "width": float(spec.width), "depth": float(spec.depth),
+    return {"parameters": float(spec.parameter_count), "width": float(getattr(spec, "width", np.nan)),
+            "depth": float(getattr(spec, "depth", np.nan)),
             "method": method, "noise_model": "C ∝ H matched to the measured tr(HΣ), SLQ spectrum, at init",
             "reference_loss": ref, "b_crit": float(out["b_crit"]), "s_min": float(out["s_min"]),
             "b_noise_target": float(out["b_noise_at_target"]), "b_simple_target": float(out["b_simple_at_target"]),
@@ -85,11 +86,48 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
             "dropped_directions": float(out["dropped_directions"])}
 
 
+def seed_start(spec, rng):
+    """A seed's start as the sweep draws it (`otod.nets.family.seed_starts`, `otod.nets.model_problem.seed_starts`)."""
+    if spec.kind == "model":
+        from otod.nets.model_problem import seed_starts
+
+        return seed_starts(spec, rng)["params"]
+    from otod.nets.family import seed_starts, start_of
+
+    return start_of(spec, seed_starts(spec, rng))
+
+
+def examples_of(spec) -> int:
+    """The training examples of otod's net or a user's model."""
+    return spec.training_examples if spec.kind == "model" else spec.dataset().examples
+
+
+def measured(spec, params, seed: int):
+    """The exact gradient moments (`otod.nets.noise_scale.gradient_moments`) and the SLQ spectrum at ``params``,
+    in float64: of otod's net ``spec``, or of a user's model over its data chunk by chunk."""
+    from otod.nets.curvature import slq
+    from otod.nets.noise_scale import Problem, gradient_moments
+
+    with jax.enable_x64(True):
+        p64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
+        if spec.kind == "model":
+            from otod.nets.chunked import chunked_mean
+            from otod.nets.contract import cast
+
+            problem = Problem.of_model(spec.loaded()).at(p64)
+            model = cast(spec.loaded(), jnp.float64)
+            loss, data = chunked_mean(model.loss, problem.chunk), model.data
+        else:
+            problem = Problem(spec, params)
+            loss, data = spec.mean_loss, tuple(jnp.asarray(a) for a in spec.training_arrays(np.float64))
+        moments = gradient_moments(problem, trace_examples=trace_examples(spec), seed=seed)
+        spectrum = slq(loss, p64, PROBES, LANCZOS_STEPS, data, seed)
+    return moments, spectrum
+
+
 def sweep_predictions(config) -> list[dict]:
     """`net_prediction` for every net of a sweep (each static width and depth; at the spec's init and
     architecture) and every method the NQM has (sgd, heavy-ball), from seed 0's start."""
-    from otod.nets.family import seed_starts, start_of
-
     nets = {}
     for point in config.static_points():
         shape = {k: v for k, v in point.items() if k != "batch"}
@@ -97,8 +135,26 @@ def sweep_predictions(config) -> list[dict]:
     out = []
     for shape in nets.values():
         spec = config.spec_at(shape)
-        params = start_of(spec, seed_starts(spec, np.random.default_rng([config.seed, 0])))
+        params = seed_start(spec, np.random.default_rng([config.seed, 0]))
         for method in config.methods:
             if method in ("sgd", "heavy-ball"):
                 out.append(net_prediction(spec, params, config.target.tol, method, seed=config.seed))
     return out
+
+
+def run_meta(config, predict: bool):
+    """What a net sweep adds to its results file once its lanes are in (``extra_meta`` of
+    `otod.core.pipeline.sweep`), or None: the NQM's predictions (``predict``, over a batch axis) and, for a user's
+    model, XLA's FLOPs per step (`otod.nets.bill.recorded_flops`: its report reads back without the model)."""
+    batch_axis = "batch" in dict(config.axes)
+    model = config.problem.kind == "model"
+    if not ((predict and batch_axis) or (model and batch_axis)):
+        return None
+
+    def meta() -> dict:
+        from otod.nets.bill import recorded_flops
+
+        out = {"nqm_prediction": sweep_predictions(config)} if predict and batch_axis else {}
+        return {**out, **({"iteration_flops": recorded_flops(config)} if model and batch_axis else {})}
+
+    return meta

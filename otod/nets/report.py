@@ -22,7 +22,11 @@ from otod.core.report import sweep_header
 
 
 def describe(problem: dict) -> str:
-    """One line naming the net and its data."""
+    """One line naming the net and its data (a user's model: its reference, size and digest)."""
+    if problem.get("kind") == "model":
+        n = problem.get("examples") or problem["data_examples"]
+        return (f"{problem['reference']} (your model: P = {problem['parameters']:,}, {n:,} training examples, "
+                f"digest {problem['digest']})")
     n = "" if problem.get("examples") is None else f", {problem['examples']} examples"
     return (f"{problem['model']} ({problem['activation']}, {problem['architecture']}, init {problem['init']}), "
             f"data {problem['data']}{n}, {problem['loss']} loss")
@@ -107,13 +111,14 @@ def bill_lines(results, analysis, dim: float) -> list[str]:
 
     config = SweepConfig.from_dict(analysis.config)
     at = analysis.records[analysis.records["dim"] == dim]
-    shape = {"width": int(at["width"].iloc[0]), "depth": int(at["depth"].iloc[0])} if len(at) else {}
+    shape = {k: int(at[k].iloc[0]) for k in ("width", "depth") if k in at and len(at)}
     lines = ["", "  bill: XLA's FLOPs of one step × the median steps; examples = B × steps (— where the median is "
                  "only a lower bound); rule: the layer rule's FLOPs of an SGD step (products and update only)",
              f"  {'method':<11}{'B':>6}{'FLOPs/step':>12}{'rule':>10}{'steps':>9}{'FLOPs':>11}{'examples':>10}"]
+    recorded = results.meta.get("iteration_flops") if config.problem.kind == "model" else None
     for s in analysis.at(dim):
         steps = np.where(s.bound, np.nan, s.median)
-        for r in bill_rows(lambda b: config.spec_at({**shape, "batch": b}), s.method, s.x, steps):
+        for r in bill_rows(lambda b: config.spec_at({**shape, "batch": b}), s.method, s.x, steps, recorded):
             done = math.isfinite(r["flops_to_target"])
             rule = "—" if not math.isfinite(r["layer_rule_flops"]) else format(r["layer_rule_flops"], ".3g")
             lines.append(f"  {s.method:<11}{r['batch']:>6g}{r['flops_per_iteration']:>12.3g}{rule:>10}"
@@ -133,7 +138,8 @@ def batch_report(results, analysis) -> str:
     for dim in analysis.dims:
         series = analysis.at(dim)
         rec = analysis.records[analysis.records["dim"] == dim]
-        width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) else ""
+        width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) and "width" in rec \
+            else ""
         lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B", USES_BETA)
         no_ci = next((s.critical.no_ci for s in series if s.critical is not None and s.critical.no_ci), None)
         lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.cli import main
 from otod.core.reference import reference_run
-from otod.core.stopping import Target
 from otod.core.sweep import run_sweep
 from otod.nets.family import checks, minibatch
 from otod.nets.kind import METHODS

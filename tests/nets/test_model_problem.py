@@ -1,0 +1,140 @@
+"""A user's model through the net sweep (`otod.nets.model_problem`, ``otod sweep net --model FILE.py:NAME``,
+``otod.critical_batch``): the engine's lanes against the one reference loop, the starts per seed, the stored
+config (read back without the user's file; a changed model refused), the default batches, and the command
+against the Python function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import optax
+import pytest
+from click.testing import CliRunner
+
+import otod
+import otod.nets  # noqa: F401  (registers the net sweep)
+from otod.cli import main
+from otod.core.config import SweepConfig
+from otod.core.errors import OtodError
+from otod.core.reference import reference_run
+from otod.core.sweep import run_sweep
+from otod.nets.contract import load
+from otod.nets.kind import METHODS
+from otod.nets.model_problem import ModelProblem, problem_of, seed_starts
+from otod.nets.options import default_batches, net_config
+from otod.core.dynamics import Step
+
+jax = pytest.importorskip("jax")
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "plain_jax.py"
+
+
+def small_config(reference: str = f"{FIXTURE}:mlp", **kw):
+    options = dict(model=reference, batch="8,32", seeds=2, lr="tuned", lr_grid="0.1,0.3", target="0.3",
+                   max_iters="300", x64=True)
+    options.update(kw)
+    return net_config(**options)
+
+
+def test_model_sweep_lanes_equal_the_reference_loop(tmp_path):
+    """Every lane's count and status equal the one reference loop's (float64, the fixture's tanh MLP with an
+    init per seed: plain optax.sgd stepping the family's sampled gradient, the metric read on the same
+    schedule)."""
+    config = small_config()
+    results = run_sweep(config, out_dir=tmp_path)
+    assert len(results.records) == 2 * 2 * 2
+    compared = 0
+    with jax.enable_x64(True):
+        for r in results.records:
+            spec = config.spec_at({"batch": r["batch"]})
+            ref = reference_run(spec, METHODS["sgd"], {"beta": 0.0}, r["seed"], seed=config.seed,
+                                target=config.target, max_iters=config.resolved_max_iters, lr=r["learning_rate"],
+                                relative_lr=False, optimizer=optax.sgd(r["learning_rate"]),
+                                step_of=lambda key, t: Step(key, t))
+            if r["status"] == "pruned":  # stopped once its lr could not win: the loop runs past it
+                assert ref.iterations >= r["iterations"], r
+                continue
+            assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
+            assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
+            compared += 1
+    assert compared >= 4
+    assert {r["parameters"] for r in results.records} == {112.0}
+    assert {r["examples"] for r in results.records} == {96.0}
+
+
+def test_seeds_draw_starts_from_init_or_keep_the_given_params():
+    """With an ``init``, seed s starts at init(key_s), a different start per seed; without one every seed starts
+    at the given params (seeds vary the minibatch order only, as the contract says)."""
+    with_init = problem_of(load(f"{FIXTURE}:mlp"))
+    a, b = (seed_starts(with_init, np.random.default_rng([0, s])) for s in (0, 1))
+    assert not np.allclose(a["params"]["w1"], b["params"]["w1"])
+    plain = problem_of(load(f"{FIXTURE}:least_squares"))
+    c, d = (seed_starts(plain, np.random.default_rng([0, s])) for s in (0, 1))
+    np.testing.assert_array_equal(c["params"]["w"], np.full(5, 0.1))
+    np.testing.assert_array_equal(d["params"]["w"], np.full(5, 0.1))
+    assert c["shuffle"] != d["shuffle"]
+
+
+def test_the_stored_config_reads_back_without_the_file_and_refuses_a_changed_model(tmp_path):
+    """The results file's config names the model and its digest; it reads back (fit, plot) without importing
+    the user's file, and a run that needs the model again refuses one whose file changed."""
+    source = tmp_path / "model.py"
+    source.write_text(FIXTURE.read_text())
+    config = small_config(f"{source}:least_squares", batch="8,16", target="0.1")
+    stored = config.to_dict()
+    assert stored["problem"]["kind"] == "model" and stored["problem"]["reference"] == f"{source}:least_squares"
+    assert "model" not in stored["problem"] and len(stored["problem"]["digest"]) == 16
+    source.write_text(FIXTURE.read_text().replace("np.full(5, 0.1)", "np.full(5, 0.2)"))
+    back = SweepConfig.from_dict(stored)
+    assert back.digest() == config.digest() and isinstance(back.problem, ModelProblem)
+    with pytest.raises(OtodError, match="changed since this sweep was run"):
+        back.spec_at({"batch": 8.0}).loaded()
+
+
+def test_a_user_models_default_batches_fit_its_data():
+    """8, 16, …, up to the data (at most 1024), from 1 where fewer than 8 examples fit."""
+    assert default_batches(96) == (8.0, 16.0, 32.0, 64.0)
+    assert default_batches(5000) == tuple(float(2 ** k) for k in range(3, 11))
+    assert default_batches(6) == (1.0, 2.0, 4.0)
+
+
+@pytest.mark.slow
+def test_the_python_function_gives_the_commands_numbers(tmp_path):
+    """``otod.critical_batch`` on the fixture's loaded contract and ``otod sweep net --model FILE.py:NAME``
+    with the same settings give the same lanes (count, status, lr, final loss) and the same B_crit."""
+    out = tmp_path / "cli"
+    args = ["sweep", "net", "--model", f"{FIXTURE}:mlp", "--batch", "4,8,16,32", "--target", "0.2", "--seeds", "5",
+            "--lr-grid", "0.1,0.3,1", "--max-iters", "500", "--no-predict", "--no-plot", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    file = next(out.glob("net-*.parquet"))
+    command = otod.load(file)
+    model = load(f"{FIXTURE}:mlp")
+    api = otod.critical_batch(model.loss, model.params, model.data, model.init, batches=(4, 8, 16, 32), target=0.2,
+                              seeds=5, lr_grid=(0.1, 0.3, 1), max_iters=500, out=str(tmp_path / "api"))
+    keys = ("batch", "seed", "learning_rate", "iterations", "status", "final_loss")
+    assert [tuple(r[k] for k in keys) for r in api.records] == [tuple(r[k] for k in keys) for r in command.records]
+    sgd = api.point("sgd")
+    assert np.isfinite(sgd.b_crit) and sgd.b_crit_ci[0] <= sgd.b_crit <= sgd.b_crit_ci[1]
+    assert f"B_crit {sgd.b_crit:.4g}" in result.output
+    assert api.to_pandas().shape[0] == len(command.records)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fixture,needs", [("plain_jax.py:mlp", None), ("flax_mlp.py:problem", "flax"),
+                                           ("equinox_mlp.py:problem", "equinox")])
+def test_models_written_outside_otod_run_through_the_sweep(fixture, needs, tmp_path):
+    """A plain-JAX, a Flax and an Equinox model (the contract's fixtures) each run through ``otod sweep net
+    --model``: every lane recorded, the report names the model and fits S(B)."""
+    if needs:
+        pytest.importorskip(needs)
+    reference = f"{FIXTURE.parent / fixture}"
+    start = problem_of(load(reference)).start_loss
+    args = ["sweep", "net", "--model", reference, "--batch", "8,16,32", "--target", f"{start / 2:.4g}", "--seeds", "2",
+            "--lr-grid", "0.1,0.3", "--max-iters", "300", "--no-predict", "--no-plot", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    records = otod.load(next(tmp_path.glob("net-*.parquet"))).records
+    assert len(records) == 3 * 2 * 2 and {r["status"] for r in records} <= {"converged", "pruned", "censored"}
+    assert f"net: {reference} (your model: P = " in result.output and "B_crit" in result.output
