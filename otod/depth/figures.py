@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from otod.core.analysis import Analysis, SeriesAnalysis
-from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, draw_band, figure,
-                                 headroom, legend_below, legend_key, mark_diverged, panel_grid, save, series_style,
+from otod.core.law_figure import legend_keys
+from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, figure,
+                                 headroom, legend_below, panel_grid, save, series_style,
                                  series_styles)
 from otod.core.results import Results
 from otod.depth.records import depth_analysis
@@ -33,51 +34,18 @@ def _color(series: str, index: int) -> str:
     return INIT_COLORS.get(init) or METHOD_COLORS.get(method) or PALETTE[index % len(PALETTE)]
 
 
-def law_label(fit) -> str:
-    if fit.law is None:
-        return f"{fit.label}: {fit.note or 'no law'}"
-    if fit.law == "power":
-        return f"{fit.label}: power, b = {fit.power_b:.2f} (ΔAIC {fit.delta_aic:.1f})"
-    return f"{fit.label}: exponential, c = {fit.exp_c:.2f} (ΔAIC {fit.delta_aic:.1f})"
+def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.DataFrame | None = None,
+                **options) -> dict:
+    """The core's iterations-against-an-axis panel (`otod.core.law_figure.draw_series`: medians, IQR bands, △ lower
+    bounds, × diverged, each series' law in the legend) with this obstacle's addition: ``chosen`` (the group's
+    records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
+    from otod.core.law_figure import draw_series as draw
 
+    def local(ax, one, color, row):
+        sub = chosen[chosen["series"] == one.name]
+        return "local" if mark_local_minima(ax, sub, axis, color, row=row) else None
 
-def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, names: Sequence[str] | None = None,
-                styles: dict | None = None, label_prefix: str = "", marker: str | None = None, ls=None,
-                marks: set | None = None, row_offset: int = 0, chosen: pd.DataFrame | None = None) -> dict:
-    """Median iterations against ``axis`` per series of an analysis (at each point's chosen (lr, β)), the IQR over
-    the same seeds as a band (censored and stalled lanes counted at their cap as lower bounds,
-    `otod.core.plotting.censored_quantiles`), open △ where the median is only a lower bound, × at the top where
-    lanes diverged; returns the series' laws by name. ``names`` (default: the series') are what the legend and
-    ``styles`` (default `series_styles`) call them; ``marker``/``ls`` override every series' style. ``marks`` (a
-    set) collects which shared marks were drawn ("band", "lower", "diverged"), for `_finish` to name them in the
-    legend. ``row_offset`` staggers this call's × marks below an earlier call's on the same axes. ``chosen`` (the
-    group's records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
-    names = [s.name for s in series] if names is None else list(names)
-    styles = styles or series_styles(names)
-    marks = set() if marks is None else marks
-    for row, (one, name) in enumerate(zip(series, names)):
-        xs = one.cube.x(axis)
-        y, lower, status = one.choice.lanes()
-        med, bound = one.choice.median, one.choice.bound
-        style = styles[name]
-        color, m, line = style["color"], marker or style["marker"], ls or style["ls"]
-        ok = np.isfinite(med)
-        if draw_band(ax, xs, y, lower, color, alpha=0.12) is not None:
-            marks.add("band")
-        ax.plot(xs[ok], med[ok], color=color, lw=1.3, ls=line, marker=None)
-        ax.plot(xs[ok & ~bound], med[ok & ~bound], m, color=color, ms=5,
-                label=label_prefix + law_label(one.fit._replace(label=name)))
-        if np.any(ok & bound):
-            ax.plot(xs[ok & bound], med[ok & bound], "^", mfc="none", color=color, ms=7, mew=1.2)
-            marks.add("lower")
-        if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
-            marks.add("diverged")
-        if chosen is not None and mark_local_minima(ax, chosen[chosen["series"] == one.name], axis, color,
-                                                    row=row + row_offset):
-            marks.add("local")
-        if np.any(status == "stalled"):
-            marks.add("stalled")
-    return {name: one.fit for one, name in zip(series, names)}
+    return draw(ax, series, axis, extra=None if chosen is None else local, **options)
 
 
 #: The legend's line on stalled lanes (`otod.depth.records.stalled_at_cap`).
@@ -135,9 +103,7 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.25)
     headroom(ax)
-    for kind in ("band", "lower", "diverged"):
-        if kind in (marks or ()):
-            legend_key(ax, kind)
+    legend_keys(ax, set(marks or ()))
     if "stalled" in (marks or ()):
         ax.plot([], [], " ", label=STALLED_LABEL)
     if "local" in (marks or ()):

@@ -76,28 +76,24 @@ def _title(config: dict) -> str:
 
 
 def depth_panel(results, ax, analysis=None) -> None:
-    """Iterations to target against depth, one line per method · init · architecture (residual dashed), medians
-    at each depth's chosen lr with IQR bars; censored medians as open triangles (lower bounds); ``analysis``: the
-    sweep's `otod.nets.report.depth_analysis`, where the caller has it."""
+    """Iterations to target against depth, one line per method · init · architecture (residual dashed): the
+    core's panel (`otod.core.law_figure.draw_series`: medians at each depth's chosen lr, IQR bands over seeds, △
+    lower bounds, × diverged, each series' AIC law dotted and named in the legend), the series dodged in x so
+    that coinciding medians stay visible, and depths where every lane stalled (a small plain start at the saddle
+    at 0) as ⊘ at the top instead of △ at the iteration the stall rule stopped them; ``analysis``: the sweep's
+    `otod.nets.report.depth_analysis`, where the caller has it."""
+    from otod.core.law_figure import draw_series, legend_keys
+    from otod.core.plotting import series_style
     from otod.nets.report import depth_analysis
 
-    from otod.core.plotting import series_style
-
     analysis = depth_analysis(results) if analysis is None else analysis
-    for i, s in enumerate(analysis.series):
-        rows = s.summary
-        x, med, low = (rows["value"].to_numpy(float), rows["median"].to_numpy(float),
-                       rows["lower_bound"].to_numpy(bool))
-        style = series_style(i)
-        ls = "--" if "residual" in s.name else "-"
-        ok = np.isfinite(med) & ~low
-        law = s.fit.law if s.fit is not None else None
-        ax.plot(x[ok], med[ok], ls=ls, marker=style["marker"], color=style["color"], ms=4,
-                label=f"{s.name}" + (f" ({law} by AIC)" if law else ""))
-        if (np.isfinite(med) & low).any():
-            ax.plot(x[low], med[low], "^", mfc="none", color=style["color"], ms=5,
-                    label=f"{s.name}: △ median only a lower bound (≥)")
+    series = analysis.series
+    styles = {s.name: {**series_style(i), "ls": "--" if "residual" in s.name else "-"} for i, s in enumerate(series)}
+    marks: set = set()
+    draw_series(ax, series, "depth", styles=styles, marks=marks, dodge=0.06, curves=True, stalled_on_top=True)
     ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
+    ax.grid(True, which="both", alpha=0.25)
+    legend_keys(ax, marks)
 
 
 def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> list:
@@ -111,8 +107,10 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
         ax.set_title("Steps to target against depth, plain and residual nets")
         _legend(ax)
         return save(fig, Path(base), pdf=pdf, caption=_caption(
-            config, "Markers: the median steps over seeds at each depth's tuned lr; residual nets dashed; the legend "
-            "names each series' law in depth (power or exponential, chosen by AIC)"))
+            config, "Markers: the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over "
+            "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
+            "Akaike 1974), named with its slope in the legend; ⊘: every lane stalled at that depth (no progress "
+            "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)"))
     analysis = batch_analysis(results) if analysis is None else analysis
     dims = analysis.dims
     fig, axes = panel_grid(len(dims), sharey=False) if len(dims) > 1 else figure(columns=2, height=2.8)
@@ -133,12 +131,9 @@ def _run(spec: dict, predict: bool = True):
     options = {k.replace("-", "_"): (str(v) if not isinstance(v, (bool, int)) or k in ("width", "depth", "batch")
                                      else v) for k, v in spec.items() if k not in ("maker", "name")}
     config = net_config(**options)
-    extra = None
-    if predict and "batch" in dict(config.axes):
-        from otod.nets.predict import sweep_predictions
+    from otod.nets.predict import run_meta
 
-        extra = lambda: {"nqm_prediction": sweep_predictions(config)}  # noqa: E731
-    return run_sweep(config, out_dir="results", extra_meta=extra)
+    return run_sweep(config, out_dir="results", extra_meta=run_meta(config, predict))
 
 
 def make_batch(spec: dict, out_dir: Path) -> list[Path]:

@@ -201,15 +201,28 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     assert saved[0][0].otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
-    plain = drawn_line(ax, "sgd·plain (exponential by AIC)")
-    assert list(plain.get_xdata()) == [2, 3, 4] and list(plain.get_ydata()) == [40, 80, 160]
-    assert plain.get_linestyle() == "-"
-    bound = drawn_line(ax, "sgd·plain: △ median only a lower bound (≥)")
-    assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([5], [500], "^")
-    residual = drawn_line(ax, "sgd·residual (power by AIC)")
-    assert list(residual.get_xdata()) == [2, 3, 4, 5] and list(residual.get_ydata()) == [40, 90, 160, 250]
-    assert residual.get_linestyle() == "--" and residual.get_color() != plain.get_color()
-    assert legend_texts(ax) == [plain.get_label(), bound.get_label(), residual.get_label()]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    plain = next(line for label, line in lines.items() if label.startswith("sgd·plain: exponential, c = 0.69 "))
+    residual = next(line for label, line in lines.items() if label.startswith("sgd·residual: power, b = 2.00 "))
+    # dodged by ∓0.03 so that coinciding medians stay apart; the median at L = 5 (censored) is only a bound
+    np.testing.assert_allclose(plain.get_xdata(), [1.97, 2.97, 3.97])
+    assert list(plain.get_ydata()) == [40, 80, 160]
+    np.testing.assert_allclose(residual.get_xdata(), [2.03, 3.03, 4.03, 5.03])
+    assert list(residual.get_ydata()) == [40, 90, 160, 250] and residual.get_color() != plain.get_color()
+    (bound,) = [line for line in ax.get_lines() if line.get_marker() == "^" and len(line.get_xdata())]
+    assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_color()) == ([4.97], [500], plain.get_color())
+    styles = {line.get_color(): line.get_linestyle() for line in ax.get_lines()
+              if line.get_marker() in ("None", None, "") and line.get_linestyle() in ("-", "--")}
+    assert (styles[plain.get_color()], styles[residual.get_color()]) == ("-", "--")
+    # each chosen law drawn dotted over its fitted depths: 10·2^L and 10·L²
+    laws = {line.get_color(): line for line in ax.get_lines() if line.get_linestyle() == ":" and len(line.get_xdata())}
+    x = np.asarray(laws[plain.get_color()].get_xdata())
+    np.testing.assert_allclose(laws[plain.get_color()].get_ydata(), 10 * 2 ** (x + 0.03), rtol=1e-6)
+    x = np.asarray(laws[residual.get_color()].get_xdata())
+    np.testing.assert_allclose(laws[residual.get_color()].get_ydata(), 10 * (x - 0.03) ** 2, rtol=1e-6)
+    texts = legend_texts(ax)
+    assert texts[:2] == [plain.get_label(), residual.get_label()]
+    assert "△ median only a lower bound (≥)" in texts and "IQR over seeds" in texts
 
 
 # -- the curvature figures -------------------------------------------------------------------------------------------
