@@ -76,18 +76,37 @@ def sweep():
 
 
 def _load_sweep(path):
+    """A results file read back: (results, its sweep kind), or (results, None) for a measurement file an obstacle
+    presents (`otod.core.registry.measurement_presenter`: curvature, noise scale); another kind is refused."""
     from pathlib import Path
 
     from otod.core import results as results_io
     from otod.core.errors import OtodError
-    from otod.core.registry import sweep_kind
+    from otod.core.registry import measurement_presenter, sweep_kind
 
     if Path(path).is_dir():
         raise OtodError(f"results file {path}: a folder; give the results files in it, e.g. {Path(path) / '*.parquet'}")
     results = results_io.load(path)
     if results.meta.get("kind") != "sweep":
-        raise OtodError(f"results file {path}: holds {results.meta.get('kind')!r} results, not a sweep")
+        if measurement_presenter(str(results.meta.get("kind"))) is None:
+            raise OtodError(f"results file {path}: holds {results.meta.get('kind')!r} results, which otod cannot "
+                            "show")
+        return results, None
     return results, sweep_kind(results.meta["sweep"])
+
+
+def _present(results, **options):
+    """The text and figure files of a results file: a sweep's by the pipeline (`otod.core.pipeline.present`), a
+    measurement's by its obstacle's presenter (``tol``, ``full`` and ``quantity`` are the sweeps' alone)."""
+    from otod.core.registry import measurement_presenter
+
+    if results.meta.get("kind") == "sweep":
+        from otod.core.pipeline import present
+
+        report = present(results, **options)
+        return report.text, report.files
+    return measurement_presenter(results.meta["kind"])(
+        results, text=options.get("text", True), figure_base=options.get("figure_base"), pdf=options.get("pdf", False))
 
 
 @main.command("fit")
@@ -110,12 +129,13 @@ def fit_command(files, full, tol):
 
     if tol is not None and not 0 < tol < 1:
         raise OtodError(f"--tol {tol:g}: a tolerance must lie strictly between 0 and 1, e.g. --tol 1e-4")
-    from otod.core.pipeline import present
-
     for path in files:
-        results, _ = _load_sweep(path)
+        results, kind = _load_sweep(path)
+        if kind is None and tol is not None:
+            raise OtodError(f"--tol: {path} holds {results.meta['kind']} measurements, not a sweep with a ladder of "
+                            "tolerances; drop --tol")
         with quiet_numerics():
-            text = present(results, tol=tol, full=full).text
+            text = _present(results, tol=tol, full=full)[0] if kind is not None else _present(results)[0]
         click.echo(f"{path}\n" + text)
 
 
@@ -149,12 +169,10 @@ def plot_command(files, x_axis, out, pdf, style, serif):
     for path, results, _ in loaded:
         _check_axis(path, results, x_axis)
     folder = make_folder(out) if out is not None else None  # --out '' is refused, not read as "no --out"
-    from otod.core.pipeline import present
-
     for path, results, _ in loaded:
         base = folder / Path(path).stem if folder else Path(path).with_suffix("")
         with quiet_numerics(), styled(style, serif=serif):
-            written = present(results, text=False, figure_base=base, quantity=x_axis, pdf=pdf).files
+            written = _present(results, text=False, figure_base=base, quantity=x_axis, pdf=pdf)[1]
         for name in written:
             click.echo(f"figure: {name}")
 
@@ -170,7 +188,8 @@ def _check_axis(path, results, x_axis: str) -> None:
     from otod.core.errors import OtodError
 
     if x_axis == "flops" and results.meta.get("sweep") not in FLOPS_SWEEPS:
-        raise OtodError(f"--x-axis flops: {path} is a {results.meta.get('sweep')} sweep, whose files record no FLOPs; "
+        what = f"{results.meta['sweep']} sweep" if results.meta.get("sweep") else f"{results.meta.get('kind')} file"
+        raise OtodError(f"--x-axis flops: {path} is a {what}, whose files record no FLOPs; "
                         "use --x-axis iterations, e.g. otod plot FILE --x-axis iterations")
 
 

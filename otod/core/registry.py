@@ -76,15 +76,17 @@ class SweepKind:
 
 @dataclass(frozen=True)
 class Obstacle:
-    """An obstacle package: its sweeps (a function returning them), commands (a function returning click commands)
-    and figure makers (name → ``maker(spec, out_dir) -> [paths]``), all imported lazily so that ``otod --help``
-    imports no JAX."""
+    """An obstacle package: its sweeps (a function returning them), commands (a function returning click commands),
+    figure makers (name → ``maker(spec, out_dir) -> [paths]``) and the presenters of its results files that are not
+    sweeps (results kind → ``present(results, *, text, figure_base, pdf) -> (text, files)``, what ``otod fit`` and
+    ``otod plot`` show of them), all imported lazily so that ``otod --help`` imports no JAX."""
 
     name: str
     summary: str
     sweeps: Callable[[], tuple[SweepKind, ...]] = lambda: ()
     commands: Callable[[], Mapping[str, list]] = lambda: {}
     figure_makers: Callable[[], Mapping[str, Callable]] = lambda: {}
+    measurements: Callable[[], Mapping[str, Callable]] = lambda: {}
 
 
 _OBSTACLES: dict[str, Obstacle] = {}
@@ -100,11 +102,12 @@ def _resolve(path: str) -> Any:
 
 def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), analyse: str | None = None,
                     report: str | None = None, figure: str | None = None, commands: str | None = None,
-                    figure_makers: str | None = None) -> Obstacle:
+                    figure_makers: str | None = None, measurements: str | None = None) -> Obstacle:
     """Register an obstacle whose parts are named ``"module:attribute"`` and imported on first use, so that
     registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``analyse``, ``report``
     and ``figure``, the functions the kinds analyse, report and draw with (`otod.core.pipeline`); ``commands``, a function returning ``{group: [click
-    commands]}``; ``figure_makers``, a mapping of figure makers."""
+    commands]}``; ``figure_makers``, a mapping of figure makers; ``measurements``, a mapping of results kind to the
+    presenter of such a file (`Obstacle`)."""
     import dataclasses
     import functools
 
@@ -126,7 +129,8 @@ def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), ana
 
     return register(Obstacle(name=name, summary=summary, sweeps=sweeps,
                              commands=(lambda: _resolve(commands)()) if commands else (lambda: {}),
-                             figure_makers=(lambda: _resolve(figure_makers)) if figure_makers else (lambda: {})))
+                             figure_makers=(lambda: _resolve(figure_makers)) if figure_makers else (lambda: {}),
+                             measurements=(lambda: _resolve(measurements)) if measurements else (lambda: {})))
 
 
 def register(obstacle: Obstacle) -> Obstacle:
@@ -155,3 +159,12 @@ def figure_makers() -> dict[str, Callable]:
     for o in list(_OBSTACLES.values()):
         table.update(o.figure_makers())
     return table
+
+
+def measurement_presenter(kind: str) -> Callable | None:
+    """The presenter an obstacle registered for results files of ``kind`` (not sweeps), or None."""
+    for obstacle in obstacles():
+        found = obstacle.measurements().get(kind)
+        if found is not None:
+            return found
+    return None

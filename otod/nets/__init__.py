@@ -10,4 +10,5 @@ OBSTACLE = register_lazily(
     "nets", "curvature, gradient noise and steps to target vs batch, width and depth of small real nets",
     kinds=("otod.nets.kind:NET",), analyse="otod.nets.report:net_analysis",
     report="otod.nets.report:text_report", figure="otod.nets.figures:sweep_figure",
-    commands="otod.nets.commands:commands", figure_makers="otod.nets.figures:ALL_MAKERS")
+    commands="otod.nets.commands:commands", figure_makers="otod.nets.figures:ALL_MAKERS",
+    measurements="otod.nets.measurements:MEASUREMENTS")

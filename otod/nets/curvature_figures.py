@@ -78,18 +78,12 @@ def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int
     return zero * np.sinh(grid), broadened_density(u, weights, grid, sigma)
 
 
-def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
-    """The spectral density along training (see the module docstring)."""
-    from otod.core.plotting import LINESTYLES, caption_text, figure, legend_below, save
+def draw_spectral_density(ax, records: list[dict], zero: float, sigma: float, floor: float = 1e-4) -> None:
+    """Each checkpoint's spectral density on an asinh axis (`density_on_asinh_axis`), its λ_q dotted and its top
+    eigenvalues as ticks at the bottom, coloured dark to light with the step (grey-scale safe)."""
+    from otod.core.plotting import LINESTYLES
 
-    plt = _plt()
-    net = net_spec(spec)
-    checkpoints = [int(c) for c in spec.get("checkpoints", [0, 100, 1000, 4000])]
-    records = _records(net, spec, checkpoints)
-    zero, sigma = float(spec.get("zero", 1e-3)), float(spec.get("broadening", 0.2))
-    floor = 1e-4
-    fig, ax = figure(columns=2, height=2.8)
-    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(records)))  # dark to light with the step: grey-scale safe
+    colors = _plt().cm.viridis(np.linspace(0.0, 0.85, len(records)))
     for i, (r, color) in enumerate(zip(records, colors)):
         grid, density = density_on_asinh_axis(r["slq_nodes"], r["slq_weights"], zero, sigma)
         kq = "none (λ_q ≤ 0)" if r["kappa_q"] is None else f"{r['kappa_q']:.3g}"
@@ -104,22 +98,38 @@ def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_ylim(floor, None)
     ax.axvline(0, color="0.6", lw=0.6)
     ax.set(xlabel=f"Hessian eigenvalue λ (linear within ±{zero:g}, logarithmic in |λ| beyond)",
-           ylabel=f"spectral density per unit of asinh(λ/{zero:g})",
-           title=f"The Hessian spectrum along training, P = {net.parameter_count:,}: outliers leave a bulk near 0")
+           ylabel=f"spectral density per unit of asinh(λ/{zero:g})")
     ax.plot([], [], "k:", lw=1, label=f"dotted: λ_q, the {records[0]['quantile']:g} quantile of the spectrum")
     ax.plot([], [], "k|", ms=9, label=f"ticks at the bottom: top {len(records[0]['top_eigenvalues'])} eigenvalues "
                                       "(Lanczos)")
     ax.grid(alpha=0.25, which="major")
-    legend_below(fig, title="κ_q = λ_max / λ_q")
+
+
+def density_caption(records: list[dict], zero: float, sigma: float) -> str:
+    """What the spectral-density figure's axes and marks are."""
     density = "exact" if records[0].get("spectrum") == "dense" else "SLQ"
+    return (f"The x axis is u = asinh(λ/λ₀) with λ₀ = {zero:g}, labelled in λ: linear within ±λ₀ of 0 and "
+            "logarithmic in |λ| beyond, so that the outliers (λ ~ 1-10), the bulk (λ ~ 10⁻³-10⁻¹) and the negative "
+            f"eigenvalues share one axis. The y axis is the {density} spectral density per unit of u, "
+            f"Gaussian-broadened by σ = {sigma:g} in u (the area under a curve is the fraction of the P eigenvalues), "
+            "on a log scale as Ghorbani et al. (2019) draw theirs. Dotted verticals: each checkpoint's λ_q; ticks at "
+            "the bottom: its top eigenvalues (Lanczos)")
+
+
+def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
+    """The spectral density along training (see the module docstring)."""
+    from otod.core.plotting import caption_text, figure, legend_below, save
+
+    net = net_spec(spec)
+    checkpoints = [int(c) for c in spec.get("checkpoints", [0, 100, 1000, 4000])]
+    records = _records(net, spec, checkpoints)
+    zero, sigma = float(spec.get("zero", 1e-3)), float(spec.get("broadening", 0.2))
+    fig, ax = figure(columns=2, height=2.8)
+    draw_spectral_density(ax, records, zero, sigma)
+    ax.set_title(f"The Hessian spectrum along training, P = {net.parameter_count:,}: outliers leave a bulk near 0")
+    legend_below(fig, title="κ_q = λ_max / λ_q")
     return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
-        "Settings: " + _net_title(net, records) + f"; width {net.width}",
-        f"The x axis is u = asinh(λ/λ₀) with λ₀ = {zero:g}, labelled in λ: linear within ±λ₀ of 0 and logarithmic "
-        "in |λ| beyond, so that the outliers (λ ~ 1-10), the bulk (λ ~ 10⁻³-10⁻¹) and the negative eigenvalues "
-        f"share one axis. The y axis is the {density} spectral density per unit of u, Gaussian-broadened by "
-        f"σ = {sigma:g} in u (the area under a curve is the fraction of the P eigenvalues), on a log scale as "
-        "Ghorbani et al. (2019) draw theirs. Dotted verticals: each checkpoint's λ_q; ticks at the bottom: its top "
-        "eigenvalues (Lanczos)"))
+        "Settings: " + _net_title(net, records) + f"; width {net.width}", density_caption(records, zero, sigma)))
 
 
 def fitted_exponent(x, y) -> float | None:
