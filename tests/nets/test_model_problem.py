@@ -126,7 +126,8 @@ def test_the_python_function_gives_the_commands_numbers(tmp_path):
                                            ("equinox_mlp.py:problem", "equinox")])
 def test_models_written_outside_otod_run_through_the_sweep(fixture, needs, tmp_path):
     """A plain-JAX, a Flax and an Equinox model (the contract's fixtures) each run through ``otod sweep net
-    --model``: every lane recorded, the report names the model and fits S(B)."""
+    --model`` (every lane recorded, the report names the model and fits S(B)) and through ``otod.critical_batch``
+    with the same settings (the same lanes)."""
     if needs:
         pytest.importorskip(needs)
     reference = f"{FIXTURE.parent / fixture}"
@@ -138,3 +139,8 @@ def test_models_written_outside_otod_run_through_the_sweep(fixture, needs, tmp_p
     records = otod.load(next(tmp_path.glob("net-*.parquet"))).records
     assert len(records) == 3 * 2 * 2 and {r["status"] for r in records} <= {"converged", "pruned", "censored"}
     assert f"net: {reference} (your model: P = " in result.output and "B_crit" in result.output
+    model = load(reference)
+    api = otod.critical_batch(model.loss, model.params, model.data, model.init, batches=(8, 16, 32),
+                              target=float(f"{start / 2:.4g}"), seeds=2, lr_grid=(0.1, 0.3), max_iters=300, out=None)
+    keys = ("batch", "seed", "learning_rate", "iterations", "status")
+    assert [tuple(r[k] for k in keys) for r in api.records] == [tuple(r[k] for k in keys) for r in records]
