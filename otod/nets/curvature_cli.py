@@ -189,7 +189,8 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
     click.echo(f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} "
                f"{spec.init}, {spec.data} ({spec.dataset().examples} examples), {spec.loss}; "
-               f"P = {spec.parameter_count:,} parameters; SGD lr {lr:g} batch {spec.batch}; {precision}")
+               f"P = {spec.parameter_count:,} parameters, data in chunks of {records[0]['chunk']:,}; SGD lr {lr:g} "
+               f"batch {spec.batch}; {precision}")
     click.echo(spectrum_line(records).replace("Lanczos steps", "Lanczos steps" + capped, 1))
     for name, text in definitions(quantile, damping).items():
         if name != "spectrum":  # the line above says it for this net
