@@ -150,6 +150,8 @@ CURVATURE_CASES = [
     (CURVATURE[:-1] + ["x.csv"], "--out x.csv"),
     (CURVATURE[:-1] + [""], "--out"),
     (CURVATURE + ["--chunk", "8"], "--chunk: only with --model FILE.py:NAME"),
+    (CURVATURE + ["--per-layer=yes"], "--per-layer' does not take a value"),
+    (CURVATURE + ["--per-layer", "--k", "1e9"], "--k 1000000000"),
     (CURVATURE + ["--model", f"{MODELS}:mlp", "--k", "1000"], "--k 1000: larger than the parameter count 112"),
     (CURVATURE + ["--model", f"{MODELS}:mlp", "--lanczos-steps", "500"], "--lanczos-steps 500: more than the 112"),
 ] + contract_cases(CURVATURE)
@@ -225,7 +227,7 @@ def _options(path) -> set[str]:
 
 
 #: Flags with no value to get wrong: each appears in a case beside a bad value, and must not hide it.
-NO_BAD_VALUE = {"--no-plot", "--json", "--yes", "--x64", "--x32", "--pdf", "--distributed"}
+NO_BAD_VALUE = {"--no-plot", "--json", "--yes", "--x64", "--x32", "--pdf", "--distributed", "--per-layer"}
 
 
 @pytest.mark.parametrize("path,cases", [(["sweep", "net"], NET_CASES), (["curvature"], CURVATURE_CASES),

@@ -27,7 +27,9 @@ STEPS, LR, BATCH = (0,), 0.1, 32
 
 @dataclass(frozen=True)
 class CurvaturePoint:
-    """The curvature at one checkpoint (`otod.nets.curvature.curvature_record`: what each number means)."""
+    """The curvature at one checkpoint (`otod.nets.curvature.curvature_record`: what each number means); with
+    ``per_layer``, each layer's name and the top eigenvalue of its diagonal Hessian block
+    (`otod.nets.curvature_layers`), else empty."""
 
     step: int
     train_loss: float
@@ -41,6 +43,8 @@ class CurvaturePoint:
     top_eigenvalues: tuple[float, ...]
     spectrum: str
     chunk: int
+    layer_names: tuple[str, ...] = ()
+    layer_lambda_max: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,9 @@ class NoiseScalePoint:
 
 def _point(cls, record: dict):
     values = {f.name: record.get(f.name) for f in fields(cls)}
-    if "top_eigenvalues" in values:
-        values["top_eigenvalues"] = tuple(values["top_eigenvalues"])
+    for name in ("top_eigenvalues", "layer_names", "layer_lambda_max"):
+        if name in values:
+            values[name] = tuple(values[name] if values[name] is not None else ())
     return cls(**values)
 
 
@@ -93,6 +98,19 @@ class CurvatureResult(_Result):
     @property
     def points(self) -> tuple[CurvaturePoint, ...]:
         return tuple(_point(CurvaturePoint, r) for r in self.records)
+
+    def layers_to_pandas(self):
+        """With ``per_layer``: one row per checkpoint and layer (step, layer, parameters, the top eigenvalue of
+        the layer's diagonal Hessian block and its Lanczos residual bound, the whole net's λ_max beside it)."""
+        import pandas as pd
+
+        if not self.records or "layer_lambda_max" not in self.records[0]:
+            raise OtodError("no per-layer curvature in this result: measure it with per_layer=True")
+        rows = [{"step": int(r["step"]), "layer": name, "parameters": int(size), "lambda_max": float(top),
+                 "residual": float(res), "net_lambda_max": float(r["lambda_max"])}
+                for r in self.records for name, size, top, res in
+                zip(r["layer_names"], r["layer_parameters"], r["layer_lambda_max"], r["layer_residuals"])]
+        return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)
@@ -162,10 +180,11 @@ def noise_plan(model) -> None:
 
 def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, seed: int = 0, k: int = 10,
                       probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
-                      x64: bool = False, chunk: int | None = None) -> CurvatureResult:
+                      x64: bool = False, chunk: int | None = None, per_layer: bool = False) -> CurvatureResult:
     """The curvature of a checked model (`otod.nets.contract.Model`) at each of ``steps`` of its SGD run, in
     float64 with ``x64`` (else float32): one record per checkpoint (`otod.nets.curvature.curvature_at`, with the
-    step, lr, seed, precision, parameter and example counts)."""
+    step, lr, seed, precision, parameter and example counts; with ``per_layer``, each layer's diagonal block's top
+    eigenvalue, `otod.nets.curvature_layers`)."""
     from otod.core.precision import exact_float32
     from otod.nets.contract import cast
     from otod.nets.curvature import curvature_at
@@ -178,13 +197,15 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
     config = {"model": model.name, "steps": checkpoints, "lr": float(lr), "batch": batch, "seed": int(seed),
               "k": int(k), "probes": int(probes), "lanczos_steps": m, "quantile": float(quantile),
               "damping": float(damping), "precision": precision, "chunk": chunk}
+    if per_layer:  # only where asked: other runs keep their settings, and the command its file name (digest)
+        config["per_layer"] = True
     records = []
     with jax.enable_x64(x64), exact_float32():
         model = cast(model, jnp.float64 if x64 else jnp.float32)
         _refuse_nonfinite(model, chunk)
         for step, params in train_model(model, checkpoints, lr, batch, seed):
             rec = curvature_at(model, params, int(k), int(probes), m, int(seed), None, float(quantile),
-                               float(damping), chunk=chunk)
+                               float(damping), chunk=chunk, per_layer=bool(per_layer))
             records.append({"step": int(step), **rec, "lr": float(lr), "seed": int(seed), "batch": batch,
                             "precision": precision, "parameters": model.parameter_count,
                             "examples": model.examples, "model": model.name})
@@ -244,13 +265,16 @@ def _refuse_nonfinite(model, chunk) -> None:
 
 def curvature(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, batch: int = BATCH, seed: int = 0,
               k: int = 10, probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
-              x64: bool = False, chunk: int | None = None, name: str = "model") -> CurvatureResult:
+              x64: bool = False, chunk: int | None = None, name: str = "model",
+              per_layer: bool = False) -> CurvatureResult:
     """The Hessian spectrum of ``loss`` (the mean loss over a batch, `otod.nets.contract`) over all of ``data``
     at ``params`` (``steps`` = (0,)) or at checkpoints of an SGD run from it: the top-k eigenvalues (Lanczos),
     λ_min, λ_q, κ_q = λ_max/λ_q, κ_δ, the negative mass and tr H/P, exact from the dense Hessian where P ≤ 5,000,
     else SLQ estimates with 95% intervals. ``chunk``: examples per chunk of the data (default: as many as fit
-    128 MiB of activations). Returns a `CurvatureResult`; bad input raises `otod.core.errors.OtodError` (a
-    ValueError) in one line.
+    128 MiB of activations). ``per_layer``: also the top eigenvalue of each layer's diagonal Hessian block (a layer:
+    the leaves of ``params`` that share a parent node, `otod.nets.curvature_layers`), in the records, the points
+    and ``result.layers_to_pandas()``. Returns a `CurvatureResult`; bad input raises `otod.core.errors.OtodError`
+    (a ValueError) in one line.
 
     >>> result = otod.curvature(loss, params, (x, y), k=5, x64=True)
     >>> result.points[0].lambda_max, result.to_pandas()
@@ -259,7 +283,8 @@ def curvature(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, bat
 
     model = check(loss, params, data, init, where="otod.curvature", name=name, finite=False)
     return measure_curvature(model, steps, lr=lr, batch=min(batch, model.examples), seed=seed, k=k, probes=probes,
-                             lanczos_steps=lanczos_steps, quantile=quantile, damping=damping, x64=x64, chunk=chunk)
+                             lanczos_steps=lanczos_steps, quantile=quantile, damping=damping, x64=x64, chunk=chunk,
+                             per_layer=per_layer)
 
 
 def noise_scale(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, batch: int = BATCH, seed: int = 0,

@@ -53,9 +53,11 @@ def flops_per_example(model) -> float:
     return max(1.0, flops or 2.0 * model.parameter_count)
 
 
-def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: int) -> float:
+def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: int, per_layer: bool = False) -> float:
     """`otod.nets.curvature_cli.plan_seconds` for a contract model: compile, training, then per checkpoint the
-    top-k Lanczos and the dense columns or the SLQ probes (each product 4 × n × flops per example)."""
+    top-k Lanczos and the dense columns or the SLQ probes (each product 4 × n × flops per example); with
+    ``per_layer``, a top-1 Lanczos per layer (`otod.nets.curvature_layers`, each product counted as the whole
+    net's)."""
     from otod.nets.curvature import default_top_steps
     from otod.nets.curvature_dense import is_dense
     from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP
@@ -66,6 +68,10 @@ def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: in
     per = top * product + 2.0 * size * top ** 2
     per += (size * product + 4.0 * size ** 3 / 3) if is_dense(size) else (probes * m * product
                                                                          + 2.0 * size * probes * m ** 2)
+    if per_layer:
+        from otod.nets.curvature_layers import layer_count
+
+        per += layer_count(model.params) * default_top_steps(1, size) * product
     train = max(checkpoints) * (SECONDS_PER_STEP + 3 * batch * flops * SECONDS_PER_FLOP)
     return COMPILE_SECONDS + train + len(checkpoints) * per * SECONDS_PER_FLOP
 
@@ -91,7 +97,7 @@ def _save(path: Path, kind: str, config: dict, records, wall: float, extra: dict
 
 
 def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_steps, requested_steps, quantile,
-                  damping, x64, chunk, out, yes) -> str:
+                  damping, x64, chunk, out, yes, per_layer=False) -> str:
     """Measure (`otod.nets.api.measure_curvature`), write the results file and return the printed text."""
     from otod.core.preflight import refuse_time
     from otod.nets import curvature_text as cli
@@ -103,11 +109,12 @@ def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_ste
         raise OtodError(f"--batch {batch}: larger than the data set ({model.examples:,} examples); use --batch ≤ "
                         f"{model.examples}")
     m = curvature_plan(model, k, probes, lanczos_steps, x64)
-    refuse_time(curvature_seconds(model, checkpoints, k, probes, m, batch), yes, f"curvature of {model.name}",
+    refuse_time(curvature_seconds(model, checkpoints, k, probes, m, batch, per_layer), yes, f"curvature of {model.name}",
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps")
     start = time.perf_counter()
     result = measure_curvature(model, checkpoints, lr=lr, batch=batch, seed=seed, k=k, probes=probes,
-                               lanczos_steps=m, quantile=quantile, damping=damping, x64=x64, chunk=chunk)
+                               lanczos_steps=m, quantile=quantile, damping=damping, x64=x64, chunk=chunk,
+                               per_layer=per_layer)
     wall = time.perf_counter() - start
     records = [dict(r) for r in result.records]
     path = cli.results_file(out, {"kind": "curvature-model", **result.config})

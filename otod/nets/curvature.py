@@ -381,11 +381,12 @@ def spec_fields(spec) -> dict:
 @exact_float32()
 def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int = 10, probes: int = PROBES,
                              steps: int = LANCZOS_STEPS, x64: bool = False, q: float = QUANTILE, damping: float = DAMPING,
-                             momentum: float = 0.0, top_steps: int | None = None) -> list[dict]:
+                             momentum: float = 0.0, top_steps: int | None = None,
+                             per_layer: bool = False) -> list[dict]:
     """The curvature of ``spec``'s full training loss at the ``checkpoints`` (step counts; 0 = init) of one SGD
     run (`otod.nets.trajectory.train`: seed 0's start under root ``seed``, lr, the spec's batch), in float64 with
     ``x64``: one record per checkpoint (`curvature_record` plus the step, the net's settings and the
-    precision)."""
+    precision; with ``per_layer``, each layer's block too, `otod.nets.curvature_layers`)."""
     from otod.nets.contract import from_spec
     from otod.nets.curvature_dense import activation_floats
     from otod.nets.trajectory import train
@@ -398,7 +399,7 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
         for step, params in runs:
             params = jax.tree.map(lambda a: jnp.asarray(a, dtype), params)
             rec = curvature_at(model, params, k, probes, steps, seed, top_steps, q, damping,
-                               activations=activation_floats(spec))
+                               activations=activation_floats(spec), per_layer=per_layer)
             records.append({"step": int(step), **rec, "test_accuracy": spec.held_out_accuracy(params),
                             "lr": float(lr), "seed": int(seed),
                             "precision": "float64" if x64 else "float32", **spec_fields(spec)})
@@ -407,12 +408,14 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
 
 def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZOS_STEPS, seed: int = 0,
                  top_steps: int | None = None, q: float = QUANTILE, damping: float = DAMPING,
-                 kind: str = "rademacher", activations: int | None = None, chunk: int | None = None) -> dict:
+                 kind: str = "rademacher", activations: int | None = None, chunk: int | None = None,
+                 per_layer: bool = False) -> dict:
     """`curvature_record` of a contract model (`otod.nets.contract.Model`) at ``params``, the one path of every
     curvature measurement: the loss and its Hessian-vector products accumulate over ``chunk`` examples at a time
     (`otod.nets.chunked`; default `data_chunk_of`, from ``activations`` floats per example, estimated from the
     loss where None), and the dense spectrum's columns go as many at a time as fit beside one chunk. The record
-    holds the ``chunk`` it used."""
+    holds the ``chunk`` it used; with ``per_layer``, the top eigenvalue of each layer's diagonal Hessian block
+    over the same chunks (`otod.nets.curvature_layers.layer_curvature`)."""
     from otod.nets.chunked import activation_floats, chunked_mean
     from otod.nets.curvature_dense import dense_chunk
 
@@ -424,8 +427,13 @@ def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZ
     vectors = 1 if is_dense(size, dense_limit()) else probes  # SLQ runs its probes' products at once (vmap)
     data = chunk or data_chunk_of(model.examples, activations, vectors)
     columns = dense_chunk(min(data, model.examples), activations, size)
-    rec = curvature_record(chunked_mean(model.loss, data), params, model.data, k, probes, steps, seed, top_steps, q,
-                           damping, kind, chunk=columns)
+    loss = chunked_mean(model.loss, data)
+    rec = curvature_record(loss, params, model.data, k, probes, steps, seed, top_steps, q, damping, kind,
+                           chunk=columns)
+    if per_layer:
+        from otod.nets.curvature_layers import layer_curvature
+
+        rec.update(layer_curvature(top_eigenvalues, loss, params, model.data, seed, top_steps))
     return {**rec, "chunk": int(min(data, model.examples))}
 
 

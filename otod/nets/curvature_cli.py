@@ -70,7 +70,7 @@ def check_plan(spec, k: int, probes: int, lanczos_steps: int, x64: bool, given: 
     return steps
 
 
-def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int) -> float:
+def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int, per_layer: bool = False) -> float:
     """The command's estimated seconds: compile, the SGD run to the last checkpoint
     (`otod.nets.noise_scale.train_seconds`), then per checkpoint the top-k Lanczos and the SLQ probes: each
     Lanczos step one Hessian-vector product over the n training examples (about 4 × the forward flops each) and a
@@ -78,7 +78,8 @@ def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int) -> 
     on the 2-core development machine (`otod.nets.noise_scale`): the default command with SLQ (3 checkpoints,
     2,610 products) was estimated at 18 s and ran 10.7 s; ``--lanczos-steps 2410`` estimated at 290 s, ran 228 s.
     Where the spectrum is dense (`otod.nets.curvature_dense`) the SLQ probes give way to P products and the
-    eigensolver's 4P³/3 flops (Golub & Van Loan §8.3: the tridiagonal reduction)."""
+    eigensolver's 4P³/3 flops (Golub & Van Loan §8.3: the tridiagonal reduction). ``per_layer`` adds, per
+    weight layer, the top-1 Lanczos on its block (each product counted as the whole net's: an upper estimate)."""
     from otod.nets.curvature import default_top_steps
     from otod.nets.curvature_dense import is_dense
     from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, train_seconds
@@ -91,6 +92,8 @@ def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int) -> 
         flops += size * product + 4.0 * size ** 3 / 3
     else:
         flops += probes * lanczos_steps * product + 2.0 * size * probes * lanczos_steps ** 2
+    if per_layer:
+        flops += spec.depth * default_top_steps(1, size) * product
     return COMPILE_SECONDS + train_seconds(spec, max(checkpoints)) + len(checkpoints) * flops * SECONDS_PER_FLOP
 
 
@@ -128,10 +131,14 @@ def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int) -> 
 @click.option("--chunk", default=None,
               help="--model FILE.py:NAME only: examples per chunk of the data over which the loss and its Hessian-"
                    "vector products accumulate (default: as many as fit 128 MiB of activations). E.g. --chunk 256")
+@click.option("--per-layer", is_flag=True,
+              help="Also the top eigenvalue of each layer's diagonal Hessian block (that layer's parameters, the "
+                   "others held fixed) beside the whole net's. A layer: the parameter leaves that share a parent in "
+                   "the params pytree (otod's nets: each weight layer's w and b). E.g. --per-layer")
 @click.option("--yes", is_flag=True, help="Run even when the estimate says it takes more than an hour. E.g. --yes")
 @user_errors
 def curvature_command(model, width, depth, activation, architecture, init, data, examples, loss, batch, k, probes,
-                      lanczos_steps, steps, lr, seed, quantile, damping, x64, out, chunk, yes):
+                      lanczos_steps, steps, lr, seed, quantile, damping, x64, out, chunk, per_layer, yes):
     """The Hessian spectrum of a net's training loss along one SGD run: the top-k eigenvalues (Lanczos with full
     re-orthogonalization), the spectral density (stochastic Lanczos quadrature, Ghorbani et al. 2019) and κ.
 
@@ -147,6 +154,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
       otod curvature --width 64 --steps 0,200,2000 --k 20 --x64
       otod curvature --data teacher --depth 3 --activation tanh --lr 0.05
       otod curvature --model tests/fixtures/models/plain_jax.py:mlp --steps 0,100 --x64
+      otod curvature --per-layer --steps 0,1000
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, refuse_time
@@ -155,7 +163,8 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
 
     if is_reference(model):
         click.echo(_contract(model, batch=batch, k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr,
-                             seed=seed, quantile=quantile, damping=damping, x64=x64, out=out, chunk=chunk, yes=yes))
+                             seed=seed, quantile=quantile, damping=damping, x64=x64, out=out, chunk=chunk, yes=yes,
+                             per_layer=per_layer))
         return
     refuse_ignored(given_options(), "chunk", "only with --model FILE.py:NAME (otod's own nets are measured in one "
                                              "call), e.g. --model my_model.py:problem")
@@ -169,9 +178,9 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     quantile = unit_interval(quantile, "--quantile", "0.9")
     damping = positive_float(damping, "--damping", "1e-3")
     m = check_plan(spec, k, probes, requested_steps, x64, given_options())
-    refuse_time(plan_seconds(spec, checkpoints, k, probes, m), yes, f"curvature of {describe(spec)}",
+    refuse_time(plan_seconds(spec, checkpoints, k, probes, m, per_layer), yes, f"curvature of {describe(spec)}",
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
-    config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64)
+    config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64, per_layer)
     path = results_file(out, config)
     records, saved, wall = measure(spec, config, path)
     from otod.nets.curvature import definitions
@@ -180,7 +189,8 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
     click.echo(f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} "
                f"{spec.init}, {spec.data} ({spec.dataset().examples} examples), {spec.loss}; "
-               f"P = {spec.parameter_count:,} parameters; SGD lr {lr:g} batch {spec.batch}; {precision}")
+               f"P = {spec.parameter_count:,} parameters, data in chunks of {records[0]['chunk']:,}; SGD lr {lr:g} "
+               f"batch {spec.batch}; {precision}")
     click.echo(spectrum_line(records).replace("Lanczos steps", "Lanczos steps" + capped, 1))
     for name, text in definitions(quantile, damping).items():
         if name != "spectrum":  # the line above says it for this net
@@ -190,7 +200,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
 
 
 def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, quantile, damping, x64, out, chunk,
-              yes) -> str:
+              yes, per_layer=False) -> str:
     """``curvature --model FILE.py:NAME``: every option checked, then the model loaded and checked, then measured
     (`otod.nets.contract_cli.run_curvature`)."""
     from otod.core.preflight import given_options, make_folder, results_out
@@ -203,7 +213,7 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
                    lanczos_steps=positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2),
                    quantile=unit_interval(quantile, "--quantile", "0.9"),
                    damping=positive_float(damping, "--damping", "1e-3"), x64=x64,
-                   chunk=contract_cli.chunk_option(chunk), yes=yes)
+                   chunk=contract_cli.chunk_option(chunk), yes=yes, per_layer=per_layer)
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)
     model = contract_cli.load_model(reference, given_options())
@@ -217,16 +227,18 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
 
 
 def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints, lr: float, seed: int,
-                     quantile: float, damping: float, x64: bool) -> dict:
-    """Everything a curvature measurement depends on (its results file is named by this config's digest)."""
+                     quantile: float, damping: float, x64: bool, per_layer: bool = False) -> dict:
+    """Everything a curvature measurement depends on (its results file is named by this config's digest);
+    ``per_layer`` appears only where asked, so that the files of other runs keep their names."""
     import dataclasses
 
     from otod.nets.curvature_dense import is_dense
 
-    return {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
-            "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
-            "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32",
-            "spectrum": "dense" if is_dense(spec.parameter_count) else "slq"}
+    config = {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
+              "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
+              "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32",
+              "spectrum": "dense" if is_dense(spec.parameter_count) else "slq"}
+    return {**config, "per_layer": True} if per_layer else config
 
 
 def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
@@ -240,7 +252,8 @@ def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
     start = time.perf_counter()
     records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],
                                        config["probes"], config["lanczos_steps"], config["precision"] == "float64",
-                                       config["quantile"], config["damping"])
+                                       config["quantile"], config["damping"],
+                                       per_layer=config.get("per_layer", False))
     wall = time.perf_counter() - start
     meta = {"kind": "curvature", "config": config, "environment": results.environment(),
             "precision": config["precision"], "wall_time_s": wall,

@@ -89,4 +89,25 @@ def table(records: list[dict]) -> str:
         top = ", ".join(_number(v, 5) for v in r["top_eigenvalues"])
         lines.append(f"step {r['step']}: top {len(r['top_eigenvalues'])} eigenvalues (Lanczos, "
                      f"{r['top_lanczos_steps']} steps, residual bound ≤ {max(r['top_residuals']):.1e}): {top}")
+    if records and "layer_lambda_max" in records[0]:
+        lines += layer_lines(records)
     return "\n".join(lines)
+
+
+def layer_lines(records: list[dict]) -> list[str]:
+    """The per-layer table: per checkpoint and layer (a group of the parameter pytree's leaves that share a
+    parent, named by its path), the top eigenvalue of the layer's diagonal Hessian block (other layers held
+    fixed; Lanczos, with its residual bound) beside the whole net's λ_max, and their ratio (≤ 1: Cauchy
+    interlacing)."""
+    width = max(12, *(len(name) for r in records for name in r["layer_names"]))
+    lines = ["", "per layer: the top eigenvalue of each layer's diagonal Hessian block (the Hessian in that layer's "
+                 "parameters, the others held fixed; Lanczos), beside the whole net's λ_max",
+             f"{'step':>7} {'layer':<{width}} {'params':>10} {'λ_max(block)':>13} {'residual':>9} {'λ_max(net)':>11} "
+             f"{'ratio':>6}"]
+    for r in records:
+        for name, size, top, res in zip(r["layer_names"], r["layer_parameters"], r["layer_lambda_max"],
+                                        r["layer_residuals"]):
+            ratio = top / r["lambda_max"] if r["lambda_max"] else math.nan
+            lines.append(f"{r['step']:>7} {name:<{width}} {size:>10,} {_number(top, 5):>13} {res:>9.1e} "
+                         f"{_number(r['lambda_max'], 5):>11} {_number(ratio, 3):>6}")
+    return lines
