@@ -66,6 +66,31 @@ def terminal_progress(stream: TextIO | None = None, after: float = 2.0) -> Calla
     return report
 
 
+def count_progress(what: str, stream: TextIO | None = None, after: float = 2.0,
+                   clock: Callable[[], float] | None = None) -> Callable[[int, int], None]:
+    """A progress callback for a measurement done in parts (the checkpoints of `otod curvature` and `otod
+    noise-scale`): called with (parts done, parts in all) after each part, it writes 'WHAT: done/total, elapsed,
+    ETA' on one rewritten line of ``stream`` (stderr) once ``after`` seconds have passed, the ETA the mean time of
+    a part so far times the parts left; silent when ``stream`` is not a terminal."""
+    import time
+
+    stream = stream or sys.stderr
+    interactive = hasattr(stream, "isatty") and stream.isatty()
+    clock = clock or time.perf_counter
+    start = clock()
+
+    def report(done: int, total: int) -> None:
+        elapsed = clock() - start
+        if not interactive or elapsed < after or done < 1:
+            return
+        eta = elapsed / done * (total - done)
+        end = "\n" if done >= total else ""
+        stream.write(f"\r{what}: {done}/{total}, {elapsed:.0f} s, ETA {eta:.0f} s   {end}")
+        stream.flush()
+
+    return report
+
+
 def echo_report(report, as_json: bool) -> None:
     """Print a sweep's report: the text on stdout, or with ``as_json`` the records as JSON on stdout, each marked
     with the analysis's choice (`otod.core.pipeline.marked_records`), and the text on stderr (so

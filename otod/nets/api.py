@@ -180,7 +180,8 @@ def noise_plan(model) -> None:
 
 def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, seed: int = 0, k: int = 10,
                       probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
-                      x64: bool = False, chunk: int | None = None, per_layer: bool = False) -> CurvatureResult:
+                      x64: bool = False, chunk: int | None = None, per_layer: bool = False,
+                      progress=None) -> CurvatureResult:
     """The curvature of a checked model (`otod.nets.contract.Model`) at each of ``steps`` of its SGD run, in
     float64 with ``x64`` (else float32): one record per checkpoint (`otod.nets.curvature.curvature_at`, with the
     step, lr, seed, precision, parameter and example counts; with ``per_layer``, each layer's diagonal block's top
@@ -203,18 +204,21 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
     with jax.enable_x64(x64), exact_float32():
         model = cast(model, jnp.float64 if x64 else jnp.float32)
         _refuse_nonfinite(model, chunk)
-        for step, params in train_model(model, checkpoints, lr, batch, seed):
+        runs = train_model(model, checkpoints, lr, batch, seed)
+        for step, params in runs:
             rec = curvature_at(model, params, int(k), int(probes), m, int(seed), None, float(quantile),
                                float(damping), chunk=chunk, per_layer=bool(per_layer))
             records.append({"step": int(step), **rec, "lr": float(lr), "seed": int(seed), "batch": batch,
                             "precision": precision, "parameters": model.parameter_count,
                             "examples": model.examples, "model": model.name})
+            if progress is not None:
+                progress(len(records), len(runs))
     return CurvatureResult(tuple(records), config)
 
 
 def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, seed: int = 0, pairs=None,
                   draws: int = 64, trace_examples: int | None = None, x64: bool = False,
-                  chunk: int | None = None) -> NoiseScaleResult:
+                  chunk: int | None = None, progress=None) -> NoiseScaleResult:
     """The exact noise scales of a checked model at each of ``steps`` of its SGD run (trained in float64 with
     ``x64``, else float32; measured in float64), with the two-batch estimates of each pair (B_small, B_big)
     whose B_big fits the data (default 8:64 and 32:256): `otod.nets.noise_scale.measure_at`."""
@@ -241,11 +245,14 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
         _refuse_nonfinite(measured, chunk)
         trained = measured if x64 else cast(model, jnp.float32)
         problem = Problem.of_model(measured, chunk)
-        for step, params in train_model(trained, checkpoints, lr, batch, seed):
+        runs = train_model(trained, checkpoints, lr, batch, seed)
+        for i, (step, params) in enumerate(runs):
             problem.at(params)
             for r in measure_at(problem, pairs, int(draws), trace_examples, int(seed), step):
                 records.append({**r, "lr": float(lr), "seed": int(seed), "batch": batch, "chunk": problem.chunk,
                                 "model": model.name})
+            if progress is not None:
+                progress(i + 1, len(runs))
     return NoiseScaleResult(tuple(records), config)
 
 

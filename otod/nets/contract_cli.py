@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from otod.core.cli import count_progress
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
 
@@ -114,7 +115,7 @@ def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_ste
     start = time.perf_counter()
     result = measure_curvature(model, checkpoints, lr=lr, batch=batch, seed=seed, k=k, probes=probes,
                                lanczos_steps=m, quantile=quantile, damping=damping, x64=x64, chunk=chunk,
-                               per_layer=per_layer)
+                               per_layer=per_layer, progress=count_progress("curvature checkpoints"))
     wall = time.perf_counter() - start
     records = [dict(r) for r in result.records]
     path = cli.results_file(out, {"kind": "curvature-model", **result.config})
@@ -156,7 +157,7 @@ def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, 
                 "use fewer --steps checkpoints or fewer examples")
     start = time.perf_counter()
     result = measure_noise(model, checkpoints, lr=lr, batch=batch, seed=seed, pairs=pairs, draws=draws, x64=x64,
-                           chunk=chunk, trace_examples=trace_examples)
+                           chunk=chunk, trace_examples=trace_examples, progress=count_progress("noise-scale checkpoints"))
     wall = time.perf_counter() - start
     path = results_path(out, {"kind": "noise-scale-model", **result.config})
     saved = _save(path, "noise-scale-model", result.config, result.records, wall)

@@ -382,11 +382,12 @@ def spec_fields(spec) -> dict:
 def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int = 10, probes: int = PROBES,
                              steps: int = LANCZOS_STEPS, x64: bool = False, q: float = QUANTILE, damping: float = DAMPING,
                              momentum: float = 0.0, top_steps: int | None = None,
-                             per_layer: bool = False) -> list[dict]:
+                             per_layer: bool = False, progress=None) -> list[dict]:
     """The curvature of ``spec``'s full training loss at the ``checkpoints`` (step counts; 0 = init) of one SGD
     run (`otod.nets.trajectory.train`: seed 0's start under root ``seed``, lr, the spec's batch), in float64 with
     ``x64``: one record per checkpoint (`curvature_record` plus the step, the net's settings and the
-    precision; with ``per_layer``, each layer's block too, `otod.nets.curvature_layers`)."""
+    precision; with ``per_layer``, each layer's block too, `otod.nets.curvature_layers`); ``progress(done,
+    total)`` after each checkpoint."""
     from otod.nets.contract import from_spec
     from otod.nets.curvature_dense import activation_floats
     from otod.nets.trajectory import train
@@ -403,6 +404,8 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
             records.append({"step": int(step), **rec, "test_accuracy": spec.held_out_accuracy(params),
                             "lr": float(lr), "seed": int(seed),
                             "precision": "float64" if x64 else "float32", **spec_fields(spec)})
+            if progress is not None:
+                progress(len(records), len(runs))
     return records
 
 

@@ -182,7 +182,9 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
     config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64, per_layer)
     path = results_file(out, config)
-    records, saved, wall = measure(spec, config, path)
+    from otod.core.cli import count_progress
+
+    records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
     from otod.nets.curvature import definitions
 
     precision = config["precision"]
@@ -241,7 +243,7 @@ def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints,
     return {**config, "per_layer": True} if per_layer else config
 
 
-def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
+def measure(spec, config: dict, path: Path, progress=None) -> tuple[list[dict], Path, float]:
     """Measure the curvature along the run ``config`` describes and write it to ``path`` with the metadata every
     results file carries (config, environment: versions, device, time, command line; precision, wall time and
     the κ definitions): (records, path, wall seconds)."""
@@ -253,7 +255,7 @@ def measure(spec, config: dict, path: Path) -> tuple[list[dict], Path, float]:
     records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],
                                        config["probes"], config["lanczos_steps"], config["precision"] == "float64",
                                        config["quantile"], config["damping"],
-                                       per_layer=config.get("per_layer", False))
+                                       per_layer=config.get("per_layer", False), progress=progress)
     wall = time.perf_counter() - start
     meta = {"kind": "curvature", "config": config, "environment": results.environment(),
             "precision": config["precision"], "wall_time_s": wall,

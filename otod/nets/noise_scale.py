@@ -326,17 +326,20 @@ def measure_at(problem: Problem, pairs=PAIRS, draws: int = DRAWS, trace_examples
 
 
 def measure_along(spec, steps, lr: float, seed: int = 0, s: int = 0, pairs=PAIRS, draws: int = DRAWS,
-                  trace_examples: int | None = None) -> list[dict]:
+                  trace_examples: int | None = None, progress=None) -> list[dict]:
     """`measure` at every checkpoint of one SGD run (`otod.nets.trajectory.train` at step ``lr``, batch
     ``spec.batch``, seed ``s`` of root ``seed``): at init (step 0), during and at the end of training. Each record
-    carries its ``step`` and the run's ``lr``."""
+    carries its ``step`` and the run's ``lr``; ``progress(done, total)`` after each checkpoint."""
     from otod.nets.trajectory import train
 
     records, problem = [], None
-    for t, params in train(spec, steps, lr, seed, s):
+    runs = train(spec, steps, lr, seed, s)
+    for i, (t, params) in enumerate(runs):
         with jax.enable_x64(True):
             problem = Problem(spec, params) if problem is None else problem.at(params)
             records += [{**r, "lr": float(lr)} for r in measure_at(problem, pairs, draws, trace_examples, seed, t)]
+        if progress is not None:
+            progress(i + 1, len(runs))
     return records
 
 
@@ -457,7 +460,10 @@ def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out:
     from otod.core import results as results_io
 
     started = time.perf_counter()
-    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws, trace_examples)
+    from otod.core.cli import count_progress
+
+    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws, trace_examples,
+                            count_progress("noise-scale checkpoints"))
     config = {"spec": dataclasses.asdict(spec), "steps": list(checkpoints), "lr": lr,
               "pairs": [list(p) for p in pairs], "draws": draws, "seed": seed}
     if trace_examples is not None:  # only where given, so that the default run keeps its file name

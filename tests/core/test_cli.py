@@ -2,7 +2,7 @@
 
 import io
 
-from otod.core.cli import terminal_progress
+from otod.core.cli import count_progress, terminal_progress
 
 
 class Terminal(io.StringIO):
@@ -27,6 +27,24 @@ def test_progress_is_silent_when_not_a_terminal():
     pipe = io.StringIO()
     terminal_progress(pipe)(EVENT)
     assert pipe.getvalue() == ""
+
+
+def test_a_measurement_in_parts_shows_parts_done_elapsed_and_eta_from_the_mean_part():
+    """After 3 of 5 checkpoints in 30 s: 10 s a part, so 20 s left; quiet before 2 s and on a pipe; a newline at
+    the end."""
+    now = [0.0]
+    tty, pipe = Terminal(), io.StringIO()
+    report, quiet = (count_progress("curvature checkpoints", s, clock=lambda: now[0]) for s in (tty, pipe))
+    now[0] = 1.0
+    report(1, 5)
+    assert tty.getvalue() == ""
+    now[0] = 30.0
+    report(3, 5)
+    quiet(3, 5)
+    assert tty.getvalue() == "\rcurvature checkpoints: 3/5, 30 s, ETA 20 s   " and pipe.getvalue() == ""
+    now[0] = 50.0
+    report(5, 5)
+    assert tty.getvalue().endswith("5/5, 50 s, ETA 0 s   \n")
 
 
 # -- the checks made before a sweep, plot or figures command writes or allocates anything -------------------------

@@ -89,3 +89,20 @@ def test_a_written_noise_scale_file_is_drawn_as_it_holds(tmp_path, saved):
     assert list(bars.lines[0].get_ydata()) == [3.0, 60.0]
     segments = bars.lines[2][0].get_segments()
     assert [tuple(seg[:, 1]) for seg in segments] == [(1.5, 4.5), (30.0, 90.0)]
+
+
+@pytest.mark.slow
+def test_the_models_measurements_report_each_checkpoint_as_it_is_done():
+    """`otod.nets.api.measure_curvature` and `measure_noise` call progress(done, total) once per checkpoint."""
+    import numpy as np
+
+    from otod.nets.api import measure_curvature, measure_noise
+    from otod.nets.contract import check
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((32, 3)), rng.standard_normal(32)
+    model = check(lambda p, b: 0.5 * ((b[0] @ p - b[1]) ** 2).mean(), np.zeros(3), (x, y))
+    calls = []
+    measure_curvature(model, (0, 2, 4), k=1, probes=1, lanczos_steps=3, batch=8, progress=lambda *a: calls.append(a))
+    measure_noise(model, (0, 2), batch=8, pairs=[(2, 8)], draws=4, progress=lambda *a: calls.append(a))
+    assert calls == [(1, 3), (2, 3), (3, 3), (1, 2), (2, 2)]
