@@ -31,8 +31,7 @@ def workload(name: str, spec: dict):
 
         return check(*zoo.transformer(), where="otod.nets.zoo:transformer", name="transformer (mod 23)")
     width = int(spec.get(f"{name}_width", 32 if name == "mlp" else 16))
-    model = from_spec(NetSpec(model=name, width=width, depth=2, data="digits"))
-    return model
+    return from_spec(NetSpec(model=name, width=width, depth=2, data="digits"))
 
 
 def measured(spec: dict) -> dict[str, list[dict]]:

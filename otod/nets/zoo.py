@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from otod.core.errors import OtodError
 from otod.core.lazy import lazy
 
 jax = lazy("jax")
@@ -137,7 +138,7 @@ def transformer_problem(p: int = 23, d: int = 24, heads: int = 2, layers: int = 
                         fraction: float = 1.0, seed: int = 0):
     """(loss, params, data, init) of the transformer on modular addition mod p (module docstring)."""
     if d % heads:
-        raise ValueError(f"d = {d} is not a multiple of heads = {heads}")
+        raise OtodError(f"transformer_problem: d = {d} is not a multiple of heads = {heads}; e.g. d = 24, heads = 2")
     data = modular_addition(p, fraction, seed)
 
     init = jax.jit(functools.partial(init_transformer, vocabulary=p + 1, d=d, heads=heads, layers=layers, mlp=mlp))

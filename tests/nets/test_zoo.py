@@ -81,3 +81,10 @@ def test_loads_by_name_through_the_contract():
     assert model.init is not None
     other = model.init(jax.random.PRNGKey(1))
     assert jax.tree.structure(other) == jax.tree.structure(model.params)
+
+
+def test_heads_that_do_not_divide_the_width_are_refused_in_one_line():
+    from otod.core.errors import OtodError
+
+    with pytest.raises(OtodError, match="d = 24 is not a multiple of heads = 5"):
+        zoo.transformer_problem(heads=5)
