@@ -12,6 +12,7 @@ import numpy as np
 from otod.core.sweep import run_sweep
 from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
 from otod.nets.report import batch_analysis
+from otod.nets.workload_figures import MAKERS as WORKLOAD_MAKERS
 
 
 def _plt():
@@ -193,5 +194,6 @@ def make_depth(spec: dict, out_dir: Path) -> list[Path]:
 MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth}
 
 
-#: Every figure maker of the nets obstacle: these and the curvature figures' (`otod.nets.curvature_figures`).
-ALL_MAKERS = {**CURVATURE_MAKERS, **MAKERS}
+#: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.curvature_figures`) and the
+#: workloads figure (`otod.nets.workload_figures`).
+ALL_MAKERS = {**CURVATURE_MAKERS, **WORKLOAD_MAKERS, **MAKERS}

@@ -350,7 +350,8 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
 def test_every_nets_maker_is_run_by_a_test():
     from otod.nets.figures import ALL_MAKERS
 
-    assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width"}
+    assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width",
+                               "nets-workloads"}
 
 
 # -- the real runners, once each ---------------------------------------------------------------------------------------
