@@ -195,7 +195,8 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
     batch = _check_batch(batch, model.examples)
     m = curvature_plan(model, int(k), int(probes), int(lanczos_steps), x64, "k")
     precision = "float64" if x64 else "float32"
-    config = {"model": model.name, "steps": checkpoints, "lr": float(lr), "batch": batch, "seed": int(seed),
+    config = {"model": model.name, "model_digest": _digest(model), "steps": checkpoints, "lr": float(lr),
+              "batch": batch, "seed": int(seed),
               "k": int(k), "probes": int(probes), "lanczos_steps": m, "quantile": float(quantile),
               "damping": float(damping), "precision": precision, "chunk": chunk}
     if per_layer:  # only where asked: other runs keep their settings, and the command its file name (digest)
@@ -236,7 +237,8 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
         if not 1 <= small < big <= n:
             raise OtodError(f"pairs {small}:{big}: need 1 ≤ B_small < B_big ≤ the {n:,} training examples")
     noise_plan(model)
-    config = {"model": model.name, "steps": checkpoints, "lr": float(lr), "batch": batch, "seed": int(seed),
+    config = {"model": model.name, "model_digest": _digest(model), "steps": checkpoints, "lr": float(lr),
+              "batch": batch, "seed": int(seed),
               "pairs": [list(p) for p in pairs], "draws": int(draws), "trace_examples": trace_examples,
               "precision": "float64", "training_precision": "float64" if x64 else "float32", "chunk": chunk}
     records = []
@@ -254,6 +256,14 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
             if progress is not None:
                 progress(i + 1, len(runs))
     return NoiseScaleResult(tuple(records), config)
+
+
+def _digest(model) -> str:
+    """The model's digest (`otod.nets.model_problem.model_digest`: its file, start and data), in the config, so
+    that two models of one name (two sizes from one file) never share a results file."""
+    from otod.nets.model_problem import model_digest
+
+    return model_digest(model, model.name)
 
 
 def _refuse_nonfinite(model, chunk) -> None:

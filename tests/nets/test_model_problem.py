@@ -144,3 +144,16 @@ def test_models_written_outside_otod_run_through_the_sweep(fixture, needs, tmp_p
                               target=float(f"{start / 2:.4g}"), seeds=2, lr_grid=(0.1, 0.3), max_iters=300, out=None)
     keys = ("batch", "seed", "learning_rate", "iterations", "status")
     assert [tuple(r[k] for k in keys) for r in api.records] == [tuple(r[k] for k in keys) for r in records]
+
+
+def test_two_models_of_one_name_get_different_digests_and_results_files():
+    """A model's digest covers its start and data (and its file), so two sizes of one named model never share a
+    results file (the curvature and noise-scale commands name theirs by a config holding it)."""
+    from otod.nets.api import _digest
+    from otod.nets.contract import check
+
+    loss, params, data = load(f"{FIXTURE}:least_squares").loss, np.full(5, 0.1), load(f"{FIXTURE}:least_squares").data
+    one = check(loss, {"w": params}, data, name="same")
+    again = check(loss, {"w": params.copy()}, tuple(np.array(a) for a in data), name="same")
+    other = check(loss, {"w": params}, tuple(a[:32] for a in data), name="same")
+    assert _digest(one) == _digest(again) != _digest(other)
