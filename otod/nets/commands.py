@@ -29,8 +29,10 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @click.option("--data", type=click.Choice(["digits", "teacher", "gaussian"]), default="digits", show_default=True,
               help="digits (shipped, 1438 training images), teacher (a random tanh-MLP teacher, regression) or "
                    "gaussian (a linear teacher). E.g. --data teacher")
-@click.option("--examples", default=None, help="Training examples (teacher, gaussian: drawn, default 1024; digits: "
-                                               "the first N). E.g. --examples 512")
+@click.option("--examples", default=None,
+              help="Training examples D (teacher, gaussian: drawn, default 1024; digits: the first N, at most 1438); "
+                   "several values make a D axis of nested subsets of one set, each ≥ every batch. "
+                   "E.g. --examples 256,512,1024")
 @click.option("--loss", type=click.Choice(["cross-entropy", "squared"]), default=None,
               help="Default cross-entropy on digits, squared on the regressions. E.g. --loss squared")
 @click.option("--method", default=None, help="Comma list of sgd, heavy-ball, adam. Default sgd. E.g. --method sgd,adam")
@@ -65,6 +67,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --width 8..128:5:log --batch 8..1024:8:log
       otod sweep net --depth 2..10:5 --architecture plain,residual --init kaiming,orthogonal,small --batch 64
       otod sweep net --data teacher --method sgd,adam --target 0.02
+      otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options

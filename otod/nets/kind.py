@@ -1,7 +1,8 @@
 """The ``net`` sweep as the core sees it: steps to a training-loss target of a real net, against batch size, width
 (parameter count) and depth, with (lr, β) tuned per point as the noise obstacle tunes them.
 
-Axes: ``batch``, ``width`` and ``depth`` are static (a minibatch's size and the weights' shapes are shapes: one
+Axes: ``batch``, ``width``, ``depth`` and ``examples`` (the training set's size D: nested subsets of one set,
+`otod.nets.data`) are static (a minibatch's size and the weights' shapes are shapes: one
 compiled program per value; a traced B would pad every minibatch to the largest, and a B = 1024 step costs 33× a
 B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
 picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
@@ -30,6 +31,8 @@ WIDTH = Axis("width", "n", "width n", "--width", traced=False, minimum=1, intege
              example="8..256:6:log")
 DEPTH = Axis("depth", "L", "depth L (weight layers)", "--depth", traced=False, minimum=1, integer=True,
              what="depths", example="2..12:6")
+EXAMPLES = Axis("examples", "D", "training examples D", "--examples", traced=False, minimum=1, integer=True,
+                what="training-set sizes", example="256,512,1024")
 INIT = Axis("init", "init", "initialization", "--init", traced=True, labels=models.INITS, what="inits",
             example="kaiming,orthogonal")
 ARCHITECTURE = Axis("architecture", "arch", "architecture", "--architecture", traced=True,
@@ -54,7 +57,10 @@ def max_iters(config) -> int:
 def validate(config) -> None:
     if config.target.kind != "absolute":
         raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
-    for spec in config.specs():
+    nets = {}
+    for spec in config.specs():  # the batch does not change the start's loss: one check per net and data set
+        nets.setdefault(tuple((k, v) for k, v in spec.__dict__.items() if k != "batch"), spec)
+    for spec in nets.values():
         spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
         start = spec.initial_loss(config.seed)
         if config.target.tol >= start:
@@ -65,16 +71,17 @@ def validate(config) -> None:
 
 def record_fields(config, mode: str = "simulate", point: dict | None = None) -> dict:
     """Every net record carries its batch B, β, schedule, path, its net's parameter count (as ``dim`` too, so the
-    noise obstacle's analysis panels a batch sweep by it) and width and depth."""
+    noise obstacle's analysis panels a batch sweep by it), width, depth and training examples D."""
     fields = {"schedule": config.options.schedule, "mode": mode}
     if point is None:
         return fields
-    spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth")})
+    spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth", "examples")})
     return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth),
+            "examples": float(spec.dataset().examples),
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
             "beta": float(point.get("beta", 0.0)), **fields}
 
 
-NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, INIT, ARCHITECTURE, BETA), methods=METHODS,
+NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, EXAMPLES, INIT, ARCHITECTURE, BETA), methods=METHODS,
                 problems={"net": NetSpec}, options=NoiseOptions, max_iters=max_iters, x64=lambda config: False,
                 validate=validate, record_fields=record_fields, ignores=ignores)

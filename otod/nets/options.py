@@ -9,7 +9,7 @@ from otod.core.ranges import parse_range
 from otod.core.stopping import Target
 from otod.core.config import SweepConfig
 from otod.nets import models
-from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, INIT, METHODS, WIDTH
+from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, EXAMPLES, INIT, METHODS, WIDTH
 from otod.nets.problem import NetSpec
 from otod.core.options import whole_values
 from otod.core.stochastic import BETA, NoiseOptions
@@ -39,8 +39,9 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                activation="relu", data="digits", examples=None, loss=None, method=None, target=None, beta=None,
                schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
                chunk_seconds=None) -> SweepConfig:
-    """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width`` or
-    ``depth`` make them axes; ``init`` and ``architecture`` lists are coded traced axes."""
+    """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width``, ``depth``
+    or ``examples`` make them axes (every batch must fit in every training set); ``init`` and ``architecture``
+    lists are coded traced axes."""
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
     for m in methods:
         if m not in METHODS:
@@ -50,10 +51,11 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
     inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
     loss = loss or ("cross-entropy" if data == "digits" else "squared")
-    examples = None if examples is None else positive_int(examples, "--examples", "512")
+    sizes = (None,) if examples is None else whole_axis(examples, EXAMPLES)
     spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
-                   architecture=archs[0], init=inits[0], data=data, examples=examples, loss=loss,
+                   architecture=archs[0], init=inits[0], data=data, examples=examples_of(sizes[0]), loss=loss,
                    batch=int(min(batches)))
+    check_sizes(spec, sizes, batches)
     uses_beta = "heavy-ball" in methods
     if beta is not None and not uses_beta:
         raise OtodError(f"--beta {beta}: only heavy-ball uses β, and --method {','.join(methods)} does not include "
@@ -61,7 +63,8 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     betas = BETA.check(parse_range(str(beta), "--beta", what="β values")) if beta is not None else (
         DEFAULT_BETAS if uses_beta else (0.0,))
     axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
-    axes += [(name, values) for name, values in (("width", widths), ("depth", depths)) if len(values) > 1]
+    axes += [(name, values) for name, values in (("width", widths), ("depth", depths), ("examples", sizes))
+             if len(values) > 1]
     axes += [(name, tuple(float(axis.labels.index(v)) for v in chosen)) for name, axis, chosen in
              (("init", INIT, inits), ("architecture", ARCHITECTURE, archs)) if len(chosen) > 1]
     axes += [("beta", betas)]
@@ -77,6 +80,21 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                        seeds=DEFAULTS["seeds"] if seeds is None else seeds, seed=0 if seed is None else seed_value(seed),
                        lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
                        **({} if chunk_seconds is None else {"chunk_seconds": chunk_seconds}))
+
+
+def examples_of(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def check_sizes(spec: NetSpec, sizes, batches) -> None:
+    """Refuse, in one line, a training-set size the data set cannot give (digits: at most its 1,438 training
+    images) or smaller than the largest batch: every (B, D) pair of the grid runs, so max B ≤ min D."""
+    for d in sizes[1:]:
+        NetSpec(**{**spec.__dict__, "examples": examples_of(d)})  # refuses a size the data cannot give
+    smallest = min(NetSpec(**{**spec.__dict__, "examples": examples_of(d)}).dataset().examples for d in sizes)
+    if max(batches) > smallest:
+        raise OtodError(f"--batch {max(batches):g}: larger than the smallest training set ({smallest} examples); "
+                        f"every batch must be ≤ every --examples, e.g. --batch 8..{smallest}:6:log")
 
 
 def round_positive(values) -> tuple[float, ...]:

@@ -86,7 +86,8 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
 
 
 def sweep_predictions(config) -> list[dict]:
-    """`net_prediction` for every net of a sweep (each static width and depth; at the spec's init and
+    """`net_prediction` for every net and training set of a sweep (each static width, depth and size D, which each
+    prediction names as ``examples``; at the spec's init and
     architecture) and every method the NQM has (sgd, heavy-ball), from seed 0's start."""
     from otod.nets.family import seed_starts, start_of
 
@@ -100,5 +101,6 @@ def sweep_predictions(config) -> list[dict]:
         params = start_of(spec, seed_starts(spec, np.random.default_rng([config.seed, 0])))
         for method in config.methods:
             if method in ("sgd", "heavy-ball"):
-                out.append(net_prediction(spec, params, config.target.tol, method, seed=config.seed))
+                out.append({**net_prediction(spec, params, config.target.tol, method, seed=config.seed),
+                            "examples": spec.dataset().examples})
     return out

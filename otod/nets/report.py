@@ -5,8 +5,10 @@ A batch sweep (the batch axis varies): the noise obstacle's table and the core's
 (lr, β) chosen per B by the median over seeds, S(B) = S_min(1 + B_crit/B) with a seed bootstrap that re-chooses
 the settings), one panel per net (parameter count P), then per net the measured ``B_crit`` beside the
 ``predicted`` one of the NQM built from the net's own spectrum and noise (`otod.nets.bridge`, recorded in the
-results file at run time), B_noise at the target, the bill (FLOPs and examples to target), and over several
-widths the batch-vs-parameters rule: the slope of log B_crit on log P with its bootstrap CI.
+results file at run time), B_noise at the target, the bill (FLOPs and examples to target); with a training-set
+axis, one panel per net and size D. Over several widths the batch-vs-parameters rule, over several sizes the
+batch-vs-data rule: the slope of log B_crit on log P (at fixed D) or on log D (at fixed P) with its bootstrap CI
+(`otod.core.critical_batch.scaling_rules`).
 
 A depth sweep: iterations to target against depth per series (method · init · architecture) with the
 core's law choice, power against exponential by AIC (`otod.core.laws`), as the deep linear nets use it.
@@ -28,44 +30,41 @@ def describe(problem: dict) -> str:
             f"data {problem['data']}{n}, {problem['loss']} loss")
 
 
-def inside(b_crit: float, batches) -> bool:
-    """Whether a fitted B_crit lies within the batches it was fitted on (beyond them it is an extrapolation, not a
-    measurement: `otod.core.critical_batch.describe_critical_batch` says so, and no rule or ratio uses it)."""
-    b = np.asarray(batches, float)
-    return bool(b.size and math.isfinite(b_crit) and b.min() <= b_crit <= b.max())
+def panel_words(panel: tuple, short: bool = False) -> str:
+    """A panel's heading: 'P = 2410 parameters', with ', D = 256 examples' where the sweep has a D axis (``short``:
+    'P = 2410, D = 256')."""
+    values = dict(panel)
+    p, d = ("", "") if short else (" parameters", " examples")
+    words = f"P = {values['dim']:g}{p}" if "dim" in values else "one net"
+    return words + (f", D = {values['examples']:g}{d}" if "examples" in values else "")
 
 
-def width_rule(analysis) -> dict | None:
-    """The batch-vs-parameters rule over the panels of a batch sweep with several nets: the least-squares slope of
-    log B_crit on log P, with a 95% CI from the panels' bootstrap replicates (each panel's seeds resampled and its
-    settings re-chosen independently), over the panels whose B_crit is finite and inside its grid."""
-    from otod.core.analysis import fit_line
+def of_panel(pred: dict, panel: tuple) -> bool:
+    """Whether an NQM prediction (`otod.nets.predict.sweep_predictions`) is of the net and data of ``panel``."""
+    values = dict(panel)
+    same_net = float(pred.get("parameters", math.nan)) == float(values.get("dim", math.nan))
+    return same_net and ("examples" not in values or pred.get("examples") is None or
+                         float(pred["examples"]) == values["examples"])
 
-    panels = [(dim, s) for dim in analysis.dims for s in analysis.at(dim)]
-    by_method: dict[str, list] = {}
-    for dim, s in panels:
-        if s.critical is not None and inside(s.critical.b_crit, s.x[s.fitted]):
-            by_method.setdefault(s.method, []).append((dim, s))
-    out = {}
-    for method, rows in by_method.items():
-        if len(rows) < 3:
-            continue
-        p = np.log(np.array([d for d, _ in rows], float))
-        b = np.log(np.array([s.critical.b_crit for _, s in rows], float))
-        slope, intercept, _ = (float(v) for v in fit_line(p, b))
-        reps = [s.critical.replicates[:, 1] for _, s in rows]
-        k = min(len(r) for r in reps)
-        draws = []
-        if k:
-            stacked = np.log(np.stack([r[:k] for r in reps], axis=1))
-            ok = np.all(np.isfinite(stacked), axis=1)
-            draws = [float(fit_line(p, row)[0]) for row in stacked[ok]]
-        no_ci = next((s.critical.no_ci for _, s in rows if s.critical.no_ci), None)  # too few seeds: no CI
-        ci = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if len(draws) > 20 and \
-            no_ci is None else (math.nan, math.nan)
-        out[method] = {"slope": slope, "ci": ci, "points": len(rows), "no_ci": no_ci, "intercept": intercept,
-                       "parameters": (float(np.exp(p.min())), float(np.exp(p.max())))}
-    return out or None
+
+#: The panel fields a rule may scale B_crit with, and how the report names them.
+RULE_FIELDS = {"dim": ("parameters", "P", "nets"), "examples": ("training examples", "D", "training sets")}
+
+
+def rule_lines(analysis) -> list[str]:
+    """B_crit ∝ P^b over the widths (at each fixed D) and ∝ D^a over the training-set sizes (at each fixed P), each
+    with its re-selecting bootstrap CI (`otod.core.critical_batch.scaling_rules`)."""
+    from otod.core.critical_batch import scaling_rules
+
+    lines = []
+    for field, (name, symbol, what) in RULE_FIELDS.items():
+        for r in scaling_rules(analysis, field):
+            ci = r.no_ci or f"95% CI [{r.ci[0]:.3g}, {r.ci[1]:.3g}]"
+            at = ", ".join(f"{RULE_FIELDS[f][1]} = {v:g}" for f, v in r.fixed if f in RULE_FIELDS)
+            head = "batch-vs-parameters rule" if field == "dim" else "batch-vs-data rule"
+            lines.append(f"{head} ({r.method}{', at ' + at if at else ''}): B_crit ∝ {symbol}^{r.slope:.3g}, {ci} "
+                         f"over {r.points} {what} ({symbol} = {r.span[0]:g}..{r.span[1]:g})")
+    return lines
 
 
 def _ci(ci: tuple[float, float], no_ci: str | None) -> str:
@@ -73,13 +72,15 @@ def _ci(ci: tuple[float, float], no_ci: str | None) -> str:
     return "(no CI)" if no_ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
 
 
-def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
-    """The measured B_crit beside the NQM's predicted one, for the net of ``dim`` parameters."""
+def prediction_lines(meta: dict, analysis, panel: tuple) -> list[str]:
+    """The measured B_crit beside the NQM's predicted one, for the net and data of ``panel``."""
+    from otod.core.critical_batch import inside
+
     lines = []
     for pred in meta.get("nqm_prediction") or []:
-        if float(pred.get("parameters", math.nan)) != float(dim):
+        if not of_panel(pred, panel):
             continue
-        measured = {s.method: s for s in analysis.at(dim)}
+        measured = {s.method: s for s in analysis.in_panel(panel)}
         s = measured.get(pred.get("method", "sgd"))
         got = f"B_crit {s.critical.b_crit:.4g} {_ci(s.critical.b_crit_ci, s.critical.no_ci)}, " \
               f"S_min {s.critical.s_min:.4g}" if s is not None and s.critical is not None else "no measured fit"
@@ -100,18 +101,20 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
     return lines
 
 
-def bill_lines(results, analysis, dim: float) -> list[str]:
+def bill_lines(results, analysis, panel: tuple) -> list[str]:
     """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.bill`)."""
     from otod.core.config import SweepConfig
     from otod.nets.bill import bill_rows
 
     config = SweepConfig.from_dict(analysis.config)
-    at = analysis.records[analysis.records["dim"] == dim]
+    at = panel_records(analysis, panel)
     shape = {"width": int(at["width"].iloc[0]), "depth": int(at["depth"].iloc[0])} if len(at) else {}
+    if len(at) and "examples" in dict(panel):
+        shape["examples"] = int(dict(panel)["examples"])
     lines = ["", "  bill: XLA's FLOPs of one step × the median steps; examples = B × steps (— where the median is "
                  "only a lower bound); rule: the layer rule's FLOPs of an SGD step (products and update only)",
              f"  {'method':<11}{'B':>6}{'FLOPs/step':>12}{'rule':>10}{'steps':>9}{'FLOPs':>11}{'examples':>10}"]
-    for s in analysis.at(dim):
+    for s in analysis.in_panel(panel):
         steps = np.where(s.bound, np.nan, s.median)
         for r in bill_rows(lambda b: config.spec_at({**shape, "batch": b}), s.method, s.x, steps):
             done = math.isfinite(r["flops_to_target"])
@@ -130,28 +133,33 @@ def batch_report(results, analysis) -> str:
 
     meta = results.meta
     lines = []
-    for dim in analysis.dims:
-        series = analysis.at(dim)
-        rec = analysis.records[analysis.records["dim"] == dim]
+    for panel in analysis.panels:
+        series = analysis.in_panel(panel)
+        rec = panel_records(analysis, panel)
         width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) else ""
-        lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B", USES_BETA)
+        lines += ["", f"net with {panel_words(panel)}{width}"] + table(series, "B", USES_BETA)
         no_ci = next((s.critical.no_ci for s in series if s.critical is not None and s.critical.no_ci), None)
         lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "
                   f"re-choosing lr and β in each of {analysis.n_boot} resamples") + "):"]
         lines += [critical_line(s) for s in series if s.critical is not None]
-        lines += prediction_lines(meta, analysis, dim)
-        lines += bill_lines(results, analysis, dim)
+        lines += prediction_lines(meta, analysis, panel)
+        lines += bill_lines(results, analysis, panel)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
                   "values tried; the training loss is read every step up to 32, then 2^(⌊log₂ t⌋ − 5) apart, so a "
                   "count is exact to within 3% of itself"]
     lines += edge_warning(analysis)
-    rule = width_rule(analysis) if len(analysis.dims) > 1 else None
-    for method, r in (rule or {}).items():
-        ci = r["no_ci"] or f"95% CI [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
-        lines.append(f"batch-vs-parameters rule ({method}): B_crit ∝ P^{r['slope']:.3g}, {ci} over {r['points']} "
-                     "nets")
+    lines += rule_lines(analysis)
     return "\n".join(lines)
+
+
+def panel_records(analysis, panel: tuple):
+    """The chosen records of one panel."""
+    records = analysis.records
+    keep = np.ones(len(records), bool)
+    for field, value in panel:
+        keep &= records[field].to_numpy(float) == value
+    return records[keep]
 
 
 def depth_report(results, analysis=None) -> str:
@@ -193,13 +201,15 @@ def depth_analysis(results):
 
 
 def batch_analysis(results, tol: float | None = None):
-    """A batch sweep's analysis: the core's critical batch per net (`otod.core.critical_batch.analyse_batches`:
-    one group per parameter count P, the axis's d)."""
+    """A batch sweep's analysis: the core's critical batch per net and training set
+    (`otod.core.critical_batch.analyse_batches`: one panel per parameter count P, the axis's d, and training-set
+    size D, where the records hold it)."""
     from otod.core.analysis import frame_of
     from otod.core.critical_batch import analyse_batches
 
     del tol  # one target per net sweep
-    return analyse_batches(frame_of(results), results.meta, axis="batch", point=("dim", "batch"))
+    return analyse_batches(frame_of(results), results.meta, axis="batch", point=("dim", "examples", "batch"),
+                           by=("dim", "examples"))
 
 
 def net_analysis(results, tol: float | None = None):

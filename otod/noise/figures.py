@@ -60,9 +60,11 @@ def exact_twin(analysis: NoiseAnalysis) -> NoiseAnalysis | None:
     return analysis.theory.value if analysis.theory is not None else None
 
 
-def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None) -> None:
+def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None,
+                   panel: tuple | None = None) -> None:
     """Figure (a) on ``ax``, from the analysis (and the exact twin's, `exact_twin`); ``dim`` draws one dimension of
-    a sweep over several (a static axis), default the first."""
+    a sweep over several (a static axis), default the first; ``panel`` one panel of a sweep panelled by several
+    fields (`otod.core.critical_batch.BatchAnalysis.panels`) instead."""
     from otod.core.plotting import DIVERGED_LABEL, censored_quantiles, mark_diverged
 
     config = analysis.config
@@ -70,7 +72,7 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
     simulated = analysis.mode != "exact"
     exact_of = {s.method: s for s in exact.at(dim)} if exact is not None else {}
     diverged_labelled = False
-    series = analysis.at(dim)
+    series = analysis.at(dim) if panel is None else analysis.in_panel(panel)
     for i, s in enumerate(series):
         m, color = s.method, _color(s.method, i)
         xs, med, ok = s.x, s.median, s.fitted
