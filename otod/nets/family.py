@@ -17,6 +17,11 @@ training loss.
   grid holds absolute step sizes (a net has no fixed L: its sharpness moves during training), and ``beta``, the
   traced momentum β.
 
+The stream regime (``spec.stream``, teacher and gaussian data): step t's minibatch is B fresh examples drawn inside
+the step from the seed's key folded with t (`otod.nets.data.stream_batch`), so no example is seen twice and the
+examples seen by step t are D = t·B; the metric is the loss on a fixed held-out set of the same teacher
+(`otod.nets.problem.NetSpec.metric_arrays`, 4,096 examples).
+
 The data live in the compiled program as constants (shared by every lane), never copied per lane.
 """
 
@@ -74,14 +79,33 @@ def start_of(spec, drawn: dict, init: str | None = None, architecture: str | Non
     return drawn["params"][init or spec.init][architecture or spec.architecture]
 
 
+def stream_minibatch(spec):
+    """``(key, t, dtype) → (x, y)``: step t's fresh minibatch in the stream regime (`otod.nets.data.stream_batch`)."""
+    from otod.nets import data as data_sets
+
+    weights = data_sets.teacher_weights(spec.data, spec.inputs, spec.outputs, spec.teacher_width, int(spec.data_seed))
+
+    def draw(key, t, dtype):
+        return data_sets.stream_batch(spec.data, weights, key, t, int(spec.batch), spec.inputs, spec.outputs,
+                                      float(spec.label_noise), dtype)
+
+    return draw
+
+
 def net_family(spec) -> Family:
     x_np, y_np = spec.training_arrays(np.float64)
     n, batch = x_np.shape[0], int(spec.batch)
     labels = spec.dataset().classes > 0
     inits = {name: i for i, name in enumerate(models.INITS)}
+    metric_x, metric_y = spec.metric_arrays(np.float64)
+    draw = stream_minibatch(spec) if spec.stream else None
 
     def data(dtype):
         return jnp.asarray(x_np, dtype), (jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype))
+
+    def metric_data(dtype):
+        return jnp.asarray(metric_x, dtype), (jnp.asarray(metric_y, jnp.int32) if labels else
+                                              jnp.asarray(metric_y, dtype))
 
     def make(point, drawn):
         dtype = drawn["shuffle"].dtype
@@ -95,11 +119,15 @@ def net_family(spec) -> Family:
                 "beta": point.get("beta", jnp.zeros((), dtype))}
 
     def metric(p, params):
-        x, y = data(jax.tree.leaves(params)[0].dtype)
+        x, y = metric_data(jax.tree.leaves(params)[0].dtype)
         return spec.mean_loss(params, x, y, p["residual"])
 
     def gradient(p, params, step):
-        x, y = data(jax.tree.leaves(params)[0].dtype)
+        dtype = jax.tree.leaves(params)[0].dtype
+        if draw is not None:
+            xb, yb = draw(p["key"], step.t, dtype)
+            return jax.grad(spec.mean_loss)(params, xb, yb, p["residual"])
+        x, y = data(dtype)
         idx = minibatch(p["key"], step.t, batch, n)
         return jax.grad(spec.mean_loss)(params, x[idx], y[idx], p["residual"])
 
@@ -151,23 +179,27 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
     per_epoch = max(1, n // batch)
     labels = spec.dataset().classes > 0
     grad = jax.grad(spec.mean_loss)
+    draw = stream_minibatch(spec) if spec.stream else None
 
     def set_up(point, drawn, lr, method_index) -> Lane:
         constants, params, state = lane_start(family, members, options, relative_lr, point, drawn, lr, method_index)
-        carry = (params, state, jnp.zeros(n, jnp.int32), jnp.zeros((), jnp.int32))
+        carry = (params, state, jnp.zeros(1 if draw is not None else n, jnp.int32), jnp.zeros((), jnp.int32))
         return Lane(constants, carry, family.metric(constants[0], params), constants[2])
 
     def step(constants, carry, key, block_t):
         problem, info, step_size, hyper = constants
         params, state, order, t = carry
-        epoch, position = block_t // per_epoch, block_t % per_epoch
-        order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
-                             lambda: order)
-        idx = jax.lax.dynamic_slice(order, (position * batch,), (batch,))
         dtype = jax.tree.leaves(params)[0].dtype
-        x = jnp.asarray(x_np, dtype)
-        y = jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype)
-        g = grad(params, x[idx], y[idx], problem["residual"])
+        if draw is not None:  # the stream: step t's fresh examples, the reference loop's (`net_family`'s gradient)
+            g = grad(params, *draw(problem["key"], t, dtype), problem["residual"])
+        else:
+            epoch, position = block_t // per_epoch, block_t % per_epoch
+            order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
+                                 lambda: order)
+            idx = jax.lax.dynamic_slice(order, (position * batch,), (batch,))
+            x = jnp.asarray(x_np, dtype)
+            y = jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype)
+            g = grad(params, x[idx], y[idx], problem["residual"])
         lr_t = step_size * jnp.asarray(factor(t), step_size.dtype)
         updates, state = build(lr_t, info, options, hyper).update(g, state, params)
         return optax.apply_updates(params, updates), state, order, t + 1

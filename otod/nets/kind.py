@@ -64,7 +64,8 @@ def validate(config) -> None:
         spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
         start = spec.initial_loss(config.seed)
         if config.target.tol >= start:
-            raise OtodError(f"--target {config.target.tol:g}: must lie below the initial training loss {start:.4g} "
+            raise OtodError(f"--target {config.target.tol:g}: must lie below the initial "
+                            f"{'held-out' if spec.stream else 'training'} loss {start:.4g} "
                             f"(seed 0, {spec.model} width {spec.width} depth {spec.depth}), e.g. --target "
                             f"{start / 20:.2g}")
 
@@ -76,8 +77,8 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
     if point is None:
         return fields
     spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth", "examples")})
-    return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth),
-            "examples": float(spec.dataset().examples),
+    data = {} if spec.stream else {"examples": float(spec.dataset().examples)}  # a stream has no training set
+    return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth), **data,
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
             "beta": float(point.get("beta", 0.0)), **fields}
 

@@ -38,10 +38,11 @@ def whole_axis(text, axis) -> tuple[float, ...]:
 def net_config(*, batch=None, width="32", depth="2", init="kaiming", architecture="plain", model="mlp",
                activation="relu", data="digits", examples=None, loss=None, method=None, target=None, beta=None,
                schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
-               chunk_seconds=None) -> SweepConfig:
+               chunk_seconds=None, stream=False) -> SweepConfig:
     """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width``, ``depth``
     or ``examples`` make them axes (every batch must fit in every training set); ``init`` and ``architecture``
-    lists are coded traced axes."""
+    lists are coded traced axes. ``stream``: fresh teacher examples every step (`otod.nets.family`); ``target``
+    may then list several losses (a ladder: each one's steps are recorded in one run)."""
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
     for m in methods:
         if m not in METHODS:
@@ -51,11 +52,15 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
     inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
     loss = loss or ("cross-entropy" if data == "digits" else "squared")
+    if stream and examples is not None:
+        raise OtodError(f"--examples {examples}: a stream draws fresh examples every step and has no training set; "
+                        "drop --examples (the examples seen are steps × B) or drop --stream")
     sizes = (None,) if examples is None else whole_axis(examples, EXAMPLES)
     spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
                    architecture=archs[0], init=inits[0], data=data, examples=examples_of(sizes[0]), loss=loss,
-                   batch=int(min(batches)))
-    check_sizes(spec, sizes, batches)
+                   batch=int(min(batches)), stream=bool(stream))
+    if not stream:
+        check_sizes(spec, sizes, batches)
     uses_beta = "heavy-ball" in methods
     if beta is not None and not uses_beta:
         raise OtodError(f"--beta {beta}: only heavy-ball uses β, and --method {','.join(methods)} does not include "
@@ -70,12 +75,11 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     axes += [("beta", betas)]
     if len(batches) == 1:
         spec = NetSpec(**{**spec.__dict__, "batch": int(batches[0])})
-    tol = finite_float(DEFAULTS["target"] if target is None else target, "--target", "0.1")
-    if not tol > 0:
-        raise OtodError(f"--target {tol:g}: a training-loss target must be > 0, e.g. --target 0.1")
+    ladder = targets(DEFAULTS["target"] if target is None else target, stream)
+    tol = min(ladder)
     grid = DEFAULT_LR_GRID if lr_grid is None else round_positive(parse_range(str(lr_grid), "--lr-grid"))
     return SweepConfig(sweep="net", axes=tuple(axes), problem=spec, methods=methods,
-                       target=Target(tol=tol, kind="absolute", ladder=(tol,), check_every=1),
+                       target=Target(tol=tol, kind="absolute", ladder=ladder, check_every=1),
                        max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "20000"),
                        seeds=DEFAULTS["seeds"] if seeds is None else seeds, seed=0 if seed is None else seed_value(seed),
                        lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
@@ -95,6 +99,18 @@ def check_sizes(spec: NetSpec, sizes, batches) -> None:
     if max(batches) > smallest:
         raise OtodError(f"--batch {max(batches):g}: larger than the smallest training set ({smallest} examples); "
                         f"every batch must be ≤ every --examples, e.g. --batch 8..{smallest}:6:log")
+
+
+def targets(text, stream: bool) -> tuple[float, ...]:
+    """The target loss, or in the stream regime a comma list of them (each rung's steps recorded in one run)."""
+    parts = [p for p in str(text).split(",") if p.strip()] or [""]
+    if len(parts) > 1 and not stream:
+        raise OtodError(f"--target {text}: one training-loss target (several only with --stream), e.g. --target 0.1")
+    values = tuple(finite_float(p.strip(), "--target", "0.1") for p in parts)
+    for tol in values:
+        if not tol > 0:
+            raise OtodError(f"--target {tol:g}: a target loss must be > 0, e.g. --target 0.1")
+    return values
 
 
 def round_positive(values) -> tuple[float, ...]:

@@ -26,6 +26,11 @@ from otod.core.report import sweep_header
 def describe(problem: dict) -> str:
     """One line naming the net and its data."""
     n = "" if problem.get("examples") is None else f", {problem['examples']} examples"
+    if problem.get("stream"):
+        from otod.nets.data import STREAM_HELD_OUT
+
+        n = (f", a stream (fresh examples every step; the target is the loss on a fixed held-out set of "
+             f"{STREAM_HELD_OUT:,})")
     return (f"{problem['model']} ({problem['activation']}, {problem['architecture']}, init {problem['init']}), "
             f"data {problem['data']}{n}, {problem['loss']} loss")
 
@@ -162,6 +167,39 @@ def panel_records(analysis, panel: tuple):
     return records[keep]
 
 
+def ladder_lines(results) -> list[str]:
+    """Per target of a ladder (the stream's ``--target 0.05,0.03,0.02``), per panel and method: B_crit with its CI
+    (each rung's steps re-read from the same run, `otod.core.analysis.at_rung`, and analysed afresh, the (lr, β)
+    re-chosen per rung), S_min, E_min = S_min·B_crit (McCandlish et al. 2018: the fewest examples, reached as
+    B → 0) and the examples seen at B = B_crit, D = B_crit·S(B_crit) = 2·S_min·B_crit."""
+    from otod.core.analysis import at_rung, frame_of
+    from otod.core.critical_batch import analyse_batches, describe_critical_batch
+
+    ladder = results.meta["config"]["target"]["ladder"]
+    frame = frame_of(results)
+    lines = ["", "per target (steps to each loss of the ladder, read from the same run, lr re-chosen per target): "
+                 "B_crit [95% CI], S_min, E_min = S_min·B_crit, and D at B_crit = 2·S_min·B_crit examples seen",
+             f"  {'target':>8}  {'panel':<28}{'method':<11}{'B_crit':>26}{'S_min':>9}{'E_min':>10}{'D at B_crit':>13}"]
+    for rung, tol in enumerate(ladder):
+        analysis = analyse_batches(at_rung(frame, rung), results.meta, axis="batch",
+                                   point=("dim", "examples", "batch"), by=("dim", "examples"))
+        for panel in analysis.panels:
+            for s in analysis.in_panel(panel):
+                c = s.critical
+                if c is None:
+                    continue
+                said = describe_critical_batch(c.b_crit, s.x[s.fitted]) if s.fitted.any() else "—"
+                ci = "" if c.no_ci or not np.isfinite(c.b_crit_ci[0]) else \
+                    f" [{c.b_crit_ci[0]:.3g}, {c.b_crit_ci[1]:.3g}]"
+                inside_grid = said[:1] not in "<>—"
+                e_min, d = ((c.s_min * c.b_crit, 2 * c.s_min * c.b_crit) if inside_grid else (math.nan, math.nan))
+                lines.append(f"  {tol:>8g}  {panel_words(panel, short=True):<28}{s.method:<11}"
+                             f"{(said.split(' (')[0] + ci):>26}{c.s_min:>9.4g}"
+                             f"{(format(e_min, '.3g') if math.isfinite(e_min) else '—'):>10}"
+                             f"{(format(d, '.3g') if math.isfinite(d) else '—'):>13}")
+    return lines
+
+
 def depth_report(results, analysis=None) -> str:
     """Steps against depth per series, and the two laws fitted (``analysis``: the sweep's `depth_analysis`)."""
     from otod.core.laws import law_table
@@ -232,4 +270,6 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
                                    f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
     analysis = net_analysis(results, tol) if analysis is None else analysis
     body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
+    if "batch" in axes and len(config["target"].get("ladder") or ()) > 1:
+        body += "\n" + "\n".join(ladder_lines(results))
     return "\n".join(head) + "\n" + body
