@@ -239,14 +239,18 @@ def depth_analysis(results):
 
 
 def batch_analysis(results, tol: float | None = None):
-    """A batch sweep's analysis: the core's critical batch per net and training set
+    """A batch sweep's analysis (at the ladder's rung ``tol``, where given): the core's critical batch per net and
+    training set
     (`otod.core.critical_batch.analyse_batches`: one panel per parameter count P, the axis's d, and training-set
     size D, where the records hold it)."""
-    from otod.core.analysis import frame_of
+    from otod.core.analysis import at_rung, frame_of
     from otod.core.critical_batch import analyse_batches
+    from otod.core.stopping import Target
 
-    del tol  # one target per net sweep
-    return analyse_batches(frame_of(results), results.meta, axis="batch", point=("dim", "examples", "batch"),
+    frame = frame_of(results)
+    if tol is not None:  # a rung of the ladder (a stream's several targets), re-read from the same records
+        frame = at_rung(frame, Target(**results.meta["config"]["target"]).index(tol))
+    return analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
                            by=("dim", "examples"))
 
 
@@ -265,7 +269,8 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     meta = results.meta
     config = meta["config"]
     axes = tuple(config["axes"])
-    head = [sweep_header(results), f"net: {describe(config['problem'])}; target training loss "
+    loss = "held-out" if config["problem"].get("stream") else "training"
+    head = [sweep_header(results), f"net: {describe(config['problem'])}; target {loss} loss "
                                    f"{config['target']['tol']:g}; {config['seeds']} seeds; cap "
                                    f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
     analysis = net_analysis(results, tol) if analysis is None else analysis
