@@ -177,6 +177,7 @@ def ladder_lines(results) -> list[str]:
 
     ladder = results.meta["config"]["target"]["ladder"]
     frame = frame_of(results)
+    seen: dict[tuple, list] = {}
     lines = ["", "per target (steps to each loss of the ladder, read from the same run, lr re-chosen per target): "
                  "B_crit [95% CI], S_min, E_min = S_min·B_crit, and D at B_crit = 2·S_min·B_crit examples seen",
              f"  {'target':>8}  {'panel':<28}{'method':<11}{'B_crit':>26}{'S_min':>9}{'E_min':>10}{'D at B_crit':>13}"]
@@ -197,7 +198,41 @@ def ladder_lines(results) -> list[str]:
                              f"{(said.split(' (')[0] + ci):>26}{c.s_min:>9.4g}"
                              f"{(format(e_min, '.3g') if math.isfinite(e_min) else '—'):>10}"
                              f"{(format(d, '.3g') if math.isfinite(d) else '—'):>13}")
+                if inside_grid:
+                    seen.setdefault((panel, s.method), []).append(c)
+    for (panel, method), fits in seen.items():
+        rule = seen_rule(fits)
+        if rule is not None:
+            slope, ci = rule
+            said = fits[0].no_ci or f"95% CI [{ci[0]:.3g}, {ci[1]:.3g}]"
+            lines.append(f"  across targets ({panel_words(panel, short=True)}, {method}): B_crit ∝ D^{slope:.3g}, "
+                         f"{said}, over {len(fits)} targets, D = the examples seen at B_crit")
     return lines
+
+
+def seen_rule(fits: list) -> tuple[float, tuple[float, float]] | None:
+    """B_crit ∝ D^a across a ladder's targets, D = 2·S_min·B_crit the examples seen at B_crit (at least 3 targets
+    whose B_crit lies inside the batches): the least-squares slope of log B_crit on log D, and its 95% CI from the
+    bootstrap rows refitted (each rung's analysis draws the same seed resamples, from the same bootstrap seed, so
+    row r is one resample of the seeds, its (lr, β) re-chosen at every target)."""
+    from otod.core.analysis import fit_line
+
+    if len(fits) < 3:
+        return None
+    b = np.array([c.b_crit for c in fits])
+    slope = float(fit_line(np.log(2 * np.array([c.s_min for c in fits]) * b), np.log(b))[0])
+    k = min(len(c.replicates) for c in fits)
+    if fits[0].no_ci or not k:
+        return slope, (math.nan, math.nan)
+    reps = np.stack([c.replicates[:k, :2] for c in fits], axis=1)  # [row, target, (S_min, B_crit)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_b, log_d = np.log(reps[..., 1]), np.log(2 * reps[..., 0] * reps[..., 1])
+    ok = np.all(np.isfinite(log_b) & np.isfinite(log_d), axis=1)
+    draws = fit_line(log_d[ok], log_b[ok])[0]
+    draws = draws[np.isfinite(draws)]
+    if len(draws) <= 20:
+        return slope, (math.nan, math.nan)
+    return slope, (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
 
 
 def depth_report(results, analysis=None) -> str:
