@@ -156,7 +156,7 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
     ``ax``: each panel's B_crit with its 95% seed-bootstrap CI as bars, one series per method and value of the
     other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, its
     exponent and re-selecting CI in the legend."""
-    from otod.core.critical_batch import scaling_rules
+    from otod.core.critical_batch import inside, scaling_rules
     from otod.core.plotting import series_style
     from otod.nets.report import RULE_FIELDS
 
@@ -167,13 +167,15 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
         for s in analysis.in_panel(panel):
             if field in values and s.critical is not None:
                 fixed = tuple((f, v) for f, v in panel if f != field)
-                lines.setdefault((s.method, fixed), []).append((values[field], s.critical))
+                lines.setdefault((s.method, fixed), []).append((values[field], s.critical, s))
     rules = {(r.method, r.fixed): r for r in scaling_rules(analysis, field)}
     for i, ((method, fixed), rows) in enumerate(lines.items()):
-        x = np.array([v for v, _ in rows], float)
-        b = np.array([c.b_crit for _, c in rows], float)
-        lo, hi = (np.array([c.b_crit_ci[k] for _, c in rows], float) for k in (0, 1))
-        ok = np.isfinite(b) & (b > 0)
+        x = np.array([v for v, _, _ in rows], float)
+        b = np.array([c.b_crit for _, c, _ in rows], float)
+        lo, hi = (np.array([c.b_crit_ci[k] for _, c, _ in rows], float) for k in (0, 1))
+        measured = np.array([inside(c.b_crit, s.x[s.fitted]) for _, c, s in rows])
+        ok = np.isfinite(b) & (b > 0) & measured
+        beyond = np.isfinite(b) & (b > 0) & ~measured
         style = series_style(first_style + i)
         at = ", ".join(f"{RULE_FIELDS[f][1]} = {v:g}" for f, v in fixed if f in RULE_FIELDS)
         name = method + (f" ({at})" if at else "")
@@ -181,13 +183,34 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
                                         np.maximum(np.nan_to_num(hi[ok], nan=b[ok]) - b[ok], 0)],
                     fmt=style["marker"], color=style["color"], capsize=2,
                     label=f"{name}: measured B_crit (95% CI, seeds)")
+        if beyond.any():
+            ax.plot(x[beyond], b[beyond], style["marker"], mfc="none", color=style["color"],
+                    label=f"{name}: fitted B_crit beyond its batches (not a measurement; not in the fit)")
         r = rules.get((method, fixed))
         if r is not None:
             ci = r.no_ci and "(no CI)" or f"[{r.ci[0]:.2f}, {r.ci[1]:.2f}]"
             grid = np.geomspace(*r.span, 50)
             ax.plot(grid, r.line(grid), ls=":", lw=1.2, color=style["color"],
                     label=f"{name}: fitted B_crit ∝ {symbol}^{r.slope:.2f} {ci}")
+    if lines and not rules:
+        ax.text(0.97, 0.04, "no power law: fewer than 3 B_crit inside their batches", transform=ax.transAxes,
+                ha="right", va="bottom",
+                fontsize="small", color="0.3")
     ax.set(xscale="log", yscale="log", ylabel="critical batch B_crit")
+    plain_numbers(ax)
+    from matplotlib import ticker
+
+    ax.xaxis.set_major_locator(ticker.FixedLocator(sorted({v for rows in lines.values() for v, _, _ in rows})))
+
+
+def plain_numbers(ax) -> None:
+    """Log axes ticked at 1, 2, 5 × 10^k and labelled as plain numbers (20, 500, 2000), the minor ticks bare."""
+    from matplotlib import ticker
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def make_width(spec: dict, out_dir: Path) -> list[Path]:
