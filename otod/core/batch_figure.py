@@ -37,18 +37,20 @@ def method_marker(method: str, i: int) -> str:
     return MARKERS[COLORS.get(method, 1 if method.startswith("precond") else 5 + i % 4) % len(MARKERS)]
 
 
-def steps_vs_batch(analysis, ax, exact=None, dim: float | None = None, extra=None) -> None:
+def steps_vs_batch(analysis, ax, exact=None, dim: float | None = None, extra=None,
+                   panel: tuple | None = None) -> None:
     """The S(B) panel on ``ax`` from a batch sweep's analysis (`otod.core.critical_batch.BatchAnalysis`) and, where
     given, an ``exact`` analysis of the same sweep drawn as lines; ``dim`` draws one group of a sweep over several
     (a static axis), default the first; ``extra(ax, dim, series)`` draws what an obstacle adds before the axes are
-    set. The axes end log-log in base 2 on B."""
+    set; ``panel`` draws one panel of a sweep panelled by several fields
+    (`otod.core.critical_batch.BatchAnalysis.panels`) instead of ``dim``. The axes end log-log in base 2 on B."""
     from otod.core.plotting import DIVERGED_LABEL, censored_quantiles, mark_diverged
 
     dim = analysis.dims[0] if dim is None else dim
     simulated = analysis.mode != "exact"
     exact_of = {s.method: s for s in exact.at(dim)} if exact is not None else {}
     diverged_labelled = False
-    series = analysis.at(dim)
+    series = analysis.at(dim) if panel is None else analysis.in_panel(panel)
     for i, s in enumerate(series):
         m, color = s.method, method_color(s.method, i)
         xs, med, ok = s.x, s.median, s.fitted

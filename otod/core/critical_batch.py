@@ -120,7 +120,8 @@ class CriticalBatch:
 
 @dataclass(frozen=True)
 class Series:
-    """One method's analysis (at one d of a batch sweep; ``dim`` None on a params sweep, whose axis is d).
+    """One method's analysis (at one d of a batch sweep; ``dim`` None on a params sweep, whose axis is d; ``panel``
+    the values of every field that panels the sweep, d among them).
 
     ``choice``: the all-seed choice (cube [point, setting, seed], chosen index, medians, edge flags);
     ``summary``: per point (`otod.core.analysis.summary`) with ``learning_rate``, the chosen absolute step (median
@@ -138,6 +139,8 @@ class Series:
     lr_points: int = 0
     exponent: float = math.nan
     exponent_points: int = 0
+    #: The panel's (field, value) pairs, e.g. (("dim", 2410.0), ("examples", 256.0)) (`analyse_batches`'s ``by``).
+    panel: tuple = ()
 
     @property
     def x(self) -> np.ndarray:
@@ -193,6 +196,15 @@ class BatchAnalysis(core.Analysis):
         """The series of one d (every series on a params sweep)."""
         return [s for s in self.series if s.dim == dim]
 
+    @property
+    def panels(self) -> list[tuple]:
+        """Each panel's (field, value) pairs, in order (one per d where d alone panels the sweep)."""
+        return list(dict.fromkeys(s.panel for s in self.series))
+
+    def in_panel(self, panel: tuple) -> list[Series]:
+        """The series of one panel (`panels`)."""
+        return [s for s in self.series if s.panel == panel]
+
     def on_edge(self, flag: str) -> list[tuple[float | None, str, float]]:
         """The (d, method, x) points whose chosen setting has ``flag`` (lr_on_edge or beta_on_edge)."""
         return [(s.dim, s.method, x) for s in self.series for x, on in zip(s.x, s.summary[flag]) if on]
@@ -214,16 +226,19 @@ def _critical(boot: core.Bootstrap) -> CriticalBatch:
                          int((~np.isfinite(choice.median)).sum()), boot.deterministic, boot.replicates, boot.no_ci)
 
 
-def reading(axis: str, fit: bool):
+def reading(axis: str, fit: bool, by: tuple[str, ...] = ("dim",)):
     """The ``fit`` of `otod.core.analysis.analyse` on a batch sweep (``axis`` "batch") or a params sweep ("dim"):
     each series' `Series`, with the critical-batch fit, the perfect-scaling region and the lr slope over it (batch),
-    or the exponent of the steps in d (dim); ``fit`` False: the choice and medians only."""
+    or the exponent of the steps in d (dim); ``fit`` False: the choice and medians only. ``by``: the fields that
+    panel a batch sweep (each series' ``panel``)."""
 
     def read(name: str, boot: core.Bootstrap, statistic: Any, summary: pd.DataFrame) -> Series:
         choice = boot.choice
-        dim = float(choice.cube.points["dim"].iloc[0]) if axis == "batch" and "dim" in choice.cube.points else None
+        points = choice.cube.points
+        dim = float(points["dim"].iloc[0]) if axis == "batch" and "dim" in points else None
+        panel = tuple((f, float(points[f].iloc[0])) for f in by if f in points) if axis == "batch" else ()
         if not fit:
-            return Series(name, dim, choice, summary)
+            return Series(name, dim, choice, summary, panel=panel)
         x, median = summary["value"].to_numpy(float), core.fit_medians(choice.median, choice.bound)
         fitted = np.isfinite(median)
         if axis != "batch":
@@ -232,7 +247,7 @@ def reading(axis: str, fit: bool):
         limit = perfect_scaling_limit(x[fitted], median[fitted])
         slope, n = (math.nan, 0) if limit is None else _line_slope(x, summary["learning_rate"].to_numpy(float),
                                                                     fitted & (x <= limit))
-        return Series(name, dim, choice, summary, _critical(boot), limit, slope, n)
+        return Series(name, dim, choice, summary, _critical(boot), limit, slope, n, panel=panel)
 
     return read
 
@@ -243,12 +258,91 @@ def no_statistic(x: np.ndarray, medians: np.ndarray) -> np.ndarray:
 
 
 def analyse_batches(frame: pd.DataFrame, meta: dict, *, axis: str, point: tuple[str, ...], n_boot: int = N_BOOT,
-                    seed: int = 0, fit: bool = True) -> BatchAnalysis:
-    """The analysis of a batch sweep's records (``axis`` "batch": one group per d, the critical batch bootstrapped
-    over ``n_boot`` seed resamples drawn from ``seed``) or of a params sweep's ("dim": one group, the exponent in
-    d), on the core's one selection; ``fit`` False: the choice and medians only (a curve to draw)."""
+                    seed: int = 0, fit: bool = True, by: tuple[str, ...] = ("dim",)) -> BatchAnalysis:
+    """The analysis of a batch sweep's records (``axis`` "batch": one group per panel, a value of each ``by`` field
+    the records hold (d; the nets add the training set's size), the critical batch bootstrapped over ``n_boot``
+    seed resamples drawn from ``seed``) or of a params sweep's ("dim": one group, the exponent in d), on the core's
+    one selection; ``fit`` False: the choice and medians only (a curve to draw)."""
     batch = axis == "batch"
-    found = core.analyse(frame, point=point, axis=axis, by=("dim",) if batch else (),
+    by = tuple(f for f in by if f in frame) if batch else ()
+    point = tuple(dict.fromkeys(tuple(by) + tuple(point)))
+    found = core.analyse(frame, point=point, axis=axis, by=by,
                          statistic=lambda x: critical_batch_fit if batch and fit else no_statistic,
-                         fit=reading(axis, fit), n_boot=n_boot if batch and fit else 0, seed=seed)
+                         fit=reading(axis, fit, by), n_boot=n_boot if batch and fit else 0, seed=seed)
     return BatchAnalysis(found.axis, found.tol, found.groups, None, meta["config"], meta=meta, n_boot=n_boot)
+
+
+def inside(b_crit: float, batches) -> bool:
+    """Whether a fitted B_crit lies within the batches it was fitted on (beyond them it is an extrapolation, not a
+    measurement: `describe_critical_batch` says so, and no rule or ratio uses it)."""
+    b = np.asarray(batches, float)
+    return bool(b.size and math.isfinite(b_crit) and b.min() <= b_crit <= b.max())
+
+
+@dataclass(frozen=True)
+class ScalingRule:
+    """B_crit ∝ x^slope over the panels of one method at fixed values of the other panel fields (``fixed``):
+    the least-squares line of log B_crit on log x (``intercept`` its value at log x = 0), its 95% CI from the
+    panels' bootstrap replicates (NaN, with ``no_ci`` saying why, where the seeds are too few), the ``points``
+    fitted and the ``span`` (smallest, largest x)."""
+
+    method: str
+    field: str
+    fixed: tuple
+    slope: float
+    intercept: float
+    ci: tuple[float, float]
+    points: int
+    span: tuple[float, float]
+    no_ci: str | None = None
+
+    def line(self, x) -> np.ndarray:
+        return np.exp(self.intercept) * np.asarray(x, float) ** self.slope
+
+
+#: Bootstrap rows a rule's CI needs (fewer: NaN).
+MIN_RULE_REPLICATES = 20
+
+
+def scaling_rules(analysis: BatchAnalysis, field: str) -> list[ScalingRule]:
+    """How B_crit scales with one panel field (the parameter count d, or the nets' training-set size D): per method
+    and per value of the other panel fields, over the panels whose B_crit is finite and inside its batches (at
+    least 3), the least-squares slope of log B_crit on log x. Its 95% CI is the percentile interval of the slopes
+    refitted to the panels' bootstrap replicates taken row by row (each replicate resamples a panel's seeds and
+    re-chooses every point's (lr, β) before fitting S(B), so the selection is inside the interval); rows where
+    any panel's replicate B_crit is not finite are left out."""
+    groups: dict[tuple, list] = {}
+    for panel in analysis.panels:
+        values = dict(panel)
+        if field not in values:
+            continue
+        fixed = tuple((f, v) for f, v in panel if f != field)
+        for s in analysis.in_panel(panel):
+            if s.critical is not None and inside(s.critical.b_crit, s.x[s.fitted]):
+                groups.setdefault((s.method, fixed), []).append((values[field], s))
+    rules = []
+    for (method, fixed), rows in groups.items():
+        if len(rows) < 3:
+            continue
+        x = np.log(np.array([v for v, _ in rows], float))
+        b = np.log(np.array([s.critical.b_crit for _, s in rows], float))
+        slope, intercept, _ = (float(v) for v in core.fit_line(x, b))
+        no_ci = next((s.critical.no_ci for _, s in rows if s.critical.no_ci), None)
+        rules.append(ScalingRule(method, field, fixed, slope, intercept, _rule_ci(x, [s for _, s in rows], no_ci),
+                                 len(rows), (float(np.exp(x.min())), float(np.exp(x.max()))), no_ci))
+    return rules
+
+
+def _rule_ci(x: np.ndarray, series: list[Series], no_ci: str | None) -> tuple[float, float]:
+    """The 95% percentile interval of the slope refitted to each bootstrap row (`scaling_rules`)."""
+    reps = [s.critical.replicates[:, 1] if s.critical.replicates.ndim == 2 else np.zeros(0) for s in series]
+    k = min(len(r) for r in reps)
+    if no_ci is not None or not k:
+        return math.nan, math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stacked = np.log(np.stack([r[:k] for r in reps], axis=1))
+    ok = np.all(np.isfinite(stacked), axis=1)
+    draws = core.fit_line(x, stacked[ok])[0]
+    if len(draws) <= MIN_RULE_REPLICATES:
+        return math.nan, math.nan
+    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))

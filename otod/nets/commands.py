@@ -31,12 +31,20 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @click.option("--data", type=click.Choice(["digits", "teacher", "gaussian"]), default="digits", show_default=True,
               help="digits (shipped, 1438 training images), teacher (a random tanh-MLP teacher, regression) or "
                    "gaussian (a linear teacher). E.g. --data teacher")
-@click.option("--examples", default=None, help="Training examples (teacher, gaussian: drawn, default 1024; digits and "
-                                               "--model FILE.py:NAME: the first N). E.g. --examples 512")
+@click.option("--examples", default=None,
+              help="Training examples D (teacher, gaussian: drawn, default 1024; digits: the first N, at most 1438; "
+                   "--model FILE.py:NAME: its first N); several values make a D axis of nested subsets of one set, "
+                   "each ≥ every batch. "
+                   "E.g. --examples 256,512,1024")
+@click.option("--stream", is_flag=True, default=False,
+              help="Fresh examples every step from the teacher (teacher, gaussian; no repetition), stopped on the "
+                   "loss on a fixed held-out set of 4096; --target may list several losses. "
+                   "E.g. --data teacher --stream --target 0.05,0.03,0.02")
 @click.option("--loss", type=click.Choice(["cross-entropy", "squared"]), default=None,
               help="Default cross-entropy on digits, squared on the regressions. E.g. --loss squared")
 @click.option("--method", default=None, help="Comma list of sgd, heavy-ball, adam. Default sgd. E.g. --method sgd,adam")
-@click.option("--target", default=None, help="Stop at this full training loss. Default 0.1. E.g. --target 0.05")
+@click.option("--target", default=None,
+              help="Stop at this full training loss (--stream: held-out loss; a list). Default 0.1. E.g. --target 0.05")
 @click.option("--beta", default=None,
               help="heavy-ball's β values, tuned with the lr. Default 0 and 1 − β = 10^(−j/2), j = 1..6. "
                    "E.g. --beta 0,0.9")
@@ -52,8 +60,8 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
               help="Also predict S(B) from an NQM built from the net's measured Hessian spectrum and gradient noise "
                    "(batch sweeps). E.g. --no-predict")
 @common_sweep_options
-def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, loss, method, target, beta,
-              schedule, max_iters, lr, lr_grid, predict, seeds, seed, x64, out, as_json, no_plot, pdf, yes,
+def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,
+              beta, schedule, max_iters, lr, lr_grid, predict, seeds, seed, x64, out, as_json, no_plot, pdf, yes,
               chunk_seconds):
     """Steps to a training-loss target of a small real net against batch size, width or depth.
 
@@ -68,6 +76,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --depth 2..10:5 --architecture plain,residual --init kaiming,orthogonal,small --batch 64
       otod sweep net --data teacher --method sgd,adam --target 0.02
       otod sweep net --model my_model.py:problem --batch 8..256:6:log --target 0.05
+      otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
+      otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
@@ -89,7 +99,11 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     config = net_config(batch=batch, width=width, depth=depth, init=init, architecture=architecture, model=model,
                         activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
-                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds)
+                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream)
+    if stream:
+        refuse_ignored(given, "predict", "the NQM predicts S(B) on a finite training set; --stream has none; drop "
+                                         "--predict")
+        predict = False
     if "batch" not in dict(config.axes):
         refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")

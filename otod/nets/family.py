@@ -17,6 +17,11 @@ training loss.
   grid holds absolute step sizes (a net has no fixed L: its sharpness moves during training), and ``beta``, the
   traced momentum β.
 
+The stream regime (``spec.stream``, teacher and gaussian data): step t's minibatch is B fresh examples drawn inside
+the step from the seed's key folded with t (`otod.nets.data.stream_batch`), so no example is seen twice and the
+examples seen by step t are D = t·B; the metric is the loss on a fixed held-out set of the same teacher
+(`otod.nets.problem.NetSpec.metric_arrays`, 4,096 examples).
+
 The data live in the compiled program as constants (shared by every lane), never copied per lane.
 """
 
@@ -74,14 +79,33 @@ def start_of(spec, drawn: dict, init: str | None = None, architecture: str | Non
     return drawn["params"][init or spec.init][architecture or spec.architecture]
 
 
+def stream_minibatch(spec):
+    """``(key, t, dtype) → (x, y)``: step t's fresh minibatch in the stream regime (`otod.nets.data.stream_batch`)."""
+    from otod.nets import data as data_sets
+
+    weights = data_sets.teacher_weights(spec.data, spec.inputs, spec.outputs, spec.teacher_width, int(spec.data_seed))
+
+    def draw(key, t, dtype):
+        return data_sets.stream_batch(spec.data, weights, key, t, int(spec.batch), spec.inputs, spec.outputs,
+                                      float(spec.label_noise), dtype)
+
+    return draw
+
+
 def net_family(spec) -> Family:
     x_np, y_np = spec.training_arrays(np.float64)
     n, batch = x_np.shape[0], int(spec.batch)
     labels = spec.dataset().classes > 0
     inits = {name: i for i, name in enumerate(models.INITS)}
+    metric_x, metric_y = spec.metric_arrays(np.float64)
+    draw = stream_minibatch(spec) if spec.stream else None
 
     def data(dtype):
         return jnp.asarray(x_np, dtype), (jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype))
+
+    def metric_data(dtype):
+        return jnp.asarray(metric_x, dtype), (jnp.asarray(metric_y, jnp.int32) if labels else
+                                              jnp.asarray(metric_y, dtype))
 
     def make(point, drawn):
         dtype = drawn["shuffle"].dtype
@@ -95,11 +119,15 @@ def net_family(spec) -> Family:
                 "beta": point.get("beta", jnp.zeros((), dtype))}
 
     def metric(p, params):
-        x, y = data(jax.tree.leaves(params)[0].dtype)
+        x, y = metric_data(jax.tree.leaves(params)[0].dtype)
         return spec.mean_loss(params, x, y, p["residual"])
 
     def gradient(p, params, step):
-        x, y = data(jax.tree.leaves(params)[0].dtype)
+        dtype = jax.tree.leaves(params)[0].dtype
+        if draw is not None:
+            xb, yb = draw(p["key"], step.t, dtype)
+            return jax.grad(spec.mean_loss)(params, xb, yb, p["residual"])
+        x, y = data(dtype)
         idx = minibatch(p["key"], step.t, batch, n)
         return jax.grad(spec.mean_loss)(params, x[idx], y[idx], p["residual"])
 
@@ -147,15 +175,19 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
     def batch_gradient(problem, params, data):
         return grad(params, *data, problem["residual"])
 
+    stream = stream_minibatch(spec) if spec.stream else None
+    draw = None if stream is None else (lambda problem, t, dtype: stream(problem["key"], t, dtype))
     return minibatch_dynamics(batch_gradient, arrays, x_np.shape[0], int(spec.batch), family, members, options,
-                              relative_lr)
+                              relative_lr, draw)
 
 
-def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, members, options, relative_lr: bool):
+def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, members, options, relative_lr: bool,
+                       draw=None):
     """A lane of the net sweep: the stochastic lane of the core (`otod.core.dynamics.lane_start`: optax on the sampled gradient,
     the schedule), with each epoch's minibatch order drawn once. ``arrays(dtype)``: the training data (a tuple
     with a leading example axis, floats in ``dtype``); ``batch_gradient(problem, params, data)``: the gradient of
-    the mean loss over a minibatch. The carry is (θ, optimizer state, order, t); at an epoch's first step (the
+    the mean loss over a minibatch; ``draw(problem, t, dtype)``, where given, step t's fresh minibatch (the stream
+    regime) in place of the epochs' order. The carry is (θ, optimizer state, order, t); at an epoch's first step (the
     block's iteration count ``block_t``, one unbatched scalar for all lanes, so the branch is a real ``lax.cond``,
     not a select that draws every step) the order is redrawn by `epoch_order`; step t uses its ranks
     [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
@@ -168,18 +200,21 @@ def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, membe
 
     def set_up(point, drawn, lr, method_index) -> Lane:
         constants, params, state = lane_start(family, members, options, relative_lr, point, drawn, lr, method_index)
-        carry = (params, state, jnp.zeros(n, jnp.int32), jnp.zeros((), jnp.int32))
+        carry = (params, state, jnp.zeros(1 if draw is not None else n, jnp.int32), jnp.zeros((), jnp.int32))
         return Lane(constants, carry, family.metric(constants[0], params), constants[2])
 
     def step(constants, carry, key, block_t):
         problem, info, step_size, hyper = constants
         params, state, order, t = carry
-        epoch, position = block_t // per_epoch, block_t % per_epoch
-        order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
-                             lambda: order)
-        idx = jax.lax.dynamic_slice(order, (position * batch,), (batch,))
-        data = arrays(jax.tree.leaves(params)[0].dtype)
-        g = batch_gradient(problem, params, tuple(a[idx] for a in data))
+        dtype = jax.tree.leaves(params)[0].dtype
+        if draw is not None:  # the stream: step t's fresh examples, the reference loop's (`net_family`'s gradient)
+            g = batch_gradient(problem, params, draw(problem, t, dtype))
+        else:
+            epoch, position = block_t // per_epoch, block_t % per_epoch
+            order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
+                                 lambda: order)
+            idx = jax.lax.dynamic_slice(order, (position * batch,), (batch,))
+            g = batch_gradient(problem, params, tuple(a[idx] for a in arrays(dtype)))
         lr_t = step_size * jnp.asarray(factor(t), step_size.dtype)
         updates, state = build(lr_t, info, options, hyper).update(g, state, params)
         return optax.apply_updates(params, updates), state, order, t + 1

@@ -21,21 +21,23 @@ def _plt():
     return plt
 
 
-def predictions(meta: dict, dim: float) -> list[dict]:
-    return [p for p in meta.get("nqm_prediction") or [] if float(p.get("parameters", math.nan)) == float(dim)]
+def predictions(meta: dict, panel: tuple) -> list[dict]:
+    from otod.nets.report import of_panel
+
+    return [p for p in meta.get("nqm_prediction") or [] if of_panel(p, panel)]
 
 
-def batch_panel(analysis, ax, dim: float) -> None:
-    """Measured steps vs B (the core's panel, `otod.core.batch_figure`: medians, IQR bars, the S(B) fit) with the NQM's predicted
-    S(B) and B_crit for the same net over it."""
+def batch_panel(analysis, ax, panel: tuple) -> None:
+    """Measured steps vs B (the core's panel, `otod.core.batch_figure`: medians, IQR bars, the S(B) fit) with the
+    NQM's predicted S(B) and B_crit for the same net and data over it."""
     from otod.core.batch_figure import method_color, steps_vs_batch
 
     from otod.core.critical_batch import describe_critical_batch
 
-    steps_vs_batch(analysis, ax, None, dim=dim)
-    colors = {s.method: method_color(s.method, i) for i, s in enumerate(analysis.at(dim))}
+    steps_vs_batch(analysis, ax, None, panel=panel)
+    colors = {s.method: method_color(s.method, i) for i, s in enumerate(analysis.in_panel(panel))}
     drawn = set()
-    for p in predictions(analysis.meta, dim):
+    for p in predictions(analysis.meta, panel):
         curve = np.asarray(p.get("curve") or [], float)
         if curve.size:
             ok = np.isfinite(curve[:, 1])
@@ -112,15 +114,17 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
             "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
             "Akaike 1974), named with its slope in the legend; ⊘: every lane stalled at that depth (no progress "
             "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)"))
+    from otod.nets.report import panel_words
+
     analysis = batch_analysis(results) if analysis is None else analysis
-    dims = analysis.dims
-    fig, axes = panel_grid(len(dims), sharey=False) if len(dims) > 1 else figure(columns=2, height=2.8)
+    panels = analysis.panels
+    fig, axes = panel_grid(len(panels), sharey=False) if len(panels) > 1 else figure(columns=2, height=2.8)
     axes = np.atleast_1d(axes)
-    for ax, d in zip(axes, dims):
-        batch_panel(analysis, ax, d)
-        ax.set_title(f"P = {d:g} parameters" if len(dims) > 1 else
-                     f"Measured steps against batch size and the NQM's prediction, P = {d:g}")
-    if len(dims) > 1:
+    for ax, panel in zip(axes, panels):
+        batch_panel(analysis, ax, panel)
+        ax.set_title(panel_words(panel) if len(panels) > 1 else
+                     f"Measured steps against batch size and the NQM's prediction, {panel_words(panel, short=True)}")
+    if len(panels) > 1:
         fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
     legend_below(fig)
     return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE))
@@ -129,7 +133,8 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
 def _run(spec: dict, predict: bool = True):
     from otod.nets.options import net_config
 
-    options = {k.replace("-", "_"): (str(v) if not isinstance(v, (bool, int)) or k in ("width", "depth", "batch")
+    options = {k.replace("-", "_"): (str(v) if not isinstance(v, (bool, int)) or k in ("width", "depth", "batch",
+                                                                                       "examples")
                                      else v) for k, v in spec.items() if k not in ("maker", "name")}
     config = net_config(**options)
     from otod.nets.predict import run_meta
@@ -143,40 +148,84 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
     return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
 
 
+def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
+    """B_crit against one panel field (``dim``: the parameter count P; ``examples``: the training set's size D) on
+    ``ax``: each panel's B_crit with its 95% seed-bootstrap CI as bars, one series per method and value of the
+    other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, its
+    exponent and re-selecting CI in the legend."""
+    from otod.core.critical_batch import inside, scaling_rules
+    from otod.core.plotting import series_style
+    from otod.nets.report import RULE_FIELDS
+
+    symbol = RULE_FIELDS[field][1]
+    lines: dict[tuple, list] = {}
+    for panel in analysis.panels:
+        values = dict(panel)
+        for s in analysis.in_panel(panel):
+            if field in values and s.critical is not None:
+                fixed = tuple((f, v) for f, v in panel if f != field)
+                lines.setdefault((s.method, fixed), []).append((values[field], s.critical, s))
+    rules = {(r.method, r.fixed): r for r in scaling_rules(analysis, field)}
+    for i, ((method, fixed), rows) in enumerate(lines.items()):
+        x = np.array([v for v, _, _ in rows], float)
+        b = np.array([c.b_crit for _, c, _ in rows], float)
+        lo, hi = (np.array([c.b_crit_ci[k] for _, c, _ in rows], float) for k in (0, 1))
+        measured = np.array([inside(c.b_crit, s.x[s.fitted]) for _, c, s in rows])
+        ok = np.isfinite(b) & (b > 0) & measured
+        beyond = np.isfinite(b) & (b > 0) & ~measured
+        style = series_style(first_style + i)
+        at = ", ".join(f"{RULE_FIELDS[f][1]} = {v:g}" for f, v in fixed if f in RULE_FIELDS)
+        name = method + (f" ({at})" if at else "")
+        ax.errorbar(x[ok], b[ok], yerr=[np.maximum(b[ok] - np.nan_to_num(lo[ok], nan=b[ok]), 0),
+                                        np.maximum(np.nan_to_num(hi[ok], nan=b[ok]) - b[ok], 0)],
+                    fmt=style["marker"], color=style["color"], capsize=2,
+                    label=f"{name}: measured B_crit (95% CI, seeds)")
+        if beyond.any():
+            ax.plot(x[beyond], b[beyond], style["marker"], mfc="none", color=style["color"],
+                    label=f"{name}: fitted B_crit beyond its batches (not a measurement; not in the fit)")
+        r = rules.get((method, fixed))
+        if r is not None:
+            ci = r.no_ci and "(no CI)" or f"[{r.ci[0]:.2f}, {r.ci[1]:.2f}]"
+            grid = np.geomspace(*r.span, 50)
+            ax.plot(grid, r.line(grid), ls=":", lw=1.2, color=style["color"],
+                    label=f"{name}: fitted B_crit ∝ {symbol}^{r.slope:.2f} {ci}")
+    if lines and not rules:
+        ax.text(0.97, 0.04, "no power law: fewer than 3 B_crit inside their batches", transform=ax.transAxes,
+                ha="right", va="bottom",
+                fontsize="small", color="0.3")
+    ax.set(xscale="log", yscale="log", ylabel="critical batch B_crit")
+    plain_numbers(ax)
+    from matplotlib import ticker
+
+    ax.xaxis.set_major_locator(ticker.FixedLocator(sorted({v for rows in lines.values() for v, _, _ in rows})))
+
+
+def plain_numbers(ax) -> None:
+    """Log axes ticked at 1, 2, 5 × 10^k and labelled as plain numbers (20, 500, 2000), the minor ticks bare."""
+    from matplotlib import ticker
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def make_width(spec: dict, out_dir: Path) -> list[Path]:
     """B_crit against the parameter count (width axis): the measured B_crit with its seed-bootstrap CI, the
     NQM's predicted B_crit and B_noise at the target for each net, and the fitted power law."""
-    from otod.core.plotting import figure, save, series_style
-    from otod.core.analysis import MIN_BOOTSTRAP_SEEDS
-    from otod.nets.report import width_rule
+    from otod.core.plotting import figure, save
 
     results = _run(spec)
     analysis = batch_analysis(results)
     fig, ax = figure(columns=2, height=2.8)
-    for i, method in enumerate(dict.fromkeys(s.method for s in analysis.series)):
-        rows = [(d, s) for d in analysis.dims for s in analysis.at(d) if s.method == method and s.critical]
-        p = np.array([d for d, _ in rows], float)
-        b = np.array([s.critical.b_crit for _, s in rows], float)
-        lo = np.array([s.critical.b_crit_ci[0] for _, s in rows], float)
-        hi = np.array([s.critical.b_crit_ci[1] for _, s in rows], float)
-        ok = np.isfinite(b) & (b > 0)
-        style = series_style(i)
-        ax.errorbar(p[ok], b[ok], yerr=[np.maximum(b[ok] - lo[ok], 0), np.maximum(hi[ok] - b[ok], 0)],
-                    fmt=style["marker"], color=style["color"], label=f"{method}: measured B_crit (95% CI, seeds)")
+    rule_panel(ax, analysis, "dim")
     pred = results.meta.get("nqm_prediction") or []
     if pred:
         pp = np.array([q["parameters"] for q in pred], float)
         ax.plot(pp, [q["b_crit"] for q in pred], "s-", mfc="none", color="0.3", label="NQM predicted B_crit")
         ax.plot(pp, [q.get("b_noise_target", math.nan) for q in pred], "d:", mfc="none", color="0.5",
                 label="B_noise at the target")
-    for method, r in (width_rule(analysis) or {}).items():
-        ci = (f"(no CI: fewer than {MIN_BOOTSTRAP_SEEDS} seeds)" if r["no_ci"] else
-              f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]")
-        grid = np.geomspace(*r["parameters"], 50)
-        color = series_style(list(dict.fromkeys(s.method for s in analysis.series)).index(method))["color"]
-        ax.plot(grid, np.exp(r["intercept"]) * grid ** r["slope"], ls=":", lw=1.2, color=color,
-                label=f"{method}: fitted B_crit ∝ P^{r['slope']:.2f} {ci}")
-    ax.set(xscale="log", yscale="log", xlabel="parameters P (width varied)", ylabel="critical batch B_crit")
+    ax.set(xlabel="parameters P (width varied)")
     ax.set_title("The critical batch against the parameter count")
     _legend(ax)
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
@@ -185,13 +234,41 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
         "the legend gives the fitted power law B_crit ∝ P^b with its CI"))
 
 
+def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
+    """B_crit against the training set's size D at a fixed net (left) and against the parameter count P at a fixed
+    D (right): two batch sweeps of one net (the spec's ``examples`` list at its ``width``; its ``widths`` at its
+    ``fixed_examples``), each panel's B_crit with its CI and the power laws fitted over them."""
+    from otod.core.plotting import figure, legend_below, save
+
+    base = {k: v for k, v in spec.items() if k not in ("widths", "fixed_examples")}
+    by_data = batch_analysis(_run(base, predict=False))
+    wide = {**base, "width": spec["widths"], "examples": str(spec["fixed_examples"])}
+    results = _run(wide, predict=False)
+    by_width = batch_analysis(results)
+    fig, (left, right) = figure(columns=2, height=2.6, cols=2)
+    rule_panel(left, by_data, "examples")
+    left.set(xlabel="training examples D (nested subsets)")
+    left.set_title("B_crit against the data, fixed net")
+    rule_panel(right, by_width, "dim", first_style=2)
+    right.set(xlabel="parameters P (width varied)")
+    right.set_title(f"B_crit against the net, D = {spec['fixed_examples']}")
+    legend_below(fig)
+    return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
+        results.meta["config"], f"Left: width {spec.get('width', 32)}, training sets of D = {spec['examples']} "
+        "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}. Markers: "
+        "B_crit of each panel's fitted S(B) = S_min(1 + B_crit/B), bars its 95% seed-bootstrap CI (re-choosing the "
+        "lr per B); dotted: the least-squares power law over the panels, its exponent and 95% CI (each bootstrap "
+        "replicate refitted) in the legend"))
+
+
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:
     """Iterations against depth, plain vs residual and by init."""
     results = _run(spec, predict=False)
     return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
 
 
-MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth}
+MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth,
+          "nets-data-size": make_data_size}
 
 
 #: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.curvature_figures`) and the

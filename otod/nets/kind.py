@@ -1,7 +1,8 @@
 """The ``net`` sweep as the core sees it: steps to a training-loss target of a real net, against batch size, width
 (parameter count) and depth, with (lr, β) tuned per point as the noise obstacle tunes them.
 
-Axes: ``batch``, ``width`` and ``depth`` are static (a minibatch's size and the weights' shapes are shapes: one
+Axes: ``batch``, ``width``, ``depth`` and ``examples`` (the training set's size D: nested subsets of one set,
+`otod.nets.data`) are static (a minibatch's size and the weights' shapes are shapes: one
 compiled program per value; a traced B would pad every minibatch to the largest, and a B = 1024 step costs 33× a
 B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
 picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
@@ -15,6 +16,8 @@ and a choice on the grid's edge is flagged.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from otod.core.axes import Axis
 from otod.core.errors import OtodError
@@ -31,6 +34,8 @@ WIDTH = Axis("width", "n", "width n", "--width", traced=False, minimum=1, intege
              example="8..256:6:log")
 DEPTH = Axis("depth", "L", "depth L (weight layers)", "--depth", traced=False, minimum=1, integer=True,
              what="depths", example="2..12:6")
+EXAMPLES = Axis("examples", "D", "training examples D", "--examples", traced=False, minimum=1, integer=True,
+                what="training-set sizes", example="256,512,1024")
 INIT = Axis("init", "init", "initialization", "--init", traced=True, labels=models.INITS, what="inits",
             example="kaiming,orthogonal")
 ARCHITECTURE = Axis("architecture", "arch", "architecture", "--architecture", traced=True,
@@ -55,20 +60,25 @@ def max_iters(config) -> int:
 def validate(config) -> None:
     if config.target.kind != "absolute":
         raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
-    for spec in config.specs():
+    nets = {}
+    for spec in config.specs():  # the batch does not change the start's loss: one check per net and data set
+        nets.setdefault(tuple((f.name, getattr(spec, f.name)) for f in dataclasses.fields(spec)
+                              if f.compare and f.name != "batch"), spec)
+    for spec in nets.values():
         if spec.kind == "model":  # a user's model: its start loss was measured when it was loaded
-            start, named = spec.start_loss, spec.reference
+            start, named, what = spec.start_loss, spec.reference, "training"
         else:
             spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
             start, named = spec.initial_loss(config.seed), f"{spec.model} width {spec.width} depth {spec.depth}"
+            what = "held-out" if spec.stream else "training"
         if config.target.tol >= start:
-            raise OtodError(f"--target {config.target.tol:g}: must lie below the initial training loss {start:.4g} "
+            raise OtodError(f"--target {config.target.tol:g}: must lie below the initial {what} loss {start:.4g} "
                             f"(seed 0, {named}), e.g. --target {start / 20:.2g}")
 
 
 def record_fields(config, mode: str = "simulate", point: dict | None = None) -> dict:
     """Every net record carries its batch B, β, schedule, path, its net's parameter count (as ``dim`` too, so the
-    noise obstacle's analysis panels a batch sweep by it) and width and depth."""
+    noise obstacle's analysis panels a batch sweep by it), width, depth and training examples D."""
     fields = {"schedule": config.options.schedule, "mode": mode}
     if point is None:
         return fields
@@ -77,11 +87,13 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
         return {"batch": float(spec.batch), "examples": float(spec.training_examples),
                 "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
                 "beta": float(point.get("beta", 0.0)), **fields}
-    return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth),
+    data = {} if spec.stream else {"examples": float(spec.dataset().examples)}  # a stream has no training set
+    return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth), **data,
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
             "beta": float(point.get("beta", 0.0)), **fields}
 
 
-NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, INIT, ARCHITECTURE, BETA), methods=METHODS,
-                problems={"net": NetSpec, "model": ModelProblem}, options=NoiseOptions, max_iters=max_iters, x64=lambda config: False,
+NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, EXAMPLES, INIT, ARCHITECTURE, BETA), methods=METHODS,
+                problems={"net": NetSpec, "model": ModelProblem}, options=NoiseOptions, max_iters=max_iters,
+                x64=lambda config: False,
                 validate=validate, record_fields=record_fields, ignores=ignores)

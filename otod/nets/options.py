@@ -13,7 +13,7 @@ from otod.core.ranges import parse_range
 from otod.core.stopping import Target
 from otod.core.config import SweepConfig
 from otod.nets import models
-from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, INIT, METHODS, WIDTH
+from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, EXAMPLES, INIT, METHODS, WIDTH
 from otod.nets.problem import NetSpec
 from otod.core.options import whole_values
 from otod.core.stochastic import BETA, NoiseOptions
@@ -42,11 +42,14 @@ def whole_axis(text, axis) -> tuple[float, ...]:
 def net_config(*, batch=None, width="32", depth="2", init="kaiming", architecture="plain", model="mlp",
                activation="relu", data="digits", examples=None, loss=None, method=None, target=None, beta=None,
                schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
-               chunk_seconds=None) -> SweepConfig:
-    """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width`` or
-    ``depth`` make them axes; ``init`` and ``architecture`` lists are coded traced axes. ``model``: mlp, cnn, a
+               chunk_seconds=None, stream=False) -> SweepConfig:
+    """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width``, ``depth``
+    or ``examples`` make them axes (every batch must fit in every training set); ``init`` and ``architecture``
+    lists are coded traced axes. ``stream``: fresh teacher examples every step (`otod.nets.family`); ``target``
+    may then list several losses (a ladder: each one's steps are recorded in one run). ``model``: mlp, cnn, a
     reference to a user's model (``FILE.py:NAME``, `otod.nets.contract`) or a checked `otod.nets.contract.Model`
-    (the Python function's), which the net's own options (width, depth, init, …) do not apply to."""
+    (the Python function's), which the net's own options (width, depth, init, …) do not apply to; ``examples``
+    then takes the first N of its data."""
     from otod.nets.contract import Model, is_reference
 
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
@@ -54,23 +57,29 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
         if m not in METHODS:
             raise OtodError(f"--method {m}: unknown method for net sweeps; choose from {', '.join(METHODS)}, "
                             "e.g. --method sgd,adam")
-    examples = None if examples is None else positive_int(examples, "--examples", "512")
+    if stream and examples is not None:
+        raise OtodError(f"--examples {examples}: a stream draws fresh examples every step and has no training set; "
+                        "drop --examples (the examples seen are steps × B) or drop --stream")
+    sizes = (None,) if examples is None else whole_axis(examples, EXAMPLES)
     if isinstance(model, Model) or is_reference(model):
-        batches = None if batch is None else whole_axis(batch, BATCH)
-        spec = user_problem(model, 1, examples)
-        batches = batches or default_batches(spec.training_examples)
-        spec = dataclasses.replace(spec, batch=int(min(batches)))
-        axes = [("batch", batches)]
+        if stream:
+            raise OtodError("--stream: draws fresh examples from otod's teacher; a user's model brings its own data, "
+                            "drop --stream")
+        spec, batches = user_problem(model, batch, sizes)
+        axes = [("batch", batches)] + ([("examples", sizes)] if len(sizes) > 1 else [])
     else:
         batches = whole_axis(DEFAULTS["batch"] if batch is None else batch, BATCH)
         widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
         inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
         loss = loss or ("cross-entropy" if data == "digits" else "squared")
         spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
-                       architecture=archs[0], init=inits[0], data=data, examples=examples, loss=loss,
-                       batch=int(min(batches)))
+                       architecture=archs[0], init=inits[0], data=data, examples=examples_of(sizes[0]), loss=loss,
+                       batch=int(min(batches)), stream=bool(stream))
+        if not stream:
+            check_sizes(spec, sizes, batches)
         axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
-        axes += [(name, values) for name, values in (("width", widths), ("depth", depths)) if len(values) > 1]
+        axes += [(name, values) for name, values in (("width", widths), ("depth", depths), ("examples", sizes))
+                 if len(values) > 1]
         axes += [(name, tuple(float(axis.labels.index(v)) for v in chosen)) for name, axis, chosen in
                  (("init", INIT, inits), ("architecture", ARCHITECTURE, archs)) if len(chosen) > 1]
     uses_beta = "heavy-ball" in methods
@@ -82,12 +91,11 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     axes += [("beta", betas)]
     if len(batches) == 1:
         spec = dataclasses.replace(spec, batch=int(batches[0]))
-    tol = finite_float(DEFAULTS["target"] if target is None else target, "--target", "0.1")
-    if not tol > 0:
-        raise OtodError(f"--target {tol:g}: a training-loss target must be > 0, e.g. --target 0.1")
+    ladder = targets(DEFAULTS["target"] if target is None else target, stream)
+    tol = min(ladder)
     grid = DEFAULT_LR_GRID if lr_grid is None else round_positive(parse_range(str(lr_grid), "--lr-grid"))
     return SweepConfig(sweep="net", axes=tuple(axes), problem=spec, methods=methods,
-                       target=Target(tol=tol, kind="absolute", ladder=(tol,), check_every=1),
+                       target=Target(tol=tol, kind="absolute", ladder=ladder, check_every=1),
                        max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "20000"),
                        seeds=DEFAULTS["seeds"] if seeds is None else seeds, seed=0 if seed is None else seed_value(seed),
                        lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
@@ -102,14 +110,50 @@ def default_batches(examples: int) -> tuple[float, ...]:
     return tuple(float(2 ** k) for k in range(int(np.log2(low)), int(np.log2(top)) + 1))
 
 
-def user_problem(model, batch: int, examples: int | None):
-    """The `otod.nets.model_problem.ModelProblem` of a reference (loaded and checked now) or a checked model."""
+def user_problem(model, batch, sizes) -> tuple:
+    """(`otod.nets.model_problem.ModelProblem`, batches) of a reference (loaded and checked now) or a checked
+    model, at the first of ``sizes`` (its first N examples; None: all); every size checked against the data and
+    against the largest batch (default: `default_batches` of the smallest set)."""
     from otod.nets.contract import Model, load
     from otod.nets.model_problem import problem_of
 
     if isinstance(model, Model):
-        return problem_of(model, batch, examples, reference=f"python:{model.name}")
-    return problem_of(load(str(model), finite=False), batch, examples, reference=str(model))
+        spec = problem_of(model, 1, examples_of(sizes[0]), reference=f"python:{model.name}")
+    else:
+        spec = problem_of(load(str(model), finite=False), 1, examples_of(sizes[0]), reference=str(model))
+    smallest = min(dataclasses.replace(spec, examples=examples_of(d)).training_examples for d in sizes)
+    batches = default_batches(smallest) if batch is None else whole_axis(batch, BATCH)
+    if max(batches) > smallest:
+        raise OtodError(f"--batch {max(batches):g}: larger than the data set ({smallest:,} training examples); "
+                        f"use --batch ≤ {smallest}")
+    return dataclasses.replace(spec, batch=int(min(batches))), batches
+
+
+def examples_of(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def check_sizes(spec: NetSpec, sizes, batches) -> None:
+    """Refuse, in one line, a training-set size the data set cannot give (digits: at most its 1,438 training
+    images) or smaller than the largest batch: every (B, D) pair of the grid runs, so max B ≤ min D."""
+    for d in sizes[1:]:
+        NetSpec(**{**spec.__dict__, "examples": examples_of(d)})  # refuses a size the data cannot give
+    smallest = min(NetSpec(**{**spec.__dict__, "examples": examples_of(d)}).dataset().examples for d in sizes)
+    if max(batches) > smallest:
+        raise OtodError(f"--batch {max(batches):g}: larger than the smallest training set ({smallest} examples); "
+                        f"every batch must be ≤ every --examples, e.g. --batch 8..{smallest}:6:log")
+
+
+def targets(text, stream: bool) -> tuple[float, ...]:
+    """The target loss, or in the stream regime a comma list of them (each rung's steps recorded in one run)."""
+    parts = [p for p in str(text).split(",") if p.strip()] or [""]
+    if len(parts) > 1 and not stream:
+        raise OtodError(f"--target {text}: one training-loss target (several only with --stream), e.g. --target 0.1")
+    values = tuple(finite_float(p.strip(), "--target", "0.1") for p in parts)
+    for tol in values:
+        if not tol > 0:
+            raise OtodError(f"--target {tol:g}: a target loss must be > 0, e.g. --target 0.1")
+    return values
 
 
 def round_positive(values) -> tuple[float, ...]:

@@ -126,7 +126,8 @@ def measured(spec, params, seed: int):
 
 
 def sweep_predictions(config) -> list[dict]:
-    """`net_prediction` for every net of a sweep (each static width and depth; at the spec's init and
+    """`net_prediction` for every net and training set of a sweep (each static width, depth and size D, which each
+    prediction names as ``examples``; at the spec's init and
     architecture) and every method the NQM has (sgd, heavy-ball), from seed 0's start."""
     nets = {}
     for point in config.static_points():
@@ -138,7 +139,8 @@ def sweep_predictions(config) -> list[dict]:
         params = seed_start(spec, np.random.default_rng([config.seed, 0]))
         for method in config.methods:
             if method in ("sgd", "heavy-ball"):
-                out.append(net_prediction(spec, params, config.target.tol, method, seed=config.seed))
+                out.append({**net_prediction(spec, params, config.target.tol, method, seed=config.seed),
+                            "examples": spec.dataset().examples})
     return out
 
 

@@ -31,7 +31,8 @@ jnp = lazy("jax.numpy")
 class NetSpec:
     """A model (``model``, ``width``, ``depth`` weight layers, ``activation``, ``architecture``, ``init``), a data
     set (``data``, ``examples``, the synthetic sets' ``inputs``, ``outputs``, ``teacher_width``, ``label_noise``,
-    ``holdout``, ``data_seed``), a ``loss`` and the minibatch size ``batch`` of the sweep's stochastic gradient."""
+    ``holdout``, ``data_seed``), a ``loss`` and the minibatch size ``batch`` of the sweep's stochastic gradient;
+    ``stream``: train on fresh examples every step instead of a finite set (teacher and gaussian only)."""
 
     model: str = "mlp"
     width: int = 32
@@ -49,6 +50,9 @@ class NetSpec:
     data_seed: int = 0
     loss: str = "cross-entropy"
     batch: int = 32
+    #: The stream regime: fresh teacher examples every step (`otod.nets.data.stream_batch`), the metric the loss on
+    #: a fixed held-out set (`otod.nets.data.stream_held_out`); the training set is not used.
+    stream: bool = False
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
@@ -71,7 +75,9 @@ class NetSpec:
             raise OtodError("--model cnn: needs --depth ≥ 2 (at least one convolution before the dense layer)")
         self.check_buildable(orthogonal=self.init == "orthogonal")
         ds = self.dataset()
-        if self.batch > ds.examples:
+        if self.stream and self.data == "digits":
+            raise OtodError("--stream: draws fresh examples from a teacher; use --data teacher or --data gaussian")
+        if self.batch > ds.examples and not self.stream:
             raise OtodError(f"--batch {self.batch}: larger than the data set ({ds.examples} training examples); "
                             f"use --batch ≤ {ds.examples}")
 
@@ -138,13 +144,22 @@ class NetSpec:
         y = ds.y_train.astype(np.int32) if ds.classes else ds.y_train.astype(dtype)
         return ds.x_train.astype(dtype), y
 
+    def metric_arrays(self, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+        """The examples whose mean loss is the target's metric: the training set, or in the stream regime the fixed
+        held-out set."""
+        if not self.stream:
+            return self.training_arrays(dtype)
+        x, y = data_sets.stream_held_out(self.data, self.inputs, self.outputs, self.teacher_width,
+                                         float(self.label_noise), int(self.data_seed))
+        return x.astype(dtype), y.astype(dtype)
+
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
-        """The training loss at seed ``s``'s start (float64)."""
+        """The target's metric (`metric_arrays`) at seed ``s``'s start (float64)."""
         import jax
 
         with jax.enable_x64(True):
             params = jax.tree.map(jnp.asarray, self.initial_params(np.random.default_rng([seed, s])))
-            x, y = self.training_arrays(np.float64)
+            x, y = self.metric_arrays(np.float64)
             return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y)))
 
     def flops_per_example(self) -> float:

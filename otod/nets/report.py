@@ -5,8 +5,10 @@ A batch sweep (the batch axis varies): the noise obstacle's table and the core's
 (lr, β) chosen per B by the median over seeds, S(B) = S_min(1 + B_crit/B) with a seed bootstrap that re-chooses
 the settings), one panel per net (parameter count P), then per net the measured ``B_crit`` beside the
 ``predicted`` one of the NQM built from the net's own spectrum and noise (`otod.nets.bridge`, recorded in the
-results file at run time), B_noise at the target, the bill (FLOPs and examples to target), and over several
-widths the batch-vs-parameters rule: the slope of log B_crit on log P with its bootstrap CI.
+results file at run time), B_noise at the target, the bill (FLOPs and examples to target); with a training-set
+axis, one panel per net and size D. Over several widths the batch-vs-parameters rule, over several sizes the
+batch-vs-data rule: the slope of log B_crit on log P (at fixed D) or on log D (at fixed P) with its bootstrap CI
+(`otod.core.critical_batch.scaling_rules`).
 
 A depth sweep: iterations to target against depth per series (method · init · architecture) with the
 core's law choice, power against exponential by AIC (`otod.core.laws`), as the deep linear nets use it.
@@ -28,48 +30,50 @@ def describe(problem: dict) -> str:
         return (f"{problem['reference']} (your model: P = {problem['parameters']:,}, {n:,} training examples, "
                 f"digest {problem['digest']})")
     n = "" if problem.get("examples") is None else f", {problem['examples']} examples"
+    if problem.get("stream"):
+        from otod.nets.data import STREAM_HELD_OUT
+
+        n = (f", a stream (fresh examples every step; the target is the loss on a fixed held-out set of "
+             f"{STREAM_HELD_OUT:,})")
     return (f"{problem['model']} ({problem['activation']}, {problem['architecture']}, init {problem['init']}), "
             f"data {problem['data']}{n}, {problem['loss']} loss")
 
 
-def inside(b_crit: float, batches) -> bool:
-    """Whether a fitted B_crit lies within the batches it was fitted on (beyond them it is an extrapolation, not a
-    measurement: `otod.core.critical_batch.describe_critical_batch` says so, and no rule or ratio uses it)."""
-    b = np.asarray(batches, float)
-    return bool(b.size and math.isfinite(b_crit) and b.min() <= b_crit <= b.max())
+def panel_words(panel: tuple, short: bool = False) -> str:
+    """A panel's heading: 'P = 2410 parameters', with ', D = 256 examples' where the sweep has a D axis (``short``:
+    'P = 2410, D = 256')."""
+    values = dict(panel)
+    p, d = ("", "") if short else (" parameters", " examples")
+    words = f"P = {values['dim']:g}{p}" if "dim" in values else "one net"
+    return words + (f", D = {values['examples']:g}{d}" if "examples" in values else "")
 
 
-def width_rule(analysis) -> dict | None:
-    """The batch-vs-parameters rule over the panels of a batch sweep with several nets: the least-squares slope of
-    log B_crit on log P, with a 95% CI from the panels' bootstrap replicates (each panel's seeds resampled and its
-    settings re-chosen independently), over the panels whose B_crit is finite and inside its grid."""
-    from otod.core.analysis import fit_line
+def of_panel(pred: dict, panel: tuple) -> bool:
+    """Whether an NQM prediction (`otod.nets.predict.sweep_predictions`) is of the net and data of ``panel``."""
+    values = dict(panel)
+    same_net = float(pred.get("parameters", math.nan)) == float(values.get("dim", math.nan))
+    return same_net and ("examples" not in values or pred.get("examples") is None or
+                         float(pred["examples"]) == values["examples"])
 
-    panels = [(dim, s) for dim in analysis.dims for s in analysis.at(dim)]
-    by_method: dict[str, list] = {}
-    for dim, s in panels:
-        if s.critical is not None and inside(s.critical.b_crit, s.x[s.fitted]):
-            by_method.setdefault(s.method, []).append((dim, s))
-    out = {}
-    for method, rows in by_method.items():
-        if len(rows) < 3:
-            continue
-        p = np.log(np.array([d for d, _ in rows], float))
-        b = np.log(np.array([s.critical.b_crit for _, s in rows], float))
-        slope, intercept, _ = (float(v) for v in fit_line(p, b))
-        reps = [s.critical.replicates[:, 1] for _, s in rows]
-        k = min(len(r) for r in reps)
-        draws = []
-        if k:
-            stacked = np.log(np.stack([r[:k] for r in reps], axis=1))
-            ok = np.all(np.isfinite(stacked), axis=1)
-            draws = [float(fit_line(p, row)[0]) for row in stacked[ok]]
-        no_ci = next((s.critical.no_ci for _, s in rows if s.critical.no_ci), None)  # too few seeds: no CI
-        ci = (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))) if len(draws) > 20 and \
-            no_ci is None else (math.nan, math.nan)
-        out[method] = {"slope": slope, "ci": ci, "points": len(rows), "no_ci": no_ci, "intercept": intercept,
-                       "parameters": (float(np.exp(p.min())), float(np.exp(p.max())))}
-    return out or None
+
+#: The panel fields a rule may scale B_crit with, and how the report names them.
+RULE_FIELDS = {"dim": ("parameters", "P", "nets"), "examples": ("training examples", "D", "training sets")}
+
+
+def rule_lines(analysis) -> list[str]:
+    """B_crit ∝ P^b over the widths (at each fixed D) and ∝ D^a over the training-set sizes (at each fixed P), each
+    with its re-selecting bootstrap CI (`otod.core.critical_batch.scaling_rules`)."""
+    from otod.core.critical_batch import scaling_rules
+
+    lines = []
+    for field, (name, symbol, what) in RULE_FIELDS.items():
+        for r in scaling_rules(analysis, field):
+            ci = r.no_ci or f"95% CI [{r.ci[0]:.3g}, {r.ci[1]:.3g}]"
+            at = ", ".join(f"{RULE_FIELDS[f][1]} = {v:g}" for f, v in r.fixed if f in RULE_FIELDS)
+            head = "batch-vs-parameters rule" if field == "dim" else "batch-vs-data rule"
+            lines.append(f"{head} ({r.method}{', at ' + at if at else ''}): B_crit ∝ {symbol}^{r.slope:.3g}, {ci} "
+                         f"over {r.points} {what} ({symbol} = {r.span[0]:g}..{r.span[1]:g})")
+    return lines
 
 
 def _ci(ci: tuple[float, float], no_ci: str | None) -> str:
@@ -77,13 +81,15 @@ def _ci(ci: tuple[float, float], no_ci: str | None) -> str:
     return "(no CI)" if no_ci else f"[{ci[0]:.4g}, {ci[1]:.4g}]"
 
 
-def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
-    """The measured B_crit beside the NQM's predicted one, for the net of ``dim`` parameters."""
+def prediction_lines(meta: dict, analysis, panel: tuple) -> list[str]:
+    """The measured B_crit beside the NQM's predicted one, for the net and data of ``panel``."""
+    from otod.core.critical_batch import inside
+
     lines = []
     for pred in meta.get("nqm_prediction") or []:
-        if float(pred.get("parameters", math.nan)) != float(dim):
+        if not of_panel(pred, panel):
             continue
-        measured = {s.method: s for s in analysis.at(dim)}
+        measured = {s.method: s for s in analysis.in_panel(panel)}
         s = measured.get(pred.get("method", "sgd"))
         got = f"B_crit {s.critical.b_crit:.4g} {_ci(s.critical.b_crit_ci, s.critical.no_ci)}, " \
               f"S_min {s.critical.s_min:.4g}" if s is not None and s.critical is not None else "no measured fit"
@@ -104,19 +110,21 @@ def prediction_lines(meta: dict, analysis, dim: float) -> list[str]:
     return lines
 
 
-def bill_lines(results, analysis, dim: float) -> list[str]:
+def bill_lines(results, analysis, panel: tuple) -> list[str]:
     """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.bill`)."""
     from otod.core.config import SweepConfig
     from otod.nets.bill import bill_rows
 
     config = SweepConfig.from_dict(analysis.config)
-    at = analysis.records[analysis.records["dim"] == dim]
+    at = panel_records(analysis, panel)
     shape = {k: int(at[k].iloc[0]) for k in ("width", "depth") if k in at and len(at)}
+    if len(at) and "examples" in dict(panel):
+        shape["examples"] = int(dict(panel)["examples"])
     lines = ["", "  bill: XLA's FLOPs of one step × the median steps; examples = B × steps (— where the median is "
                  "only a lower bound); rule: the layer rule's FLOPs of an SGD step (products and update only)",
              f"  {'method':<11}{'B':>6}{'FLOPs/step':>12}{'rule':>10}{'steps':>9}{'FLOPs':>11}{'examples':>10}"]
     recorded = results.meta.get("iteration_flops") if config.problem.kind == "model" else None
-    for s in analysis.at(dim):
+    for s in analysis.in_panel(panel):
         steps = np.where(s.bound, np.nan, s.median)
         for r in bill_rows(lambda b: config.spec_at({**shape, "batch": b}), s.method, s.x, steps, recorded):
             done = math.isfinite(r["flops_to_target"])
@@ -135,29 +143,102 @@ def batch_report(results, analysis) -> str:
 
     meta = results.meta
     lines = []
-    for dim in analysis.dims:
-        series = analysis.at(dim)
-        rec = analysis.records[analysis.records["dim"] == dim]
+    for panel in analysis.panels:
+        series = analysis.in_panel(panel)
+        rec = panel_records(analysis, panel)
         width = f", width {rec['width'].iloc[0]:g}, depth {rec['depth'].iloc[0]:g}" if len(rec) and "width" in rec \
             else ""
-        lines += ["", f"net with P = {dim:g} parameters{width}"] + table(series, "B", USES_BETA)
+        lines += ["", f"net with {panel_words(panel)}{width}"] + table(series, "B", USES_BETA)
         no_ci = next((s.critical.no_ci for s in series if s.critical is not None and s.critical.no_ci), None)
         lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "
                   f"re-choosing lr and β in each of {analysis.n_boot} resamples") + "):"]
         lines += [critical_line(s) for s in series if s.critical is not None]
-        lines += prediction_lines(meta, analysis, dim)
-        lines += bill_lines(results, analysis, dim)
+        lines += prediction_lines(meta, analysis, panel)
+        lines += bill_lines(results, analysis, panel)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
                   "values tried; the training loss is read every step up to 32, then 2^(⌊log₂ t⌋ − 5) apart, so a "
                   "count is exact to within 3% of itself"]
     lines += edge_warning(analysis)
-    rule = width_rule(analysis) if len(analysis.dims) > 1 else None
-    for method, r in (rule or {}).items():
-        ci = r["no_ci"] or f"95% CI [{r['ci'][0]:.3g}, {r['ci'][1]:.3g}]"
-        lines.append(f"batch-vs-parameters rule ({method}): B_crit ∝ P^{r['slope']:.3g}, {ci} over {r['points']} "
-                     "nets")
+    lines += rule_lines(analysis)
     return "\n".join(lines)
+
+
+def panel_records(analysis, panel: tuple):
+    """The chosen records of one panel."""
+    records = analysis.records
+    keep = np.ones(len(records), bool)
+    for field, value in panel:
+        keep &= records[field].to_numpy(float) == value
+    return records[keep]
+
+
+def ladder_lines(results) -> list[str]:
+    """Per target of a ladder (the stream's ``--target 0.05,0.03,0.02``), per panel and method: B_crit with its CI
+    (each rung's steps re-read from the same run, `otod.core.analysis.at_rung`, and analysed afresh, the (lr, β)
+    re-chosen per rung), S_min, E_min = S_min·B_crit (McCandlish et al. 2018: the fewest examples, reached as
+    B → 0) and the examples seen at B = B_crit, D = B_crit·S(B_crit) = 2·S_min·B_crit."""
+    from otod.core.analysis import at_rung, frame_of
+    from otod.core.critical_batch import analyse_batches, describe_critical_batch
+
+    ladder = results.meta["config"]["target"]["ladder"]
+    frame = frame_of(results)
+    seen: dict[tuple, list] = {}
+    lines = ["", "per target (steps to each loss of the ladder, read from the same run, lr re-chosen per target): "
+                 "B_crit [95% CI], S_min, E_min = S_min·B_crit, and D at B_crit = 2·S_min·B_crit examples seen",
+             f"  {'target':>8}  {'panel':<28}{'method':<11}{'B_crit':>26}{'S_min':>9}{'E_min':>10}{'D at B_crit':>13}"]
+    for rung, tol in enumerate(ladder):
+        analysis = analyse_batches(at_rung(frame, rung), results.meta, axis="batch",
+                                   point=("dim", "examples", "batch"), by=("dim", "examples"))
+        for panel in analysis.panels:
+            for s in analysis.in_panel(panel):
+                c = s.critical
+                if c is None:
+                    continue
+                said = describe_critical_batch(c.b_crit, s.x[s.fitted]) if s.fitted.any() else "—"
+                ci = "" if c.no_ci or not np.isfinite(c.b_crit_ci[0]) else \
+                    f" [{c.b_crit_ci[0]:.3g}, {c.b_crit_ci[1]:.3g}]"
+                inside_grid = said[:1] not in "<>—"
+                e_min, d = ((c.s_min * c.b_crit, 2 * c.s_min * c.b_crit) if inside_grid else (math.nan, math.nan))
+                lines.append(f"  {tol:>8g}  {panel_words(panel, short=True):<28}{s.method:<11}"
+                             f"{(said.split(' (')[0] + ci):>26}{c.s_min:>9.4g}"
+                             f"{(format(e_min, '.3g') if math.isfinite(e_min) else '—'):>10}"
+                             f"{(format(d, '.3g') if math.isfinite(d) else '—'):>13}")
+                if inside_grid:
+                    seen.setdefault((panel, s.method), []).append(c)
+    for (panel, method), fits in seen.items():
+        rule = seen_rule(fits)
+        if rule is not None:
+            slope, ci = rule
+            said = fits[0].no_ci or f"95% CI [{ci[0]:.3g}, {ci[1]:.3g}]"
+            lines.append(f"  across targets ({panel_words(panel, short=True)}, {method}): B_crit ∝ D^{slope:.3g}, "
+                         f"{said}, over {len(fits)} targets, D = the examples seen at B_crit")
+    return lines
+
+
+def seen_rule(fits: list) -> tuple[float, tuple[float, float]] | None:
+    """B_crit ∝ D^a across a ladder's targets, D = 2·S_min·B_crit the examples seen at B_crit (at least 3 targets
+    whose B_crit lies inside the batches): the least-squares slope of log B_crit on log D, and its 95% CI from the
+    bootstrap rows refitted (each rung's analysis draws the same seed resamples, from the same bootstrap seed, so
+    row r is one resample of the seeds, its (lr, β) re-chosen at every target)."""
+    from otod.core.analysis import fit_line
+
+    if len(fits) < 3:
+        return None
+    b = np.array([c.b_crit for c in fits])
+    slope = float(fit_line(np.log(2 * np.array([c.s_min for c in fits]) * b), np.log(b))[0])
+    k = min(len(c.replicates) for c in fits)
+    if fits[0].no_ci or not k:
+        return slope, (math.nan, math.nan)
+    reps = np.stack([c.replicates[:k, :2] for c in fits], axis=1)  # [row, target, (S_min, B_crit)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_b, log_d = np.log(reps[..., 1]), np.log(2 * reps[..., 0] * reps[..., 1])
+    ok = np.all(np.isfinite(log_b) & np.isfinite(log_d), axis=1)
+    draws = fit_line(log_d[ok], log_b[ok])[0]
+    draws = draws[np.isfinite(draws)]
+    if len(draws) <= 20:
+        return slope, (math.nan, math.nan)
+    return slope, (float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5)))
 
 
 def depth_report(results, analysis=None) -> str:
@@ -199,13 +280,19 @@ def depth_analysis(results):
 
 
 def batch_analysis(results, tol: float | None = None):
-    """A batch sweep's analysis: the core's critical batch per net (`otod.core.critical_batch.analyse_batches`:
-    one group per parameter count P, the axis's d)."""
-    from otod.core.analysis import frame_of
+    """A batch sweep's analysis (at the ladder's rung ``tol``, where given): the core's critical batch per net and
+    training set
+    (`otod.core.critical_batch.analyse_batches`: one panel per parameter count P, the axis's d, and training-set
+    size D, where the records hold it)."""
+    from otod.core.analysis import at_rung, frame_of
     from otod.core.critical_batch import analyse_batches
+    from otod.core.stopping import Target
 
-    del tol  # one target per net sweep
-    return analyse_batches(frame_of(results), results.meta, axis="batch", point=("dim", "batch"))
+    frame = frame_of(results)
+    if tol is not None:  # a rung of the ladder (a stream's several targets), re-read from the same records
+        frame = at_rung(frame, Target(**results.meta["config"]["target"]).index(tol))
+    return analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
+                           by=("dim", "examples"))
 
 
 def net_analysis(results, tol: float | None = None):
@@ -223,9 +310,12 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     meta = results.meta
     config = meta["config"]
     axes = tuple(config["axes"])
-    head = [sweep_header(results), f"net: {describe(config['problem'])}; target training loss "
+    loss = "held-out" if config["problem"].get("stream") else "training"
+    head = [sweep_header(results), f"net: {describe(config['problem'])}; target {loss} loss "
                                    f"{config['target']['tol']:g}; {config['seeds']} seeds; cap "
                                    f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
     analysis = net_analysis(results, tol) if analysis is None else analysis
     body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
+    if "batch" in axes and len(config["target"].get("ladder") or ()) > 1:
+        body += "\n" + "\n".join(ladder_lines(results))
     return "\n".join(head) + "\n" + body

@@ -45,14 +45,15 @@ class DataShape(NamedTuple):
 
 def data_shape(name: str, examples: int | None, inputs: int, outputs: int, holdout: float) -> DataShape:
     """The shape of `otod.nets.data.load`'s data set, counted: digits keep 1,797 − holdout images for training, the
-    synthetic sets draw ``examples`` (default 1,024) plus the held-out share."""
+    synthetic sets draw ``examples`` (default 1,024) and a held-out set of a fixed size
+    (`otod.nets.data.held_out_size`)."""
     if name == "digits":
         train = data_sets.split(data_sets.DIGITS_EXAMPLES, holdout)
         used = train if examples is None else min(int(examples), train)
         return DataShape(used, data_sets.DIGITS_EXAMPLES - train, data_sets.DIGITS_PIXELS, data_sets.DIGITS_CLASSES,
                          (8, 8))
-    train = 1024 if examples is None else int(examples)
-    test = int(round(holdout * train / (1.0 - holdout))) if 0 <= holdout < 1 else 0
+    train = data_sets.DEFAULT_EXAMPLES if examples is None else int(examples)
+    test = data_sets.held_out_size(holdout) if 0 <= holdout < 1 else 0
     return DataShape(train, test, int(inputs), int(outputs), None)
 
 

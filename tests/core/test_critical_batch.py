@@ -1,6 +1,7 @@
 """The critical batch as statistics of any S(B) (`otod.core.critical_batch`) and its report text
 (`otod.core.batch_report`): McCandlish et al.'s curve recovered exactly, the perfect-scaling limit on a doubling
-grid, B_crit beyond or below the grid said in words, and the table's marks by where a choice lies."""
+grid, B_crit beyond or below the grid said in words, the table's marks by where a choice lies, and the scaling rule
+of B_crit across panels (`scaling_rules`) recovering a known exponent."""
 
 from __future__ import annotations
 
@@ -55,3 +56,54 @@ def test_the_table_marks_each_choice_by_where_it_lies_and_shows_beta_only_where_
     assert beta_text(0.999) == "0.999" and beta_text(1 - 2e-6) == "1−2e-6" and steps_text(np.nan, False) == "—"
     # without places, an edge flag is the end of a list
     assert table(series[:1], "B", ("heavy-ball",))[3].split()[2] == "0.2*"
+
+
+def test_a_b_crit_counts_only_inside_the_batches_of_its_fit():
+    inside = critical_batch.inside
+    batches = [8, 16, 1024]
+    assert inside(31.1, batches) and inside(8, batches) and inside(1024, batches)
+    assert not inside(1651.0, batches)  # heavy-ball's predicted B_crit, fitted over B ≤ 1024
+    assert not inside(4.0, batches) and not inside(float("inf"), batches) and not inside(31.1, [])
+
+
+def synthetic_panels(a: float, b: float, seeds: int = 5) -> pd.DataFrame:
+    """Records of a batch sweep over 3 parameter counts P × 3 training sizes D, whose steps follow S(B) = 1000(1 +
+    B_crit/B) exactly at the median seed, B_crit = 2·D^a·(P/100)^b; the other seeds' steps are ±2% and ±4% of it,
+    assigned to seeds in a different order at each point (so resamples move the medians), and a second learning
+    rate 1.5× slower that the selection must not choose."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for p in (100.0, 1000.0, 10000.0):
+        for d in (64.0, 256.0, 1024.0):
+            b_crit = 2.0 * d ** a * (p / 100.0) ** b
+            for batch in 2.0 ** np.arange(1, 10):
+                clean = 1000.0 * (1.0 + b_crit / batch)
+                spread = rng.permutation(np.linspace(-0.04, 0.04, seeds))
+                for seed in range(seeds):
+                    for lr, slower in ((0.1, 1.5), (0.3, 1.0)):
+                        rows.append(dict(method="sgd", seed=seed, status="converged", learning_rate=lr, beta=0.0,
+                                         iterations=clean * slower * (1.0 + spread[seed]), batch=batch, dim=p,
+                                         examples=d))
+    return pd.DataFrame(rows)
+
+
+def test_the_scaling_rule_recovers_known_exponents_in_d_at_fixed_p_and_in_p_at_fixed_d():
+    """B_crit = 2·D^0.5·(P/100)^0.2 exactly at the medians: each of the 3 rules in D (one per P) gives slope 0.5 and
+    each in P (one per D) 0.2, to 1e-6 (the S(B) fit is exact on the medians, the slope of an exact power law is
+    its exponent); each 95% CI (the seeds resampled and the lr re-chosen per replicate) covers it and is narrower
+    than ±0.15 (the ±4% seed spread moves a B_crit by well under 2^0.15)."""
+    frame = synthetic_panels(0.5, 0.2)
+    analysis = critical_batch.analyse_batches(frame, {"config": {}}, axis="batch", point=("batch",),
+                                              by=("dim", "examples"), n_boot=200)
+    assert len(analysis.panels) == 9 and all(len(analysis.in_panel(p)) == 1 for p in analysis.panels)
+    assert all(s.summary["learning_rate"].eq(0.3).all() for s in analysis.series)
+    for field, exponent, other in (("examples", 0.5, "dim"), ("dim", 0.2, "examples")):
+        rules = critical_batch.scaling_rules(analysis, field)
+        assert sorted(dict(r.fixed)[other] for r in rules) == (
+            [100.0, 1000.0, 10000.0] if other == "dim" else [64.0, 256.0, 1024.0])
+        for r in rules:
+            assert r.points == 3 and r.slope == pytest.approx(exponent, abs=1e-6)
+            assert r.ci[0] <= exponent <= r.ci[1] and r.ci[1] - r.ci[0] < 0.3, r
+            x, fixed = np.array(r.span), dict(r.fixed)
+            d, p = (x, fixed["dim"]) if field == "examples" else (fixed["examples"], x)
+            assert r.line(x) == pytest.approx(2.0 * d ** 0.5 * (p / 100.0) ** 0.2, rel=1e-6)

@@ -164,8 +164,59 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
     assert np.allclose(fitted.get_ydata(), 2 * np.sqrt(fitted.get_xdata()), rtol=1e-6)
     noise = drawn_line(ax, "B_noise at the target")
     assert np.array_equal(noise.get_xdata(), p) and list(noise.get_ydata()) == [10.0, 20.0, 30.0]
-    assert legend_texts(ax) == ["NQM predicted B_crit", "B_noise at the target", "sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]",
-                           "sgd: measured B_crit (95% CI, seeds)"]
+    assert legend_texts(ax) == ["sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]", "NQM predicted B_crit",
+                                "B_noise at the target", "sgd: measured B_crit (95% CI, seeds)"]
+
+
+def _data_size_records(config, b_crit_of) -> list[dict]:
+    """`_steps_vs_batch` over every width and training size D of ``config``, S(B) = 10 (1 + B_crit/B) with
+    B_crit = ``b_crit_of(P, D)``; each record carries its D, as the sweep's do."""
+    axes = dict(config.axes)
+    offsets = [2 * seed - (config.seeds - 1) for seed in range(config.seeds)]
+    out = []
+    for width in axes.get("width", (None,)):
+        for examples in axes.get("examples", (None,)):
+            at = {k: v for k, v in (("width", width), ("examples", examples)) if v is not None}
+            spec = config.spec_at(at)
+            b_crit = b_crit_of(spec.parameter_count, spec.dataset().examples)
+            for b in axes["batch"]:
+                for rate in config.lr_grid:
+                    for seed, offset in enumerate(offsets):
+                        n = 10 * (1 + b_crit / b) + offset
+                        out.append(_record(config, {"batch": b, **at, "examples": float(spec.dataset().examples)},
+                                           rate, seed, n if rate == 1.0 else 1.25 * n))
+    return out
+
+
+@pytest.mark.slow  # 3 s: two sweeps' validation and six panels' bootstraps
+def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed_d(tmp_path, saved, sweeps):
+    """Two sweeps of S(B) with B_crit = 2√D·(P/310)^0.3: D = 256, 512, 1024 at width 4 (P = 310), and widths 4, 8,
+    16 (P = 310, 610, 1210) at D = 1024. Left: B_crit against D with bars and the fitted D^0.50; right: against P
+    with the fitted P^0.30; log-log axes labelled D and P; no NQM prediction asked for."""
+    sweeps.records = lambda config: _data_size_records(config, lambda p, d: 2 * math.sqrt(d) * (p / 310) ** 0.3)
+    from otod.nets.figures import make_data_size
+
+    files = make_data_size({"maker": "nets-data-size", "name": "data_size", "batch": "2..256:8:log", "width": 4,
+                            "examples": "256,512,1024", "widths": "4,8,16", "fixed_examples": 1024,
+                            "method": "sgd", "target": 0.1, "seeds": 5, "lr_grid": "0.3,1,3"}, tmp_path)
+    (by_data, _), (by_width, _) = sweeps.asked
+    assert dict(by_data.axes)["examples"] == (256.0, 512.0, 1024.0) and "width" not in dict(by_data.axes)
+    assert dict(by_width.axes)["width"] == (4.0, 8.0, 16.0) and by_width.problem.examples == 1024
+    assert [f.name for f in files] == ["nets_data_size.png"]
+    left, right = saved[0][0].axes[:2]
+    assert (left.get_xlabel(), right.get_xlabel(), left.get_xscale(), right.get_yscale()) == (
+        "training examples D (nested subsets)", "parameters P (width varied)", "log", "log")
+    for ax, x, expected, symbol, at in ((left, [256.0, 512.0, 1024.0], 2 * np.sqrt([256.0, 512.0, 1024.0]), "D",
+                                         "P = 310"),
+                                        (right, [310.0, 610.0, 1210.0], 64 * (np.array([310, 610, 1210]) / 310) ** 0.3,
+                                         "P", "D = 1024")):
+        (bars,) = ax.containers
+        assert np.array_equal(bars.lines[0].get_xdata(), x)
+        assert np.allclose(bars.lines[0].get_ydata(), expected, rtol=1e-6)
+        exponent = "0.50" if symbol == "D" else "0.30"
+        (fitted,) = [line for line in ax.get_lines()
+                     if line.get_label().startswith(f"sgd ({at}): fitted B_crit ∝ {symbol}^{exponent} [")]
+        assert np.allclose(np.interp(x, fitted.get_xdata(), fitted.get_ydata()), expected, rtol=1e-3)
 
 
 def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_path, saved, sweeps):
@@ -351,7 +402,7 @@ def test_every_nets_maker_is_run_by_a_test():
     from otod.nets.figures import ALL_MAKERS
 
     assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width",
-                               "nets-workloads"}
+                               "nets-workloads", "nets-data-size"}
 
 
 # -- the real runners, once each ---------------------------------------------------------------------------------------

@@ -1,13 +1,4 @@
-"""What the net report reads off a fit: a B_crit beyond the batches it was fitted on enters no rule or ratio."""
-
-from otod.nets.report import inside
-
-
-def test_a_b_crit_counts_only_inside_the_batches_of_its_fit():
-    batches = [8, 16, 1024]
-    assert inside(31.1, batches) and inside(8, batches) and inside(1024, batches)
-    assert not inside(1651.0, batches)  # heavy-ball's predicted B_crit, fitted over B ≤ 1024
-    assert not inside(4.0, batches) and not inside(float("inf"), batches) and not inside(31.1, [])
+"""What the net report reads off a fit: CIs only where the seeds allow one, and said why where not."""
 
 
 FIVE_SEEDS = __import__("pathlib").Path(__file__).parents[1] / "fixtures" / "net-batch-5seeds.parquet"
@@ -38,3 +29,31 @@ def test_a_bootstrap_over_fewer_than_5_seeds_prints_no_ci_and_says_why():
         assert why in heading and why in sgd, text
         assert "95% CI" not in text and "S_min [" not in text and "measured B_crit" in text
         assert "(no CI)" in next(line for line in text.splitlines() if "measured B_crit" in line)
+
+
+def test_the_stream_rule_recovers_b_crit_against_the_examples_seen_at_it():
+    """Three targets whose fits put B_crit = 2·D^0.25 with D = 2·S_min·B_crit the examples seen at B_crit: the
+    slope is 0.25 to 1e-9; bootstrap rows that each keep the law (their S_min scaled, B_crit on the line) give a
+    CI of exactly [0.25, 0.25]; rows that break it move the CI off 0.25; fewer than 3 targets give no rule."""
+    import numpy as np
+
+    from otod.core.critical_batch import CriticalBatch
+    from otod.nets.report import seen_rule
+
+    def fit(d, rows):
+        b = 2 * d ** 0.25
+        return CriticalBatch(d / (2 * b), b, 0.0, (0, 0), (0, 0), 7, 0, 0, False, rows(d, b))
+
+    def on_law(d, b):
+        scale = np.linspace(0.5, 2.0, 40)[:, None]
+        dd = d * scale
+        bb = 2 * dd ** 0.25
+        return np.hstack([dd / (2 * bb), bb, np.zeros_like(bb)])
+
+    slope, ci = seen_rule([fit(d, on_law) for d in (600.0, 2000.0, 6000.0)])
+    assert abs(slope - 0.25) < 1e-9 and np.allclose(ci, (0.25, 0.25), atol=1e-9)
+    off = lambda d, b: np.hstack([np.full((40, 1), d / (2 * b)), np.full((40, 1), b * (d / 600) ** 0.5),  # noqa
+                                  np.zeros((40, 1))])
+    _, moved = seen_rule([fit(d, off) for d in (600.0, 2000.0, 6000.0)])
+    assert moved[0] > 0.3
+    assert seen_rule([fit(d, on_law) for d in (600.0, 2000.0)]) is None

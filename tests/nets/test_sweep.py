@@ -50,6 +50,59 @@ def test_engine_lanes_equal_the_reference_loop(tmp_path):
     assert compared >= 4
 
 
+def test_the_stream_draws_fresh_examples_every_step_reproducibly():
+    """The stream's minibatches (`otod.nets.data.stream_batch`): no input row of steps 0–3 equals another (4 × 256
+    fresh draws), the same (key, t) gives the same batch bit for bit, another seed's key another batch, and
+    y − teacher(x) is the label noise: mean 0 and standard deviation 0.1 within 3 standard errors (σ/√(2n) for
+    the SD over n = 1024)."""
+    from otod.nets import data
+
+    weights = data.teacher_weights("teacher", 16, 1, 32, 0)
+    draw = jax.jit(lambda key, t: data.stream_batch("teacher", weights, key, t, 256, 16, 1, 0.1, np.float32))
+    key = jax.random.PRNGKey(5)
+    draws = [draw(key, t) for t in range(4)]
+    x = np.concatenate([np.asarray(b[0]) for b in draws])
+    assert x.shape == (1024, 16) and len(np.unique(x, axis=0)) == 1024
+    again = draw(key, 2)
+    assert np.array_equal(np.asarray(again[0]), np.asarray(draws[2][0]))
+    assert np.array_equal(np.asarray(again[1]), np.asarray(draws[2][1]))
+    other = draw(jax.random.PRNGKey(6), 2)
+    assert not np.array_equal(np.asarray(other[0]), np.asarray(draws[2][0]))
+    noise = np.concatenate([np.asarray(y, np.float64) - data.teacher_outputs("teacher", weights,
+                                                                              np.asarray(xb, np.float64))
+                            for xb, y in draws]).ravel() / 0.1
+    assert abs(noise.mean()) < 3 / np.sqrt(1024) and abs(noise.std() - 1) < 3 / np.sqrt(2 * 1024)
+
+
+@pytest.mark.slow
+def test_stream_lanes_equal_the_reference_loop_and_repeat(tmp_path):
+    """A stream sweep (teacher, fresh examples every step, the held-out loss as the metric): every lane equals the
+    reference loop stepping the family's stream gradient (float64), the records carry no training-set size, and
+    the same command and seed give the same records twice."""
+    config = small_config(data="teacher", examples=None, stream=True, target="0.1,0.05", max_iters="300")
+    assert config.problem.stream and config.target.ladder == (0.1, 0.05)
+    first = run_sweep(config, out_dir=tmp_path / "a")
+    second = run_sweep(config, out_dir=tmp_path / "b")
+    strip = lambda rs: [{k: v for k, v in r.items() if "time" not in k and "seconds" not in k} for r in rs]  # noqa
+    assert strip(first.records) == strip(second.records)
+    assert all("examples" not in r for r in first.records)
+    compared = 0
+    with jax.enable_x64(True):
+        for r in first.records:
+            spec = config.spec_at({"batch": r["batch"]})
+            ref = reference_run(spec, METHODS["sgd"], {"beta": 0.0}, r["seed"], seed=config.seed,
+                                target=config.target, max_iters=config.resolved_max_iters, lr=r["learning_rate"],
+                                relative_lr=False, optimizer=optax.sgd(r["learning_rate"]),
+                                step_of=lambda key, t: Step(key, t))
+            if r["status"] == "pruned":
+                assert ref.iterations >= r["iterations"], r
+                continue
+            assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
+            assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
+            compared += 1
+    assert compared >= 4
+
+
 def test_minibatches_are_drawn_without_replacement_within_an_epoch():
     """An epoch of ⌊n/B⌋ steps takes ⌊n/B⌋·B distinct examples; the next epoch draws a new order."""
     key, n, batch = jax.random.PRNGKey(3), 100, 16
