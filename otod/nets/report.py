@@ -173,13 +173,14 @@ def depth_report(results, analysis=None) -> str:
     return "\n".join(lines)
 
 
-def depth_analysis(results):
+def depth_analysis(results, tol: float | None = None):
     """Iterations vs depth per series method·init·architecture, at each series' chosen lr per depth, with the
-    deep-linear obstacle's two laws."""
-    from otod.core.analysis import analyse, frame_of
+    deep-linear obstacle's two laws; ``tol``: another target, re-read from the loss traces."""
+    from otod.core.analysis import analyse
     from otod.core.laws import LAWS, law_fit
+    from otod.core.report import frame_at
 
-    frame = frame_of(results)
+    _, tol, frame = frame_at(results, tol)
     config = results.meta["config"]
     axes = tuple(config["axes"])
     labels = frame["method"].astype(str)
@@ -187,19 +188,26 @@ def depth_analysis(results):
         if name in frame:
             labels = labels + "·" + frame[name].astype(str)
     point = tuple(a for a in axes if a != "beta")
+    again = frame.attrs.get("retarget")
     return analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
                    by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
-                   fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000)
+                   fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000,
+                   **({} if again is None else {"tol": tol, "config": {**config, "retarget": again}}))
 
 
 def batch_analysis(results, tol: float | None = None):
     """A batch sweep's analysis: the core's critical batch per net (`otod.core.critical_batch.analyse_batches`:
     one group per parameter count P, the axis's d)."""
-    from otod.core.analysis import frame_of
-    from otod.core.critical_batch import analyse_batches
+    import dataclasses
 
-    del tol  # one target per net sweep
-    return analyse_batches(frame_of(results), results.meta, axis="batch", point=("dim", "batch"))
+    from otod.core.critical_batch import analyse_batches
+    from otod.core.report import frame_at
+
+    _, tol, frame = frame_at(results, tol)  # another target: re-read from the loss traces
+    found = analyse_batches(frame, results.meta, axis="batch", point=("dim", "batch"))
+    if "retarget" not in frame.attrs:
+        return found
+    return dataclasses.replace(found, tol=tol, meta={**results.meta, "retarget": frame.attrs["retarget"]})
 
 
 def net_analysis(results, tol: float | None = None):
@@ -207,7 +215,20 @@ def net_analysis(results, tol: float | None = None):
     (`batch_analysis`), else the depth laws (`depth_analysis`)."""
     if "batch" in results.meta["config"]["axes"]:
         return batch_analysis(results, tol)
-    return depth_analysis(results)
+    return depth_analysis(results, tol)
+
+
+def target_text(analysis, config: dict) -> str:
+    """The target the report reads: the run's own, or another re-read from the loss traces
+    (`otod.core.traces.retarget`), with the lanes whose outcome there the run's own pruning hid."""
+    again = ((getattr(analysis, "meta", None) or {}).get("retarget")
+             or (analysis.config if isinstance(analysis.config, dict) else {}).get("retarget"))
+    if again is None:
+        return f"{config['target']['tol']:g}"
+    hidden = again["undetermined"]
+    return (f"{again['target']:g} (re-read from the loss traces of a run to {again['run_target']:g}"
+            + (f"; {hidden} lanes the run pruned before their outcome at {again['target']:g} was known count as "
+               "pruned" if hidden else "") + ")")
 
 
 def text_report(results, *, full: bool = False, tol: float | None = None, analysis=None) -> str:
@@ -217,9 +238,9 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     meta = results.meta
     config = meta["config"]
     axes = tuple(config["axes"])
-    head = [sweep_header(results), f"net: {describe(config['problem'])}; target training loss "
-                                   f"{config['target']['tol']:g}; {config['seeds']} seeds; cap "
-                                   f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
     analysis = net_analysis(results, tol) if analysis is None else analysis
+    head = [sweep_header(results), f"net: {describe(config['problem'])}; target training loss "
+                                   f"{target_text(analysis, config)}; {config['seeds']} seeds; cap "
+                                   f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
     body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
     return "\n".join(head) + "\n" + body
