@@ -95,9 +95,5 @@ class Target:
         for i, t in enumerate(self.ladder):
             if math.isclose(t, tol, rel_tol=1e-9):
                 return i
-        recorded = ', '.join(f'{t:g}' for t in self.ladder)
-        if self.kind == "absolute":  # the sweeps stopped at a loss (net, noise) have no --ladder
-            raise OtodError(f"--target {tol:g}: not recorded in this run (its records keep no loss traces); "
-                            f"recorded: {recorded} (rerun the sweep with --target {tol:g})")
-        raise OtodError(f"--tol {tol:g}: not recorded in this run; recorded: {recorded} (rerun with --ladder to "
-                        "record it)")
+        raise OtodError(f"--tol {tol:g}: not recorded in this run; recorded: "
+                        f"{', '.join(f'{t:g}' for t in self.ladder)} (rerun with --ladder to record it)")

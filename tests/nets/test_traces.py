@@ -80,7 +80,7 @@ def test_a_file_without_traces_reads_back_at_its_own_target_only(runs, tmp_path)
     records = [{k: v for k, v in r.items() if k != "loss_trace"} for r in low.records]
     old = results_io.load(results_io.save(tmp_path / "old.parquet", meta, records))
     assert by_lane(frame_at(old)[2])[FIELDS].equals(by_lane(low.to_pandas())[FIELDS])
-    with pytest.raises(OtodError, match="--target 0.2: not recorded in this run"):
+    with pytest.raises(OtodError, match="0.2: not recorded in this run"):
         frame_at(old, 0.2)
     with pytest.raises(OtodError, match="below this run's target 0.1"):
         frame_at(low, 0.05)
