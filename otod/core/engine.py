@@ -228,7 +228,8 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
 
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact,
-           trace_length, draws, root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
+           trace_length, draws, root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices,
+           active):
     """One block of lanes: a vmapped set-up (`otod.core.lanes`: laid out [seed, lane] with ``by_seed``, else one
     row), then one ``while_loop`` until no lane runs; with ``compact``, two: the first until every row has at most
     `compact_width` lanes running, the second on those lanes alone (`_compacted_loop`). Returns the per-lane

@@ -39,9 +39,9 @@ TRACE_ITERATIONS = "trace_iterations"
 
 
 def checkpoints(checks, check_every: int, max_iters: int) -> np.ndarray:
-    """The iterations at which a split dynamics reads its metric (`otod.core.engine._move`): 0 (the start), then every t ≤
-    ``max_iters`` with t a multiple of ``check_every`` where ``checks(t)`` holds, and the cap itself. A lane's
-    trace holds its metric at these iterations, in order, up to where it stopped."""
+    """The iterations at which a split dynamics reads its metric (`otod.core.engine._move`): 0 (the start), then
+    every t ≤ ``max_iters`` with t a multiple of ``check_every`` where ``checks(t)`` holds, and the cap itself. A
+    lane's trace holds its metric at these iterations, in order, up to where it stopped."""
     return _checkpoints(checks, int(check_every), int(max_iters)).copy()
 
 

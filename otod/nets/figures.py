@@ -104,6 +104,12 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
     from otod.core.plotting import figure, legend_below, panel_grid, save
 
     config = results.meta["config"]
+    again = getattr(analysis, "tol", None)  # another target, re-read from the loss traces
+    notes = ()
+    if again is not None and again != config["target"]["tol"]:
+        notes = (f"Counts re-read at target {again:g} from the loss traces of a run to {config['target']['tol']:g}; "
+                 "the NQM's prediction is the run's, at its own target",)
+        config = {**config, "target": {**config["target"], "tol": again}}
     if "batch" not in config["axes"]:
         fig, ax = figure(columns=2, height=2.8)
         depth_panel(results, ax, analysis)
@@ -111,7 +117,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
         _legend(ax)
         return save(fig, Path(base), pdf=pdf, caption=_caption(
             config, "Markers: the median steps over seeds at each depth's tuned lr; residual nets dashed; the legend "
-            "names each series' law in depth (power or exponential, chosen by AIC)"))
+            "names each series' law in depth (power or exponential, chosen by AIC)", *notes))
     analysis = batch_analysis(results) if analysis is None else analysis
     dims = analysis.dims
     fig, axes = panel_grid(len(dims), sharey=False) if len(dims) > 1 else figure(columns=2, height=2.8)
@@ -123,7 +129,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
     if len(dims) > 1:
         fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
     legend_below(fig)
-    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE))
+    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE, *notes))
 
 
 def _run(spec: dict, predict: bool = True):

@@ -139,7 +139,11 @@ def batch_report(results, analysis) -> str:
         lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "
                   f"re-choosing lr and β in each of {analysis.n_boot} resamples") + "):"]
         lines += [critical_line(s) for s in series if s.critical is not None]
-        lines += prediction_lines(meta, analysis, dim)
+        predicted = prediction_lines(meta, analysis, dim)
+        if predicted and (analysis.meta or {}).get("retarget"):
+            own = meta["config"]["target"]["tol"]
+            predicted.insert(0, f"  (the NQM's prediction is the run's, at its own target {own:g})")
+        lines += predicted
         lines += bill_lines(results, analysis, dim)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
