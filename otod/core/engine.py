@@ -205,8 +205,8 @@ def deal(block_costs, devices: int) -> np.ndarray:
                                              "primary", "group", "by_seed", "block_lanes", "unroll", "compact",
                                              "trace_length"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          compact, trace_length, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
-          stall_window) -> tuple:
+          compact, trace_length, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder,
+          max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` (consecutive lanes) run one after another by ``lax.map`` (see
     `_block`), on the one device that holds the inputs. The outputs are [block, lane, ...].
 
