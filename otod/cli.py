@@ -109,31 +109,62 @@ def _present(results, **options):
         results, text=options.get("text", True), figure_base=options.get("figure_base"), pdf=options.get("pdf", False))
 
 
+def _target_tol(loaded: list, tol: float | None, target: float | None) -> float | None:
+    """The threshold ``otod fit`` and ``otod plot`` read at: ``--tol`` (a relative gap) or ``--target`` (a
+    training loss, for sweeps stopped at one), each checked against every file; the target of a file re-read
+    below its run's own is refused where it is read (`otod.core.traces.below_target`)."""
+    import math
+
+    from otod.core.errors import OtodError
+
+    if target is None:
+        return tol
+    if tol is not None:
+        raise OtodError(f"--tol {tol:g} --target {target:g}: give one threshold, e.g. --target {target:g}")
+    if not (math.isfinite(target) and target > 0):
+        raise OtodError(f"--target {target:g}: a training-loss target must be a positive number, e.g. --target 0.2")
+    for path, results, _ in loaded:
+        if results.meta.get("kind") != "sweep":
+            raise OtodError(f"--target {target:g}: {path} holds {results.meta.get('kind')} measurements, not a sweep "
+                            "with a target to re-read; drop --target")
+        if results.meta["config"]["target"]["kind"] != "absolute":
+            raise OtodError(f"--target {target:g}: {path} is a {results.meta['sweep']} sweep stopped at a relative "
+                            "gap, not a training loss; use --tol, e.g. --tol 1e-4")
+    return target
+
+
 @main.command("fit")
 @click.argument("files", nargs=-1, required=True)
 @click.option("--full", is_flag=True, help="Print every sweep value in the table. E.g. --full")
 @click.option("--tol", default=None, type=float,
               help="Refit at another tolerance (0 < tol < 1) recorded in the run's ladder, without re-running. "
                    "E.g. --tol 1e-4")
+@click.option("--target", default=None, type=float,
+              help="Refit at another training-loss target (sweeps stopped at a loss: net, noise), re-read from the "
+                   "lanes' loss traces (net sweeps) at or above the run's own target, without re-running. "
+                   "E.g. --target 0.2")
 @user_errors
-def fit_command(files, full, tol):
+def fit_command(files, full, tol, target):
     """Fit scaling laws to saved sweep results and print the table and fits.
 
     \b
     Examples:
       otod fit results/condition-0123456789.parquet
       otod fit results/condition-0123456789.parquet --tol 1e-3
+      otod fit results/net-0123456789.parquet --target 0.2
     """
     from otod.core.errors import OtodError
     from otod.core.preflight import quiet_numerics
 
     if tol is not None and not 0 < tol < 1:
         raise OtodError(f"--tol {tol:g}: a tolerance must lie strictly between 0 and 1, e.g. --tol 1e-4")
-    for path in files:
-        results, kind = _load_sweep(path)
+    loaded = [(path, *_load_sweep(path)) for path in files]
+    tol = _target_tol(loaded, tol, target)
+
+    for path, results, kind in loaded:
         if kind is None and tol is not None:
-            raise OtodError(f"--tol: {path} holds {results.meta['kind']} measurements, not a sweep with a ladder of "
-                            "tolerances; drop --tol")
+            raise OtodError(f"--tol/--target: {path} holds {results.meta['kind']} measurements, not a sweep with a "
+                            "target to re-read; drop it")
         with quiet_numerics():
             text = _present(results, tol=tol, full=full)[0] if kind is not None else _present(results)[0]
         click.echo(f"{path}\n" + text)
@@ -151,8 +182,11 @@ def fit_command(files, full, tol):
               help="screen: 1.5× the printed size, for a monitor; paper: drawn at the printed size, one column "
                    "(3.4 in) or two (7.0 in), type ≥ 7 pt. E.g. --style paper")
 @click.option("--serif", is_flag=True, help="Serif type, to match a LaTeX body. E.g. --serif")
+@click.option("--target", default=None, type=float,
+              help="Draw at another training-loss target, re-read from the lanes' loss traces (net sweeps) at or "
+                   "above the run's own. E.g. --target 0.2")
 @user_errors
-def plot_command(files, x_axis, out, pdf, style, serif):
+def plot_command(files, x_axis, out, pdf, style, serif, target):
     """Draw the figure of saved sweep results (PNG, and PDF with --pdf).
 
     \b
@@ -168,11 +202,12 @@ def plot_command(files, x_axis, out, pdf, style, serif):
     loaded = [(path, *_load_sweep(path)) for path in files]  # every file checked before anything is written
     for path, results, _ in loaded:
         _check_axis(path, results, x_axis)
+    tol = _target_tol(loaded, None, target)
     folder = make_folder(out) if out is not None else None  # --out '' is refused, not read as "no --out"
     for path, results, _ in loaded:
         base = folder / Path(path).stem if folder else Path(path).with_suffix("")
         with quiet_numerics(), styled(style, serif=serif):
-            written = _present(results, text=False, figure_base=base, quantity=x_axis, pdf=pdf)[1]
+            written = _present(results, tol=tol, text=False, figure_base=base, quantity=x_axis, pdf=pdf)[1]
         for name in written:
             click.echo(f"figure: {name}")
 

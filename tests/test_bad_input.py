@@ -35,6 +35,23 @@ def depth_file(tmp_path_factory) -> Path:
     return folder / "d.json"
 
 
+@pytest.fixture(scope="module")
+def net_file(tmp_path_factory) -> Path:
+    """A net results file whose one lane keeps its loss trace, from a run to target 0.1 (written directly: a sweep
+    would cost a compile), for the cases that re-read it at another target."""
+    import otod.nets  # noqa: F401 (registers the net sweep)
+    from otod.core import results as results_io
+    from otod.nets.options import net_config
+
+    config = net_config(batch="16", seeds=1, lr="0.3", max_iters="4", target="0.1")
+    meta = {"kind": "sweep", "sweep": "net", "digest": config.digest(), "config": config.to_dict(), "axes": [],
+            "environment": results_io.environment(), "trace_iterations": [0, 1, 2, 3, 4]}
+    record = {"sweep": "net", "batch": 16.0, "beta": 0.0, "method": "sgd", "seed": 0, "lr_multiplier": None,
+              "learning_rate": 0.3, "iterations": 4, "status": "censored", "final_loss": 1.5, "hits": [None],
+              "loss_trace": [2.3, 2.0, 1.8, 1.6, 1.5]}
+    return results_io.save(tmp_path_factory.mktemp("net") / "n.parquet", meta, [record])
+
+
 CASES = [
     # -- condition: values -----------------------------------------------------------------------------------------
     (COND + ["--seed", "1e30"], "--seed 1e30"),
@@ -121,6 +138,13 @@ CASES = [
     (["fit", "corrupt.json", "--tol", "2"], "--tol 2"),
     (["fit", "corrupt.json", "--tol", "0"], "--tol 0"),
     (["fit", "corrupt.json", "--tol", "-1e-3"], "--tol -0.001"),
+    (["fit", "NET_FILE", "--target", "0.05"], "--target 0.05: below this run's target 0.1"),
+    (["fit", "NET_FILE", "--target", "0"], "--target 0: a training-loss target must be a positive number"),
+    (["fit", "NET_FILE", "--target", "nan"], "--target nan"),
+    (["fit", "NET_FILE", "--tol", "1e-3", "--target", "0.2"], "give one threshold"),
+    (["fit", "DEPTH_FILE", "--target", "0.2"], "0.2: not recorded in this run"),  # no traces: as before
+    (["plot", "NET_FILE", "--target", "0.05"], "--target 0.05: below this run's target 0.1"),
+    (["plot", "NET_FILE", "--target", "-1"], "--target -1"),
     (["plot", "corrupt.json"], "not readable as JSON"),
     (["plot", "DEPTH_FILE", "--x-axis", "flops"], "--x-axis flops"),
     (["plot", "DEPTH_FILE", "--out", "/proc/x"], "--out /proc/x"),
@@ -128,7 +152,7 @@ CASES = [
 ]
 
 
-def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file):
+def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file, net_file):
     """Every case of `CASES`, each in a fresh folder holding a corrupt JSON file and a folder (`run_otod_cases`:
     one process calls the command line once per case); every case that fails is named, with its stderr."""
     folders = []
@@ -138,7 +162,8 @@ def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file):
         (folder / "corrupt.json").write_text("{ this is not json")
         (folder / "folder").mkdir()
         folders.append(folder)
-    runs = run_cases([([str(depth_file) if a == "DEPTH_FILE" else a for a in args], folder)
+    files = {"DEPTH_FILE": str(depth_file), "NET_FILE": str(net_file)}
+    runs = run_cases([([files.get(a, a) for a in args], folder)
                       for (args, _), folder in zip(CASES, folders)], tmp_path / "captures")
     failed = []
     for (args, fragment), folder, (proc, seconds) in zip(CASES, folders, runs):
@@ -199,6 +224,24 @@ def test_plot_of_a_depth_file_draws_iterations_without_warning_text(tmp_path, de
     proc, _ = run(["plot", str(depth_file), "--out", "figs"], tmp_path)
     assert proc.returncode == 0 and "Warning" not in proc.stderr
     assert sorted(p.name.split(".", 1)[1] for p in (tmp_path / "figs").iterdir()) == ["caption.txt", "png"]
+
+
+def test_a_target_loss_on_a_sweep_stopped_at_a_relative_gap_is_refused():
+    """``--target`` names a training loss: a condition sweep's file (stopped at a relative gap) is refused, --tol
+    named instead."""
+    from types import SimpleNamespace
+
+    from otod.cli import _target_tol
+    from otod.core.errors import OtodError
+
+    relative = SimpleNamespace(meta={"kind": "sweep", "sweep": "condition", "config": {"target": {"kind": "relative"}}})
+    with pytest.raises(OtodError, match="stopped at a relative gap, not a training loss; use --tol"):
+        _target_tol([("c.parquet", relative, None)], None, 0.2)
+    curvature = SimpleNamespace(meta={"kind": "curvature", "config": {}})
+    with pytest.raises(OtodError, match="holds curvature measurements, not a sweep with a target to re-read"):
+        _target_tol([("k.parquet", curvature, None)], None, 0.2)
+    loss = SimpleNamespace(meta={"kind": "sweep", "sweep": "net", "config": {"target": {"kind": "absolute"}}})
+    assert _target_tol([("n.parquet", loss, None)], None, 0.2) == 0.2 and _target_tol([], 1e-3, None) == 1e-3
 
 
 def test_pure_option_checks():

@@ -37,6 +37,9 @@ COMPRESSION = zipfile.ZIP_DEFLATED
 COMPRESSLEVEL = 1
 #: Integers above this are kept exactly only as JSON text (lists of ints pass through float64 on the way in).
 EXACT_INT = 2 ** 53
+#: Fields whose lists vary in length by nature (a lane's trace: `otod.core.traces`), kept as JSON text even where
+#: every record's has one length, so that a file's columns do not depend on where its lanes happened to stop.
+RAGGED_LISTS = ("loss_trace", "gap_trace")
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def column_of(name: str, values: list, present: np.ndarray | None) -> Column:
     if types == {str}:
         codes, labels = _codes(values)
         return Column(name, "str", codes, labels, null=null, present=present)
-    if types == {list}:
+    if types == {list} and name not in RAGGED_LISTS:
         listed = _list_column(name, values, null, present)
         if listed is not None:
             return listed

@@ -43,7 +43,8 @@ import numpy as np
 from otod.core.dynamics import optax_dynamics
 from otod.core.errors import Abandoned, OtodError
 from otod.core.lanes import layout, set_up_lanes
-from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
+from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, STALL_DECREASE, Status, Target, stall_window_of
+from otod.core.traces import checkpoints, traced
 
 #: Iterations per trip of the while loop (each with its own check). One: a trip costs well under a microsecond,
 #: and every further iteration in the body is another copy of the step for XLA to compile. Against 2 (5
@@ -51,14 +52,6 @@ from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, Status, Target
 #: condition, depth, noise and net sweeps, and the engine's replayed calls no slower (condition, toy, noise
 #: simulator and regression rows of `benchmarks/roofline.py`: 1.14, 1.01, 1.005 and 0.99× faster).
 UNROLL = 1
-
-#: The ``"window"`` stall rule (`otod.core.family.Family.stall`): a lane whose metric has not fallen by this
-#: fraction below its last mark for ``stall_window`` iterations is stalled, taken to sit at a floor (of the
-#: precision, of the gradient noise). The rule cannot tell a floor from a long plateau: on Shamir's Gaussian chain
-#: (depths 2..20, 64 seeds, float32) 117 lanes make no 0.1% progress in 10⁵ iterations, and 97 of them converge
-#: when run on (at 1.1·10⁵ to 9.8·10⁶ iterations), so the depth and toy families use the ``"fixed-point"`` rule
-#: instead (`unchanged`).
-STALL_DECREASE = 1e-3
 
 #: At most this many lanes per block: each block runs its own while_loop, so a block stops with its own slowest
 #: lane and its arrays stay in cache. Measured on the 2-core development CPU (d = 64, eigen basis, gd, float32;
@@ -76,7 +69,12 @@ class Solution(NamedTuple):
     """Per-lane outcome (NumPy arrays): the iteration the lane stopped at, the first-hit iteration of every ladder
     rung (−1: never), the last metric read (relative gap or absolute), the `Status` code and the step size; and
     ``lane_iterations``, the lane-iterations the program executed (each block's iterations × its lanes, padding
-    included): against the sum of ``iterations`` it measures the work lost to lanes waiting for their block."""
+    included): against the sum of ``iterations`` it measures the work lost to lanes waiting for their block.
+
+    A family that reads its metric only at ``checks`` (`otod.core.family.Family.checks`) also gets ``trace``
+    [lane, checkpoint], the metric (relative gap or absolute) each lane read at every iteration of
+    ``checkpoints`` (iteration 0, the start, first) up to where it stopped, NaN after: `otod.core.traces`
+    re-derives the counts to any target above the run's own from it. None for the other families."""
 
     iterations: np.ndarray
     hits: np.ndarray
@@ -84,6 +82,8 @@ class Solution(NamedTuple):
     status: np.ndarray
     learning_rate: np.ndarray
     lane_iterations: int = 0
+    trace: np.ndarray | None = None
+    checkpoints: np.ndarray | None = None
 
 
 def seed_draws(spec, seed: int, num_seeds: int, dtype) -> dict:
@@ -202,10 +202,11 @@ def deal(block_costs, devices: int) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "members", "options", "relative_lr", "kind", "check_every",
-                                             "primary", "group", "by_seed", "block_lanes", "unroll", "compact"))
+                                             "primary", "group", "by_seed", "block_lanes", "unroll", "compact",
+                                             "trace_length"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
-          compact, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder, max_iters,
-          stall_window) -> tuple:
+          compact, trace_length, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder,
+          max_iters, stall_window) -> tuple:
     """All lanes, in blocks of ``block_lanes`` (consecutive lanes) run one after another by ``lax.map`` (see
     `_block`), on the one device that holds the inputs. The outputs are [block, lane, ...].
 
@@ -222,12 +223,13 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
     per_block = jax.tree.map(to_blocks, (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
-                              unroll, compact, draws, root_key, ladder, max_iters, stall_window)
+                              unroll, compact, trace_length, draws, root_key, ladder, max_iters, stall_window)
     return jax.lax.map(lambda args: solve(*args), per_block)
 
 
-def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact, draws,
-           root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices, active):
+def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact,
+           trace_length, draws, root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices,
+           active):
     """One block of lanes: a vmapped set-up (`otod.core.lanes`: laid out [seed, lane] with ``by_seed``, else one
     row), then one ``while_loop`` until no lane runs; with ``compact``, two: the first until every row has at most
     `compact_width` lanes running, the second on those lanes alone (`_compacted_loop`). Returns the per-lane
@@ -245,7 +247,10 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
     hits0 = jnp.where(gap0[..., None] <= rules.ladder, 0, -1).astype(jnp.int32)
     status0 = jnp.where(active, _classify(rules, gap0, hits0, RUNNING), Status.PADDING).astype(jnp.int32)
     zero = jnp.zeros((), jnp.int32)
-    init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0))
+    trace0 = None
+    if trace_length:  # [row, lane, checkpoint]: the start's metric, then NaN until read (`_book`)
+        trace0 = (zero, jnp.full(gap0.shape + (trace_length,), jnp.nan, gap0.dtype).at[..., 0].set(gap0))
+    init = (zero, lanes.carry, jnp.zeros_like(status0), gap0, hits0, status0, gap0, jnp.zeros_like(status0), trace0)
     narrow = compact_width(*status0.shape) if compact else None
     running = functools.partial(_running, rules)
 
@@ -264,10 +269,24 @@ def _block(spec, members, options, relative_lr, kind, check_every, primary, grou
         carry = jax.lax.while_loop(wide, _trips(one_iteration, unroll), init)
         t_wide = carry[0]
         carry = _compacted_loop(rules, lanes.constants, const_axes, lane_keys, carry, narrow, unroll)
-    t, _, iterations, gap, hits, status, _, _ = carry
+    t, _, iterations, gap, hits, status, _, _, trace = carry
     status = jnp.where(status == RUNNING, Status.CENSORED, status).astype(jnp.int32)
     outputs = tuple(unnest(a) for a in (iterations, hits, gap, status, lanes.step_size))
-    return outputs + (t_wide, t)
+    return outputs + (() if trace is None else (unnest(trace[1]),)) + (t_wide, t)
+
+
+def trace_checkpoints(spec, members, options, relative_lr, check_every: int, max_iters: int) -> np.ndarray | None:
+    """`checkpoints` for a program whose dynamics reads its metric only at the family's ``checks`` (the split path,
+    `_rules`), whose lanes keep a trace; None for every other program (no trace: their outputs are as before)."""
+    dynamics, fixed_point = _dynamics_of(spec, tuple(members), options, relative_lr)
+    if not _splits(dynamics, fixed_point):
+        return None
+    return checkpoints(dynamics.checks, check_every, max_iters)
+
+
+def _splits(dynamics, fixed_point: bool) -> bool:
+    """Whether a block steps and measures separately, reading the metric only at ``checks`` (see `_rules`)."""
+    return dynamics.measure is not None and dynamics.checks is not None and not fixed_point
 
 
 def _dynamics_of(spec, members, options, relative_lr):
@@ -326,7 +345,7 @@ def _rules(dynamics, fixed_point, const_axes, check_every, max_iters, stall_wind
     Only a family that reads its metric sparsely takes the split path: computed under a cond, the same metric can
     round differently (by an ulp, from XLA's fusion), and the other families' records stay bit for bit as
     before."""
-    split = dynamics.measure is not None and dynamics.checks is not None and not fixed_point
+    split = _splits(dynamics, fixed_point)
     step = measure = None
     if split:
         step = jax.vmap(jax.vmap(dynamics.step, in_axes=(const_axes, 0, 0, None)), in_axes=(0, 0, 0, None))
@@ -381,9 +400,11 @@ def _move(rules: _Rules, constants, keys0, state, t):
     return state, f, check, frozen
 
 
-def _book(rules: _Rules, t, f, check, frozen, iterations, gap, hits, status, anchor, progress):
+def _book(rules: _Rules, t, f, check, frozen, iterations, gap, hits, status, anchor, progress, trace):
     """The book-keeping of iteration t (1-based) over all of the block's lanes, from their metric f: first hits of
-    the ladder's rungs, status (converged, diverged, stalled by the family's rule, pruned), the last gap read."""
+    the ladder's rungs, status (converged, diverged, stalled by the family's rule, pruned), the last gap read, and
+    with a ``trace`` (checks read so far, [row, lane, checkpoint] buffer) the gap each running lane read at this
+    check, in the next slot (the block's ``check`` is one scalar on the split path, so the slot is one for all)."""
     if rules.fixed_point:
         check = check | frozen
     newly = (status == RUNNING) & (t <= rules.max_iters) & check
@@ -400,9 +421,11 @@ def _book(rules: _Rules, t, f, check, frozen, iterations, gap, hits, status, anc
         progress = jnp.where(improved, t, progress)
         status = jnp.where((status == RUNNING) & (t - progress > rules.stall_window), Status.STALLED, status)
     group = rules.group
+    if trace is not None:
+        trace = traced(trace, check, newly, gap_t)
     if group is not None and group[0] > 1:
         status = jnp.where(check, _prune(status, hits[..., rules.primary], t, group, rules.by_seed), status)
-    return iterations, gap, hits, status, anchor, progress
+    return iterations, gap, hits, status, anchor, progress, trace
 
 
 def _compacted_loop(rules: _Rules, constants, const_axes, lane_keys, carry, narrow: int, unroll: int):
@@ -539,6 +562,7 @@ class Dispatched(NamedTuple):
     n: int  # lanes asked for (the rest is padding)
     name: str
     stall_seconds: float | None
+    checkpoints: np.ndarray | None = None  # the iterations a trace's slots were read at (None: no trace)
 
 
 def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, **kw) -> Solution:
@@ -620,6 +644,7 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     order = deal(block_costs, count)
 
     primary = target.index(target.tol)
+    checked = trace_checkpoints(spec, members, options, relative_lr, target.check_every, max_iters)
     seeds = None if group is None else group[1]
     by_seed = bool(seeds is not None and jax.tree.leaves(draws)[0].shape[0] >= seeds
                    and np.array_equal(seed_indices.reshape(-1, seeds),
@@ -627,11 +652,11 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     compact = bool(compact and spec.family().compactable)
     lanes = points_per_block * per_point
     static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed, lanes,
-              UNROLL, compact)
+              UNROLL, compact, 0 if checked is None else len(checked))
     per_lane = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, pad(seed_indices),
                 pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active))
     scalars = (np.int32(seed), np.asarray(target.ladder, dtype), np.int32(max_iters),
-               np.int32(max(500, max_iters // 10) if stall_window is None else stall_window))
+               np.int32(stall_window_of(max_iters) if stall_window is None else stall_window))
     stall_seconds = watchdog_seconds() if stall_seconds is None else stall_seconds  # checked before dispatch
     mine = order.reshape(count, -1)
 
@@ -649,7 +674,7 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     where = (f"device {devices[0].id}" if count == 1
              else f"devices {', '.join(str(d.id) for d in devices)}")
     return Dispatched(tuple(outputs), order, lanes, rows, (compact_width(rows, lanes // rows) or 0) if compact else 0,
-                      n, f"{name} on {where}", stall_seconds)
+                      n, f"{name} on {where}", stall_seconds, checked)
 
 
 def collect(sent: Dispatched) -> Solution:
@@ -661,4 +686,6 @@ def collect(sent: Dispatched) -> Solution:
                                  for arrays in zip(*sent.outputs))
     t_wide, t_end = t_wide.astype(np.int64), t_end.astype(np.int64)  # [block]: each block's iterations, wide and all
     executed = int(t_wide.sum()) * sent.lanes + int((t_end - t_wide).sum()) * sent.rows * sent.narrow
-    return Solution(*(a.reshape(-1, *a.shape[2:])[:sent.n] for a in per_block), lane_iterations=executed)
+    lanes = [a.reshape(-1, *a.shape[2:])[:sent.n] for a in per_block]
+    trace = lanes.pop() if sent.checkpoints is not None else None
+    return Solution(*lanes, lane_iterations=executed, trace=trace, checkpoints=sent.checkpoints)

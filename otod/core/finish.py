@@ -15,6 +15,7 @@ from otod.core.errors import OtodError
 from otod.core.plan import Chunk, missing_shares, plan
 from otod.core.precision import MATMUL_PRECISION
 from otod.core.resources import release_free_memory
+from otod.core.traces import TRACE_ITERATIONS, trace_field
 
 
 #: The selection marks sweeps wrote into their records before the selection moved into the one analysis
@@ -76,6 +77,8 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
         "chunks": [{"key": c.key, "lanes": done[c.key]["lanes"], "sha256": sha256[c.key]} for c in chunks],
         "record_count": len(records),
     }
+    if records and trace_field(config.target.kind) in records[0]:  # the iterations of every trace's slots
+        meta[TRACE_ITERATIONS] = trace_iterations(config)
     if extra_meta is not None:
         meta.update(extra_meta())
     from otod.core.columns import table_of
@@ -87,6 +90,17 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     meta = results_io.jsonable(meta)
     named = named_records(meta["axes"], records)
     return results_io.Results(meta=meta, records=named, path=path, table=table if named is records else None)
+
+
+def trace_iterations(config: SweepConfig) -> list[int]:
+    """The iterations at which a sweep's lanes read their metric (`otod.core.traces.checkpoints`): the slots of
+    every record's trace (the engine reads on the same schedule for every method of a family)."""
+    from otod.core.engine import trace_checkpoints
+
+    member = config.kind.methods[config.methods[0]]
+    found = trace_checkpoints(config.specs()[0], (member,), config.options, config.relative_lr,
+                              config.target.check_every, config.resolved_max_iters)
+    return [] if found is None else found.tolist()
 
 
 def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io.Results:

@@ -119,6 +119,10 @@ def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> li
     return chunks
 
 
+#: Host bytes per entry of a record's trace: a Python float (24) and its list slot (8).
+TRACE_ENTRY_BYTES = 32
+
+
 class Estimate(NamedTuple):
     lanes: int
     lane_iterations: float
@@ -128,26 +132,33 @@ class Estimate(NamedTuple):
 
 def estimate(config: SweepConfig) -> Estimate:
     """Lanes, predicted lane-iterations and seconds, and peak bytes (per-seed draws + one block's lane state +
-    a chunk's outputs) of a sweep, from the families' declared sizes: nothing is drawn or allocated."""
+    a chunk's outputs, and where the family reads its metric at ``checks``, the traces: a block's buffer of one
+    float per lane and checkpoint, and every record's trace held as Python floats, `TRACE_ENTRY_BYTES` each, all
+    slots counted though a lane that stops sooner keeps fewer) of a sweep, from the families' declared sizes:
+    nothing is drawn or allocated."""
     from otod.core.engine import BLOCK_LANES
+    from otod.core.traces import checkpoints
 
     itemsize = 8 if config.resolved_x64 else 4
     points = config.traced_points()
-    lanes, work, seconds, peak = 0, 0.0, 0.0, 0.0
+    lanes, work, seconds, peak, traces = 0, 0.0, 0.0, 0.0, 0.0
     for spec in config.specs():
         family = spec.family()
         seconds += config.seeds * family.seconds_per_seed
         for name in config.methods:
             per_point = config.seeds * len(config.rates_for(name))
             block = max(BLOCK_LANES, per_point)
-            peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane)
-                       + 64 * per_point * len(points))
             run = [points[i] for i in method_points(config, name)]
+            slots = 0 if family.checks is None else len(checkpoints(family.checks, config.target.check_every,
+                                                                    config.resolved_max_iters))
+            traces += slots * TRACE_ENTRY_BYTES * per_point * len(run)
+            peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane
+                                         + block * slots) + 64 * per_point * len(points))
             its = sum(predicted_iterations(config, p, name) for p in run) * per_point
             lanes += per_point * len(run)
             work += its
             seconds += its * lane_seconds(spec)
-    return Estimate(lanes, work, seconds, peak)
+    return Estimate(lanes, work, seconds, peak + traces)
 
 
 def check_estimate(config: SweepConfig, yes: bool = False, available: int | None = None,

@@ -14,6 +14,7 @@ import pandas as pd
 
 from otod.core.analysis import at_rung, frame_of
 from otod.core.fit import PowerLawFit
+from otod.core.traces import has_traces, retarget
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,11 +31,15 @@ class Report:
 def frame_at(results, tol: float | None = None) -> tuple[Any, float, pd.DataFrame]:
     """What every obstacle's analysis starts from: the sweep's config read back once, typed
     (`otod.core.config.SweepConfig.from_dict`), the tol (default: the sweep's own), and the records as a DataFrame
-    at that tol's ladder rung (`otod.core.analysis.at_rung`; a tol the run did not record is refused)."""
+    at that tol's ladder rung (`otod.core.analysis.at_rung`), or, where the records keep each lane's trace, as a
+    run at that tol would have written them (`otod.core.traces.retarget`; a tol below the run's own is refused);
+    any other tol the run did not record is refused."""
     from otod.core.config import SweepConfig
 
     config = SweepConfig.from_dict(results.meta["config"])
     tol = config.target.tol if tol is None else tol
+    if not any(math.isclose(t, tol, rel_tol=1e-9) for t in config.target.ladder) and has_traces(results):
+        return config, tol, retarget(frame_of(results), results.meta, tol)  # any target above the run's
     rung = config.rung(tol)
     frame = frame_of(results)
     return config, tol, frame if rung is None else at_rung(frame, rung)

@@ -25,6 +25,7 @@ from otod.core import results as results_io
 from otod.core.config import NOT_IN_DIGEST, SweepConfig, lane_rates
 from otod.core.errors import Abandoned, Interrupted
 from otod.core.stopping import STATUS_NAMES, Status
+from otod.core.traces import trace_field, trace_lists
 from otod.core.plan import (Chunk, chunk_seconds_predicted, compacted_programs, eta_seconds, expected_seconds,
                             next_chunk, plan, predicted_costs, share_of, spans_devices)
 
@@ -72,6 +73,8 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     named = config.kind.record_fields  # the kind's own named fields, per point (a batch from B/d·d)
     fields = {p: named(config, point={**static_point, **points[p]}) if named else {}
               for p in dict.fromkeys(int(p) for p in idx[:n_real, 0])}
+    traces = None if solution.trace is None else trace_lists(solution.trace[:n_real], solution.checkpoints,
+                                                            solution.iterations[:n_real])
     rows = []
     for i in range(n_real):
         hits = [int(h) if h >= 0 else None for h in solution.hits[i]]
@@ -88,6 +91,8 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
                                                                        else int(Status.CENSORED)],
             gap_name: float(solution.final_metric[i]), "hits": hits, **fields[int(idx[i, 0])],
         })
+        if traces is not None:
+            rows[-1][trace_field(config.target.kind)] = traces[i]
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
     if config.kind.annotate:
         config.kind.annotate(config, static_point, rows)

@@ -104,6 +104,12 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
     from otod.core.plotting import figure, legend_below, panel_grid, save
 
     config = results.meta["config"]
+    again = getattr(analysis, "tol", None)  # another target, re-read from the loss traces
+    notes = ()
+    if again is not None and again != config["target"]["tol"]:
+        notes = (f"Counts re-read at target {again:g} from the loss traces of a run to {config['target']['tol']:g}; "
+                 "the NQM's prediction is the run's, at its own target",)
+        config = {**config, "target": {**config["target"], "tol": again}}
     if "batch" not in config["axes"]:
         fig, ax = figure(columns=2, height=2.8)
         depth_panel(results, ax, analysis)
@@ -113,7 +119,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
             config, "Markers: the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over "
             "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
             "Akaike 1974), named with its slope in the legend; ⊘: every lane stalled at that depth (no progress "
-            "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)"))
+            "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes))
     from otod.nets.report import panel_words
 
     analysis = batch_analysis(results) if analysis is None else analysis
@@ -127,7 +133,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
     if len(panels) > 1:
         fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
     legend_below(fig)
-    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE))
+    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE, *notes))
 
 
 def _run(spec: dict, predict: bool = True):

@@ -153,7 +153,11 @@ def batch_report(results, analysis) -> str:
         lines += ["", "  critical batch, S(B) = S_min·(1 + B_crit/B) (" + (no_ci or "95% CI: seed bootstrap "
                   f"re-choosing lr and β in each of {analysis.n_boot} resamples") + "):"]
         lines += [critical_line(s) for s in series if s.critical is not None]
-        lines += prediction_lines(meta, analysis, panel)
+        predicted = prediction_lines(meta, analysis, panel)
+        if predicted and (analysis.meta or {}).get("retarget"):
+            own = meta["config"]["target"]["tol"]
+            predicted.insert(0, f"  (the NQM's prediction is the run's, at its own target {own:g})")
+        lines += predicted
         lines += bill_lines(results, analysis, panel)
     lines += ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
@@ -260,13 +264,14 @@ def depth_report(results, analysis=None) -> str:
     return "\n".join(lines)
 
 
-def depth_analysis(results):
+def depth_analysis(results, tol: float | None = None):
     """Iterations vs depth per series method·init·architecture, at each series' chosen lr per depth, with the
-    deep-linear obstacle's two laws."""
-    from otod.core.analysis import analyse, frame_of
+    deep-linear obstacle's two laws; ``tol``: another target, re-read from the loss traces."""
+    from otod.core.analysis import analyse
     from otod.core.laws import LAWS, law_fit
+    from otod.core.report import frame_at
 
-    frame = frame_of(results)
+    _, tol, frame = frame_at(results, tol)
     config = results.meta["config"]
     axes = tuple(config["axes"])
     labels = frame["method"].astype(str)
@@ -274,25 +279,29 @@ def depth_analysis(results):
         if name in frame:
             labels = labels + "·" + frame[name].astype(str)
     point = tuple(a for a in axes if a != "beta")
+    again = frame.attrs.get("retarget")
     return analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
                    by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
-                   fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000)
+                   fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000,
+                   **({} if again is None else {"tol": tol, "config": {**config, "retarget": again}}))
 
 
 def batch_analysis(results, tol: float | None = None):
-    """A batch sweep's analysis (at the ladder's rung ``tol``, where given): the core's critical batch per net and
-    training set
-    (`otod.core.critical_batch.analyse_batches`: one panel per parameter count P, the axis's d, and training-set
-    size D, where the records hold it)."""
-    from otod.core.analysis import at_rung, frame_of
-    from otod.core.critical_batch import analyse_batches
-    from otod.core.stopping import Target
+    """A batch sweep's analysis at ``tol`` (default: the run's target; a rung of a stream's ladder, or any target
+    above the run's own re-read from the lanes' loss traces: `otod.core.report.frame_at`): the core's critical batch
+    per net and training set (`otod.core.critical_batch.analyse_batches`: one panel per parameter count P, the
+    axis's d, and training-set size D, where the records hold it)."""
+    import dataclasses
 
-    frame = frame_of(results)
-    if tol is not None:  # a rung of the ladder (a stream's several targets), re-read from the same records
-        frame = at_rung(frame, Target(**results.meta["config"]["target"]).index(tol))
-    return analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
-                           by=("dim", "examples"))
+    from otod.core.critical_batch import analyse_batches
+    from otod.core.report import frame_at
+
+    _, tol, frame = frame_at(results, tol)
+    found = analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
+                            by=("dim", "examples"))
+    if "retarget" not in frame.attrs:
+        return found
+    return dataclasses.replace(found, tol=tol, meta={**results.meta, "retarget": frame.attrs["retarget"]})
 
 
 def net_analysis(results, tol: float | None = None):
@@ -300,7 +309,20 @@ def net_analysis(results, tol: float | None = None):
     (`batch_analysis`), else the depth laws (`depth_analysis`)."""
     if "batch" in results.meta["config"]["axes"]:
         return batch_analysis(results, tol)
-    return depth_analysis(results)
+    return depth_analysis(results, tol)
+
+
+def target_text(analysis, config: dict) -> str:
+    """The target the report reads: the run's own, or another re-read from the loss traces
+    (`otod.core.traces.retarget`), with the lanes whose outcome there the run's own pruning hid."""
+    again = ((getattr(analysis, "meta", None) or {}).get("retarget")
+             or (analysis.config if isinstance(analysis.config, dict) else {}).get("retarget"))
+    if again is None:
+        return f"{config['target']['tol']:g}"
+    hidden = again["undetermined"]
+    return (f"{again['target']:g} (re-read from the loss traces of a run to {again['run_target']:g}"
+            + (f"; {hidden} lanes the run pruned before their outcome at {again['target']:g} was known count as "
+               "pruned" if hidden else "") + ")")
 
 
 def text_report(results, *, full: bool = False, tol: float | None = None, analysis=None) -> str:
@@ -310,11 +332,11 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     meta = results.meta
     config = meta["config"]
     axes = tuple(config["axes"])
+    analysis = net_analysis(results, tol) if analysis is None else analysis
     loss = "held-out" if config["problem"].get("stream") else "training"
     head = [sweep_header(results), f"net: {describe(config['problem'])}; target {loss} loss "
-                                   f"{config['target']['tol']:g}; {config['seeds']} seeds; cap "
+                                   f"{target_text(analysis, config)}; {config['seeds']} seeds; cap "
                                    f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
-    analysis = net_analysis(results, tol) if analysis is None else analysis
     body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
     if "batch" in axes and len(config["target"].get("ladder") or ()) > 1:
         body += "\n" + "\n".join(ladder_lines(results))

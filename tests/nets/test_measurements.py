@@ -57,7 +57,7 @@ def test_a_noise_scale_file_draws_the_exact_scales_and_the_two_batch_estimates(t
     np.testing.assert_array_equal(lines["B_noise = tr(HΣ)/GᵀHG (exact)"].get_ydata(), [r["b_noise"] for r in exact])
     assert any("two-batch estimate of B_simple, B = 8:64" in t.get_text() for t in saved[-1][0].legends[0].texts)
     refused = CliRunner().invoke(main, ["fit", str(file), "--tol", "0.1"])
-    assert refused.exit_code == 2 and "not a sweep with a ladder" in refused.output
+    assert refused.exit_code == 2 and "not a sweep with a target to re-read" in refused.output
 
 
 def test_a_written_noise_scale_file_is_drawn_as_it_holds(tmp_path, saved):
