@@ -88,6 +88,7 @@ def test_newton_takes_one_iteration_at_every_kappa(spec):
     assert sol.iterations.tolist() == [1] * 18
 
 
+@pytest.mark.slow  # 10 s of KFAC compiles
 def test_kfac_is_exact_on_kronecker_and_slows_as_perturbation_grows():
     """ε = 0: (A⊗B)⁻¹ is H⁻¹, one iteration. ε > 0: KFAC's preconditioned Hessian has eigenvalues in [1, 1+ε],
     so step 1 contracts the error by ≤ ε per iteration: at most ⌈ln(1/tol)/(2 ln(1/ε))⌉ + 1 iterations."""

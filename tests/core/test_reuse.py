@@ -77,6 +77,7 @@ def test_a_file_of_other_settings_gives_nothing(tmp_path, change):
     assert "reused" not in results.meta
 
 
+@pytest.mark.slow  # 12 s; the fast suite keeps the reuse tests of every other setting
 def test_a_file_with_other_momentum_values_gives_nothing(tmp_path):
     """β is a setting a point chooses among (like its rates): the same k with other β values tried is another
     point, so only a file that tried the same β gives it."""

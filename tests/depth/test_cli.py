@@ -23,6 +23,7 @@ def run(args, cwd):
                           timeout=300, env=env)
 
 
+@pytest.mark.slow  # 10 s; the README test and the depth engine's tests keep the path fast
 def test_a_small_depth_sweep_runs_end_to_end(tmp_path):
     """Depth 1..2, identity, 2 seeds at the reference step: records carry depth, init, beta; the table shows the
     per-mode theory column and the counts 1 and 6 (the factor recursion's)."""

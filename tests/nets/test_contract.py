@@ -102,9 +102,10 @@ NOISE_FIELDS = ("loss", "g2", "gHg", "trace_sigma", "trace_h_sigma", "b_simple",
                 "trace_sigma_estimate")
 
 
-# The dense variant (37 s on 2 cores) runs with the slow checks; the fast suite keeps SLQ's, and the chunked
-# loss, gradient and HVP below which both rest on.
-@pytest.mark.parametrize("dense", [pytest.param(True, marks=pytest.mark.slow), False], ids=["dense", "slq"])
+# Both variants (dense 37 s, SLQ 20 s on 2 cores) run with the slow checks; the fast suite keeps the chunked loss,
+# gradient and HVP below, which both rest on.
+@pytest.mark.slow
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "slq"])
 def test_chunked_curvature_and_noise_equal_one_call(dense, monkeypatch):
     """Every measured number, at init and after 30 SGD steps, with the data in chunks of 7 against one chunk (n =
     96): the dense spectrum's, and (the dense limit lowered below P = 112) SLQ's and Lanczos's."""

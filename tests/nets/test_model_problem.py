@@ -41,9 +41,9 @@ def test_model_sweep_lanes_equal_the_reference_loop(tmp_path):
     """Every lane's count and status equal the one reference loop's (float64, the fixture's tanh MLP with an
     init per seed: plain optax.sgd stepping the family's sampled gradient, the metric read on the same
     schedule)."""
-    config = small_config()
+    config = small_config(batch="16")  # one compiled program: the lane is every batch's
     results = run_sweep(config, out_dir=tmp_path)
-    assert len(results.records) == 2 * 2 * 2
+    assert len(results.records) == 2 * 2
     compared = 0
     with jax.enable_x64(True):
         for r in results.records:
@@ -58,7 +58,7 @@ def test_model_sweep_lanes_equal_the_reference_loop(tmp_path):
             assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
             assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
             compared += 1
-    assert compared >= 4
+    assert compared >= 2
     assert {r["parameters"] for r in results.records} == {112.0}
     assert {r["examples"] for r in results.records} == {96.0}
 
