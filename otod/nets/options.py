@@ -74,7 +74,7 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
         loss = loss or ("cross-entropy" if data == "digits" else "squared")
         spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
                        architecture=archs[0], init=inits[0], data=data, examples=examples_of(sizes[0]), loss=loss,
-                       batch=int(min(batches)), stream=bool(stream))
+                       batch=int(min(batches)), stream=True if stream else None)
         if not stream:
             check_sizes(spec, sizes, batches)
         axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []

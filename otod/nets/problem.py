@@ -51,8 +51,10 @@ class NetSpec:
     loss: str = "cross-entropy"
     batch: int = 32
     #: The stream regime: fresh teacher examples every step (`otod.nets.data.stream_batch`), the metric the loss on
-    #: a fixed held-out set (`otod.nets.data.stream_held_out`); the training set is not used.
-    stream: bool = False
+    #: a fixed held-out set (`otod.nets.data.stream_held_out`); the training set is not used. None (not False)
+    #: where off: a spec field at None is left out of the config's digest, so every finite-data sweep keeps the
+    #: results file name it had before the stream existed.
+    stream: bool | None = None
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
