@@ -8,22 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import optax
 import pytest
 from click.testing import CliRunner
 
 import otod
 import otod.nets  # noqa: F401  (registers the net sweep)
+from tests.nets.lanes import compare_with_reference
 from otod.cli import main
 from otod.core.config import SweepConfig
 from otod.core.errors import OtodError
-from otod.core.reference import reference_run
 from otod.core.sweep import run_sweep
 from otod.nets.contract import load
-from otod.nets.kind import METHODS
 from otod.nets.model_problem import ModelProblem, problem_of, seed_starts
 from otod.nets.options import default_batches, net_config
-from otod.core.dynamics import Step
 
 jax = pytest.importorskip("jax")
 
@@ -44,21 +41,7 @@ def test_model_sweep_lanes_equal_the_reference_loop(tmp_path):
     config = small_config(batch="16")  # one compiled program: the lane is every batch's
     results = run_sweep(config, out_dir=tmp_path)
     assert len(results.records) == 2 * 2
-    compared = 0
-    with jax.enable_x64(True):
-        for r in results.records:
-            spec = config.spec_at({"batch": r["batch"]})
-            ref = reference_run(spec, METHODS["sgd"], {"beta": 0.0}, r["seed"], seed=config.seed,
-                                target=config.target, max_iters=config.resolved_max_iters, lr=r["learning_rate"],
-                                relative_lr=False, optimizer=optax.sgd(r["learning_rate"]),
-                                step_of=lambda key, t: Step(key, t))
-            if r["status"] == "pruned":  # stopped once its lr could not win: the loop runs past it
-                assert ref.iterations >= r["iterations"], r
-                continue
-            assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
-            assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
-            compared += 1
-    assert compared >= 2
+    assert compare_with_reference(config, results.records) >= 2
     assert {r["parameters"] for r in results.records} == {112.0}
     assert {r["examples"] for r in results.records} == {96.0}
 

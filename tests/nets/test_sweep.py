@@ -4,18 +4,15 @@ schedule, the records' fields and the sweep's bad input."""
 from __future__ import annotations
 
 import numpy as np
-import optax
 import pytest
 from click.testing import CliRunner
 
 import otod.nets  # noqa: F401  (registers the net sweep)
+from tests.nets.lanes import compare_with_reference
 from otod.cli import main
-from otod.core.reference import reference_run
 from otod.core.sweep import run_sweep
 from otod.nets.family import checks, minibatch
-from otod.nets.kind import METHODS
 from otod.nets.options import net_config
-from otod.core.dynamics import Step
 
 jax = pytest.importorskip("jax")
 
@@ -33,21 +30,7 @@ def test_engine_lanes_equal_the_reference_loop(tmp_path):
     config = small_config()
     results = run_sweep(config, out_dir=tmp_path)
     assert len(results.records) == 2 * 2 * 2
-    compared = 0
-    with jax.enable_x64(True):
-        for r in results.records:
-            spec = config.spec_at({"batch": r["batch"]})
-            ref = reference_run(spec, METHODS["sgd"], {"beta": 0.0}, r["seed"], seed=config.seed,
-                                target=config.target, max_iters=config.resolved_max_iters, lr=r["learning_rate"],
-                                relative_lr=False, optimizer=optax.sgd(r["learning_rate"]),
-                                step_of=lambda key, t: Step(key, t))
-            if r["status"] == "pruned":  # stopped once its lr could not win: the loop runs past it
-                assert ref.iterations >= r["iterations"], r
-                continue
-            assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
-            assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
-            compared += 1
-    assert compared >= 4
+    assert compare_with_reference(config, results.records) >= 4
 
 
 def test_the_stream_draws_fresh_examples_every_step_reproducibly():
@@ -86,21 +69,7 @@ def test_stream_lanes_equal_the_reference_loop_and_repeat(tmp_path):
     strip = lambda rs: [{k: v for k, v in r.items() if "time" not in k and "seconds" not in k} for r in rs]  # noqa
     assert strip(first.records) == strip(second.records)
     assert all("examples" not in r for r in first.records)
-    compared = 0
-    with jax.enable_x64(True):
-        for r in first.records:
-            spec = config.spec_at({"batch": r["batch"]})
-            ref = reference_run(spec, METHODS["sgd"], {"beta": 0.0}, r["seed"], seed=config.seed,
-                                target=config.target, max_iters=config.resolved_max_iters, lr=r["learning_rate"],
-                                relative_lr=False, optimizer=optax.sgd(r["learning_rate"]),
-                                step_of=lambda key, t: Step(key, t))
-            if r["status"] == "pruned":
-                assert ref.iterations >= r["iterations"], r
-                continue
-            assert (r["iterations"], r["status"]) == (ref.iterations, ref.status), r
-            assert r["final_loss"] == pytest.approx(ref.final_metric, rel=1e-9)
-            compared += 1
-    assert compared >= 4
+    assert compare_with_reference(config, first.records) >= 4
 
 
 def test_minibatches_are_drawn_without_replacement_within_an_epoch():
