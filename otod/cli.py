@@ -145,7 +145,8 @@ def _target_tol(loaded: list, tol: float | None, target: float | None) -> float 
                    "E.g. --target 0.2")
 @user_errors
 def fit_command(files, full, tol, target):
-    """Fit scaling laws to saved sweep results and print the table and fits.
+    """Fit scaling laws to saved sweep results and print the table and fits; a curvature or noise-scale file is
+    printed as its command printed it.
 
     \b
     Examples:
@@ -187,7 +188,7 @@ def fit_command(files, full, tol, target):
                    "above the run's own. E.g. --target 0.2")
 @user_errors
 def plot_command(files, x_axis, out, pdf, style, serif, target):
-    """Draw the figure of saved sweep results (PNG, and PDF with --pdf).
+    """Draw the figure of saved sweep results, or of a curvature or noise-scale file (PNG, and PDF with --pdf).
 
     \b
     Example:
