@@ -3,7 +3,8 @@ batch size per method, with the colours and markers a method keeps in every figu
 
 Per method: the median over seeds at each B's chosen setting with IQR bars (censored-aware quantiles,
 `otod.core.plotting.censored_quantiles`), open triangles where a median is only a lower bound, ✕ where lanes
-diverged, the fitted S_min (1 + B_crit/B) (McCandlish et al. 2018, `otod.core.critical_batch`) dotted; an
+diverged, the fitted S_min (1 + B_crit/B) (McCandlish et al. 2018, `otod.core.critical_batch`) dotted with its
+pointwise 95% band over the seed bootstrap's replicate curves (`CriticalBatch.band`), shaded; an
 ``exact`` analysis of the same sweep (the NQM's recursion) as a solid line of the same colour. What an obstacle
 adds (the NQM's ideal estimator, a net's predicted S(B)) it draws on the same axes.
 """
@@ -22,6 +23,9 @@ def _palette():
 
     return PALETTE
 
+
+#: The legend's key of the fits' shaded bands.
+FIT_BAND_LABEL = "shaded: each fit's 95% band (seeds)"
 
 COLORS = {"sgd": 0, "heavy-ball": 3, "ema": 2, "adam": 4}  # indices into `otod.core.plotting.PALETTE`
 
@@ -49,7 +53,7 @@ def steps_vs_batch(analysis, ax, exact=None, dim: float | None = None, extra=Non
     dim = analysis.dims[0] if dim is None else dim
     simulated = analysis.mode != "exact"
     exact_of = {s.method: s for s in exact.at(dim)} if exact is not None else {}
-    diverged_labelled = False
+    diverged_labelled = banded = False
     series = analysis.at(dim) if panel is None else analysis.in_panel(panel)
     for i, s in enumerate(series):
         m, color = s.method, method_color(s.method, i)
@@ -82,6 +86,12 @@ def steps_vs_batch(analysis, ax, exact=None, dim: float | None = None, extra=Non
             said = critical_batch.describe_critical_batch(fit.b_crit, xs[s.fitted])
             ax.plot(grid, fit.curve(grid), ":", color=color, lw=1,
                     label=f"{m} fit: B_crit {said if said[0] in '<>' else '= ' + format(fit.b_crit, '.3g')}")
+            band = fit.band(grid)
+            if band is not None:
+                ax.fill_between(grid, *band, color=color, alpha=0.12, lw=0, label="_nolegend_")
+                banded = True
+    if banded:  # one grey key for every fit's band
+        ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=FIT_BAND_LABEL)
     if extra is not None:
         extra(ax, dim, series)
     log_axes(ax, "batch size B", "steps to target")

@@ -117,6 +117,21 @@ class CriticalBatch:
     def curve(self, batches) -> np.ndarray:
         return self.s_min * (1.0 + self.b_crit / np.asarray(batches, float))
 
+    def band(self, batches, level: float = 0.95) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pointwise ``level`` band of the fitted S(B) at ``batches``: the percentiles over the bootstrap's
+        replicate curves S_min_r (1 + B_crit_r/B) (each resample's (lr, β) re-chosen, so the band covers the
+        selection), or None where there is no CI (deterministic, or too few seeds, or no finite replicate)."""
+        reps = np.asarray(self.replicates, float)
+        if self.deterministic or self.no_ci or reps.ndim != 2 or not len(reps):
+            return None
+        reps = reps[np.isfinite(reps[:, 0]) & np.isfinite(reps[:, 1])]
+        if len(reps) < 20:
+            return None
+        b = np.asarray(batches, float)
+        curves = reps[:, :1] * (1.0 + reps[:, 1:2] / b[None, :])
+        tail = 100 * (1 - level) / 2
+        return np.percentile(curves, tail, axis=0), np.percentile(curves, 100 - tail, axis=0)
+
 
 @dataclass(frozen=True)
 class Series:

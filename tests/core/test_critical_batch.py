@@ -107,3 +107,24 @@ def test_the_scaling_rule_recovers_known_exponents_in_d_at_fixed_p_and_in_p_at_f
             x, fixed = np.array(r.span), dict(r.fixed)
             d, p = (x, fixed["dim"]) if field == "examples" else (fixed["examples"], x)
             assert r.line(x) == pytest.approx(2.0 * d ** 0.5 * (p / 100.0) ** 0.2, rel=1e-6)
+
+
+def test_the_fits_band_is_the_percentiles_of_the_replicate_curves_and_absent_without_a_ci():
+    """The drawn S(B) fit's 95% band: at each B the 2.5 and 97.5 percentiles of S_min_r (1 + B_crit_r/B) over the
+    bootstrap's replicates (here 100 replicates with S_min = 10 + r/10 and B_crit = 20: the band is 10.2475 and
+    19.7525 times (1 + 20/B)); none where the fit is deterministic, has no CI, or too few finite replicates."""
+    reps = np.column_stack([10 + np.arange(100) / 10, np.full(100, 20.0), np.zeros(100)])
+
+    def fit(**kw):
+        base = dict(s_min=15.0, b_crit=20.0, residual=0.0, s_min_ci=(10.2, 19.8), b_crit_ci=(20.0, 20.0), points=5,
+                    censored=0, diverged=0, deterministic=False, replicates=reps)
+        return critical_batch.CriticalBatch(**{**base, **kw})
+
+    b = np.array([4.0, 20.0, 80.0])
+    lo, hi = fit().band(b)
+    np.testing.assert_allclose(lo, np.percentile(10 + np.arange(100) / 10, 2.5) * (1 + 20 / b), rtol=1e-12)
+    np.testing.assert_allclose(hi, np.percentile(10 + np.arange(100) / 10, 97.5) * (1 + 20 / b), rtol=1e-12)
+    np.testing.assert_allclose(lo / (1 + 20 / b), 10.2475) and np.testing.assert_allclose(hi / (1 + 20 / b), 19.7525)
+    assert fit(deterministic=True).band(b) is None
+    assert fit(no_ci="3 seeds give 10 distinct bootstrap resamples").band(b) is None
+    assert fit(replicates=reps[:10]).band(b) is None
