@@ -130,8 +130,14 @@ def lr_vs_batch(analysis: NoiseAnalysis, ax) -> None:
     ax.set_xscale("log", base=2)
 
 
+#: The RMS relative misfit of an S(B) fit above which a figure says the hyperbola does not describe the points.
+POOR_FIT = 0.2
+
+
 def tradeoff(analysis: NoiseAnalysis, ax) -> None:
-    """Figure (c): steps S vs examples E = B·S per method, and McCandlish's hyperbola from each fit."""
+    """Figure (c): steps S vs examples E = B·S per method, and McCandlish's hyperbola from each fit; a fit whose
+    RMS relative misfit exceeds `POOR_FIT` is dashed and says so in the legend (the EMA's S(B) on the exact NQM
+    bends away from the hyperbola: misfit 0.38)."""
     for i, s in enumerate(analysis.at(analysis.dims[0])):
         ok = s.fitted
         ax.plot(s.x[ok] * s.median[ok], s.median[ok], _marker(s.method, i), ms=4, color=_color(s.method, i),
@@ -140,8 +146,10 @@ def tradeoff(analysis: NoiseAnalysis, ax) -> None:
         if fit is not None and math.isfinite(fit.b_crit) and fit.b_crit > 0:
             grid = np.geomspace(s.x.min(), s.x.max(), 200)
             steps = fit.curve(grid)
-            ax.plot(grid * steps, steps, "-", lw=1, color=_color(s.method, i),
-                    label=f"{s.method} fit: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}")
+            poor = math.isfinite(fit.residual) and fit.residual > POOR_FIT
+            ax.plot(grid * steps, steps, "--" if poor else "-", lw=1, color=_color(s.method, i),
+                    label=f"{s.method} fit: S_min {fit.s_min:.3g}, E_min {fit.s_min * fit.b_crit:.3g}"
+                          + (f" (poor fit: rms misfit {fit.residual:.2g})" if poor else ""))
     ax.set(xscale="log", yscale="log", xlabel="examples processed E = B·S", ylabel="steps S")
 
 
