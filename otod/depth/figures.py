@@ -37,7 +37,8 @@ def _color(series: str, index: int) -> str:
 def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.DataFrame | None = None,
                 **options) -> dict:
     """The core's iterations-against-an-axis panel (`otod.core.law_figure.draw_series`: medians, IQR bands, △ lower
-    bounds, × diverged, each series' law in the legend) with this obstacle's addition: ``chosen`` (the group's
+    bounds, × diverged, each series' law dotted with its 95% band and named in the legend) with this obstacle's
+    addition: ``chosen`` (the group's
     records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
     from otod.core.law_figure import draw_series as draw
 
@@ -45,7 +46,7 @@ def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.D
         sub = chosen[chosen["series"] == one.name]
         return "local" if mark_local_minima(ax, sub, axis, color, row=row) else None
 
-    return draw(ax, series, axis, extra=None if chosen is None else local, **options)
+    return draw(ax, series, axis, extra=None if chosen is None else local, **{"curves": True, **options})
 
 
 #: The legend's line on stalled lanes (`otod.depth.records.stalled_at_cap`).

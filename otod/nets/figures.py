@@ -157,13 +157,16 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
 def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
     """B_crit against one panel field (``dim``: the parameter count P; ``examples``: the training set's size D) on
     ``ax``: each panel's B_crit with its 95% seed-bootstrap CI as bars, one series per method and value of the
-    other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, its
-    exponent and re-selecting CI in the legend."""
+    other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, with
+    its pointwise 95% band over the same bootstrap rows as its CI shaded (`ScalingRule.band`), its exponent and
+    re-selecting CI in the legend."""
+    from otod.core.batch_figure import draw_fit_band, fit_band_key
     from otod.core.critical_batch import inside, scaling_rules
     from otod.core.plotting import series_style
     from otod.nets.report import RULE_FIELDS
 
     symbol = RULE_FIELDS[field][1]
+    banded = False
     lines: dict[tuple, list] = {}
     for panel in analysis.panels:
         values = dict(panel)
@@ -195,6 +198,9 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
             grid = np.geomspace(*r.span, 50)
             ax.plot(grid, r.line(grid), ls=":", lw=1.2, color=style["color"],
                     label=f"{name}: fitted B_crit ∝ {symbol}^{r.slope:.2f} {ci}")
+            banded = draw_fit_band(ax, grid, r.band(grid), style["color"]) or banded
+    if banded:  # one grey key for every rule's band
+        fit_band_key(ax)
     if lines and not rules:
         ax.text(0.97, 0.04, "no power law: fewer than 3 B_crit inside their batches", transform=ax.transAxes,
                 ha="right", va="bottom",
@@ -237,7 +243,8 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
         results.meta["config"], "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
         "squares: the NQM's predicted B_crit (otod.nets.predict); open diamonds: the NQM's B_noise at the target; "
-        "the legend gives the fitted power law B_crit ∝ P^b with its CI"))
+        "dotted: the fitted power law B_crit ∝ P^b, its exponent and 95% CI in the legend, shaded its pointwise 95% "
+        "band over the same bootstrap rows (each refitted)"))
 
 
 def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
@@ -264,7 +271,7 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
         "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}. Markers: "
         "B_crit of each panel's fitted S(B) = S_min(1 + B_crit/B), bars its 95% seed-bootstrap CI (re-choosing the "
         "lr per B); dotted: the least-squares power law over the panels, its exponent and 95% CI (each bootstrap "
-        "replicate refitted) in the legend"))
+        "replicate refitted) in the legend, shaded its pointwise 95% band over the same refitted replicates"))
 
 
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:

@@ -164,8 +164,15 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
     assert np.allclose(fitted.get_ydata(), 2 * np.sqrt(fitted.get_xdata()), rtol=1e-6)
     noise = drawn_line(ax, "B_noise at the target")
     assert np.array_equal(noise.get_xdata(), p) and list(noise.get_ydata()) == [10.0, 20.0, 30.0]
-    assert legend_texts(ax) == ["sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]", "NQM predicted B_crit",
-                                "B_noise at the target", "sgd: measured B_crit (95% CI, seeds)"]
+    assert legend_texts(ax) == ["sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]", "shaded: each fit's 95% band (seeds)",
+                                "NQM predicted B_crit", "B_noise at the target", "sgd: measured B_crit (95% CI, seeds)"]
+    # the rule's band, shaded over the P it was fitted to, around the line: the seeds' ±2 steps shift every panel's
+    # medians together (common seeds), so the replicate lines move up and down far more than they tilt
+    (band,) = [c for c in ax.collections if c.get_paths() and len(c.get_paths()[0].vertices) > 3]
+    x, y = band.get_paths()[0].vertices.T
+    assert x.min() == pytest.approx(310.0) and x.max() == pytest.approx(1210.0)
+    ratio = y[1:51] / (2 * np.sqrt(x[1:51])), y[52:-1] / (2 * np.sqrt(x[52:-1]))  # one edge, then the other
+    assert np.all(ratio[0] < 1) and np.all(ratio[1] > 1) and np.all(ratio[1] < 2) and np.all(ratio[0] > 0.5)
 
 
 def _data_size_records(config, b_crit_of) -> list[dict]:
@@ -274,6 +281,9 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     texts = legend_texts(ax)
     assert texts[:2] == [plain.get_label(), residual.get_label()]
     assert "△ median only a lower bound (≥)" in texts and "IQR over seeds" in texts
+    # 3 seeds give no CI: no law's band hatched, none named, no CI quoted
+    assert not [c for c in ax.collections if c.get_hatch() and c.get_paths()]
+    assert not any("hatched" in t for t in texts) and "[" not in plain.get_label()
 
 
 # -- the curvature figures -------------------------------------------------------------------------------------------
@@ -383,8 +393,9 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     assert [line.get_gid() for line in fits] == ["fit", "fit"]  # the quoted fits, drawn
     assert np.allclose(fits[0].get_ydata(), 5.0 * p / 6.0)
     end_slope = np.polyfit(np.log(p[:2]), np.log(10.0 * p[:2] / 6.0), 1)[0]
-    assert init.get_label() == "init (step 0): κ_q ∝ P^1.00"
-    assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f}"
+    assert init.get_label() == "init (step 0): κ_q ∝ P^1.00 (no CI)"  # one net per width: no seeds, no band
+    assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f} (no CI)"
+    assert [c for c in left.collections if c.get_paths()] == []
     caption = saved[0][0].otod_caption
     assert "init (step 0): training loss 2.25 (width 4) to 2.25 (width 16)" in caption
     assert "end (step 30): training loss 0.5 (width 4) to 0.5 (width 16)" in caption
