@@ -142,7 +142,9 @@ STALLED_NOTE = ("Stalled lanes sit at a fixed point of the float32 iteration (st
 def depth_caption(meta: dict, marks=(), static: bool = False, extra: str = "") -> str:
     """A depth figure's caption: its settings, ``extra``, the laws' source, the marks drawn."""
     return caption_text("Settings: " + _describe(meta, static), extra,
-                        "The legend gives each series' law (power or exponential in depth, chosen by AIC)",
+                        "The legend gives each series' law (power or exponential in depth, chosen by AIC) with its "
+                        "slope's 95% CI (seed bootstrap); dotted: that law, fitted to the medians it reads; hatched: "
+                        "its pointwise 95% band over the same bootstrap's replicate laws (none without a CI)",
                         STALLED_NOTE if "stalled" in marks else "", marks=marks)
 
 

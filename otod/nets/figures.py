@@ -118,7 +118,8 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
         return save(fig, Path(base), pdf=pdf, caption=_caption(
             config, "Markers: the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over "
             "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
-            "Akaike 1974), named with its slope in the legend; ⊘: every lane stalled at that depth (no progress "
+            "Akaike 1974), named with its slope and 95% CI in the legend, hatched its pointwise 95% band over the "
+            "seed bootstrap's replicate laws; ⊘: every lane stalled at that depth (no progress "
             "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes))
     from otod.nets.report import panel_words
 
