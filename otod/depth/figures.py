@@ -190,6 +190,16 @@ def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
     return run_sweep(build(**options), out_dir=spec.get("results_dir", "results"))
 
 
+def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
+    """The sweep of ``experiments/depth.toml``'s figure ``name`` (run, or read back from ``results/``) and its
+    series with their laws: what the nets' depth figure draws its deep-linear comparison from
+    (`otod.nets.figures.make_depth`), the same numbers as that figure's."""
+    from otod.core.figures import load_specs
+
+    results = _sweep({**load_specs()["depth"][name], "name": name})
+    return results, _one_group(results).series
+
+
 def _one_group(results: Results):
     """The analysis of a figure's sweep, which sweeps no width: its one group."""
     (group,) = depth_analysis(results).groups

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
 from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
 from otod.nets.report import batch_analysis
@@ -78,13 +79,49 @@ def _title(config: dict) -> str:
             f"{config['seeds']} seeds, lr tuned per point")
 
 
-def depth_panel(results, ax, analysis=None) -> None:
+def draw_deep_linear(ax, net_series, comparison: dict) -> str | None:
+    """The deep-linear obstacle's law in depth beside the nets' (``comparison``: ``series``, the deep-linear
+    series' analysis, and ``from``, the net series it is drawn from): its growth a·f(L)/f(L₀) drawn through that net
+    series' median at its first depth L₀, black dash-dot over the nets' depths, with its pointwise 95% band over
+    the deep-linear bootstrap's replicate laws (each curve through the same point) hatched: the two problems'
+    counts differ in scale, their growth per layer is what compares (README: depth on a real net). Returns the
+    caption's sentence, or None where the deep-linear series chose no law or the net series has no median at
+    L₀."""
+    from otod.core.batch_figure import draw_fit_band
+    from otod.core.law_figure import law_curve, law_label
+    from otod.core.laws import law_curves
+
+    deep, name = comparison["series"], comparison["from"]
+    fit = deep.fit
+    anchor = next((s for s in net_series if s.name == name), None)
+    if fit.law is None or anchor is None:
+        return None
+    depths, medians = anchor.cube.x("depth"), anchor.choice.median
+    first = int(np.argmin(depths))
+    if not np.isfinite(medians[first]) or anchor.choice.bound[first]:
+        return None
+    l0, t0 = float(depths[first]), float(medians[first])
+    grid = np.linspace(l0, float(np.max(depths)), 200)
+    ylim = ax.get_ylim()
+    ax.plot(grid, t0 * law_curve(fit, grid) / law_curve(fit, [l0]), "-.", color="k", lw=1.2,
+            label=f"deep linear {law_label(fit._replace(label=deep.name))}, drawn from {name} at L = {l0:g}")
+    band = deep.boot.band(lambda rows: t0 * law_curves(fit.law, rows, grid) / law_curves(fit.law, rows, [l0]))
+    draw_fit_band(ax, grid, band, "0.2", hatched=True)
+    ax.set_ylim(*ylim)  # the deep-linear law leaves the axes upwards: the nets' data keep them
+    return (f"Dash-dot black: the deep-linear obstacle's law in depth for {deep.name} ({comparison['source']}), "
+            f"its growth f(L)/f({l0:g}) drawn through {name}'s median at L = {l0:g}, to compare growth per layer, not "
+            "counts (the problems differ in scale)" + (", hatched its 95% band over its seed bootstrap" if band
+                                                      is not None else ""))
+
+
+def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None) -> str | None:
     """Iterations to target against depth, one line per method · init · architecture (residual dashed): the
     core's panel (`otod.core.law_figure.draw_series`: medians at each depth's chosen lr, IQR bands over seeds, △
     lower bounds, × diverged, each series' AIC law dotted and named in the legend), the series dodged in x so
     that coinciding medians stay visible, and depths where every lane stalled (a small plain start at the saddle
     at 0) as ⊘ at the top instead of △ at the iteration the stall rule stopped them; ``analysis``: the sweep's
-    `otod.nets.report.depth_analysis`, where the caller has it."""
+    `otod.nets.report.depth_analysis`, where the caller has it; ``deep_linear``: the deep-linear law to draw beside
+    them (`draw_deep_linear`), whose caption sentence it returns."""
     from otod.core.law_figure import draw_series, legend_keys
     from otod.core.plotting import series_style
     from otod.nets.report import depth_analysis
@@ -95,12 +132,15 @@ def depth_panel(results, ax, analysis=None) -> None:
     marks: set = set()
     draw_series(ax, series, "depth", styles=styles, marks=marks, dodge=0.06, curves=True, stalled_on_top=True)
     ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
+    said = draw_deep_linear(ax, series, deep_linear) if deep_linear else None
     ax.grid(True, which="both", alpha=0.25)
     legend_keys(ax, marks)
+    return said
 
 
-def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> list:
-    """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth."""
+def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: dict | None = None, **kwargs) -> list:
+    """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth (with the
+    deep-linear law beside it, where ``deep_linear`` gives one: `draw_deep_linear`)."""
     from otod.core.plotting import figure, legend_below, panel_grid, save
 
     config = results.meta["config"]
@@ -112,9 +152,11 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
         config = {**config, "target": {**config["target"], "tol": again}}
     if "batch" not in config["axes"]:
         fig, ax = figure(columns=2, height=2.8)
-        depth_panel(results, ax, analysis)
-        ax.set_title("Steps to target against depth, plain and residual nets")
+        said = depth_panel(results, ax, analysis, deep_linear)
+        ax.set_title("Steps to target against depth, plain and residual nets"
+                     + (", beside the deep linear nets' law" if said else ""))
         _legend(ax)
+        notes = (*notes, said) if said else notes
         return save(fig, Path(base), pdf=pdf, caption=_caption(
             config, "Markers: the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over "
             "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
@@ -276,9 +318,24 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
 
 
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:
-    """Iterations against depth, plain vs residual and by init."""
-    results = _run(spec, predict=False)
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
+    """Iterations against depth, plain vs residual and by init; with ``deep_linear`` (``figure``: a table of
+    ``experiments/depth.toml``, ``series``: one of its series, ``from``: the net series to draw it from), that
+    deep-linear series' law beside them (`draw_deep_linear`)."""
+    comparison = spec.get("deep_linear")
+    results = _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
+    deep = None
+    if comparison:
+        from otod.depth.figures import deep_linear_series
+
+        deep_results, series = deep_linear_series(comparison["figure"])
+        found = [s for s in series if s.name == comparison["series"]]
+        if not found:
+            raise OtodError(f"experiments/nets.toml [{spec['name']}]: deep_linear series {comparison['series']!r} "
+                            f"is not one of depth/{comparison['figure']}'s: {', '.join(s.name for s in series)}")
+        config = deep_results.meta["config"]
+        deep = {"series": found[0], "from": comparison["from"],
+                "source": f"experiments/depth.toml [{comparison['figure']}], {config['seeds']} seeds"}
+    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True, deep_linear=deep)
 
 
 MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth,

@@ -474,3 +474,77 @@ def test_make_spectral_density_on_a_real_tiny_measurement_draws_its_records(tmp_
         assert np.trapezoid(density, u) == pytest.approx(sum(record["slq_weights"]), rel=1e-3)
         assert any(list(line.get_xdata()) == [record["lambda_q"]] * 2 and line.get_linestyle() == ":"
                    for line in ax.get_lines())
+
+
+def _deep_linear(monkeypatch, seeds: int = 8):
+    """The depth obstacle's figure sweep stood in for (`otod.depth.figures.deep_linear_series`): one series
+    gd·xavier at depths 1–5 with counts 10·4^L times 1 ± 5% over ``seeds`` seeds (a different order at each depth),
+    its laws fitted by AIC (exponential, c = ln 4)."""
+    import pandas as pd
+
+    import otod.depth.figures as df
+    from otod.core.analysis import analyse
+    from otod.core.laws import LAWS, law_fit
+
+    rng = np.random.default_rng(0)
+    rows = [{"method": "gd·xavier", "depth": float(d), "seed": s, "status": "converged", "learning_rate": 0.1,
+             "iterations": 10 * 4.0 ** d * (1 + 0.05 * o)}
+            for d in range(1, 6) for s, o in enumerate(rng.permutation(np.linspace(-1, 1, seeds)))]
+    series = analyse(pd.DataFrame(rows), point=("depth",), axis="depth", statistic=lambda x: LAWS, n_boot=200,
+                     fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth")).series
+    asked = []
+    monkeypatch.setattr(df, "deep_linear_series", lambda name: asked.append(name) or (
+        Results(meta={"config": {"seeds": seeds}}, records=[]), series))
+    return series[0], asked
+
+
+def _depth_records(config):
+    """Depths 2–5, plain 10·2^(L/2) steps (an exponential, c = 0.35), residual 10·L², 3 seeds at ±1 step."""
+    out = []
+    for depth in dict(config.axes)["depth"]:
+        for arch in ("plain", "residual"):
+            for rate in config.lr_grid:
+                for seed, offset in enumerate((-1, 0, 1)):
+                    n = (10 * 2 ** (depth / 2) if arch == "plain" else 10 * depth ** 2) + offset
+                    out.append(_record(config, {"depth": depth, "architecture": arch}, rate, seed,
+                                       n if rate == 1.0 else 1.25 * n))
+    return out
+
+
+DEPTH_SPEC = {"maker": "nets-depth", "name": "depth", "batch": 64, "depth": "2..5:4", "architecture": "plain,residual",
+              "method": "sgd", "target": 0.1, "seeds": 3, "max_iters": 500, "lr_grid": "0.3,1,3"}
+
+
+def test_make_depth_draws_the_deep_linear_law_beside_the_nets_from_the_named_net_series(tmp_path, saved, sweeps,
+                                                                                        monkeypatch):
+    """The deep-linear gd·xavier law (c = ln 4 = 1.39 per layer, 8 seeds: a CI) drawn black dash-dot through the
+    plain net's median at L = 2 (10·2 = 20 steps): 20·e^(c(L − 2)) over the nets' depths, with its band hatched
+    around it (the replicate laws through the same point), named with c and its CI in the legend, the source in the
+    caption; the axes keep the nets' range (the law leaves them upwards). A series the depth figure lacks is one
+    OtodError naming those it has."""
+    from otod.core.errors import OtodError
+    from otod.nets.figures import make_depth
+
+    deep, asked = _deep_linear(monkeypatch)
+    sweeps.records = _depth_records
+    spec = {**DEPTH_SPEC, "deep_linear": {"figure": "depth_iterations", "series": "gd·xavier", "from": "sgd·plain"}}
+    make_depth(spec, tmp_path)
+    assert asked == ["depth_iterations"] and "deep_linear" not in str(sweeps.asked[0][0].to_dict())
+    (ax,) = saved[0][0].axes
+    (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-." and len(ln.get_xdata())]
+    x = np.asarray(line.get_xdata())
+    assert (x.min(), x.max(), line.get_color()) == (2.0, 5.0, "k")
+    np.testing.assert_allclose(line.get_ydata(), 20 * np.exp(deep.fit.exp_c * (x - 2)), rtol=1e-9)
+    assert deep.fit.exp_c == pytest.approx(np.log(4), abs=0.02)
+    low, high = deep.fit.exp_ci
+    assert line.get_label() == (f"deep linear gd·xavier: exponential, c = {deep.fit.exp_c:.2f} [{low:.2f}, "
+                                f"{high:.2f}] (ΔAIC {deep.fit.delta_aic:.1f}), drawn from sgd·plain at L = 2")
+    (band,) = [c for c in ax.collections if c.get_hatch() and c.get_paths()]  # 3 net seeds: theirs have no CI
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert ys.min() == pytest.approx(20, rel=1e-9) and ys.max() > 20 * np.exp(deep.fit.exp_c * 3)
+    assert ax.get_ylim()[1] < line.get_ydata().max()  # the nets' range kept
+    assert "deep-linear obstacle's law in depth for gd·xavier (experiments/depth.toml [depth_iterations], 8 seeds)" \
+        in saved[0][0].otod_caption
+    with pytest.raises(OtodError, match="deep_linear series 'gd·small' is not one of depth/depth_iterations's: "
+                                        "gd·xavier"):
+        make_depth({**spec, "deep_linear": {**spec["deep_linear"], "series": "gd·small"}}, tmp_path)
