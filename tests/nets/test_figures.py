@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import drawn_line, legend_texts
 
+import otod.depth.figures  # noqa: F401  (imported before `saved` stands in for save, which it binds at import)
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.core.results import Results
 
