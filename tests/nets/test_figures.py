@@ -225,6 +225,13 @@ def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed
         (fitted,) = [line for line in ax.get_lines()
                      if line.get_label().startswith(f"sgd ({at}): fitted B_crit ∝ {symbol}^{exponent} [")]
         assert np.allclose(np.interp(x, fitted.get_xdata(), fitted.get_ydata()), expected, rtol=1e-3)
+        # the rule's band shaded over the same span, around the line
+        (band,) = [c for c in ax.collections if c.get_paths() and len(c.get_paths()[0].vertices) > 3]
+        bx, by = band.get_paths()[0].vertices.T
+        assert bx.min() == pytest.approx(x[0]) and bx.max() == pytest.approx(x[-1])
+        line = np.interp(bx[1:51], fitted.get_xdata(), fitted.get_ydata())
+        assert np.all(by[1:51] <= line * (1 + 1e-9))
+    assert "shaded: each fit's 95% band (seeds)" in legend_texts(left)
 
 
 def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_path, saved, sweeps):
