@@ -120,7 +120,8 @@ LAW_LABEL = "dotted: each series' chosen law, fitted to its medians"
 
 def legend_keys(ax, marks: set) -> None:
     """A grey legend entry for each shared mark `draw_series` drew (``marks``): the band, △ lower bounds,
-    × diverged (`otod.core.plotting.legend_key`), ⊘ all stalled, the law curves."""
+    × diverged (`otod.core.plotting.legend_key`), ⊘ all stalled, the law curves, and their hatched 95% bands
+    (`otod.core.batch_figure.fit_band_key`)."""
     from otod.core.plotting import legend_key
 
     for kind in ("band", "lower", "diverged"):
