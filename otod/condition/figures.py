@@ -18,6 +18,7 @@ import numpy as np
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import condition_analysis
 from otod.core.analysis import Analysis, Group
+from otod.core.batch_figure import draw_fit_band, fit_band_key
 from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, caption_text, draw_band, figure, headroom,
                                  legend_below, legend_key, mark_diverged, METHOD_MARKERS, panel_grid, save,
                                  series_style)
@@ -77,6 +78,7 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
     set-up (``setup``) + iterations × FLOPs of one iteration, and the legend names each set-up cost."""
     meta = results.meta
     bound_labelled = exact_labelled = lower_labelled = band_labelled = diverged_labelled = False
+    fit_drawn = fit_banded = False
     for row, series in enumerate(group.series):
         method, fit, choice = series.name, series.fit, series.choice
         scale = flops[method] if flops else 1.0
@@ -98,6 +100,8 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
         if draw_band(ax, xs, y, lower, color, scale=scale, offset=once, alpha=0.2) is not None and not band_labelled:
             legend_key(ax, "band")  # one grey key names every series' band
             band_labelled = True
+        fitted_line = _draw_fit(ax, series, xs[ok & inside], color, scale, once)
+        fit_drawn, fit_banded = fit_drawn or fitted_line, fit_banded or fitted_line == "band"
         if bound.any():
             ax.plot(xs[bound], med[bound] * scale + once, "^", mfc="none", color=color, ms=6,
                     label=None if lower_labelled else LOWER_LABEL)
@@ -120,6 +124,10 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
             ax.plot(xs, ex * scale + once, ":", lw=1.6, color="k", alpha=0.6,
                     label=None if exact_labelled else "exact: these lanes in exact arithmetic")
             exact_labelled = True
+    if fit_drawn:
+        ax.plot([], [], "-.", color="0.3", lw=0.9, label=FIT_LABEL)
+    if fit_banded:
+        fit_band_key(ax, hatched=True)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("condition number κ = L/μ")
@@ -128,6 +136,30 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
     headroom(ax)
     if group.statistic.min_x:
         ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
+
+
+#: The legend's name of the fitted power laws' lines (`_draw_fit`).
+FIT_LABEL = "dash-dot: each method's fitted a·κ^b over the κ it was fitted to"
+
+
+def _draw_fit(ax, series, fitted, color, scale: float = 1.0, once: float = 0.0) -> str | None:
+    """One method's fitted power law a·κ^b (``series.fit``, a `otod.core.fit.PowerLawFit`) dash-dotted over the κ
+    it was fitted to (``fitted``), as ``scale``·a·κ^b + ``once`` on a FLOPs axis, with its pointwise 95% band
+    over the seed bootstrap's replicate laws hatched (`otod.core.law_figure.law_band`; none where the fit is
+    deterministic or has no CI). Returns "band" or "line" for what it drew, or None (no fit)."""
+    from otod.core.law_figure import law_band
+
+    fit = series.fit
+    if fitted.size < 2 or not np.isfinite(fit.exponent) or not np.isfinite(fit.prefactor):
+        return None
+    grid = np.geomspace(fitted.min(), fitted.max(), 50)
+    ax.plot(grid, fit.prefactor * grid ** fit.exponent * scale + once, "-.", color=color, lw=0.9,
+            label="_nolegend_")
+    band = law_band(series.boot, "power", grid)
+    if band is None:
+        return "line"
+    draw_fit_band(ax, grid, tuple(b * scale + once for b in band), color, hatched=True)
+    return "band"
 
 
 def _legend_below(fig, axes=None):
@@ -149,7 +181,9 @@ def _marks(axes) -> set:
 THEORY_NOTE = ("Dashed: the worst-case bound over spectra and starts at each method's own step, in exact arithmetic "
                "(otod.condition.theory); dotted black: these lanes' count in exact arithmetic. The legend gives "
                "each method's fitted exponent b of iterations ∝ κ^b with its 95% CI (seed bootstrap), the exact "
-               "slope of the theory over this grid and its asymptotic exponent.")
+               "slope of the theory over this grid and its asymptotic exponent; dash-dot: that fit, a·κ^b over the κ "
+               "it was fitted to, hatched around it its pointwise 95% band over the same bootstrap's replicate fits "
+               "(none where every seed gives the same counts).")
 
 
 def condition_caption(meta: dict, axes, static: str = "", extra: str = "") -> str:

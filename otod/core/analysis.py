@@ -393,6 +393,27 @@ def no_ci_reason(seeds: int) -> str | None:
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
+#: Finite replicate curves a drawn band needs (fewer: none): with so few, the 2.5 and 97.5 percentiles are the
+#: extreme curves themselves.
+MIN_BAND_REPLICATES = 20
+
+
+def pointwise_band(curves, level: float = 0.95) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pointwise ``level`` band of a fitted curve from its bootstrap: at each x, the (1 − level)/2 and
+    (1 + level)/2 percentiles over the replicate curves ``curves`` [replicate, x] (each the fit redone on one
+    resample of the seeds, the selection with it), over the replicates finite at every x; None with fewer than
+    `MIN_BAND_REPLICATES` of them. The percentile interval of the curve's value at each x (Efron & Tibshirani
+    1993, §13), the same replicates as the fit's parameter CIs; pointwise, not a simultaneous band."""
+    curves = np.asarray(curves, float)
+    if curves.ndim != 2:
+        return None
+    curves = curves[np.all(np.isfinite(curves), axis=1)]
+    if len(curves) < MIN_BAND_REPLICATES:
+        return None
+    tail = 100 * (1 - level) / 2
+    return np.percentile(curves, tail, axis=0), np.percentile(curves, 100 - tail, axis=0)
+
+
 class Bootstrap(NamedTuple):
     """A statistic of one series with its seed bootstrap. ``estimate`` [k] from every seed; ``replicates``
     [replicate, k] and ``medians`` [replicate, point] (NaN: a lower bound, none, or a point the statistic does
@@ -408,6 +429,16 @@ class Bootstrap(NamedTuple):
     def no_ci(self) -> str | None:
         """`no_ci_reason` for this bootstrap's seeds (None where it gives a CI, or is deterministic)."""
         return None if self.deterministic or self.choice is None else no_ci_reason(self.choice.cube.count.shape[-1])
+
+    def band(self, curve: Callable[[np.ndarray], np.ndarray], level: float = 0.95
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The `pointwise_band` of ``curve(replicates)`` (the statistic's replicate rows [replicate, k] → their
+        curves [replicate, x]), or None where there is no CI: deterministic, too few seeds (`no_ci`), no
+        replicates."""
+        if self.deterministic or self.no_ci is not None or not len(self.replicates):
+            return None
+        with np.errstate(all="ignore"):
+            return pointwise_band(curve(np.asarray(self.replicates, float)), level)
 
     def ci(self, i: int = 0, level: float = 0.95) -> tuple[float, float]:
         """The percentile interval of statistic ``i`` (the estimate itself where deterministic, NaN where the

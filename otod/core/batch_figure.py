@@ -24,8 +24,34 @@ def _palette():
     return PALETTE
 
 
-#: The legend's key of the fits' shaded bands.
+#: The legend's key of the fits' shaded bands (`fit_band_key`).
 FIT_BAND_LABEL = "shaded: each fit's 95% band (seeds)"
+#: The same key where the band is hatched: on a figure whose shading is already the IQR over seeds.
+HATCHED_FIT_BAND_LABEL = FIT_BAND_LABEL.replace("shaded", "hatched", 1)
+
+
+def draw_fit_band(ax, x, band, color, *, hatched: bool = False) -> bool:
+    """A fit's pointwise 95% band (``band``: (low, high) at ``x``, from the same bootstrap replicates as the fit's
+    CI: `otod.core.analysis.pointwise_band`) in the fit's colour, shaded, or hatched where the figure's shading
+    already means the IQR over seeds; nothing where ``band`` is None (no CI). Returns whether it drew; the caller
+    then gives the one grey key (`fit_band_key`)."""
+    if band is None:
+        return False
+    if hatched:
+        ax.fill_between(x, *band, facecolor="none", edgecolor=color, hatch="/////", lw=0, alpha=0.45,
+                        label="_nolegend_")
+    else:
+        ax.fill_between(x, *band, color=color, alpha=0.12, lw=0, label="_nolegend_")
+    return True
+
+
+def fit_band_key(ax, *, hatched: bool = False) -> None:
+    """The one grey legend key of every fit band `draw_fit_band` drew on ``ax``."""
+    if hatched:
+        ax.fill_between([], [], [], facecolor="none", edgecolor="0.4", hatch="/////", lw=0,
+                        label=HATCHED_FIT_BAND_LABEL)
+    else:
+        ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=FIT_BAND_LABEL)
 
 COLORS = {"sgd": 0, "heavy-ball": 3, "ema": 2, "adam": 4}  # indices into `otod.core.plotting.PALETTE`
 
@@ -86,12 +112,9 @@ def steps_vs_batch(analysis, ax, exact=None, dim: float | None = None, extra=Non
             said = critical_batch.describe_critical_batch(fit.b_crit, xs[s.fitted])
             ax.plot(grid, fit.curve(grid), ":", color=color, lw=1,
                     label=f"{m} fit: B_crit {said if said[0] in '<>' else '= ' + format(fit.b_crit, '.3g')}")
-            band = fit.band(grid)
-            if band is not None:
-                ax.fill_between(grid, *band, color=color, alpha=0.12, lw=0, label="_nolegend_")
-                banded = True
+            banded = draw_fit_band(ax, grid, fit.band(grid), color) or banded
     if banded:  # one grey key for every fit's band
-        ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=FIT_BAND_LABEL)
+        fit_band_key(ax)
     if extra is not None:
         extra(ax, dim, series)
     log_axes(ax, "batch size B", "steps to target")

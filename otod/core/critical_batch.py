@@ -13,6 +13,7 @@ is the dimension d instead (the noise obstacle's params sweep), the exponent of 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -124,13 +125,9 @@ class CriticalBatch:
         reps = np.asarray(self.replicates, float)
         if self.deterministic or self.no_ci or reps.ndim != 2 or not len(reps):
             return None
-        reps = reps[np.isfinite(reps[:, 0]) & np.isfinite(reps[:, 1])]
-        if len(reps) < 20:
-            return None
         b = np.asarray(batches, float)
-        curves = reps[:, :1] * (1.0 + reps[:, 1:2] / b[None, :])
-        tail = 100 * (1 - level) / 2
-        return np.percentile(curves, tail, axis=0), np.percentile(curves, 100 - tail, axis=0)
+        with np.errstate(all="ignore"):
+            return core.pointwise_band(reps[:, :1] * (1.0 + reps[:, 1:2] / b[None, :]), level)
 
 
 @dataclass(frozen=True)
@@ -299,7 +296,8 @@ class ScalingRule:
     """B_crit ∝ x^slope over the panels of one method at fixed values of the other panel fields (``fixed``):
     the least-squares line of log B_crit on log x (``intercept`` its value at log x = 0), its 95% CI from the
     panels' bootstrap replicates (NaN, with ``no_ci`` saying why, where the seeds are too few), the ``points``
-    fitted and the ``span`` (smallest, largest x)."""
+    fitted and the ``span`` (smallest, largest x); ``replicates`` [replicate, (slope, intercept)]: the line refitted
+    to each bootstrap row the CI reads (none where there is no CI)."""
 
     method: str
     field: str
@@ -310,9 +308,19 @@ class ScalingRule:
     points: int
     span: tuple[float, float]
     no_ci: str | None = None
+    replicates: np.ndarray = dataclasses.field(default_factory=lambda: np.empty((0, 2)), compare=False)
 
     def line(self, x) -> np.ndarray:
         return np.exp(self.intercept) * np.asarray(x, float) ** self.slope
+
+    def band(self, x, level: float = 0.95) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pointwise ``level`` band of the line at ``x``: the percentiles over the replicate lines
+        e^(intercept_r)·x^(slope_r) (`otod.core.analysis.pointwise_band`), or None where there is no CI."""
+        reps = np.asarray(self.replicates, float)
+        if self.no_ci or reps.ndim != 2 or not len(reps):
+            return None
+        with np.errstate(all="ignore"):
+            return core.pointwise_band(np.exp(reps[:, 1:2]) * np.asarray(x, float)[None, :] ** reps[:, :1], level)
 
 
 #: Bootstrap rows a rule's CI needs (fewer: NaN).
@@ -343,21 +351,25 @@ def scaling_rules(analysis: BatchAnalysis, field: str) -> list[ScalingRule]:
         b = np.log(np.array([s.critical.b_crit for _, s in rows], float))
         slope, intercept, _ = (float(v) for v in core.fit_line(x, b))
         no_ci = next((s.critical.no_ci for _, s in rows if s.critical.no_ci), None)
-        rules.append(ScalingRule(method, field, fixed, slope, intercept, _rule_ci(x, [s for _, s in rows], no_ci),
-                                 len(rows), (float(np.exp(x.min())), float(np.exp(x.max()))), no_ci))
+        ci, lines = _rule_ci(x, [s for _, s in rows], no_ci)
+        rules.append(ScalingRule(method, field, fixed, slope, intercept, ci, len(rows),
+                                 (float(np.exp(x.min())), float(np.exp(x.max()))), no_ci, lines))
     return rules
 
 
-def _rule_ci(x: np.ndarray, series: list[Series], no_ci: str | None) -> tuple[float, float]:
-    """The 95% percentile interval of the slope refitted to each bootstrap row (`scaling_rules`)."""
+def _rule_ci(x: np.ndarray, series: list[Series], no_ci: str | None) -> tuple[tuple[float, float], np.ndarray]:
+    """The 95% percentile interval of the slope refitted to each bootstrap row (`scaling_rules`), and the refitted
+    lines [row, (slope, intercept)] it reads (none, and a NaN interval, where there is no CI)."""
+    none = np.empty((0, 2))
     reps = [s.critical.replicates[:, 1] if s.critical.replicates.ndim == 2 else np.zeros(0) for s in series]
     k = min(len(r) for r in reps)
     if no_ci is not None or not k:
-        return math.nan, math.nan
+        return (math.nan, math.nan), none
     with np.errstate(divide="ignore", invalid="ignore"):
         stacked = np.log(np.stack([r[:k] for r in reps], axis=1))
     ok = np.all(np.isfinite(stacked), axis=1)
-    draws = core.fit_line(x, stacked[ok])[0]
+    draws, intercepts, _ = core.fit_line(x, stacked[ok])
     if len(draws) <= MIN_RULE_REPLICATES:
-        return math.nan, math.nan
-    return float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
+        return (math.nan, math.nan), none
+    return ((float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))),
+            np.stack([draws, intercepts], axis=1))

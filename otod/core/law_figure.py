@@ -4,8 +4,9 @@
 Per series: the median over seeds at each point's chosen (lr, β) as a line with filled markers, the IQR over the
 same seeds as a band (censored and stalled lanes counted as lower bounds, `otod.core.plotting.censored_quantiles`),
 open △ where the median is only a lower bound, × at the top where lanes diverged, and the chosen law's curve
-(a·L^b or a·e^{cL}, fitted to the medians) thin and dotted over the points it was fitted to; the legend names
-each series' law and its slope. Where every lane at a point stalled (``stalled_on_top``: a stochastic family's
+(a·L^b or a·e^{cL}, fitted to the medians) thin and dotted over the points it was fitted to, with its pointwise
+95% band over the seed bootstrap's replicate laws hatched (`law_band`); the legend names each series' law and its
+slope with its 95% CI. Where every lane at a point stalled (``stalled_on_top``: a stochastic family's
 window rule, no progress, the lanes' counts say only when they stopped), the point is a ⊘ at the top of the axes,
 not a △ at the iteration where the lanes stopped.
 """
@@ -28,9 +29,22 @@ def law_label(fit) -> str:
         why = ("fewer than 3 points reached" if fit.points < 3 else "rises and falls" if "rise" in fit.note
                else fit.note or "no law")
         return f"{fit.label}: no law ({why})"
-    if fit.law == "power":
-        return f"{fit.label}: power, b = {fit.power_b:.2f} (ΔAIC {fit.delta_aic:.1f})"
-    return f"{fit.label}: exponential, c = {fit.exp_c:.2f} (ΔAIC {fit.delta_aic:.1f})"
+    power = fit.law == "power"
+    value, (low, high) = (fit.power_b, fit.power_ci) if power else (fit.exp_c, fit.exp_ci)
+    ci = f" [{low:.2f}, {high:.2f}]" if not fit.deterministic and np.isfinite([low, high]).all() else ""
+    return (f"{fit.label}: {'power, b' if power else 'exponential, c'} = {value:.2f}{ci} "
+            f"(ΔAIC {fit.delta_aic:.1f})")
+
+
+def law_band(boot, law: str | None, xs) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pointwise 95% band of a series' chosen law at ``xs``: the percentiles over the law's curves refitted to
+    each seed-bootstrap replicate (`otod.core.laws.law_curves` of ``boot``'s replicates, the same ones as the
+    law's CI: `otod.core.analysis.Bootstrap.band`); None without a law or a CI."""
+    from otod.core.laws import law_curves
+
+    if law is None:
+        return None
+    return boot.band(lambda rows: law_curves(law, rows, xs))
 
 
 def law_curve(fit, xs) -> np.ndarray | None:
@@ -54,7 +68,9 @@ def draw_series(ax, series: Sequence, axis: str, *, names: Sequence[str] | None 
     them in the legend. ``row_offset`` staggers this call's × marks below an earlier call's on the same axes.
     ``extra(ax, series, color, row)`` draws what an obstacle adds per series and returns a mark's name or None.
     ``dodge``: each series' x shifted by (row − (n − 1)/2)·dodge, so that coinciding points stay visible;
-    ``curves``: draw each chosen law."""
+    ``curves``: draw each chosen law, with its pointwise 95% band hatched where it has a CI (`law_band`; the
+    shading is the IQR)."""
+    from otod.core.batch_figure import draw_fit_band
     from otod.core.plotting import draw_band, mark_diverged, series_styles
 
     names = [s.name for s in series] if names is None else list(names)
@@ -86,6 +102,8 @@ def draw_series(ax, series: Sequence, axis: str, *, names: Sequence[str] | None 
             grid = np.linspace(fitted.min(), fitted.max(), 50)
             ax.plot(grid + shift, law_curve(one.fit, grid), ":", color=color, lw=0.9, label="_nolegend_")
             marks.add("law")
+            if draw_fit_band(ax, grid + shift, law_band(one.boot, one.fit.law, grid), color, hatched=True):
+                marks.add("law-band")
         if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
             marks.add("diverged")
         added = extra(ax, one, color, row + row_offset) if extra is not None else None
@@ -102,7 +120,8 @@ LAW_LABEL = "dotted: each series' chosen law, fitted to its medians"
 
 def legend_keys(ax, marks: set) -> None:
     """A grey legend entry for each shared mark `draw_series` drew (``marks``): the band, △ lower bounds,
-    × diverged (`otod.core.plotting.legend_key`), ⊘ all stalled, the law curves."""
+    × diverged (`otod.core.plotting.legend_key`), ⊘ all stalled, the law curves, and their hatched 95% bands
+    (`otod.core.batch_figure.fit_band_key`)."""
     from otod.core.plotting import legend_key
 
     for kind in ("band", "lower", "diverged"):
@@ -112,3 +131,7 @@ def legend_keys(ax, marks: set) -> None:
         ax.plot([], [], ls="none", marker=STALLED_MARKER, color="0.3", ms=8, label=STALLED_TOP_LABEL)
     if "law" in marks:
         ax.plot([], [], ":", color="0.3", lw=0.9, label=LAW_LABEL)
+    if "law-band" in marks:
+        from otod.core.batch_figure import fit_band_key
+
+        fit_band_key(ax, hatched=True)

@@ -62,6 +62,18 @@ class Laws:
 LAWS = Laws()
 
 
+def law_curves(law: str, rows, xs) -> np.ndarray:
+    """The curves of ``law`` at ``xs`` from rows of the `Laws` statistic [row, 7] (the estimate, or the seed
+    bootstrap's replicates): a·x^b (power) or a·e^{cx} (exponential), [row, x]; what a law's band is drawn from
+    (`otod.core.analysis.Bootstrap.band`). Rows of `otod.core.analysis.PowerLaw` (b, a, RMS) read the same for a
+    power law."""
+    rows, xs = np.atleast_2d(np.asarray(rows, float)), np.asarray(xs, float)[None, :]
+    with np.errstate(all="ignore"):
+        if law == "power":
+            return rows[:, 1:2] * xs ** rows[:, 0:1]
+        return rows[:, 4:5] * np.exp(rows[:, 3:4] * xs)
+
+
 def aic(rss: float, n: int, k: int = 2) -> float:
     """n·ln(RSS/n) + 2k for a least-squares fit with Gaussian errors (RSS floored at 10⁻¹²·n: a perfect fit)."""
     return n * math.log(max(rss, 1e-12 * n) / n) + 2 * k

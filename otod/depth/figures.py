@@ -37,7 +37,8 @@ def _color(series: str, index: int) -> str:
 def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.DataFrame | None = None,
                 **options) -> dict:
     """The core's iterations-against-an-axis panel (`otod.core.law_figure.draw_series`: medians, IQR bands, △ lower
-    bounds, × diverged, each series' law in the legend) with this obstacle's addition: ``chosen`` (the group's
+    bounds, × diverged, each series' law dotted with its 95% band and named in the legend) with this obstacle's
+    addition: ``chosen`` (the group's
     records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
     from otod.core.law_figure import draw_series as draw
 
@@ -45,7 +46,7 @@ def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.D
         sub = chosen[chosen["series"] == one.name]
         return "local" if mark_local_minima(ax, sub, axis, color, row=row) else None
 
-    return draw(ax, series, axis, extra=None if chosen is None else local, **options)
+    return draw(ax, series, axis, extra=None if chosen is None else local, **{"curves": True, **options})
 
 
 #: The legend's line on stalled lanes (`otod.depth.records.stalled_at_cap`).
@@ -141,7 +142,9 @@ STALLED_NOTE = ("Stalled lanes sit at a fixed point of the float32 iteration (st
 def depth_caption(meta: dict, marks=(), static: bool = False, extra: str = "") -> str:
     """A depth figure's caption: its settings, ``extra``, the laws' source, the marks drawn."""
     return caption_text("Settings: " + _describe(meta, static), extra,
-                        "The legend gives each series' law (power or exponential in depth, chosen by AIC)",
+                        "The legend gives each series' law (power or exponential in depth, chosen by AIC) with its "
+                        "slope's 95% CI (seed bootstrap); dotted: that law, fitted to the medians it reads; hatched: "
+                        "its pointwise 95% band over the same bootstrap's replicate laws (none without a CI)",
                         STALLED_NOTE if "stalled" in marks else "", marks=marks)
 
 
@@ -185,6 +188,16 @@ def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
     options.update(override)
     build = depth_config_from_options if kind == "depth" else toy_config_from_options
     return run_sweep(build(**options), out_dir=spec.get("results_dir", "results"))
+
+
+def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
+    """The sweep of ``experiments/depth.toml``'s figure ``name`` (run, or read back from ``results/``) and its
+    series with their laws: what the nets' depth figure draws its deep-linear comparison from
+    (`otod.nets.figures.make_depth`), the same numbers as that figure's."""
+    from otod.core.figures import load_specs
+
+    results = _sweep({**load_specs()["depth"][name], "name": name})
+    return results, _one_group(results).series
 
 
 def _one_group(results: Results):

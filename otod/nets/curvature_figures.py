@@ -148,6 +148,11 @@ def fitted_power(x, y) -> tuple[float, float] | None:
     return float(slope), float(intercept)
 
 
+#: The κ_q fits' legend note: no CI and no band, one net (one init, one run) per width, no seeds to resample
+#: (the caption says why).
+NO_CI = "no CI"
+
+
 def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
     """κ_q against width at init and at the end of a fixed run, with λ_max and λ_q (see the module docstring)."""
     from otod.core.plotting import caption_text, figure, legend_inside, save, series_style
@@ -166,7 +171,7 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         rs = [by_width[w][1][i] for w in widths]
         kq = [r["kappa_q"] for r in rs]
         line = fitted_power(params, kq)
-        fit = "" if line is None else f": κ_q ∝ P^{line[0]:.2f}"
+        fit = "" if line is None else f": κ_q ∝ P^{line[0]:.2f} ({NO_CI})"
         loss_notes.append(f"{label}: training loss {rs[0]['train_loss']:.3g} (width {widths[0]}) to "
                           f"{rs[-1]['train_loss']:.3g} (width {widths[-1]})")
         left.plot(widths, [np.nan if v is None else v for v in kq], marker + "-", color=color, label=f"{label}{fit}")
@@ -204,7 +209,8 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         "Settings: " + settings,
         f"Left: κ_q = λ_max/λ_q with λ_q the eigenvalue below which {100 * q:g}% of the spectrum lies, at init and "
         "after the run, against width (top axis: the parameter count P); dotted: the least-squares power law "
-        "κ_q ∝ P^b quoted in the legend. Right: what κ_q is made of, λ_max (solid) and λ_q (dashed, open); "
+        "κ_q ∝ P^b quoted in the legend, with no CI and no band: one net (one init, one run) per width, no seeds "
+        "to resample. Right: what κ_q is made of, λ_max (solid) and λ_q (dashed, open); "
         "κ_δ = (λ_max + δ)/δ follows λ_max. " + "; ".join(loss_notes)))
 
 

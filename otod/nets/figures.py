@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
 from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
 from otod.nets.report import batch_analysis
@@ -78,13 +79,49 @@ def _title(config: dict) -> str:
             f"{config['seeds']} seeds, lr tuned per point")
 
 
-def depth_panel(results, ax, analysis=None) -> None:
+def draw_deep_linear(ax, net_series, comparison: dict) -> str | None:
+    """The deep-linear obstacle's law in depth beside the nets' (``comparison``: ``series``, the deep-linear
+    series' analysis, and ``from``, the net series it is drawn from): its growth a·f(L)/f(L₀) drawn through that net
+    series' median at its first depth L₀, black dash-dot over the nets' depths, with its pointwise 95% band over
+    the deep-linear bootstrap's replicate laws (each curve through the same point) hatched: the two problems'
+    counts differ in scale, their growth per layer is what compares (README: depth on a real net). Returns the
+    caption's sentence, or None where the deep-linear series chose no law or the net series has no median at
+    L₀."""
+    from otod.core.batch_figure import draw_fit_band
+    from otod.core.law_figure import law_curve, law_label
+    from otod.core.laws import law_curves
+
+    deep, name = comparison["series"], comparison["from"]
+    fit = deep.fit
+    anchor = next((s for s in net_series if s.name == name), None)
+    if fit.law is None or anchor is None:
+        return None
+    depths, medians = anchor.cube.x("depth"), anchor.choice.median
+    first = int(np.argmin(depths))
+    if not np.isfinite(medians[first]) or anchor.choice.bound[first]:
+        return None
+    l0, t0 = float(depths[first]), float(medians[first])
+    grid = np.linspace(l0, float(np.max(depths)), 200)
+    ylim = ax.get_ylim()
+    ax.plot(grid, t0 * law_curve(fit, grid) / law_curve(fit, [l0]), "-.", color="k", lw=1.2,
+            label=f"deep linear {law_label(fit._replace(label=deep.name))}, drawn from {name} at L = {l0:g}")
+    band = deep.boot.band(lambda rows: t0 * law_curves(fit.law, rows, grid) / law_curves(fit.law, rows, [l0]))
+    draw_fit_band(ax, grid, band, "0.2", hatched=True)
+    ax.set_ylim(*ylim)  # the deep-linear law leaves the axes upwards: the nets' data keep them
+    return (f"Dash-dot black: the deep-linear obstacle's law in depth for {deep.name} ({comparison['source']}), "
+            f"its growth f(L)/f({l0:g}) drawn through {name}'s median at L = {l0:g}, to compare growth per layer, not "
+            "counts (the problems differ in scale)" + (", hatched its 95% band over its seed bootstrap" if band
+                                                      is not None else ""))
+
+
+def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None) -> str | None:
     """Iterations to target against depth, one line per method · init · architecture (residual dashed): the
     core's panel (`otod.core.law_figure.draw_series`: medians at each depth's chosen lr, IQR bands over seeds, △
     lower bounds, × diverged, each series' AIC law dotted and named in the legend), the series dodged in x so
     that coinciding medians stay visible, and depths where every lane stalled (a small plain start at the saddle
     at 0) as ⊘ at the top instead of △ at the iteration the stall rule stopped them; ``analysis``: the sweep's
-    `otod.nets.report.depth_analysis`, where the caller has it."""
+    `otod.nets.report.depth_analysis`, where the caller has it; ``deep_linear``: the deep-linear law to draw beside
+    them (`draw_deep_linear`), whose caption sentence it returns."""
     from otod.core.law_figure import draw_series, legend_keys
     from otod.core.plotting import series_style
     from otod.nets.report import depth_analysis
@@ -95,12 +132,15 @@ def depth_panel(results, ax, analysis=None) -> None:
     marks: set = set()
     draw_series(ax, series, "depth", styles=styles, marks=marks, dodge=0.06, curves=True, stalled_on_top=True)
     ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
+    said = draw_deep_linear(ax, series, deep_linear) if deep_linear else None
     ax.grid(True, which="both", alpha=0.25)
     legend_keys(ax, marks)
+    return said
 
 
-def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> list:
-    """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth."""
+def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: dict | None = None, **kwargs) -> list:
+    """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth (with the
+    deep-linear law beside it, where ``deep_linear`` gives one: `draw_deep_linear`)."""
     from otod.core.plotting import figure, legend_below, panel_grid, save
 
     config = results.meta["config"]
@@ -112,13 +152,16 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, **kwargs) -> l
         config = {**config, "target": {**config["target"], "tol": again}}
     if "batch" not in config["axes"]:
         fig, ax = figure(columns=2, height=2.8)
-        depth_panel(results, ax, analysis)
-        ax.set_title("Steps to target against depth, plain and residual nets")
+        said = depth_panel(results, ax, analysis, deep_linear)
+        ax.set_title("Steps to target against depth, plain and residual nets"
+                     + (", beside the deep linear nets' law" if said else ""))
         _legend(ax)
+        notes = (*notes, said) if said else notes
         return save(fig, Path(base), pdf=pdf, caption=_caption(
             config, "Markers: the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over "
             "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
-            "Akaike 1974), named with its slope in the legend; ⊘: every lane stalled at that depth (no progress "
+            "Akaike 1974), named with its slope and 95% CI in the legend, hatched its pointwise 95% band over the "
+            "seed bootstrap's replicate laws; ⊘: every lane stalled at that depth (no progress "
             "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes))
     from otod.nets.report import panel_words
 
@@ -157,13 +200,16 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
 def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
     """B_crit against one panel field (``dim``: the parameter count P; ``examples``: the training set's size D) on
     ``ax``: each panel's B_crit with its 95% seed-bootstrap CI as bars, one series per method and value of the
-    other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, its
-    exponent and re-selecting CI in the legend."""
+    other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, with
+    its pointwise 95% band over the same bootstrap rows as its CI shaded (`ScalingRule.band`), its exponent and
+    re-selecting CI in the legend."""
+    from otod.core.batch_figure import draw_fit_band, fit_band_key
     from otod.core.critical_batch import inside, scaling_rules
     from otod.core.plotting import series_style
     from otod.nets.report import RULE_FIELDS
 
     symbol = RULE_FIELDS[field][1]
+    banded = False
     lines: dict[tuple, list] = {}
     for panel in analysis.panels:
         values = dict(panel)
@@ -195,6 +241,9 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
             grid = np.geomspace(*r.span, 50)
             ax.plot(grid, r.line(grid), ls=":", lw=1.2, color=style["color"],
                     label=f"{name}: fitted B_crit ∝ {symbol}^{r.slope:.2f} {ci}")
+            banded = draw_fit_band(ax, grid, r.band(grid), style["color"]) or banded
+    if banded:  # one grey key for every rule's band
+        fit_band_key(ax)
     if lines and not rules:
         ax.text(0.97, 0.04, "no power law: fewer than 3 B_crit inside their batches", transform=ax.transAxes,
                 ha="right", va="bottom",
@@ -237,7 +286,8 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
         results.meta["config"], "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
         "squares: the NQM's predicted B_crit (otod.nets.predict); open diamonds: the NQM's B_noise at the target; "
-        "the legend gives the fitted power law B_crit ∝ P^b with its CI"))
+        "dotted: the fitted power law B_crit ∝ P^b, its exponent and 95% CI in the legend, shaded its pointwise 95% "
+        "band over the same bootstrap rows (each refitted)"))
 
 
 def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
@@ -264,13 +314,28 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
         "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}. Markers: "
         "B_crit of each panel's fitted S(B) = S_min(1 + B_crit/B), bars its 95% seed-bootstrap CI (re-choosing the "
         "lr per B); dotted: the least-squares power law over the panels, its exponent and 95% CI (each bootstrap "
-        "replicate refitted) in the legend"))
+        "replicate refitted) in the legend, shaded its pointwise 95% band over the same refitted replicates"))
 
 
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:
-    """Iterations against depth, plain vs residual and by init."""
-    results = _run(spec, predict=False)
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
+    """Iterations against depth, plain vs residual and by init; with ``deep_linear`` (``figure``: a table of
+    ``experiments/depth.toml``, ``series``: one of its series, ``from``: the net series to draw it from), that
+    deep-linear series' law beside them (`draw_deep_linear`)."""
+    comparison = spec.get("deep_linear")
+    results = _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
+    deep = None
+    if comparison:
+        from otod.depth.figures import deep_linear_series
+
+        deep_results, series = deep_linear_series(comparison["figure"])
+        found = [s for s in series if s.name == comparison["series"]]
+        if not found:
+            raise OtodError(f"experiments/nets.toml [{spec['name']}]: deep_linear series {comparison['series']!r} "
+                            f"is not one of depth/{comparison['figure']}'s: {', '.join(s.name for s in series)}")
+        config = deep_results.meta["config"]
+        deep = {"series": found[0], "from": comparison["from"],
+                "source": f"experiments/depth.toml [{comparison['figure']}], {config['seeds']} seeds"}
+    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True, deep_linear=deep)
 
 
 MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth,

@@ -36,6 +36,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from otod.core import plotting  # noqa: E402
+from otod.core.plotting import plt  # noqa: E402
 
 
 def _sweep(tmp_path_factory, **options):
@@ -179,3 +180,56 @@ def test_saved_pdfs_embed_no_type3_fonts(tmp_path):
     pdf = next(f for f in files if f.suffix == ".pdf").read_bytes()
     assert b"/Type3" not in pdf
     assert b"/TrueType" in pdf or b"/CIDFontType2" in pdf  # Type 42: TrueType, whole or as a CID font
+
+
+def _kappa_analysis(spread: float):
+    """κ = 1 … 1000 (10 values) of gd, 8 seeds at 3·κ^0.5 times 1 + spread·(seed offset in [−1, 1]), the offsets a
+    different permutation at each κ, one rate: its power law fitted over κ ≥ 10 (`otod.condition.records`)."""
+    import pandas as pd
+
+    from otod.condition.records import analysis_of
+
+    rng = np.random.default_rng(0)
+    kappas = np.geomspace(1, 1000, 10)
+    rows = [{"method": "gd", "kappa": k, "seed": s, "status": "converged", "lr_multiplier": 1.0,
+             "iterations": 3 * k ** 0.5 * (1 + spread * o)}
+            for k in kappas for s, o in enumerate(rng.permutation(np.linspace(-1, 1, 8)))]
+    return analysis_of(pd.DataFrame(rows), n_boot=200)
+
+
+def test_each_fit_is_drawn_over_its_range_with_its_band_hatched_and_none_where_it_is_deterministic():
+    """The quoted fit b (3·κ^0.5 at the median seed) drawn dash-dot over the κ ≥ 10 it was fitted to, as the fit's
+    a·κ^b; around it its pointwise 95% band hatched, whose edges are `law_band` of the series' bootstrap (the
+    same replicates as the CI in the legend) and bracket the line, and one key each for line and band. With
+    every seed alike (deterministic), the line alone: no band, no band key."""
+    from types import SimpleNamespace
+
+    from otod.condition.figures import FIT_LABEL, draw_condition
+    from otod.core.batch_figure import HATCHED_FIT_BAND_LABEL
+    from otod.core.law_figure import law_band
+
+    group = _kappa_analysis(0.05).groups[0]
+    (series,) = group.series
+    assert series.fit.exponent == pytest.approx(0.5, abs=0.02) and series.fit.ci_low < series.fit.ci_high
+    fig, ax = plt.subplots()
+    draw_condition(ax, SimpleNamespace(meta={}), group)
+    (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-." and len(ln.get_xdata())]
+    grid = np.asarray(line.get_xdata())
+    assert grid.min() == pytest.approx(10.0) and grid.max() == pytest.approx(1000.0)
+    np.testing.assert_allclose(line.get_ydata(), series.fit.prefactor * grid ** series.fit.exponent, rtol=1e-12)
+    (band,) = [c for c in ax.collections if c.get_hatch() and len(c.get_paths())]
+    lo, hi = law_band(series.boot, "power", grid)
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert ys.min() == pytest.approx(lo.min()) and ys.max() == pytest.approx(hi.max())
+    assert np.all(lo <= line.get_ydata()) and np.all(hi >= line.get_ydata()) and np.all(hi > lo)
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels.count(FIT_LABEL) == 1 and labels.count(HATCHED_FIT_BAND_LABEL) == 1
+    plt.close(fig)
+    group = _kappa_analysis(0.0).groups[0]
+    assert group.series[0].fit.deterministic
+    fig, ax = plt.subplots()
+    draw_condition(ax, SimpleNamespace(meta={}), group)
+    assert [ln for ln in ax.get_lines() if ln.get_linestyle() == "-." and len(ln.get_xdata())]
+    assert not [c for c in ax.collections if c.get_hatch() and len(c.get_paths())]
+    assert HATCHED_FIT_BAND_LABEL not in ax.get_legend_handles_labels()[1]
+    plt.close(fig)

@@ -346,3 +346,35 @@ def test_resampled_medians_equal_the_medians_of_the_gathered_resamples_bitwise()
         cols = rng.integers(0, seeds, (50, seeds))
         expected = nan_median(a[:, cols].transpose(1, 0, 2))
         np.testing.assert_array_equal(resampled_medians(sorted_rows(a), cols), expected)
+
+
+def test_a_fits_band_is_the_pointwise_percentiles_of_its_replicate_curves_and_absent_without_a_ci():
+    """A drawn fit's 95% band (`pointwise_band`, `Bootstrap.band`): at each x the 2.5 and 97.5 percentiles over the
+    replicate curves. 100 replicates a_r·x with a_r = 10 + r/10 give 10.2475·x and 19.6525·x (numpy's linear
+    percentiles of 10, 10.1, …, 19.9); replicates not finite at every x are left out (the band is unchanged by
+    10 NaN and +∞ rows); none with fewer than 20 finite replicates, where the bootstrap is deterministic, or
+    where its seeds are too few for a CI (3 seeds: `no_ci_reason`)."""
+    from types import SimpleNamespace
+
+    from otod.core.analysis import Bootstrap, pointwise_band
+
+    a = 10 + np.arange(100) / 10
+    x = np.array([1.0, 3.0, 10.0])
+    lo, hi = pointwise_band(a[:, None] * x[None, :])
+    np.testing.assert_allclose(lo, 10.2475 * x, rtol=1e-12)
+    np.testing.assert_allclose(hi, 19.6525 * x, rtol=1e-12)
+    rows = np.column_stack([np.ones(100), a, np.zeros(100)])  # (b, a, RMS) of a·x^b: the PowerLaw statistic's rows
+    bad = np.array([[np.nan, 1.0, 0.0]] * 5 + [[1.0, np.inf, 0.0]] * 5)
+    seeds = SimpleNamespace(cube=SimpleNamespace(count=np.zeros((3, 1, 8))))
+
+    def boot(replicates, deterministic=False, choice=seeds):
+        return Bootstrap(choice, np.array([1.0, 15.0, 0.0]), replicates, np.empty((0, 3)), deterministic)
+
+    line = lambda r: r[:, 1:2] * x[None, :] ** r[:, 0:1]  # noqa: E731
+    lo, hi = boot(np.vstack([rows, bad])).band(line)
+    np.testing.assert_allclose([lo, hi], [10.2475 * x, 19.6525 * x], rtol=1e-12)
+    assert boot(rows[:19]).band(line) is None and boot(np.vstack([rows[:19], bad])).band(line) is None
+    assert boot(rows[:20]).band(line) is not None
+    assert boot(np.empty((0, 3)), deterministic=True).band(line) is None
+    few = SimpleNamespace(cube=SimpleNamespace(count=np.zeros((3, 1, 3))))
+    assert boot(rows, choice=few).band(line) is None

@@ -5,6 +5,9 @@ of B_crit across panels (`scaling_rules`) recovering a known exponent."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -112,7 +115,7 @@ def test_the_scaling_rule_recovers_known_exponents_in_d_at_fixed_p_and_in_p_at_f
 def test_the_fits_band_is_the_percentiles_of_the_replicate_curves_and_absent_without_a_ci():
     """The drawn S(B) fit's 95% band: at each B the 2.5 and 97.5 percentiles of S_min_r (1 + B_crit_r/B) over the
     bootstrap's replicates (here 100 replicates with S_min = 10 + r/10 and B_crit = 20: the band is 10.2475 and
-    19.7525 times (1 + 20/B)); none where the fit is deterministic, has no CI, or too few finite replicates."""
+    19.6525 times (1 + 20/B)); none where the fit is deterministic, has no CI, or too few finite replicates."""
     reps = np.column_stack([10 + np.arange(100) / 10, np.full(100, 20.0), np.zeros(100)])
 
     def fit(**kw):
@@ -124,7 +127,30 @@ def test_the_fits_band_is_the_percentiles_of_the_replicate_curves_and_absent_wit
     lo, hi = fit().band(b)
     np.testing.assert_allclose(lo, np.percentile(10 + np.arange(100) / 10, 2.5) * (1 + 20 / b), rtol=1e-12)
     np.testing.assert_allclose(hi, np.percentile(10 + np.arange(100) / 10, 97.5) * (1 + 20 / b), rtol=1e-12)
-    np.testing.assert_allclose(lo / (1 + 20 / b), 10.2475) and np.testing.assert_allclose(hi / (1 + 20 / b), 19.7525)
+    np.testing.assert_allclose([lo / (1 + 20 / b), hi / (1 + 20 / b)], [[10.2475] * 3, [19.6525] * 3], rtol=1e-12)
     assert fit(deterministic=True).band(b) is None
     assert fit(no_ci="3 seeds give 10 distinct bootstrap resamples").band(b) is None
     assert fit(replicates=reps[:10]).band(b) is None
+
+
+def test_a_scaling_rules_band_is_the_percentiles_of_its_refitted_lines_and_absent_without_a_ci():
+    """B_crit ∝ x^slope drawn with its 95% band (`ScalingRule.band`): the percentiles over the replicate lines
+    e^(intercept_r)·x^(slope_r). 100 replicates of slope 0.5 and e^(intercept_r) = 10 + r/10 give 10.2475·√x and
+    19.6525·√x; none without a CI (``no_ci``) or without replicates. The replicates `scaling_rules` keeps are the
+    ones its CI reads: their slopes' 2.5 and 97.5 percentiles are the rule's CI."""
+    lines = np.column_stack([np.full(100, 0.5), np.log(10 + np.arange(100) / 10)])
+    rule = critical_batch.ScalingRule("sgd", "dim", (), 0.5, math.log(15.0), (0.5, 0.5), 3, (100.0, 10000.0),
+                                      None, lines)
+    x = np.array([100.0, 1000.0, 10000.0])
+    lo, hi = rule.band(x)
+    np.testing.assert_allclose([lo, hi], [10.2475 * np.sqrt(x), 19.6525 * np.sqrt(x)], rtol=1e-12)
+    assert dataclasses.replace(rule, no_ci="4 seeds give 35 distinct bootstrap resamples").band(x) is None
+    assert dataclasses.replace(rule, replicates=np.empty((0, 2))).band(x) is None
+    frame = synthetic_panels(0.5, 0.2)
+    analysis = critical_batch.analyse_batches(frame, {"config": {}}, axis="batch", point=("batch",),
+                                              by=("dim", "examples"), n_boot=100)
+    for r in critical_batch.scaling_rules(analysis, "examples"):
+        assert r.replicates.shape[1] == 2 and len(r.replicates) > critical_batch.MIN_RULE_REPLICATES
+        np.testing.assert_allclose(np.percentile(r.replicates[:, 0], [2.5, 97.5]), r.ci, rtol=1e-12)
+        lo, hi = r.band(np.array(r.span))
+        assert np.all(lo <= r.line(np.array(r.span)) * 1.001) and np.all(hi >= r.line(np.array(r.span)) * 0.999)

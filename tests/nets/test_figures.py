@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import drawn_line, legend_texts
 
+import otod.depth.figures  # noqa: F401  (imported before `saved` stands in for save, which it binds at import)
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.core.results import Results
 
@@ -164,8 +165,15 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
     assert np.allclose(fitted.get_ydata(), 2 * np.sqrt(fitted.get_xdata()), rtol=1e-6)
     noise = drawn_line(ax, "B_noise at the target")
     assert np.array_equal(noise.get_xdata(), p) and list(noise.get_ydata()) == [10.0, 20.0, 30.0]
-    assert legend_texts(ax) == ["sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]", "NQM predicted B_crit",
-                                "B_noise at the target", "sgd: measured B_crit (95% CI, seeds)"]
+    assert legend_texts(ax) == ["sgd: fitted B_crit ∝ P^0.50 [0.50, 0.50]", "shaded: each fit's 95% band (seeds)",
+                                "NQM predicted B_crit", "B_noise at the target", "sgd: measured B_crit (95% CI, seeds)"]
+    # the rule's band, shaded over the P it was fitted to, around the line: the seeds' ±2 steps shift every panel's
+    # medians together (common seeds), so the replicate lines move up and down far more than they tilt
+    (band,) = [c for c in ax.collections if c.get_paths() and len(c.get_paths()[0].vertices) > 3]
+    x, y = band.get_paths()[0].vertices.T
+    assert x.min() == pytest.approx(310.0) and x.max() == pytest.approx(1210.0)
+    ratio = y[1:51] / (2 * np.sqrt(x[1:51])), y[52:-1] / (2 * np.sqrt(x[52:-1]))  # one edge, then the other
+    assert np.all(ratio[0] < 1) and np.all(ratio[1] > 1) and np.all(ratio[1] < 2) and np.all(ratio[0] > 0.5)
 
 
 def _data_size_records(config, b_crit_of) -> list[dict]:
@@ -217,6 +225,13 @@ def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed
         (fitted,) = [line for line in ax.get_lines()
                      if line.get_label().startswith(f"sgd ({at}): fitted B_crit ∝ {symbol}^{exponent} [")]
         assert np.allclose(np.interp(x, fitted.get_xdata(), fitted.get_ydata()), expected, rtol=1e-3)
+        # the rule's band shaded over the same span, around the line
+        (band,) = [c for c in ax.collections if c.get_paths() and len(c.get_paths()[0].vertices) > 3]
+        bx, by = band.get_paths()[0].vertices.T
+        assert bx.min() == pytest.approx(x[0]) and bx.max() == pytest.approx(x[-1])
+        line = np.interp(bx[1:51], fitted.get_xdata(), fitted.get_ydata())
+        assert np.all(by[1:51] <= line * (1 + 1e-9))
+    assert "shaded: each fit's 95% band (seeds)" in legend_texts(left)
 
 
 def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_path, saved, sweeps):
@@ -274,6 +289,9 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     texts = legend_texts(ax)
     assert texts[:2] == [plain.get_label(), residual.get_label()]
     assert "△ median only a lower bound (≥)" in texts and "IQR over seeds" in texts
+    # 3 seeds give no CI: no law's band hatched, none named, no CI quoted
+    assert not [c for c in ax.collections if c.get_hatch() and c.get_paths()]
+    assert not any("hatched" in t for t in texts) and "[" not in plain.get_label()
 
 
 # -- the curvature figures -------------------------------------------------------------------------------------------
@@ -383,8 +401,9 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     assert [line.get_gid() for line in fits] == ["fit", "fit"]  # the quoted fits, drawn
     assert np.allclose(fits[0].get_ydata(), 5.0 * p / 6.0)
     end_slope = np.polyfit(np.log(p[:2]), np.log(10.0 * p[:2] / 6.0), 1)[0]
-    assert init.get_label() == "init (step 0): κ_q ∝ P^1.00"
-    assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f}"
+    assert init.get_label() == "init (step 0): κ_q ∝ P^1.00 (no CI)"  # one net per width: no seeds, no band
+    assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f} (no CI)"
+    assert [c for c in left.collections if c.get_paths()] == []
     caption = saved[0][0].otod_caption
     assert "init (step 0): training loss 2.25 (width 4) to 2.25 (width 16)" in caption
     assert "end (step 30): training loss 0.5 (width 4) to 0.5 (width 16)" in caption
@@ -463,3 +482,77 @@ def test_make_spectral_density_on_a_real_tiny_measurement_draws_its_records(tmp_
         assert np.trapezoid(density, u) == pytest.approx(sum(record["slq_weights"]), rel=1e-3)
         assert any(list(line.get_xdata()) == [record["lambda_q"]] * 2 and line.get_linestyle() == ":"
                    for line in ax.get_lines())
+
+
+def _deep_linear(monkeypatch, seeds: int = 8):
+    """The depth obstacle's figure sweep stood in for (`otod.depth.figures.deep_linear_series`): one series
+    gd·xavier at depths 1–5 with counts 10·4^L times 1 ± 5% over ``seeds`` seeds (a different order at each depth),
+    its laws fitted by AIC (exponential, c = ln 4)."""
+    import pandas as pd
+
+    import otod.depth.figures as df
+    from otod.core.analysis import analyse
+    from otod.core.laws import LAWS, law_fit
+
+    rng = np.random.default_rng(0)
+    rows = [{"method": "gd·xavier", "depth": float(d), "seed": s, "status": "converged", "learning_rate": 0.1,
+             "iterations": 10 * 4.0 ** d * (1 + 0.05 * o)}
+            for d in range(1, 6) for s, o in enumerate(rng.permutation(np.linspace(-1, 1, seeds)))]
+    series = analyse(pd.DataFrame(rows), point=("depth",), axis="depth", statistic=lambda x: LAWS, n_boot=200,
+                     fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth")).series
+    asked = []
+    monkeypatch.setattr(df, "deep_linear_series", lambda name: asked.append(name) or (
+        Results(meta={"config": {"seeds": seeds}}, records=[]), series))
+    return series[0], asked
+
+
+def _depth_records(config):
+    """Depths 2–5, plain 10·2^(L/2) steps (an exponential, c = 0.35), residual 10·L², 3 seeds at ±1 step."""
+    out = []
+    for depth in dict(config.axes)["depth"]:
+        for arch in ("plain", "residual"):
+            for rate in config.lr_grid:
+                for seed, offset in enumerate((-1, 0, 1)):
+                    n = (10 * 2 ** (depth / 2) if arch == "plain" else 10 * depth ** 2) + offset
+                    out.append(_record(config, {"depth": depth, "architecture": arch}, rate, seed,
+                                       n if rate == 1.0 else 1.25 * n))
+    return out
+
+
+DEPTH_SPEC = {"maker": "nets-depth", "name": "depth", "batch": 64, "depth": "2..5:4", "architecture": "plain,residual",
+              "method": "sgd", "target": 0.1, "seeds": 3, "max_iters": 500, "lr_grid": "0.3,1,3"}
+
+
+def test_make_depth_draws_the_deep_linear_law_beside_the_nets_from_the_named_net_series(tmp_path, saved, sweeps,
+                                                                                        monkeypatch):
+    """The deep-linear gd·xavier law (c = ln 4 = 1.39 per layer, 8 seeds: a CI) drawn black dash-dot through the
+    plain net's median at L = 2 (10·2 = 20 steps): 20·e^(c(L − 2)) over the nets' depths, with its band hatched
+    around it (the replicate laws through the same point), named with c and its CI in the legend, the source in the
+    caption; the axes keep the nets' range (the law leaves them upwards). A series the depth figure lacks is one
+    OtodError naming those it has."""
+    from otod.core.errors import OtodError
+    from otod.nets.figures import make_depth
+
+    deep, asked = _deep_linear(monkeypatch)
+    sweeps.records = _depth_records
+    spec = {**DEPTH_SPEC, "deep_linear": {"figure": "depth_iterations", "series": "gd·xavier", "from": "sgd·plain"}}
+    make_depth(spec, tmp_path)
+    assert asked == ["depth_iterations"] and "deep_linear" not in str(sweeps.asked[0][0].to_dict())
+    (ax,) = saved[0][0].axes
+    (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-." and len(ln.get_xdata())]
+    x = np.asarray(line.get_xdata())
+    assert (x.min(), x.max(), line.get_color()) == (2.0, 5.0, "k")
+    np.testing.assert_allclose(line.get_ydata(), 20 * np.exp(deep.fit.exp_c * (x - 2)), rtol=1e-9)
+    assert deep.fit.exp_c == pytest.approx(np.log(4), abs=0.02)
+    low, high = deep.fit.exp_ci
+    assert line.get_label() == (f"deep linear gd·xavier: exponential, c = {deep.fit.exp_c:.2f} [{low:.2f}, "
+                                f"{high:.2f}] (ΔAIC {deep.fit.delta_aic:.1f}), drawn from sgd·plain at L = 2")
+    (band,) = [c for c in ax.collections if c.get_hatch() and c.get_paths()]  # 3 net seeds: theirs have no CI
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert ys.min() == pytest.approx(20, rel=1e-9) and ys.max() > 20 * np.exp(deep.fit.exp_c * 3)
+    assert ax.get_ylim()[1] < line.get_ydata().max()  # the nets' range kept
+    assert "deep-linear obstacle's law in depth for gd·xavier (experiments/depth.toml [depth_iterations], 8 seeds)" \
+        in saved[0][0].otod_caption
+    with pytest.raises(OtodError, match="deep_linear series 'gd·small' is not one of depth/depth_iterations's: "
+                                        "gd·xavier"):
+        make_depth({**spec, "deep_linear": {**spec["deep_linear"], "series": "gd·small"}}, tmp_path)
