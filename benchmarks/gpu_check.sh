@@ -4,11 +4,13 @@
 #
 #   bash benchmarks/gpu_check.sh engine DIR     # device, float32 matmul precision, whole sweeps, bench_accelerator
 #   bash benchmarks/gpu_check.sh roofline DIR [ROWS] [REPEATS] [SECONDS]   # roofline.py's table, records kept
+#   bash benchmarks/gpu_check.sh trip DIR      # issue 38: K steps a trip and GPU blocks, whole commands, workloads
 #
 # Run from the repository root, with a JAX that sees the GPU (no install needed: PYTHONPATH is the checkout).
 # Records are compared with a CPU's afterwards (benchmarks/compare_records.py); nothing here needs this machine's
 # CPU results.
 set -u
+TRIP_SETTINGS=${TRIP_SETTINGS:-1:128,16:128,1:cap,4:cap,16:cap,32:cap}
 part=${1:?engine or roofline}
 out=${2:?output folder}
 mkdir -p "$out"
@@ -55,6 +57,27 @@ for p in (None, 'high', 'highest'):
         --k 1..100 --basis rotated --no-plot --out "$out/rotated-highest"
     OTOD_COMPILATION_CACHE=off step 120 python3 -m otod sweep depth --depth 4,8 --init xavier --seeds 8 --no-plot \
         --out "$out/depth"
+    ;;
+trip)
+    step 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    step 60 python3 -c "import jax, optax; print('jax', jax.__version__, 'optax', optax.__version__, jax.devices())"
+    # the default condition sweep, cold, the cost model's K and blocks (new) against the CPU's costs (old), alternated
+    old='import sys, otod.core.device_costs as d; d.COSTS.update(gpu=d.CPU, cuda=d.CPU); from otod.cli import main; main()'
+    for r in 1 2; do
+        OTOD_COMPILATION_CACHE=off step 60 python3 -m otod sweep condition --k 1..100 --no-plot --out "$out/cond-new-$r"
+        OTOD_COMPILATION_CACHE=off step 60 python3 -c "$old" sweep condition --k 1..100 --no-plot \
+            --out "$out/cond-old-$r"
+    done
+    step 150 python3 benchmarks/bench_trip.py --rows condition-eigen,toy --settings "$TRIP_SETTINGS" --repeats 3 \
+        --json "$out/trip-condition-toy.json"
+    # the network workloads' default commands, timed (the compilation cache on, as a user has it; fresh machine)
+    step 90 python3 -m otod sweep net --no-plot --out "$out/net"
+    step 60 python3 -m otod noise-scale --model otod.nets.zoo:transformer --out "$out/transformer-noise"
+    step 60 python3 -m otod curvature --model otod.nets.zoo:transformer --out "$out/transformer-curvature"
+    step 90 python3 -m otod curvature --data teacher --width 1000 --depth 3 --examples 100000 --steps 0 --k 1 \
+        --probes 1 --lanczos-steps 2 --yes --out "$out/teacher-1e6"
+    step 150 python3 benchmarks/bench_trip.py --rows depth --settings "$TRIP_SETTINGS" --repeats 2 \
+        --json "$out/trip-depth.json"
     ;;
 roofline)
     rows=${3:-condition-eigen,condition-rotated,depth,toy,noise-simulate,regression,net}

@@ -41,28 +41,24 @@ import jax.numpy as jnp
 import numpy as np
 
 from otod.core.dynamics import optax_dynamics
+from otod.core.device_costs import CPU, trip_costs
 from otod.core.errors import Abandoned, OtodError
 from otod.core.lanes import layout, set_up_lanes
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, STALL_DECREASE, Status, Target, stall_window_of
 from otod.core.traces import checkpoints, traced
 
-#: Iterations per trip of the while loop (each with its own check). One: a trip costs well under a microsecond,
-#: and every further iteration in the body is another copy of the step for XLA to compile. Against 2 (5
-#: alternated pairs each, records identical; `benchmarks/RESULTS.md`): compile time 1.20–1.22× less on the
-#: condition, depth, noise and net sweeps, and the engine's replayed calls no slower (condition, toy, noise
-#: simulator and regression rows of `benchmarks/roofline.py`: 1.14, 1.01, 1.005 and 0.99× faster).
-UNROLL = 1
+#: Iterations per trip of the while loop (each with its own check), where not given: None chooses them per device
+#: kind by the cost model from the program's predicted trips (`otod.core.device_costs.TripCosts.unroll`: one on
+#: a CPU, up to 16 on a GPU). The counts do not depend on it (tested on every engine path).
+UNROLL: int | None = None
 
-#: At most this many lanes per block: each block runs its own while_loop, so a block stops with its own slowest
-#: lane and its arrays stay in cache. Measured on the 2-core development CPU (d = 64, eigen basis, gd, float32;
-#: `benchmarks/`): 70, 66 and 128 ns per lane-iteration at 32, 128 and 512 lanes per block, the last spilling
-#: out of cache.
-BLOCK_LANES = 128
+#: At most this many lanes per block on a CPU (`otod.core.device_costs.CPU`; a GPU's blocks are larger): each
+#: block runs its own while_loop, so a block stops with its own slowest lane and its arrays stay in cache.
+BLOCK_LANES = CPU.block_lanes
 
-#: Seconds of fixed cost per iteration of a block's while loop, whatever its lane count (the loop's trip, its
-#: predicate and the per-block reductions): 0.35 µs on the same machine and problem (0.86 µs per iteration at 8
-#: lanes of 65 ns each). With `lane_seconds` it is the cost model that sizes blocks (`points_per_block`).
-TRIP_SECONDS = 3.5e-7
+#: A CPU's fixed seconds per trip of a block's while loop (`otod.core.device_costs`), the default of
+#: `choose_points_per_block`.
+TRIP_SECONDS = CPU.trip_seconds
 
 
 class Solution(NamedTuple):
@@ -373,7 +369,10 @@ def _running(rules: _Rules, carry):
 
 
 def _trips(one, unroll: int):
-    """The while loop's body: ``unroll`` iterations of ``one``."""
+    """The while loop's body: ``unroll`` iterations of ``one``. Every count, hit and status is the same at any
+    ``unroll``; the last metric read can round otherwise by an ulp, float64 included (XLA:CPU, 4 or 16 copies:
+    1–2 of 104 rotated heavy-ball final gaps, 1 of 456 noise-simulator final losses; an optimization barrier
+    between the copies did not change that), so the CPU keeps one a trip (`otod.core.device_costs.CPU`)."""
     def trip(carry):
         for _ in range(unroll):
             carry = one(carry)
@@ -589,10 +588,10 @@ def iterations_to_target(spec, members, points: Mapping[str, np.ndarray], seed_i
 def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs, *,
              method_indices=None, seed: int = 0, target: Target = Target(), max_iters: int = 10_000,
              relative_lr: bool = True, options=None, group: tuple[int, int] | None = None,
-             block_lanes: int = BLOCK_LANES, draws=None, stall_window: int | None = None,
+             block_lanes: int | None = None, draws=None, stall_window: int | None = None,
              active=None, devices: int | Sequence | None = None, costs=None,
              stall_seconds: float | None = None, program: str | None = None,
-             compact: bool = False, one_device_shape: bool = False) -> Dispatched:
+             compact: bool = False, one_device_shape: bool = False, unroll: int | None = None) -> Dispatched:
     """`iterations_to_target`'s first half: compile (once per shape and device) and send the call to the devices,
     one single-device program per device with the blocks `deal` gives it, and return without waiting; `collect`
     reads the `Solution` back. ``devices``: the JAX devices to use, or how many of the local ones (default: all),
@@ -606,7 +605,10 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     (measured on 2 CPU devices: two 2-device programs, each with one device 6× busier than the other, take 2.0×
     one program's time when sent together), while programs sent to two devices alone run side by side (two at
     once: 0.51× their time one after another). `otod.core.sweep.run_sweep` keeps a chunk on each device that way.
-    The price: a program compiles once per device it runs on."""
+    The price: a program compiles once per device it runs on.
+
+    ``block_lanes`` (most lanes a block) and ``unroll`` (iterations a trip; else `UNROLL`) default to the cost
+    model of the first device's kind (`otod.core.device_costs`)."""
     members = tuple(members)
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     seed_indices = np.asarray(seed_indices, np.int32)
@@ -617,10 +619,11 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     per_point = 1 if group is None else group[0] * group[1]
     if n % per_point:
         raise ValueError(f"{n} lanes are not whole points of {per_point} lanes")
-    points_per_block, blocks = block_size(n // per_point, per_point, block_lanes)
     local = jax.local_devices()
     if devices is None or isinstance(devices, (int, np.integer)):
-        devices = local[:max(1, min(len(local) if devices is None else int(devices), blocks))]
+        devices = local[:max(1, min(len(local) if devices is None else int(devices), n // per_point))]
+    loop_costs = trip_costs(list(devices)[0].platform)
+    points_per_block, blocks = block_size(n // per_point, per_point, block_lanes or loop_costs.block_lanes)
     devices = list(devices)[:max(1, blocks)]
     count = len(devices)
     per_device = blocks if one_device_shape else -(-blocks // count)
@@ -651,8 +654,10 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
                                       np.broadcast_to(np.arange(seeds), (n // seeds, seeds))))
     compact = bool(compact and spec.family().compactable)
     lanes = points_per_block * per_point
+    trips = block_costs[order].reshape(count, -1).sum(1).max() if costs is not None else max_iters * per_device
+    unroll = unroll or UNROLL or loop_costs.unroll(trips)
     static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed, lanes,
-              UNROLL, compact, 0 if checked is None else len(checked))
+              unroll, compact, 0 if checked is None else len(checked))
     per_lane = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, pad(seed_indices),
                 pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active))
     scalars = (np.int32(seed), np.asarray(target.ladder, dtype), np.int32(max_iters),

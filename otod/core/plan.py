@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from otod.core.config import SweepConfig, method_points
+from otod.core.device_costs import CPU, TripCosts, default_platform, trip_costs
 from otod.core.errors import OtodError
 from otod.core.methods import programs
 
@@ -28,9 +29,8 @@ COMPACT_LANE_ITERATIONS = 5e6
 FIRST_COMPILE_SECONDS = 1.0
 
 
-#: Seconds per float of lane state per lane-iteration, measured on the 2-core development machine (65 ns per
-#: lane-iteration at d = 64 in the eigen basis, 3.1 µs at d = 100 rotated: both ~0.15 ns per float).
-SECONDS_PER_FLOAT_ITERATION = 1.5e-10
+#: Seconds per float of lane state per lane-iteration on a CPU (`otod.core.device_costs.CPU`).
+SECONDS_PER_FLOAT_ITERATION = CPU.seconds_per_float_iteration
 
 
 #: Longer estimated sweeps are refused unless ``yes``.
@@ -71,9 +71,9 @@ def predicted_costs(config: SweepConfig) -> dict[str, list[float]]:
     return {name: [predicted_iterations(config, p, name) for p in points] for name in config.methods}
 
 
-def lane_seconds(spec) -> float:
-    """Predicted seconds of one lane-iteration of a problem spec on this machine."""
-    return max(64, spec.family().floats_per_lane) * SECONDS_PER_FLOAT_ITERATION
+def lane_seconds(spec, costs: TripCosts = CPU) -> float:
+    """Predicted seconds of one lane-iteration of a problem spec on a device of ``costs``' kind."""
+    return costs.lane_seconds(spec.family().floats_per_lane)
 
 
 def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> list[Chunk]:
@@ -92,9 +92,10 @@ def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> li
 
     points = config.traced_points()
     costs = predicted_costs(config) if costs is None else costs
+    loop = trip_costs(default_platform())
     chunks = []
     for si, spec in enumerate(config.specs()):
-        seconds = lane_seconds(spec)
+        seconds = lane_seconds(spec, loop)
         for program in programs(config.kind.methods, config.methods):
             per_point_lanes = config.seeds * max(len(config.rates_for(name)) for name in program)
             orders = {name: sorted(method_points(config, name), key=lambda i, c=costs[name]: (c[i], i))
@@ -103,8 +104,8 @@ def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> li
             per_chunk = max(1, min(len(points), int(config.chunk_seconds // max(heaviest * per_point_lanes
                                                                                   * seconds, 1e-12))))
             per_chunk = max(per_chunk, -(-len(points) // 1000))
-            block = max(choose_points_per_block([costs[name][i] for i in orders[name]], per_point_lanes, seconds)
-                        for name in program)
+            block = max(choose_points_per_block([costs[name][i] for i in orders[name]], per_point_lanes, seconds,
+                                                loop.iteration_overhead(), loop.block_lanes) for name in program)
             if per_chunk >= block:
                 per_chunk -= per_chunk % block
             block = min(block, per_chunk)
