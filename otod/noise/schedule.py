@@ -21,7 +21,8 @@ geometrically towards its floor q/(1 − a), or away from it where a > 1), so ov
 ½ Σᵢ hᵢ min(sᵢ,t₁, sᵢ,t₂); a branch and bound over the phase's steps prunes every interval whose bound is above
 the target and so finds the first crossing exactly, also where the loss rises for a while (a larger lr after a
 smaller one lifts the floor of the fast directions) and falls again. Where every direction falls (the usual
-case) the bound is the loss at the interval's end and the search is a bisection.
+case) the loss is monotone and the search gallops (1, 2, 4, ... steps) to the first power of two at or under the
+target, then bisects.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class BatchSchedule:
         parts = []
         for p in self.phases:
             length = "…" if p.steps is None else f"{p.steps}"
-            parts.append(f"B {p.batch:.4g} × {length} @ lr {p.lr:.4g}")
+            parts.append(f"B {p.batch:.4g} × {length} @ lr {p.lr:.6g}")
         return ", ".join(parts)
 
 
@@ -136,11 +137,11 @@ class _PhaseState:
             return at * self.s + self.noise * g
 
     def loss(self, t: int) -> float:
+        if t == 0:
+            return float(self.s @ self.weight)
+        if self.falling:  # a < 1 in every direction: no overflow
+            return self.floor_loss + float(self.gap_weight @ np.exp(t * self.log_a))
         with np.errstate(over="ignore", invalid="ignore"):
-            if t == 0:
-                return float(self.s @ self.weight)
-            if self.falling:
-                return self.floor_loss + float(self.gap_weight @ np.exp(t * self.log_a))
             return float(self.moments(t) @ self.weight)
 
     def bound(self, first: int, last: int) -> float:
@@ -153,10 +154,12 @@ class _PhaseState:
         bound)."""
         if length < 1:
             return None
-        if self.falling:
-            if not self.loss(length) <= target:
+        if self.falling:  # galloping: 1, 2, 4, ... steps until at or under the target, then bisection
+            lo, hi = 0, 1  # loss(lo) > target (the phase's start was checked)
+            while hi < length and not self.loss(hi) <= target:
+                lo, hi = hi, min(2 * hi, length)
+            if not self.loss(hi) <= target:
                 return None
-            lo, hi = 0, length  # loss(lo) > target (the phase's start was checked), loss(hi) ≤ target
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 if self.loss(mid) <= target:

@@ -100,7 +100,8 @@ def comparison_table(comparison) -> str:
              f"{'family':<34}{'serial steps':>13}{'examples':>13}{'vs constant':>13}  schedule (lr: multiple of 1/max h)"]
     for kind in FAMILIES:
         o = comparison.optima[kind]
-        saving = f"{100 * (o.steps - base) / base:+.1f}%" if o.steps > 0 and base > 0 else "—"
+        saving = (f"{100 * (o.steps - base) / base:+.1f}%" if o.steps > 0 and base > 0 and kind != "constant"
+                  else "—")
         lines.append(f"{FAMILY_LABELS[kind]:<34}{o.steps:>13}{o.examples:>13.4g}{saving:>13}  {o.schedule.describe()}")
     lines.append("where each optimum lies (per coordinate: b batch, i lr, k length; interior or at a true limit):")
     for kind in FAMILIES:
