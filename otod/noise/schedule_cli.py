@@ -66,7 +66,7 @@ def parse_schedule(text: str, reference: float = 1.0):
                         f"the target), with whole STEPS ≥ 0; or doubling:B0:BMAX:STEPS:LR; {example}") from None
 
 
-def check_problem(dim, target, noise_spectrum, max_iters, budget, phases):
+def check_problem(dim, target, noise_spectrum, max_iters, budget):
     """The options as numbers, each refused in one line where out of range."""
     from otod.noise import theory
 
@@ -83,8 +83,7 @@ def check_problem(dim, target, noise_spectrum, max_iters, budget, phases):
     if not 1.0 <= factor <= 1e6:
         raise OtodError(f"--budget {budget}: need a factor of E_min from 1 to 10⁶ (E_min is the fewest examples of "
                         "any constant batch, which no budget below 1 allows), e.g. --budget 2")
-    k = positive_int(phases, "--phases", "2", minimum=2, maximum=3)
-    return d, tol, cap, factor, k
+    return d, tol, cap, factor
 
 
 def comparison_table(comparison) -> str:
@@ -93,17 +92,21 @@ def comparison_table(comparison) -> str:
 
     p = comparison.problem
     base = comparison.optima["constant"].steps
-    lines = [f"NQM d = {p.dim} (C = {p.noise}), target {p.target:g}, {'sgd' if p.power == 0 else f'precond:{p.power:g}'}"
-             f"; budget {comparison.budget:.4g} examples = {comparison.budget / comparison.fewest.examples:g} × "
-             f"E_min (E_min {comparison.fewest.examples:.4g}: constant B {comparison.fewest.schedule.phases[0].batch:.4g}"
-             f", {comparison.fewest.steps} steps)",
-             f"{'family':<34}{'serial steps':>13}{'examples':>13}{'vs constant':>13}  schedule (lr: multiple of 1/max h)"]
+    method = "sgd" if p.power == 0 else f"precond:{p.power:g}"
+    fewest = comparison.fewest
+    lines = [f"NQM d = {p.dim} (C = {p.noise}), target {p.target:g}, {method}; budget {comparison.budget:.4g} "
+             f"examples = {comparison.budget / fewest.examples:g} × E_min (E_min {fewest.examples:.4g}: constant "
+             f"B {fewest.schedule.phases[0].batch:.4g}, {fewest.steps} steps)",
+             f"{'family':<34}{'serial steps':>13}{'examples':>13}{'vs constant':>13}  "
+             "schedule (lr: multiple of 1/max h)"]
     for kind in FAMILIES:
         o = comparison.optima[kind]
         saving = (f"{100 * (o.steps - base) / base:+.1f}%" if o.steps > 0 and base > 0 and kind != "constant"
                   else "—")
-        lines.append(f"{FAMILY_LABELS[kind]:<34}{o.steps:>13}{o.examples:>13.4g}{saving:>13}  {o.schedule.describe()}")
-    lines.append("where each optimum lies (per coordinate: b batch, i lr, k length; interior or at a true limit):")
+        lines.append(f"{FAMILY_LABELS[kind]:<34}{o.steps:>13}{o.examples:>13.4g}{saving:>13}  "
+                     f"{o.schedule.describe()}")
+    lines.append("where each optimum lies (per coordinate: b batch, i lr, k length; interior, at a true limit, or "
+                 "unused: its phase never reached):")
     for kind in FAMILIES:
         o = comparison.optima[kind]
         lines.append(f"  {kind}: " + ", ".join(f"{name} {place}" for name, place in o.places.items())
@@ -138,9 +141,6 @@ def run_table(run, schedule, q, power: float) -> str:
 @click.option("--budget", default=None,
               help="Examples budget as a factor of E_min, the fewest examples of any constant batch (lr tuned); "
                    "every family minimises serial steps within it. Default 2 (search only). E.g. --budget 1.5")
-@click.option("--phases", default=None,
-              help="Phases K of the lr and batch schedules searched (2 or 3). Default 2 (search only). "
-                   "E.g. --phases 3")
 @click.option("--max-iters", default="100000000", show_default=True,
               help="Step cap: a schedule not at the target by then is not reached. E.g. --max-iters 1000000")
 @click.option("--schedule", "given", default=None,
@@ -149,13 +149,14 @@ def run_table(run, schedule, q, power: float) -> str:
                    "E.g. --schedule 64:1.5:5000,1024:1.5")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the table on stderr). E.g. --json")
 @user_errors
-def nqm_schedule(dim, target, noise_spectrum, method, budget, phases, max_iters, given, as_json):
+def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, as_json):
     """Batch and lr schedules on the exact NQM: serial steps and examples to the target.
 
     \b
-    Without --schedule: the best batch schedule (K phases of their own batch and lr) within an examples budget,
-    against the best constant batch and the best lr schedule at constant batch, each found by a compass search on
-    a lattice whose optimum is checked interior (otod.noise.schedule_search).
+    Without --schedule: the best batch schedule (two phases of their own batch and lr) within an examples
+    budget, against the best constant batch and the best two-phase lr schedule at constant batch, each found by a
+    compass search on a lattice whose optimum is checked interior (otod.noise.schedule_search; three phases from
+    Python, best(problem, budget_factor, phases=3), cost far more: 133 s on d = 100).
 
     \b
     Examples:
@@ -166,12 +167,10 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, phases, max_iters,
 
     power = parse_method(method)
     if given is not None:
-        for option, value in (("--budget", budget), ("--phases", phases)):
-            if value is not None:
-                raise OtodError(f"{option} {value}: applies to the search, not to one --schedule evaluated; drop "
-                                f"one of them, e.g. otod nqm-schedule --schedule {given}")
-    d, tol, cap, factor, k = check_problem(dim, target, noise_spectrum, max_iters,
-                                           "2" if budget is None else budget, "2" if phases is None else phases)
+        if budget is not None:
+            raise OtodError(f"--budget {budget}: applies to the search, not to one --schedule evaluated; drop one "
+                            f"of them, e.g. otod nqm-schedule --schedule {given}")
+    d, tol, cap, factor = check_problem(dim, target, noise_spectrum, max_iters, "2" if budget is None else budget)
     from otod.noise.schedule_search import Problem
 
     problem = Problem(d, noise_spectrum, tol, cap, power)
@@ -186,7 +185,7 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, phases, max_iters,
     else:
         from otod.noise.schedule_search import best
 
-        comparison = best(problem, factor, k)
+        comparison = best(problem, factor, 2)
         text = comparison_table(comparison)
         record = {"budget": comparison.budget, "e_min": comparison.fewest.examples,
                   **{kind: {"steps": o.steps, "examples": o.examples, "places": o.places,

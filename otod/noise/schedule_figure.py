@@ -71,6 +71,6 @@ def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
         f"Families of {int(spec.get('phases', 2))} phases, found by otod.noise.schedule_search ({where}); the "
         f"schedules (lr a multiple of 1/max h): {lrs}",
         "Where a first phase's lr sits near the stability limit 2/max h the fastest directions barely contract and "
-        "their noise accumulates, so the expected loss rises; the last phase (steps: " + ", ".join(quench) + ") "
-        "brings them to its own lower floor",
+        "their noise accumulates, so the expected loss stops falling or rises; the last phase (steps: "
+        + ", ".join(quench) + ") brings them to its own lower floor",
         "Markers: where each reaches the target"))

@@ -19,7 +19,9 @@ sits at the critical batch.
   (the search may choose any batch per phase; on the NQM it chooses a warmup).
 
 They are nested (constant ⊂ lr-decay ⊂ batch at the same K), so each family's best is at least as good as the
-one before it wherever the search finds the optimum.
+one before it wherever the search finds the optimum. K = 2 is what ``otod nqm-schedule`` searches; K = 3 costs
+far more (the polls grow with the pairs of 8 coordinates; measured on d = 100, target 0.05, 2 E_min: 133 s and
+68k schedules for the batch family, against 4 s for K = 2; steps 67, 46, 42 against 67, 47, 43).
 
 **The lattice.** B = 2^(b/8) (b ≥ 0: 9% apart, B = 1 its true limit), the lr as `otod.noise.search`'s lattice of
 fractions of the stability limit 2/max h^{1−p} (its index i up to `search.LR_INDEX_RANGE`'s top, the limit itself
@@ -27,16 +29,18 @@ to within 2·10⁻⁸), a phase's length n = round(2^(k/8)) (k ≥ 0: n = 1, a p
 
 **The search** (`best`): a coarse grid of the constant family; then for each family a compass search (Kolda,
 Lewis & Torczon 2003) from the best point of the family nested in it and from the constant's (`nested_start`),
-and from the three best points of a coarse grid around each (`grid_starts`): it polls ±s along every coordinate and every pair of
-coordinates (the pairs move along the budget's edge, where one coordinate alone only leaves it), moves to the best
-point better in (fewer steps, then fewer examples), and halves s after a poll finds nothing better, until a poll
+and from the three best points of a coarse grid around each (`grid_starts`): it polls ±s along every coordinate
+and every pair of coordinates (the pairs move along the budget's edge, where one coordinate alone only leaves
+it), moves to the best point better in (fewer steps, then fewer examples), and halves s after a poll finds nothing better, until a poll
 at s = 1 finds nothing better. The lattice has no edge but the true limits, so a search that starts at a grid's
 edge walks past it; the answer is a local optimum on the lattice: every neighbour at one unit, alone and in pairs,
 was tried and is not better, and so is every pair of coordinates moved together up to ±4 steps of 8 units
-(`wide_poll`). It is not a global optimum: the counts have several local optima on the lattice (measured on
-d = 1000 at 2 E_min: the batch family's answer takes 725 steps, and a two-phase schedule 4 units of the first
-batch, 13 of the last and 27 of its lr away takes 709). The tests check it against a brute force over small
-grids of schedules, where it finds the grid's best. `Optimum.places` says, per coordinate, whether it is interior (tried on both sides)
+(`wide_poll`). It is not a global optimum: the counts have several local optima on the lattice, in basins
+that a greedy poll leaves (measured on d = 1000 at 2 E_min: the batch family's answer is B 1218 × 724 steps at lr
+1.99, then B 8192 at lr 1, 725 steps; another local optimum, B 861 × 664 at lr 1.997, then B 8192 at lr 1.635,
+takes 705, and the compass started near it with the first batch a few units off climbs to the first batch 1218 and
+ends at 726). The tests check it against a brute force over small grids of schedules, where it finds the grid's
+best. `Optimum.places` says, per coordinate, whether it is interior (tried on both sides)
 or at a true limit.
 """
 
@@ -62,6 +66,8 @@ BATCH_INDEX_TOP = 40 * PER_OCTAVE
 #: Where a coordinate of an optimum lies when it is neither interior nor at a true limit: on the edge of a box a
 #: caller narrowed the lattice to (`Evaluator.box`), where the best may lie beyond.
 EDGE = "edge"
+#: A coordinate of a phase the schedule never reaches (the target comes first).
+UNUSED = "unused"
 #: The compass's first step, in lattice units: two octaves of the batch and of a length, and 10^(1/4) in the lr.
 START_STEP = 16
 
@@ -222,15 +228,14 @@ def compass(evaluator: Evaluator, family: Family, start: tuple[int, ...], step: 
 
 
 #: The wide poll (`wide_poll`): every pair of coordinates moved together on a grid of ±`WIDE_REACH` steps of
-#: `WIDE_STEP` lattice units (± 2 octaves of a batch or length, a factor up to 10^(1/2) in the lr).
+#: `WIDE_STEP` lattice units (up to ± 4 octaves of a batch or length, a factor up to 10^(1/2) in the lr).
 WIDE_STEP, WIDE_REACH = 8, 4
 
 
 def wide_poll(evaluator: Evaluator, family: Family, point: tuple[int, ...]) -> tuple[int, ...] | None:
     """The best point better than ``point`` on a coarse grid of every pair of coordinates around it (`WIDE_STEP`,
     `WIDE_REACH`), or None: the compass's polls reach one step away, and the counts have further local optima
-    (measured on d = 1000, budget 2 E_min: the batch family's compass stopped at 726 steps where a point 13
-    units of the last batch and 28 of its lr away takes 708)."""
+    (measured on d = 1000, budget 2 E_min: they do not all lie within a pair's reach; module docstring)."""
     limits = evaluator.limits(family)
     step = max(evaluator.unit, evaluator.unit * (WIDE_STEP // evaluator.unit))
     offsets = [step * r for r in range(-WIDE_REACH, WIDE_REACH + 1)]
@@ -256,13 +261,22 @@ def local_optimum(evaluator: Evaluator, family: Family, start: tuple[int, ...]) 
 
 
 def places(evaluator: Evaluator, family: Family, point: tuple[int, ...]) -> dict:
-    """Per coordinate: `LIMIT` on a true limit (B = 1, the lr at its stability limit, a phase of one step),
-    `INTERIOR` where it was tried one unit to both sides (the compass's last poll) and neither is better."""
+    """Per coordinate: `UNUSED` where its phase is never reached (the target comes first: nothing depends on it),
+    `LIMIT` on a true limit (B = 1, the lr at its stability limit, a phase of one step), `INTERIOR` where it was
+    tried one unit to both sides (the compass's last poll) and neither is better, else `EDGE`."""
     out = {}
     true = [bounds(name, evaluator.problem.max_steps) for name in family.coordinates()]
     limits, unit = evaluator.limits(family), evaluator.unit
+    schedule = schedule_at(family, point, evaluator.ref)
+    steps = evaluator.outcome(family, point).steps
+    starts = np.concatenate([[0], np.cumsum([p.steps for p in schedule.phases[:-1]])]) if steps >= 0 else None
     for j, (name, (lo, hi)) in enumerate(zip(family.coordinates(), limits)):
         v = point[j]
+        phase = int(name[1:])
+        if starts is not None and family.kind != "constant" and not (name == "b0" and family.kind == "lr-decay") \
+                and starts[phase] >= steps:
+            out[name] = UNUSED
+            continue
         if (name[0] in "bk" and v == true[j][0]) or (name[0] == "i" and v == true[j][1]):
             out[name] = LIMIT
             continue
