@@ -27,21 +27,20 @@ far more (the polls grow with the pairs of 8 coordinates; measured on d = 100, t
 fractions of the stability limit 2/max h^{1−p} (its index i up to `search.LR_INDEX_RANGE`'s top, the limit itself
 to within 2·10⁻⁸), a phase's length n = round(2^(k/8)) (k ≥ 0: n = 1, a phase of one step, is its true limit).
 
-**The search** (`best`): a coarse grid of the constant family; then for each family a compass search (Kolda,
-Lewis & Torczon 2003) from the best point of the family nested in it and from the constant's (`nested_start`),
-and from the three best points of a coarse grid around each (`grid_starts`): it polls ±s along every coordinate
-and every pair of coordinates (the pairs move along the budget's edge, where one coordinate alone only leaves
-it), moves to the best point better in (fewer steps, then fewer examples), and halves s after a poll finds
-nothing better, until a poll at s = 1 finds nothing better. The lattice has no edge but the true limits, so a
-search that starts at a grid's edge walks past it; the answer is a local optimum on the lattice: every neighbour at one unit, alone and in pairs,
-was tried and is not better, and so is every pair of coordinates moved together up to ±4 steps of 8 units
-(`wide_poll`). It is not a global optimum: the counts have several local optima on the lattice, in basins
-that a greedy poll leaves (measured on d = 1000 at 2 E_min: the batch family's answer is B 1218 × 724 steps at lr
-1.99, then B 8192 at lr 1, 725 steps; another local optimum, B 861 × 664 at lr 1.997, then B 8192 at lr 1.635,
-takes 705, and the compass started near it with the first batch a few units off climbs to the first batch 1218 and
-ends at 726). The tests check it against a brute force over small grids of schedules, where it finds the grid's
-best. `Optimum.places` says, per coordinate, whether it is interior (tried on both sides)
-or at a true limit.
+**The search** (`best`): a coarse grid of the constant family; then for each family a compass search (Kolda, Lewis &
+Torczon 2003) from the best point of the family nested in it and from the constant's (`nested_start`), and from the
+three best points of a coarse grid around each (`grid_starts`): it polls ±s along every coordinate and every pair of
+coordinates (the pairs move along the budget's edge, where one coordinate alone only leaves it), moves to the best
+point better in (fewer steps, then fewer examples), and halves s after a poll finds nothing better, until a poll at
+s = 1 finds nothing better. The lattice has no edge but the true limits, so a search that starts at a grid's edge
+walks past it; the answer is a local optimum on the lattice: every neighbour at one unit, alone and in pairs, was
+tried and is not better, and so is every pair of coordinates moved together up to ±4 steps of 8 units (`wide_poll`).
+It is not a global optimum: the counts have several local optima on the lattice, in basins that a greedy poll leaves
+(measured on d = 1000 at 2 E_min: the batch family's answer is B 1218 × 724 steps at lr 1.99, then B 8192 at lr 1,
+725 steps; another local optimum, B 861 × 664 at lr 1.997, then B 8192 at lr 1.635, takes 705, and the compass
+started near it with the first batch a few units off climbs to the first batch 1218 and ends at 726). The tests
+check it against a brute force over small grids of schedules, where it finds the grid's best. `Optimum.places` says,
+per coordinate, whether it is interior (tried on both sides), at a true limit, or unused (its phase never reached).
 """
 
 from __future__ import annotations
