@@ -21,26 +21,27 @@ sits at the critical batch.
 They are nested (constant ⊂ lr-decay ⊂ batch at the same K), so each family's best is at least as good as the
 one before it wherever the search finds the optimum. K = 2 is what ``otod nqm-schedule`` searches; K = 3 costs
 far more (the polls grow with the pairs of 8 coordinates; measured on d = 100, target 0.05, 2 E_min: 133 s and
-68k schedules for the batch family, against 4 s for K = 2; steps 67, 46, 42 against 67, 47, 43).
+68k schedules for the batch family, against 4 s for K = 2; steps 67, 46, 42 against 67, 47, 42).
 
 **The lattice.** B = 2^(b/8) (b ≥ 0: 9% apart, B = 1 its true limit), the lr as `otod.noise.search`'s lattice of
 fractions of the stability limit 2/max h^{1−p} (its index i up to `search.LR_INDEX_RANGE`'s top, the limit itself
 to within 2·10⁻⁸), a phase's length n = round(2^(k/8)) (k ≥ 0: n = 1, a phase of one step, is its true limit).
 
 **The search** (`best`): a coarse grid of the constant family; then for each family a compass search (Kolda, Lewis &
-Torczon 2003) from the best point of the family nested in it and from the constant's (`nested_start`), and from the
-three best points of a coarse grid around each (`grid_starts`): it polls ±s along every coordinate and every pair of
-coordinates (the pairs move along the budget's edge, where one coordinate alone only leaves it), moves to the best
-point better in (fewer steps, then fewer examples), and halves s after a poll finds nothing better, until a poll at
-s = 1 finds nothing better. The lattice has no edge but the true limits, so a search that starts at a grid's edge
-walks past it; the answer is a local optimum on the lattice: every neighbour at one unit, alone and in pairs, was
-tried and is not better, and so is every pair of coordinates moved together up to ±4 steps of 8 units (`wide_poll`).
-It is not a global optimum: the counts have several local optima on the lattice, in basins that a greedy poll leaves
-(measured on d = 1000 at 2 E_min: the batch family's answer is B 1218 × 724 steps at lr 1.99, then B 8192 at lr 1,
-725 steps; another local optimum, B 861 × 664 at lr 1.997, then B 8192 at lr 1.635, takes 705, and the compass
-started near it with the first batch a few units off climbs to the first batch 1218 and ends at 726). The tests
-check it against a brute force over small grids of schedules, where it finds the grid's best. `Optimum.places` says,
-per coordinate, whether it is interior (tried on both sides), at a true limit, or unused (its phase never reached).
+Torczon 2003) from the best point of the family nested in it and from the constant's (`nested_start`), from the
+three best points of a coarse grid around each (`grid_starts`), and for the batch family from the two best
+quench-shaped starts (`quench_starts`): it polls ±s along every coordinate and every pair of coordinates (the pairs
+move along the budget's edge, where one coordinate alone only leaves it), moves to the best point better in (fewer
+steps, then fewer examples), and halves s after a poll finds nothing better, until a poll at s = 1 finds nothing
+better. The lattice has no edge but the true limits, so a search that starts at a grid's edge walks past it; the
+answer is a local optimum on the lattice: every neighbour at one unit, alone and in pairs, was tried and is not
+better, and so is every pair of coordinates moved together up to ±4 steps of 8 units (`wide_poll`). It is not proven
+a global optimum: the counts have several local optima on the lattice, in basins that a greedy poll leaves (measured
+on d = 1000 at 2 E_min: without the quench-shaped starts the batch family's answer was B 1218 × 724 steps at lr
+1.99, then B 8192 at lr 1, 725 steps; with them it is B 861 × 664 at lr 1.997, then B 8192 at lr 1.635, 705 steps,
+and a compass started a few units off that point climbs to the first batch 1218 and ends at 726). The tests check it
+against a brute force over small grids of schedules, where it finds the grid's best. `Optimum.places` says, per
+coordinate, whether it is interior (tried on both sides), at a true limit, or unused (its phase never reached).
 """
 
 from __future__ import annotations
@@ -352,6 +353,26 @@ def grid_starts(evaluator: Evaluator, family: Family, center: tuple[int, ...], c
     return sorted(points, key=lambda p: evaluator.order(family, p))[:count] + [center]
 
 
+def quench_starts(evaluator: Evaluator, family: Family, decay: Optimum, constant: Optimum, count: int = 2) -> list:
+    """Starts of the batch family in the shape of a quench: the constant's batch at the lr schedule's first lr for
+    a fraction 0.5, 0.55, ..., 0.9 of the constant's steps, then 2, 3 or 4 octaves more batch at the constant's
+    lr; the ``count`` best of them. Measured on d = 1000 at 2 E_min: the other starts' compass ends at 725 steps
+    (B 1218 × 724 at lr 1.992, then B 8192 at lr 1), while from the start at 0.64 of the constant's steps it ends
+    at 705 (B 861 × 664 at lr 1.997, then B 8192 at lr 1.635), a basin the others never enter."""
+    d = dict(zip(decay.family.coordinates(), decay.point))
+    b, i = constant.point
+    k = family.phases
+    points = []
+    for fraction in np.arange(0.5, 0.9001, 0.05):
+        length = int(round(PER_OCTAVE * math.log2(max(1.0, fraction * constant.steps / (k - 1)))))
+        for octaves in (2, 3, 4):
+            points.append((*[b] * (k - 1), b + octaves * PER_OCTAVE, *[d[f"i{j}"] for j in range(k - 1)], i,
+                           *[length] * (k - 1)))
+    limits = evaluator.limits(family)
+    points = [tuple(min(max(v, lo), hi) for v, (lo, hi) in zip(p, limits)) for p in points]
+    return sorted(dict.fromkeys(points), key=lambda p: evaluator.order(family, p))[:count]
+
+
 class Comparison(NamedTuple):
     """The three families' optima under one budget, and E_min that sets it."""
 
@@ -393,7 +414,10 @@ def search_families(evaluator: Evaluator, phases: int = 2, extra: list | None = 
     for kind in ("lr-decay", "batch"):
         family = Family(kind, phases)
         centers = list(dict.fromkeys([nested_start(family, inner), nested_start(family, optima["constant"])]))
-        optima[kind] = optimum(evaluator, family, [p for c in centers for p in grid_starts(evaluator, family, c)])
+        starts = [p for c in centers for p in grid_starts(evaluator, family, c)]
+        if kind == "batch":
+            starts += quench_starts(evaluator, family, inner, optima["constant"])
+        optima[kind] = optimum(evaluator, family, starts)
         inner = optima[kind]
         say(f"{kind}: {optima[kind].steps} steps")
     return optima

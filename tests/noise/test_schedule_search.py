@@ -102,12 +102,12 @@ def test_the_search_finds_the_brute_force_optimum_of_a_small_grid(kind, searched
 @pytest.mark.slow  # 4 s
 def test_the_families_are_nested_and_their_optima_interior():
     """On the NQM d = 100, target 0.05, budget 2 E_min: batch schedule ≤ lr schedule ≤ constant batch in serial
-    steps, every family within the budget, every coordinate interior or at a true limit (measured: 67, 47, 43
-    steps, every coordinate interior)."""
+    steps, every family within the budget, every coordinate interior or at a true limit (measured: 67, 47, 42
+    steps, every coordinate interior; the batch schedule took 43 before `quench_starts`)."""
     comparison = ss.best(ss.Problem(100, "hessian", 0.05, 10 ** 6), 2.0, 2)
     steps = [comparison.optima[k].steps for k in ss.FAMILIES]
     assert 0 < steps[2] <= steps[1] <= steps[0]
-    assert steps == [67, 47, 43]
+    assert steps == [67, 47, 42]
     for o in comparison.optima.values():
         assert o.examples <= comparison.budget
         assert set(o.places.values()) <= {INTERIOR, LIMIT}, o.places
