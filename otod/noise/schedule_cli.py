@@ -156,7 +156,7 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, 
     Without --schedule: the best batch schedule (two phases of their own batch and lr) within an examples
     budget, against the best constant batch and the best two-phase lr schedule at constant batch, each found by a
     compass search on a lattice whose optimum is checked interior (otod.noise.schedule_search; three phases from
-    Python, best(problem, budget_factor, phases=3), cost far more: 133 s on d = 100).
+    Python, best(problem, budget_factor, phases=3), cost far more: 111 s on d = 100).
 
     \b
     Examples:

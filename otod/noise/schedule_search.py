@@ -20,8 +20,8 @@ sits at the critical batch.
 
 They are nested (constant ⊂ lr-decay ⊂ batch at the same K), so each family's best is at least as good as the
 one before it wherever the search finds the optimum. K = 2 is what ``otod nqm-schedule`` searches; K = 3 costs
-far more (the polls grow with the pairs of 8 coordinates; measured on d = 100, target 0.05, 2 E_min: 133 s and
-68k schedules for the batch family, against 4 s for K = 2; steps 67, 46, 42 against 67, 47, 42).
+far more (the polls grow with the pairs of 8 coordinates; measured on d = 100, target 0.05, 2 E_min: 111 s and
+87k schedules for the batch family, against 4 s for K = 2; steps 67, 46, 42 against 67, 47, 42).
 
 **The lattice.** B = 2^(b/8) (b ≥ 0: 9% apart, B = 1 its true limit), the lr as `otod.noise.search`'s lattice of
 fractions of the stability limit 2/max h^{1−p} (its index i up to `search.LR_INDEX_RANGE`'s top, the limit itself
@@ -168,6 +168,8 @@ class Evaluator:
     cache: dict = field(default_factory=dict)
     box: dict = field(default_factory=dict)
     unit: int = 1
+    #: order by examples first (E_min's search, `fewest_examples`) instead of steps
+    fewest_examples: bool = False
 
     def limits(self, family: Family) -> list[tuple[int, int]]:
         return [self.box.get(name[0], bounds(name, self.problem.max_steps)) for name in family.coordinates()]
@@ -191,6 +193,8 @@ class Evaluator:
         o = self.outcome(family, point)
         if o.steps < 0:
             return (2, math.inf, math.inf, point)
+        if self.fewest_examples:
+            return (0, o.examples, o.steps, point)
         if o.examples > self.budget:
             return (1, o.examples, o.steps, point)
         return (0, o.steps, o.examples, point)
@@ -297,23 +301,22 @@ def optimum(evaluator: Evaluator, family: Family, starts: list[tuple[int, ...]])
 
 def constant_grid(evaluator: Evaluator, spacing: int = 16) -> list[tuple[int, int]]:
     """The constant family's coarse grid: B = 1, 4, 16, ... up to 2^20 and lrs 10^(1/4) apart across the stable
-    range (every 8th lattice index from 2u = 10⁻⁶ up, and the limit's neighbourhood)."""
+    range (every 16th lattice index from 2u = 10⁻⁶ up to 1 − u = 10⁻³·⁷⁵), inside the evaluator's box (its
+    centre where none is)."""
     batches = range(0, 20 * PER_OCTAVE + 1, spacing)
     rates = range(-384, search.LR_INDEX_RANGE[1] // 2, spacing)
-    return [(b, i) for b in batches for i in rates]
+    limits = evaluator.limits(Family("constant", 1))
+    grid = [(b, i) for b in batches for i in rates if all(lo <= v <= hi for v, (lo, hi) in zip((b, i), limits))]
+    return grid or [tuple((lo + hi) // 2 for lo, hi in limits)]
 
 
 def fewest_examples(evaluator: Evaluator) -> Optimum:
     """E_min: the constant batch (lr tuned) with the fewest examples to the target, by the compass on the order
     (examples, steps) from the coarse grid's three best batches, each at its best lr (no budget)."""
     family = Family("constant", 1)
-    by_examples = Evaluator(evaluator.problem, math.inf, evaluator.cache)
-
-    def order(fam, p):
-        o = by_examples.outcome(fam, p)
-        return (0, o.examples, o.steps, p) if o.steps >= 0 else (2, math.inf, math.inf, p)
-
-    by_examples.order = order  # type: ignore[method-assign]
+    by_examples = Evaluator(evaluator.problem, math.inf, evaluator.cache, evaluator.box, evaluator.unit,
+                            fewest_examples=True)
+    order = by_examples.order
     grid = constant_grid(by_examples)
     best_per_batch = {}
     for p in grid:  # B·S(B) is nearly flat at small B: a start at every batch of the grid
@@ -399,19 +402,17 @@ def best(problem: Problem = Problem(), budget_factor: float = 2.0, phases: int =
 
 
 def search_families(evaluator: Evaluator, phases: int = 2, extra: list | None = None,
-                    say: Callable[[str], None] = lambda text: None) -> dict:
+                    say: Callable[[str], None] = lambda text: None, kinds: tuple = FAMILIES) -> dict:
     """Each family's optimum within the evaluator's budget (and box): the constant from the coarse grid's three
     best points (and ``extra`` starts), then lr-decay and batch from the nested starts and the grids around them
-    (module docstring)."""
+    (module docstring); only up to the last of ``kinds``."""
     constant_family = Family("constant", 1)
-    limits = evaluator.limits(constant_family)
-    grid = [p for p in constant_grid(evaluator) if all(lo <= v <= hi for v, (lo, hi) in zip(p, limits))]
-    grid = grid or [tuple((lo + hi) // 2 for lo, hi in limits)]
+    grid = constant_grid(evaluator)
     starts = sorted(grid, key=lambda p: evaluator.order(constant_family, p))[:3] + list(extra or [])
     optima = {"constant": optimum(evaluator, constant_family, starts)}
     say(f"constant: {optima['constant'].steps} steps")
     inner = optima["constant"]
-    for kind in ("lr-decay", "batch"):
+    for kind in FAMILIES[1:FAMILIES.index(kinds[-1]) + 1]:
         family = Family(kind, phases)
         centers = list(dict.fromkeys([nested_start(family, inner), nested_start(family, optima["constant"])]))
         starts = [p for c in centers for p in grid_starts(evaluator, family, c)]

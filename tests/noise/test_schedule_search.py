@@ -75,19 +75,17 @@ def budget_of():
 
 
 @pytest.fixture(scope="module")
-def searched():
-    """The search's three families confined to the grid (`search_families`, as `best` runs them), and the
-    budget."""
-    budget = budget_of()
-    evaluator = ss.Evaluator(ss.Problem(DIM, "hessian", TARGET, CAP), budget, box=BOX, unit=UNIT)
-    return ss.search_families(evaluator, 2), budget, evaluator
+def budget():
+    return budget_of()
 
 
 @pytest.mark.parametrize("kind", ["constant", "lr-decay", pytest.param("batch", marks=pytest.mark.slow)])
-def test_the_search_finds_the_brute_force_optimum_of_a_small_grid(kind, searched):
-    """The constant grid has 5·11 schedules, the lr-decay grid 5·11·11·5 = 3025, the batch grid 15125 (slow);
-    the search must end at the grid's best steps and examples."""
-    optima, budget, evaluator = searched
+def test_the_search_finds_the_brute_force_optimum_of_a_small_grid(kind, budget):
+    """The search's families confined to the grid (`search_families`, as `best` runs them, up to ``kind``): the
+    constant grid has 5·11 schedules, the lr-decay grid 5·11·11·5 = 3025, the batch grid 15125 (slow); the search
+    must end at the grid's best steps and examples."""
+    evaluator = ss.Evaluator(ss.Problem(DIM, "hessian", TARGET, CAP), budget, box=BOX, unit=UNIT)
+    optima = ss.search_families(evaluator, 2, kinds=(kind,))
     family = ss.Family(kind, 1 if kind == "constant" else 2)
     steps, examples, points = brute_force(family, budget)
     # the evaluation agrees with the plain steps on 100 grid points (all of them run to the cap)
@@ -97,6 +95,18 @@ def test_the_search_finds_the_brute_force_optimum_of_a_small_grid(kind, searched
     assert (plain_steps > 0).any() and (plain_steps < 0).any()
     found = optima[kind]
     assert (found.steps, found.examples) == (steps, pytest.approx(examples, rel=1e-12))
+
+
+def test_e_min_is_the_brute_force_fewest_examples_of_the_constant_grid():
+    """`fewest_examples` confined to the grid: the fewest examples of any constant schedule on it (then the
+    fewest steps), as the plain steps find them."""
+    family = ss.Family("constant", 1)
+    points = grid_points(family)
+    steps, examples = plain_counts(phases_of(family, points))
+    best = min(np.flatnonzero(steps > 0), key=lambda j: (examples[j], steps[j]))
+    evaluator = ss.Evaluator(ss.Problem(DIM, "hessian", TARGET, CAP), box=BOX, unit=UNIT)
+    found = ss.fewest_examples(evaluator)
+    assert (found.examples, found.steps) == (examples[best], steps[best])
 
 
 @pytest.mark.slow  # 4 s
