@@ -111,6 +111,23 @@ BAD_INPUT = [
     (["sweep", "params", "--lr-grid", "-0.5"], "--lr-grid: multipliers must be positive"),
     (["sweep", "noise", "--lr-grid", ""], "--lr-grid: empty"),
     (["sweep", "noise", "--lr-grid", "1..0.5:3"], "range start 1 exceeds its end 0.5"),
+    # otod nqm-schedule (issue 37): every option's bad values, and the search's --budget beside --schedule
+    (["nqm-schedule", "--dim", "0"], "--dim 0"),
+    (["nqm-schedule", "--dim", "1e9"], "--dim 1e9"),
+    (["nqm-schedule", "--target", "0"], "--target 0"),
+    (["nqm-schedule", "--target", "100"], "initial loss"),
+    (["nqm-schedule", "--noise-spectrum", "cubic"], "--noise-spectrum cubic"),
+    (["nqm-schedule", "--method", "adam"], "--method adam"),
+    (["nqm-schedule", "--method", "precond:2"], "--method precond:2"),
+    (["nqm-schedule", "--budget", "0.5"], "--budget 0.5"),
+    (["nqm-schedule", "--budget", "x"], "--budget x"),
+    (["nqm-schedule", "--max-iters", "0"], "--max-iters 0"),
+    (["nqm-schedule", "--dim", "100", "--max-iters", "1"], "no constant batch reaches the target"),
+    (["nqm-schedule", "--schedule", "64:1.5:x"], "--schedule 64:1.5:x"),
+    (["nqm-schedule", "--schedule", "0.5:1.0"], "batch 0.5"),
+    (["nqm-schedule", "--schedule", "64:1.0:10,128:0"], "learning rate 0"),
+    (["nqm-schedule", "--schedule", "doubling:64:16:100:1"], "first batch"),
+    (["nqm-schedule", "--schedule", "64:1.0", "--budget", "3"], "--budget"),
 ]
 
 
@@ -177,7 +194,7 @@ def test_every_sweep_offers_the_common_options_declared_once(command):
     assert {name: params.get(name) for name in declared} == declared
 
 
-@pytest.mark.parametrize("path", [["sweep", name] for name in SWEEPS] + [["noise-scale"], ["flops"], ["profile"],
+@pytest.mark.parametrize("path", [["sweep", name] for name in SWEEPS] + [["noise-scale"], ["nqm-schedule"], ["flops"], ["profile"],
                                                                       ["fit"], ["plot"], ["figures"], ["convert"],
                                                                       ["merge"]])
 def test_every_option_has_help_with_an_example(path):

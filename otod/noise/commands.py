@@ -212,4 +212,6 @@ sweep_params.callback.refuse_distributed = _exact_reason
 
 
 def commands() -> dict[str, list]:
-    return {"sweep": [sweep_noise, sweep_params]}
+    from otod.noise.schedule_cli import nqm_schedule
+
+    return {"sweep": [sweep_noise, sweep_params], "": [nqm_schedule]}

@@ -381,5 +381,14 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
         "larger for earlier schedules, stay visible where the series coincide"))
 
 
+def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
+    """Figure (k): the best batch schedule on the exact NQM against the best constant batch and lr schedule
+    (`otod.noise.schedule_figure`)."""
+    from otod.noise.schedule_figure import make_schedule_nqm as make
+
+    return make(spec, out_dir)
+
+
 MAKERS = {"noise-batch": make_batch, "noise-params": make_params, "noise-rms": make_noise_rms,
-          "noise-rosenbrock": make_rosenbrock, "noise-estimator": make_estimator, "noise-schedules": make_schedules}
+          "noise-rosenbrock": make_rosenbrock, "noise-estimator": make_estimator, "noise-schedules": make_schedules,
+          "noise-schedule-nqm": make_schedule_nqm}

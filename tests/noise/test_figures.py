@@ -275,4 +275,41 @@ def test_every_noise_maker_is_run_by_a_test():
     from otod.noise.figures import MAKERS
 
     assert set(MAKERS) == {"noise-batch", "noise-params", "noise-rms", "noise-rosenbrock", "noise-estimator",
-                           "noise-schedules"}
+                           "noise-schedules", "noise-schedule-nqm"}
+
+
+def test_make_schedule_nqm_draws_each_familys_best_schedule_to_its_target(tmp_path, saved, monkeypatch):
+    """(k): per family one loss curve that ends at its schedule's steps to target, at or under the target there
+    and above it one step earlier (the exact loss of `otod.noise.schedule.losses`), and one batch curve ending at
+    its last phase's batch; labels name the steps. The comparison is made here (three schedules on d = 30, each
+    run by `run_to_target`) in place of the search's (`tests/noise/test_schedule_search.py` checks that)."""
+    import otod.noise.figures as nf
+    from otod.noise import schedule_search as ss
+    from otod.noise.schedule import BatchSchedule, Phase, constant, losses, run_to_target
+
+    problem = ss.Problem(30, "hessian", 0.05)
+    q = problem.quadratic()
+    schedules = {"constant": constant(64.0, 1.0),
+                 "lr-decay": BatchSchedule((Phase(64.0, 1.9, 10), Phase(64.0, 0.5))),
+                 "batch": BatchSchedule((Phase(16.0, 1.9, 10), Phase(512.0, 1.5)))}
+    optima = {}
+    for kind, schedule in schedules.items():
+        run = run_to_target(q, schedule, 0.05)
+        optima[kind] = ss.Optimum(ss.Family(kind), (), schedule, run.steps, run.examples, {"b0": "interior"}, 1)
+    fewest = optima["constant"]._replace(examples=optima["constant"].examples / 3)
+    comparison = ss.Comparison(problem, 3 * fewest.examples, fewest, optima)
+    monkeypatch.setattr(ss, "best", lambda *args, **kwargs: comparison)
+    spec = {"maker": "noise-schedule-nqm", "name": "nqm_schedule", "dim": 30, "target": 0.05}
+    files = nf.make_schedule_nqm(spec, tmp_path)
+    assert [f.name for f in files] == ["noise_nqm_schedule.png"]
+    ((fig, _, _),) = saved
+    left, right = fig.axes
+    curves = [line for line in left.get_lines() if len(line.get_xdata()) > 2]
+    assert len(curves) == 3
+    for line, kind in zip(curves, ss.FAMILIES):
+        o = optima[kind]
+        assert o.steps > 10 and line.get_xdata()[-1] == o.steps and f"{o.steps} steps" in line.get_label()
+        assert line.get_ydata()[-1] <= 0.05 < losses(q, o.schedule, [o.steps - 1])[0]
+    batches = [line for line in right.get_lines() if len(line.get_xdata()) > 1]
+    assert [line.get_ydata()[-1] for line in batches] == [64.0, 64.0, 512.0]
+    assert "3 × E_min" in fig.otod_caption and "every coordinate of each optimum interior" in fig.otod_caption
