@@ -105,9 +105,11 @@ def start_digest(params) -> str:
 def checkpoint(spec, start, shuffle) -> tuple:
     """The parameters after ``spec.branch_step`` steps of the reference run (module docstring) from ``start`` (a
     seed's initial weights) with the minibatch order of the seed's ``shuffle`` seed: NumPy float64 leaves holding
-    float32 values (the sweep casts them to its precision exactly). Cached per run and step; a later checkpoint
+    float32 values (the sweep casts them to its precision exactly); at step 0, ``start`` itself. Cached per run and step; a later checkpoint
     of a cached run continues from its latest earlier one."""
     reference, lr, step = reference_spec(spec), float(spec.branch_lr), int(spec.branch_step)
+    if step == 0:  # the start itself, unrounded: a float64 sweep's branch at 0 is its plain sweep too
+        return jax.tree.map(lambda a: np.asarray(a, np.float64), start)
     run_key = (reference, lr, int(shuffle), start_digest(start))
     done = _checkpoints.setdefault(run_key, {})
     _checkpoints.move_to_end(run_key)
@@ -115,8 +117,7 @@ def checkpoint(spec, start, shuffle) -> tuple:
         t0 = max((t for t in done if t < step), default=0)
         with jax.enable_x64(False):
             params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), done[t0] if t0 else start)
-            if step > t0:
-                params = _runner(reference, lr)(params, jax.random.PRNGKey(int(shuffle)), t0, step)
+            params = _runner(reference, lr)(params, jax.random.PRNGKey(int(shuffle)), t0, step)
             done[step] = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
     while len(_checkpoints) > CACHE_SIZE:
         _checkpoints.popitem(last=False)
