@@ -90,7 +90,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --model my_model.py:problem --batch 8..256:6:log --target 0.05
       otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
       otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
-      otod sweep net --branch-at 0,30,100,300,1000 --batch 8..512:7:log
+      otod sweep net --branch-at 0,30,100,300,1000,3000
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
