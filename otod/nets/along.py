@@ -197,7 +197,7 @@ class Checkpoint:
 @dataclass(frozen=True)
 class AlongTrainingResult:
     """`otod.critical_batch_along_training`'s result: ``checkpoints`` (a `Checkpoint` per step), the
-    ``branching``, the sweep's ``config`` (at step 0's branch, as stored), ``report`` (the printed table),
+    ``branching``, the sweep's ``config`` (the first checkpoint's, as stored), ``report`` (the printed table),
     ``to_pandas()`` (one row per checkpoint and method)."""
 
     checkpoints: tuple[Checkpoint, ...]
