@@ -182,7 +182,8 @@ def milestone(losses, fraction: float) -> float:
 class Checkpoint:
     """One checkpoint's measurement: its ``step``, the training ``loss`` there (mean over seeds; ``losses`` per
     seed), the ``milestone``, a `otod.nets.batch_api.CriticalBatchPoint` per method, the results file, and the
-    predictors at the checkpoint (``b_simple``, ``b_noise``: medians over seeds; NaN where not measured)."""
+    predictors at the checkpoint per seed (``b_simple_seeds``, ``b_noise_seeds``; empty where not measured) and
+    their medians over seeds (``b_simple``, ``b_noise``; NaN where not measured)."""
 
     step: int
     loss: float
@@ -190,8 +191,16 @@ class Checkpoint:
     milestone: float
     points: tuple
     path: str | None
-    b_simple: float = math.nan
-    b_noise: float = math.nan
+    b_simple_seeds: tuple[float, ...] = ()
+    b_noise_seeds: tuple[float, ...] = ()
+
+    @property
+    def b_simple(self) -> float:
+        return float(np.median(self.b_simple_seeds)) if self.b_simple_seeds else math.nan
+
+    @property
+    def b_noise(self) -> float:
+        return float(np.median(self.b_noise_seeds)) if self.b_noise_seeds else math.nan
 
 
 @dataclass(frozen=True)
@@ -213,6 +222,7 @@ class AlongTrainingResult:
                             "b_crit": p.b_crit, "b_crit_lo": p.b_crit_ci[0], "b_crit_hi": p.b_crit_ci[1],
                             "s_min": p.s_min, "s_min_lo": p.s_min_ci[0], "s_min_hi": p.s_min_ci[1],
                             "misfit": p.misfit, "b_simple": c.b_simple, "b_noise": c.b_noise,
+                            **spread("b_simple", c.b_simple_seeds), **spread("b_noise", c.b_noise_seeds),
                             "b_simple_ratio": c.b_simple / p.b_crit if p.b_crit > 0 else math.nan,
                             "b_noise_ratio": c.b_noise / p.b_crit if p.b_crit > 0 else math.nan, "path": c.path})
         return out
@@ -223,9 +233,16 @@ class AlongTrainingResult:
         return pd.DataFrame(self.rows())
 
 
-def predictors(spec, seed: int, seeds: int) -> tuple[float, float]:
-    """(B_simple, B_noise): the medians over seeds of the exact noise scales at each seed's start (a branched
-    spec's: its checkpoint), over the whole training set in float64 (`otod.nets.noise_scale.gradient_moments`)."""
+def spread(name: str, values) -> dict:
+    """A predictor's least and largest value over seeds (NaN where not measured)."""
+    values = np.asarray(values, float)
+    return {f"{name}_min": float(values.min()) if values.size else math.nan,
+            f"{name}_max": float(values.max()) if values.size else math.nan}
+
+
+def predictors(spec, seed: int, seeds: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(B_simple per seed, B_noise per seed): the exact noise scales at each seed's start (a branched spec's: its
+    checkpoint), over the whole training set in float64 (`otod.nets.noise_scale.gradient_moments`)."""
     import jax
 
     from otod.nets.noise_scale import Problem, gradient_moments
@@ -238,7 +255,7 @@ def predictors(spec, seed: int, seeds: int) -> tuple[float, float]:
             moments = gradient_moments(problem)
         simple.append(moments["b_simple"])
         noise.append(moments["b_noise"])
-    return float(np.median(simple)), float(np.median(noise))
+    return tuple(float(v) for v in simple), tuple(float(v) for v in noise)
 
 
 def start_of_seed(spec, seed: int, s: int):
@@ -268,8 +285,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            "reference_batch": branching.batch, "reference_lr": branching.lr}}
         report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
         stored = stored or report.results.meta["config"]
-        b_simple, b_noise = predictors(tuned.problem, config.seed, config.seeds) if measure_predictors else (
-            math.nan, math.nan)
+        b_simple, b_noise = predictors(tuned.problem, config.seed, config.seeds) if measure_predictors else ((), ())
         path = None if report.results.path is None else str(report.results.path)
         figures = "".join(f"; figure: {f}" for f in report.files[1:])
         checkpoints.append(Checkpoint(int(step), float(np.mean(losses)), tuple(losses), tuned.target.tol,
@@ -283,7 +299,8 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
 
 def table(result: AlongTrainingResult, config) -> str:
     """The printed table: per checkpoint and method, step, loss at the checkpoint, milestone, B_crit [CI], S_min
-    [CI], the fit's misfit, and the predictors with their ratios to B_crit [CI]."""
+    [CI], the fit's misfit, the predictors (median [least, largest] over seeds) and their medians' ratios to
+    B_crit [B_crit's CI]."""
     from otod.core.critical_batch import describe_critical_batch
 
     b = result.branching
@@ -292,15 +309,23 @@ def table(result: AlongTrainingResult, config) -> str:
              f"(P = {spec.parameter_count:,}), {config.seeds} seeds; each seed's reference run: SGD at B = {b.batch}, "
              f"lr {b.lr:g}, from its own start; milestone: {b.fraction:g} × the mean training loss at the checkpoint",
              f"{'step':>7} {'loss':>8} {'milestone':>9}  {'method':<10} {'B_crit [95% CI]':<24} "
-             f"{'S_min [95% CI]':<24} {'misfit':>6} {'B_simple':>8} {'B_noise':>8}  {'B_simple/B_crit':<20} "
-             "B_noise/B_crit"]
+             f"{'S_min [95% CI]':<24} {'misfit':>6} {'B_simple [seeds]':<20} {'B_noise [seeds]':<20} "
+             f"{'B_simple/B_crit':<20} B_noise/B_crit"]
     for c in result.checkpoints:
         for p in c.points:
             crit = f"{describe_critical_batch(p.b_crit, p.batches)} {interval(p.b_crit_ci)}"
             lines.append(f"{c.step:>7} {c.loss:>8.4g} {c.milestone:>9.4g}  {p.method:<10} {crit:<24} "
-                         f"{p.s_min:.4g} {interval(p.s_min_ci):<16} {p.misfit:>6.2f} {c.b_simple:>8.4g} "
-                         f"{c.b_noise:>8.4g}  {ratio(c.b_simple, p):<20} {ratio(c.b_noise, p)}")
+                         f"{p.s_min:.4g} {interval(p.s_min_ci):<16} {p.misfit:>6.2f} "
+                         f"{predicted(c.b_simple, c.b_simple_seeds):<20} {predicted(c.b_noise, c.b_noise_seeds):<20} "
+                         f"{ratio(c.b_simple, p):<20} {ratio(c.b_noise, p)}")
     return "\n".join(lines)
+
+
+def predicted(median: float, values) -> str:
+    """A predictor's median over seeds and [least, largest] of the seeds' values."""
+    if not values:
+        return "—"
+    return f"{median:.4g} [{min(values):.3g}, {max(values):.3g}]"
 
 
 def interval(ci) -> str:
