@@ -7,12 +7,13 @@ gradient noise; beside them otod measures the cost of one iteration.
 ``otod.curvature(loss, params, data, …)`` and ``otod.noise_scale(loss, params, data, …)`` measure any JAX model
 given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md);
 ``otod.critical_batch(loss, params, data, batches=…, target=…)`` runs its steps to a target against batch size
-through the sweep engine and fits its critical batch.
+through the sweep engine and fits its critical batch; ``otod.critical_batch_along_training(steps, …)`` measures
+the critical batch of one of otod's nets at checkpoints of its training, by branching S(B) sweeps from them.
 """
 
 from otod.core.version import __version__
 
-__all__ = ["__version__", "critical_batch", "curvature", "load", "noise_scale"]
+__all__ = ["__version__", "critical_batch", "critical_batch_along_training", "curvature", "load", "noise_scale"]
 
 
 def load(path):
@@ -47,3 +48,12 @@ def critical_batch(loss, params, data, init=None, **options):
     from otod.nets.batch_api import critical_batch as measure
 
     return measure(loss, params, data, init, **options)
+
+
+def critical_batch_along_training(steps=(0, 100, 1000), **options):
+    """B_crit(t) and S_min(t) with CIs of one of otod's nets at checkpoints of its training, each from S(B) sweeps
+    branched at the checkpoint (`otod.nets.along.critical_batch_along_training`: its options and its
+    `AlongTrainingResult`); JAX is imported on the first call."""
+    from otod.nets.along import critical_batch_along_training as measure
+
+    return measure(steps, **options)

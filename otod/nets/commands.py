@@ -59,10 +59,22 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @click.option("--predict/--no-predict", default=True, show_default=True,
               help="Also predict S(B) from an NQM built from the net's measured Hessian spectrum and gradient noise "
                    "(batch sweeps). E.g. --no-predict")
+@click.option("--branch-at", default=None,
+              help="B_crit along training: a comma list of checkpoint steps of each seed's reference SGD run "
+                   "(--branch-batch, --branch-lr); from each, one S(B) sweep to --branch-to × the training loss "
+                   "there, and a table of B_crit(t), S_min(t) and B_simple(t), B_noise(t). E.g. --branch-at "
+                   "0,100,1000")
+@click.option("--branch-batch", default=None, help="With --branch-at: the reference run's batch. Default 32. "
+                                                   "E.g. --branch-batch 64")
+@click.option("--branch-lr", default=None, help="With --branch-at: the reference run's SGD step. Default 0.1. "
+                                                "E.g. --branch-lr 0.3")
+@click.option("--branch-to", default=None,
+              help="With --branch-at: the milestone, a fraction r of the mean training loss at the checkpoint "
+                   "(0 < r < 1). Default 0.5. E.g. --branch-to 0.7")
 @common_sweep_options
 def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,
-              beta, schedule, max_iters, lr, lr_grid, predict, seeds, seed, x64, out, as_json, no_plot, pdf, yes,
-              chunk_seconds):
+              beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to, seeds,
+              seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to a training-loss target of a small real net against batch size, width or depth.
 
     \b
@@ -78,6 +90,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --model my_model.py:problem --batch 8..256:6:log --target 0.05
       otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
       otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
+      otod sweep net --branch-at 0,30,100,300,1000,3000
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
@@ -86,6 +99,15 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     from otod.nets.contract import is_reference
 
     given = given_options()
+    if branch_at is None:
+        for name in ("branch_batch", "branch_lr", "branch_to"):
+            refuse_ignored(given, name, "sets the reference run of --branch-at; give --branch-at too, e.g. "
+                                        "--branch-at 0,100,1000")
+    else:
+        from otod.nets.along import parse_branching, refuse_beside_branch
+
+        refuse_beside_branch(given, model)
+        branching = parse_branching(branch_at, branch_batch, branch_lr, branch_to)
     if is_reference(model):
         from otod.nets.contract_cli import NET_OPTIONS
 
@@ -100,6 +122,12 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
                         activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                         lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream)
+    if branch_at is not None:
+        from otod.nets.along import echo_along
+
+        echo_along(config, branching, out=out, plot=not no_plot, yes=yes,
+                   pdf=pdf, as_json=as_json)
+        return
     if stream:
         refuse_ignored(given, "predict", "the NQM predicts S(B) on a finite training set; --stream has none; drop "
                                          "--predict")

@@ -75,8 +75,10 @@ BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned lr, bars t
 def _title(config: dict) -> str:
     p = config["problem"]
     named = p["reference"] if p.get("kind") == "model" else f"{p['model']} on {p['data']} ({p['loss']})"
+    branch = (f", every seed from its checkpoint at step {p['branch_step']} of SGD at B = {p['branch_batch']}, lr "
+              f"{p['branch_lr']:g} (otod.nets.branch)" if p.get("branch_step") is not None else "")
     return (f"{named}, target loss {config['target']['tol']:g}, "
-            f"{config['seeds']} seeds, lr tuned per point")
+            f"{config['seeds']} seeds, lr tuned per point{branch}")
 
 
 def draw_deep_linear(ax, net_series, comparison: dict) -> str | None:
@@ -169,10 +171,12 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
     panels = analysis.panels
     fig, axes = panel_grid(len(panels), sharey=False) if len(panels) > 1 else figure(columns=2, height=2.8)
     axes = np.atleast_1d(axes)
+    step = config["problem"].get("branch_step")
+    what = "and the NQM's prediction" if step is None else f"from the checkpoint at step {step}"
     for ax, panel in zip(axes, panels):
         batch_panel(analysis, ax, panel)
         ax.set_title(panel_words(panel) if len(panels) > 1 else
-                     f"Measured steps against batch size and the NQM's prediction, {panel_words(panel, short=True)}")
+                     f"Measured steps against batch size {what}, {panel_words(panel, short=True)}")
     if len(panels) > 1:
         fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
     legend_below(fig)

@@ -70,6 +70,7 @@ def validate(config) -> None:
         else:
             spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
             start, named = spec.initial_loss(config.seed), f"{spec.model} width {spec.width} depth {spec.depth}"
+            named += f", checkpoint at step {spec.branch_step}" if spec.branched else ""
             what = "held-out" if spec.stream else "training"
         if config.target.tol >= start:
             raise OtodError(f"--target {config.target.tol:g}: must lie below the initial {what} loss {start:.4g} "
@@ -88,6 +89,9 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
                 "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
                 "beta": float(point.get("beta", 0.0)), **fields}
     data = {} if spec.stream else {"examples": float(spec.dataset().examples)}  # a stream has no training set
+    if spec.branched:  # the checkpoint this lane starts from (`otod.nets.branch`)
+        data.update(checkpoint=float(spec.branch_step), checkpoint_batch=float(spec.branch_batch),
+                    checkpoint_lr=float(spec.branch_lr))
     return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth), **data,
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
             "beta": float(point.get("beta", 0.0)), **fields}

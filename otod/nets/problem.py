@@ -55,6 +55,12 @@ class NetSpec:
     #: where off: a spec field at None is left out of the config's digest, so every finite-data sweep keeps the
     #: results file name it had before the stream existed.
     stream: bool | None = None
+    #: A branch (`otod.nets.branch`): every seed starts from its checkpoint after ``branch_step`` steps of plain
+    #: SGD at batch ``branch_batch`` and step ``branch_lr`` from that seed's own start (the reference run); None
+    #: (all three): the start itself. None fields are left out of the config's digest, as ``stream``'s.
+    branch_step: int | None = None
+    branch_batch: int | None = None
+    branch_lr: float | None = None
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
@@ -82,6 +88,10 @@ class NetSpec:
         if self.batch > ds.examples and not self.stream:
             raise OtodError(f"--batch {self.batch}: larger than the data set ({ds.examples} training examples); "
                             f"use --batch ≤ {ds.examples}")
+        if self.branched or self.branch_batch is not None or self.branch_lr is not None:
+            from otod.nets.branch import check_branch
+
+            check_branch(self, ds.examples)
 
     def check_buildable(self, orthogonal: bool) -> size.Footprint:
         """Refuse, before anything is drawn, a net whose data set and one start do not fit in memory, or deeper
@@ -93,6 +103,11 @@ class NetSpec:
     @property
     def kind(self) -> str:
         return "net"
+
+    @property
+    def branched(self) -> bool:
+        """Whether every seed starts from a checkpoint of its reference run (`otod.nets.branch`)."""
+        return self.branch_step is not None
 
     def dataset(self) -> data_sets.Dataset:
         return data_sets.load(self.data, self.examples, self.inputs, self.outputs, self.teacher_width,
@@ -156,11 +171,19 @@ class NetSpec:
         return x.astype(dtype), y.astype(dtype)
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
-        """The target's metric (`metric_arrays`) at seed ``s``'s start (float64)."""
+        """The target's metric (`metric_arrays`) at seed ``s``'s start (float64); a branch's start is the seed's
+        checkpoint (`otod.nets.branch.start_params`)."""
         import jax
 
+        rng = np.random.default_rng([seed, s])
+        if self.branched:
+            from otod.nets.branch import start_params
+
+            start = start_params(self, rng)
+        else:
+            start = self.initial_params(rng)
         with jax.enable_x64(True):
-            params = jax.tree.map(jnp.asarray, self.initial_params(np.random.default_rng([seed, s])))
+            params = jax.tree.map(jnp.asarray, start)
             x, y = self.metric_arrays(np.float64)
             return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y)))
 
@@ -179,4 +202,8 @@ class NetSpec:
     def family(self):
         from otod.nets.family import net_family
 
+        if self.branched:
+            from otod.nets.branch import branch_family
+
+            return branch_family(self, net_family(self))
         return net_family(self)

@@ -1,0 +1,133 @@
+"""B_crit along training (`otod.nets.along`): the options, the milestone, the table's ratios, a branch at step 0
+against the plain sweep, a branch's lanes against the reference loop, and the whole run read back."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import otod.nets  # noqa: F401  (registers the net sweep)
+from otod.core.errors import OtodError
+from otod.nets import along
+from otod.nets.batch_api import CriticalBatchPoint
+
+jax = pytest.importorskip("jax")
+
+
+def test_the_branch_options_parse_sorted_and_default():
+    """Steps are sorted and deduplicated ("1e3" is whole); the defaults are B_ref 32, lr 0.1, r 0.5."""
+    b = along.parse_branching("1e3, 0,100,100")
+    assert b == along.Branching((0, 100, 1000), 32, 0.1, 0.5)
+    assert along.parse_branching("5", "64", "0.3", "0.7") == along.Branching((5,), 64, 0.3, 0.7)
+
+
+@pytest.mark.parametrize("args, says", [
+    (("",), "--branch-at : a comma list"), (("0,,5",), "--branch-at 0,,5"), (("x",), "--branch-at x: not a step"),
+    (("-1",), "--branch-at -1"), (("2.5",), "--branch-at 2.5"), (("inf",), "--branch-at inf"),
+    ((",".join(str(i) for i in range(33)),), "33 checkpoints"), (("0", "0"), "--branch-batch 0"),
+    (("0", None, "-1"), "--branch-lr -1"), (("0", None, None, "0"), "--branch-to 0"),
+    (("0", None, None, "1.5"), "--branch-to 1.5"),
+])
+def test_bad_branch_options_are_refused_in_one_line(args, says):
+    with pytest.raises(OtodError) as info:
+        along.parse_branching(*args)
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_milestone_is_the_fraction_of_the_mean_loss_over_seeds():
+    """target = r · mean: losses 1, 2, 3 at r = 0.5 give 1.0 exactly."""
+    assert along.milestone((1.0, 2.0, 3.0), 0.5) == 1.0
+    assert along.milestone((0.2,), 0.25) == 0.05
+
+
+def point(b_crit, ci, batches=(8.0, 16.0, 32.0, 64.0)) -> CriticalBatchPoint:
+    return CriticalBatchPoint("sgd", 50.0, (40.0, 60.0), b_crit, ci, 0.05, len(batches), 0, None, None, batches,
+                              (100.0,) * len(batches), (False,) * len(batches), (0.1,) * len(batches),
+                              (False,) * len(batches))
+
+
+def test_a_predictor_ratio_carries_b_crit_interval_and_none_off_the_grid():
+    """B_simple 40 against B_crit 20 [10, 40]: ratio 2 with the interval [40/40, 40/10] = [1, 4]; a B_crit below
+    the smallest batch (an extrapolation) gets no ratio in the table, its number stays in the rows; the predictor
+    is the median of the seeds' values (30, 40, 90 → 40) with their least and largest."""
+    assert along.ratio(40.0, point(20.0, (10.0, 40.0))) == "2 [1, 4]"
+    assert along.ratio(40.0, point(20.0, (math.nan, math.nan))) == "2"
+    assert along.ratio(40.0, point(2.0, (1.0, 4.0))).startswith("—")
+    result = along.AlongTrainingResult((along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),),
+                                                         None, (30.0, 40.0, 90.0), (10.0,)),),
+                                         along.Branching((100,)), {}, "")
+    row, = result.rows()
+    assert (row["step"], row["b_crit"], row["b_simple_ratio"], row["b_noise_ratio"]) == (100, 20.0, 2.0, 0.5)
+    assert (row["b_simple"], row["b_simple_min"], row["b_simple_max"]) == (40.0, 30.0, 90.0)
+    assert along.predicted(40.0, (30.0, 40.0, 90.0)) == "40 [30, 90]"
+
+
+def small_config(**kw):
+    from otod.nets.options import net_config
+
+    options = dict(batch="16,32,64", width="8", examples="256", seeds=2, lr="tuned", lr_grid="0.3,1",
+                   max_iters="400", x64=True)
+    options.update(kw)
+    return net_config(**options)
+
+
+TIMING = ("seconds", "time")
+
+
+def strip(records, drop=()):
+    return [{k: v for k, v in r.items() if not any(t in k for t in TIMING) and k not in drop} for r in records]
+
+
+@pytest.mark.slow
+def test_a_branch_at_step_0_is_the_plain_sweep_and_a_later_branch_starts_from_its_checkpoint(tmp_path):
+    """At step 0 the branched sweep's records equal the plain sweep's (same target) field for field, besides its
+    checkpoint columns (float64, 3 batches × 2 seeds × 2 lrs); at step 10 every lane's count, status and final loss
+    equal the reference loop's stepping from the family's (branched) draws, and its milestone is half the mean of
+    the seeds' losses at their checkpoints, each below the start's."""
+    from otod.core.sweep import run_sweep
+    from tests.nets.lanes import compare_with_reference
+
+    config = small_config()
+    b = along.Branching((0, 10), batch=16, lr=0.3)
+    at_zero, losses0 = along.branch_config(config, b, 0)
+    plain = dataclasses.replace(config, target=at_zero.target)
+    branched = run_sweep(at_zero, out_dir=tmp_path / "branch")
+    reference = run_sweep(plain, out_dir=tmp_path / "plain")
+    drop = ("checkpoint", "checkpoint_batch", "checkpoint_lr")
+    assert len(branched.records) == 12 and all(r["checkpoint"] == 0.0 for r in branched.records)
+    assert strip(branched.records, drop) == strip(reference.records)
+    at_ten, losses10 = along.branch_config(config, b, 10)
+    assert at_ten.target.tol == pytest.approx(0.5 * np.mean(losses10), rel=1e-12)
+    assert all(l10 < l0 for l10, l0 in zip(losses10, losses0))
+    records = run_sweep(at_ten, out_dir=tmp_path / "ten").records
+    assert compare_with_reference(at_ten, records) >= 6
+
+
+@pytest.mark.slow
+def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
+    """Two checkpoints, 5 seeds: one results file each, its records' checkpoint its step, its target the
+    milestone; B_crit and S_min fitted with CIs that hold them; B_simple and B_noise measured (finite, > 0); the
+    same call again reads the files back to the same numbers; ``otod fit`` reads a file back."""
+    from click.testing import CliRunner
+
+    import otod
+    from otod.cli import main
+
+    kw = dict(batch=(16, 32, 64), width=8, examples=256, seeds=5, lr_grid=(0.3, 1), max_iters=400)
+    result = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
+    assert [c.step for c in result.checkpoints] == [0, 20]
+    for c in result.checkpoints:
+        loaded = otod.load(c.path)
+        assert {r["checkpoint"] for r in loaded.records} == {float(c.step)}
+        assert loaded.meta["config"]["target"]["tol"] == c.milestone == pytest.approx(0.5 * np.mean(c.losses))
+        p, = c.points
+        assert p.s_min_ci[0] <= p.s_min <= p.s_min_ci[1] and p.b_crit_ci[0] <= p.b_crit <= p.b_crit_ci[1]
+        assert c.b_simple > 0 and c.b_noise > 0 and len(c.b_simple_seeds) == len(c.b_noise_seeds) == 5
+    again = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
+    assert again.rows() == result.rows()
+    assert "B_crit along training" in result.report and "B_simple/B_crit" in result.report
+    fitted = CliRunner().invoke(main, ["fit", result.checkpoints[1].path])
+    assert fitted.exit_code == 0 and "B_crit" in fitted.output
