@@ -6,7 +6,9 @@ own records: the records that pass through a selection (`otod.core.analysis.cube
 by their row: a second analysis, or a selection outside it, would pass a row again), the column builds
 (`otod.core.columns.table_of`) and the frames made from them (`Results.to_pandas`). Each is looked up at call
 time, so the counts do not depend on which module imported what first. The exact NQM's curve that a
-simulated noise figure draws beside the measurement is the analysis's theory, counted apart; and no command calls
+simulated noise figure draws beside the measurement is the analysis's theory, counted apart; so is the search
+of the rate's bracket (`otod.core.bracket`, condition and depth), which decides which lanes to run before the
+analysis (its frame is marked ``attrs["search"]`` and holds only the fields it reads); and no command calls
 `select` or `mark_selection`, the selection outside an analysis."""
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
         return simulated and "mode" in frame and len(frame) > 0 and bool((frame["mode"] == "exact").all())
 
     def counting_cubes(frame, *args, **kwargs):
-        if theory_frame(frame):
+        if frame.attrs.get("search"):
+            counts["search records selected"] += len(frame)
+        elif theory_frame(frame):
             counts["theory records selected"] += len(frame)
         else:
             counts.update(("row", int(i)) for i in frame.index)
@@ -75,6 +79,8 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     return counts
 
 
+#: The commands whose tuned rate is bracketed (`otod.core.bracket`).
+BRACKETED = ("condition", "depth")
 #: The command the fast suite runs (the cheapest: about 3 s on 2 quiet cores); the others, 4-130 s each (on a loaded
 #: 2-core machine at the top), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
 FAST = ("noise-exact",)
@@ -89,6 +95,8 @@ def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, mo
     assert "figure:" in result.output
     assert_selected_once(counts)
     assert counts["column builds"] == 1 and counts["frames"] == 1, counts
+    # the bracket's search (condition and depth) reads the sweep's records once when no choice is on an edge
+    assert (counts["search records selected"] > 0) == (name in BRACKETED), counts
     if simulated:  # the exact curve beside the measurement: the analysis's theory, made once
         assert counts["theory records selected"] > 0 and counts["theory column builds"] == 1, counts
     else:
