@@ -1,5 +1,7 @@
-"""The learning rate bracketed: where a point's best rate sits on the edge of the grid tried, the sweep tries the
-next rate beyond it, at the same log spacing, until the choice is inside the rates tried or at a true limit.
+"""The learning rate, and β, bracketed: where a point's best rate sits on the edge of the grid tried, the sweep
+tries the next rate beyond it, at the same log spacing, until the choice is inside the rates tried or at a true
+limit; where its best β (heavy-ball's momentum, an EMA's decay) is the largest of the list tried, it tries the
+next β towards 1, at the list's spacing in log(1 − β), down to the float precision's limit.
 
 **Why.** A tuned count is a minimum over the rates tried; a minimum on the grid's edge is only an upper bound on
 the optimum's count, and a law fitted through such points measures the grid, not the obstacle. The noise sweeps'
@@ -19,11 +21,20 @@ choice is at the method's stability limit (`otod.core.analysis.lr_places`): no l
 **Runs made once.** A lane's record depends only on the sweep's settings and its point (`otod.core.reuse`), so
 the extension's lanes are exactly the lanes a grid holding those rates would have run there. They join the same
 results file, after the sweep's own records (which stay byte for byte as they were, each chunk under its own
-checksum), with ``meta["lr_bracket"]``: the records the plan made (``planned_records``, all that
+checksum), with ``meta["bracket"]``: the records the plan made (``planned_records``, all that
 `otod.core.reuse` shares with another sweep), the steps allowed, the lanes added and the runs. The rounds'
 small sweeps are written beside it (``<file>.bracket/``), so an interrupted bracket resumes from them, and are
 removed once merged. The same command reads the merged file back: its choices are off their edges, or at the
 steps' end, so nothing runs again.
+
+**β towards 1** (`beta_ladder`, the simulated noise sweeps: `otod.noise.runner`): β's stable range is [0, 1)
+(Polyak 1964), and at small batch the best memory 1/(1 − β) is a few percent of the run, far past a list's 0.999
+(the exact NQM's search finds the EMA's best at 1 − β ≈ 5.6·10⁻⁶ at B = 1, `otod.noise.search`). Where a point's
+chosen β is the largest tried (with a finite median), the next β of the ladder runs at every rate of the grid,
+as the sweep would have run it had its list held it; the ladder continues the list's last ratio of 1 − β (half a
+decade for the default list) while 1 − β ≥ `beta_floor`, where the run's floats still hold 1 − β to 1.2%
+(10⁻¹⁴ in float64, as the exact search's floor; 10⁻⁵ in float32, the simulator's default precision). A choice on
+the floor is at β's true limit.
 
 **Who brackets.** The default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to
 3·1.36¹² ≈ 122 times the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is
@@ -91,11 +102,11 @@ def applies(config: SweepConfig) -> bool:
 
 def lr_given(meta: dict) -> bool:
     """Whether a results file's rates end where the user's list does (`otod.core.analysis.LIST_END`): a grid
-    other than the default, not extended (no ``lr_bracket`` steps). Otherwise an edge is a default grid's end,
+    other than the default, not extended (no ``bracket`` lr steps). Otherwise an edge is a default grid's end,
     or where the extension stopped (`otod.core.analysis.GRID_END`)."""
     config = meta.get("config") or {}
     grid = tuple(float(v) for v in config.get("lr_grid", DEFAULT_LR_GRID))
-    return grid != DEFAULT_LR_GRID and not (meta.get("lr_bracket") or {}).get("steps", 0)
+    return grid != DEFAULT_LR_GRID and not (meta.get("bracket") or {}).get("lr_steps", 0)
 
 
 def ladder(grid: tuple[float, ...], side: int, steps: int) -> list[float]:
@@ -109,12 +120,41 @@ def ladder(grid: tuple[float, ...], side: int, steps: int) -> list[float]:
     return [float(end * ratio ** k) for k in range(1, steps + 1)]
 
 
+#: The relative error a float's resolution near 1 may leave in 1 − β: float64's at 1 − β = 10⁻¹⁴ (2⁻⁵³/10⁻¹⁴ =
+#: 1.1%), where the noise search's β lattice ends (`otod.noise.search.BETA_FLOOR`).
+BETA_RESOLUTION = 0.012
+
+
+def beta_floor(x64: bool) -> float:
+    """The smallest 1 − β a run resolves to `BETA_RESOLUTION`: the floats just below 1 lie ε/2 apart (2⁻⁵³ in
+    float64, 2⁻²⁴ in float32), so 1 − β ≥ (ε/2)/1.2%: 9.3·10⁻¹⁵ in float64, 5.0·10⁻⁶ in float32 (a float32 lane's β
+    is a float32: beyond it neighbouring β round onto the same few floats)."""
+    return float(np.finfo(np.float64 if x64 else np.float32).eps) / 2 / BETA_RESOLUTION
+
+
+def beta_ladder(betas: tuple[float, ...], floor: float) -> list[float]:
+    """The β beyond a list's largest towards 1, at the list's own spacing in log(1 − β) (the ratio of its last two
+    1 − β), each computed from the end: 1 − (1 − β_end)·r^(−k), while 1 − β ≥ ``floor`` (`beta_floor`). For the
+    noise sweeps' default list (… 0.997, 0.999: half a decade) 1 − β = 10^(−3.5), 10⁻⁴, … down to 10⁻¹⁴ in float64,
+    10⁻⁵ in float32."""
+    values = sorted(set(betas))
+    if len(values) < 2 or values[-1] >= 1.0:
+        return []
+    gap, ratio = 1.0 - values[-1], (1.0 - values[-2]) / (1.0 - values[-1])
+    out, k = [], 1
+    while gap / ratio ** k >= floor and k <= 1000:
+        out.append(float(1.0 - gap / ratio ** k))
+        k += 1
+    return out
+
+
 class Request(NamedTuple):
-    """One lane group to run: a method at a point (axis name → the value its records hold), at one rate."""
+    """One lane group to run: a method at a point (axis name → the value its records hold; β the one to run), at
+    one rate (None: every rate of the sweep's grid, for a new β)."""
 
     method: str
     point: tuple[tuple[str, Any], ...]
-    rate: float
+    rate: float | None
 
 
 def search_frame(records: list[dict], axes: tuple[str, ...]):
@@ -128,10 +168,13 @@ def search_frame(records: list[dict], axes: tuple[str, ...]):
     return frame
 
 
-def requests(config: SweepConfig, records: list[dict], steps: int) -> tuple[list[Request], int]:
+def requests(config: SweepConfig, records: list[dict], steps: int,
+             betas: tuple[float, ...] = ()) -> tuple[list[Request], int]:
     """The next round's lanes (`Request`s) and how many choices sit on an edge they may not leave (the steps are
     used up): every (method, point) whose chosen rate is on the edge of the rates tried at its β (the analysis's
-    rule, `otod.core.analysis.chosen`), with the next rate beyond that edge not yet tried."""
+    rule, `otod.core.analysis.chosen`), with the next rate beyond that edge not yet tried; and, with ``betas``
+    (`beta_ladder`), every (method that reads β, point) whose chosen β is the largest tried, with the next of
+    ``betas`` not yet tried, at every rate of the grid."""
     from otod.core import analysis
 
     axes = tuple(n for n, _ in config.axes)
@@ -139,9 +182,12 @@ def requests(config: SweepConfig, records: list[dict], steps: int) -> tuple[list
     point = [n for n in axes if n != "beta"]
     out, stuck = [], 0
     for cube in analysis.cubes(frame, point, "method"):
-        if not config.tuned(cube.series):
-            continue
         choice = analysis.chosen(cube)
+        if betas and "beta" in axes and "beta" not in (config.kind.ignores(cube.series) if config.kind.ignores
+                                                       else ()):
+            out += beta_requests(cube, choice, axes, betas)
+        if steps <= 0 or not config.tuned(cube.series):
+            continue
         for i in np.flatnonzero(choice.lr_on_edge):
             j = choice.index[i]
             rate, beta = float(cube.rates[j]), float(cube.betas[j])
@@ -156,6 +202,21 @@ def requests(config: SweepConfig, records: list[dict], steps: int) -> tuple[list
                 values["beta"] = beta
             out.append(Request(cube.series, tuple((n, values[n]) for n in axes), beyond[0]))
     return out, stuck
+
+
+def beta_requests(cube, choice, axes: tuple[str, ...], betas: tuple[float, ...]) -> list[Request]:
+    """`requests` of β: where the chosen β is the largest tried at its point (with a finite median), the next of
+    ``betas`` above it not yet tried there."""
+    out = []
+    for i in np.flatnonzero(choice.beta_on_edge):
+        beta = float(cube.betas[choice.index[i]])
+        tried = cube.betas[cube.tried[i]]
+        beyond = [b for b in betas if b > beta and b not in set(tried.tolist())]
+        if beta < tried.max() or not beyond:
+            continue
+        values = {n: cube.points[n].iloc[i] for n in axes if n != "beta"}
+        out.append(Request(cube.series, tuple((n, beyond[0] if n == "beta" else values[n]) for n in axes), None))
+    return out
 
 
 def sub_configs(config: SweepConfig, wanted: list[Request]) -> list[SweepConfig]:
@@ -175,7 +236,8 @@ def sub_configs(config: SweepConfig, wanted: list[Request]) -> list[SweepConfig]
         code = lambda n, v: float(kind.axis(n).code(v))  # noqa: E731  records hold a coded axis's names
         sub_axes = tuple((n, tuple(sorted(code(n, v) for v in listed_values)) if n == listed
                           else (code(n, dict(others)[n]),)) for n in axes)
-        out.append(dataclasses.replace(config, axes=sub_axes, methods=(method,), lr_grid=(rate,),
+        out.append(dataclasses.replace(config, axes=sub_axes, methods=(method,),
+                                       lr_grid=config.lr_grid if rate is None else (rate,),
                                        max_iters=config.resolved_max_iters, x64=config.resolved_x64))
     return out
 
@@ -185,14 +247,15 @@ def side_folder(path: Path) -> Path:
     return path.with_name(path.name + ".bracket")
 
 
-def merged(results: results_io.Results, runs: list[results_io.Results], steps: int, rounds: int,
+def merged(results: results_io.Results, runs: list[results_io.Results], said: dict, rounds: int,
            lanes: int) -> results_io.Results:
     """The results file with the rounds' records after its own (its chunks, and their checksums, as they were;
-    each run's chunks after them under ``bracket/<n>/``), ``meta["lr_bracket"]`` saying what was added."""
+    each run's chunks after them under ``bracket/<n>/``), ``meta["bracket"]`` saying what was added (``said``:
+    the bracket's settings, ``lr_steps`` and ``beta_floor``)."""
     from otod.core.columns import table_of
 
     meta = {k: v for k, v in results.meta.items() if k not in ("meta_sha256", "record_count", "read_back")}
-    before = dict(meta.get("lr_bracket") or {})
+    before = dict(meta.get("bracket") or {})
     planned = before.get("planned_records", len(results))
     offset = len(before.get("runs", []))
     records = list(results.records)
@@ -202,31 +265,32 @@ def merged(results: results_io.Results, runs: list[results_io.Results], steps: i
         records += run.records
         chunks += [{**c, "key": f"bracket/{n}/{c['key']}"} for c in run.meta.get("chunks", [])]
         config = run.meta["config"]
-        described.append({"method": config["methods"][0], "rate": config["lr_grid"][0], "axes": config["axes"],
+        described.append({"method": config["methods"][0], "lr_grid": config["lr_grid"], "axes": config["axes"],
                           "lanes": len(run)})
     meta["chunks"] = chunks
-    meta["lr_bracket"] = {"steps": steps, "planned_records": planned, "rounds": before.get("rounds", 0) + rounds,
-                          "lanes": before.get("lanes", 0) + lanes, "runs": described}
+    meta["bracket"] = {**said, "planned_records": planned, "rounds": before.get("rounds", 0) + rounds,
+                       "lanes": before.get("lanes", 0) + lanes, "runs": described}
     table = table_of(records)
     results_io.save(results.path, meta, records, table=table)
     return results_io.load(results.path)
 
 
-def bracket(config: SweepConfig, results: results_io.Results, steps: int, *,
+def bracket(config: SweepConfig, results: results_io.Results, steps: int, *, betas: tuple[float, ...] = (),
             progress: Callable[[dict], None] | None = None, yes: bool = False) -> results_io.Results:
-    """Extend the sweep's rates round by round until no choice sits on an edge it may leave (module
-    docstring); the results file (merged, where any lane ran) read back. ``steps`` 0, or no tuned rate: as it
-    is."""
+    """Extend the sweep's rates (``steps`` beyond each end) and β (through ``betas``, `beta_ladder`) round by round
+    until no choice sits on an edge it may leave (module docstring); the results file (merged, where any lane ran)
+    read back. Nothing to extend (``steps`` 0 or no tuned rate, and no ``betas``): as it is."""
     from otod.core.sweep import run_sweep
 
-    if steps <= 0 or not applies(config) or results.path is None:
+    steps = steps if applies(config) else 0
+    if (steps <= 0 and not betas) or results.path is None:
         return results
     folder = side_folder(results.path)
     records = list(results.records)
     runs: list[results_io.Results] = []
     rounds = 0
     while True:
-        wanted, _ = requests(config, records, steps)
+        wanted, _ = requests(config, records, steps, tuple(betas))
         if not wanted:
             break
         rounds += 1
@@ -236,7 +300,8 @@ def bracket(config: SweepConfig, results: results_io.Results, steps: int, *,
             records += run.records
     if not runs:
         return results
-    out = merged(results, runs, steps, rounds, sum(len(r) for r in runs))
+    said = {"lr_steps": steps, **({"beta_floor": 1.0 - max(betas)} if betas else {})}
+    out = merged(results, runs, said, rounds, sum(len(r) for r in runs))
     shutil.rmtree(folder, ignore_errors=True)
     return out
 
@@ -270,7 +335,7 @@ def place_lines(summary, symbol: str, meta: dict, reads_beta=None, lr: bool = Tr
     """What a report says of where the choices lie (``summary``: `otod.core.analysis.summary` rows, with
     ``lr_place`` and ``beta_place``; ``reads_beta``: the rows whose method reads β, default none): how many
     chosen rates are interior, which sit at a true limit (the next rate diverged) or on an end, and what the
-    bracket ran (``meta["lr_bracket"]``); ``lr`` False: of β alone (no rate was tuned)."""
+    bracket ran (``meta["bracket"]``); ``lr`` False: of β alone (no rate was tuned)."""
     from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
 
     if not len(summary) or "lr_place" not in summary:
@@ -291,8 +356,8 @@ def _lr_lines(summary, symbol: str, meta: dict) -> list[str]:
     """`place_lines` of the rate."""
     from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
 
-    bracket_meta = meta.get("lr_bracket") or {}
-    steps = bracket_meta.get("steps", 0)
+    bracket_meta = meta.get("bracket") or {}
+    steps = bracket_meta.get("lr_steps", 0)
     place = summary["lr_place"].to_numpy(object)
     lines = [f"lr* (the chosen rate) lies inside the rates tried at {int((place == INTERIOR).sum())} of "
              f"{len(place)} points" + (f"; {bracket_meta['lanes']} lanes ran at rates beyond --lr-grid "

@@ -48,7 +48,7 @@ def test_the_default_grid_is_bracketed_and_a_given_one_tried_as_given():
     assert bracket.default_steps(condition_config(lr_grid=(0.5, 1.0))) == 0
     given = {"config": {"lr_grid": [0.5, 1.0]}}
     assert bracket.lr_given(given) and not bracket.lr_given({"config": {"lr_grid": list(DEFAULT_LR_GRID)}})
-    assert not bracket.lr_given({**given, "lr_bracket": {"steps": 3}})  # extended: its end is not the user's
+    assert not bracket.lr_given({**given, "bracket": {"lr_steps": 3}})  # extended: its end is not the user's
     with pytest.raises(OtodError, match="--lr-extend 2: only a rate tuned"):
         from otod.condition.options import condition_sweep
 
@@ -145,7 +145,7 @@ def test_gd_beyond_its_grid_finds_the_optimal_step_two_over_mu_plus_L(tmp_path):
 
     (path,) = (tmp_path / "b").glob("condition-*.parquet")
     meta = load(path).meta
-    assert meta["lr_bracket"]["lanes"] == 10 and meta["lr_bracket"]["planned_records"] == 10
+    assert meta["bracket"]["lanes"] == 10 and meta["bracket"]["planned_records"] == 10
     assert not list((tmp_path / "b").glob("*.bracket"))  # the rounds' files merged and removed
     # another sweep beside it takes κ = 9's grid lanes from it (otod.core.reuse), never the bracket's other rates
     wider = CliRunner().invoke(otod_main(), TWO_POINT[:3] + ["4,9"] + TWO_POINT[4:] + grid
@@ -179,4 +179,76 @@ def test_a_choice_inside_the_default_grid_runs_no_extension(tmp_path):
     from otod.core.results import load
 
     (path,) = tmp_path.glob("condition-*.parquet")
-    assert "lr_bracket" not in load(path).meta
+    assert "bracket" not in load(path).meta
+
+
+# -- β towards 1 (the simulated noise sweeps) ------------------------------------------------------------------
+
+
+def test_beta_floor_is_where_a_float_resolves_one_minus_beta_to_a_percent():
+    assert bracket.beta_floor(True) == pytest.approx(2.0 ** -53 / bracket.BETA_RESOLUTION)  # 9.3e-15
+    assert bracket.beta_floor(False) == pytest.approx(2.0 ** -24 / bracket.BETA_RESOLUTION)  # 5.0e-6
+    # the float just below 1 - floor is within 1.2% of it in 1 - β, in the run's precision
+    for x64, dtype in ((True, np.float64), (False, np.float32)):
+        floor = bracket.beta_floor(x64)
+        assert abs((1.0 - float(dtype(1.0 - floor))) / floor - 1) <= bracket.BETA_RESOLUTION
+
+
+def test_the_beta_ladder_continues_half_decades_down_to_the_floor():
+    from otod.noise.search import DEFAULT_BETAS
+
+    assert max(DEFAULT_BETAS) == 0.999
+    wide = bracket.beta_ladder(DEFAULT_BETAS, bracket.beta_floor(True))
+    narrow = bracket.beta_ladder(DEFAULT_BETAS, bracket.beta_floor(False))
+    gaps = 1.0 - np.asarray(wide)
+    assert len(wide) == 22 and gaps[0] == pytest.approx(10 ** -3.5, rel=1e-9) and gaps[-1] == pytest.approx(1e-14,
+                                                                                                          rel=2e-3)
+    # half a decade apart, as float64 holds 1 - β (to 0.1% at 10^-14: the resolution the floor allows)
+    assert np.allclose(gaps[1:] / gaps[:-1], 10 ** -0.5, rtol=2 * bracket.BETA_RESOLUTION)
+    assert narrow == wide[:4] and 1.0 - narrow[-1] == pytest.approx(1e-5, rel=1e-9)  # float32: 10^-3.5 ... 10^-5
+    assert bracket.beta_ladder((0.0,), 1e-14) == [] and bracket.beta_ladder((0.5, 1.0), 1e-14) == []
+
+
+def test_a_beta_on_the_top_of_the_list_asks_for_the_next_beta_at_every_rate():
+    import otod.noise  # noqa: F401  registers the noise sweeps
+    from otod.noise.options import noise_config
+
+    config, _ = noise_config(batch="1,4", method="sgd,ema", mode="simulate", problem="nqm", dim="10", beta="0,0.9",
+                             seeds=2, lr="tuned", lr_grid="0.5,1")
+    rows = []
+    for method, betas in (("sgd", (0.0,)), ("ema", (0.0, 0.9))):
+        for batch in (1.0, 4.0):
+            for beta in betas:
+                for rate in (0.5, 1.0):
+                    best = (beta == 0.9) if batch == 1.0 else (beta == 0.0)  # B = 1: the top β; B = 4: β = 0
+                    rows += [{"batch": batch, "beta": beta, "dim": 10.0, "method": method, "seed": s,
+                              "lr_multiplier": rate, "learning_rate": rate, "status": "converged",
+                              "iterations": (10 if best else 20) + 5 * (rate == 0.5)} for s in range(2)]
+    ladder = (0.99, 0.999)
+    wanted, _ = bracket.requests(config, rows, 0, ladder)
+    assert wanted == [("ema", (("batch", 1.0), ("beta", 0.99), ("dim", 10.0)), None)]  # sgd reads no β
+    (sub,) = bracket.sub_configs(config, wanted)
+    assert sub.lr_grid == config.lr_grid and sub.values("beta") == (0.99,) and sub.values("batch") == (1.0,)
+    # the next β worse: the choice is inside the β tried, nothing more to run
+    rows += [{**r, "beta": 0.99, "iterations": 30} for r in rows if r["method"] == "ema" and r["batch"] == 1.0
+             and r["beta"] == 0.9]
+    assert bracket.requests(config, rows, 0, ladder) == ([], 0)
+
+
+@pytest.mark.slow
+def test_the_simulated_ema_searches_its_decay_beyond_0999(tmp_path):
+    """The EMA at B = 1 on a 100-dimensional NQM picks the default list's top, 0.999: the simulator tries 1 − β =
+    10^(−3.5) at every rate of its grid (57 rates × 2 seeds), which is worse, so 0.999 is inside the β tried."""
+    result = CliRunner().invoke(otod_main(), ["sweep", "noise", "--mode", "simulate", "--batch", "1", "--dim", "100",
+                                              "--seeds", "2", "--method", "ema", "--no-plot", "--out", str(tmp_path),
+                                              "--json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout.strip().splitlines()[-1])
+    (beta, place), = {(r["beta"], r["beta_place"]) for r in records if r["selected"]}
+    assert (beta, place) == (0.999, "interior")
+    from otod.core.results import load
+
+    (path,) = tmp_path.glob("noise-*.parquet")
+    meta = load(path).meta["bracket"]
+    assert meta["lanes"] == 57 * 2 and meta["beta_floor"] == pytest.approx(1e-5, rel=1e-6)
+    assert {round(1 - r["beta"], 8) for r in records[meta["planned_records"]:]} == {round(10 ** -3.5, 8)}
