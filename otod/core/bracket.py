@@ -366,8 +366,9 @@ def _lr_lines(summary, symbol: str, meta: dict) -> list[str]:
     said = {LIMIT: "at its stability limit (the next larger rate tried diverged on most seeds)",
             LIST_END: "on the end of the --lr-grid given: the best rate may lie beyond it; widen --lr-grid or "
                       "add --lr-extend N",
-            GRID_END: f"on the edge of the rates tried{f' after {steps} steps beyond the grid' if steps else ''}: "
-                      "the best rate may lie beyond; raise --lr-extend"}
+            GRID_END: (f"on the edge of the rates tried after {steps} steps beyond the grid: the best rate may lie "
+                       "beyond; raise --lr-extend" if steps else "on the end of the default grid, tried as given: the "
+                       "best rate may lie beyond it; widen --lr-grid")}
     for where, text in said.items():
         rows = summary[place == where]
         if len(rows):

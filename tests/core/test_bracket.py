@@ -252,3 +252,22 @@ def test_the_simulated_ema_searches_its_decay_beyond_0999(tmp_path):
     meta = load(path).meta["bracket"]
     assert meta["lanes"] == 57 * 2 and meta["beta_floor"] == pytest.approx(1e-5, rel=1e-6)
     assert {round(1 - r["beta"], 8) for r in records[meta["planned_records"]:]} == {round(10 ** -3.5, 8)}
+
+
+def test_the_report_says_where_the_chosen_rates_lie_and_what_the_bracket_ran():
+    import pandas as pd
+
+    summary = pd.DataFrame({"method": ["gd", "gd", "gd", "nesterov"], "value": [1.0, 2.0, 3.0, 3.0],
+                            "lr_place": ["interior", "limit", "grid end", "list end"]})
+    lines = bracket.place_lines(summary, "κ", {"bracket": {"lr_steps": 12, "lanes": 16, "rounds": 2}})
+    assert lines == [
+        "lr* (the chosen rate) lies inside the rates tried at 1 of 4 points; 16 lanes ran at rates beyond --lr-grid "
+        "(--lr-extend 12: up to 12 steps of its end ratio) in 2 rounds",
+        "note: lr* lies at its stability limit (the next larger rate tried diverged on most seeds) (gd at κ = 2)",
+        "warning: lr* lies on the end of the --lr-grid given: the best rate may lie beyond it; widen --lr-grid or add "
+        "--lr-extend N (nesterov at κ = 3)",
+        "warning: lr* lies on the edge of the rates tried after 12 steps beyond the grid: the best rate may lie "
+        "beyond; raise --lr-extend (gd at κ = 3)"]
+    many = pd.DataFrame({"method": "gd", "value": np.arange(1.0, 31.0), "lr_place": "limit"})
+    assert bracket.place_lines(many, "κ", {})[1].endswith("(gd at κ = 1 … 30 (30 values))")
+    assert bracket.place_lines(summary, "κ", {}, lr=False) == []

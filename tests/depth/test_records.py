@@ -182,8 +182,8 @@ def test_the_depth_report_warns_where_a_choice_sits_on_an_edge():
     (group,) = analysis_of(pd.DataFrame(rows), axis="depth", point=("depth", "beta"), n_boot=10).groups
     assert edge_lines(group.summary, "L") == [
         "lr* (the chosen rate) lies inside the rates tried at 3 of 4 points",
-        "warning: lr* lies on the edge of the rates tried: the best rate may lie beyond; raise --lr-extend "
-        "(heavy-ball at L = 2)",
+        "warning: lr* lies on the end of the default grid, tried as given: the best rate may lie beyond it; widen "
+        "--lr-grid (heavy-ball at L = 2)",
         "warning: β* lies on the end of the default β list, 0.999 (heavy-ball at L = 2): the best β may lie beyond "
         "it; widen --beta"]
     (group,) = analysis_of(pd.DataFrame(rows), axis="depth", point=("depth", "beta"), n_boot=10,
