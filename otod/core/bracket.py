@@ -268,8 +268,9 @@ def merged(results: results_io.Results, runs: list[results_io.Results], said: di
         described.append({"method": config["methods"][0], "lr_grid": config["lr_grid"], "axes": config["axes"],
                           "lanes": len(run)})
     meta["chunks"] = chunks
+    seconds = before.get("wall_time_s", 0.0) + sum(float(run.meta.get("wall_time_s") or 0.0) for run in runs)
     meta["bracket"] = {**said, "planned_records": planned, "rounds": before.get("rounds", 0) + rounds,
-                       "lanes": before.get("lanes", 0) + lanes, "runs": described}
+                       "lanes": before.get("lanes", 0) + lanes, "wall_time_s": seconds, "runs": described}
     table = table_of(records)
     results_io.save(results.path, meta, records, table=table)
     return results_io.load(results.path)
@@ -362,7 +363,9 @@ def _lr_lines(summary, symbol: str, meta: dict) -> list[str]:
     lines = [f"lr* (the chosen rate) lies inside the rates tried at {int((place == INTERIOR).sum())} of "
              f"{len(place)} points" + (f"; {bracket_meta['lanes']} lanes ran at rates beyond --lr-grid "
                                        f"(--lr-extend {steps}: up to {steps} steps of its end ratio) in "
-                                       f"{bracket_meta['rounds']} rounds" if bracket_meta.get("lanes") else "")]
+                                       f"{bracket_meta['rounds']} rounds, "
+                                       f"{bracket_meta.get('wall_time_s', 0.0):.3g} s" if bracket_meta.get("lanes")
+                                       else "")]
     said = {LIMIT: "at its stability limit (the next larger rate tried diverged on most seeds)",
             LIST_END: "on the end of the --lr-grid given: the best rate may lie beyond it; widen --lr-grid or "
                       "add --lr-extend N",

@@ -259,10 +259,11 @@ def test_the_report_says_where_the_chosen_rates_lie_and_what_the_bracket_ran():
 
     summary = pd.DataFrame({"method": ["gd", "gd", "gd", "nesterov"], "value": [1.0, 2.0, 3.0, 3.0],
                             "lr_place": ["interior", "limit", "grid end", "list end"]})
-    lines = bracket.place_lines(summary, "κ", {"bracket": {"lr_steps": 12, "lanes": 16, "rounds": 2}})
+    lines = bracket.place_lines(summary, "κ", {"bracket": {"lr_steps": 12, "lanes": 16, "rounds": 2,
+                                                           "wall_time_s": 3.25}})
     assert lines == [
         "lr* (the chosen rate) lies inside the rates tried at 1 of 4 points; 16 lanes ran at rates beyond --lr-grid "
-        "(--lr-extend 12: up to 12 steps of its end ratio) in 2 rounds",
+        "(--lr-extend 12: up to 12 steps of its end ratio) in 2 rounds, 3.25 s",
         "note: lr* lies at its stability limit (the next larger rate tried diverged on most seeds) (gd at κ = 2)",
         "warning: lr* lies on the end of the --lr-grid given: the best rate may lie beyond it; widen --lr-grid or add "
         "--lr-extend N (nesterov at κ = 3)",
