@@ -36,9 +36,12 @@ decade for the default list) while 1 − β ≥ `beta_floor`, where the run's fl
 (10⁻¹⁴ in float64, as the exact search's floor; 10⁻⁵ in float32, the simulator's default precision). A choice on
 the floor is at β's true limit.
 
-**Who brackets.** The default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to
-3·1.36¹² ≈ 122 times the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is
-at the end of the user's list), unless ``--lr-extend N`` asks for steps beyond it too.
+**Who brackets.** The rate: condition and depth sweeps (`otod.condition.report`, `otod.depth.report`; not the
+toy). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to 3·1.36¹² ≈ 122 times
+the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is at the end of the
+user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise and params sweeps
+whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up to 1.1·10⁻³ below
+it, `otod.noise.search`); a --beta list is tried as given.
 """
 
 from __future__ import annotations
@@ -55,8 +58,8 @@ from otod.core.config import DEFAULT_LR_GRID, SweepConfig, default_path
 from otod.core.errors import OtodError
 
 #: Steps beyond each end of the default grid: 0.1/1.362¹² ≈ 2.5·10⁻³ up to 3·1.362¹² ≈ 122 times the reference
-#: step. Measured on `otod sweep depth` and `otod sweep condition --k 1..100 --lr tuned` (defaults): no choice
-#: needs more than one.
+#: step. Measured on `otod sweep depth` and `otod sweep condition --k 1..100 --lr tuned` (defaults): no choice sits
+#: on the grid's edge, so none runs; a choice that needs more than 12 steps is reported on the edge (`GRID_END`).
 DEFAULT_STEPS = 12
 #: The most steps ``--lr-extend`` allows each way (the multiplier's range grows by the end ratio per step).
 MAX_STEPS = 64
