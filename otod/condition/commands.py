@@ -54,11 +54,15 @@ from otod.core.cli import common_sweep_options, echo_report, terminal_progress
               help="Multipliers of the reference step tried by --lr tuned (and, under --lr theory, for adam; "
                    "refused where no method is tuned). Default: 0.1..3:12:log and 1. "
                    "E.g. --lr-grid 0.01..4:20:log")
+@click.option("--lr-extend", default=None,
+              help="Steps beyond each end of --lr-grid (at its end's log spacing) tried where the best rate sits "
+                   "on that end, until it is inside the rates tried or the next one diverges. Default: 12 for the "
+                   "default grid, 0 (tried as given) for a given --lr-grid. E.g. --lr-extend 4")
 @click.option("--full", is_flag=True, help="Print every κ in the table, not a log-spaced selection. E.g. --full")
 @common_sweep_options
 def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, perturbation, damping, tol, ladder,
-                    check_every, max_iters, seeds, seed, lr, lr_grid, x64, out, no_plot, pdf, as_json, full,
-                    chunk_seconds, yes):
+                    check_every, max_iters, seeds, seed, lr, lr_grid, lr_extend, x64, out, no_plot, pdf, as_json,
+                    full, chunk_seconds, yes):
     """Iterations to tolerance vs condition number κ (the conditioning obstacle).
 
     \b
@@ -76,12 +80,15 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
         perturbation=perturbation, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
         max_iters=max_iters, seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
         lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None else chunk_seconds, given=given)
+    from otod.core.bracket import lr_extend_option
+
+    steps = lr_extend_option(given, lr_extend, config)
     check_resources(config, yes, "fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")
     from otod.condition.report import sweep_and_report  # after the options are checked: it imports JAX
 
     with quiet_numerics():
         report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
-                                  yes=yes, pdf=pdf)
+                                  yes=yes, pdf=pdf, lr_extend=steps)
     echo_report(report, as_json)
 
 

@@ -22,7 +22,7 @@ def fit_range(kappas) -> float | None:
 
 
 def analysis_of(frame: pd.DataFrame, *, point=("kappa",), static=(), preds=None, tol: float | None = None,
-                config=None, n_boot: int = 1000) -> Analysis:
+                config=None, n_boot: int = 1000, given=()) -> Analysis:
     """The analysis of a condition sweep's records (at one rung): per static point, each method's chosen rate
     per κ and its power law over `fit_range`, with the theory's exponents where ``preds`` (the sweep's
     `otod.condition.predictions.Predictions`) apply: the asymptotic one, and the slope of the exact counts (or of
@@ -31,17 +31,19 @@ def analysis_of(frame: pd.DataFrame, *, point=("kappa",), static=(), preds=None,
 
     fit = power_law_fitter("kappa", theory.exponent if preds else None, preds.slope if preds else None)
     return analyse(frame, point=point, axis="kappa", by=static, statistic=lambda kappas: power_law(fit_range(kappas)),
-                   fit=fit, tol=tol, theory=preds, config=config, n_boot=n_boot)
+                   fit=fit, tol=tol, theory=preds, config=config, n_boot=n_boot, given=given)
 
 
 def condition_analysis(results, tol: float | None = None) -> Analysis:
     """The sweep's analysis at ``tol`` (default: its own tol; another rung of its ladder is read from the
     recorded first hits), with its theory: what the table, the fits, the figure and ``otod fit`` read."""
     from otod.condition.predictions import predictions
+    from otod.core.bracket import lr_given
 
     config, tol, frame = frame_at(results, tol)
     return analysis_of(frame, point=tuple(n for n, _ in config.axes), static=config.static_axes,
-                       preds=predictions(results.meta, tol), tol=tol, config=config)
+                       preds=predictions(results.meta, tol), tol=tol, config=config,
+                       given=("lr",) if lr_given(results.meta) else ())
 
 
 def coordinate_wise_note(config) -> str | None:
@@ -53,10 +55,3 @@ def coordinate_wise_note(config) -> str | None:
                 "in the eigen basis, where a diagonal preconditioner is exact: use --basis rotated to see them "
                 "meet conditioning")
     return None
-
-
-def edge_points(summary: pd.DataFrame) -> list[tuple[str, float]]:
-    """The (method, κ) points whose chosen rate lies on the edge of the lr grid, sorted (``summary``: a group's
-    `otod.core.analysis.summary` rows)."""
-    on = summary[summary["lr_on_edge"]] if len(summary) else summary
-    return sorted(zip(on["method"].tolist(), on["value"].tolist())) if len(on) else []

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Callable
 
 from otod.condition.bill import iteration_flops, setup_costs
-from otod.condition.records import condition_analysis, coordinate_wise_note, edge_points
+from otod.condition.records import condition_analysis, coordinate_wise_note
 from otod.core import results as results_io
 from otod.core.analysis import Analysis
+from otod.core.bracket import place_lines
 from otod.core.report import Report, fit_table, sweep_header, sweep_table
 
 
@@ -47,12 +48,9 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
                     "seeds that re-chooses the rate in every resample:" if low else "fitted scaling laws over every "
                     "κ (fewer than 3 values ≥ 10); 95% CI from a bootstrap over seeds that re-chooses the rate in "
                     "every resample:")
-        edge = edge_points(group.summary)
-        warn = []
-        if edge:
-            methods = sorted({m for m, _ in edge})
-            warn = [f"warning: the chosen rate lies on the edge of --lr-grid at {len(edge)} (κ, method) points "
-                    f"({', '.join(methods)}): the best rate may lie beyond the grid; widen --lr-grid", ""]
+        tuned_rows = group.summary[group.summary["method"].isin(tuned)] if tuned else group.summary.iloc[:0]
+        warn = place_lines(tuned_rows, "κ", results.meta)
+        warn += [""] if warn else []
         note = coordinate_wise_note(config)
         parts += ([group.heading, ""] if group.heading else []) + [table, ""] + warn + ([note, ""] if note else []) + [
             fit_head, fit_table(group.fits, "κ", preds.slope_of if preds else "theory"), ""]
@@ -74,12 +72,14 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
-                     progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False
-                     ) -> Report:
+                     progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False,
+                     lr_extend: int | None = None) -> Report:
     """Run (resume, or read back) a sweep through the one pipeline (`otod.core.pipeline.sweep`), with the FLOPs of
     one iteration of each method and the theory's exact counts stored in the file (so a later ``otod fit`` reads
-    them), then report and plot."""
+    them), then report and plot. A tuned rate is bracketed (`otod.core.bracket`: ``lr_extend`` steps beyond each
+    end of the grid; None: the default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid)."""
     from otod.condition.bill import flops_per_iteration, setup_flops
+    from otod.core.bracket import bracketed_run
     from otod.core.pipeline import sweep
 
     def bill() -> dict:
@@ -96,4 +96,4 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
                 **({"exact_medians": exact} if exact else {})}
 
     return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf,
-                 extra_meta=bill)
+                 extra_meta=bill, run=bracketed_run(lr_extend))

@@ -227,6 +227,29 @@ def edges(cube: Cube, chosen: np.ndarray, finite: np.ndarray) -> tuple[np.ndarra
     return lr_edge & finite, beta_edge & finite
 
 
+def lr_places(choice: "Choice", given: bool = False) -> np.ndarray:
+    """Where each point's chosen rate lies among the rates tried at its β (`PLACES`): on an edge (``lr_on_edge``),
+    the end of the user's list (``given``: `LIST_END`) or of a grid tried as given, or where its extension
+    stopped (`GRID_END`); inside, at a true limit (`LIMIT`) where the next larger rate tried diverged on more
+    than half its seeds (no larger step is stable: `otod.core.bracket`), else `INTERIOR`."""
+    cube = choice.cube
+    rate, beta = cube.rates[choice.index], cube.betas[choice.index]
+    above = cube.tried & (cube.betas[None, :] == beta[:, None]) & (cube.rates[None, :] > rate[:, None])
+    nearest = np.argmin(np.where(above, cube.rates[None, :], np.inf), axis=-1)
+    status = np.take_along_axis(cube.status, nearest[:, None, None], 1)[:, 0]
+    ran = (status != "").sum(-1)
+    diverged = above.any(-1) & (2 * (status == "diverged").sum(-1) > ran)
+    return np.where(choice.lr_on_edge, LIST_END if given else GRID_END, np.where(diverged, LIMIT, INTERIOR))
+
+
+def beta_places(choice: "Choice", given: bool = False) -> np.ndarray:
+    """Where each point's chosen β lies among the β tried (`PLACES`): β = 0 on the lower edge is its true limit
+    (`LIMIT`); the upper edge is the end of the user's list (``given``: `LIST_END`) or of a default list tried as
+    given (`GRID_END`); else `INTERIOR`."""
+    beta = choice.cube.betas[choice.index]
+    return np.where(choice.beta_on_edge, np.where(beta == 0.0, LIMIT, LIST_END if given else GRID_END), INTERIOR)
+
+
 def censored_medians(y: np.ndarray, lower: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Medians over the last axis with lanes in ``lower`` counted as +∞ (at least their value), NaN ignored;
     returns (median, whether it is only a lower bound). A lower-bound median is reported as the smallest
@@ -268,19 +291,22 @@ def chosen(cube: Cube) -> Choice:
     return Choice(cube, index, median, bound, lr_edge, beta_edge)
 
 
-def chosen_rows(frame: pd.DataFrame, choices: Sequence[Choice]) -> pd.DataFrame:
+def chosen_rows(frame: pd.DataFrame, choices: Sequence[Choice], given: Sequence[str] = ()) -> pd.DataFrame:
     """The records at the chosen settings of ``choices`` (one per seed and point, in frame order), with
-    ``lr_on_edge`` and ``beta_on_edge`` set on them."""
+    ``lr_on_edge`` and ``beta_on_edge`` set on them, and where the choice lies (``lr_place``, ``beta_place``:
+    `lr_places`, `beta_places`; ``given``: the settings, "lr" or "beta", whose values the user listed)."""
     n = len(frame)
     keep, lr_flag, beta_flag = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    lr_at, beta_at = np.full(n, INTERIOR, object), np.full(n, INTERIOR, object)
     for choice in choices:
         rows = choice.at_choice(choice.cube.row)
         ran = rows >= 0
         take = rows[ran]
         keep[take] = True
-        lr_flag[take] = np.broadcast_to(choice.lr_on_edge[:, None], rows.shape)[ran]
-        beta_flag[take] = np.broadcast_to(choice.beta_on_edge[:, None], rows.shape)[ran]
-    return frame.assign(lr_on_edge=lr_flag, beta_on_edge=beta_flag)[keep]
+        for out, values in ((lr_flag, choice.lr_on_edge), (beta_flag, choice.beta_on_edge),
+                            (lr_at, lr_places(choice, "lr" in given)), (beta_at, beta_places(choice, "beta" in given))):
+            out[take] = np.broadcast_to(values[:, None], rows.shape)[ran]
+    return frame.assign(lr_on_edge=lr_flag, beta_on_edge=beta_flag, lr_place=lr_at, beta_place=beta_at)[keep]
 
 
 def select(frame: pd.DataFrame, point: Sequence[str], series: str = "method") -> pd.DataFrame:
@@ -546,9 +572,11 @@ def chosen_learning_rates(frame: pd.DataFrame, choice: Choice) -> np.ndarray:
     return nan_median(np.where(row >= 0, lr[np.maximum(row, 0)], np.nan))
 
 
-def summary(choice: Choice, axis: str) -> pd.DataFrame:
+def summary(choice: Choice, axis: str, given: Sequence[str] = ()) -> pd.DataFrame:
     """Per point of one series: the median over seeds at the chosen setting (``lower_bound`` where it is only
-    that), quartiles of the converged counts, counts by status, the chosen rate and β, and the edge flags."""
+    that), quartiles of the converged counts, counts by status, the chosen rate and β, the edge flags, and where
+    the choice lies (``lr_place``, ``beta_place``: `lr_places`, `beta_places`; ``given``: the settings, "lr" or
+    "beta", whose values the user listed)."""
     cube = choice.cube
     count, _, status = choice.lanes()
     converged = status == "converged"
@@ -560,7 +588,8 @@ def summary(choice: Choice, axis: str) -> pd.DataFrame:
         "q25": q25, "q75": q75, "converged": converged.sum(1), "censored": (status == "censored").sum(1),
         "stalled": (status == "stalled").sum(1), "diverged": (status == "diverged").sum(1),
         "rate": cube.rates[choice.index], "beta": cube.betas[choice.index], "lr_on_edge": choice.lr_on_edge,
-        "beta_on_edge": choice.beta_on_edge})
+        "beta_on_edge": choice.beta_on_edge, "lr_place": lr_places(choice, "lr" in given),
+        "beta_place": beta_places(choice, "beta" in given)})
 
 
 # -- one sweep's analysis, computed once per command ----------------------------------------------------------
@@ -636,13 +665,14 @@ def analyse(frame: pd.DataFrame, *, point: Sequence[str], axis: str,
             fit: Callable[[str, Bootstrap, Statistic, pd.DataFrame], Any] | None = None, by: Sequence[str] = (),
             series: str = "method", heading: Callable[[Sequence[str], tuple], str] = heading_of,
             tol: float | None = None, theory: Any = None, config: Any = None, n_boot: int = 1000,
-            seed: int = 0) -> Analysis:
+            seed: int = 0, given: Sequence[str] = ()) -> Analysis:
     """The analysis of records (one frame, at one rung: `at_rung`): one group per value of the ``by`` fields
     (sorted), in each one `Cube` per series over the ``point`` fields, the chosen settings, their summaries
     along ``axis``, and the bootstrap of ``statistic(x)`` (x: the group's sorted axis values; the statistic may
     depend on them, e.g. a fit range), read by ``fit(name, bootstrap, statistic, summary)`` (the series' summary
     rows, with ``learning_rate``, the chosen absolute step, where the records carry one). ``n_boot`` 0: the
-    choice and medians alone, no interval. Every record passes through one selection here (`cubes`, `chosen`):
+    choice and medians alone, no interval. ``given``: the settings ("lr", "beta") whose values the user listed,
+    so a choice on their end is at a list's end (`lr_places`, `beta_places`). Every record passes through one selection here (`cubes`, `chosen`):
     a command makes one `Analysis`, so it selects once."""
     by = [f for f in by if f in frame]
     if by and len(frame):
@@ -655,11 +685,11 @@ def analyse(frame: pd.DataFrame, *, point: Sequence[str], axis: str,
         found = []
         for cube in cubes(rows, point, series) if len(rows) else []:
             boot = bootstrap(cube, axis, stat, n_boot=n_boot, seed=seed)
-            rows_summary = summary(boot.choice, axis)
+            rows_summary = summary(boot.choice, axis, given)
             if "learning_rate" in rows:
                 rows_summary = rows_summary.assign(learning_rate=chosen_learning_rates(rows, boot.choice))
             found.append(SeriesAnalysis(cube.series, boot, rows_summary,
                                         fit(cube.series, boot, stat, rows_summary) if fit else None))
-        picked = chosen_rows(rows, [s.choice for s in found]) if found else rows.iloc[:0]
+        picked = chosen_rows(rows, [s.choice for s in found], given) if found else rows.iloc[:0]
         groups.append(Group(heading(by, key) if by else "", key, stat, tuple(found), picked))
     return Analysis(axis, tol, tuple(groups), theory, config)

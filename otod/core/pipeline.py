@@ -38,16 +38,20 @@ def present(results, *, tol: float | None = None, full: bool = False, text: bool
 
 def marked_records(report: Report) -> list[dict]:
     """The records as ``--json`` prints them: each with ``selected`` (at its point's chosen setting),
-    ``lr_on_edge`` and ``beta_on_edge``, read off the one analysis (its chosen records, by their row in the
-    results), so the marks are written once, from the analysis, and never by the sweep."""
+    ``lr_on_edge`` and ``beta_on_edge``, and at a chosen setting where it lies (``lr_place``, ``beta_place``:
+    interior, limit, list end or grid end, `otod.core.analysis.lr_places`), read off the one analysis (its
+    chosen records, by their row in the results), so the marks are written once, from the analysis, and never by
+    the sweep."""
     records = report.results.records
     chosen = getattr(report.analysis, "chosen", None)
     if chosen is None:
         return records
     flags = {int(i): (bool(lr), bool(beta)) for i, lr, beta in
              zip(chosen.index, chosen["lr_on_edge"].to_numpy(bool), chosen["beta_on_edge"].to_numpy(bool))}
+    places = ({int(i): {"lr_place": lr, "beta_place": beta} for i, lr, beta in
+               zip(chosen.index, chosen["lr_place"], chosen["beta_place"])} if "lr_place" in chosen else {})
     return [{**r, "selected": i in flags, "lr_on_edge": flags.get(i, (False, False))[0],
-             "beta_on_edge": flags.get(i, (False, False))[1]} for i, r in enumerate(records)]
+             "beta_on_edge": flags.get(i, (False, False))[1], **places.get(i, {})} for i, r in enumerate(records)]
 
 
 def sweep(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,

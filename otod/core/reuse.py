@@ -87,12 +87,16 @@ def matching_files(folder: Path, sweep: str, settings: dict, environment: dict, 
 
 
 def gather(config, files: list[Path]) -> Pool:
-    """The records of ``files`` (each verified as it loads), by point; the first file holding a point gives it."""
+    """The records of ``files`` (each verified as it loads), by point; the first file holding a point gives it.
+    Only the records a file's own plan made: those a bracket added after them (``meta["bracket"]``,
+    `otod.core.bracket`) are at other rates than the file's grid."""
     records: dict[tuple, list[dict]] = {}
     source: dict[tuple, Path] = {}
     for path in files:
         mine: dict[tuple, list[dict]] = {}
-        for r in results_io.load(path).records:
+        loaded = results_io.load(path)
+        planned = (loaded.meta.get("bracket") or {}).get("planned_records", len(loaded))
+        for r in loaded.records[:planned]:
             mine.setdefault(record_key(r, config.static_axes, config.traced_axes), []).append(r)
         for key, rows in mine.items():
             if key not in records:

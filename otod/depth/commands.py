@@ -45,8 +45,9 @@ def _common(methods: str):
     return add
 
 
-def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
-    """Check --out and the estimate (``smaller``: the options that shrink this sweep), then run and print."""
+def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str, lr_extend: int | None = None):
+    """Check --out and the estimate (``smaller``: the options that shrink this sweep), then run and print
+    (``lr_extend``: the rate's bracket, `otod.core.bracket`; None: its default)."""
     from otod.core.preflight import check_resources, quiet_numerics
 
     check_resources(config, yes, smaller)
@@ -54,7 +55,7 @@ def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
 
     with quiet_numerics():
         report = sweep_and_report(config, out_dir=out, plot=not no_plot, full=full, progress=terminal_progress(),
-                                  yes=yes, pdf=pdf)
+                                  yes=yes, pdf=pdf, lr_extend=lr_extend)
     echo_report(report, as_json)
 
 
@@ -90,11 +91,15 @@ def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str):
               help="Output dimension d_out: W_L ∈ R^(d_out×n). Default: the width. E.g. --d-out 8")
 @click.option("--damping", default="1e-3", show_default=True,
               help="KFAC damping λ ≥ 0 (only with kfac in --method). E.g. --damping 1e-4")
+@click.option("--lr-extend", default=None,
+              help="Steps beyond each end of --lr-grid (at its end's log spacing) tried where the best rate sits "
+                   "on that end, until it is inside the rates tried or the next one diverges. Default: 12 for the "
+                   "default grid, 0 (tried as given) for a given --lr-grid. E.g. --lr-extend 4")
 @_common("gd, heavy-ball, adam, kfac")
 @common_sweep_options
 def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_value, input_kappa, target, balanced,
-                d_in, d_out, damping, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr, lr_grid, x64,
-                out, no_plot, pdf, as_json, full, chunk_seconds, yes):
+                d_in, d_out, damping, lr_extend, method, beta, tol, ladder, check_every, max_iters, seeds, seed, lr,
+                lr_grid, x64, out, no_plot, pdf, as_json, full, chunk_seconds, yes):
     """Iterations to tolerance vs depth of a deep linear network (the nonlinearity obstacle).
 
     \b
@@ -114,8 +119,10 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
         balanced=balanced, d_in=d_in, d_out=d_out, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
         max_iters=max_iters, seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
         lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None else chunk_seconds, given=given)
+    from otod.core.bracket import lr_extend_option
+
     _run(config, out, no_plot, pdf, as_json, full, yes, "fewer or smaller --depth and --width values, fewer --init "
-                                                       "or --seeds")
+                                                       "or --seeds", lr_extend_option(given, lr_extend, config))
 
 
 @click.command("toy")

@@ -29,14 +29,14 @@ def width_heading(fields, key: tuple) -> str:
 
 
 def analysis_of(frame: pd.DataFrame, *, axis: str, point=None, by=(), tol: float | None = None, config=None,
-                n_boot: int = 1000) -> Analysis:
+                n_boot: int = 1000, given=()) -> Analysis:
     """The analysis of a depth or toy sweep's records (at one rung) along ``axis``: per group of ``by`` (the
     width), each series' chosen (lr, β) per point of the ``point`` fields (default: ``axis``) and its laws."""
     from otod.core.laws import LAWS, law_fit
 
     return analyse(frame.assign(series=series_labels(frame)), point=point or (axis,), axis=axis, by=by,
                    series="series", statistic=lambda xs: LAWS, fit=lambda name, boot, stat, summary=None: law_fit(name, boot, axis),
-                   heading=width_heading, tol=tol, config=config, n_boot=n_boot)
+                   heading=width_heading, tol=tol, config=config, n_boot=n_boot, given=given)
 
 
 def depth_analysis(results, tol: float | None = None) -> Analysis:
@@ -46,7 +46,18 @@ def depth_analysis(results, tol: float | None = None) -> Analysis:
     frame = stalled_at_cap(frame, config.resolved_max_iters)
     axes = tuple(n for n, _ in config.axes)
     return analysis_of(frame, axis=config.main_axis, point=axes, by=("width",) if "width" in axes else (), tol=tol,
-                       config=config)
+                       config=config, given=given_settings(results.meta, config))
+
+
+def given_settings(meta: dict, config) -> tuple[str, ...]:
+    """The settings whose values the user listed, so a choice on their end is at a list's end: the lr where
+    --lr-grid is not the default and was not extended (`otod.core.bracket.lr_given`), β where --beta is neither
+    the default list nor 0 alone."""
+    from otod.core.bracket import lr_given
+    from otod.depth.kind import DEFAULT_BETAS
+
+    betas = tuple(config.values("beta")) if "beta" in dict(config.axes) else (0.0,)
+    return (("lr",) if lr_given(meta) else ()) + (("beta",) if betas not in (DEFAULT_BETAS, (0.0,)) else ())
 
 
 def stalled_at_cap(frame: pd.DataFrame, cap: int | None) -> pd.DataFrame:

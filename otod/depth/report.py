@@ -11,6 +11,7 @@ import pandas as pd
 
 from otod.core import results as results_io
 from otod.core.analysis import Analysis
+from otod.core.bracket import applies
 from otod.core.report import Report, sweep_header, sweep_table
 from otod.core.laws import law_table
 from otod.depth.overlays import theory_columns
@@ -39,21 +40,15 @@ def stuck_lines(chosen: pd.DataFrame, axis: str) -> list[str]:
     return lines
 
 
-def edge_lines(summary: pd.DataFrame, symbol: str) -> list[str]:
-    """A warning per kind of edge where a series' chosen lr (or, for heavy-ball and adam, which read it, β) is the
-    smallest or largest tried with a finite median: the best setting may lie beyond the values tried (the lr
-    grid is 0.1–3 × the reference step unless --lr-grid says otherwise; β is tuned over [0, 0.999])."""
-    lines = []
+def edge_lines(summary: pd.DataFrame, symbol: str, meta: dict | None = None, tuned: bool = True) -> list[str]:
+    """Where a series' chosen lr (``tuned``), and for heavy-ball and adam, which read it, β, lies among the values
+    tried (`otod.core.bracket.place_lines`): inside them, at a true limit, or on an end where the best setting may
+    lie beyond (the lr grid is 0.1–3 × the reference step, bracketed beyond it, unless --lr-grid says otherwise;
+    β is tuned over [0, 0.999])."""
+    from otod.core.bracket import place_lines
+
     reads_beta = summary["method"].map(lambda s: s.split("·")[0] in USES_BETA).to_numpy(bool)
-    for flag, what, option, only in (("lr_on_edge", "lr*", "--lr-grid", np.ones(len(summary), bool)),
-                                     ("beta_on_edge", "β*", "--beta", reads_beta)):
-        on = summary[summary[flag].to_numpy(bool) & only]
-        if len(on):
-            where = "; ".join(f"{name} at {symbol} = {', '.join(f'{x:g}' for x in rows['value'])}"
-                              for name, rows in on.groupby("method", sort=False))
-            lines.append(f"warning: {what} lies on the edge of the values tried ({where}): the best setting may lie "
-                         f"beyond them; widen {option}")
-    return lines
+    return place_lines(summary, symbol, meta or {}, reads_beta, lr=tuned)
 
 
 def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None,
@@ -65,6 +60,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     analysis = depth_analysis(results, tol) if analysis is None else analysis
     axis = analysis.axis
     symbol = "k" if axis == "layers" else "L"
+    tuned = analysis.config is not None and applies(analysis.config)
     notes = ["median iterations to a relative loss ≤ tol over seeds at the chosen (lr, β) (by the median over "
              "seeds, censored lanes worst); censored lanes count as ≥ the cap (≥N: the median is only a lower "
              "bound); Nc/Ns/Nd = lanes censored (still moving at the cap) / stalled (at a fixed point of the "
@@ -84,7 +80,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
         table = sweep_table(group.summary, value_name=symbol, max_rows=None if full else 16,
                             notes=notes_here, columns=columns or None)
         stuck = stuck_lines(group.chosen, axis)
-        table += "".join("\n" + line for line in edge_lines(group.summary, symbol))
+        table += "".join("\n" + line for line in edge_lines(group.summary, symbol, results.meta, tuned))
         parts += ([group.heading, ""] if group.heading else []) + [table, ""]
         if stuck:
             parts += [STOPPED_NOTE if axis == "layers" else
@@ -107,8 +103,12 @@ def figure(results: results_io.Results, base: Path, *, quantity: str = "iteratio
 
 
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
-                     progress=None, yes: bool = False, pdf: bool = False) -> Report:
-    """Run (resume, or read back) a depth or toy sweep through the one pipeline (`otod.core.pipeline.sweep`)."""
+                     progress=None, yes: bool = False, pdf: bool = False, lr_extend: int | None = None) -> Report:
+    """Run (resume, or read back) a depth or toy sweep through the one pipeline (`otod.core.pipeline.sweep`); a
+    depth sweep's tuned rate is bracketed (`otod.core.bracket`: ``lr_extend`` steps beyond each end of the grid,
+    None: the default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid)."""
+    from otod.core.bracket import bracketed_run
     from otod.core.pipeline import sweep
 
-    return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf)
+    run = bracketed_run(lr_extend) if config.sweep == "depth" else None
+    return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf, run=run)

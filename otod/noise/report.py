@@ -101,8 +101,8 @@ def edge_lines(chosen: list[dict], axis: str) -> list[str]:
         (("lr", search.GRID_END), "warning: lr* lies on the end of the default lr grid, tried as given ({}): the best "
          "step may lie beyond it; widen it with --lr-grid"),
         (("beta", "zero"), "β* = 0 ({}): no momentum (or no averaging) is best there"),
-        (("beta", "floor"), f"β* at its limit, 1 − β = {search.BETA_FLOOR:.2g} ({{}}): float64 resolves no β closer to "
-         "1"),
+        (("beta", "floor"), "β* at its limit, 1 − β at the run's float precision (10⁻¹⁴ in float64, 10⁻⁵ in float32) "
+         "({}): no β closer to 1 is resolved"),
         (("beta", search.LIST_END), "warning: β* lies on the edge of --beta ({}): widen --beta"),
         (("beta", search.GRID_END), "warning: β* lies on the end of the default β list, "
          f"{max(search.DEFAULT_BETAS):g}, tried as given ({{}}): a longer memory may do better still; give --beta "
@@ -122,15 +122,27 @@ def given_lists(config: dict) -> tuple[bool, bool]:
             not _is_default(config.get("axes", {}).get("beta"), search.DEFAULT_BETAS))
 
 
+def beta_limit(config: dict) -> float:
+    """The smallest 1 − β the sweep's precision resolves, where a chosen β is at its limit: the last of the β the
+    simulator brackets (`otod.noise.runner.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
+    path's `search.BETA_FLOOR`)."""
+    from otod.core.bracket import beta_floor, beta_ladder
+
+    ladder = beta_ladder(search.DEFAULT_BETAS, beta_floor(bool((config.get("resolved") or {}).get("x64", True))))
+    return max(1.0 - ladder[-1], search.BETA_FLOOR) if ladder else search.BETA_FLOOR
+
+
 def chosen_places(analysis: NoiseAnalysis) -> list[dict]:
     """Per series point: d, method, the axis value, the chosen lr multiplier (the core summary's rate) and β, the
     median steps there and the chosen absolute step, and where each lies (`otod.noise.search.lr_place`, `beta_place`), from the analysis's edge flags and which lists
     its config gave (`given_lists`)."""
     lr_given, beta_given = given_lists(analysis.config)
+    floor = beta_limit(analysis.config)
     return [{"dim": s.dim, "method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
              "iterations": steps, "learning_rate": lr,
              "lr_place": search.lr_place(s.method, rate, beta, bool(lr_on), lr_given),
-             "beta_place": search.beta_place(beta, bool(beta_on), beta_given) if s.method in USES_BETA else None}
+             "beta_place": search.beta_place(beta, bool(beta_on), beta_given, floor) if s.method in USES_BETA
+             else None}
             for s in analysis.series
             for x, (rate, beta, lr_on, beta_on, steps, lr) in zip(
                 s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge", "median", "learning_rate"]].itertuples(
@@ -192,8 +204,8 @@ def render(analysis: NoiseAnalysis) -> str:
     notes = ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
              "≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
              "or ema's decay (— where a method has none); no mark: inside the values searched; |: at a true limit "
-             "(the lr's stability limit, β = 0, 1 − β at float64's resolution); *: at the end of a list or grid tried "
-             "as given, where a better value may lie beyond"]
+             "(the lr's stability limit, β = 0, 1 − β at the run's float resolution: 10⁻¹⁴ in float64, 10⁻⁵ in "
+             "float32); *: at the end of a list or grid tried as given, where a better value may lie beyond"]
     chosen = chosen_places(analysis)
     places = places_of(chosen, analysis.axis)
     notes += edge_lines(chosen, analysis.axis)

@@ -159,13 +159,14 @@ def lr_place(method: str, multiplier, beta: float, on_edge: bool, given: bool) -
     return LIST_END if given else GRID_END
 
 
-def beta_place(beta: float, on_edge: bool, given: bool) -> str:
+def beta_place(beta: float, on_edge: bool, given: bool, floor: float = BETA_FLOOR) -> str:
     """Where a chosen β lies: `INTERIOR` off the edge of the β tried; on it, `LIMIT` at β = 0 (no momentum or
-    averaging) or with 1 − β within half a lattice unit of `BETA_FLOOR` (float64's resolution), else the end of a
-    given --beta list (``given``; `LIST_END`) or of the default list tried as given (`GRID_END`: the simulator's)."""
+    averaging) or with 1 − β within half a lattice unit of ``floor`` (`BETA_FLOOR`, float64's resolution; a
+    float32 simulation's is 10⁻⁵, `otod.core.bracket.beta_floor`), else the end of a given --beta list (``given``;
+    `LIST_END`) or of the default list tried as given (`GRID_END`)."""
     if not on_edge:
         return INTERIOR
-    if beta == 0.0 or 1.0 - beta <= BETA_FLOOR * math.exp(BETA_UNIT / 2):
+    if beta == 0.0 or 1.0 - beta <= floor * math.exp(BETA_UNIT / 2):
         return LIMIT
     return LIST_END if given else GRID_END
 

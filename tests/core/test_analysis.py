@@ -378,3 +378,54 @@ def test_a_fits_band_is_the_pointwise_percentiles_of_its_replicate_curves_and_ab
     assert boot(np.empty((0, 3)), deterministic=True).band(line) is None
     few = SimpleNamespace(cube=SimpleNamespace(count=np.zeros((3, 1, 3))))
     assert boot(rows, choice=few).band(line) is None
+
+
+# -- where a choice lies (lr_places, beta_places) -----------------------------------------------------------------
+
+
+def lanes_at(rates_statuses: list[tuple[float, float, str, int]], seeds: int = 3) -> pd.DataFrame:
+    """Records of one point: (rate, β, status, iterations) per setting, the same on every seed."""
+    return pd.DataFrame([{"kappa": 10.0, "method": "gd", "seed": s, "lr_multiplier": r, "beta": b, "status": st,
+                          "iterations": it} for r, b, st, it in rates_statuses for s in range(seeds)])
+
+
+@pytest.mark.parametrize("settings, expected", [
+    # the best (rate 1) has a slower, converging rate above it: inside the rates tried
+    ([(0.5, 0.0, "converged", 40), (1.0, 0.0, "converged", 20), (2.0, 0.0, "converged", 30)], "interior"),
+    # the rate above the best diverged: no larger step is stable, the stability limit
+    ([(0.5, 0.0, "converged", 40), (1.0, 0.0, "converged", 20), (2.0, 0.0, "diverged", 5)], "limit"),
+    # the best is the largest tried: the end of the grid (the best may lie beyond)
+    ([(0.5, 0.0, "converged", 40), (1.0, 0.0, "converged", 20), (2.0, 0.0, "converged", 10)], "grid end"),
+    # the best is the smallest tried
+    ([(0.5, 0.0, "converged", 10), (1.0, 0.0, "converged", 20), (2.0, 0.0, "diverged", 5)], "grid end"),
+    # the rate above diverged at another β only: at the chosen β it is the largest tried, so on the edge
+    ([(0.5, 0.0, "converged", 40), (1.0, 0.0, "converged", 20), (2.0, 0.9, "diverged", 5)], "grid end"),
+])
+def test_lr_places_say_interior_limit_or_grid_end(settings, expected):
+    from otod.core.analysis import lr_places
+
+    (cube,) = cubes(lanes_at(settings), ["kappa"])
+    assert lr_places(chosen(cube)).tolist() == [expected]
+
+
+def test_a_choice_on_a_listed_grid_end_is_a_list_end_and_is_reported_so():
+    from otod.core.analysis import lr_places
+
+    frame = lanes_at([(0.5, 0.0, "converged", 40), (1.0, 0.0, "converged", 10)])
+    (cube,) = cubes(frame, ["kappa"])
+    assert lr_places(chosen(cube), given=True).tolist() == ["list end"]
+    rows = analyse(frame, point=["kappa"], axis="kappa", n_boot=0, given=("lr",))
+    assert rows.groups[0].summary["lr_place"].tolist() == ["list end"]
+    assert set(rows.chosen["lr_place"]) == {"list end"} and len(rows.chosen) == 3  # every seed's record says it
+
+
+def test_beta_places_zero_is_its_limit_and_the_top_a_list_or_grid_end():
+    from otod.core.analysis import beta_places
+
+    low = lanes_at([(1.0, 0.0, "converged", 10), (1.0, 0.9, "converged", 20)])
+    high = lanes_at([(1.0, 0.0, "converged", 20), (1.0, 0.9, "converged", 10)])
+    inside = lanes_at([(1.0, 0.0, "converged", 20), (1.0, 0.5, "converged", 10), (1.0, 0.9, "converged", 15)])
+    assert beta_places(chosen(cubes(low, ["kappa"])[0])).tolist() == ["limit"]
+    assert beta_places(chosen(cubes(high, ["kappa"])[0])).tolist() == ["grid end"]
+    assert beta_places(chosen(cubes(high, ["kappa"])[0]), given=True).tolist() == ["list end"]
+    assert beta_places(chosen(cubes(inside, ["kappa"])[0])).tolist() == ["interior"]

@@ -6,7 +6,10 @@ own records: the records that pass through a selection (`otod.core.analysis.cube
 by their row: a second analysis, or a selection outside it, would pass a row again), the column builds
 (`otod.core.columns.table_of`) and the frames made from them (`Results.to_pandas`). Each is looked up at call
 time, so the counts do not depend on which module imported what first. The exact NQM's curve that a
-simulated noise figure draws beside the measurement is the analysis's theory, counted apart; and no command calls
+simulated noise figure draws beside the measurement is the analysis's theory, counted apart; so is the search
+of the bracket (`otod.core.bracket`: the rate in condition and depth, β in the simulated noise sweeps), which
+decides which lanes to run before the
+analysis (its frame is marked ``attrs["search"]`` and holds only the fields it reads); and no command calls
 `select` or `mark_selection`, the selection outside an analysis."""
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import otod.core.analysis as analysis_module
 import otod.core.columns as columns_module
 import otod.core.results as results_module
 from otod.cli import main
+from otod.core.results import load
 
 COMMANDS = {
     "condition": (["sweep", "condition", "--k", "1..100:4:log", "--seeds", "2", "--lr", "tuned"], False),
@@ -45,7 +49,9 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
         return simulated and "mode" in frame and len(frame) > 0 and bool((frame["mode"] == "exact").all())
 
     def counting_cubes(frame, *args, **kwargs):
-        if theory_frame(frame):
+        if frame.attrs.get("search"):
+            counts["search records selected"] += len(frame)
+        elif theory_frame(frame):
             counts["theory records selected"] += len(frame)
         else:
             counts.update(("row", int(i)) for i in frame.index)
@@ -75,6 +81,8 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     return counts
 
 
+#: The commands whose tuned rate is bracketed (`otod.core.bracket`).
+BRACKETED = ("condition", "depth", "noise-simulate")
 #: The command the fast suite runs (the cheapest: about 3 s on 2 quiet cores); the others, 4-130 s each (on a loaded
 #: 2-core machine at the top), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
 FAST = ("noise-exact",)
@@ -88,7 +96,12 @@ def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, mo
     assert result.exit_code == 0, result.output
     assert "figure:" in result.output
     assert_selected_once(counts)
-    assert counts["column builds"] == 1 and counts["frames"] == 1, counts
+    # one build; a second where the bracket merged lanes beyond the grid into the file (its records changed)
+    monkeypatch.undo()
+    merged = any((load(p).meta.get("bracket") or {}).get("lanes") for p in tmp_path.glob("*.parquet"))
+    assert counts["column builds"] == 1 + merged and counts["frames"] == 1, counts
+    # the bracket's search (condition and depth) reads the sweep's records once when no choice is on an edge
+    assert (counts["search records selected"] > 0) == (name in BRACKETED), counts
     if simulated:  # the exact curve beside the measurement: the analysis's theory, made once
         assert counts["theory records selected"] > 0 and counts["theory column builds"] == 1, counts
     else:

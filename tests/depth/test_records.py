@@ -161,8 +161,9 @@ def test_a_sweep_whose_chunks_split_the_betas_chooses_one_lr_and_beta_per_point(
 
 def test_the_depth_report_warns_where_a_choice_sits_on_an_edge():
     """heavy-ball at depth 2: rates 0.5, 1, 2 × β 0, 0.9, best at (2, 0.9): on the lr grid's top and β's top; at
-    depth 3 best at (1, 0): interior lr, β on its bottom edge. gd gives the same counts at every β (it ignores β):
-    its β = 0 choice is no β edge, and its interior best rate 1 no lr edge."""
+    depth 3 best at (1, 0): interior lr, β on its bottom edge, 0, its true limit (no warning). gd gives the same
+    counts at every β (it ignores β): its β = 0 choice is no β edge, and its interior best rate 1 no lr edge. So
+    3 of the 4 chosen rates are interior; with the lists given (``given``), the ends are the user's lists'."""
     import pandas as pd
 
     from otod.depth.records import analysis_of
@@ -180,7 +181,15 @@ def test_the_depth_report_warns_where_a_choice_sits_on_an_edge():
                              for m, n in (("heavy-ball", hb), ("gd", gd))]
     (group,) = analysis_of(pd.DataFrame(rows), axis="depth", point=("depth", "beta"), n_boot=10).groups
     assert edge_lines(group.summary, "L") == [
-        "warning: lr* lies on the edge of the values tried (heavy-ball at L = 2): the best setting may lie beyond "
-        "them; widen --lr-grid",
-        "warning: β* lies on the edge of the values tried (heavy-ball at L = 2, 3): the best setting may lie beyond "
-        "them; widen --beta"]
+        "lr* (the chosen rate) lies inside the rates tried at 3 of 4 points",
+        "warning: lr* lies on the end of the default grid, tried as given: the best rate may lie beyond it; widen "
+        "--lr-grid (heavy-ball at L = 2)",
+        "warning: β* lies on the end of the default β list, 0.999 (heavy-ball at L = 2): the best β may lie beyond "
+        "it; widen --beta"]
+    (group,) = analysis_of(pd.DataFrame(rows), axis="depth", point=("depth", "beta"), n_boot=10,
+                           given=("lr", "beta")).groups
+    assert edge_lines(group.summary, "L")[1:] == [
+        "warning: lr* lies on the end of the --lr-grid given: the best rate may lie beyond it; widen --lr-grid or add "
+        "--lr-extend N (heavy-ball at L = 2)",
+        "warning: β* lies on the end of the --beta list given (heavy-ball at L = 2): the best β may lie beyond it; "
+        "widen --beta"]

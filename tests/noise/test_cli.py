@@ -81,7 +81,11 @@ def test_edge_lines_tell_the_stability_limit_from_a_grid_that_stopped_short():
     assert "not a failure of the search" in lines[0]
     assert lines[1].startswith("warning: lr* lies on the edge of the lrs tried (sgd at B = 2)")
     assert lines[2] == "β* = 0 (heavy-ball at B = 8): no momentum (or no averaging) is best there"
-    assert lines[3] == "β* at its limit, 1 − β = 1e-14 (ema at B = 8): float64 resolves no β closer to 1"
+    assert lines[3] == ("β* at its limit, 1 − β at the run's float precision (10⁻¹⁴ in float64, 10⁻⁵ in float32) "
+                        "(ema at B = 8): no β closer to 1 is resolved")
+    # a float32 simulation's limit is 1 − β = 10⁻⁵ (otod.core.bracket.beta_floor), its bracket's last β
+    assert search.beta_place(1 - 1e-5, True, False, floor=1e-5) == search.LIMIT
+    assert search.beta_place(1 - 10 ** -4.5, True, False, floor=1e-5) == search.GRID_END
     assert lines[4] == "warning: β* lies on the edge of --beta (ema at B = 16): widen --beta"
     assert lines[5].startswith("warning: β* lies on the end of the default β list, 0.999, tried as given (ema at "
                                "B = 4)")
