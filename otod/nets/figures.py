@@ -294,15 +294,28 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
         "band over the same bootstrap rows (each refitted)"))
 
 
+#: Settings the fixed-D sweep of `make_data_size` may take apart from the fixed-P one (spec key ``fixed_<name>``):
+#: its batches, lr grid and cap, where the widest net needs a smaller lr (hence more steps) than the grid's smallest.
+FIXED_D_SETTINGS = ("batch", "lr_grid", "max_iters")
+
+
+def data_size_specs(spec: dict) -> tuple[dict, dict]:
+    """The two sweeps of a data-size figure: (fixed P: the spec's ``examples`` at its ``width``; fixed D: its
+    ``widths`` at ``fixed_examples``, with any ``fixed_batch``, ``fixed_lr_grid``, ``fixed_max_iters`` in place
+    of the shared setting, so that one panel's range can be widened without rerunning the other's sweep)."""
+    base = {k: v for k, v in spec.items() if k not in ("widths",) and not k.startswith("fixed_")}
+    own = {name: spec[f"fixed_{name}"] for name in FIXED_D_SETTINGS if f"fixed_{name}" in spec}
+    return base, {**base, "width": spec["widths"], "examples": str(spec["fixed_examples"]), **own}
+
+
 def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
     """B_crit against the training set's size D at a fixed net (left) and against the parameter count P at a fixed
     D (right): two batch sweeps of one net (the spec's ``examples`` list at its ``width``; its ``widths`` at its
     ``fixed_examples``), each panel's B_crit with its CI and the power laws fitted over them."""
     from otod.core.plotting import figure, legend_below, save
 
-    base = {k: v for k, v in spec.items() if k not in ("widths", "fixed_examples")}
+    base, wide = data_size_specs(spec)
     by_data = batch_analysis(_run(base, predict=False))
-    wide = {**base, "width": spec["widths"], "examples": str(spec["fixed_examples"])}
     results = _run(wide, predict=False)
     by_width = batch_analysis(results)
     fig, (left, right) = figure(columns=2, height=2.6, cols=2)
@@ -315,7 +328,9 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
     legend_below(fig)
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
         results.meta["config"], f"Left: width {spec.get('width', 32)}, training sets of D = {spec['examples']} "
-        "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}. Markers: "
+        "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}" + "".join(
+            f", its {name.replace('_', ' ')} {wide[name]} (left: {base.get(name, 'default')})"
+            for name in FIXED_D_SETTINGS if wide.get(name) != base.get(name)) + ". Markers: "
         "B_crit of each panel's fitted S(B) = S_min(1 + B_crit/B), bars its 95% seed-bootstrap CI (re-choosing the "
         "lr per B); dotted: the least-squares power law over the panels, its exponent and 95% CI (each bootstrap "
         "replicate refitted) in the legend, shaded its pointwise 95% band over the same refitted replicates"))

@@ -196,6 +196,22 @@ def _data_size_records(config, b_crit_of) -> list[dict]:
     return out
 
 
+def test_data_size_specs_give_the_fixed_d_sweep_its_own_batches_lr_grid_and_cap_and_leave_the_fixed_p_one_alone():
+    """``fixed_lr_grid``, ``fixed_max_iters``, ``fixed_batch`` replace the shared setting in the fixed-D sweep only
+    (the widths at ``fixed_examples``); the fixed-P sweep's spec is the one without them (so its results file, named
+    by its config digest, is read back, not rerun); without them both sweeps share every setting."""
+    from otod.nets.figures import data_size_specs
+
+    spec = {"maker": "nets-data-size", "name": "d", "batch": "4..512:8:log", "width": 32, "widths": "8,32,128",
+            "examples": "512,1024,2048", "fixed_examples": 1024, "lr_grid": "0.03..3:9:log", "max_iters": 5000}
+    plain_p, plain_d = data_size_specs(spec)
+    own_p, own_d = data_size_specs({**spec, "fixed_lr_grid": "0.0168702..3:10:log", "fixed_max_iters": 10000,
+                                    "fixed_batch": "2..512:9:log"})
+    assert own_p == plain_p == {k: v for k, v in spec.items() if k not in ("widths", "fixed_examples")}
+    assert plain_d == {**plain_p, "width": "8,32,128", "examples": "1024"}
+    assert own_d == {**plain_d, "lr_grid": "0.0168702..3:10:log", "max_iters": 10000, "batch": "2..512:9:log"}
+
+
 @pytest.mark.slow  # 3 s: two sweeps' validation and six panels' bootstraps
 def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed_d(tmp_path, saved, sweeps):
     """Two sweeps of S(B) with B_crit = 2√D·(P/310)^0.3: D = 256, 512, 1024 at width 4 (P = 310), and widths 4, 8,
