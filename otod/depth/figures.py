@@ -200,6 +200,10 @@ def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
     return results, _one_group(results).series
 
 
+#: What other obstacles' figures may draw beside their own, by name (`otod.core.registry.comparison`).
+COMPARISONS = {"deep_linear_series": deep_linear_series}
+
+
 def _one_group(results: Results):
     """The analysis of a figure's sweep, which sweeps no width: its one group."""
     (group,) = depth_analysis(results).groups

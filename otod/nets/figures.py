@@ -345,9 +345,9 @@ def make_depth(spec: dict, out_dir: Path) -> list[Path]:
     results = _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
     deep = None
     if comparison:
-        from otod.depth.figures import deep_linear_series
+        from otod.core.registry import comparison as registered  # the depth obstacle's, through the core
 
-        deep_results, series = deep_linear_series(comparison["figure"])
+        deep_results, series = registered("deep_linear_series")(comparison["figure"])
         found = [s for s in series if s.name == comparison["series"]]
         if not found:
             raise OtodError(f"experiments/nets.toml [{spec['name']}]: deep_linear series {comparison['series']!r} "

@@ -24,9 +24,6 @@ ALLOWED = {
     ("otod.nets", "otod.noise.estimators"): "the NQM's two-batch estimator run (otod noise-scale without --model)",
     ("otod.nets", "otod.cost.flops"): "the FLOP counter (a net's bill)",
     ("otod.nets", "otod.noise.report"): "the NQM's words for an lr or β on the edge of those tried (stability limit)",
-    # The nets' depth figure compares a net's growth in depth with the deep linear nets' (README: depth on a real
-    # net): it draws the depth obstacle's law from that obstacle's own figure sweep.
-    ("otod.nets", "otod.depth.figures"): "the deep linear nets' law in depth, beside the nets' (nets_steps_vs_depth)",
 }
 
 
