@@ -213,7 +213,7 @@ def test_the_defaults_and_the_boundary_seed_run(tmp_path):
 
 
 def test_every_refused_option_is_accepted_where_it_means_something(tmp_path):
-    proc, _ = run(COND[:-1] + [str(tmp_path / "k.json"), "--method", "gd,kfac", "--problem", "kronecker",
+    proc, _ = run(COND[:-1] + [str(tmp_path / "k.json"), "--method", "kfac", "--problem", "kronecker",
                                 "--shape", "4x4", "--perturbation", "0.1", "--damping", "1e-3", "--lr", "tuned",
                                 "--lr-grid", "0.5,1", "--ladder", "1e-8", "--check-every", "2", "--x32"],
                   tmp_path, timeout=300)

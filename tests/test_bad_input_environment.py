@@ -21,7 +21,9 @@ from tests.conftest import run_otod_cases as run_cases
 #: A refusal must come well before any sweep could run.
 SECONDS = 10.0
 
-COND = ["sweep", "condition", "--k", "1..10:3", "--seeds", "2", "--no-plot", "--out", "out"]
+#: The smallest sweep that runs the whole path (one method: one compiled program; the default four methods take
+#: two, and these sweeps run with the cache off or in a fresh process).
+COND = ["sweep", "condition", "--k", "1..10:3", "--seeds", "2", "--method", "gd", "--no-plot", "--out", "out"]
 FIG = ["figures", "--out", "figs", "condition/zigzag"]
 
 
@@ -29,8 +31,7 @@ FIG = ["figures", "--out", "figs", "condition/zigzag"]
 def results_file(tmp_path_factory) -> Path:
     """A small finished condition results file (Parquet), for merge and plot to be given."""
     folder = tmp_path_factory.mktemp("results")
-    proc, _ = run(["sweep", "condition", "--k", "1..10:3", "--seeds", "2", "--no-plot", "--out", "r.parquet"],
-                  folder, timeout=120)
+    proc, _ = run(COND[:-1] + ["r.parquet"], folder, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return folder / "r.parquet"
 
@@ -53,7 +54,7 @@ CASES = [
     (FIG, {"OTOD_FIGURE_SECONDS": "folder"}, "OTOD_FIGURE_SECONDS=folder: a folder"),
     (FIG, {"OTOD_FIGURE_SECONDS": "notes.txt"}, "OTOD_FIGURE_SECONDS=notes.txt: not a file of figure seconds"),
     # -- otod merge on what is not a share ----------------------------------------------------------------------------
-    (["merge", "RESULTS"], {}, "a finished results file (condition sweep, 24 records), not a part file: it is "
+    (["merge", "RESULTS"], {}, "a finished results file (condition sweep, 6 records), not a part file: it is "
                                "merged already; read it with otod fit"),
     (["merge", "other.json"], {}, "part file other.json: a JSON file"),
     (["merge", "empty"], {}, "part file empty: an empty file"),
