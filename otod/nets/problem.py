@@ -61,6 +61,9 @@ class NetSpec:
     branch_step: int | None = None
     branch_batch: int | None = None
     branch_lr: float | None = None
+    #: A phase of a batch schedule (`otod.nets.schedule_start`): every seed starts where the schedule's earlier
+    #: phases left it (their batches, chosen (lr, β) and per-seed step counts, as text); None: the start itself.
+    schedule_start: str | None = None
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
@@ -92,6 +95,13 @@ class NetSpec:
             from otod.nets.branch import check_branch
 
             check_branch(self, ds.examples)
+        if self.schedule_start is not None:
+            from otod.nets.schedule_start import decode
+
+            decode(self.schedule_start)
+            if self.branched or self.stream:
+                raise OtodError("a batch schedule's phase starts from its earlier phases, not from a checkpoint "
+                                "or a stream; drop --branch-at and --stream")
 
     def check_buildable(self, orthogonal: bool) -> size.Footprint:
         """Refuse, before anything is drawn, a net whose data set and one start do not fit in memory, or deeper
@@ -180,6 +190,10 @@ class NetSpec:
             from otod.nets.branch import start_params
 
             start = start_params(self, rng)
+        elif self.schedule_start is not None:
+            from otod.nets.schedule_start import start_params as scheduled
+
+            start = scheduled(self, rng)
         else:
             start = self.initial_params(rng)
         with jax.enable_x64(True):
@@ -206,4 +220,8 @@ class NetSpec:
             from otod.nets.branch import branch_family
 
             return branch_family(self, net_family(self))
+        if self.schedule_start is not None:
+            from otod.nets.schedule_start import schedule_family
+
+            return schedule_family(self, net_family(self))
         return net_family(self)
