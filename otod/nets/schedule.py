@@ -249,6 +249,11 @@ class ScheduleResult:
             out.append({"run": label, "batch": c.estimate[f"{which}_batch"], "milestone": final,
                         **named(c, which, "steps"), **named(c, which, "examples"),
                         "ratio": c.estimate[ratio], "ratio_lo": c.ci(ratio)[0], "ratio_hi": c.ci(ratio)[1]})
+        lo, hi = c.ci("frontier_ratio")
+        out.append({"run": "constant frontier at the schedule's examples", "batch": math.nan, "milestone": final,
+                    **named(c, "frontier", "steps"), "examples": c.estimate["schedule_examples"],
+                    "examples_lo": math.nan, "examples_hi": math.nan, "ratio": c.estimate["frontier_ratio"],
+                    "ratio_lo": lo, "ratio_hi": hi})
         return out
 
     def to_pandas(self):
@@ -329,12 +334,14 @@ def table(result: ScheduleResult, config) -> str:
              f"{'run':<46} {'B':>6} {'milestone':>9}  {'steps [95% CI]':<26} {'examples [95% CI]':<30} ratio"]
     for r in rows:
         batch = "" if not math.isfinite(r["batch"]) else f"{r['batch']:g}"
-        examples = cell(r["examples"], r["examples_lo"], r["examples_hi"], ".5g")
+        examples = cell(r["examples"], r["examples_lo"], r["examples_hi"], ".5g") if "frontier" not in r["run"] \
+            else "the schedule's"
         ratio = cell(r["ratio"], r["ratio_lo"], r["ratio_hi"], ".3g") if "ratio" in r else ""
         what = r["run"] + (f" (lr {r['lr']:.3g}, β {r['beta']:g})" if "lr" in r else "")
         lines.append(f"{what:<46} {batch:>6} {r['milestone']:>9.4g}  "
                      f"{cell(r['steps'], r['steps_lo'], r['steps_hi']):<26} {examples:<30} {ratio}")
-    lines.append("ratio: the schedule's steps over that constant batch's (< 1: the schedule takes fewer serial steps)")
+    lines.append("ratio: the schedule's steps over that constant batch's (< 1: the schedule takes fewer serial steps); "
+                 "the frontier: the constant batches' fewest steps at the schedule's examples, interpolated in logs")
     return "\n".join(lines)
 
 
@@ -370,7 +377,7 @@ def batch_schedule(schedule, *, out: str | None = "results", progress=None, n_bo
     seeds, seed, lr_grid, max_iters, …; no target: the schedule's last milestone is the target). ``out``: the
     results files' folder (None: a temporary one). Bad input raises `otod.core.errors.OtodError` in one line.
 
-    >>> r = otod.batch_schedule("16@0.26,32@0.04", batch="8..256:6:log", seeds=5)
+    >>> r = otod.batch_schedule("16@0.26,32@0.0392")   # the digits MLP, B = 8..1024, 5 seeds
     >>> r.to_pandas()[["run", "batch", "steps", "steps_lo", "steps_hi", "examples", "ratio"]]
     """
     import tempfile

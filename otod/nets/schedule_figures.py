@@ -52,10 +52,10 @@ def draw(ax, label: str, results) -> None:
                     color=st["color"])
     for i, result in enumerate(results, start=1):
         row = next(r for r in result.rows() if r["run"] == "schedule")
-        budget = next(r for r in result.rows() if r["run"].startswith("best constant within"))
+        front = next(r for r in result.rows() if r["run"].startswith("constant frontier"))
         st = series_style(i)
-        ratio = (f"{budget['ratio']:.2f}× B = {budget['batch']:g}'s steps" if np.isfinite(budget["ratio"])
-                 else "fewer examples than any constant B")
+        ratio = (f"{front['ratio']:.2f} [{front['ratio_lo']:.2f}, {front['ratio_hi']:.2f}]× the constant "
+                 "frontier's steps" if np.isfinite(front["ratio"]) else "fewer examples than any constant B")
         ax.errorbar([row["examples"]], [row["steps"]], yerr=_bars([row["steps"]], [row["steps_lo"]],
                     [row["steps_hi"]]), xerr=_bars([row["examples"]], [row["examples_lo"]], [row["examples_hi"]]),
                     marker=st["marker"], ls="none", color=st["color"], capsize=2, ms=7,
@@ -87,8 +87,8 @@ def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
         "examples are Σ B_k × steps_k (otod.nets.schedule)",
         "Steps to the final target against the examples used, log–log; constant batches labelled by B; bars: "
         "95% CIs from the seed bootstrap that re-chooses (lr, β) in every phase and batch. In the legend, the "
-        "schedule's steps over those of the constant batch with the fewest steps among those using no more "
-        "examples than the schedule"))
+        "schedule's steps over the constant batches' frontier at the schedule's examples (the fewest steps of "
+        "any constant batch, interpolated in logs between grid points), with its 95% CI"))
 
 
 MAKERS = {"nets-schedule": make_schedule}

@@ -10,7 +10,14 @@ every seed) and of the constant-batch sweep (one cube: every batch), the quantit
     best constant           B* = argmin_B S_const(B)             (the fewest serial steps of any constant batch),
     best within the budget  B° = argmin {S_const(B) : E_const(B) ≤ E_sched}  (fewest steps on no more examples),
 
-and the ratios S_sched / S_const(B*) and S_sched / S_const(B°). A median that is only a lower bound (a censored lane
+and the ratios S_sched / S_const(B*) and S_sched / S_const(B°). B° is coarse (the grid's batches are a factor
+apart), so beside it the constant batches' frontier at the schedule's examples: S_front(E_sched), interpolated
+linearly in (log E, log S) between the two points of the constant batches' Pareto frontier (no other batch takes
+fewer steps on fewer examples) that bracket E_sched, and S_sched / S_front(E_sched). Beyond the frontier's ends
+it is flat: past its most examples, its last point's steps; below its fewest, its first point's (no constant batch
+reaches the target on so few examples; taking the cheapest one's steps favours the constant batches). So a
+replicate in which the schedule uses fewer examples than any constant batch still counts, where B°, which needs a
+constant batch within the schedule's examples, is NaN in it and left out of its interval. A median that is only a lower bound (a censored lane
 among those it rests on) is +∞, so a sum that holds one is +∞ and that batch is never the best.
 
 The bootstrap draws the seed columns with replacement once per replicate and uses the same draw in every phase and
@@ -31,7 +38,7 @@ import numpy as np
 
 #: The quantities' names, in the order `quantities` returns them.
 NAMES = ("schedule_steps", "schedule_examples", "best_batch", "best_steps", "best_examples", "ratio",
-         "budget_batch", "budget_steps", "budget_examples", "budget_ratio")
+         "budget_batch", "budget_steps", "budget_examples", "budget_ratio", "frontier_steps", "frontier_ratio")
 
 
 def full_medians(cube) -> np.ndarray:
@@ -76,7 +83,24 @@ def quantities(phase_steps: np.ndarray, phase_batches, constant_steps: np.ndarra
         with np.errstate(invalid="ignore", divide="ignore"):
             out.update({f"{name}_batch": batch, f"{name}_steps": s, f"{name}_examples": s * batch,
                         f"{name}_ratio" if name == "budget" else "ratio": steps / s})
+    front = np.array([frontier_steps(e, constant[i] * b, constant[i]) for i, e in enumerate(examples)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out.update(frontier_steps=front, frontier_ratio=steps / front)
     return {k: out[k] for k in NAMES}
+
+
+def frontier_steps(examples: float, constant_examples: np.ndarray, constant_steps: np.ndarray) -> float:
+    """The constant batches' Pareto frontier of (examples, steps) interpolated linearly in logs at ``examples``,
+    flat beyond its ends (module docstring); NaN where ``examples`` is not finite or no batch reached the target."""
+    keep = np.isfinite(constant_steps) & (constant_steps > 0)
+    e, s = constant_examples[keep], constant_steps[keep]
+    if not (np.isfinite(examples) and e.size):
+        return math.nan
+    order = np.lexsort((s, e))
+    e, s = e[order], s[order]
+    on = s < np.minimum.accumulate(np.concatenate([[np.inf], s[:-1]]))  # fewer steps than every cheaper batch
+    e, s = e[on], s[on]
+    return float(np.exp(np.interp(np.log(examples), np.log(e), np.log(s))))  # np.interp is flat beyond the ends
 
 
 def _best(steps: np.ndarray, allowed: np.ndarray, batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,6 @@ def test_panel_puts_each_run_at_its_examples_and_steps():
     np.testing.assert_allclose(constant.get_ydata(), [50, 30, 25])
     np.testing.assert_allclose(np.asarray(schedule.get_xdata(), float), [400])   # 8·10 + 16·20
     np.testing.assert_allclose(np.asarray(schedule.get_ydata(), float), [30])
-    # the legend gives the ratio to the best constant batch within 400 examples: B = 8, 30/50
-    assert "0.60× B = 8's steps" in ax.get_legend_handles_labels()[1][-1]
+    # the legend gives the ratio to the constant frontier at the schedule's 400 examples: B = 8's 50 steps, 30/50
+    assert "0.60 [0.60, 0.60]× the constant frontier's steps" in ax.get_legend_handles_labels()[1][-1]
     plt.close(fig)

@@ -75,3 +75,19 @@ def test_compare_uses_one_draw_of_seeds_for_every_phase_and_batch():
     lo, hi = c.ci("ratio")
     assert lo <= c.estimate["ratio"] <= hi or not np.isfinite(lo)
     assert lo == pytest.approx(np.percentile(c.replicates["ratio"], 2.5))
+
+
+def test_frontier_interpolates_in_logs_between_undominated_batches():
+    from otod.nets.schedule_stats import frontier_steps
+
+    e, s = np.array([400.0, 480.0, 600.0, 800.0]), np.array([50.0, 30.0, 40.0, 25.0])  # 600 is dominated by 480
+    t = np.log(440 / 400) / np.log(480 / 400)
+    assert frontier_steps(440.0, e, s) == pytest.approx(np.exp((1 - t) * np.log(50) + t * np.log(30)), rel=1e-12)
+    t = np.log(700 / 480) / np.log(800 / 480)  # skips the dominated 600
+    assert frontier_steps(700.0, e, s) == pytest.approx(np.exp((1 - t) * np.log(30) + t * np.log(25)), rel=1e-12)
+    assert frontier_steps(300.0, e, s) == pytest.approx(50.0) and frontier_steps(5000.0, e, s) == pytest.approx(25.0)
+    assert np.isnan(frontier_steps(300.0, e, np.full(4, np.inf)))
+    assert frontier_steps(480.0, e, np.array([50.0, np.inf, 40.0, 25.0])) == pytest.approx(
+        np.exp(np.interp(np.log(480), np.log([400, 600]), np.log([50, 40]))), rel=1e-12)  # a lower bound is left out
+    q = quantities([[10.0, 20.0]], [8, 16], [[50.0, 30.0, 25.0]], [8, 16, 32])  # the schedule's 400 examples
+    assert q["frontier_steps"][0] == pytest.approx(50, rel=1e-12) and q["frontier_ratio"][0] == pytest.approx(0.6)
