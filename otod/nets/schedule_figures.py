@@ -35,9 +35,12 @@ def _bars(y, lo, hi) -> np.ndarray:
     return np.clip(np.vstack([below, above]), 0, None)
 
 
-def draw(ax, label: str, results) -> None:
+def draw(ax, label: str, results, first_style: int = 1) -> None:
     """One workload's panel: the constant batches' curve (from the first result; every result of a workload shares
-    its constant sweep) and each schedule's point, with their CIs."""
+    its constant sweep) and each schedule's point, with their CIs; the schedules take the styles from
+    ``first_style`` on (so that no two schedules of one figure share one)."""
+    from matplotlib.ticker import NullFormatter
+
     from otod.core.plotting import series_style
 
     rows = results[0].rows()
@@ -50,7 +53,7 @@ def draw(ax, label: str, results) -> None:
     for x, y, batch in zip(b * s, s, b):
         ax.annotate(f"{batch:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize="x-small",
                     color=st["color"])
-    for i, result in enumerate(results, start=1):
+    for i, result in enumerate(results, start=first_style):
         row = next(r for r in result.rows() if r["run"] == "schedule")
         front = next(r for r in result.rows() if r["run"].startswith("constant frontier"))
         st = series_style(i)
@@ -62,6 +65,7 @@ def draw(ax, label: str, results) -> None:
                     label=f"{label}: schedule {result.schedule.text} ({ratio})")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())  # the minor labels of a short decade overlap
     ax.grid(alpha=0.25, which="major")
     spec_loss = results[0].milestones[-1]
     ax.set(xlabel="examples to the final target", ylabel="serial steps to the final target",
@@ -77,8 +81,10 @@ def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
     measured_all = [(w["label"], measured(w)) for w in workloads]
     fig, axes = figure(columns=2, cols=len(workloads), height=2.8)
     axes = axes if isinstance(axes, list) else [axes]
+    first = 1
     for ax, (label, results) in zip(axes, measured_all):
-        draw(ax, label, results)
+        draw(ax, label, results, first)
+        first += len(results)
     legend_below(fig, axes=axes, ncol=1)
     return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
         "Each schedule: phases (B_k, r_k), phase k trains at B_k until the training loss is r_k × the mean loss at "
