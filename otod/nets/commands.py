@@ -99,7 +99,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
       otod sweep net --branch-at 0,30,100,300,1000,3000
       otod sweep net --batch-schedule 16@0.26,32@0.0392
-      otod sweep net --data teacher --batch-schedule 8@0.047,16@0.027
+      otod sweep net --data teacher --batch-schedule 8@0.066,16@0.038
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options

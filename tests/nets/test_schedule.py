@@ -149,3 +149,21 @@ def test_steps_add_over_phases_as_an_independent_loop_counts_them(tmp_path):
     medians = [float(np.median(r.steps)) for r in runs]
     assert result.comparison.estimate["schedule_steps"] == pytest.approx(sum(medians))
     assert result.comparison.estimate["schedule_examples"] == pytest.approx(8 * medians[0] + 16 * medians[1])
+
+
+@pytest.mark.slow
+def test_start_losses_are_at_the_starts_the_engine_draws():
+    import jax
+    import jax.numpy as jnp
+
+    from otod.core.engine import seed_draws
+    from otod.nets.problem import NetSpec
+    from otod.nets.schedule import start_losses
+
+    spec = NetSpec(data="teacher", width=4, loss="squared", examples=64)
+    drawn = seed_draws(spec, 3, 2, np.float64)["params"][spec.init][spec.architecture]
+    x, y = (jnp.asarray(a) for a in spec.metric_arrays(np.float64))
+    with jax.enable_x64(True):
+        expected = [float(spec.mean_loss(jax.tree.map(lambda a, s=s: jnp.asarray(a[s]), drawn), x, y))
+                    for s in range(2)]
+    assert start_losses(spec, 3, 2) == pytest.approx(expected, rel=1e-12)
