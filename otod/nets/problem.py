@@ -181,8 +181,9 @@ class NetSpec:
         return x.astype(dtype), y.astype(dtype)
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
-        """The target's metric (`metric_arrays`) at seed ``s``'s start (float64); a branch's start is the seed's
-        checkpoint (`otod.nets.branch.start_params`)."""
+        """The target's metric (`metric_arrays`) at seed ``s``'s start as the engine draws it (float64); a branch's
+        start is the seed's checkpoint (`otod.nets.branch.start_params`), a schedule's phase's where the phases before
+        it left the seed (`otod.nets.schedule_start`)."""
         import jax
 
         rng = np.random.default_rng([seed, s])
@@ -194,8 +195,10 @@ class NetSpec:
             from otod.nets.schedule_start import start_params as scheduled
 
             start = scheduled(self, rng)
-        else:
-            start = self.initial_params(rng)
+        else:  # the engine's start (`otod.nets.family.seed_starts`), not ``initial_params`` drawn from rng directly
+            from otod.nets.family import seed_starts, start_of
+
+            start = start_of(self, seed_starts(self, rng))
         with jax.enable_x64(True):
             params = jax.tree.map(jnp.asarray, start)
             x, y = self.metric_arrays(np.float64)

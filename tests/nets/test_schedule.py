@@ -162,8 +162,8 @@ def test_start_losses_are_at_the_starts_the_engine_draws():
 
     spec = NetSpec(data="teacher", width=4, loss="squared", examples=64)
     drawn = seed_draws(spec, 3, 2, np.float64)["params"][spec.init][spec.architecture]
-    x, y = (jnp.asarray(a) for a in spec.metric_arrays(np.float64))
     with jax.enable_x64(True):
+        x, y = (jnp.asarray(a) for a in spec.metric_arrays(np.float64))
         expected = [float(spec.mean_loss(jax.tree.map(lambda a, s=s: jnp.asarray(a[s]), drawn), x, y))
                     for s in range(2)]
     assert start_losses(spec, 3, 2) == pytest.approx(expected, rel=1e-12)
