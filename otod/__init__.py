@@ -8,12 +8,13 @@ gradient noise; beside them otod measures the cost of one iteration.
 given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md);
 ``otod.critical_batch(loss, params, data, batches=…, target=…)`` runs its steps to a target against batch size
 through the sweep engine and fits its critical batch; ``otod.critical_batch_along_training(steps, …)`` measures
-the critical batch of one of otod's nets at checkpoints of its training, by branching S(B) sweeps from them.
+the critical batch of one of otod's nets at checkpoints of its training, by branching S(B) sweeps from them;
+``otod.batch_schedule(schedule, …)`` runs a batch schedule on one of otod's nets against its best constant batch.
 """
 
 from otod.core.version import __version__
 
-__all__ = ["__version__", "critical_batch", "critical_batch_along_training", "curvature", "load", "noise_scale"]
+__all__ = ["__version__", "batch_schedule", "critical_batch", "critical_batch_along_training", "curvature", "load", "noise_scale"]
 
 
 def load(path):
@@ -57,3 +58,12 @@ def critical_batch_along_training(steps=(0, 100, 1000), **options):
     from otod.nets.along import critical_batch_along_training as measure
 
     return measure(steps, **options)
+
+
+def batch_schedule(schedule, **options):
+    """A batch schedule (phases ``"B@r,…"`` or ``"doubling:B0..B1@r"``) of one of otod's nets against its constant
+    batches, steps and examples to the same final target with CIs (`otod.nets.schedule.batch_schedule`: its options
+    and its `ScheduleResult`); JAX is imported on the first call."""
+    from otod.nets.schedule import batch_schedule as measure
+
+    return measure(schedule, **options)

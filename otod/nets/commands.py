@@ -71,10 +71,17 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @click.option("--branch-to", default=None,
               help="With --branch-at: the milestone, a fraction r of the mean training loss at the checkpoint "
                    "(0 < r < 1). Default 0.5. E.g. --branch-to 0.7")
+@click.option("--batch-schedule", default=None,
+              help="A batch schedule against the constant batches of --batch: phases B@r (train at B until the "
+                   "training loss is r × the mean loss at the start; r falling; the last r is the final target), "
+                   "each phase from where the one before left every seed, (lr, β) chosen per phase and per batch; "
+                   "or doubling:B0..B1@r (B0, 2·B0, …, B1, milestones evenly spaced in log loss down to r). A "
+                   "table of steps and examples to the final target with CIs. E.g. --batch-schedule "
+                   "16@0.26,32@0.04 or --batch-schedule doubling:16..64@0.04")
 @common_sweep_options
 def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,
-              beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to, seeds,
-              seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
+              beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to,
+              batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to a training-loss target of a small real net against batch size, width or depth.
 
     \b
@@ -91,6 +98,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
       otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
       otod sweep net --branch-at 0,30,100,300,1000,3000
+      otod sweep net --batch-schedule 16@0.26,32@0.0392
+      otod sweep net --data teacher --batch-schedule 8@0.066,16@0.038
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
@@ -108,6 +117,11 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
 
         refuse_beside_branch(given, model)
         branching = parse_branching(branch_at, branch_batch, branch_lr, branch_to)
+    if batch_schedule is not None:
+        from otod.nets.schedule import parse_schedule, refuse_beside_schedule
+
+        refuse_beside_schedule(given, model)
+        parsed_schedule = parse_schedule(batch_schedule)
     if is_reference(model):
         from otod.nets.contract_cli import NET_OPTIONS
 
@@ -122,6 +136,11 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
                         activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                         lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream)
+    if batch_schedule is not None:
+        from otod.nets.schedule import echo_schedule
+
+        echo_schedule(config, parsed_schedule, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json)
+        return
     if branch_at is not None:
         from otod.nets.along import echo_along
 

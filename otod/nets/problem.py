@@ -61,6 +61,9 @@ class NetSpec:
     branch_step: int | None = None
     branch_batch: int | None = None
     branch_lr: float | None = None
+    #: A phase of a batch schedule (`otod.nets.schedule_start`): every seed starts where the schedule's earlier
+    #: phases left it (their batches, chosen (lr, β) and per-seed step counts, as text); None: the start itself.
+    schedule_start: str | None = None
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
@@ -92,6 +95,13 @@ class NetSpec:
             from otod.nets.branch import check_branch
 
             check_branch(self, ds.examples)
+        if self.schedule_start is not None:
+            from otod.nets.schedule_start import decode
+
+            decode(self.schedule_start)
+            if self.branched or self.stream:
+                raise OtodError("a batch schedule's phase starts from its earlier phases, not from a checkpoint "
+                                "or a stream; drop --branch-at and --stream")
 
     def check_buildable(self, orthogonal: bool) -> size.Footprint:
         """Refuse, before anything is drawn, a net whose data set and one start do not fit in memory, or deeper
@@ -171,8 +181,9 @@ class NetSpec:
         return x.astype(dtype), y.astype(dtype)
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
-        """The target's metric (`metric_arrays`) at seed ``s``'s start (float64); a branch's start is the seed's
-        checkpoint (`otod.nets.branch.start_params`)."""
+        """The target's metric (`metric_arrays`) at seed ``s``'s start as the engine draws it (float64); a branch's
+        start is the seed's checkpoint (`otod.nets.branch.start_params`), a schedule's phase's where the phases before
+        it left the seed (`otod.nets.schedule_start`)."""
         import jax
 
         rng = np.random.default_rng([seed, s])
@@ -180,8 +191,14 @@ class NetSpec:
             from otod.nets.branch import start_params
 
             start = start_params(self, rng)
-        else:
-            start = self.initial_params(rng)
+        elif self.schedule_start is not None:
+            from otod.nets.schedule_start import start_params as scheduled
+
+            start = scheduled(self, rng)
+        else:  # the engine's start (`otod.nets.family.seed_starts`), not ``initial_params`` drawn from rng directly
+            from otod.nets.family import seed_starts, start_of
+
+            start = start_of(self, seed_starts(self, rng))
         with jax.enable_x64(True):
             params = jax.tree.map(jnp.asarray, start)
             x, y = self.metric_arrays(np.float64)
@@ -206,4 +223,8 @@ class NetSpec:
             from otod.nets.branch import branch_family
 
             return branch_family(self, net_family(self))
+        if self.schedule_start is not None:
+            from otod.nets.schedule_start import schedule_family
+
+            return schedule_family(self, net_family(self))
         return net_family(self)

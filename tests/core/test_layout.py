@@ -21,6 +21,8 @@ ALLOWED = {
     ("otod.nets", "otod.noise.theory"): "the NQM's theory (recursions, critical batch)",
     ("otod.nets", "otod.noise.exact"): "the NQM's exact recursions and reference step",
     ("otod.nets", "otod.noise.search"): "the NQM's exact search and its β lattice",
+    ("otod.nets", "otod.noise.schedule_search"): "the NQM's exact batch-schedule search, run on the NQM built for a "
+                                                 "net (what a batch schedule on that net should save)",
     ("otod.nets", "otod.noise.estimators"): "the NQM's two-batch estimator run (otod noise-scale without --model)",
     ("otod.nets", "otod.cost.flops"): "the FLOP counter (a net's bill)",
     ("otod.nets", "otod.noise.report"): "the NQM's words for an lr or β on the edge of those tried (stability limit)",
