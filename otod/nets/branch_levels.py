@@ -147,8 +147,8 @@ def resolve_levels(config, branching, yes: bool = False):
 def unreached(level: float, trace, branching, seeds: int) -> str:
     """The one line refusing a level the mean over seeds never reached."""
     finite = np.isfinite(trace)
-    runs = f"the mean training loss of the {seeds} seeds' reference runs (SGD at B = {branching.batch}, lr " \
-           f"{branching.lr:g})"
+    whose = "the seed's reference run" if seeds == 1 else f"the {seeds} seeds' reference runs"
+    runs = f"the mean training loss of {whose} (SGD at B = {branching.batch}, lr {branching.lr:g})"
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
         return (f"--branch-at loss:{level:g}: {runs} diverged at step {bad} before reaching {level:g}; use a smaller "
