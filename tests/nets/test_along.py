@@ -199,3 +199,17 @@ def test_the_same_model_command_twice_gives_identical_records(tmp_path):
         ra, rb = otod.load(a["path"]), otod.load(b["path"])
         assert strip(ra.records) == strip(rb.records) and len(ra.records) == 3 * 3 * 3
         assert ra.meta["branch"]["levels"] and ra.meta["branch"]["step"] == a["step"]
+
+
+def test_the_python_function_takes_loss_levels_or_steps_not_both():
+    """``otod.critical_batch_along_training``: steps and losses together, and a bad level, are refused in one line
+    before any model is loaded or run."""
+    import otod
+
+    with pytest.raises(OtodError, match="give the checkpoints as steps or as loss levels, not both"):
+        otod.critical_batch_along_training((0, 10), losses=(0.5,))
+    with pytest.raises(OtodError) as info:
+        otod.critical_batch_along_training(losses=(0.5, "x"))
+    assert str(info.value).startswith("--branch-at loss:x: not a loss level") and "\n" not in str(info.value)
+    with pytest.raises(OtodError, match="loss:-1.0: a loss level must be a finite number > 0"):
+        otod.critical_batch_along_training(losses=-1.0)
