@@ -164,7 +164,7 @@ class ModelProblem:
         return f"{self.reference} (P = {self.parameters:,}, {n:,} examples)"
 
     def flops_per_example(self) -> float:
-        """XLA's flop count of the loss on one example (`otod.nets.contract_cli.flops_per_example`): the time
+        """XLA's flop count of the loss on one example (`otod.nets.contract.flops_per_example`): the time
         estimates' cost of one example, as `NetSpec.flops_per_example`."""
         return _flops(self.loaded())
 
@@ -280,7 +280,7 @@ def _cast(data: tuple, dtype) -> tuple:
 
 @functools.lru_cache(maxsize=8)
 def _flops(model) -> float:
-    from otod.nets.contract_cli import flops_per_example
+    from otod.nets.contract import flops_per_example
 
     return flops_per_example(model)
 
