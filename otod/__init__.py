@@ -8,8 +8,9 @@ gradient noise; beside them otod measures the cost of one iteration.
 given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md);
 ``otod.critical_batch(loss, params, data, batches=…, target=…)`` runs its steps to a target against batch size
 through the sweep engine and fits its critical batch; ``otod.critical_batch_along_training(steps, …)`` measures
-the critical batch of one of otod's nets at checkpoints of its training, by branching S(B) sweeps from them;
-``otod.batch_schedule(schedule, …)`` runs a batch schedule on one of otod's nets against its best constant batch.
+the critical batch of one of otod's nets or a user's model at checkpoints of its training (given as steps or
+as loss levels), by branching S(B) sweeps from them; ``otod.batch_schedule(schedule, …)`` runs a batch schedule
+on one of otod's nets against its best constant batch.
 """
 
 from otod.core.version import __version__
@@ -51,9 +52,10 @@ def critical_batch(loss, params, data, init=None, **options):
     return measure(loss, params, data, init, **options)
 
 
-def critical_batch_along_training(steps=(0, 100, 1000), **options):
-    """B_crit(t) and S_min(t) with CIs of one of otod's nets at checkpoints of its training, each from S(B) sweeps
-    branched at the checkpoint (`otod.nets.along.critical_batch_along_training`: its options and its
+def critical_batch_along_training(steps=None, **options):
+    """B_crit(t) and S_min(t) with CIs of one of otod's nets or a user's model (``model="FILE.py:NAME"``) at
+    checkpoints of its training (``steps``, default 0, 100, 1000; or ``losses=``, loss levels), each from S(B)
+    sweeps branched at the checkpoint (`otod.nets.along.critical_batch_along_training`: its options and its
     `AlongTrainingResult`); JAX is imported on the first call."""
     from otod.nets.along import critical_batch_along_training as measure
 

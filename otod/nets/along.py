@@ -1,5 +1,7 @@
 """The critical batch along training, by branching (Merrill et al. 2025): ``otod sweep net --branch-at 0,100,1000``
-and ``otod.critical_batch_along_training(steps=…)``.
+(or ``--branch-at loss:0.5,0.25,0.1``: checkpoints where the mean training loss falls to each level,
+`otod.nets.branch_levels`) and ``otod.critical_batch_along_training(steps=…)`` (or ``losses=…``), for otod's nets and
+a user's model (``--model FILE.py:NAME``) alike.
 
 For each checkpoint step t: every seed's start becomes its checkpoint after t steps of its reference run (plain
 SGD at (B_ref, η_ref) from the seed's own start, `otod.nets.branch`), and an ordinary net S(B) sweep runs from
@@ -38,22 +40,71 @@ MAX_CHECKPOINTS = 32
 @dataclass(frozen=True)
 class Branching:
     """Where to branch and to what: ``steps`` (checkpoint steps of the reference run, sorted), the reference run's
-    ``batch`` B_ref and ``lr`` η_ref, and the milestone's ``fraction`` r (target = r · L̄(t))."""
+    ``batch`` B_ref and ``lr`` η_ref, and the milestone's ``fraction`` r (target = r · L̄(t)); or ``losses``, loss
+    levels (sorted from the highest) whose steps `otod.nets.branch_levels.resolve_levels` finds, then holding them
+    in ``steps`` and the (level, step) pairs in ``reached``."""
 
     steps: tuple[int, ...]
     batch: int = BRANCH_BATCH
     lr: float = BRANCH_LR
     fraction: float = BRANCH_TO
+    losses: tuple[float, ...] = ()
+    reached: tuple[tuple[float, int], ...] = ()
 
 
 def parse_branching(at, batch=None, lr=None, to=None) -> Branching:
-    """``--branch-at`` (a comma list of whole steps ≥ 0), ``--branch-batch``, ``--branch-lr`` and ``--branch-to``
-    as typed (None: the default), each refused in one line."""
+    """``--branch-at`` (a comma list of whole steps ≥ 0, or ``loss:`` and a comma list of loss levels > 0),
+    ``--branch-batch``, ``--branch-lr`` and ``--branch-to`` as typed (None: the default), each refused in one
+    line."""
     from otod.core.options import finite_float, positive_int
 
+    text = str(at).strip()
+    if text.startswith("loss:"):
+        steps, losses = (), parse_levels(text[5:])
+    else:
+        steps, losses = parse_steps(text), ()
+    rate = BRANCH_LR if lr is None else finite_float(lr, "--branch-lr", "0.1")
+    if not rate > 0:
+        raise OtodError(f"--branch-lr {lr}: the reference run's step must be positive, e.g. --branch-lr 0.1")
+    fraction = BRANCH_TO if to is None else finite_float(to, "--branch-to", "0.5")
+    if not 0 < fraction < 1:
+        raise OtodError(f"--branch-to {to}: the milestone is a fraction r of the loss at the checkpoint, 0 < r < 1, "
+                        "e.g. --branch-to 0.5")
+    size = BRANCH_BATCH if batch is None else positive_int(batch, "--branch-batch", "32")
+    return Branching(steps, size, float(rate), float(fraction), losses)
+
+
+def parse_levels(text: str) -> tuple[float, ...]:
+    """``--branch-at loss:…``'s levels: finite numbers > 0, distinct, at most `MAX_CHECKPOINTS`, sorted from the
+    highest (the order training reaches them)."""
+    items = [p.strip() for p in text.split(",")]
+    if not any(items) or not all(items):
+        raise OtodError(f"--branch-at loss:{text}: a comma list of training-loss levels > 0 after loss:, e.g. "
+                        "--branch-at loss:0.5,0.25,0.1")
+    levels = []
+    for item in items:
+        try:
+            value = float(item)
+        except ValueError:
+            raise OtodError(f"--branch-at loss:{item}: not a loss level; give numbers > 0, e.g. --branch-at "
+                            "loss:0.5,0.25,0.1") from None
+        if not (math.isfinite(value) and value > 0):
+            raise OtodError(f"--branch-at loss:{item}: a loss level must be a finite number > 0, e.g. --branch-at "
+                            "loss:0.5,0.25,0.1")
+        levels.append(value)
+    levels = sorted(set(levels), reverse=True)
+    if len(levels) > MAX_CHECKPOINTS:
+        raise OtodError(f"--branch-at: {len(levels)} loss levels, each a whole S(B) sweep; give at most "
+                        f"{MAX_CHECKPOINTS}, e.g. --branch-at loss:0.5,0.25,0.1")
+    return tuple(levels)
+
+
+def parse_steps(at: str) -> tuple[int, ...]:
+    """``--branch-at``'s steps: whole numbers from 0 to 10⁹, sorted and distinct, at most `MAX_CHECKPOINTS`."""
     items = [p.strip() for p in str(at).split(",")]
     if not any(items) or not all(items):
-        raise OtodError(f"--branch-at {at}: a comma list of step counts ≥ 0, e.g. --branch-at 0,100,1000")
+        raise OtodError(f"--branch-at {at}: a comma list of step counts ≥ 0 (or loss: and loss levels), e.g. "
+                        "--branch-at 0,100,1000 or --branch-at loss:0.5,0.25,0.1")
     steps = []
     for item in items:
         try:
@@ -68,24 +119,13 @@ def parse_branching(at, batch=None, lr=None, to=None) -> Branching:
     if len(steps) > MAX_CHECKPOINTS:
         raise OtodError(f"--branch-at: {len(steps)} checkpoints, each a whole S(B) sweep; give at most "
                         f"{MAX_CHECKPOINTS}, e.g. --branch-at 0,100,1000")
-    rate = BRANCH_LR if lr is None else finite_float(lr, "--branch-lr", "0.1")
-    if not rate > 0:
-        raise OtodError(f"--branch-lr {lr}: the reference run's step must be positive, e.g. --branch-lr 0.1")
-    fraction = BRANCH_TO if to is None else finite_float(to, "--branch-to", "0.5")
-    if not 0 < fraction < 1:
-        raise OtodError(f"--branch-to {to}: the milestone is a fraction r of the loss at the checkpoint, 0 < r < 1, "
-                        "e.g. --branch-to 0.5")
-    size = BRANCH_BATCH if batch is None else positive_int(batch, "--branch-batch", "32")
-    return Branching(tuple(steps), size, float(rate), float(fraction))
+    return tuple(steps)
 
 
 def check_branchable(config) -> None:
-    """Refuse a sweep a branch cannot run from: one of otod's own nets on a finite training set, with batch as
+    """Refuse a sweep a branch cannot run from: a net or a user's model on a finite training set, with batch as
     its only axis besides β (a checkpoint is one net's weights), at least 3 batches for the fit."""
     spec = config.problem
-    if spec.kind != "net":
-        raise OtodError("--branch-at: branches from otod's own nets (mlp, cnn); a model of your own is not "
-                        "supported yet, drop --branch-at")
     if spec.stream:
         raise OtodError("--branch-at: branches from checkpoints of a finite training set; drop --stream")
     others = [name for name, _ in config.axes if name not in ("batch", "beta")]
@@ -101,12 +141,10 @@ def check_branchable(config) -> None:
                         "8..1024:8:log")
 
 
-def refuse_beside_branch(given, model) -> None:
+def refuse_beside_branch(given) -> None:
     """Refuse, with ``--branch-at``, what it replaces or cannot branch from: ``--target`` (the milestone is the
-    target), ``--stream``, ``--predict`` (the NQM's prediction is built at the start, not at a checkpoint) and a
-    model of the user's own."""
+    target), ``--stream`` and ``--predict`` (the NQM's prediction is built at the start, not at a checkpoint)."""
     from otod.core.options import refuse_ignored
-    from otod.nets.contract import is_reference
 
     refuse_ignored(given, "target", "with --branch-at each branch runs to its milestone, --branch-to × the "
                                     "training loss at the checkpoint; drop --target or use --branch-to, e.g. "
@@ -114,9 +152,6 @@ def refuse_beside_branch(given, model) -> None:
     refuse_ignored(given, "stream", "--branch-at branches from checkpoints of a finite training set; drop --stream")
     refuse_ignored(given, "predict", "the NQM's prediction is built at the start, not at a checkpoint; with "
                                      "--branch-at the table gives B_simple and B_noise at each checkpoint instead")
-    if is_reference(model):
-        raise OtodError(f"--branch-at: branches from otod's own nets (mlp, cnn); --model {model} is not supported "
-                        "yet, drop --branch-at")
 
 
 def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf: bool, as_json: bool) -> None:
@@ -245,26 +280,33 @@ def predictors(spec, seed: int, seeds: int) -> tuple[tuple[float, ...], tuple[fl
     checkpoint), over the whole training set in float64 (`otod.nets.noise_scale.gradient_moments`)."""
     import jax
 
-    from otod.nets.noise_scale import Problem, gradient_moments
+    from otod.nets.noise_scale import gradient_moments
 
     simple, noise, problem = [], [], None
     for s in range(seeds):
         params = start_of_seed(spec, seed, s)
         with jax.enable_x64(True):
-            problem = Problem(spec, params) if problem is None else problem.at(params)
+            problem = noise_problem(spec, params) if problem is None else problem.at(params)
             moments = gradient_moments(problem)
         simple.append(moments["b_simple"])
         noise.append(moments["b_noise"])
     return tuple(float(v) for v in simple), tuple(float(v) for v in noise)
 
 
+def noise_problem(spec, params):
+    """`otod.nets.noise_scale.Problem` of a net, or of a user's model (`Problem.of_model`), at ``params``."""
+    from otod.nets.noise_scale import Problem
+
+    return Problem.of_model(spec.loaded()).at(params) if spec.kind == "model" else Problem(spec, params)
+
+
 def start_of_seed(spec, seed: int, s: int):
     """Seed s's start as the engine draws it (a branched spec's: its checkpoint)."""
     from otod.nets.branch import start_params
-    from otod.nets.family import seed_starts, start_of
+    from otod.nets.branch_levels import seed_start
 
     rng = np.random.default_rng([seed, s])
-    return start_params(spec, rng) if spec.branched else start_of(spec, seed_starts(spec, rng))
+    return start_params(spec, rng) if spec.branched else seed_start(spec, rng)[0]
 
 
 def run_along(config, branching: Branching, *, out="results", plot: bool = False, progress=None, yes: bool = False,
@@ -276,13 +318,19 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     from otod.nets.batch_api import reading
 
     check_branchable(config)
+    if branching.losses:  # loss levels to steps, refused in one line where one is not reached
+        from otod.nets.branch_levels import resolve_levels
+
+        branching = resolve_levels(config, branching, yes)
     refuse_long_reference(config, branching, yes)
     checkpoints, stored = [], None
     branches = [(step, *branch_config(config, branching, step)) for step in branching.steps]  # refused before a sweep
     for step, tuned, losses in branches:
+        levels = [level for level, t in branching.reached if t == step]
         meta = {"branch": {"step": int(step), "losses": list(losses), "loss": float(np.mean(losses)),
                            "fraction": branching.fraction, "milestone": tuned.target.tol,
-                           "reference_batch": branching.batch, "reference_lr": branching.lr}}
+                           "reference_batch": branching.batch, "reference_lr": branching.lr,
+                           **({"levels": levels} if levels else {})}}
         report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
         stored = stored or report.results.meta["config"]
         b_simple, b_noise = predictors(tuned.problem, config.seed, config.seeds) if measure_predictors else ((), ())
@@ -291,8 +339,10 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
         checkpoints.append(Checkpoint(int(step), float(np.mean(losses)), tuple(losses), tuned.target.tol,
                                       tuple(reading(s) for s in report.analysis.series), path, b_simple, b_noise))
         if echo is not None:
-            echo(f"checkpoint {step}: training loss {np.mean(losses):.4g} → milestone {tuned.target.tol:.4g}; "
-                 f"results: {path}{figures}")
+            from otod.nets.branch_levels import describe_level
+
+            echo(f"checkpoint {step}{describe_level(branching, step)}: training loss {np.mean(losses):.4g} → "
+                 f"milestone {tuned.target.tol:.4g}; results: {path}{figures}")
     result = AlongTrainingResult(tuple(checkpoints), branching, stored, "")
     return dataclasses.replace(result, report=table(result, config))
 
@@ -305,8 +355,7 @@ def table(result: AlongTrainingResult, config) -> str:
 
     b = result.branching
     spec = config.problem
-    lines = [f"B_crit along training: {spec.model} width {spec.width} depth {spec.depth} on {spec.data} "
-             f"(P = {spec.parameter_count:,}), {config.seeds} seeds; each seed's reference run: SGD at B = {b.batch}, "
+    lines = [f"B_crit along training: {subject(spec)}, {config.seeds} seeds; each seed's reference run: SGD at B = {b.batch}, "
              f"lr {b.lr:g}, from its own start; milestone: {b.fraction:g} × the mean training loss at the checkpoint",
              f"{'step':>7} {'loss':>8} {'milestone':>9}  {'method':<10} {'B_crit [95% CI]':<24} "
              f"{'S_min [95% CI]':<24} {'misfit':>6} {'B_simple [seeds]':<20} {'B_noise [seeds]':<20} "
@@ -319,6 +368,13 @@ def table(result: AlongTrainingResult, config) -> str:
                          f"{predicted(c.b_simple, c.b_simple_seeds):<20} {predicted(c.b_noise, c.b_noise_seeds):<20} "
                          f"{ratio(c.b_simple, p):<20} {ratio(c.b_noise, p)}")
     return "\n".join(lines)
+
+
+def subject(spec) -> str:
+    """What the table measures: a net by its model, width, depth and data, a user's model by its reference."""
+    if spec.kind == "model":
+        return spec.describe()
+    return f"{spec.model} width {spec.width} depth {spec.depth} on {spec.data} (P = {spec.parameter_count:,})"
 
 
 def predicted(median: float, values) -> str:
@@ -346,18 +402,22 @@ def ratio(predicted: float, point) -> str:
     return f"{predicted / point.b_crit:.3g}{ci}"
 
 
-def critical_batch_along_training(steps=(0, 100, 1000), *, branch_batch: int = BRANCH_BATCH,
+def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int = BRANCH_BATCH,
                                   branch_lr: float = BRANCH_LR, fraction: float = BRANCH_TO,
                                   predictors: bool = True, out: str | None = "results", progress=None,
                                   **net_options) -> AlongTrainingResult:
-    """B_crit(t) and S_min(t) with CIs of one of otod's nets at the checkpoints ``steps`` of each seed's reference
-    run (SGD at ``branch_batch``, ``branch_lr``), each S(B) sweep to ``fraction`` × the training loss there
-    (module docstring); ``net_options``: those of `otod.nets.options.net_config` (batch, width, depth, data,
-    method, seeds, seed, lr_grid, max_iters, …; no target: the milestone is the target). ``out``: the results
-    files' folder (None: a temporary one). Bad input raises `otod.core.errors.OtodError` in one line.
+    """B_crit(t) and S_min(t) with CIs of one of otod's nets or a user's model (``model="FILE.py:NAME"`` or a
+    checked `otod.nets.contract.Model`) at the checkpoints ``steps`` (default 0, 100, 1000) of each seed's reference
+    run (SGD at ``branch_batch``, ``branch_lr``), or, with ``losses``, at the first step where the mean over seeds
+    of the training loss falls to each level (`otod.nets.branch_levels`), each S(B) sweep to ``fraction`` × the
+    training loss there (module docstring); ``net_options``: those of `otod.nets.options.net_config` (batch, width,
+    depth, data, model, method, seeds, seed, lr_grid, max_iters, …; no target: the milestone is the target).
+    ``out``: the results files' folder (None: a temporary one). Bad input raises `otod.core.errors.OtodError` in
+    one line.
 
     >>> r = otod.critical_batch_along_training((0, 100, 300, 1000), batch="8..256:6:log", seeds=5)
     >>> r.to_pandas()[["step", "b_crit", "b_crit_lo", "b_crit_hi", "b_simple"]]
+    >>> otod.critical_batch_along_training(losses=(1.0, 0.5, 0.25), model="otod.nets.zoo:transformer")
     """
     import tempfile
 
@@ -366,7 +426,12 @@ def critical_batch_along_training(steps=(0, 100, 1000), *, branch_batch: int = B
     if "target" in net_options:
         raise OtodError("target: the branches' target is the milestone fraction × the loss at the checkpoint; "
                         "use fraction=, e.g. fraction=0.5")
-    branching = parse_branching(",".join(str(s) for s in np.atleast_1d(steps)), branch_batch, branch_lr, fraction)
+    if steps is not None and losses is not None:
+        raise OtodError("steps and losses: give the checkpoints as steps or as loss levels, not both, e.g. "
+                        "losses=(0.5, 0.25, 0.1)")
+    at = ("loss:" + ",".join(str(v) for v in np.atleast_1d(losses)) if losses is not None else
+          ",".join(str(s) for s in np.atleast_1d((0, 100, 1000) if steps is None else steps)))
+    branching = parse_branching(at, branch_batch, branch_lr, fraction)
     config = net_config(**{k: _text(k, v) for k, v in net_options.items()})
     with tempfile.TemporaryDirectory() as scratch:
         return run_along(config, branching, out=scratch if out is None else out, progress=progress,

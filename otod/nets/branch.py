@@ -16,6 +16,12 @@ engine's minibatch order from the branch's step 0 on, a fresh optimizer state (m
 schedule start at zero), every (lr, β) of the grid. At ``branch_step`` = 0 no step is taken and the branch is the
 plain sweep, record for record.
 
+A user's model (`otod.nets.model_problem.ModelProblem`, ``--model FILE.py:NAME``) branches the same way: its seed's
+start (``init(key_s)``, or the given ``params`` for every seed where it has no ``init``) and shuffle seed are its
+family's draws, its reference run the same loop with the model's ``loss(params, batch)`` on its training data (the
+first N where ``--examples`` cuts it; floats in float32, integers such as labels or tokens kept), and the branch
+replaces the draws' start, which for a model is the whole parameter pytree.
+
 Checkpoints are cached by reference run (the net, B_ref, η_ref, the shuffle seed and the start's bytes) and step:
 the engine draws one seed's start once per batch of the sweep (a batch is a static shape), and the run to the
 checkpoint is the same for all; a later checkpoint continues the run from the latest one cached (SGD has no state to
@@ -59,7 +65,7 @@ def check_branch(spec, examples: int) -> None:
                         "e.g. --branch-batch 32")
     if not (isinstance(lr, (int, float, np.floating)) and math.isfinite(lr) and lr > 0):
         raise OtodError(f"--branch-lr {lr}: the reference run's step must be a positive number, e.g. --branch-lr 0.1")
-    if spec.stream:
+    if getattr(spec, "stream", None):
         raise OtodError("--branch-at: branches from checkpoints of a finite training set; drop --stream")
 
 
@@ -69,25 +75,42 @@ def reference_spec(spec):
                                branch_lr=None)
 
 
-@functools.lru_cache(maxsize=8)
-def _runner(reference, lr: float):
-    """The reference run's loop, compiled once per (net, batch, lr): (θ_t0, shuffle key, t0, t1) → θ_t1, the step
-    counts traced (one program for every checkpoint). Plain SGD has no state, so a run continued from a cached
-    checkpoint takes the same steps as one from the start."""
+def identity(reference):
+    """What, besides the spec, names the loss a reference run steps on: a user's model as given (compared by
+    identity, since its digest hashes its numbers, not its code; None where it is loaded again from its file, whose
+    bytes the digest hashes); None for otod's own nets (the spec says all)."""
+    return reference.model if reference.kind == "model" else None
+
+
+def sgd_step(reference, lr: float):
+    """(step(params, state, key, t) → (params, state), the optimizer): one reference SGD step on minibatch t of
+    the shuffle ``key`` (`otod.nets.family.minibatch`), the training data in float32 (integers kept)."""
     from otod.nets.family import minibatch
 
-    x, y = (jnp.asarray(a) for a in reference.training_arrays(np.float32))
-    n, batch = x.shape[0], int(reference.batch)
+    data = tuple(jnp.asarray(a) for a in reference.training_arrays(np.float32))
+    n, batch = data[0].shape[0], int(reference.batch)
     opt = optax.sgd(lr)
-    grad = jax.grad(lambda p, xb, yb: reference.mean_loss(p, xb, yb))
+    grad = jax.grad(lambda p, *xs: reference.mean_loss(p, *xs))
+
+    def step(params, state, key, t):
+        idx = minibatch(key, t, batch, n)
+        updates, state = opt.update(grad(params, *(a[idx] for a in data)), state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step, opt
+
+
+@functools.lru_cache(maxsize=8)
+def _runner(reference, lr: float, model=None):
+    """The reference run's loop, compiled once per (net or model, batch, lr): (θ_t0, shuffle key, t0, t1) → θ_t1,
+    the step counts traced (one program for every checkpoint). Plain SGD has no state, so a run continued from a
+    cached checkpoint takes the same steps as one from the start."""
+    step, opt = sgd_step(reference, lr)
 
     @jax.jit
     def run(params, key, t0, t1):
         def body(t, carry):
-            params, state = carry
-            idx = minibatch(key, t, batch, n)
-            updates, state = opt.update(grad(params, x[idx], y[idx]), state, params)
-            return optax.apply_updates(params, updates), state
+            return step(*carry, key, t)
 
         return jax.lax.fori_loop(t0, t1, body, (params, opt.init(params)))[0]
 
@@ -110,14 +133,14 @@ def checkpoint(spec, start, shuffle) -> tuple:
     reference, lr, step = reference_spec(spec), float(spec.branch_lr), int(spec.branch_step)
     if step == 0:  # the start itself, unrounded: a float64 sweep's branch at 0 is its plain sweep too
         return jax.tree.map(lambda a: np.asarray(a, np.float64), start)
-    run_key = (reference, lr, int(shuffle), start_digest(start))
+    run_key = (reference, identity(reference), lr, int(shuffle), start_digest(start))
     done = _checkpoints.setdefault(run_key, {})
     _checkpoints.move_to_end(run_key)
     if step not in done:
         t0 = max((t for t in done if t < step), default=0)
         with jax.enable_x64(False):
             params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), done[t0] if t0 else start)
-            params = _runner(reference, lr)(params, jax.random.PRNGKey(int(shuffle)), t0, step)
+            params = _runner(reference, lr, identity(reference))(params, jax.random.PRNGKey(int(shuffle)), t0, step)
             done[step] = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
     while len(_checkpoints) > CACHE_SIZE:
         _checkpoints.popitem(last=False)
@@ -125,9 +148,11 @@ def checkpoint(spec, start, shuffle) -> tuple:
 
 
 def branch_draws(spec, drawn: dict) -> dict:
-    """One seed's draws (`otod.nets.family.seed_starts`) with the start the sweep reads (the spec's init and
-    architecture) replaced by its checkpoint; the shuffle seed is kept, so the branch draws the plain sweep's
-    minibatch order."""
+    """One seed's draws (`otod.nets.family.seed_starts`; a model's, `otod.nets.model_problem.seed_starts`) with the
+    start the sweep reads (a net's: the spec's init and architecture; a model's: its parameters) replaced by its
+    checkpoint; the shuffle seed is kept, so the branch draws the plain sweep's minibatch order."""
+    if spec.kind == "model":
+        return {**drawn, "params": checkpoint(spec, drawn["params"], drawn["shuffle"])}
     params = {init: dict(arches) for init, arches in drawn["params"].items()}
     start = params[spec.init][spec.architecture]
     params[spec.init][spec.architecture] = checkpoint(spec, start, drawn["shuffle"])
@@ -138,6 +163,8 @@ def start_params(spec, rng: np.random.Generator):
     """A branched spec's start for the seed whose generator is ``rng``: its checkpoint."""
     from otod.nets.family import seed_starts
 
+    if spec.kind == "model":
+        return branch_draws(spec, reference_spec(spec).family().draws(rng))["params"]
     return branch_draws(spec, seed_starts(spec, rng))["params"][spec.init][spec.architecture]
 
 

@@ -61,9 +61,12 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
                    "(batch sweeps). E.g. --no-predict")
 @click.option("--branch-at", default=None,
               help="B_crit along training: a comma list of checkpoint steps of each seed's reference SGD run "
-                   "(--branch-batch, --branch-lr); from each, one S(B) sweep to --branch-to × the training loss "
-                   "there, and a table of B_crit(t), S_min(t) and B_simple(t), B_noise(t). E.g. --branch-at "
-                   "0,100,1000")
+                   "(--branch-batch, --branch-lr), or loss: and training-loss levels, each checkpoint then the "
+                   "first step (one for all seeds) where the mean over seeds of the full training loss, read every "
+                   "step, is ≤ the level (below 10,000 steps, else refused); from each, one S(B) sweep to "
+                   "--branch-to × the training loss there, and a table of B_crit(t), S_min(t) and B_simple(t), "
+                   "B_noise(t). Also with --model FILE.py:NAME. E.g. --branch-at 0,100,1000 or --branch-at "
+                   "loss:1.5,1,0.5")
 @click.option("--branch-batch", default=None, help="With --branch-at: the reference run's batch. Default 32. "
                                                    "E.g. --branch-batch 64")
 @click.option("--branch-lr", default=None, help="With --branch-at: the reference run's SGD step. Default 0.1. "
@@ -100,6 +103,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --branch-at 0,30,100,300,1000,3000
       otod sweep net --batch-schedule 16@0.26,32@0.0392
       otod sweep net --data teacher --batch-schedule 8@0.066,16@0.038
+      otod sweep net --branch-at loss:1,0.5,0.25 --batch 8..256:6:log
+      otod sweep net --model otod.nets.zoo:transformer --branch-at 0,100,300,1000 --batch 8..256:5:log
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
@@ -115,7 +120,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     else:
         from otod.nets.along import parse_branching, refuse_beside_branch
 
-        refuse_beside_branch(given, model)
+        refuse_beside_branch(given)
         branching = parse_branching(branch_at, branch_batch, branch_lr, branch_to)
     if batch_schedule is not None:
         from otod.nets.schedule import parse_schedule, refuse_beside_schedule

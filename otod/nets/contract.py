@@ -230,6 +230,18 @@ def start_loss(model: Model, chunk: int | None = None) -> float:
     return float(jax.jit(f)(model.params, *model.data))
 
 
+def flops_per_example(model) -> float:
+    """XLA's flop count of the loss on a batch of one example (forward), at least 1; 2P where XLA gives none."""
+    batch = tuple(a[:1] for a in model.data)
+    try:
+        cost = jax.jit(model.loss).lower(model.params, batch).compile().cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        flops = float((cost or {}).get("flops", 0.0))
+    except Exception:  # a backend without a cost model
+        flops = 0.0
+    return max(1.0, flops or 2.0 * model.parameter_count)
+
+
 def chunk_of(model: Model, vectors: int = 1) -> int:
     """Examples per chunk for ``model`` (`otod.nets.chunked.chunk_for` from its estimated activations)."""
     from otod.nets.chunked import activation_floats, chunk_for

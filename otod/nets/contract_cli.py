@@ -43,15 +43,10 @@ def chunk_option(value) -> int | None:
 
 
 def flops_per_example(model) -> float:
-    """XLA's flop count of the loss on a batch of one example (forward), at least 1; 2P where XLA gives none."""
-    batch = tuple(a[:1] for a in model.data)
-    try:
-        cost = jax.jit(model.loss).lower(model.params, batch).compile().cost_analysis()
-        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-        flops = float((cost or {}).get("flops", 0.0))
-    except Exception:  # a backend without a cost model
-        flops = 0.0
-    return max(1.0, flops or 2.0 * model.parameter_count)
+    """`otod.nets.contract.flops_per_example` (XLA's flop count of the loss on one example)."""
+    from otod.nets.contract import flops_per_example as count
+
+    return count(model)
 
 
 def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: int, per_layer: bool = False) -> float:

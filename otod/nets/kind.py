@@ -67,6 +67,8 @@ def validate(config) -> None:
     for spec in nets.values():
         if spec.kind == "model":  # a user's model: its start loss was measured when it was loaded
             start, named, what = spec.start_loss, spec.reference, "training"
+            if spec.branched:  # the checkpoint's loss (`otod.nets.branch`)
+                start, named = spec.initial_loss(config.seed), f"{named}, checkpoint at step {spec.branch_step}"
         else:
             spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
             start, named = spec.initial_loss(config.seed), f"{spec.model} width {spec.width} depth {spec.depth}"
@@ -84,14 +86,15 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
     if point is None:
         return fields
     spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth", "examples")})
+    branch = {} if not spec.branched else {  # the checkpoint this lane starts from (`otod.nets.branch`)
+        "checkpoint": float(spec.branch_step), "checkpoint_batch": float(spec.branch_batch),
+        "checkpoint_lr": float(spec.branch_lr)}
     if spec.kind == "model":
-        return {"batch": float(spec.batch), "examples": float(spec.training_examples),
+        return {"batch": float(spec.batch), "examples": float(spec.training_examples), **branch,
                 "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
                 "beta": float(point.get("beta", 0.0)), **fields}
     data = {} if spec.stream else {"examples": float(spec.dataset().examples)}  # a stream has no training set
-    if spec.branched:  # the checkpoint this lane starts from (`otod.nets.branch`)
-        data.update(checkpoint=float(spec.branch_step), checkpoint_batch=float(spec.branch_batch),
-                    checkpoint_lr=float(spec.branch_lr))
+    data.update(branch)
     return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth), **data,
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
             "beta": float(point.get("beta", 0.0)), **fields}

@@ -12,7 +12,10 @@ replace its fields and a results file rebuilds it from its stored config:
 * ``parameters``, ``data_examples``, ``example_floats``, ``start_loss``: what the sweep's checks and estimates
   read without loading the model again (a results file reads back without the user's file);
 * ``batch``: the minibatch size; ``examples``: the first N training examples (None: all), so sets of several N are
-  nested and the same for every seed.
+  nested and the same for every seed;
+* ``branch_step``, ``branch_batch``, ``branch_lr``: a branch (`otod.nets.branch`, as `otod.nets.problem.NetSpec`'s):
+  every seed starts from its checkpoint after ``branch_step`` steps of plain SGD at batch ``branch_batch`` and step
+  ``branch_lr`` from its own start; None (all three): the start itself (None fields stay out of the digest).
 
 The loaded model travels with the problem (``model``, left out of comparisons, hashes and the stored config); a
 problem read back from a file loads it again from ``reference`` when a run needs it, and refuses one whose digest
@@ -56,6 +59,9 @@ class ModelProblem:
     start_loss: float
     batch: int = 32
     examples: int | None = None
+    branch_step: int | None = None
+    branch_batch: int | None = None
+    branch_lr: float | None = None
     model: object = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
@@ -68,10 +74,24 @@ class ModelProblem:
         if self.batch > self.training_examples:
             raise OtodError(f"--batch {self.batch}: larger than the data set ({self.training_examples:,} training "
                             f"examples); use --batch ≤ {self.training_examples:,}")
+        if self.branched or self.branch_batch is not None or self.branch_lr is not None:
+            from otod.nets.branch import check_branch
+
+            check_branch(self, self.training_examples)
 
     @property
     def kind(self) -> str:
         return "model"
+
+    @property
+    def branched(self) -> bool:
+        """Whether every seed starts from a checkpoint of its reference run (`otod.nets.branch`)."""
+        return self.branch_step is not None
+
+    @property
+    def stream(self) -> None:
+        """A user's model brings its own finite training set: never a stream (read as `NetSpec.stream`)."""
+        return None
 
     @property
     def training_examples(self) -> int:
@@ -122,20 +142,37 @@ class ModelProblem:
             return jax.tree.map(lambda a: np.asarray(a, np.float64), model.init(jax.random.PRNGKey(key)))
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
-        """The training loss at seed ``s``'s start under root ``seed`` (float64, chunked)."""
+        """The training loss at seed ``s``'s start under root ``seed`` (float64, chunked); a branch's start is the
+        seed's checkpoint (`otod.nets.branch.start_params`)."""
         from otod.nets.chunked import chunked_mean
         from otod.nets.contract import cast, chunk_of
 
+        rng = np.random.default_rng([seed, s])
+        if self.branched:
+            from otod.nets.branch import start_params
+
+            start = start_params(self, rng)
+        else:
+            start = self.initial_params(rng)
         with jax.enable_x64(True):
             model = cast(self.loaded(), jnp.float64)
-            params = jax.tree.map(jnp.asarray, self.initial_params(np.random.default_rng([seed, s])))
+            params = jax.tree.map(jnp.asarray, start)
             return float(jax.jit(chunked_mean(model.loss, chunk_of(model)))(params, *model.data))
 
     def describe(self) -> str:
         n = self.training_examples
         return f"{self.reference} (P = {self.parameters:,}, {n:,} examples)"
 
+    def flops_per_example(self) -> float:
+        """XLA's flop count of the loss on one example (`otod.nets.contract.flops_per_example`): the time
+        estimates' cost of one example, as `NetSpec.flops_per_example`."""
+        return _flops(self.loaded())
+
     def family(self):
+        if self.branched:
+            from otod.nets.branch import branch_family
+
+            return branch_family(self, model_family(self))
         return model_family(self)
 
 
@@ -239,6 +276,13 @@ def model_family(problem: ModelProblem):
 def _cast(data: tuple, dtype) -> tuple:
     """The data with its float arrays in ``dtype`` (labels and other integers kept)."""
     return tuple(jnp.asarray(a, dtype) if jnp.issubdtype(a.dtype, jnp.floating) else jnp.asarray(a) for a in data)
+
+
+@functools.lru_cache(maxsize=8)
+def _flops(model) -> float:
+    from otod.nets.contract import flops_per_example
+
+    return flops_per_example(model)
 
 
 def _chunk(problem: ModelProblem) -> int:

@@ -24,7 +24,17 @@ def test_the_branch_options_parse_sorted_and_default():
     assert along.parse_branching("5", "64", "0.3", "0.7") == along.Branching((5,), 64, 0.3, 0.7)
 
 
+def test_loss_levels_parse_sorted_from_the_highest():
+    """``loss:`` levels: distinct, from the highest (the order training reaches them), no steps yet."""
+    b = along.parse_branching("loss:0.1, 0.5,0.5,1e-1,2", "16")
+    assert b == along.Branching((), 16, 0.1, 0.5, (2.0, 0.5, 0.1))
+
+
 @pytest.mark.parametrize("args, says", [
+    (("loss:",), "--branch-at loss:: a comma list of training-loss levels"), (("loss:0.5,,1",), "loss:0.5,,1"),
+    (("loss:x",), "--branch-at loss:x: not a loss level"), (("loss:0",), "loss:0: a loss level must be"),
+    (("loss:-1",), "loss:-1: a loss level must be"), (("loss:nan",), "loss:nan: a loss level must be"),
+    (("loss:" + ",".join(str(i + 1) for i in range(33)),), "33 loss levels"),
     (("",), "--branch-at : a comma list"), (("0,,5",), "--branch-at 0,,5"), (("x",), "--branch-at x: not a step"),
     (("-1",), "--branch-at -1"), (("2.5",), "--branch-at 2.5"), (("inf",), "--branch-at inf"),
     ((",".join(str(i) for i in range(33)),), "33 checkpoints"), (("0", "0"), "--branch-batch 0"),
@@ -131,3 +141,75 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
     assert "B_crit along training" in result.report and "B_simple/B_crit" in result.report
     fitted = CliRunner().invoke(main, ["fit", result.checkpoints[1].path])
     assert fitted.exit_code == 0 and "B_crit" in fitted.output
+
+
+MODEL = "tests/fixtures/models/plain_jax.py:mlp"
+
+
+@pytest.mark.slow
+def test_a_models_branch_at_step_0_is_its_plain_sweep_and_a_later_branch_steps_from_its_checkpoint(tmp_path):
+    """A user's model (the plain-JAX fixture, 96 examples): at step 0 the branched sweep's records equal the plain
+    model sweep's (same target) record for record, besides the checkpoint columns (float64, 3 batches × 2 seeds
+    × 2 lrs); at step 8 every lane's count, status and final loss equal the reference loop's from the family's
+    (branched) draws, and the milestone is half the mean of the seeds' checkpoint losses, each below the start's."""
+    from otod.core.sweep import run_sweep
+    from tests.nets.lanes import compare_with_reference
+
+    config = small_config(model=MODEL, width="32", examples=None, batch="8,16,32", lr_grid="0.03,0.1")
+    b = along.Branching((0, 8), batch=16, lr=0.1)
+    at_zero, losses0 = along.branch_config(config, b, 0)
+    plain = dataclasses.replace(config, target=at_zero.target)
+    branched = run_sweep(at_zero, out_dir=tmp_path / "branch")
+    reference = run_sweep(plain, out_dir=tmp_path / "plain")
+    drop = ("checkpoint", "checkpoint_batch", "checkpoint_lr")
+    assert len(branched.records) == 12 and all(r["checkpoint"] == 0.0 for r in branched.records)
+    assert strip(branched.records, drop) == strip(reference.records)
+    at_eight, losses8 = along.branch_config(config, b, 8)
+    assert at_eight.target.tol == pytest.approx(0.5 * np.mean(losses8), rel=1e-12)
+    assert all(l8 < l0 for l8, l0 in zip(losses8, losses0))
+    records = run_sweep(at_eight, out_dir=tmp_path / "eight").records
+    assert all(r["checkpoint"] == 8.0 for r in records)
+    assert compare_with_reference(at_eight, records) >= 6
+
+
+@pytest.mark.slow
+def test_the_same_model_command_twice_gives_identical_records(tmp_path):
+    """``otod sweep net --model FILE.py:NAME --branch-at loss:…`` run twice into two folders: the same checkpoint
+    steps (printed), the same table rows (JSON) and the same records in every results file, timings aside; each
+    checkpoint's stored meta keeps its level."""
+    import json
+
+    from click.testing import CliRunner
+
+    import otod
+    from otod.cli import main
+
+    args = ["sweep", "net", "--model", MODEL, "--branch-at", "loss:2,0.6", "--branch-batch", "16", "--batch",
+            "8,16,32", "--seeds", "3", "--lr-grid", "0.03,0.1,0.3", "--max-iters", "500", "--no-plot", "--json"]
+    runs = []
+    for name in ("one", "two"):
+        result = CliRunner().invoke(main, args + ["--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+        runs.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    one, two = runs
+    assert [r["step"] for r in one] == [r["step"] for r in two] and len(one) == 2
+    assert [{k: v for k, v in r.items() if k != "path"} for r in one] == \
+           [{k: v for k, v in r.items() if k != "path"} for r in two]
+    for a, b in zip(one, two):
+        ra, rb = otod.load(a["path"]), otod.load(b["path"])
+        assert strip(ra.records) == strip(rb.records) and len(ra.records) == 3 * 3 * 3
+        assert ra.meta["branch"]["levels"] and ra.meta["branch"]["step"] == a["step"]
+
+
+def test_the_python_function_takes_loss_levels_or_steps_not_both():
+    """``otod.critical_batch_along_training``: steps and losses together, and a bad level, are refused in one line
+    before any model is loaded or run."""
+    import otod
+
+    with pytest.raises(OtodError, match="give the checkpoints as steps or as loss levels, not both"):
+        otod.critical_batch_along_training((0, 10), losses=(0.5,))
+    with pytest.raises(OtodError) as info:
+        otod.critical_batch_along_training(losses=(0.5, "x"))
+    assert str(info.value).startswith("--branch-at loss:x: not a loss level") and "\n" not in str(info.value)
+    with pytest.raises(OtodError, match="loss:-1.0: a loss level must be a finite number > 0"):
+        otod.critical_batch_along_training(losses=-1.0)

@@ -13,36 +13,13 @@ from otod.core.errors import OtodError
 from otod.nets import branch
 from otod.nets.family import seed_starts, start_of
 from otod.nets.problem import NetSpec
+from tests.nets.lanes import gap, plain_sgd
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 #: A small net: digits' first 64 images, width 8 (P = 610), branched after 12 steps of SGD at B_ref = 16.
 SPEC = NetSpec(width=8, examples=64, batch=8, branch_step=12, branch_batch=16, branch_lr=0.3)
-
-
-def plain_loop(spec, start, shuffle, steps: int, batch: int, lr: float):
-    """The reference run written out independently: a Python loop of θ ← θ − η ∇L_B(θ) in float32, epoch e's
-    order the permutation of fold_in(PRNGKey(shuffle), e), step t taking ranks [pB, (p + 1)B) of its position p
-    in an epoch of ⌊n/B⌋ steps."""
-    x, y = spec.training_arrays(np.float32)
-    n = x.shape[0]
-    per_epoch = n // batch
-    key = jax.random.PRNGKey(int(shuffle))
-    params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), start)
-    grad = jax.grad(lambda p, xb, yb: spec.mean_loss(p, xb, yb))
-    for t in range(steps):
-        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, t // per_epoch), n))
-        idx = order[(t % per_epoch) * batch:(t % per_epoch + 1) * batch]
-        g = grad(params, jnp.asarray(x[idx]), jnp.asarray(y[idx]))
-        params = jax.tree.map(lambda p, gi: p - np.float32(lr) * gi, params, g)
-    return jax.tree.map(lambda p: np.asarray(p, np.float64), params)
-
-
-def gap(a, b) -> float:
-    """The largest |a − b| over two parameter pytrees' leaves."""
-    return max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
-               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
 
 @pytest.mark.slow
@@ -57,7 +34,7 @@ def test_the_checkpoint_equals_an_independent_plain_loop_and_the_trajectory():
     drawn = seed_starts(SPEC, np.random.default_rng([0, 1]))
     start = start_of(SPEC, drawn)
     got = branch.start_params(SPEC, rng)
-    loop = plain_loop(SPEC, start, drawn["shuffle"], 12, 16, 0.3)
+    loop = plain_sgd(SPEC, start, drawn["shuffle"], 12, 16, 0.3)
     assert gap(got, start) > 1e-2
     assert gap(got, loop) <= 1e-5
     unbranched = dataclasses.replace(SPEC, batch=16, branch_step=None, branch_batch=None, branch_lr=None)
@@ -119,3 +96,51 @@ def test_a_bad_branch_is_refused_in_one_line(fields, says):
     with pytest.raises(OtodError, match=None) as info:
         NetSpec(width=8, examples=64, batch=8, **fields)
     assert says in str(info.value) and "\n" not in str(info.value)
+
+
+#: The model contract's plain-JAX fixture (a tanh MLP 5 → 16 → 1 with an init, 96 examples): a user's model.
+MODEL = "tests/fixtures/models/plain_jax.py:mlp"
+
+
+def model_problem(**branch_fields):
+    from otod.nets.contract import load
+    from otod.nets.model_problem import problem_of
+
+    problem = problem_of(load(MODEL), batch=8, reference=MODEL)
+    return dataclasses.replace(problem, **branch_fields)
+
+
+@pytest.mark.slow
+def test_a_models_checkpoint_is_the_plain_loop_from_its_own_start_and_shuffle():
+    """A user's model (the plain-JAX fixture): seed 2's checkpoint after 12 steps of SGD at B_ref = 16, η = 0.1
+    equals the hand-written loop (`tests.nets.lanes.plain_sgd`) from the seed's own init(key) start and shuffle
+    seed to float32 rounding (max |Δθ| ≤ 1e-5, while the run moved the weights by more than 10⁻²); the branch's
+    draws keep the shuffle seed and replace the whole parameter pytree; the checkpoint's loss (the milestone's
+    base) lies below the start's; at step 0 the start itself, bit for bit."""
+    from otod.nets.model_problem import seed_starts as model_starts
+
+    problem = model_problem(branch_step=12, branch_batch=16, branch_lr=0.1)
+    drawn = model_starts(problem, np.random.default_rng([0, 2]))
+    got = branch.start_params(problem, np.random.default_rng([0, 2]))
+    loop = plain_sgd(problem, drawn["params"], drawn["shuffle"], 12, 16, 0.1)
+    assert gap(got, drawn["params"]) > 1e-2
+    assert gap(got, loop) <= 1e-5
+    out = problem.family().draws(np.random.default_rng([0, 2]))
+    assert out["shuffle"] == drawn["shuffle"] and gap(out["params"], got) == 0
+    assert problem.initial_loss(0, 2) < dataclasses.replace(problem, branch_step=0).initial_loss(0, 2)
+    assert gap(branch.start_params(dataclasses.replace(problem, branch_step=0), np.random.default_rng([0, 2])),
+               drawn["params"]) == 0
+
+
+def test_a_models_bad_branch_is_refused_in_one_line_and_an_unbranched_one_stores_no_branch_fields():
+    """A user's model takes the net's branch checks (its 96 examples bound B_ref); unbranched, its stored record
+    has no branch fields at all (None fields stay out of the digest: old results files keep their names)."""
+    with pytest.raises(OtodError) as info:
+        model_problem(branch_step=5, branch_batch=97, branch_lr=0.1)
+    assert "--branch-batch 97: need a whole number from 1 to the 96 training examples" in str(info.value)
+    assert "\n" not in str(info.value)
+    from otod.nets.options import net_config
+
+    config = net_config(model=MODEL, batch="8,16", seeds=1)
+    assert not any(k.startswith("branch") for k in config.to_dict()["problem"])
+    assert not model_problem().branched and model_problem(branch_step=0, branch_batch=8, branch_lr=0.1).branched
