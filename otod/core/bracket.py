@@ -36,12 +36,12 @@ decade for the default list) while 1 − β ≥ `beta_floor`, where the run's fl
 (10⁻¹⁴ in float64, as the exact search's floor; 10⁻⁵ in float32, the simulator's default precision). A choice on
 the floor is at β's true limit.
 
-**Who brackets.** The rate: condition and depth sweeps (`otod.condition.report`, `otod.depth.report`; not the
-toy). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to 3·1.36¹² ≈ 122 times
+**Who brackets.** The rate: condition, depth and toy sweeps (`otod.condition.report`, `otod.depth.report`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to 3·1.36¹² ≈ 122 times
 the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is at the end of the
 user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise and params sweeps
 whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up to 1.1·10⁻³ below
-it, `otod.noise.search`); a --beta list is tried as given.
+it, `otod.noise.search`), and the depth and toy sweeps' heavy-ball and Adam (β₁) on their default list 0, 0.9 …
+0.999 (`default_beta_ladder`); a --beta list is tried as given.
 """
 
 from __future__ import annotations
@@ -310,17 +310,29 @@ def bracket(config: SweepConfig, results: results_io.Results, steps: int, *, bet
     return out
 
 
-def bracketed_run(steps: int | None = None) -> Callable[..., results_io.Results]:
+def bracketed_run(steps: int | None = None,
+                  betas: Callable[[SweepConfig], tuple[float, ...]] | None = None) -> Callable[..., results_io.Results]:
     """The pipeline's ``run`` (`otod.core.pipeline.sweep`) for a sweep whose rate is bracketed: the core's
-    `run_sweep`, then `bracket` with ``steps`` (None: `default_steps`)."""
+    `run_sweep`, then `bracket` with ``steps`` (None: `default_steps`) and, where given, ``betas(config)``: the β
+    to try beyond the list's largest (`beta_ladder`; empty: β tried as given)."""
     def run(config, out_dir, progress, yes, extra_meta):
         from otod.core.sweep import run_sweep
 
         results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=extra_meta)
-        return bracket(config, results, default_steps(config) if steps is None else steps, progress=progress,
-                       yes=yes)
+        return bracket(config, results, default_steps(config) if steps is None else steps,
+                       betas=betas(config) if betas is not None else (), progress=progress, yes=yes)
 
     return run
+
+
+def default_beta_ladder(config: SweepConfig, default: tuple[float, ...]) -> tuple[float, ...]:
+    """The β beyond ``default`` (a sweep's default --beta list) towards 1 down to the run's float limit
+    (`beta_ladder`, `beta_floor`) where the sweep's β axis is that default list; none for a list the user gave
+    (tried as given) or a sweep without a β axis."""
+    values = dict(config.axes).get("beta")
+    if values is None or len(values) != len(default) or not np.allclose(values, default, rtol=1e-12):
+        return ()
+    return tuple(beta_ladder(tuple(default), beta_floor(config.resolved_x64)))
 
 
 def _values(values) -> str:

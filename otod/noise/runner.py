@@ -30,12 +30,7 @@ def simulated_betas(config) -> tuple[float, ...]:
     """The β the simulator tries beyond the default list's 0.999, where a choice sits on it (`otod.core.bracket`):
     half a decade of 1 − β a step, as the list, down to the run's float precision (`otod.core.bracket.beta_floor`:
     1 − β = 10⁻⁵ in float32, 10⁻¹⁴ in float64, the exact path's floor); none for a --beta list (tried as given)."""
-    import numpy as np
-
-    from otod.core.bracket import beta_floor, beta_ladder
+    from otod.core.bracket import default_beta_ladder
     from otod.noise.search import DEFAULT_BETAS
 
-    betas = dict(config.axes).get("beta")
-    if betas is None or len(betas) != len(DEFAULT_BETAS) or not np.allclose(betas, DEFAULT_BETAS, rtol=1e-12):
-        return ()
-    return tuple(beta_ladder(DEFAULT_BETAS, beta_floor(config.resolved_x64)))
+    return default_beta_ladder(config, DEFAULT_BETAS)

@@ -36,6 +36,8 @@ def test_censored_lanes_count_as_worst_and_ties_go_to_the_smaller_beta():
 
 import json  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
@@ -193,3 +195,29 @@ def test_the_depth_report_warns_where_a_choice_sits_on_an_edge():
         "--lr-extend N (heavy-ball at L = 2)",
         "warning: β* lies on the end of the --beta list given (heavy-ball at L = 2): the best β may lie beyond it; "
         "widen --beta"]
+
+
+def test_depth_and_toy_bracket_beta_beyond_the_default_lists_0999_and_try_a_given_list_as_given():
+    """Heavy-ball's and Adam's β on the depth and toy sweeps' default list (0, 1 − 10^(−j/2), j = 1…6) continue
+    towards 1 at half a decade of 1 − β a step, 10^(−3.5) first, down to the run's float limit
+    (`otod.core.bracket.beta_floor`: 9.3·10⁻¹⁵ in float64, 5.0·10⁻⁶ in float32; the ladder stops at the last
+    half decade at or above it); a --beta list the user gave, or
+    a sweep of gd alone (β 0 only), gets none."""
+    from otod.core.bracket import beta_floor
+    from otod.depth.options import depth_config_from_options, toy_config_from_options
+    from otod.depth.report import depth_betas
+
+    for x64 in (True, False):
+        config = depth_config_from_options(method="heavy-ball", depth="1..3", x64=x64)
+        ladder = depth_betas(config)
+        gaps = [1 - b for b in ladder]
+        floor = beta_floor(config.resolved_x64)
+        # the list's 0.996838 is rounded to 6 digits: its last ratio of 1 − β is 3.162, not √10, to 1e-4
+        assert gaps[0] == pytest.approx(10 ** -3.5, rel=1e-4)
+        assert gaps[-1] >= floor > gaps[-1] / 3.162, (x64, gaps[-1], floor)  # down to the float limit, not past
+        np.testing.assert_allclose(np.diff(np.log10(gaps)), -0.5, rtol=2e-3)  # β a float: 1 − β to 0.1% near 1e-13
+    toy = depth_betas(toy_config_from_options(method="adam"))
+    assert toy and 1 - toy[0] == pytest.approx(10 ** -3.5, rel=1e-4)
+    assert depth_betas(toy_config_from_options(method="gd")) == ()
+    assert depth_betas(depth_config_from_options(method="heavy-ball", beta="0,0.9,0.99")) == ()
+    assert depth_betas(depth_config_from_options(method="gd")) == ()
