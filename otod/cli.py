@@ -123,11 +123,13 @@ def _target_tol(loaded: list, tol: float | None, target: float | None) -> float 
         raise OtodError(f"--tol {tol:g} --target {target:g}: give one threshold, e.g. --target {target:g}")
     if not (math.isfinite(target) and target > 0):
         raise OtodError(f"--target {target:g}: a training-loss target must be a positive number, e.g. --target 0.2")
+    from otod.core.config import read_config
+
     for path, results, _ in loaded:
         if results.meta.get("kind") != "sweep":
             raise OtodError(f"--target {target:g}: {path} holds {results.meta.get('kind')} measurements, not a sweep "
                             "with a target to re-read; drop --target")
-        if results.meta["config"]["target"]["kind"] != "absolute":
+        if read_config(results.meta).target.kind != "absolute":
             raise OtodError(f"--target {target:g}: {path} is a {results.meta['sweep']} sweep stopped at a relative "
                             "gap, not a training loss; use --tol, e.g. --tol 1e-4")
     return target

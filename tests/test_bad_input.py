@@ -242,13 +242,18 @@ def test_a_target_loss_on_a_sweep_stopped_at_a_relative_gap_is_refused():
     from otod.cli import _target_tol
     from otod.core.errors import OtodError
 
-    relative = SimpleNamespace(meta={"kind": "sweep", "sweep": "condition", "config": {"target": {"kind": "relative"}}})
+    from otod.condition.options import condition_sweep
+    from otod.noise.options import noise_config
+
+    relative = SimpleNamespace(meta={"kind": "sweep", "sweep": "condition",
+                                     "config": condition_sweep((4.0, 9.0)).to_dict()})
     with pytest.raises(OtodError, match="stopped at a relative gap, not a training loss; use --tol"):
         _target_tol([("c.parquet", relative, None)], None, 0.2)
     curvature = SimpleNamespace(meta={"kind": "curvature", "config": {}})
     with pytest.raises(OtodError, match="holds curvature measurements, not a sweep with a target to re-read"):
         _target_tol([("k.parquet", curvature, None)], None, 0.2)
-    loss = SimpleNamespace(meta={"kind": "sweep", "sweep": "net", "config": {"target": {"kind": "absolute"}}})
+    stopped_at_a_loss = noise_config(batch="1,4", mode="simulate", problem="isotropic", dim="10", seeds=2)[0]
+    loss = SimpleNamespace(meta={"kind": "sweep", "sweep": "noise", "config": stopped_at_a_loss.to_dict()})
     assert _target_tol([("n.parquet", loss, None)], None, 0.2) == 0.2 and _target_tol([], 1e-3, None) == 1e-3
 
 

@@ -108,17 +108,16 @@ def setup_flops(problem_spec, method: str) -> float:
     return eigvalsh_flops(d)
 
 
-def setup_description(problem: dict, method: str) -> str:
-    """What `setup_flops` charges ``method`` for on ``problem`` (a config's problem dict), in words for a legend:
+def setup_description(problem, method: str) -> str:
+    """What `setup_flops` charges ``method`` for on ``problem`` (a config's problem spec), in words for a legend:
     the factorisation and what it finds. Empty where the set-up costs nothing."""
     if method == "adam":
         return ""
-    if problem["kind"] == "quadratic":
-        return ("eigvalsh of D^-½ H D^-½ to find its L" if method == "jacobi" and problem.get("basis") ==
-                "rotated" else "")
+    if problem.kind == "quadratic":
+        return "eigvalsh of D^-½ H D^-½ to find its L" if method == "jacobi" and problem.basis == "rotated" else ""
     if method == "kfac":
         return "inverses of the two damped Kronecker factors"
-    if not problem.get("perturbation"):
+    if not problem.perturbation:
         return "eigvalsh of the two scaled factors to find L" if method == "jacobi" else ""
     if method == "newton":
         return "eigh of the dense H (μ, L and H⁻¹)"
@@ -153,9 +152,9 @@ def iteration_flops(results: Results) -> dict[str, float]:
     stored = results.meta.get("flops_per_iteration")
     if stored:
         return stored
-    from otod.core.config import SweepConfig
+    from otod.core.config import read_config
 
-    config = SweepConfig.from_dict(results.meta["config"])
+    config = read_config(results.meta)
     return flops_per_iteration(config.problem, config.methods, max(config.values("kappa")), config.options,
                                config.resolved_x64)
 
@@ -165,7 +164,7 @@ def setup_costs(results: Results) -> dict[str, float]:
     stored = results.meta.get("setup_flops")
     if stored:
         return stored
-    from otod.core.config import SweepConfig
+    from otod.core.config import read_config
 
-    config = SweepConfig.from_dict(results.meta["config"])
+    config = read_config(results.meta)
     return {m: setup_flops(config.problem, m) for m in config.methods}

@@ -28,13 +28,14 @@ from otod.core.results import Results
 def _describe(meta: dict, static: str = "") -> str:
     """One line on the sweep for under the figure; ``static`` names the static axes (one panel each), whose
     first value the config's problem holds and which the line then leaves out."""
-    c = meta["config"]
-    p = c["problem"]
-    dim = "d: one panel each" if "dim" in static else f"d={p.get('dim')}"
-    shape = f"{dim}, {p['spectrum']}, {p['basis']} basis" if p["kind"] == "quadratic" else \
-        f"{p['rows']}×{p['cols']} Kronecker, ε={p['perturbation']:g}"
-    return (f"{shape}, start {p['start']}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, "
-            f"{meta['precision']}")
+    from otod.core.config import read_config
+
+    c = read_config(meta)
+    p = c.problem
+    dim = "d: one panel each" if "dim" in static else f"d={getattr(p, 'dim', None)}"
+    shape = f"{dim}, {p.spectrum}, {p.basis} basis" if p.kind == "quadratic" else \
+        f"{p.rows}×{p.cols} Kronecker, ε={p.perturbation:g}"
+    return (f"{shape}, start {p.start}, tol {c.target.tol:g}, {c.seeds} seeds, lr {c.lr}, {meta['precision']}")
 
 
 def fit_label(f, theory_name: str = "theory") -> str:
@@ -64,8 +65,9 @@ def bound_label(meta: dict) -> str:
 def setup_label(meta: dict, method: str, flops: float) -> str:
     """What a method's set-up FLOPs pay for, for the legend of a FLOPs figure."""
     from otod.condition.bill import setup_description
+    from otod.core.config import read_config
 
-    return f"includes set-up: {setup_description(meta['config']['problem'], method)}, {flops:.2g} FLOPs"
+    return f"includes set-up: {setup_description(read_config(meta).problem, method)}, {flops:.2g} FLOPs"
 
 
 def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float] | None = None,

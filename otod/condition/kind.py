@@ -84,7 +84,7 @@ def _perturbation(config) -> float:
 
 
 def _applies(config) -> bool:
-    return theory.applies_to({"lr": config.lr})
+    return theory.applies_to(config)
 
 
 THEORY = Theory(

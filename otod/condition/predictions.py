@@ -24,6 +24,7 @@ import numpy as np
 
 from otod.condition import theory
 from otod.core.analysis import fit_line
+from otod.core.config import SweepConfig, read_config
 
 
 class Predictions(NamedTuple):
@@ -72,16 +73,14 @@ def _median(values) -> float | None:
     return float(np.median(v))
 
 
-def true_condition_numbers(problem: dict, kappas, seeds: int, seed: int) -> dict[float, float]:
-    """The largest κ(H) over the seeds at each nominal κ, for Kronecker problems (exact for quadratics)."""
-    if problem["kind"] != "kronecker":
+def true_condition_numbers(problem, kappas, seeds: int, seed: int) -> dict[float, float]:
+    """The largest κ(H) over the seeds at each nominal κ, for Kronecker problems (``problem``: the sweep's spec;
+    exact for quadratics)."""
+    if problem.kind != "kronecker":
         return {float(k): float(k) for k in kappas}
     import jax
 
-    from otod.condition.kronecker import KroneckerSpec
-
-    spec = KroneckerSpec(**{k: v for k, v in problem.items() if k != "kind"})
-    family = spec.family()
+    family = problem.family()
     out = {}
     with jax.enable_x64(True):
         draws = [family.draws(np.random.default_rng([seed, s])) for s in range(seeds)]
@@ -95,26 +94,22 @@ def true_condition_numbers(problem: dict, kappas, seeds: int, seed: int) -> dict
     return out
 
 
-def exact_applies(config: dict, static: list[str]) -> bool:
+def exact_applies(config: SweepConfig, static: list[str]) -> bool:
     """Whether a sweep has ``exact`` counts: the methods' own steps (``--lr theory``) on quadratics, no static axis."""
-    return theory.applies_to(config) and config["lr"] == "theory" and config["problem"]["kind"] == "quadratic" \
-        and not static
+    return theory.applies_to(config) and config.lr == "theory" and config.problem.kind == "quadratic" and not static
 
 
-def exact_rungs(config: dict, precision: str | None, method: str, ladder) -> dict[float, list[float | None]]:
+def exact_rungs(config: SweepConfig, precision: str | None, method: str, ladder) -> dict[float, list[float | None]]:
     """κ → the median over seeds of the lanes' exact first hits at each tolerance of ``ladder`` (None where a
     seed misses it within the cap): every lane's residual polynomial on its own spectrum and start, the costly
     part of the ``exact`` column (κ × seeds lanes)."""
-    from otod.condition.quadratic import QuadraticSpec
-
-    problem, kappas = config["problem"], config["axes"]["kappa"]
-    spec = QuadraticSpec(**{k: v for k, v in problem.items() if k != "kind"})
-    hits = theory.quadratic_exact_hits(spec, method, kappas, config["seeds"], list(ladder), seed=config["seed"],
-                                       max_iters=config["resolved"]["max_iters"], x64=precision == "float64")
+    kappas = config.values("kappa")
+    hits = theory.quadratic_exact_hits(config.problem, method, kappas, config.seeds, list(ladder), seed=config.seed,
+                                       max_iters=config.resolved.max_iters, x64=precision == "float64")
     return {float(k): [_median(hits[i, :, j]) for j in range(hits.shape[2])] for i, k in enumerate(kappas)}
 
 
-def exact_medians(config: dict, precision: str | None, static: list[str]) -> dict | None:
+def exact_medians(config: SweepConfig, precision: str | None, static: list[str]) -> dict | None:
     """What a sweep stores as ``exact_medians`` (method → [κ][rung] medians, every rung of the ladder), so that
     `predictions` and ``otod fit`` read them instead of recomputing κ × seeds lanes; None where no exact counts
     apply."""
@@ -124,29 +119,28 @@ def exact_medians(config: dict, precision: str | None, static: list[str]) -> dic
 
     from otod.core.compilation_cache import remembered
 
-    key = json.dumps([config, precision, list(static), code_version()], sort_keys=True)
+    key = json.dumps([config.to_dict(), precision, list(static), code_version()], sort_keys=True)
     return remembered("exact-medians", key, lambda: _exact_medians(config, precision))
 
 
-def _exact_medians(config: dict, precision: str | None) -> dict:
+def _exact_medians(config: SweepConfig, precision: str | None) -> dict:
     polynomial = sorted(set(theory.POLYNOMIAL_METHODS) - {"kfac"})
-    ladder = config["target"]["ladder"]
-    return {m: [table[float(k)] for k in config["axes"]["kappa"]]
-            for m in config["methods"] if m in polynomial
+    ladder = config.target.ladder
+    return {m: [table[float(k)] for k in config.values("kappa")]
+            for m in config.methods if m in polynomial
             for table in [exact_rungs(config, precision, m, ladder)]}
 
 
 def predictions(meta: dict, tol: float) -> Predictions | None:
     """The sweep's theory columns at ``tol`` (None where the closed forms say nothing: an absolute ``--lr``)."""
-    config = meta["config"]
+    config = read_config(meta)
     if not theory.applies_to(config):
         return None
-    problem = config["problem"]
-    kappas = config["axes"]["kappa"]
-    eps = problem.get("perturbation", 0.0)
-    cap = config["resolved"]["max_iters"]
-    true_kappa = true_condition_numbers(problem, kappas, config["seeds"], config["seed"])
-    ladder = config["target"]["ladder"]
+    kappas = config.values("kappa")
+    eps = getattr(config.problem, "perturbation", 0.0)
+    cap = config.resolved.max_iters
+    true_kappa = true_condition_numbers(config.problem, kappas, config.seeds, config.seed)
+    ladder = config.target.ladder
     rung = min(range(len(ladder)), key=lambda i: abs(math.log(ladder[i] / tol)))
     static = [a["name"] for a in meta.get("axes", []) if not a.get("traced", True)]
     polynomial = set(theory.POLYNOMIAL_METHODS) - {"kfac"}

@@ -87,7 +87,7 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
             return {}
         from otod.condition.predictions import exact_medians
 
-        exact = exact_medians(config.to_dict(), "float64" if config.resolved_x64 else "float32",
+        exact = exact_medians(config, "float64" if config.resolved_x64 else "float32",
                               list(config.static_axes))
         return {"flops_per_iteration": flops_per_iteration(config.problem, config.methods,
                                                            max(config.values("kappa")), config.options,

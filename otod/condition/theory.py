@@ -86,11 +86,11 @@ import numpy as np
 POLYNOMIAL_METHODS = ("gd", "gd-opt", "heavy-ball", "nesterov", "newton", "kfac")
 
 
-def applies_to(config: dict) -> bool:
-    """Whether the closed forms describe a sweep: they assume each method's own step (``--lr theory``); a tuned
-    step is at least as good where the grid holds that step, so the bound still holds; an absolute ``--lr VALUE``
-    is a different method, about which they say nothing."""
-    return config.get("lr") in ("theory", "tuned")
+def applies_to(config) -> bool:
+    """Whether the closed forms describe a sweep (``config``: its `otod.core.config.SweepConfig`): they assume
+    each method's own step (``--lr theory``); a tuned step is at least as good where the grid holds that step, so
+    the bound still holds; an absolute ``--lr VALUE`` is a different method, about which they say nothing."""
+    return config.lr in ("theory", "tuned")
 
 
 def contraction_factor(method: str, kappa: float, perturbation: float = 0.0) -> float | None:

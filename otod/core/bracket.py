@@ -54,7 +54,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from otod.core import results as results_io
-from otod.core.config import DEFAULT_LR_GRID, SweepConfig, default_path
+from otod.core.config import DEFAULT_LR_GRID, SweepConfig, default_path, read_config
 from otod.core.errors import OtodError
 
 #: Steps beyond each end of the default grid: 0.1/1.362¹² ≈ 2.5·10⁻³ up to 3·1.362¹² ≈ 122 times the reference
@@ -107,8 +107,7 @@ def lr_given(meta: dict) -> bool:
     """Whether a results file's rates end where the user's list does (`otod.core.analysis.LIST_END`): a grid
     other than the default, not extended (no ``bracket`` lr steps). Otherwise an edge is a default grid's end,
     or where the extension stopped (`otod.core.analysis.GRID_END`)."""
-    config = meta.get("config") or {}
-    grid = tuple(float(v) for v in config.get("lr_grid", DEFAULT_LR_GRID))
+    grid = read_config(meta).lr_grid
     return grid != DEFAULT_LR_GRID and not (meta.get("bracket") or {}).get("lr_steps", 0)
 
 
@@ -186,8 +185,7 @@ def requests(config: SweepConfig, records: list[dict], steps: int,
     out, stuck = [], 0
     for cube in analysis.cubes(frame, point, "method"):
         choice = analysis.chosen(cube)
-        if betas and "beta" in axes and "beta" not in (config.kind.ignores(cube.series) if config.kind.ignores
-                                                       else ()):
+        if betas and "beta" in axes and "beta" not in config.kind.ignores(cube.series):
             out += beta_requests(cube, choice, axes, betas)
         if steps <= 0 or not config.tuned(cube.series):
             continue
@@ -267,9 +265,9 @@ def merged(results: results_io.Results, runs: list[results_io.Results], said: di
     for n, run in enumerate(runs, offset):
         records += run.records
         chunks += [{**c, "key": f"bracket/{n}/{c['key']}"} for c in run.meta.get("chunks", [])]
-        config = run.meta["config"]
-        described.append({"method": config["methods"][0], "lr_grid": config["lr_grid"], "axes": config["axes"],
-                          "lanes": len(run)})
+        config = read_config(run.meta)
+        described.append({"method": config.methods[0], "lr_grid": list(config.lr_grid),
+                          "axes": {n: list(v) for n, v in config.axes}, "lanes": len(run)})
     meta["chunks"] = chunks
     seconds = before.get("wall_time_s", 0.0) + sum(float(run.meta.get("wall_time_s") or 0.0) for run in runs)
     meta["bracket"] = {**said, "planned_records": planned, "rounds": before.get("rounds", 0) + rounds,

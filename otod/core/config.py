@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,21 @@ CHUNK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
+class Resolved:
+    """What a config resolved to where the user left it to the kind (``SweepConfig.to_dict``'s ``resolved``): the
+    iteration cap, the precision (float64 or not) and the per-lane lr values."""
+
+    max_iters: int
+    x64: bool
+    learning_rates: tuple[float, ...]
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Resolved":
+        return cls(max_iters=int(d["max_iters"]), x64=bool(d["x64"]),
+                   learning_rates=tuple(float(v) for v in d["learning_rates"]))
+
+
+@dataclass(frozen=True)
 class SweepConfig:
     """Everything that determines a sweep's numbers (and so its results file name).
 
@@ -57,6 +74,9 @@ class SweepConfig:
     x64: bool | None = None
     options: Any = None
     chunk_seconds: float = CHUNK_SECONDS
+    #: What the run resolved to, as its results file stores it (`from_dict`; None for a config made here): see
+    #: `resolved`. Not part of the config's identity (equality, digest), and `dataclasses.replace` drops it.
+    stored: Resolved | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self):
         kind = self.kind
@@ -142,6 +162,15 @@ class SweepConfig:
         return bool(self.x64) if self.x64 is not None else bool(self.kind.x64(self))
 
     @property
+    def resolved(self) -> Resolved:
+        """The cap, precision and rates the sweep's lanes ran with: as its results file stores them, for a config
+        read back (`from_dict`: the values the run used, even where this version's automatic rule would give
+        others), else as resolved now (`resolved_max_iters`, `resolved_x64`, `learning_rates`)."""
+        if self.stored is not None:
+            return self.stored
+        return Resolved(self.resolved_max_iters, self.resolved_x64, self.learning_rates)
+
+    @property
     def relative_lr(self) -> bool:
         return isinstance(self.lr, str)
 
@@ -164,18 +193,24 @@ class SweepConfig:
         return (float(self.lr),)
 
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
         d["axes"] = {n: list(v) for n, v in self.axes}
-        # A spec field left at None (an optional setting not given) is left out, so adding such a field to a
-        # problem keeps the digests, and so the results files, of the configs written before it.
-        # A problem that holds what is not a setting (a user's loaded model) says what it stores (``record()``).
-        stored = self.problem.record() if hasattr(self.problem, "record") else dataclasses.asdict(self.problem)
-        d["problem"] = {"kind": self.problem.kind, **{k: v for k, v in stored.items() if v is not None}}
+        d["problem"] = self.problem_fields()
         d["target"] = dataclasses.asdict(self.target)
         d["options"] = dataclasses.asdict(self.options)
         d["resolved"] = {"max_iters": self.resolved_max_iters, "x64": self.resolved_x64,
                          "learning_rates": list(self.learning_rates)}
         return results_io.jsonable(d)
+
+    def problem_fields(self) -> dict[str, Any]:
+        """The problem as its results file stores it: ``kind`` first, then each field that is set, in the spec's
+        order, as plain JSON values (what a report that lists the problem's settings prints).
+
+        A spec field left at None (an optional setting not given) is left out, so adding such a field to a
+        problem keeps the digests, and so the results files, of the configs written before it. A problem that
+        holds what is not a setting (a user's loaded model) says what it stores (``record()``)."""
+        stored = self.problem.record() if hasattr(self.problem, "record") else dataclasses.asdict(self.problem)
+        return results_io.jsonable({"kind": self.problem.kind, **{k: v for k, v in stored.items() if v is not None}})
 
     def digest(self) -> str:
         """A short hash of the config: the results file's name and the key for resuming (`config_digest`)."""
@@ -195,19 +230,60 @@ class SweepConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SweepConfig":
-        """Rebuild a config stored in a results file (or a journal): the one typed reading of
-        ``meta["config"]`` for every report."""
+        """Rebuild a config stored in a results file (or a journal): `SweepConfig.to_dict` read back, each part
+        into its typed object (the kind's problem spec and options, the `Target`, the run's `Resolved`). A key a
+        file written before it was added lacks takes the field's default (as a config made now without it
+        would); a stored problem or options field this version does not know, a problem kind the sweep does not
+        have, or a missing sweep, axes, problem or methods is refused in one line."""
+        missing = [k for k in ("sweep", "axes", "problem", "methods") if k not in d]
+        if missing:
+            raise OtodError(f"a stored sweep config without {', '.join(missing)}: not a sweep otod wrote")
         kind = sweep_kind(d["sweep"])
         p = dict(d["problem"])
-        spec = kind.problems[p.pop("kind")](**p)
-        t = d["target"]
-        return cls(sweep=d["sweep"], axes=tuple((n, tuple(v)) for n, v in d["axes"].items()), problem=spec,
-                   methods=tuple(d["methods"]),
-                   target=Target(tol=t["tol"], kind=t["kind"], ladder=tuple(t["ladder"]),
-                                 check_every=t["check_every"]),
-                   max_iters=d["max_iters"], seeds=d["seeds"], seed=d["seed"], lr=d["lr"],
-                   lr_grid=tuple(d["lr_grid"]), x64=d["x64"], options=kind.options(**d["options"]),
-                   chunk_seconds=d.get("chunk_seconds", CHUNK_SECONDS))
+        problem = p.pop("kind", None)
+        if problem not in kind.problems:
+            raise OtodError(f"a stored {d['sweep']} config with problem {problem!r}: {d['sweep']} sweeps have "
+                            f"{', '.join(kind.problems)}")
+        defaults = {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+        given = {**defaults, **{k: v for k, v in d.items() if k in defaults}}
+        config = cls(sweep=d["sweep"], axes=tuple((n, tuple(v)) for n, v in d["axes"].items()),
+                     problem=_stored(kind.problems[problem], p, f"{d['sweep']} problem"),
+                     methods=tuple(d["methods"]), target=_stored(Target, d.get("target", {}), "target"),
+                     max_iters=given["max_iters"], seeds=given["seeds"], seed=given["seed"], lr=given["lr"],
+                     lr_grid=tuple(given["lr_grid"]), x64=given["x64"],
+                     options=_stored(kind.options, d.get("options", {}), f"{d['sweep']} options"),
+                     chunk_seconds=given["chunk_seconds"])
+        if "resolved" in d:
+            object.__setattr__(config, "stored", Resolved.from_dict(d["resolved"]))
+        return config
+
+
+def _stored(cls: type, fields: dict, what: str):
+    """``cls(**fields)``, from a stored dict: a field ``cls`` (a dataclass) does not have is refused in one line;
+    one it has that the dict lacks takes its default."""
+    known = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set(fields)
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise OtodError(f"a stored {what} with {', '.join(map(repr, unknown))}, which this otod version does not "
+                        "know: read it with the version that wrote it")
+    if cls is Target and "ladder" in fields:
+        fields = {**fields, "ladder": tuple(fields["ladder"])}
+    return cls(**fields)
+
+
+def read_config(meta: dict) -> SweepConfig:
+    """The typed config of a sweep's results file (its ``meta``) or journal header: the one place otod reads the
+    stored ``config`` (`SweepConfig.from_dict`); everything else reads the attributes of what this returns. The
+    same stored config gives the same (frozen) object, built once (a net's spec takes ~40 ms to check)."""
+    stored = meta.get("config")
+    if not isinstance(stored, dict):
+        raise OtodError(f"a results file of kind {meta.get('kind')!r} without a sweep config: not a sweep")
+    return _read(json.dumps(stored, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _read(text: str) -> SweepConfig:
+    return SweepConfig.from_dict(json.loads(text))
 
 
 def lane_count(config: SweepConfig) -> int:
@@ -222,7 +298,7 @@ def method_points(config: SweepConfig, method: str) -> list[int]:
     """Indices (into `SweepConfig.traced_points`) of the traced points a method runs at: all of them, except that
     a method which ignores an axis (``SweepKind.ignores``: SGD has no momentum β) runs only at its first value."""
     points = config.traced_points()
-    ignored = [a for a in (config.kind.ignores(method) if config.kind.ignores else ()) if a in config.traced_axes]
+    ignored = [a for a in config.kind.ignores(method) if a in config.traced_axes]
     if not ignored:
         return list(range(len(points)))
     first = {a: config.values(a)[0] for a in ignored}
@@ -233,7 +309,7 @@ def lane_rates(config: SweepConfig, method: str, points: list[dict], point_indic
     """Each lane's lr value: the method's grid value (`SweepConfig.rates_for`) times the kind's ``lr_scale`` at the
     lane's traced point (1 without one, and for an absolute --lr)."""
     rates = np.asarray(config.rates_for(method), float)[np.asarray(rate_indices, int)]
-    if config.kind.lr_scale is None or not config.relative_lr:
+    if not config.relative_lr:
         return rates
     scale = {i: float(config.kind.lr_scale(config, method, points[i])) for i in set(int(i) for i in point_indices)}
     return rates * np.asarray([scale[int(i)] for i in point_indices])

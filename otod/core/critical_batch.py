@@ -201,7 +201,8 @@ class Series:
 @dataclass(frozen=True, eq=False)
 class BatchAnalysis(core.Analysis):
     """A batch (or params) sweep's `otod.core.analysis.Analysis`, with the results' ``meta`` and the bootstrap's
-    ``n_boot``; ``config`` is the config as stored (a dict). Its groups are the d of a batch sweep (one group on a params sweep, whose axis is d), and each
+    ``n_boot``; ``config`` is the sweep's typed config (`otod.core.config.SweepConfig`, None where the caller gave
+    none). Its groups are the d of a batch sweep (one group on a params sweep, whose axis is d), and each
     series' ``fit`` is its `Series` (the critical-batch reading). ``series`` lists those readings; ``records``
     are the records at the chosen settings (one per point, method and seed, with ``lr_on_edge`` and
     ``beta_on_edge``)."""
@@ -292,18 +293,20 @@ def no_statistic(x: np.ndarray, medians: np.ndarray) -> np.ndarray:
 
 
 def analyse_batches(frame: pd.DataFrame, meta: dict, *, axis: str, point: tuple[str, ...], n_boot: int = N_BOOT,
-                    seed: int = 0, fit: bool = True, by: tuple[str, ...] = ("dim",)) -> BatchAnalysis:
+                    seed: int = 0, fit: bool = True, by: tuple[str, ...] = ("dim",), config: Any = None
+                    ) -> BatchAnalysis:
     """The analysis of a batch sweep's records (``axis`` "batch": one group per panel, a value of each ``by`` field
     the records hold (d; the nets add the training set's size), the critical batch bootstrapped over ``n_boot``
     seed resamples drawn from ``seed``) or of a params sweep's ("dim": one group, the exponent in d), on the core's
-    one selection; ``fit`` False: the choice and medians only (a curve to draw)."""
+    one selection; ``fit`` False: the choice and medians only (a curve to draw). ``config``: the sweep's typed config
+    (`otod.core.config.read_config` of ``meta``), kept as the analysis's ``config`` for its report and figure."""
     batch = axis == "batch"
     by = tuple(f for f in by if f in frame) if batch else ()
     point = tuple(dict.fromkeys(tuple(by) + tuple(point)))
     found = core.analyse(frame, point=point, axis=axis, by=by,
                          statistic=lambda x: critical_batch_fit if batch and fit else no_statistic,
                          fit=reading(axis, fit, by), n_boot=n_boot if batch and fit else 0, seed=seed)
-    return BatchAnalysis(found.axis, found.tol, found.groups, None, meta["config"], meta=meta, n_boot=n_boot)
+    return BatchAnalysis(found.axis, found.tol, found.groups, None, config, meta=meta, n_boot=n_boot)
 
 
 def inside(b_crit: float, batches) -> bool:

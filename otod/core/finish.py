@@ -10,7 +10,7 @@ from typing import Callable
 from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.axes import named_records
-from otod.core.config import SweepConfig, config_digest
+from otod.core.config import SweepConfig, config_digest, read_config
 from otod.core.errors import OtodError
 from otod.core.plan import Chunk, missing_shares, plan
 from otod.core.precision import MATMUL_PRECISION
@@ -128,7 +128,7 @@ def merge(parts: list[str | Path], path: str | Path | None = None) -> results_io
         raise OtodError("otod merge: the part files come from different sweep configs: "
                         + "; ".join(f"{p} is a share of config {digests[p]}" for p in foreign)
                         + f", while the other {len(parts) - len(foreign)} hold config {main}; merge one sweep's parts")
-    config = SweepConfig.from_dict(headers[parts[0]]["config"])
+    config = read_config(headers[parts[0]])
     if config.digest() != main:
         raise OtodError(f"part file {parts[0]}: written by another otod version (its config now hashes to "
                         f"{config.digest()}, not {main}); merge it with the version that wrote it")

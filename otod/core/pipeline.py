@@ -19,7 +19,7 @@ from otod.core.report import Report
 
 def analyse(results, tol: float | None = None) -> Any:
     """The sweep's one analysis at ``tol`` (default: its own target), by its kind's ``analyse``."""
-    return sweep_kind(results.meta["sweep"]).analyse(results, tol)
+    return sweep_kind(results.meta["sweep"]).presented.analyse(results, tol)
 
 
 def present(results, *, tol: float | None = None, full: bool = False, text: bool = True,
@@ -27,12 +27,12 @@ def present(results, *, tol: float | None = None, full: bool = False, text: bool
             analysis: Any = None) -> Report:
     """A results object's report from one analysis (made here unless given): the kind's text (``text``) and,
     with ``figure_base``, its figure there (PNG, and PDF with ``pdf``; ``quantity`` iterations or flops)."""
-    kind = sweep_kind(results.meta["sweep"])
-    analysis = kind.analyse(results, tol) if analysis is None else analysis
-    body = kind.report(results, full=full, tol=tol, analysis=analysis) if text else ""
+    shown = sweep_kind(results.meta["sweep"]).presented
+    analysis = shown.analyse(results, tol) if analysis is None else analysis
+    body = shown.report(results, full=full, tol=tol, analysis=analysis) if text else ""
     files = []
-    if figure_base is not None and kind.figure is not None:
-        files = kind.figure(results, Path(figure_base), quantity=quantity, pdf=pdf, analysis=analysis)
+    if figure_base is not None:
+        files = shown.figure(results, Path(figure_base), quantity=quantity, pdf=pdf, analysis=analysis)
     return Report(results, body, files, analysis)
 
 

@@ -9,13 +9,22 @@ imports an obstacle; `otod.obstacles` lists the packages the command line loads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Protocol
 
 from otod.core.errors import OtodError
 
 if TYPE_CHECKING:  # the registry itself stays free of JAX, so `otod --help` is fast
     from otod.core.axes import Axis
     from otod.core.methods import Method
+
+# The hooks below are typed with "SweepConfig" (`otod.core.config.SweepConfig`), "Results"
+# (`otod.core.results.Results`) and "Analysis" (`otod.core.analysis.Analysis`, or a subclass such as
+# `otod.core.critical_batch.BatchAnalysis`). Those names are not imported, not even for a type checker: the config
+# module imports this one, and the layout test counts every import statement as an edge of the import graph.
+
+#: A point of a sweep: axis name → value (traced and static axes by name, as the records hold them).
+Point = Mapping[str, float]
 
 
 class Theory(NamedTuple):
@@ -26,46 +35,128 @@ class Theory(NamedTuple):
     ``exponent_on_grid(config, method, xs)``: the slope the closed form itself has on these axis values;
     ``applies(config)``: whether the closed forms describe this sweep at all."""
 
-    iterations: Callable[..., float | None]
+    iterations: Callable[["SweepConfig", Point, str], float | None]
     exponent: Callable[[str], float | None]
-    exponent_on_grid: Callable[..., float | None]
-    applies: Callable[[Any], bool]
+    exponent_on_grid: Callable[["SweepConfig", str, Any], float | None]
+    applies: Callable[["SweepConfig"], bool]
+
+
+class Analyse(Protocol):
+    """``analyse(results, tol)`` → the sweep's one analysis at ``tol`` (None: the sweep's own target); called
+    once per command by `otod.core.pipeline.present` (a sweep, ``otod fit``, ``otod plot``)."""
+
+    def __call__(self, results: "Results", tol: float | None = None) -> "Analysis": ...
+
+
+class ReportText(Protocol):
+    """``report(results, full=, tol=, analysis=)`` → the report's text (no trailing file lines), read from
+    ``analysis`` (the one `Analyse` made); ``full``: every row of the table."""
+
+    def __call__(self, results: "Results", *, full: bool = False, tol: float | None = None,
+                 analysis: "Analysis | None" = None) -> str: ...
+
+
+class DrawFigure(Protocol):
+    """``figure(results, base, quantity=, pdf=, analysis=)`` → the files written: ``base`` + ``.png`` (and
+    ``.pdf`` with ``pdf``), drawing ``quantity`` ("iterations", or "flops" where the records hold FLOPs) from
+    ``analysis``; it never re-runs a search."""
+
+    def __call__(self, results: "Results", base: Path, *, quantity: str = "iterations", pdf: bool = False,
+                 analysis: "Analysis | None" = None) -> list[Path]: ...
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How a sweep's results are shown, the three together (`otod.core.pipeline.present` runs analyse, then report
+    and figure on that one analysis): a kind has all three or none (a test-only kind, whose results are read as
+    records only)."""
+
+    analyse: Analyse
+    report: ReportText
+    figure: DrawFigure
+
+
+class RecordFields(Protocol):
+    """``record_fields(config, point=)`` → the named fields every record at ``point`` (traced and static axis
+    values, by name) carries besides its axes (a schedule's name, a batch computed from B/d), so a reader of the
+    bare JSON sees them by name; called by the scheduler once per point of each chunk it writes. With
+    ``point`` None: the fields that do not depend on the point."""
+
+    def __call__(self, config: "SweepConfig", point: Point | None = None) -> dict[str, Any]: ...
+
+
+def no_record_fields(config: "SweepConfig", point: Point | None = None) -> dict[str, Any]:
+    """The default `RecordFields`: a kind whose records carry only their axes."""
+    return {}
+
+
+def no_annotation(config: "SweepConfig", static_point: Point, rows: list[dict[str, Any]]) -> None:
+    """The default ``annotate``: no fields of the kind's own."""
+
+
+def unit_lr_scale(config: "SweepConfig", method: str, point: Point) -> float:
+    """The default ``lr_scale``: a grid value is the multiplier (or the step) itself."""
+    return 1.0
+
+
+def reads_every_axis(method: str) -> tuple[str, ...]:
+    """The default ``ignores``: every method reads every traced axis."""
+    return ()
+
+
+def no_checks(config: "SweepConfig") -> None:
+    """The default ``validate``: the core's checks (`otod.core.config.SweepConfig`) are all there is."""
 
 
 @dataclass(frozen=True)
 class SweepKind:
-    """One kind of sweep an obstacle offers (``otod sweep <name>``).
+    """One kind of sweep an obstacle offers (``otod sweep <name>``). The core calls each hook with the typed
+    config (`otod.core.config.SweepConfig`) and never with the stored dict.
 
-    axes: every axis it may vary (the first is the main one, the x of fits and figures); methods: its method
-    table; problems: problem kind → spec class (to rebuild a config from a results file); options: the class of
-    the method options; validate(config): the obstacle's own checks; max_iters(config): the automatic cap;
-    x64(config): the automatic precision; theory; analyse(results, tol) → the sweep's one analysis
-    (`otod.core.pipeline`), which report(results, full=, tol=, analysis=) → text and figure(results, base,
-    quantity=, pdf=, analysis=) → files read; migrate(payload) → payload, for results files of format 1; record_fields(config, point=) → the
-    fields every record of the sweep carries besides its axes (a schedule's name), so a reader of the bare JSON
-    sees them by name; annotate(config, static_point, rows) adds fields of its own to each lane's record (the
-    toy: which minimum a lane that did not converge sits in); lr_scale(config, method, point) → the factor by which a
-    method's grid value is multiplied at a traced point (the noise sweeps' grid holds fractions of a stability
-    limit that depends on β); ignores(method) → the traced axes a method does not read (it runs only at their
-    first value instead of once per value)."""
+    - axes: every axis it may vary (the first is the main one, the x of fits and figures); methods: its method
+      table; problems: problem kind → spec class (``problems[kind](**stored fields)`` rebuilds a config's problem
+      from a results file: `otod.core.config.SweepConfig.from_dict`); options: the class of the method options
+      (``options(**stored)``, ``options()`` the defaults).
+    - max_iters(config) → the automatic cap and x64(config) → the automatic precision, where the user gave none;
+      called on every ``config.resolved_max_iters`` / ``resolved_x64`` of a config built in this version.
+    - validate(config): the obstacle's own checks, called last in the config's construction; raises
+      `OtodError` (one line) or returns None.
+    - theory: the closed forms (`Theory`), or None where the obstacle has none.
+    - presentation: analyse, report and figure (`Presentation`), or None (a kind that is only run).
+    - migrate(payload) → payload: a results file of format 1 as format 2 (None: the kind has no format-1 files);
+      called by `otod.core.results.load`.
+    - record_fields(config, point=) → the named fields of each record (`RecordFields`).
+    - annotate(config, static_point, rows): adds fields of its own to each lane's record in place, after the
+      scheduler built ``rows`` (the toy: which minimum a lane that did not converge sits in).
+    - lr_scale(config, method, point) → the factor a method's grid value is multiplied by at a traced point
+      (the noise sweeps' grid holds fractions of a stability limit that depends on β); called only for a
+      relative lr (theory or tuned).
+    - ignores(method) → the traced axes a method does not read (it runs only at their first value instead of
+      once per value: SGD has no β)."""
 
     name: str
     axes: tuple[Axis, ...]
     methods: Mapping[str, Method]
     problems: Mapping[str, type]
     options: type
-    max_iters: Callable[[Any], int]
-    x64: Callable[[Any], bool]
-    validate: Callable[[Any], None] = lambda config: None
+    max_iters: Callable[["SweepConfig"], int]
+    x64: Callable[["SweepConfig"], bool]
+    validate: Callable[["SweepConfig"], None] = no_checks
     theory: Theory | None = None
-    analyse: Callable[..., Any] | None = None
-    report: Callable[..., str] | None = None
-    figure: Callable[..., list] | None = None
-    migrate: Callable[[dict], dict] | None = None
-    record_fields: Callable[[Any], dict] | None = None
-    annotate: Callable[[Any, dict, list], None] | None = None
-    lr_scale: Callable[[Any, str, dict], float] | None = None
-    ignores: Callable[[str], tuple[str, ...]] | None = None
+    presentation: Presentation | None = None
+    migrate: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    record_fields: RecordFields = no_record_fields
+    annotate: Callable[["SweepConfig", Point, list[dict[str, Any]]], None] = no_annotation
+    lr_scale: Callable[["SweepConfig", str, Point], float] = unit_lr_scale
+    ignores: Callable[[str], tuple[str, ...]] = reads_every_axis
+
+    @property
+    def presented(self) -> Presentation:
+        """The kind's `Presentation`; a kind registered without one is refused in one line."""
+        if self.presentation is None:
+            raise OtodError(f"{self.name} sweeps register no analysis, report or figure; read their records with "
+                            "otod.load(path)")
+        return self.presentation
 
     def axis(self, name: str) -> Axis:
         for a in self.axes:
@@ -107,12 +198,16 @@ def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), ana
                     comparisons: str | None = None) -> Obstacle:
     """Register an obstacle whose parts are named ``"module:attribute"`` and imported on first use, so that
     registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``analyse``, ``report``
-    and ``figure``, the functions the kinds analyse, report and draw with (`otod.core.pipeline`); ``commands``, a function returning ``{group: [click
-    commands]}``; ``figure_makers``, a mapping of figure makers; ``measurements``, a mapping of results kind to the
+    and ``figure``, the functions the kinds analyse, report and draw with (`otod.core.pipeline`), all three or none
+    (a `Presentation`); ``commands``, a function returning ``{group: [click commands]}``; ``figure_makers``, a mapping of figure makers; ``measurements``, a mapping of results kind to the
     presenter of such a file; ``comparisons``, a mapping of name to a function another obstacle's figure draws
     beside its own (`comparison`) (`Obstacle`)."""
     import dataclasses
     import functools
+
+    given = [part for part in (analyse, report, figure) if part is not None]
+    if given and len(given) != 3:
+        raise ValueError(f"obstacle {name}: give analyse, report and figure together (a `Presentation`)")
 
     def analyse_fn(results, tol=None):
         return _resolve(analyse)(results, tol=tol)
@@ -123,8 +218,7 @@ def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), ana
     def figure_fn(results, base, **kwargs) -> list:
         return _resolve(figure)(results, base, **kwargs)
 
-    attached = {**({"analyse": analyse_fn} if analyse else {}), **({"report": report_fn} if report else {}),
-                **({"figure": figure_fn} if figure else {})}
+    attached = {"presentation": Presentation(analyse_fn, report_fn, figure_fn)} if given else {}
 
     @functools.lru_cache(maxsize=1)
     def sweeps() -> tuple:

@@ -30,13 +30,13 @@ class Report:
 
 def frame_at(results, tol: float | None = None) -> tuple[Any, float, pd.DataFrame]:
     """What every obstacle's analysis starts from: the sweep's config read back once, typed
-    (`otod.core.config.SweepConfig.from_dict`), the tol (default: the sweep's own), and the records as a DataFrame
+    (`otod.core.config.read_config`), the tol (default: the sweep's own), and the records as a DataFrame
     at that tol's ladder rung (`otod.core.analysis.at_rung`), or, where the records keep each lane's trace, as a
     run at that tol would have written them (`otod.core.traces.retarget`; a tol below the run's own is refused);
     any other tol the run did not record is refused."""
-    from otod.core.config import SweepConfig
+    from otod.core.config import read_config
 
-    config = SweepConfig.from_dict(results.meta["config"])
+    config = read_config(results.meta)
     tol = config.target.tol if tol is None else tol
     if not any(math.isclose(t, tol, rel_tol=1e-9) for t in config.target.ladder) and has_traces(results):
         return config, tol, retarget(frame_of(results), results.meta, tol)  # any target above the run's
@@ -160,6 +160,8 @@ def fit_table(fits: list[PowerLawFit], value_name: str, theory_name: str = "theo
 def sweep_header(results, tol: float | None = None) -> str:
     """The first line of a sweep's report: lanes, precision, compilations, wall time, devices, the lane-iterations
     the while loops executed per one a lane needed, and whether the file was read back or resumed."""
+    from otod.core.config import read_config
+
     meta = results.meta
     env = meta["environment"]
     devices = env.get("device_count", 1)
@@ -168,7 +170,7 @@ def sweep_header(results, tol: float | None = None) -> str:
         where += f" in {meta['processes']} processes"
     work = meta.get("lane_iterations") or {}
     waste = f", {work['ratio']:.2f} lane-iterations run per one needed" if work.get("ratio") else ""
-    at = f", at tol {tol:g}" if tol is not None and tol != meta["config"]["target"]["tol"] else ""
+    at = f", at tol {tol:g}" if tol is not None and tol != read_config(meta).target.tol else ""
     status = ""
     if meta.get("read_back"):
         status += "  (read back from the finished results file: nothing recomputed)"

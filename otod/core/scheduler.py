@@ -71,7 +71,7 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
     n_real = chunk.n_points * config.seeds * len(rates)
     multipliers = lane_rates(config, name, points, idx[:n_real, 0], idx[:n_real, 1])
     named = config.kind.record_fields  # the kind's own named fields, per point (a batch from B/d·d)
-    fields = {p: named(config, point={**static_point, **points[p]}) if named else {}
+    fields = {p: named(config, point={**static_point, **points[p]})
               for p in dict.fromkeys(int(p) for p in idx[:n_real, 0])}
     traces = None if solution.trace is None else trace_lists(solution.trace[:n_real], solution.checkpoints,
                                                             solution.iterations[:n_real])
@@ -94,8 +94,7 @@ def _records(config: SweepConfig, points, static_point, chunk: Chunk, idx, solut
         if traces is not None:
             rows[-1][trace_field(config.target.kind)] = traces[i]
     rows = [rows[i] for i in sorted(range(n_real), key=lambda i: (idx[i, 0], idx[i, 1], idx[i, 2]))]
-    if config.kind.annotate:
-        config.kind.annotate(config, static_point, rows)
+    config.kind.annotate(config, static_point, rows)
     return rows
 
 

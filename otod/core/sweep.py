@@ -34,7 +34,7 @@ from typing import Callable
 
 from otod.core import journal as journal_io
 from otod.core import results as results_io
-from otod.core.config import SweepConfig, default_path
+from otod.core.config import SweepConfig, default_path, read_config
 from otod.core.errors import OtodError, ShareDone, ShareWritten
 from otod.core.finish import finish
 from otod.core.plan import check_estimate
@@ -126,7 +126,7 @@ def open_journal(config: SweepConfig, own: Path, index: int, count: int) -> Swee
     """Start this process's journal ``own``, or resume it: the config with the chunking the journal was written
     under (the chunk keys name their points; the records do not depend on it)."""
     header, _ = journal_io.read_journal(own, config.digest())
-    journal_chunking = None if header is None else header["config"].get("chunk_seconds")
+    journal_chunking = None if header is None else read_config(header).chunk_seconds
     if journal_chunking is not None and journal_chunking != config.chunk_seconds:
         sys.stderr.write(f"otod: resuming {own} with its --chunk-seconds {journal_chunking:g} (the records do "
                          f"not depend on it; {config.chunk_seconds:g} applies to new sweeps)\n")

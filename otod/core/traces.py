@@ -29,7 +29,7 @@ import numpy as np
 
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
-from otod.core.stopping import DIVERGENCE_BOUND, STALL_DECREASE, stall_window_of
+from otod.core.stopping import DIVERGENCE_BOUND, STALL_DECREASE, Target, stall_window_of
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -101,16 +101,18 @@ def steps_to(trace, checkpoints, tol: float, dtype=np.float32) -> int | None:
 
 def has_traces(results) -> bool:
     """Whether every record of a sweep holds its trace (and the file the checkpoints' iterations)."""
+    from otod.core.config import read_config
+
     meta = results.meta
-    field = trace_field(meta["config"]["target"]["kind"])
+    field = trace_field(read_config(meta).target.kind)
     column = results.table.column(field)
     return TRACE_ITERATIONS in meta and column is not None and column.present is None
 
 
-def below_target(tol: float, target: dict) -> OtodError:
+def below_target(tol: float, target: Target) -> OtodError:
     """The refusal of a target below the run's own lowest rung: the lanes stopped there."""
-    option = "--tol" if target["kind"] == "relative" else "--target"
-    own = min(target["ladder"])
+    option = "--tol" if target.kind == "relative" else "--target"
+    own = min(target.ladder)
     return OtodError(f"{option} {tol:g}: below this run's target {own:g}; its lanes stopped there, so their traces "
                      f"end there: rerun the sweep with {option} {tol:g}")
 
@@ -119,14 +121,16 @@ def retarget(frame, meta: dict, tol: float):
     """The records (``frame``, with their traces) as a run at target ``tol`` would have written them: iterations,
     status, the final metric and ``hits[0]`` (module docstring). ``attrs``: the target, the run's own and the
     number of lanes whose outcome the traces do not determine."""
-    config = meta["config"]
-    target = config["target"]
-    if tol < min(target["ladder"]) * (1 - 1e-12):
+    from otod.core.config import read_config
+
+    config = read_config(meta)
+    target = config.target
+    if tol < min(target.ladder) * (1 - 1e-12):
         raise below_target(tol, target)
     dtype = np.float64 if meta.get("precision") == "float64" else np.float32
     iterations = np.asarray(meta[TRACE_ITERATIONS], np.int64)
-    values, lengths = trace_matrix(frame[trace_field(target["kind"])], dtype, len(iterations))
-    points = ["method"] + [n for n in config["axes"] if n in frame]
+    values, lengths = trace_matrix(frame[trace_field(target.kind)], dtype, len(iterations))
+    points = ["method"] + [n for n, _ in config.axes if n in frame]
     from otod.core.analysis import rates_of
 
     last = np.zeros(len(frame), np.int64)
@@ -143,18 +147,18 @@ def retarget(frame, meta: dict, tol: float):
                             f"{n_rates} rates × {n_seeds} seeds")
         replay = Replay(values[order].reshape(n_rates, n_seeds, -1), lengths[order].reshape(n_rates, n_seeds),
                         frame["status"].to_numpy(object)[order].reshape(n_rates, n_seeds), iterations,
-                        np.asarray(tol, dtype), target["kind"], stall_window_of(config["resolved"]["max_iters"]))
+                        np.asarray(tol, dtype), target.kind, stall_window_of(config.resolved.max_iters))
         replay.run()
         last[order], status[order], hit[order] = replay.last.ravel(), replay.status.ravel(), replay.hit.ravel()
         undetermined += int(replay.undetermined.sum())
     final = values[np.arange(len(frame)), last].astype(float)
-    gap_name = "final_gap" if target["kind"] == "relative" else "final_loss"
+    gap_name = "final_gap" if target.kind == "relative" else "final_loss"
     out = frame.drop(columns=[c for c in frame if c == "hits" or c.startswith("hits[")])
     out = out.assign(iterations=iterations[last], status=status,
                      **{gap_name: np.where(np.isfinite(final), final, np.nan),
                         "hits[0]": np.where(hit >= 0, hit, np.nan)})
     out.attrs.update(frame.attrs)
-    out.attrs["retarget"] = {"target": float(tol), "run_target": float(target["tol"]),
+    out.attrs["retarget"] = {"target": float(tol), "run_target": float(target.tol),
                              "undetermined": undetermined}
     return out
 

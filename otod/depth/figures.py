@@ -118,17 +118,17 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
 
 
 def _describe(meta: dict, static: bool = False) -> str:
-    c = meta["config"]
-    p = c["problem"]
+    from otod.core.config import read_config
+
+    c = read_config(meta)
+    p = c.problem
     if meta["sweep"] == "toy":
-        what = f"toy, {p['reading']} reading"
-    elif p.get("d_in") is not None or p.get("d_out") is not None:
-        what = (f"{p['kind']}, d_in {p.get('d_in') or 'n'}, d_out {p.get('d_out') or 'n'}, α = √(n/d_out), "
-                f"κ_Φ {p['target_kappa']:g}")
+        what = f"toy, {p.reading} reading"
+    elif p.d_in is not None or p.d_out is not None:
+        what = (f"{p.kind}, d_in {p.d_in or 'n'}, d_out {p.d_out or 'n'}, α = √(n/d_out), κ_Φ {p.target_kappa:g}")
     else:
-        what = f"{p['kind']}, {'width: one panel each' if static else 'width ' + str(p['width'])}, " \
-               f"κ_Φ {p['target_kappa']:g}"
-    return f"{what}, tol {c['target']['tol']:g}, {c['seeds']} seeds, lr {c['lr']}, {meta['precision']}"
+        what = f"{p.kind}, {'width: one panel each' if static else 'width ' + str(p.width)}, κ_Φ {p.target_kappa:g}"
+    return f"{what}, tol {c.target.tol:g}, {c.seeds} seeds, lr {c.lr}, {meta['precision']}"
 
 
 #: The per-mode theory's source, for the captions.

@@ -19,27 +19,25 @@ def theory_columns(meta: dict, chosen: pd.DataFrame) -> dict[str, Callable]:
     """The theory's counts at each point's chosen step, where they apply: for gd from the identity init on a
     whitened, symmetric deep linear problem, the end-to-end per-mode recursion (``modes``) and the gradient-flow
     estimate (``flow``); for gd on the k = 1 per-layer toy, the quadratic's count (``theory``)."""
+    from otod.core.config import read_config
     from otod.depth import theory
-    from otod.depth.linear import DeepLinearSpec
 
-    config = meta["config"]
-    tol = config["target"]["tol"]
+    config = read_config(meta)
+    tol = config.target.tol
     steps = step_of(chosen)
-    p = dict(config["problem"])
-    kind = p.pop("kind")
+    spec = config.problem
     if meta["sweep"] == "toy":
-        if p["reading"] != "per-layer":
+        if spec.reading != "per-layer":
             return {}
 
         def toy(series, k):
             return theory.toy_quadratic_iterations(steps[(series, k)], tol) if series == "gd" and k == 1 \
                 and (series, k) in steps else None
         return {"theory": toy}
-    spec = DeepLinearSpec(**p)
-    if not (spec.input_kappa == 1.0 and spec.target == "symmetric" and not spec.balanced) or kind == "residual" \
-            or spec.rectangular:
+    if not (spec.input_kappa == 1.0 and spec.target == "symmetric" and not spec.balanced) \
+            or spec.kind == "residual" or spec.rectangular:
         return {}
-    cap = config["resolved"]["max_iters"]
+    cap = config.resolved.max_iters
 
     def applies(series, depth):
         return series == "gd·identity" and (series, depth) in steps

@@ -314,6 +314,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     """One S(B) sweep per checkpoint of ``branching`` (module docstring), each through the core pipeline
     (`otod.core.pipeline.sweep`: resumed or read back like any sweep); ``echo(text)``, where given, after each
     checkpoint's sweep (its results line)."""
+    from otod.core.config import read_config
     from otod.core.pipeline import sweep
     from otod.nets.batch_api import reading
 
@@ -332,7 +333,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            "reference_batch": branching.batch, "reference_lr": branching.lr,
                            **({"levels": levels} if levels else {})}}
         report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
-        stored = stored or report.results.meta["config"]
+        stored = stored or read_config(report.results.meta).to_dict()
         b_simple, b_noise = predictors(tuned.problem, config.seed, config.seeds) if measure_predictors else ((), ())
         path = None if report.results.path is None else str(report.results.path)
         figures = "".join(f"; figure: {f}" for f in report.files[1:])

@@ -103,6 +103,7 @@ def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: fl
     """
     import tempfile
 
+    from otod.core.config import read_config
     from otod.core.pipeline import sweep
     from otod.nets.contract import check
     from otod.nets.options import net_config
@@ -119,7 +120,7 @@ def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: fl
                        extra_meta=extra)
         points = tuple(reading(s) for s in report.analysis.series)
         results = report.results
-        return CriticalBatchResult(points, tuple(results.records), results.meta["config"], report.text,
+        return CriticalBatchResult(points, tuple(results.records), read_config(results.meta).to_dict(), report.text,
                                    None if out is None else str(results.path))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from otod.core.config import read_config
 from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
 from otod.nets.along_figures import MAKERS as ALONG_MAKERS
@@ -61,10 +62,10 @@ def _legend(ax, outside: bool = True):
         legend_below(ax.figure) if outside else legend_inside(ax)
 
 
-def _caption(config: dict, *parts: str) -> str:
+def _caption(config, *parts: str, tol: float | None = None) -> str:
     from otod.core.plotting import caption_text
 
-    return caption_text("Settings: " + _title(config), *parts)
+    return caption_text("Settings: " + _title(config, tol), *parts)
 
 
 #: Where the batch figure's lines come from, for the captions.
@@ -74,13 +75,16 @@ BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned lr, bars t
               "NQM's B_noise at the target")
 
 
-def _title(config: dict) -> str:
-    p = config["problem"]
-    named = p["reference"] if p.get("kind") == "model" else f"{p['model']} on {p['data']} ({p['loss']})"
-    branch = (f", every seed from its checkpoint at step {p['branch_step']} of SGD at B = {p['branch_batch']}, lr "
-              f"{p['branch_lr']:g} (otod.nets.branch)" if p.get("branch_step") is not None else "")
-    return (f"{named}, target loss {config['target']['tol']:g}, "
-            f"{config['seeds']} seeds, lr tuned per point{branch}")
+def _title(config, tol: float | None = None) -> str:
+    """The settings of a net sweep (its typed config, `otod.core.config.read_config`), at target ``tol`` (default:
+    the run's own)."""
+    p = config.problem
+    named = p.reference if p.kind == "model" else f"{p.model} on {p.data} ({p.loss})"
+    step = getattr(p, "branch_step", None)
+    branch = (f", every seed from its checkpoint at step {step} of SGD at B = {p.branch_batch}, lr "
+              f"{p.branch_lr:g} (otod.nets.branch)" if step is not None else "")
+    return (f"{named}, target loss {config.target.tol if tol is None else tol:g}, "
+            f"{config.seeds} seeds, lr tuned per point{branch}")
 
 
 def draw_deep_linear(ax, net_series, comparison: dict) -> str | None:
@@ -147,14 +151,14 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
     deep-linear law beside it, where ``deep_linear`` gives one: `draw_deep_linear`)."""
     from otod.core.plotting import figure, legend_below, panel_grid, save
 
-    config = results.meta["config"]
+    config = read_config(results.meta)
     again = getattr(analysis, "tol", None)  # another target, re-read from the loss traces
-    notes = ()
-    if again is not None and again != config["target"]["tol"]:
-        notes = (f"Counts re-read at target {again:g} from the loss traces of a run to {config['target']['tol']:g}; "
+    notes, tol = (), None
+    if again is not None and again != config.target.tol:
+        notes = (f"Counts re-read at target {again:g} from the loss traces of a run to {config.target.tol:g}; "
                  "the NQM's prediction is the run's, at its own target",)
-        config = {**config, "target": {**config["target"], "tol": again}}
-    if "batch" not in config["axes"]:
+        tol = again
+    if "batch" not in dict(config.axes):
         fig, ax = figure(columns=2, height=2.8)
         said = depth_panel(results, ax, analysis, deep_linear)
         ax.set_title("Steps to target against depth, plain and residual nets"
@@ -166,14 +170,14 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
             "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
             "Akaike 1974), named with its slope and 95% CI in the legend, hatched its pointwise 95% band over the "
             "seed bootstrap's replicate laws; ⊘: every lane stalled at that depth (no progress "
-            "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes))
+            "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes, tol=tol))
     from otod.nets.report import panel_words
 
     analysis = batch_analysis(results) if analysis is None else analysis
     panels = analysis.panels
     fig, axes = panel_grid(len(panels), sharey=False) if len(panels) > 1 else figure(columns=2, height=2.8)
     axes = np.atleast_1d(axes)
-    step = config["problem"].get("branch_step")
+    step = getattr(config.problem, "branch_step", None)
     what = "and the NQM's prediction" if step is None else f"from the checkpoint at step {step}"
     for ax, panel in zip(axes, panels):
         batch_panel(analysis, ax, panel)
@@ -182,7 +186,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
     if len(panels) > 1:
         fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
     legend_below(fig)
-    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE, *notes))
+    return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE, *notes, tol=tol))
 
 
 def _run(spec: dict, predict: bool = True):
@@ -290,7 +294,7 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_title("The critical batch against the parameter count")
     _legend(ax)
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
-        results.meta["config"], "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
+        read_config(results.meta), "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
         "squares: the NQM's predicted B_crit (otod.nets.predict); open diamonds: the NQM's B_noise at the target; "
         "dotted: the fitted power law B_crit ∝ P^b, its exponent and 95% CI in the legend, shaded its pointwise 95% "
         "band over the same bootstrap rows (each refitted)"))
@@ -329,7 +333,7 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
     right.set_title(f"B_crit against the net, D = {spec['fixed_examples']}")
     legend_below(fig)
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
-        results.meta["config"], f"Left: width {spec.get('width', 32)}, training sets of D = {spec['examples']} "
+        read_config(results.meta), f"Left: width {spec.get('width', 32)}, training sets of D = {spec['examples']} "
         "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}" + "".join(
             f", its {name.replace('_', ' ')} {wide[name]} (left: {base.get(name, 'default')})"
             for name in FIXED_D_SETTINGS if wide.get(name) != base.get(name)) + ". Markers: "
@@ -353,9 +357,9 @@ def make_depth(spec: dict, out_dir: Path) -> list[Path]:
         if not found:
             raise OtodError(f"experiments/nets.toml [{spec['name']}]: deep_linear series {comparison['series']!r} "
                             f"is not one of depth/{comparison['figure']}'s: {', '.join(s.name for s in series)}")
-        config = deep_results.meta["config"]
         deep = {"series": found[0], "from": comparison["from"],
-                "source": f"experiments/depth.toml [{comparison['figure']}], {config['seeds']} seeds"}
+                "source": f"experiments/depth.toml [{comparison['figure']}], {read_config(deep_results.meta).seeds} "
+                          "seeds"}
     return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True, deep_linear=deep)
 
 

@@ -17,26 +17,37 @@ core's law choice, power against exponential by AIC (`otod.core.laws`), as the d
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from otod.core.analysis import Analysis
 from otod.core.report import sweep_header
 
 
-def describe(problem: dict) -> str:
-    """One line naming the net and its data (a user's model: its reference, size and digest)."""
-    if problem.get("kind") == "model":
-        n = problem.get("examples") or problem["data_examples"]
-        return (f"{problem['reference']} (your model: P = {problem['parameters']:,}, {n:,} training examples, "
-                f"digest {problem['digest']})")
-    n = "" if problem.get("examples") is None else f", {problem['examples']} examples"
-    if problem.get("stream"):
+@dataclass(frozen=True, eq=False)
+class DepthAnalysis(Analysis):
+    """A net sweep over depth's analysis (`depth_analysis`), with ``retarget``: what `otod.core.traces.retarget`
+    said of the lanes where the counts were re-read at another target (None at the run's own)."""
+
+    retarget: dict | None = None
+
+
+def describe(problem) -> str:
+    """One line naming the net and its data (``problem``: a config's `otod.nets.problem.NetSpec`, or a user's
+    `otod.nets.model_problem.ModelProblem`: its reference, size and digest)."""
+    if problem.kind == "model":
+        n = problem.examples or problem.data_examples
+        return (f"{problem.reference} (your model: P = {problem.parameters:,}, {n:,} training examples, "
+                f"digest {problem.digest})")
+    n = "" if problem.examples is None else f", {problem.examples} examples"
+    if problem.stream:
         from otod.nets.data import STREAM_HELD_OUT
 
         n = (f", a stream (fresh examples every step; the target is the loss on a fixed held-out set of "
              f"{STREAM_HELD_OUT:,})")
-    return (f"{problem['model']} ({problem['activation']}, {problem['architecture']}, init {problem['init']}), "
-            f"data {problem['data']}{n}, {problem['loss']} loss")
+    return (f"{problem.model} ({problem.activation}, {problem.architecture}, init {problem.init}), "
+            f"data {problem.data}{n}, {problem.loss} loss")
 
 
 def panel_words(panel: tuple, short: bool = False) -> str:
@@ -112,10 +123,9 @@ def prediction_lines(meta: dict, analysis, panel: tuple) -> list[str]:
 
 def bill_lines(results, analysis, panel: tuple) -> list[str]:
     """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.bill`)."""
-    from otod.core.config import SweepConfig
     from otod.nets.bill import bill_rows
 
-    config = SweepConfig.from_dict(analysis.config)
+    config = analysis.config
     at = panel_records(analysis, panel)
     shape = {k: int(at[k].iloc[0]) for k in ("width", "depth") if k in at and len(at)}
     if len(at) and "examples" in dict(panel):
@@ -155,7 +165,7 @@ def batch_report(results, analysis) -> str:
         lines += [critical_line(s) for s in series if s.critical is not None]
         predicted = prediction_lines(meta, analysis, panel)
         if predicted and (analysis.meta or {}).get("retarget"):
-            own = meta["config"]["target"]["tol"]
+            own = analysis.config.target.tol
             predicted.insert(0, f"  (the NQM's prediction is the run's, at its own target {own:g})")
         lines += predicted
         lines += bill_lines(results, analysis, panel)
@@ -183,9 +193,11 @@ def ladder_lines(results) -> list[str]:
     re-chosen per rung), S_min, E_min = S_min·B_crit (McCandlish et al. 2018: the fewest examples, reached as
     B → 0) and the examples seen at B = B_crit, D = B_crit·S(B_crit) = 2·S_min·B_crit."""
     from otod.core.analysis import at_rung, frame_of
+    from otod.core.config import read_config
     from otod.core.critical_batch import analyse_batches, describe_critical_batch
 
-    ladder = results.meta["config"]["target"]["ladder"]
+    config = read_config(results.meta)
+    ladder = config.target.ladder
     frame = frame_of(results)
     seen: dict[tuple, list] = {}
     lines = ["", "per target (steps to each loss of the ladder, read from the same run, lr re-chosen per target): "
@@ -193,7 +205,7 @@ def ladder_lines(results) -> list[str]:
              f"  {'target':>8}  {'panel':<28}{'method':<11}{'B_crit':>26}{'S_min':>9}{'E_min':>10}{'D at B_crit':>13}"]
     for rung, tol in enumerate(ladder):
         analysis = analyse_batches(at_rung(frame, rung), results.meta, axis="batch",
-                                   point=("dim", "examples", "batch"), by=("dim", "examples"))
+                                   point=("dim", "examples", "batch"), by=("dim", "examples"), config=config)
         for panel in analysis.panels:
             for s in analysis.in_panel(panel):
                 c = s.critical
@@ -271,19 +283,19 @@ def depth_analysis(results, tol: float | None = None):
     from otod.core.laws import LAWS, law_fit
     from otod.core.report import frame_at
 
-    _, tol, frame = frame_at(results, tol)
-    config = results.meta["config"]
-    axes = tuple(config["axes"])
+    config, tol, frame = frame_at(results, tol)
+    axes = tuple(n for n, _ in config.axes)
     labels = frame["method"].astype(str)
     for name in ("init", "architecture"):
         if name in frame:
             labels = labels + "·" + frame[name].astype(str)
     point = tuple(a for a in axes if a != "beta")
     again = frame.attrs.get("retarget")
-    return analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
-                   by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
-                   fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000,
-                   **({} if again is None else {"tol": tol, "config": {**config, "retarget": again}}))
+    found = analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
+                    by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
+                    fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000,
+                    **({} if again is None else {"tol": tol}), config=config)
+    return DepthAnalysis(found.axis, found.tol, found.groups, found.theory, found.config, retarget=again)
 
 
 def batch_analysis(results, tol: float | None = None):
@@ -296,9 +308,9 @@ def batch_analysis(results, tol: float | None = None):
     from otod.core.critical_batch import analyse_batches
     from otod.core.report import frame_at
 
-    _, tol, frame = frame_at(results, tol)
+    config, tol, frame = frame_at(results, tol)
     found = analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
-                            by=("dim", "examples"))
+                            by=("dim", "examples"), config=config)
     if "retarget" not in frame.attrs:
         return found
     return dataclasses.replace(found, tol=tol, meta={**results.meta, "retarget": frame.attrs["retarget"]})
@@ -307,18 +319,19 @@ def batch_analysis(results, tol: float | None = None):
 def net_analysis(results, tol: float | None = None):
     """The net sweep's one analysis (`otod.core.pipeline`): the critical batch over a batch axis
     (`batch_analysis`), else the depth laws (`depth_analysis`)."""
-    if "batch" in results.meta["config"]["axes"]:
+    from otod.core.config import read_config
+
+    if "batch" in dict(read_config(results.meta).axes):
         return batch_analysis(results, tol)
     return depth_analysis(results, tol)
 
 
-def target_text(analysis, config: dict) -> str:
-    """The target the report reads: the run's own, or another re-read from the loss traces
+def target_text(analysis, config) -> str:
+    """The target the report reads: the run's own (``config``'s), or another re-read from the loss traces
     (`otod.core.traces.retarget`), with the lanes whose outcome there the run's own pruning hid."""
-    again = ((getattr(analysis, "meta", None) or {}).get("retarget")
-             or (analysis.config if isinstance(analysis.config, dict) else {}).get("retarget"))
+    again = (getattr(analysis, "meta", None) or {}).get("retarget") or getattr(analysis, "retarget", None)
     if again is None:
-        return f"{config['target']['tol']:g}"
+        return f"{config.target.tol:g}"
     hidden = again["undetermined"]
     return (f"{again['target']:g} (re-read from the loss traces of a run to {again['run_target']:g}"
             + (f"; {hidden} lanes the run pruned before their outcome at {again['target']:g} was known count as "
@@ -329,15 +342,16 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     """The report of a net sweep (``otod fit``, ``otod sweep net``) from its one analysis (`net_analysis`, made
     here unless given)."""
     del full
-    meta = results.meta
-    config = meta["config"]
-    axes = tuple(config["axes"])
+    from otod.core.config import read_config
+
+    config = read_config(results.meta)
+    axes = tuple(n for n, _ in config.axes)
     analysis = net_analysis(results, tol) if analysis is None else analysis
-    loss = "held-out" if config["problem"].get("stream") else "training"
-    head = [sweep_header(results), f"net: {describe(config['problem'])}; target {loss} loss "
-                                   f"{target_text(analysis, config)}; {config['seeds']} seeds; cap "
-                                   f"{config['resolved']['max_iters']}; schedule {config['options']['schedule']}"]
+    loss = "held-out" if getattr(config.problem, "stream", None) else "training"
+    head = [sweep_header(results), f"net: {describe(config.problem)}; target {loss} loss "
+                                   f"{target_text(analysis, config)}; {config.seeds} seeds; cap "
+                                   f"{config.resolved.max_iters}; schedule {config.options.schedule}"]
     body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
-    if "batch" in axes and len(config["target"].get("ladder") or ()) > 1:
+    if "batch" in axes and len(config.target.ladder) > 1:
         body += "\n" + "\n".join(ladder_lines(results))
     return "\n".join(head) + "\n" + body

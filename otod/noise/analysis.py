@@ -28,9 +28,12 @@ def analyse(results, *, n_boot: int = N_BOOT, seed: int = 0, fit: bool = True, t
     `otod.noise.records.frame`); the critical-batch bootstrap draws ``n_boot`` seed resamples from ``seed``.
     ``fit`` False: the choice and medians only (a curve to draw). ``tol``: only the sweep's own target (the
     noise sweeps record one)."""
+    from otod.core.config import read_config
+
     axis = "dim" if results.meta["sweep"] == "params" else "batch"
     found = analyse_batches(noise_records.frame(results), results.meta, axis=axis,
-                            point=noise_records.POINT_FIELDS, n_boot=n_boot, seed=seed, fit=fit)
+                            point=noise_records.POINT_FIELDS, n_boot=n_boot, seed=seed, fit=fit,
+                            config=read_config(results.meta))
     return dataclasses.replace(found, theory=ExactTwin(results.meta))
 
 
@@ -44,15 +47,15 @@ class ExactTwin:
 
     @functools.cached_property
     def value(self) -> BatchAnalysis | None:
-        from otod.core.config import SweepConfig
+        from otod.core.config import read_config
         from otod.core.results import Results
         from otod.noise.exact import exact_records
 
         meta = self.meta
-        if meta.get("mode") == "exact" or meta["config"]["problem"]["kind"] not in ("nqm", "isotropic") or \
-                meta["config"]["options"]["schedule"] != "constant":
+        config = read_config(meta)
+        if meta.get("mode") == "exact" or config.problem.kind not in ("nqm", "isotropic") or \
+                config.options.schedule != "constant":
             return None
-        config = SweepConfig.from_dict(meta["config"])
         methods = tuple(m for m in config.methods if m != "adam")
         if not methods:
             return None

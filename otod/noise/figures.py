@@ -38,7 +38,7 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
         q = _quadratic(analysis.config, dim)
         if q is not None:
             xs = np.asarray(sorted({x for s in series for x in s.x}))
-            ax.plot(xs, theory.ideal_steps(len(q.h), analysis.config["target"]["tol"], xs), "--", color="0.5",
+            ax.plot(xs, theory.ideal_steps(len(q.h), analysis.config.target.tol, xs), "--", color="0.5",
                     label="ideal estimator d/(2·target·B)")
 
     panel(analysis, ax, exact, dim, ideal)
@@ -73,9 +73,8 @@ def _quadratic(config, dim: float | None = None):
 
 def _title(analysis: NoiseAnalysis) -> str:
     c = analysis.config
-    p = c["problem"]
-    lr = "lr (and β) tuned per B" if c["lr"] == "tuned" else f"lr {c['lr']}"
-    return f"{p['kind']} d = {p.get('dim', 2)}, target {c['target']['tol']:g}, {analysis.mode}, {lr}"
+    lr = "lr (and β) tuned per B" if c.lr == "tuned" else f"lr {c.lr}"
+    return f"{c.problem.kind} d = {getattr(c.problem, 'dim', 2)}, target {c.target.tol:g}, {analysis.mode}, {lr}"
 
 
 def _legend(ax):
@@ -229,12 +228,12 @@ def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
 
     fig, ax = figure(columns=1, height=2.4)
     params_panel(labelled, ax)
-    c = labelled[0][1].meta["config"]
-    lr = "lr tuned per d" if c["lr"] == "tuned" else f"lr {c['lr']}"
+    c = labelled[0][1].config
+    lr = "lr tuned per d" if c.lr == "tuned" else f"lr {c.lr}"
     ax.set_title("(e) Steps against d: a fixed batch and B ∝ d")
     _legend(ax)
     return save(fig, Path(base), pdf=pdf, caption=caption_text(
-        f"Settings: {c['problem']['kind']}, target {c['target']['tol']:g}, {mode}, {lr}",
+        f"Settings: {c.problem.kind}, target {c.target.tol:g}, {mode}, {lr}",
         "Markers: median steps over seeds per batch rule; the legend gives each rule's fitted exponent in d"))
 
 

@@ -39,9 +39,11 @@ def filled(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
     lacks it: d (the problem's, 2 for Rosenbrock), B (`ratio_batch` of the record's B/d and d), β (0), the
     schedule (the config's), the path (the metadata's ``mode``; files of the simulator had none) and
     ``lr_multiplier`` (none: an absolute step). A frame that has them all is returned as it is."""
-    config = meta["config"]
-    dim = float(config["problem"].get("dim", 2))
-    defaults = {"dim": dim, "beta": 0.0, "schedule": config["options"]["schedule"],
+    from otod.core.config import read_config
+
+    config = read_config(meta)
+    dim = float(getattr(config.problem, "dim", 2))
+    defaults = {"dim": dim, "beta": 0.0, "schedule": config.options.schedule,
                 "mode": meta.get("mode", "simulate"), "lr_multiplier": np.nan}
     fill = {}
     for name, value in defaults.items():

@@ -10,21 +10,21 @@ from __future__ import annotations
 import numpy as np
 
 from otod.core.batch_report import critical_line, table
+from otod.core.config import SweepConfig
 from otod.noise import search, theory
 from otod.core.critical_batch import Series
 from otod.noise.analysis import NoiseAnalysis, analyse
 from otod.noise.options import USES_BETA
 
 
-def quadratic_of(config: dict, dim: float | None = None):
-    """The exact quadratic of a results file's problem (at dimension ``dim``, default the problem's), or None
+def quadratic_of(config: SweepConfig, dim: float | None = None):
+    """The exact quadratic of a sweep's problem (at dimension ``dim``, default the problem's), or None
     (regression, rosenbrock)."""
-    p = config["problem"]
-    d = int(p["dim"] if dim is None else dim)
-    if p["kind"] == "nqm":
-        return theory.nqm(d, p["noise"])
-    if p["kind"] == "isotropic":
-        return theory.isotropic(d, p["sigma"], p["distance"])
+    p = config.problem
+    if p.kind == "nqm":
+        return theory.nqm(int(p.dim if dim is None else dim), p.noise)
+    if p.kind == "isotropic":
+        return theory.isotropic(int(p.dim if dim is None else dim), p.sigma, p.distance)
     return None
 
 
@@ -32,7 +32,7 @@ def _power(method: str) -> float:
     return float(method.split(":")[1]) if ":" in method else (1.0 if method == "precond" else 0.0)
 
 
-def exact_noise_scales(config: dict, series: list[Series], dim: float | None = None) -> list[str]:
+def exact_noise_scales(config: SweepConfig, series: list[Series], dim: float | None = None) -> list[str]:
     """B_simple and B_noise at the start (E θ² = s₀) and where SGD (or precond:p) at the largest batch whose
     median is a count (not a lower bound) reaches the target: the exact second moments at its median step and
     chosen lr, whitened for precond:p (McCandlish et al. 2018)."""
@@ -59,7 +59,7 @@ def exact_noise_scales(config: dict, series: list[Series], dim: float | None = N
                      f"median step {step} over {seeds} seed{'s' * (seeds > 1)})")
         lines.append(text)
     if lines:
-        lines.insert(0, f"exact noise scales (expected state; loss target {config['target']['tol']:g}):")
+        lines.insert(0, f"exact noise scales (expected state; loss target {config.target.tol:g}):")
         lines.append("B_noise is not one number per run: it grows as the loss falls (|G|² falls with the loss, the "
                      "gradient noise does not), from its start to its target value above; the fitted B_crit "
                      "summarises the steps of whole runs, so one expects it between the two (McCandlish et al. 2018 "
@@ -115,20 +115,20 @@ def _is_default(values, default: tuple) -> bool:
     return values is not None and len(values) == len(default) and bool(np.allclose(values, default, rtol=1e-12))
 
 
-def given_lists(config: dict) -> tuple[bool, bool]:
-    """(lr, β): whether a results file's config tried a list as given rather than the default grid (a --lr-grid,
-    a --beta list); a config that does not say (files written before, or by hand) counts as given."""
-    return (not _is_default(config.get("lr_grid"), search.DEFAULT_LR_GRID),
-            not _is_default(config.get("axes", {}).get("beta"), search.DEFAULT_BETAS))
+def given_lists(config: SweepConfig) -> tuple[bool, bool]:
+    """(lr, β): whether a sweep's config tried a list as given rather than the default grid (a --lr-grid, a --beta
+    list); a sweep without a β axis counts as given."""
+    return (not _is_default(config.lr_grid, search.DEFAULT_LR_GRID),
+            not _is_default(dict(config.axes).get("beta"), search.DEFAULT_BETAS))
 
 
-def beta_limit(config: dict) -> float:
+def beta_limit(config: SweepConfig) -> float:
     """The smallest 1 − β the sweep's precision resolves, where a chosen β is at its limit: the last of the β the
     simulator brackets (`otod.noise.runner.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
     path's `search.BETA_FLOOR`)."""
     from otod.core.bracket import beta_floor, beta_ladder
 
-    ladder = beta_ladder(search.DEFAULT_BETAS, beta_floor(bool((config.get("resolved") or {}).get("x64", True))))
+    ladder = beta_ladder(search.DEFAULT_BETAS, beta_floor(config.resolved.x64))
     return max(1.0 - ladder[-1], search.BETA_FLOOR) if ladder else search.BETA_FLOOR
 
 
@@ -177,7 +177,7 @@ def batch_lines(analysis: NoiseAnalysis, series: list[Series], dim: float) -> li
     q = quadratic_of(config, dim)
     if q is not None:
         xs = sorted({x for s in series for x in s.x})
-        ideal = theory.ideal_steps(len(q.h), config["target"]["tol"], np.asarray(xs))
+        ideal = theory.ideal_steps(len(q.h), config.target.tol, np.asarray(xs))
         lines.append("ideal estimator d/(2·target·B): " + ", ".join(f"B={b:g}: {v:.3g}" for b, v in
                                                                       zip(xs[::4], ideal[::4])))
     lines += ["", "critical batch, S(B) = S_min·(1 + B_crit/B) fitted with S_min, B_crit ≥ 0 (beyond the grid: "
@@ -194,13 +194,13 @@ def render(analysis: NoiseAnalysis) -> str:
     meta, config = analysis.meta, analysis.config
     batch = analysis.axis == "batch"
     symbol = "B" if batch else "d"
-    p = config["problem"]
+    p = config.problem_fields()
     dims = analysis.dims
-    head = (f"{meta['sweep']} sweep ({analysis.mode}): {p['kind']} "
+    head = (f"{meta['sweep']} sweep ({analysis.mode}): {config.problem.kind} "
             + ", ".join(f"{k} = {v}" for k, v in p.items()
                         if k != "kind" and not (k == "dim" and (not batch or len(dims) > 1)))
-            + f"; target loss {config['target']['tol']:g}; schedule {config['options']['schedule']}; "
-            f"{config['seeds'] if analysis.mode != 'exact' else 1} seed(s); cap {config['resolved']['max_iters']}")
+            + f"; target loss {config.target.tol:g}; schedule {config.options.schedule}; "
+            f"{config.seeds if analysis.mode != 'exact' else 1} seed(s); cap {config.resolved.max_iters}")
     notes = ["", "steps: median over seeds at the (lr, β) with the lowest median (censored lanes count as ≥ the cap; "
              "≥N: the median is only a lower bound, left out of fits); lr: the chosen step; β: heavy-ball's momentum "
              "or ema's decay (— where a method has none); no mark: inside the values searched; |: at a true limit "

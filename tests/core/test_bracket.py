@@ -46,8 +46,8 @@ def test_lr_extend_refuses_anything_else(text):
 def test_the_default_grid_is_bracketed_and_a_given_one_tried_as_given():
     assert bracket.default_steps(condition_config()) == bracket.DEFAULT_STEPS
     assert bracket.default_steps(condition_config(lr_grid=(0.5, 1.0))) == 0
-    given = {"config": {"lr_grid": [0.5, 1.0]}}
-    assert bracket.lr_given(given) and not bracket.lr_given({"config": {"lr_grid": list(DEFAULT_LR_GRID)}})
+    given = {"config": condition_config(lr_grid=(0.5, 1.0)).to_dict()}
+    assert bracket.lr_given(given) and not bracket.lr_given({"config": condition_config().to_dict()})
     assert not bracket.lr_given({**given, "bracket": {"lr_steps": 3}})  # extended: its end is not the user's
     with pytest.raises(OtodError, match="--lr-extend 2: only a rate tuned"):
         from otod.condition.options import condition_sweep

@@ -17,7 +17,7 @@ from otod.condition.options import condition_sweep
 from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.errors import OtodError
-from otod.core.config import default_path, lane_count
+from otod.core.config import default_path, lane_count, read_config
 from otod.core.finish import merge
 from otod.core.sweep import run_sweep
 
@@ -185,8 +185,9 @@ def test_stored_exact_medians_give_the_recomputed_predictions(sweeps):
 
     meta = results_io.load(sweeps[0].path).meta
     assert "exact_medians" not in meta  # run_sweep alone stores none: predictions compute them
-    stored = {**meta, "exact_medians": exact_medians(meta["config"], meta["precision"], [])}
-    kappas = meta["config"]["axes"]["kappa"]
+    config = read_config(meta)
+    stored = {**meta, "exact_medians": exact_medians(config, meta["precision"], [])}
+    kappas = config.values("kappa")
     for tol in (1e-6, 1e-3, 1e-1):
         fresh, kept = predictions(meta, tol), predictions(stored, tol)
         for method in ("gd", "heavy-ball"):

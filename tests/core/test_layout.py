@@ -4,6 +4,7 @@ another in a cycle."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import otod
@@ -239,3 +240,45 @@ def test_the_length_check_names_a_long_module_and_function(tmp_path):
     modules, functions = too_long(copy)
     assert modules == {"otod/core/big.py": 701}
     assert {f: n for f, n in functions.items() if f not in LONG_FUNCTIONS} == {"otod/core/scratch.py:A.long": 101}
+
+
+#: The modules that may read the ``config`` a results file (or a journal) stores by its keys, each with its reason.
+#: Everything else reads the typed config, `otod.core.config.read_config` (attributes, not string keys; issue 34
+#: Deliver 3). `test_the_stored_config_is_read_by_key_only_where_allowed` fails on any other such read.
+CONFIG_READERS = {
+    "otod/core/config.py": "read_config: the one reading of a sweep's stored config into its typed SweepConfig",
+    "otod/core/finish.py": "otod merge checks that each part's stored config hashes to its digest: the dict as written",
+    "otod/core/reuse.py": "a sweep compares other files' stored settings with its own as the digest does, by footer, "
+                          "before it reads any of them",
+    "otod/condition/kind.py": "the format-1 migration rewrites the stored payload itself, before any config is read",
+    "otod/nets/measurements.py": "curvature and noise-scale files are measurements, not sweeps: their config is the "
+                                 "measuring command's own settings, which has no typed config",
+}
+
+#: A read of the stored config by key: ``meta["config"]`` (any quotes) or ``meta.get("config")``.
+STORED_CONFIG = re.compile(r"""\[\s*["']config["']\s*\]|\.get\(\s*["']config["']""")
+
+
+def stored_config_reads(root: Path) -> dict[str, list[int]]:
+    """{module path, as ``otod/...``: line numbers} of every read of the stored config by key under ``root``."""
+    found = {}
+    for p in sorted(root.rglob("*.py")):
+        lines = [i for i, line in enumerate(p.read_text().splitlines(), 1) if STORED_CONFIG.search(line)]
+        if lines:
+            found[p.relative_to(root.parent).as_posix()] = lines
+    return found
+
+
+def test_the_stored_config_is_read_by_key_only_where_allowed():
+    """Outside `CONFIG_READERS` no module reads ``meta["config"]`` by key; and each of those still does (the list
+    only shrinks)."""
+    assert sorted(stored_config_reads(ROOT)) == sorted(CONFIG_READERS)
+
+
+def test_the_config_read_check_names_a_new_read_by_key(tmp_path):
+    """A scratch module under an obstacle reading the stored config by key, both ways: named with its lines."""
+    scratch = tmp_path / "otod" / "noise" / "scratch.py"
+    scratch.parent.mkdir(parents=True)
+    scratch.write_text("def f(results):\n    tol = results.meta['config']['target']['tol']\n"
+                       "    return tol, results.meta.get(\"config\")\n")
+    assert stored_config_reads(tmp_path / "otod") == {"otod/noise/scratch.py": [2, 3]}

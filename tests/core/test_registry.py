@@ -54,3 +54,48 @@ def test_a_comparison_is_found_through_the_registry_and_an_unknown_one_is_named_
     assert comparison("deep_linear_series") is deep_linear_series
     with pytest.raises(OtodError, match="no obstacle offers the comparison 'nothing'; known: .*deep_linear_series"):
         comparison("nothing")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_every_registered_kind_shows_its_results_through_one_presentation(kind):
+    """Each sweep of an obstacle registers analyse, report and figure together (`registry.Presentation`): the
+    pipeline reads them from one field, never one without the others."""
+    shown = kind.presented
+    assert all(callable(part) for part in (shown.analyse, shown.report, shown.figure))
+
+
+def test_a_presentation_given_in_part_is_refused_and_a_kind_without_one_is_named():
+    """``register_lazily`` with analyse alone is a programming error; a kind registered without a presentation
+    (a test-only kind) refuses to present in one line, naming itself."""
+    import dataclasses
+
+    from otod.core.errors import OtodError
+
+    with pytest.raises(ValueError, match="give analyse, report and figure together"):
+        registry.register_lazily("partial", "", analyse="otod.condition.records:condition_analysis")
+    bare = dataclasses.replace(KINDS[0], name="bare", presentation=None)
+    with pytest.raises(OtodError, match="^bare sweeps register no analysis, report or figure; read their records") \
+            as caught:
+        bare.presented
+    assert "\n" not in str(caught.value)
+
+
+def test_the_optional_hooks_default_to_what_a_kind_without_them_means():
+    """The hooks a kind may leave out default to their neutral reading (no fields, no annotation, a scale of 1,
+    no ignored axis), so the core calls them without a None check: a kind's lanes with the default ``lr_scale``
+    run at exactly the grid's values."""
+    import numpy as np
+
+    from otod.condition.options import condition_sweep
+    from otod.core.config import lane_rates
+
+    condition = registry.sweep_kind("condition")
+    assert condition.record_fields is registry.no_record_fields and condition.lr_scale is registry.unit_lr_scale
+    assert condition.annotate is registry.no_annotation and condition.ignores is registry.reads_every_axis
+    config = condition_sweep((4.0, 9.0), methods=("gd",), lr="tuned", lr_grid=(0.3, 0.7, 1.9), seeds=1)
+    rows = [{"iterations": 1}]
+    assert condition.record_fields(config, point={"kappa": 4.0}) == {} and condition.ignores("gd") == ()
+    assert condition.annotate(config, {}, rows) is None and rows == [{"iterations": 1}]
+    points = config.traced_points()
+    rates = lane_rates(config, "gd", points, [0, 1, 1], [2, 0, 1])
+    assert rates.tolist() == [1.9, 0.3, 0.7] and rates.dtype == np.float64

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from otod.core.errors import OtodError
+from otod.core.stopping import Target
 from otod.core.traces import Replay, below_target, checkpoints, steps_to, trace_lists
 
 
@@ -68,7 +69,7 @@ def test_checkpoints_follow_the_checks_and_end_at_the_cap():
 
 
 def test_a_target_below_the_runs_own_is_refused_naming_it():
-    error = below_target(0.05, {"kind": "absolute", "tol": 0.1, "ladder": [0.1]})
+    error = below_target(0.05, Target(0.1, kind="absolute"))
     assert isinstance(error, OtodError) and "--target 0.05" in str(error) and "0.1" in str(error)
 
 
@@ -109,7 +110,9 @@ def test_replay_stalls_by_the_window_rule():
 @pytest.mark.parametrize("tol", [0.0999999])
 def test_retarget_refuses_a_target_below_the_runs(tol):
     from otod.core.traces import retarget
+    from otod.condition.options import condition_sweep
 
-    meta = {"config": {"target": {"kind": "absolute", "tol": 0.1, "ladder": [0.1]}}}
+    config = condition_sweep((4.0, 9.0), tol=0.1)
+    meta = {"sweep": config.sweep, "config": config.to_dict()}
     with pytest.raises(OtodError, match="below this run's target 0.1"):
         retarget(None, meta, tol)

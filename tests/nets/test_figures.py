@@ -508,6 +508,7 @@ def _deep_linear(monkeypatch, seeds: int = 8):
 
     import otod.depth.figures as df
     from otod.core.analysis import analyse
+    from otod.depth.options import depth_config_from_options
     from otod.core.laws import LAWS, law_fit
 
     rng = np.random.default_rng(0)
@@ -518,7 +519,8 @@ def _deep_linear(monkeypatch, seeds: int = 8):
                      fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth")).series
     asked = []
     monkeypatch.setitem(df.COMPARISONS, "deep_linear_series", lambda name: asked.append(name) or (
-        Results(meta={"config": {"seeds": seeds}}, records=[]), series))
+        Results(meta={"kind": "sweep", "sweep": "depth", "config": depth_config_from_options(
+            depth="1..5", init="xavier", seeds=seeds).to_dict()}, records=[]), series))
     return series[0], asked
 
 
