@@ -322,9 +322,9 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            "reference_batch": branching.batch, "reference_lr": branching.lr}}
         report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
         stored = stored or report.results.meta["config"]
-        values, cis = measured_predictors(tuned, branching, report.analysis.series, measure_predictors and nqm,
-                                          init_spectra) if measure_predictors else ({}, {})
         path = None if report.results.path is None else str(report.results.path)
+        values, cis = measured_predictors(tuned, branching, report.analysis.series, nqm, init_spectra,
+                                          path) if measure_predictors else ({}, {})
         figures = "".join(f"; figure: {f}" for f in report.files[1:])
         extra = {k: v for k, v in values.items() if k not in ("b_simple", "b_noise")}
         checkpoints.append(Checkpoint(int(step), float(np.mean(losses)), tuple(losses), tuned.target.tol,
@@ -337,16 +337,38 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     return dataclasses.replace(result, report=table(result, config))
 
 
-def measured_predictors(tuned, branching: Branching, series, nqm: bool, init_spectra: dict) -> tuple[dict, dict]:
+def measured_predictors(tuned, branching: Branching, series, nqm: bool, init_spectra: dict,
+                        path: str | None = None) -> tuple[dict, dict]:
     """(name → per-seed values of every predictor at the checkpoint of the sweep ``tuned``, method → name → the
-    joint CI of its ratio to B_crit) (`otod.nets.predictors`)."""
+    joint CI of its ratio to B_crit) (`otod.nets.predictors`). The values are kept beside the sweep's results file
+    ``path`` (`cached_predictors`), so a rerun that reads the sweep back reads them back too."""
     from otod.nets import predictors as pr
     from otod.nets.ablation import setting_of
 
-    setting = setting_of(tuned.problem, tuned.target.tol, branching.fraction) if nqm else None
-    values = pr.checkpoint_predictors(tuned.problem, tuned.seed, tuned.seeds, setting, init_spectra)
+    def measure():
+        setting = setting_of(tuned.problem, tuned.target.tol, branching.fraction) if nqm else None
+        return pr.checkpoint_predictors(tuned.problem, tuned.seed, tuned.seeds, setting, init_spectra)
+
+    values = cached_predictors(path, f"seed={tuned.seed};seeds={tuned.seeds};nqm={bool(nqm)};pairs={pr.PAIRS};"
+                                     f"draws={pr.DRAWS}", measure)
     cis = {s.method: pr.joint_ratio_intervals(s, values) for s in series if s.critical is not None}
     return values, cis
+
+
+def cached_predictors(path: str | None, key: str, measure) -> dict:
+    """``measure()``'s predictor values, read from ``<path>.predictors.json`` where it holds ``key`` (what they were
+    measured with), else measured and added to it (NaN kept as JSON's NaN); no file where ``path`` is None."""
+    import json
+    from pathlib import Path
+
+    if path is None:
+        return measure()
+    file = Path(f"{path}.predictors.json")
+    stored = json.loads(file.read_text()) if file.exists() else {}
+    if key not in stored:
+        stored[key] = {k: list(v) for k, v in measure().items()}
+        file.write_text(json.dumps(stored))
+    return {k: tuple(float(x) for x in v) for k, v in stored[key].items()}
 
 
 def table(result: AlongTrainingResult, config) -> str:

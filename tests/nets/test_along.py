@@ -133,3 +133,21 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
     assert "B_crit along training" in result.report and "predictor / measured B_crit" in result.report
     fitted = CliRunner().invoke(main, ["fit", result.checkpoints[1].path])
     assert fitted.exit_code == 0 and "B_crit" in fitted.output
+
+
+def test_predictor_values_are_kept_beside_the_results_file_and_read_back(tmp_path):
+    """The first call measures and writes ``<file>.predictors.json``; the same key reads it back without measuring
+    (NaN kept); another key (e.g. with the NQM) measures again and is added beside the first."""
+    calls = []
+
+    def measure(values):
+        return lambda: calls.append(1) or values
+
+    path = str(tmp_path / "net-x.parquet")
+    first = along.cached_predictors(path, "nqm=False", measure({"b_simple": (1.0, math.nan)}))
+    again = along.cached_predictors(path, "nqm=False", measure({"b_simple": (9.0, 9.0)}))
+    other = along.cached_predictors(path, "nqm=True", measure({"nqm_scaled": (2.0, 3.0)}))
+    assert len(calls) == 2 and first["b_simple"][0] == 1.0
+    assert again["b_simple"][0] == 1.0 and math.isnan(again["b_simple"][1]) and other == {"nqm_scaled": (2.0, 3.0)}
+    assert (tmp_path / "net-x.parquet.predictors.json").exists()
+    assert along.cached_predictors(None, "k", measure({"a": (4.0,)})) == {"a": (4.0,)} and len(calls) == 3
