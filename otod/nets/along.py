@@ -13,10 +13,11 @@ checkpoint with the seed bootstrap that re-chooses (lr, β) in every resample (`
 B_crit(t) and S_min(t) with their 95% CIs. One results file per checkpoint (its config holds the branch and the
 milestone; its records a ``checkpoint`` column), so each reads back with ``otod fit`` and ``otod plot``.
 
-Beside each measurement, the cheap predictors at the same checkpoint (McCandlish et al. 2018): the exact
-B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over the whole training set (`otod.nets.noise_scale`), at every
-seed's checkpoint (median over seeds), and their ratio to the measured B_crit(t), whose CI is the measurement's
-(predictor median / B_crit's CI ends).
+Beside each measurement, the predictors at the same checkpoint, per seed (`otod.nets.predictors`): the exact
+B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over the whole training set (McCandlish et al. 2018,
+`otod.nets.noise_scale`), the two-batch estimates of B_simple, and, where asked (``nqm``, ``--predict``), the B_crit
+of the NQM built at the checkpoint and its ablation (`otod.nets.ablation`); each one's median over seeds divided by
+the measured B_crit(t), with a CI from the joint seed bootstrap of both, and the best predictor named.
 """
 
 from __future__ import annotations

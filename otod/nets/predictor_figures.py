@@ -59,6 +59,12 @@ def draw(rows: list[dict], ax) -> list[str]:
                     capsize=2, ms=4, lw=1, label=LABELS[name])
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":")
     ax.set_xscale("symlog", linthresh=LINTHRESH, linscale=0.5)
+    steps = np.concatenate([s["step"][np.isfinite(s["y"])] for s in got.values()] or [np.zeros(1)])
+    first, last = float(steps.min()), float(steps.max())
+    ax.set_xlim(-2.0 if first <= 0 else 0.6 * first, 1.6 * max(last, 1.0))   # the offset points stay inside
+    ticks = sorted({float(t) for t in steps})
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
     ax.set_yscale("log")
     ax.set(xlabel="checkpoint step t of the reference run", ylabel="predictor / measured B_crit")
     ax.grid(alpha=0.25, which="major")
