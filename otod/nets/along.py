@@ -236,7 +236,7 @@ class AlongTrainingResult:
     def rows(self) -> list[dict]:
         """One row per checkpoint and method: the measurement, and per predictor its median over seeds, least and
         largest seed (``_min``, ``_max``), ratio to B_crit (``_ratio``, NaN where B_crit lies off the batches
-        measured) and that ratio's joint 95% CI (``_ratio_lo``, ``_ratio_hi``); ``best_predictor`` and
+        measured) and that ratio's joint 95% CI (``_ratio_lo``, ``_ratio_hi``; NaN with the ratio); ``best_predictor`` and
         ``best_factor`` (its typical miss, `otod.nets.predictors.ranking`) of the method over the checkpoints."""
         out = []
         best = self.best()
@@ -249,8 +249,9 @@ class AlongTrainingResult:
                 for name in ("b_simple", "b_noise", *c.values()):
                     values = c.values().get(name, ())
                     median = median_of(values)
-                    lo, hi = cis.get(name, (math.nan, math.nan))
-                    row.update({name: median, **spread(name, values), f"{name}_ratio": ratio_value(median, p),
+                    r = ratio_value(median, p)
+                    lo, hi = cis.get(name, (math.nan, math.nan)) if math.isfinite(r) else (math.nan, math.nan)
+                    row.update({name: median, **spread(name, values), f"{name}_ratio": r,
                                 f"{name}_ratio_lo": lo, f"{name}_ratio_hi": hi})
                 top = best.get(p.method, [])
                 row.update(best_predictor=top[0]["predictor"] if top else None,
@@ -259,13 +260,16 @@ class AlongTrainingResult:
         return out
 
     def best(self) -> dict[str, list[dict]]:
-        """Per method, the predictors ranked best first over the checkpoints (`otod.nets.predictors.ranking`)."""
+        """Per method, the predictors ranked best first over the checkpoints (`otod.nets.predictors.ranking`); the
+        NQM ablation's variants (``ablation_*``) are diagnostics, not predictors, and are left out."""
         from otod.nets.predictors import ranking
 
         ratios: dict[str, dict[str, list[float]]] = {}
         for c in self.checkpoints:
             for p in c.points:
                 for name, values in c.values().items():
+                    if name.startswith("ablation_"):
+                        continue
                     ratios.setdefault(p.method, {}).setdefault(name, []).append(ratio_value(median_of(values), p))
         return {method: ranking(r) for method, r in ratios.items()}
 
@@ -447,7 +451,7 @@ def critical_batch_along_training(steps=(0, 100, 1000), *, branch_batch: int = B
     (module docstring); ``net_options``: those of `otod.nets.options.net_config` (batch, width, depth, data,
     method, seeds, seed, lr_grid, max_iters, …; no target: the milestone is the target). ``predictors``: the
     cheap predictors at each checkpoint (B_simple, B_noise, two-batch; seconds per seed); ``nqm``: the NQM built
-    at each checkpoint and its ablation too (the full Hessian per seed: about 40 s per seed and checkpoint at
+    at each checkpoint and its ablation too (the full Hessian per seed: 40–65 s per seed and checkpoint at
     P = 2,410). ``out``: the results files' folder (None: a temporary one). Bad input raises
     `otod.core.errors.OtodError` in one line.
 

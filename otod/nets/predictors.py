@@ -13,7 +13,7 @@ each a number per seed, in float64 over the whole training set (McCandlish et al
 * ``nqm_scaled`` and ``nqm_projected``: the B_crit the NQM built at the checkpoint predicts
   (`otod.nets.ablation`: the checkpoint's exact Hessian spectrum, with C ∝ H scaled to the measured tr(HΣ), or
   with the measured Σ projected on the Hessian's eigenvectors), to the measurement's own milestone. They need the
-  full Hessian (P Hessian-vector products and an eigendecomposition of P × P: about 40 s per seed on the digits
+  full Hessian (P Hessian-vector products and an eigendecomposition of P × P: 40–65 s per seed on the digits
   MLP, P = 2,410, on 2 shared cores), so they run only when asked (``--predict`` with ``--branch-at``).
 
 **The ratio's CI.** The ratio of a predictor to the measurement is median_s(predictor_s) / B_crit, both from the

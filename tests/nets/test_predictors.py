@@ -101,12 +101,13 @@ def test_the_ranking_s_factor_is_the_median_miss_either_way():
 
 def test_rows_carry_every_predictor_its_joint_ci_and_the_best():
     """A checkpoint with B_crit 20 and predictors B_simple (30, 40, 90) → 40, NQM (18, 20, 22) → 20: ratios 2 and
-    1, the joint CIs as given, NQM C∝H named best (factor 1); the table prints the ratio with its CI."""
+    1, the joint CIs as given, NQM C∝H named best (factor 1; an ablation variant, as exact, is no predictor and is
+    not ranked); the table prints the ratio with its CI."""
     from otod.nets import along
     from tests.nets.test_along import point
 
     cp = along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),), None, (30.0, 40.0, 90.0),
-                          (10.0, 12.0, 14.0), {"nqm_scaled": (18.0, 20.0, 22.0)},
+                          (10.0, 12.0, 14.0), {"nqm_scaled": (18.0, 20.0, 22.0), "ablation_fractional": (20.0,) * 3},
                           {"sgd": {"b_simple": (1.1, 3.9), "nqm_scaled": (0.6, 1.8)}})
     result = along.AlongTrainingResult((cp,), along.Branching((100,)), {}, "")
     row, = result.rows()
@@ -114,5 +115,6 @@ def test_rows_carry_every_predictor_its_joint_ci_and_the_best():
     assert (row["nqm_scaled"], row["nqm_scaled_ratio"], row["nqm_scaled_min"]) == (20.0, 1.0, 18.0)
     assert math.isnan(row["b_noise_ratio_lo"]) and row["b_noise_ratio"] == pytest.approx(0.6)
     assert row["best_predictor"] == "nqm_scaled" and row["best_factor"] == pytest.approx(1.0)
+    assert [r["predictor"] for r in result.best()["sgd"]] == ["nqm_scaled", "b_noise", "b_simple"]
     text = along.predictor_table(result)
     assert "2 [1.1, 3.9]" in text and "1 [0.6, 1.8]" in text and "best predictor (sgd): NQM C∝H" in text
