@@ -10,8 +10,8 @@ measured with Σ projected on its eigenvectors (`otod.nets.noise_scale.gradient_
 * ``nqm_scaled`` (the predictor): the checkpoint's eigenvalues binned to `BINS` log-spaced directions, C ∝ H with
   tr(HC) = the measured tr(HΣ) (`otod.nets.bridge.proportional_quadratic`), the start isotropic in the eigenbasis
   with the seed's gap L_s(t) − L_ref, run to the measurement's milestone: target gap = milestone − L_ref, where
-  milestone = r · L̄(t) (`otod.nets.along.milestone`) and L_ref the net's loss floor (`otod.nets.predict.reference_loss`:
-  0 for cross-entropy, ½·noise²·outputs for the teacher);
+  milestone = r · L̄(t) (`otod.nets.along.milestone`) and L_ref the net's loss floor
+  (`otod.nets.predict.reference_loss`: 0 for cross-entropy, ½·noise²·outputs for the teacher);
 * ``nqm_projected`` (the predictor): every positive eigenvalue its own direction with the measured noise
   cᵢ = vᵢᵀΣvᵢ (`otod.nets.bridge.projected_quadratic`), and the same isotropic start and target
   (``start="gap"``), so it differs from ``nqm_scaled`` only by C ∝ H;

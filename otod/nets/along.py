@@ -236,8 +236,9 @@ class AlongTrainingResult:
     def rows(self) -> list[dict]:
         """One row per checkpoint and method: the measurement, and per predictor its median over seeds, least and
         largest seed (``_min``, ``_max``), ratio to B_crit (``_ratio``, NaN where B_crit lies off the batches
-        measured) and that ratio's joint 95% CI (``_ratio_lo``, ``_ratio_hi``; NaN with the ratio); ``best_predictor`` and
-        ``best_factor`` (its typical miss, `otod.nets.predictors.ranking`) of the method over the checkpoints."""
+        measured) and that ratio's joint 95% CI (``_ratio_lo``, ``_ratio_hi``; NaN with the ratio);
+        ``best_predictor`` and ``best_factor`` (its typical miss, `otod.nets.predictors.ranking`) of the method over
+        the checkpoints."""
         out = []
         best = self.best()
         for c in self.checkpoints:

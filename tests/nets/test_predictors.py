@@ -80,7 +80,8 @@ def test_a_sweep_of_too_few_seeds_gives_no_ratio_ci():
 
 
 def test_the_resampled_median_and_percentile_interval_on_known_draws():
-    """Values 1..5: resample (0,0,0,0,0) → 1, (4,4,4,4,4) → 5, (0,1,2,3,4) → 3, and (0,0,1,1,4) → 2 (values 1,1,2,2,5), and with the
+    """Values 1..5: resample (0,0,0,0,0) → 1, (4,4,4,4,4) → 5, (0,1,2,3,4) → 3, and (0,0,1,1,4) → 2 (values
+    1,1,2,2,5), and with the
     non-finite seed 4 left out of (3,4) → 4; the 95% interval of 0..100 is [2.5, 97.5]; ∞ is kept, NaN dropped."""
     cols = np.array([[0, 0, 0, 0, 0], [4, 4, 4, 4, 4], [0, 1, 2, 3, 4], [0, 0, 1, 1, 4]])
     np.testing.assert_array_equal(pr.resampled_predictor((1.0, 2.0, 3.0, 4.0, 5.0), cols), [1, 5, 3, 2])
