@@ -102,7 +102,9 @@ def caption(result) -> str:
         f"refitted in every resample); two-batch: McCandlish's estimate from {DRAWS} nested draws per pair; NQM: "
         "built at the checkpoint from its exact Hessian spectrum (C ∝ H scaled to tr(HΣ), or Σ projected on the "
         "eigenvectors), run to the same milestone. Dotted line: ratio 1. Checkpoints where B_crit lies off the "
-        "batch grid are not drawn. Points offset slightly in step for legibility", best)
+        "batch grid are not drawn; a bar running out of the bottom reaches below 0 (a two-batch |G|² estimate, "
+        "a difference of two noisy norms, negative on some resampled seeds). Points offset slightly in step for "
+        "legibility", best)
 
 
 MAKERS = {"nets-predictor-ratios": make_predictor_ratios}
