@@ -130,7 +130,7 @@ NET_CASES = [
     (NET + ["--branch-at", "-1"], "--branch-at -1: need whole steps"),
     (NET + ["--branch-at", "1e9"], "training the 5 seeds' reference runs takes an estimated"),
     (NET + ["--branch-at", "0,100", "--target", "0.1"], "--target: with --branch-at each branch runs to its"),
-    (NET + ["--branch-at", "0", "--predict"], "--predict: the NQM's prediction is built at the start"),
+    (NET + ["--branch-at", "0", "--predict", "--width", "128"], "the NQM at a checkpoint forms the full Hessian"),
     (NET + ["--branch-at", "0", "--data", "teacher", "--stream"], "--stream: --branch-at branches from"),
     (NET + ["--branch-at", "0", "--width", "8,16"], "give one value of --width (it has 2)"),
     (NET + ["--branch-at", "0", "--batch", "8,16"], "give at least 3 batch sizes"),

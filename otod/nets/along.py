@@ -15,17 +15,18 @@ checkpoint with the seed bootstrap that re-chooses (lr, β) in every resample (`
 B_crit(t) and S_min(t) with their 95% CIs. One results file per checkpoint (its config holds the branch and the
 milestone; its records a ``checkpoint`` column), so each reads back with ``otod fit`` and ``otod plot``.
 
-Beside each measurement, the cheap predictors at the same checkpoint (McCandlish et al. 2018): the exact
-B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over the whole training set (`otod.nets.noise_scale`), at every
-seed's checkpoint (median over seeds), and their ratio to the measured B_crit(t), whose CI is the measurement's
-(predictor median / B_crit's CI ends).
+Beside each measurement, the predictors at the same checkpoint, per seed (`otod.nets.predictors`): the exact
+B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over the whole training set (McCandlish et al. 2018,
+`otod.nets.noise_scale`), the two-batch estimates of B_simple, and, where asked (``nqm``, ``--predict``), the B_crit
+of the NQM built at the checkpoint and its ablation (`otod.nets.ablation`); each one's median over seeds divided by
+the measured B_crit(t), with a CI from the joint seed bootstrap of both, and the best predictor named.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -143,21 +144,20 @@ def check_branchable(config) -> None:
 
 def refuse_beside_branch(given) -> None:
     """Refuse, with ``--branch-at``, what it replaces or cannot branch from: ``--target`` (the milestone is the
-    target), ``--stream`` and ``--predict`` (the NQM's prediction is built at the start, not at a checkpoint)."""
+    target) and ``--stream`` (``--predict`` builds the NQM at every checkpoint: `check_nqm`)."""
     from otod.core.options import refuse_ignored
 
     refuse_ignored(given, "target", "with --branch-at each branch runs to its milestone, --branch-to × the "
                                     "training loss at the checkpoint; drop --target or use --branch-to, e.g. "
                                     "--branch-to 0.5")
     refuse_ignored(given, "stream", "--branch-at branches from checkpoints of a finite training set; drop --stream")
-    refuse_ignored(given, "predict", "the NQM's prediction is built at the start, not at a checkpoint; with "
-                                     "--branch-at the table gives B_simple and B_noise at each checkpoint instead")
 
 
-def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf: bool, as_json: bool) -> None:
-    """``otod sweep net --branch-at``: run `run_along`, print a line per checkpoint as it finishes (its results
-    file and figure) and then the table; with ``as_json`` the table's rows as JSON on stdout (NaN as null) and
-    the text on stderr."""
+def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf: bool, as_json: bool,
+               nqm: bool = False) -> None:
+    """``otod sweep net --branch-at``: run `run_along` (``nqm``: ``--predict`` given, the NQM at every checkpoint),
+    print a line per checkpoint as it finishes (its results file and figure) and then the tables; with ``as_json``
+    the table's rows as JSON on stdout (NaN as null) and the text on stderr."""
     import json
 
     import click
@@ -165,7 +165,7 @@ def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf:
     from otod.core.cli import terminal_progress
 
     result = run_along(config, branching, out=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
-                       echo=lambda text: click.echo(text, err=as_json))
+                       nqm=nqm, echo=lambda text: click.echo(text, err=as_json))
     if not as_json:
         click.echo("\n" + result.report)
         return
@@ -217,8 +217,10 @@ def milestone(losses, fraction: float) -> float:
 class Checkpoint:
     """One checkpoint's measurement: its ``step``, the training ``loss`` there (mean over seeds; ``losses`` per
     seed), the ``milestone``, a `otod.nets.batch_api.CriticalBatchPoint` per method, the results file, and the
-    predictors at the checkpoint per seed (``b_simple_seeds``, ``b_noise_seeds``; empty where not measured) and
-    their medians over seeds (``b_simple``, ``b_noise``; NaN where not measured)."""
+    predictors at the checkpoint per seed (``b_simple_seeds``, ``b_noise_seeds``; ``extra``: the two-batch
+    estimates, the NQM's and its ablation's, name → per-seed values; empty where not measured) and their medians
+    over seeds (``b_simple``, ``b_noise``; NaN where not measured); ``ratio_cis``: per method, per predictor, the
+    95% CI of its ratio to B_crit by the joint seed bootstrap (`otod.nets.predictors`)."""
 
     step: int
     loss: float
@@ -228,14 +230,31 @@ class Checkpoint:
     path: str | None
     b_simple_seeds: tuple[float, ...] = ()
     b_noise_seeds: tuple[float, ...] = ()
+    extra: dict = field(default_factory=dict)
+    ratio_cis: dict = field(default_factory=dict)
 
     @property
     def b_simple(self) -> float:
-        return float(np.median(self.b_simple_seeds)) if self.b_simple_seeds else math.nan
+        return median_of(self.b_simple_seeds)
 
     @property
     def b_noise(self) -> float:
-        return float(np.median(self.b_noise_seeds)) if self.b_noise_seeds else math.nan
+        return median_of(self.b_noise_seeds)
+
+    def values(self) -> dict[str, tuple[float, ...]]:
+        """Every predictor measured here, name → per-seed values (`otod.nets.predictors.LABELS` order)."""
+        from otod.nets.predictors import names
+
+        found = {"b_simple": self.b_simple_seeds, "b_noise": self.b_noise_seeds, **self.extra}
+        found = {k: tuple(v) for k, v in found.items() if len(v)}
+        return {k: found[k] for k in names(found)}
+
+
+def median_of(values) -> float:
+    """The median of the finite values (NaN where none)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else math.nan
 
 
 @dataclass(frozen=True)
@@ -250,17 +269,45 @@ class AlongTrainingResult:
     report: str
 
     def rows(self) -> list[dict]:
+        """One row per checkpoint and method: the measurement, and per predictor its median over seeds, least and
+        largest seed (``_min``, ``_max``), ratio to B_crit (``_ratio``, NaN where B_crit lies off the batches
+        measured) and that ratio's joint 95% CI (``_ratio_lo``, ``_ratio_hi``; NaN with the ratio);
+        ``best_predictor`` and ``best_factor`` (its typical miss, `otod.nets.predictors.ranking`) of the method over
+        the checkpoints."""
         out = []
+        best = self.best()
         for c in self.checkpoints:
             for p in c.points:
-                out.append({"step": c.step, "loss": c.loss, "milestone": c.milestone, "method": p.method,
-                            "b_crit": p.b_crit, "b_crit_lo": p.b_crit_ci[0], "b_crit_hi": p.b_crit_ci[1],
-                            "s_min": p.s_min, "s_min_lo": p.s_min_ci[0], "s_min_hi": p.s_min_ci[1],
-                            "misfit": p.misfit, "b_simple": c.b_simple, "b_noise": c.b_noise,
-                            **spread("b_simple", c.b_simple_seeds), **spread("b_noise", c.b_noise_seeds),
-                            "b_simple_ratio": c.b_simple / p.b_crit if p.b_crit > 0 else math.nan,
-                            "b_noise_ratio": c.b_noise / p.b_crit if p.b_crit > 0 else math.nan, "path": c.path})
+                row = {"step": c.step, "loss": c.loss, "milestone": c.milestone, "method": p.method,
+                       "b_crit": p.b_crit, "b_crit_lo": p.b_crit_ci[0], "b_crit_hi": p.b_crit_ci[1],
+                       "s_min": p.s_min, "s_min_lo": p.s_min_ci[0], "s_min_hi": p.s_min_ci[1], "misfit": p.misfit}
+                cis = c.ratio_cis.get(p.method, {})
+                for name in ("b_simple", "b_noise", *c.values()):
+                    values = c.values().get(name, ())
+                    median = median_of(values)
+                    r = ratio_value(median, p)
+                    lo, hi = cis.get(name, (math.nan, math.nan)) if math.isfinite(r) else (math.nan, math.nan)
+                    row.update({name: median, **spread(name, values), f"{name}_ratio": r,
+                                f"{name}_ratio_lo": lo, f"{name}_ratio_hi": hi})
+                top = best.get(p.method, [])
+                row.update(best_predictor=top[0]["predictor"] if top else None,
+                           best_factor=top[0]["factor"] if top else math.nan, path=c.path)
+                out.append(row)
         return out
+
+    def best(self) -> dict[str, list[dict]]:
+        """Per method, the predictors ranked best first over the checkpoints (`otod.nets.predictors.ranking`); the
+        NQM ablation's variants (``ablation_*``) are diagnostics, not predictors, and are left out."""
+        from otod.nets.predictors import ranking
+
+        ratios: dict[str, dict[str, list[float]]] = {}
+        for c in self.checkpoints:
+            for p in c.points:
+                for name, values in c.values().items():
+                    if name.startswith("ablation_"):
+                        continue
+                    ratios.setdefault(p.method, {}).setdefault(name, []).append(ratio_value(median_of(values), p))
+        return {method: ranking(r) for method, r in ratios.items()}
 
     def to_pandas(self):
         import pandas as pd
@@ -268,52 +315,43 @@ class AlongTrainingResult:
         return pd.DataFrame(self.rows())
 
 
+def ratio_value(predicted: float, point) -> float:
+    """predictor / B_crit, NaN where B_crit lies off the batches measured (an extrapolation) or is not positive."""
+    if not (math.isfinite(predicted) and math.isfinite(point.b_crit) and point.b_crit > 0):
+        return math.nan
+    return predicted / point.b_crit if min(point.batches) <= point.b_crit <= max(point.batches) else math.nan
+
+
 def spread(name: str, values) -> dict:
-    """A predictor's least and largest value over seeds (NaN where not measured)."""
+    """A predictor's least and largest finite value over seeds (NaN where none)."""
     values = np.asarray(values, float)
+    values = values[np.isfinite(values)]
     return {f"{name}_min": float(values.min()) if values.size else math.nan,
             f"{name}_max": float(values.max()) if values.size else math.nan}
 
 
-def predictors(spec, seed: int, seeds: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(B_simple per seed, B_noise per seed): the exact noise scales at each seed's start (a branched spec's: its
-    checkpoint), over the whole training set in float64 (`otod.nets.noise_scale.gradient_moments`)."""
-    import jax
+def check_nqm(config) -> None:
+    """Refuse, before any sweep, the NQM at checkpoints of a user's model (its ablation draws otod's nets' starts)
+    or of a net whose full Hessian is too large to form (`otod.nets.bridge.EIGH_LIMIT` parameters)."""
+    from otod.nets.bridge import EIGH_LIMIT
 
-    from otod.nets.noise_scale import gradient_moments
-
-    simple, noise, problem = [], [], None
-    for s in range(seeds):
-        params = start_of_seed(spec, seed, s)
-        with jax.enable_x64(True):
-            problem = noise_problem(spec, params) if problem is None else problem.at(params)
-            moments = gradient_moments(problem)
-        simple.append(moments["b_simple"])
-        noise.append(moments["b_noise"])
-    return tuple(float(v) for v in simple), tuple(float(v) for v in noise)
-
-
-def noise_problem(spec, params):
-    """`otod.nets.noise_scale.Problem` of a net, or of a user's model (`Problem.of_model`), at ``params``."""
-    from otod.nets.noise_scale import Problem
-
-    return Problem.of_model(spec.loaded()).at(params) if spec.kind == "model" else Problem(spec, params)
-
-
-def start_of_seed(spec, seed: int, s: int):
-    """Seed s's start as the engine draws it (a branched spec's: its checkpoint)."""
-    from otod.nets.branch import start_params
-    from otod.nets.branch_levels import seed_start
-
-    rng = np.random.default_rng([seed, s])
-    return start_params(spec, rng) if spec.branched else seed_start(spec, rng)[0]
+    if config.problem.kind == "model":
+        raise OtodError("--predict with --branch-at: the NQM at a checkpoint is built for otod's own nets (mlp, "
+                        "cnn); with --model the table gives B_simple, B_noise and the two-batch estimates; drop "
+                        "--predict")
+    size = config.problem.parameter_count
+    if size > EIGH_LIMIT:
+        raise OtodError(f"--predict with --branch-at: the NQM at a checkpoint forms the full Hessian, and this net "
+                        f"has {size:,} parameters ({EIGH_LIMIT:,} at most); drop --predict or use a smaller "
+                        "--width, e.g. --width 32")
 
 
 def run_along(config, branching: Branching, *, out="results", plot: bool = False, progress=None, yes: bool = False,
-              pdf: bool = False, measure_predictors: bool = True, echo=None) -> AlongTrainingResult:
+              pdf: bool = False, measure_predictors: bool = True, nqm: bool = False, echo=None) -> AlongTrainingResult:
     """One S(B) sweep per checkpoint of ``branching`` (module docstring), each through the core pipeline
-    (`otod.core.pipeline.sweep`: resumed or read back like any sweep); ``echo(text)``, where given, after each
-    checkpoint's sweep (its results line)."""
+    (`otod.core.pipeline.sweep`: resumed or read back like any sweep), then the predictors at the checkpoint
+    (``measure_predictors``; ``nqm``: the NQM's and its ablation's too, `otod.nets.predictors`) and their ratios'
+    joint CIs; ``echo(text)``, where given, after each checkpoint (its results line)."""
     from otod.core.config import read_config
     from otod.core.pipeline import sweep
     from otod.nets.batch_api import reading
@@ -323,8 +361,10 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
         from otod.nets.branch_levels import resolve_levels
 
         branching = resolve_levels(config, branching, yes)
+    if nqm:
+        check_nqm(config)
     refuse_long_reference(config, branching, yes)
-    checkpoints, stored = [], None
+    checkpoints, stored, init_spectra = [], None, {}
     branches = [(step, *branch_config(config, branching, step)) for step in branching.steps]  # refused before a sweep
     for step, tuned, losses in branches:
         levels = [level for level, t in branching.reached if t == step]
@@ -334,11 +374,14 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            **({"levels": levels} if levels else {})}}
         report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
         stored = stored or read_config(report.results.meta).to_dict()
-        b_simple, b_noise = predictors(tuned.problem, config.seed, config.seeds) if measure_predictors else ((), ())
         path = None if report.results.path is None else str(report.results.path)
+        values, cis = measured_predictors(tuned, branching, report.analysis.series, nqm, init_spectra,
+                                          path) if measure_predictors else ({}, {})
         figures = "".join(f"; figure: {f}" for f in report.files[1:])
+        extra = {k: v for k, v in values.items() if k not in ("b_simple", "b_noise")}
         checkpoints.append(Checkpoint(int(step), float(np.mean(losses)), tuple(losses), tuned.target.tol,
-                                      tuple(reading(s) for s in report.analysis.series), path, b_simple, b_noise))
+                                      tuple(reading(s) for s in report.analysis.series), path,
+                                      values.get("b_simple", ()), values.get("b_noise", ()), extra, cis))
         if echo is not None:
             from otod.nets.branch_levels import describe_level
 
@@ -348,26 +391,90 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     return dataclasses.replace(result, report=table(result, config))
 
 
+def measured_predictors(tuned, branching: Branching, series, nqm: bool, init_spectra: dict,
+                        path: str | None = None) -> tuple[dict, dict]:
+    """(name → per-seed values of every predictor at the checkpoint of the sweep ``tuned``, method → name → the
+    joint CI of its ratio to B_crit) (`otod.nets.predictors`). The values are kept beside the sweep's results file
+    ``path`` (`cached_predictors`), so a rerun that reads the sweep back reads them back too."""
+    from otod.nets import predictors as pr
+    from otod.nets.ablation import setting_of
+
+    def measure():
+        setting = setting_of(tuned.problem, tuned.target.tol, branching.fraction) if nqm else None
+        return pr.checkpoint_predictors(tuned.problem, tuned.seed, tuned.seeds, setting, init_spectra)
+
+    values = cached_predictors(path, f"seed={tuned.seed};seeds={tuned.seeds};nqm={bool(nqm)};pairs={pr.PAIRS};"
+                                     f"draws={pr.DRAWS}", measure)
+    cis = {s.method: pr.joint_ratio_intervals(s, values) for s in series if s.critical is not None}
+    return values, cis
+
+
+def cached_predictors(path: str | None, key: str, measure) -> dict:
+    """``measure()``'s predictor values, read from ``<path>.predictors.json`` where it holds ``key`` (what they were
+    measured with), else measured and added to it (NaN kept as JSON's NaN); no file where ``path`` is None."""
+    import json
+    from pathlib import Path
+
+    if path is None:
+        return measure()
+    file = Path(f"{path}.predictors.json")
+    stored = json.loads(file.read_text()) if file.exists() else {}
+    if key not in stored:
+        stored[key] = {k: list(v) for k, v in measure().items()}
+        file.write_text(json.dumps(stored))
+    return {k: tuple(float(x) for x in v) for k, v in stored[key].items()}
+
+
 def table(result: AlongTrainingResult, config) -> str:
-    """The printed table: per checkpoint and method, step, loss at the checkpoint, milestone, B_crit [CI], S_min
-    [CI], the fit's misfit, the predictors (median [least, largest] over seeds) and their medians' ratios to
-    B_crit [B_crit's CI]."""
+    """The printed tables: per checkpoint and method, step, loss at the checkpoint, milestone, B_crit [CI], S_min
+    [CI], the fit's misfit, B_simple and B_noise (median [least, largest] over seeds); then every predictor's
+    ratio to B_crit with its joint CI (`predictor_table`), the best predictor, and the NQM's ablation."""
     from otod.core.critical_batch import describe_critical_batch
+    from otod.nets.ablation import ablation_text
 
     b = result.branching
     spec = config.problem
     lines = [f"B_crit along training: {subject(spec)}, {config.seeds} seeds; each seed's reference run: SGD at B = {b.batch}, "
              f"lr {b.lr:g}, from its own start; milestone: {b.fraction:g} × the mean training loss at the checkpoint",
              f"{'step':>7} {'loss':>8} {'milestone':>9}  {'method':<10} {'B_crit [95% CI]':<24} "
-             f"{'S_min [95% CI]':<24} {'misfit':>6} {'B_simple [seeds]':<20} {'B_noise [seeds]':<20} "
-             f"{'B_simple/B_crit':<20} B_noise/B_crit"]
+             f"{'S_min [95% CI]':<24} {'misfit':>6} {'B_simple [seeds]':<20} B_noise [seeds]"]
     for c in result.checkpoints:
         for p in c.points:
             crit = f"{describe_critical_batch(p.b_crit, p.batches)} {interval(p.b_crit_ci)}"
             lines.append(f"{c.step:>7} {c.loss:>8.4g} {c.milestone:>9.4g}  {p.method:<10} {crit:<24} "
                          f"{p.s_min:.4g} {interval(p.s_min_ci):<16} {p.misfit:>6.2f} "
-                         f"{predicted(c.b_simple, c.b_simple_seeds):<20} {predicted(c.b_noise, c.b_noise_seeds):<20} "
-                         f"{ratio(c.b_simple, p):<20} {ratio(c.b_noise, p)}")
+                         f"{predicted(c.b_simple, c.b_simple_seeds):<20} {predicted(c.b_noise, c.b_noise_seeds)}")
+    more = [predictor_table(result), ablation_text(result.checkpoints)]
+    return "\n\n".join(["\n".join(lines)] + [m for m in more if m])
+
+
+def predictor_table(result: AlongTrainingResult) -> str:
+    """Per checkpoint and method, every predictor's median over seeds / B_crit with its joint 95% CI (seeds
+    resampled together for both; "—" where B_crit lies off the batches measured), then the ranking."""
+    from otod.nets.predictors import DRAWS, LABELS, ratio_text
+
+    present = list(dict.fromkeys(n for c in result.checkpoints for n in c.values()))
+    shown = [n for n in present if not n.startswith("ablation_")]
+    if not shown:
+        return ""
+    lines = ["predictor / measured B_crit [95% CI of the joint seed bootstrap: each resample re-selects and refits "
+             f"B_crit and takes the predictor's median over the same seeds]; two-batch: {DRAWS} nested draws per pair",
+             f"{'step':>7}  {'method':<10} " + " ".join(f"{LABELS.get(n, n):<22}" for n in shown)]
+    for c in result.checkpoints:
+        values = c.values()
+        for p in c.points:
+            cis = c.ratio_cis.get(p.method, {})
+            cells = [ratio_text(ratio_value(median_of(values.get(n, ())), p), cis.get(n, (math.nan, math.nan)))
+                     for n in shown]
+            lines.append(f"{c.step:>7}  {p.method:<10} " + " ".join(f"{cell:<22}" for cell in cells))
+    for method, ranked in result.best().items():
+        ranked = [r for r in ranked if r["predictor"] in shown]
+        if ranked:
+            top = ranked[0]
+            order = ", ".join(f"{LABELS.get(r['predictor'], r['predictor'])} ×{r['factor']:.3g}" for r in ranked)
+            lines.append(f"best predictor ({method}): {LABELS.get(top['predictor'], top['predictor'])}, typical miss "
+                         f"×{top['factor']:.3g} (median |log ratio| over {top['checkpoints']} checkpoints; ratios "
+                         f"{top['ratio_min']:.3g} to {top['ratio_max']:.3g}); all: {order}")
     return "\n".join(lines)
 
 
@@ -380,7 +487,7 @@ def subject(spec) -> str:
 
 def predicted(median: float, values) -> str:
     """A predictor's median over seeds and [least, largest] of the seeds' values."""
-    if not values:
+    if not len(values):
         return "—"
     return f"{median:.4g} [{min(values):.3g}, {max(values):.3g}]"
 
@@ -390,34 +497,23 @@ def interval(ci) -> str:
     return "[no CI]" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.4g}, {hi:.4g}]"
 
 
-def ratio(predicted: float, point) -> str:
-    """predictor / B_crit with the interval from B_crit's CI (the measurement's uncertainty only); none where
-    B_crit lies off the batches measured (an extrapolation, not a measurement)."""
-    if not (math.isfinite(predicted) and math.isfinite(point.b_crit) and point.b_crit > 0):
-        return "—"
-    if not min(point.batches) <= point.b_crit <= max(point.batches):
-        return "— (B_crit off the grid)"
-    lo, hi = point.b_crit_ci
-    ci = f" [{predicted / hi:.3g}, {predicted / lo:.3g}]" if math.isfinite(lo) and lo > 0 and math.isfinite(hi) \
-        else ""
-    return f"{predicted / point.b_crit:.3g}{ci}"
-
-
 def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int = BRANCH_BATCH,
                                   branch_lr: float = BRANCH_LR, fraction: float = BRANCH_TO,
-                                  predictors: bool = True, out: str | None = "results", progress=None,
-                                  **net_options) -> AlongTrainingResult:
+                                  predictors: bool = True, nqm: bool = False, out: str | None = "results",
+                                  progress=None, **net_options) -> AlongTrainingResult:
     """B_crit(t) and S_min(t) with CIs of one of otod's nets or a user's model (``model="FILE.py:NAME"`` or a
     checked `otod.nets.contract.Model`) at the checkpoints ``steps`` (default 0, 100, 1000) of each seed's reference
     run (SGD at ``branch_batch``, ``branch_lr``), or, with ``losses``, at the first step where the mean over seeds
     of the training loss falls to each level (`otod.nets.branch_levels`), each S(B) sweep to ``fraction`` × the
     training loss there (module docstring); ``net_options``: those of `otod.nets.options.net_config` (batch, width,
     depth, data, model, method, seeds, seed, lr_grid, max_iters, …; no target: the milestone is the target).
-    ``out``: the results files' folder (None: a temporary one). Bad input raises `otod.core.errors.OtodError` in
-    one line.
+    ``predictors``: the cheap predictors at each checkpoint (B_simple, B_noise, two-batch; seconds per seed);
+    ``nqm``: the NQM built at each checkpoint and its ablation too (the full Hessian per seed: 40–65 s per seed
+    and checkpoint at P = 2,410). ``out``: the results files' folder (None: a temporary one). Bad input raises
+    `otod.core.errors.OtodError` in one line.
 
     >>> r = otod.critical_batch_along_training((0, 100, 300, 1000), batch="8..256:6:log", seeds=5)
-    >>> r.to_pandas()[["step", "b_crit", "b_crit_lo", "b_crit_hi", "b_simple"]]
+    >>> r.to_pandas()[["step", "b_crit", "b_crit_lo", "b_crit_hi", "b_simple_ratio", "best_predictor"]]
     >>> otod.critical_batch_along_training(losses=(1.0, 0.5, 0.25), model="otod.nets.zoo:transformer")
     """
     import tempfile
@@ -436,7 +532,7 @@ def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int 
     config = net_config(**{k: _text(k, v) for k, v in net_options.items()})
     with tempfile.TemporaryDirectory() as scratch:
         return run_along(config, branching, out=scratch if out is None else out, progress=progress,
-                         measure_predictors=predictors)
+                         measure_predictors=predictors, nqm=nqm)
 
 
 #: The net options the Python function takes as numbers or lists and the command as text.

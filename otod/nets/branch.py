@@ -168,6 +168,21 @@ def start_params(spec, rng: np.random.Generator):
     return branch_draws(spec, seed_starts(spec, rng))["params"][spec.init][spec.architecture]
 
 
+def start_of_seed(spec, seed: int, s: int):
+    """Seed s of root ``seed``'s start as the engine draws it (``default_rng([seed, s])``), for otod's nets and a
+    user's model; a branched spec's: its checkpoint."""
+    from otod.nets.family import seed_starts, start_of
+
+    rng = np.random.default_rng([seed, s])
+    if spec.branched:
+        return start_params(spec, rng)
+    if spec.kind == "model":  # a user's model: its parameter pytree as the model sweep draws it
+        from otod.nets.model_problem import seed_starts as model_starts
+
+        return model_starts(spec, rng)["params"]
+    return start_of(spec, seed_starts(spec, rng))
+
+
 def branch_family(spec, family):
     """The net family of ``spec`` with every seed's start replaced by its checkpoint (`branch_draws`); the
     reference run's estimated time (`otod.nets.noise_scale.train_seconds`) joins the per-seed estimate."""

@@ -58,7 +58,8 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
                    "E.g. --lr-grid 0.01..3:11:log")
 @click.option("--predict/--no-predict", default=True, show_default=True,
               help="Also predict S(B) from an NQM built from the net's measured Hessian spectrum and gradient noise "
-                   "(batch sweeps). E.g. --no-predict")
+                   "(batch sweeps). With --branch-at: off unless given; --predict builds the NQM at every "
+                   "checkpoint and its ablation (the full Hessian per seed). E.g. --no-predict")
 @click.option("--branch-at", default=None,
               help="B_crit along training: a comma list of checkpoint steps of each seed's reference SGD run "
                    "(--branch-batch, --branch-lr), or loss: and training-loss levels, each checkpoint then the "
@@ -149,8 +150,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     if branch_at is not None:
         from otod.nets.along import echo_along
 
-        echo_along(config, branching, out=out, plot=not no_plot, yes=yes,
-                   pdf=pdf, as_json=as_json)
+        echo_along(config, branching, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json,
+                   nqm=bool(predict and "predict" in given))
         return
     if stream:
         refuse_ignored(given, "predict", "the NQM predicts S(B) on a finite training set; --stream has none; drop "

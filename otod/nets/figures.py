@@ -14,6 +14,7 @@ from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
 from otod.nets.along_figures import MAKERS as ALONG_MAKERS
 from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
+from otod.nets.predictor_figures import MAKERS as PREDICTOR_MAKERS
 from otod.nets.schedule_figures import MAKERS as SCHEDULE_MAKERS
 from otod.nets.report import batch_analysis
 from otod.nets.workload_figures import MAKERS as WORKLOAD_MAKERS
@@ -369,4 +370,4 @@ MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make
 
 #: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.curvature_figures`) and the
 #: workloads figure (`otod.nets.workload_figures`).
-ALL_MAKERS = {**CURVATURE_MAKERS, **WORKLOAD_MAKERS, **ALONG_MAKERS, **SCHEDULE_MAKERS, **MAKERS}
+ALL_MAKERS = {**CURVATURE_MAKERS, **WORKLOAD_MAKERS, **ALONG_MAKERS, **PREDICTOR_MAKERS, **SCHEDULE_MAKERS, **MAKERS}

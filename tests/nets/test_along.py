@@ -59,19 +59,19 @@ def point(b_crit, ci, batches=(8.0, 16.0, 32.0, 64.0)) -> CriticalBatchPoint:
                               (False,) * len(batches))
 
 
-def test_a_predictor_ratio_carries_b_crit_interval_and_none_off_the_grid():
-    """B_simple 40 against B_crit 20 [10, 40]: ratio 2 with the interval [40/40, 40/10] = [1, 4]; a B_crit below
-    the smallest batch (an extrapolation) gets no ratio in the table, its number stays in the rows; the predictor
-    is the median of the seeds' values (30, 40, 90 → 40) with their least and largest."""
-    assert along.ratio(40.0, point(20.0, (10.0, 40.0))) == "2 [1, 4]"
-    assert along.ratio(40.0, point(20.0, (math.nan, math.nan))) == "2"
-    assert along.ratio(40.0, point(2.0, (1.0, 4.0))).startswith("—")
+def test_a_predictor_ratio_is_none_off_the_grid_and_the_predictor_is_the_seeds_median():
+    """B_simple 40 against B_crit 20: ratio 2; a B_crit below the smallest batch (an extrapolation) gets no ratio
+    (NaN); the predictor is the median of the seeds' values (30, 40, 90 → 40) with their least and largest; with
+    no joint CI given, the ratio's ends are NaN (the CI is the joint bootstrap's, `otod.nets.predictors`)."""
+    assert along.ratio_value(40.0, point(20.0, (10.0, 40.0))) == 2.0
+    assert math.isnan(along.ratio_value(40.0, point(2.0, (1.0, 4.0))))
     result = along.AlongTrainingResult((along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),),
                                                          None, (30.0, 40.0, 90.0), (10.0,)),),
                                          along.Branching((100,)), {}, "")
     row, = result.rows()
     assert (row["step"], row["b_crit"], row["b_simple_ratio"], row["b_noise_ratio"]) == (100, 20.0, 2.0, 0.5)
     assert (row["b_simple"], row["b_simple_min"], row["b_simple_max"]) == (40.0, 30.0, 90.0)
+    assert math.isnan(row["b_simple_ratio_lo"]) and math.isnan(row["b_simple_ratio_hi"])
     assert along.predicted(40.0, (30.0, 40.0, 90.0)) == "40 [30, 90]"
 
 
@@ -137,8 +137,10 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
         assert p.s_min_ci[0] <= p.s_min <= p.s_min_ci[1] and p.b_crit_ci[0] <= p.b_crit <= p.b_crit_ci[1]
         assert c.b_simple > 0 and c.b_noise > 0 and len(c.b_simple_seeds) == len(c.b_noise_seeds) == 5
     again = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
-    assert again.rows() == result.rows()
-    assert "B_crit along training" in result.report and "B_simple/B_crit" in result.report
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(again.to_pandas(), result.to_pandas())   # NaN where a ratio has none
+    assert "B_crit along training" in result.report and "predictor / measured B_crit" in result.report
     fitted = CliRunner().invoke(main, ["fit", result.checkpoints[1].path])
     assert fitted.exit_code == 0 and "B_crit" in fitted.output
 
@@ -213,3 +215,21 @@ def test_the_python_function_takes_loss_levels_or_steps_not_both():
     assert str(info.value).startswith("--branch-at loss:x: not a loss level") and "\n" not in str(info.value)
     with pytest.raises(OtodError, match="loss:-1.0: a loss level must be a finite number > 0"):
         otod.critical_batch_along_training(losses=-1.0)
+
+
+def test_predictor_values_are_kept_beside_the_results_file_and_read_back(tmp_path):
+    """The first call measures and writes ``<file>.predictors.json``; the same key reads it back without measuring
+    (NaN kept); another key (e.g. with the NQM) measures again and is added beside the first."""
+    calls = []
+
+    def measure(values):
+        return lambda: calls.append(1) or values
+
+    path = str(tmp_path / "net-x.parquet")
+    first = along.cached_predictors(path, "nqm=False", measure({"b_simple": (1.0, math.nan)}))
+    again = along.cached_predictors(path, "nqm=False", measure({"b_simple": (9.0, 9.0)}))
+    other = along.cached_predictors(path, "nqm=True", measure({"nqm_scaled": (2.0, 3.0)}))
+    assert len(calls) == 2 and first["b_simple"][0] == 1.0
+    assert again["b_simple"][0] == 1.0 and math.isnan(again["b_simple"][1]) and other == {"nqm_scaled": (2.0, 3.0)}
+    assert (tmp_path / "net-x.parquet.predictors.json").exists()
+    assert along.cached_predictors(None, "k", measure({"a": (4.0,)})) == {"a": (4.0,)} and len(calls) == 3
