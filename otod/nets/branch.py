@@ -176,10 +176,8 @@ def start_of_seed(spec, seed: int, s: int):
     rng = np.random.default_rng([seed, s])
     if spec.branched:
         return start_params(spec, rng)
-    if spec.kind == "model":  # a user's model: its parameter pytree as the model sweep draws it
-        from otod.nets.model_problem import seed_starts as model_starts
-
-        return model_starts(spec, rng)["params"]
+    if spec.kind == "model":  # a user's model: its parameter pytree as the model sweep's family draws it
+        return spec.family().draws(rng)["params"]
     return start_of(spec, seed_starts(spec, rng))
 
 

@@ -437,7 +437,8 @@ def test_every_nets_maker_is_run_by_a_test():
     from otod.nets.figures import ALL_MAKERS
 
     assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width",
-                               "nets-workloads", "nets-data-size", "nets-along", "nets-schedule"}
+                               "nets-workloads", "nets-data-size", "nets-along", "nets-schedule",
+                               "nets-predictor-ratios"}  # the last: tests/nets/test_predictor_figures.py
 
 
 # -- the real runners, once each ---------------------------------------------------------------------------------------
