@@ -91,29 +91,36 @@ def strip(records, drop=()):
     return [{k: v for k, v in r.items() if not any(t in k for t in TIMING) and k not in drop} for r in records]
 
 
-@pytest.mark.slow
-def test_a_branch_at_step_0_is_the_plain_sweep_and_a_later_branch_starts_from_its_checkpoint(tmp_path):
-    """At step 0 the branched sweep's records equal the plain sweep's (same target) field for field, besides its
-    checkpoint columns (float64, 3 batches × 2 seeds × 2 lrs); at step 10 every lane's count, status and final loss
-    equal the reference loop's stepping from the family's (branched) draws, and its milestone is half the mean of
-    the seeds' losses at their checkpoints, each below the start's."""
+def check_branches_at_zero_and_later(config, branching, tmp_path) -> None:
+    """The branch at step 0 equals the plain sweep record for record (checkpoint columns aside, 12 records); at the
+    later step every seed's checkpoint loss is below its start's, the milestone is half their mean, the records
+    carry the step, and every lane equals the reference loop's from the family's (branched) draws."""
     from otod.core.sweep import run_sweep
     from tests.nets.lanes import compare_with_reference
 
-    config = small_config()
-    b = along.Branching((0, 10), batch=16, lr=0.3)
-    at_zero, losses0 = along.branch_config(config, b, 0)
+    later = branching.steps[-1]
+    at_zero, losses0 = along.branch_config(config, branching, 0)
     plain = dataclasses.replace(config, target=at_zero.target)
     branched = run_sweep(at_zero, out_dir=tmp_path / "branch")
     reference = run_sweep(plain, out_dir=tmp_path / "plain")
     drop = ("checkpoint", "checkpoint_batch", "checkpoint_lr")
     assert len(branched.records) == 12 and all(r["checkpoint"] == 0.0 for r in branched.records)
     assert strip(branched.records, drop) == strip(reference.records)
-    at_ten, losses10 = along.branch_config(config, b, 10)
-    assert at_ten.target.tol == pytest.approx(0.5 * np.mean(losses10), rel=1e-12)
-    assert all(l10 < l0 for l10, l0 in zip(losses10, losses0))
-    records = run_sweep(at_ten, out_dir=tmp_path / "ten").records
-    assert compare_with_reference(at_ten, records) >= 6
+    at_later, losses = along.branch_config(config, branching, later)
+    assert at_later.target.tol == pytest.approx(0.5 * np.mean(losses), rel=1e-12)
+    assert all(lt < l0 for lt, l0 in zip(losses, losses0))
+    records = run_sweep(at_later, out_dir=tmp_path / "later").records
+    assert all(r["checkpoint"] == float(later) for r in records)
+    assert compare_with_reference(at_later, records) >= 6
+
+
+@pytest.mark.slow
+def test_a_branch_at_step_0_is_the_plain_sweep_and_a_later_branch_starts_from_its_checkpoint(tmp_path):
+    """At step 0 the branched sweep's records equal the plain sweep's (same target) field for field, besides its
+    checkpoint columns (float64, 3 batches × 2 seeds × 2 lrs); at step 10 every lane's count, status and final loss
+    equal the reference loop's stepping from the family's (branched) draws, and its milestone is half the mean of
+    the seeds' losses at their checkpoints, each below the start's."""
+    check_branches_at_zero_and_later(small_config(), along.Branching((0, 10), batch=16, lr=0.3), tmp_path)
 
 
 @pytest.mark.slow
@@ -154,24 +161,8 @@ def test_a_models_branch_at_step_0_is_its_plain_sweep_and_a_later_branch_steps_f
     model sweep's (same target) record for record, besides the checkpoint columns (float64, 3 batches × 2 seeds
     × 2 lrs); at step 8 every lane's count, status and final loss equal the reference loop's from the family's
     (branched) draws, and the milestone is half the mean of the seeds' checkpoint losses, each below the start's."""
-    from otod.core.sweep import run_sweep
-    from tests.nets.lanes import compare_with_reference
-
     config = small_config(model=MODEL, width="32", examples=None, batch="8,16,32", lr_grid="0.03,0.1")
-    b = along.Branching((0, 8), batch=16, lr=0.1)
-    at_zero, losses0 = along.branch_config(config, b, 0)
-    plain = dataclasses.replace(config, target=at_zero.target)
-    branched = run_sweep(at_zero, out_dir=tmp_path / "branch")
-    reference = run_sweep(plain, out_dir=tmp_path / "plain")
-    drop = ("checkpoint", "checkpoint_batch", "checkpoint_lr")
-    assert len(branched.records) == 12 and all(r["checkpoint"] == 0.0 for r in branched.records)
-    assert strip(branched.records, drop) == strip(reference.records)
-    at_eight, losses8 = along.branch_config(config, b, 8)
-    assert at_eight.target.tol == pytest.approx(0.5 * np.mean(losses8), rel=1e-12)
-    assert all(l8 < l0 for l8, l0 in zip(losses8, losses0))
-    records = run_sweep(at_eight, out_dir=tmp_path / "eight").records
-    assert all(r["checkpoint"] == 8.0 for r in records)
-    assert compare_with_reference(at_eight, records) >= 6
+    check_branches_at_zero_and_later(config, along.Branching((0, 8), batch=16, lr=0.1), tmp_path)
 
 
 @pytest.mark.slow
