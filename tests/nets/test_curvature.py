@@ -185,6 +185,7 @@ def test_command_prints_and_records(tmp_path):
 TINY = NetSpec(width=4, depth=2, examples=200)
 
 
+@pytest.mark.slow  # 11 s; test_lanczos_top_eigenvalues_equal_dense_hessian keeps a dense check in the fast suite
 def test_the_exact_path_equals_an_independent_dense_eigendecomposition(x64):
     """Under `DENSE_MAX_PARAMETERS` the record is the dense spectrum's: against `numpy.linalg.eigvalsh` of the
     Hessian `jax.hessian` gives (not the Hessian-vector products the record's columns come from), λ_max, λ_min,

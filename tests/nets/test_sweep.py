@@ -24,6 +24,8 @@ def small_config(**kw):
     return net_config(**options)
 
 
+@pytest.mark.slow  # 27 s (489.7 s suite on 2 quiet cores, over 480); the fast suite keeps the model path's lanes
+# against the reference loop (tests/nets/test_model_problem.py) and the nets' bad-input and figure checks
 def test_engine_lanes_equal_the_reference_loop(tmp_path):
     """Every lane's count and status equal the one reference loop's (float64; plain optax.sgd stepping the
     family's sampled gradient with the same keys, the metric read on the same schedule)."""
