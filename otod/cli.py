@@ -250,8 +250,6 @@ def figures_command(groups, out, style, serif):
       otod figures condition
       otod figures depth/depth_width
     """
-    from pathlib import Path
-
     from otod.core.figures import FIGURES_DIR, figure_seconds_file, make_figures
     from otod.core.preflight import make_folder, quiet_numerics
 

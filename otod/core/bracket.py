@@ -350,7 +350,7 @@ def place_lines(summary, symbol: str, meta: dict, reads_beta=None, lr: bool = Tr
     ``lr_place`` and ``beta_place``; ``reads_beta``: the rows whose method reads β, default none): how many
     chosen rates are interior, which sit at a true limit (the next rate diverged) or on an end, and what the
     bracket ran (``meta["bracket"]``); ``lr`` False: of β alone (no rate was tuned)."""
-    from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
+    from otod.core.analysis import GRID_END, LIST_END
 
     if not len(summary) or "lr_place" not in summary:
         return []
