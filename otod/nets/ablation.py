@@ -85,15 +85,17 @@ def scaled(eigenvalues, size: int, trace_h_sigma: float, gap: float):
     return proportional_quadratic(spectrum["h"], spectrum["multiplicity"], trace_h_sigma, gap)
 
 
-def nqm_at(problem, setting: Setting, init_eigenvalues=None) -> tuple[dict, dict, np.ndarray]:
+def nqm_at(problem, setting: Setting, init_eigenvalues=None, trace_examples: int | None = None,
+           seed: int = 0) -> tuple[dict, dict, np.ndarray]:
     """(the moments, the predicted B_crit per NQM and variant of the module docstring, the eigenvalues) at
     ``problem``'s point (inside ``jax.enable_x64(True)``). ``init_eigenvalues`` None: the point is the
-    initialization itself, so variant (a) is the predictor."""
+    initialization itself, so variant (a) is the predictor; ``trace_examples`` and ``seed``: tr(HΣ) from that
+    many drawn examples (`otod.nets.noise_scale.gradient_moments`; None: all)."""
     from otod.nets.bridge import hessian_eigh, projected_quadratic
     from otod.nets.noise_scale import gradient_moments
 
     eigenvalues, vectors = hessian_eigh(problem)
-    moments = gradient_moments(problem, basis=vectors)
+    moments = gradient_moments(problem, trace_examples=trace_examples, basis=vectors, seed=seed)
     ref = setting.reference_loss
     gap, target = moments["loss"] - ref, setting.milestone - ref
     out = {"nqm_scaled": math.nan, "nqm_projected": math.nan, "ablation_init_spectrum": math.nan,

@@ -142,6 +142,15 @@ def check_branchable(config) -> None:
                         "8..1024:8:log")
 
 
+def trace_examples_of(value, config) -> int | None:
+    """``--trace-examples`` with ``--branch-at``: from 2 to the training examples of ``config``'s net or model
+    (`otod.nets.noise_scale_cli.trace_examples_option`; None: all, exact)."""
+    from otod.nets.noise_scale_cli import trace_examples_option
+    from otod.nets.predict import examples_of
+
+    return trace_examples_option(value, examples_of(config.problem))
+
+
 def refuse_beside_branch(given) -> None:
     """Refuse, with ``--branch-at``, what it replaces or cannot branch from: ``--target`` (the milestone is the
     target) and ``--stream`` (``--predict`` builds the NQM at every checkpoint: `check_nqm`)."""
@@ -154,7 +163,7 @@ def refuse_beside_branch(given) -> None:
 
 
 def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf: bool, as_json: bool,
-               nqm: bool = False) -> None:
+               nqm: bool = False, trace_examples: int | None = None) -> None:
     """``otod sweep net --branch-at``: run `run_along` (``nqm``: ``--predict`` given, the NQM at every checkpoint),
     print a line per checkpoint as it finishes (its results file and figure) and then the tables; with ``as_json``
     the table's rows as JSON on stdout (NaN as null) and the text on stderr."""
@@ -165,7 +174,7 @@ def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf:
     from otod.core.cli import terminal_progress
 
     result = run_along(config, branching, out=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
-                       nqm=nqm, echo=lambda text: click.echo(text, err=as_json))
+                       nqm=nqm, trace_examples=trace_examples, echo=lambda text: click.echo(text, err=as_json))
     if not as_json:
         click.echo("\n" + result.report)
         return
@@ -297,14 +306,15 @@ class AlongTrainingResult:
 
     def best(self) -> dict[str, list[dict]]:
         """Per method, the predictors ranked best first over the checkpoints (`otod.nets.predictors.ranking`); the
-        NQM ablation's variants (``ablation_*``) are diagnostics, not predictors, and are left out."""
-        from otod.nets.predictors import ranking
+        NQM ablation's variants (``ablation_*``) and standard errors (``se_*``) are diagnostics, not predictors,
+        and are left out (`otod.nets.predictors.is_predictor`)."""
+        from otod.nets.predictors import is_predictor, ranking
 
         ratios: dict[str, dict[str, list[float]]] = {}
         for c in self.checkpoints:
             for p in c.points:
                 for name, values in c.values().items():
-                    if name.startswith("ablation_"):
+                    if not is_predictor(name):
                         continue
                     ratios.setdefault(p.method, {}).setdefault(name, []).append(ratio_value(median_of(values), p))
         return {method: ranking(r) for method, r in ratios.items()}
@@ -347,11 +357,13 @@ def check_nqm(config) -> None:
 
 
 def run_along(config, branching: Branching, *, out="results", plot: bool = False, progress=None, yes: bool = False,
-              pdf: bool = False, measure_predictors: bool = True, nqm: bool = False, echo=None) -> AlongTrainingResult:
+              pdf: bool = False, measure_predictors: bool = True, nqm: bool = False, trace_examples: int | None = None,
+              echo=None) -> AlongTrainingResult:
     """One S(B) sweep per checkpoint of ``branching`` (module docstring), each through the core pipeline
     (`otod.core.pipeline.sweep`: resumed or read back like any sweep), then the predictors at the checkpoint
-    (``measure_predictors``; ``nqm``: the NQM's and its ablation's too, `otod.nets.predictors`) and their ratios'
-    joint CIs; ``echo(text)``, where given, after each checkpoint (its results line)."""
+    (``measure_predictors``; ``nqm``: the NQM's and its ablation's too, `otod.nets.predictors`; ``trace_examples``:
+    tr(HΣ) from that many examples per seed, None: all) and their ratios' joint CIs; ``echo(text)``, where given,
+    after each checkpoint (its results line)."""
     from otod.core.config import read_config
     from otod.core.pipeline import sweep
     from otod.nets.batch_api import reading
@@ -376,7 +388,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
         stored = stored or read_config(report.results.meta).to_dict()
         path = None if report.results.path is None else str(report.results.path)
         values, cis = measured_predictors(tuned, branching, report.analysis.series, nqm, init_spectra,
-                                          path) if measure_predictors else ({}, {})
+                                          path, trace_examples) if measure_predictors else ({}, {})
         figures = "".join(f"; figure: {f}" for f in report.files[1:])
         extra = {k: v for k, v in values.items() if k not in ("b_simple", "b_noise")}
         checkpoints.append(Checkpoint(int(step), float(np.mean(losses)), tuple(losses), tuned.target.tol,
@@ -392,19 +404,22 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
 
 
 def measured_predictors(tuned, branching: Branching, series, nqm: bool, init_spectra: dict,
-                        path: str | None = None) -> tuple[dict, dict]:
+                        path: str | None = None, trace_examples: int | None = None) -> tuple[dict, dict]:
     """(name → per-seed values of every predictor at the checkpoint of the sweep ``tuned``, method → name → the
-    joint CI of its ratio to B_crit) (`otod.nets.predictors`). The values are kept beside the sweep's results file
-    ``path`` (`cached_predictors`), so a rerun that reads the sweep back reads them back too."""
+    joint CI of its ratio to B_crit) (`otod.nets.predictors`; ``trace_examples``: tr(HΣ) from that many examples
+    per seed, None: all). The values are kept beside the sweep's results file ``path`` (`cached_predictors`), so a
+    rerun that reads the sweep back reads them back too."""
     from otod.nets import predictors as pr
     from otod.nets.ablation import setting_of
 
     def measure():
         setting = setting_of(tuned.problem, tuned.target.tol, branching.fraction) if nqm else None
-        return pr.checkpoint_predictors(tuned.problem, tuned.seed, tuned.seeds, setting, init_spectra)
+        return pr.checkpoint_predictors(tuned.problem, tuned.seed, tuned.seeds, setting, init_spectra,
+                                        trace_examples=trace_examples)
 
+    traced = "" if trace_examples is None else f";trace_examples={int(trace_examples)}"
     values = cached_predictors(path, f"seed={tuned.seed};seeds={tuned.seeds};nqm={bool(nqm)};pairs={pr.PAIRS};"
-                                     f"draws={pr.DRAWS}", measure)
+                                     f"draws={pr.DRAWS}{traced}", measure)
     cis = {s.method: pr.joint_ratio_intervals(s, values) for s in series if s.critical is not None}
     return values, cis
 
@@ -451,14 +466,15 @@ def table(result: AlongTrainingResult, config) -> str:
 def predictor_table(result: AlongTrainingResult) -> str:
     """Per checkpoint and method, every predictor's median over seeds / B_crit with its joint 95% CI (seeds
     resampled together for both; "—" where B_crit lies off the batches measured), then the ranking."""
-    from otod.nets.predictors import DRAWS, LABELS, ratio_text
+    from otod.nets.predictors import DRAWS, LABELS, is_predictor, ratio_text
 
     present = list(dict.fromkeys(n for c in result.checkpoints for n in c.values()))
-    shown = [n for n in present if not n.startswith("ablation_")]
+    shown = [n for n in present if is_predictor(n)]
     if not shown:
         return ""
     lines = ["predictor / measured B_crit [95% CI of the joint seed bootstrap: each resample re-selects and refits "
              f"B_crit and takes the predictor's median over the same seeds]; two-batch: {DRAWS} nested draws per pair",
+             *traced_note(result),
              f"{'step':>7}  {'method':<10} " + " ".join(f"{LABELS.get(n, n):<22}" for n in shown)]
     for c in result.checkpoints:
         values = c.values()
@@ -476,6 +492,18 @@ def predictor_table(result: AlongTrainingResult) -> str:
                          f"×{top['factor']:.3g} (median |log ratio| over {top['checkpoints']} checkpoints; ratios "
                          f"{top['ratio_min']:.3g} to {top['ratio_max']:.3g}); all: {order}")
     return "\n".join(lines)
+
+
+def traced_note(result: AlongTrainingResult) -> list[str]:
+    """The line saying B_noise was estimated from a subsample of examples, with its seeds' median relative standard
+    error (none where tr(HΣ) was exact)."""
+    relative = [se / b for c in result.checkpoints for se, b in zip(c.values().get("se_b_noise", ()),
+                                                                    c.b_noise_seeds) if b > 0]
+    if not relative:
+        return []
+    return [f"B_noise: tr(HΣ) from a draw of the training examples per seed (--trace-examples), its standard error "
+            f"a median {100 * float(np.median(relative)):.2g}% (largest {100 * max(relative):.2g}%) of B_noise; "
+            "the CIs cover the seeds' scatter, not this error"]
 
 
 def subject(spec) -> str:
@@ -499,8 +527,8 @@ def interval(ci) -> str:
 
 def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int = BRANCH_BATCH,
                                   branch_lr: float = BRANCH_LR, fraction: float = BRANCH_TO,
-                                  predictors: bool = True, nqm: bool = False, out: str | None = "results",
-                                  progress=None, **net_options) -> AlongTrainingResult:
+                                  predictors: bool = True, nqm: bool = False, trace_examples: int | None = None,
+                                  out: str | None = "results", progress=None, **net_options) -> AlongTrainingResult:
     """B_crit(t) and S_min(t) with CIs of one of otod's nets or a user's model (``model="FILE.py:NAME"`` or a
     checked `otod.nets.contract.Model`) at the checkpoints ``steps`` (default 0, 100, 1000) of each seed's reference
     run (SGD at ``branch_batch``, ``branch_lr``), or, with ``losses``, at the first step where the mean over seeds
@@ -509,8 +537,10 @@ def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int 
     depth, data, model, method, seeds, seed, lr_grid, max_iters, …; no target: the milestone is the target).
     ``predictors``: the cheap predictors at each checkpoint (B_simple, B_noise, two-batch; seconds per seed);
     ``nqm``: the NQM built at each checkpoint and its ablation too (the full Hessian per seed: 40–65 s per seed
-    and checkpoint at P = 2,410). ``out``: the results files' folder (None: a temporary one). Bad input raises
-    `otod.core.errors.OtodError` in one line.
+    and checkpoint at P = 2,410). ``trace_examples``: B_noise's tr(HΣ) from that many examples drawn per seed
+    (None: all n, exact, n full-data HVPs per seed and checkpoint: about 2.5 min per seed on the width-32 CNN).
+    ``out``: the results files' folder (None: a temporary one). Bad input raises `otod.core.errors.OtodError` in
+    one line.
 
     >>> r = otod.critical_batch_along_training((0, 100, 300, 1000), batch="8..256:6:log", seeds=5)
     >>> r.to_pandas()[["step", "b_crit", "b_crit_lo", "b_crit_hi", "b_simple_ratio", "best_predictor"]]
@@ -530,13 +560,15 @@ def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int 
           ",".join(str(s) for s in np.atleast_1d((0, 100, 1000) if steps is None else steps)))
     branching = parse_branching(at, branch_batch, branch_lr, fraction)
     config = net_config(**{k: _text(k, v) for k, v in net_options.items()})
+    traced = None if trace_examples is None else trace_examples_of(_text("trace_examples", trace_examples), config)
     with tempfile.TemporaryDirectory() as scratch:
         return run_along(config, branching, out=scratch if out is None else out, progress=progress,
-                         measure_predictors=predictors, nqm=nqm)
+                         measure_predictors=predictors, nqm=nqm, trace_examples=traced)
 
 
 #: The net options the Python function takes as numbers or lists and the command as text.
-TEXT_OPTIONS = ("batch", "width", "depth", "examples", "method", "beta", "lr_grid", "max_iters", "lr")
+TEXT_OPTIONS = ("batch", "width", "depth", "examples", "method", "beta", "lr_grid", "max_iters", "lr",
+                "trace_examples")
 
 
 def _text(name: str, value):

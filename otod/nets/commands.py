@@ -75,6 +75,11 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @click.option("--branch-to", default=None,
               help="With --branch-at: the milestone, a fraction r of the mean training loss at the checkpoint "
                    "(0 < r < 1). Default 0.5. E.g. --branch-to 0.7")
+@click.option("--trace-examples", default=None,
+              help="With --branch-at: B_noise's tr(HΣ) at each checkpoint from this many training examples drawn "
+                   "per seed (one full-data HVP each) instead of all of them, with its standard error; for nets "
+                   "whose exact trace is slow (the width-32 CNN: about 2.5 min per seed and checkpoint). E.g. "
+                   "--trace-examples 256")
 @click.option("--batch-schedule", default=None,
               help="A batch schedule against the constant batches of --batch: phases B@r (train at B until the "
                    "training loss is r × the mean loss at the start; r falling; the last r is the final target), "
@@ -85,7 +90,7 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 @common_sweep_options
 def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,
               beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to,
-              batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
+              trace_examples, batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to a training-loss target of a small real net against batch size, width or depth.
 
     \b
@@ -118,6 +123,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
         for name in ("branch_batch", "branch_lr", "branch_to"):
             refuse_ignored(given, name, "sets the reference run of --branch-at; give --branch-at too, e.g. "
                                         "--branch-at 0,100,1000")
+        refuse_ignored(given, "trace_examples", "sets how B_noise is measured at the checkpoints of --branch-at; "
+                                                "give --branch-at too, e.g. --branch-at 0,100,1000")
     else:
         from otod.nets.along import parse_branching, refuse_beside_branch
 
@@ -150,8 +157,10 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     if branch_at is not None:
         from otod.nets.along import echo_along
 
+        from otod.nets.along import trace_examples_of
+
         echo_along(config, branching, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json,
-                   nqm=bool(predict and "predict" in given))
+                   nqm=bool(predict and "predict" in given), trace_examples=trace_examples_of(trace_examples, config))
         return
     if stream:
         refuse_ignored(given, "predict", "the NQM predicts S(B) on a finite training set; --stream has none; drop "

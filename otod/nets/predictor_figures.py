@@ -86,10 +86,10 @@ def make_predictor_ratios(spec: dict, out_dir: Path) -> list[Path]:
 def caption(result) -> str:
     """The figure's caption: the run, what the bars are, and the best predictor with its typical miss."""
     from otod.core.plotting import caption_text
-    from otod.nets.predictors import DRAWS, LABELS
+    from otod.nets.predictors import DRAWS, LABELS, is_predictor
 
     ranked = next(iter(result.best().values()), [])
-    ranked = [r for r in ranked if not r["predictor"].startswith("ablation_")]
+    ranked = [r for r in ranked if is_predictor(r["predictor"])]
     best = (f"Best: {LABELS.get(ranked[0]['predictor'], ranked[0]['predictor'])}, typical miss "
             f"×{ranked[0]['factor']:.3g} (median |log ratio| over the checkpoints)") if ranked else ""
     b = result.branching

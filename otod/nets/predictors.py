@@ -6,7 +6,9 @@ each a number per seed, in float64 over the whole training set (McCandlish et al
 
 * ``b_simple`` = tr Σ / |G|² and ``b_noise`` = tr(HΣ) / GᵀHG, exact (`otod.nets.noise_scale.gradient_moments`:
   n per-example gradients and n full-data Hessian-vector products, the cost of about n² example passes; 3 s per
-  seed on the digits MLP);
+  seed on the digits MLP, about 2.5 min on the width-32 CNN); with ``trace_examples`` = m < n, tr(HΣ) is the mean
+  over m examples drawn without replacement (m HVPs), and ``se_b_noise`` holds each seed's standard error of
+  B_noise from that draw (a diagnostic: the ratio's CI below covers the seeds' scatter, not this error);
 * ``two_batch_8_64`` and ``two_batch_32_256``: McCandlish's two-batch estimate of B_simple from |G_B|² at the
   nested pair (B_small, B_big) = (8, 64) and (32, 256), 64 draws each (`otod.nets.noise_scale.two_batch`; a few
   hundred batch gradients: well under a second);
@@ -46,6 +48,15 @@ LABELS = {"b_simple": "B_simple", "b_noise": "B_noise", "two_batch_8_64": "two-b
 N_BOOT, BOOT_SEED, BOOT_BATCH = 500, 0, 100
 
 
+#: Per-seed values that are diagnostics, not predictors: the NQM ablation's variants and standard errors.
+DIAGNOSTIC_PREFIXES = ("ablation_", "se_")
+
+
+def is_predictor(name: str) -> bool:
+    """Whether ``name`` is a predictor to rank and tabulate, not a diagnostic (`DIAGNOSTIC_PREFIXES`)."""
+    return not name.startswith(DIAGNOSTIC_PREFIXES)
+
+
 def pair_name(pair) -> str:
     """The name of the two-batch predictor at ``pair`` (B_small, B_big)."""
     return f"two_batch_{int(pair[0])}_{int(pair[1])}"
@@ -76,11 +87,13 @@ def cheap_at(problem, moments: dict, pairs=PAIRS, draws: int = DRAWS, seed: int 
 
 
 def checkpoint_predictors(spec, seed: int, seeds: int, nqm=None, init_spectra: dict | None = None,
-                          pairs=PAIRS, draws: int = DRAWS) -> dict[str, tuple[float, ...]]:
+                          pairs=PAIRS, draws: int = DRAWS,
+                          trace_examples: int | None = None) -> dict[str, tuple[float, ...]]:
     """Every predictor (module docstring) at each seed's start of ``spec`` (a branched spec's: its checkpoint),
     name → per-seed values for seeds 0..seeds−1 of root ``seed``. ``nqm`` (an `otod.nets.ablation.Setting`, or
     None: skipped) adds the NQM's predictions and its ablation's variants; ``init_spectra`` caches each seed's
-    Hessian eigenvalues at initialization for the ablation (filled where empty)."""
+    Hessian eigenvalues at initialization for the ablation (filled where empty); ``trace_examples``: tr(HΣ) from
+    that many examples per seed (None: all, exact), adding ``se_b_noise``."""
     import jax
 
     from otod.nets import ablation
@@ -93,15 +106,17 @@ def checkpoint_predictors(spec, seed: int, seeds: int, nqm=None, init_spectra: d
         with jax.enable_x64(True):
             problem = noise_problem(spec, params) if problem is None else problem.at(params)
             if nqm is None:
-                moments, predicted = gradient_moments(problem), {}
+                moments, predicted = gradient_moments(problem, trace_examples, seed=1000 * seed + s), {}
             else:
                 init = None if init_spectra is None else init_spectra.get(s)
                 if init is None and spec.branch_step:
                     init = ablation.init_eigenvalues(spec, seed, s)
-                moments, predicted, eigenvalues = ablation.nqm_at(problem, nqm, init)
+                moments, predicted, eigenvalues = ablation.nqm_at(problem, nqm, init, trace_examples,
+                                                                  seed=1000 * seed + s)
                 if init_spectra is not None:
                     init_spectra[s] = eigenvalues if not spec.branch_step else init
-            per_seed.append({**cheap_at(problem, moments, pairs, draws, seed=1000 * seed + s), **predicted})
+            traced = {} if trace_examples is None else {"se_b_noise": moments["trace_h_sigma_se"] / moments["gHg"]}
+            per_seed.append({**cheap_at(problem, moments, pairs, draws, seed=1000 * seed + s), **predicted, **traced})
     keys = list(dict.fromkeys(k for row in per_seed for k in row))
     return {k: tuple(float(row.get(k, math.nan)) for row in per_seed) for k in keys}
 

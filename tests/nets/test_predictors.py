@@ -119,3 +119,43 @@ def test_rows_carry_every_predictor_its_joint_ci_and_the_best():
     assert [r["predictor"] for r in result.best()["sgd"]] == ["nqm_scaled", "b_noise", "b_simple"]
     text = along.predictor_table(result)
     assert "2 [1.1, 3.9]" in text and "1 [0.6, 1.8]" in text and "best predictor (sgd): NQM C∝H" in text
+
+
+def test_a_standard_error_is_a_diagnostic_and_the_table_states_it():
+    """``se_b_noise`` (B_noise's standard error where tr(HΣ) is drawn, `checkpoint_predictors` with
+    ``trace_examples``) is neither ranked nor tabulated as a predictor, and the table says B_noise was drawn, with
+    the seeds' median relative error: 0.5/10, 1/12, 2/14 → 8.3%, largest 14%."""
+    from otod.nets import along
+    from tests.nets.test_along import point
+
+    cp = along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),), None, (30.0, 40.0, 90.0),
+                          (10.0, 12.0, 14.0), {"se_b_noise": (0.5, 1.0, 2.0)}, {"sgd": {}})
+    result = along.AlongTrainingResult((cp,), along.Branching((100,)), {}, "")
+    assert [r["predictor"] for r in result.best()["sgd"]] == ["b_noise", "b_simple"]
+    text = along.predictor_table(result)
+    assert "median 8.3% (largest 14%) of B_noise" in text and "se_b_noise" not in text
+    assert not pr.is_predictor("se_b_noise") and not pr.is_predictor("ablation_fractional")
+    assert pr.is_predictor("two_batch_8_64")
+
+
+def test_the_drawn_trace_is_each_seeds_own_draw_and_all_examples_are_the_exact_values():
+    """With ``trace_examples`` = m < n, seed s's B_noise and its standard error are those of
+    `gradient_moments(problem, m, seed=1000·root + s)` (its own draw; B_simple stays exact), and m = n gives the
+    exact values with a zero error."""
+    import jax
+
+    from otod.nets.branch import start_of_seed
+    from otod.nets.noise_scale import gradient_moments
+    from tests.nets.test_noise_scale import TINY
+
+    spec = TINY[0]
+    exact = pr.checkpoint_predictors(spec, 3, 2, pairs=((2, 4),), draws=4)
+    drawn = pr.checkpoint_predictors(spec, 3, 2, pairs=((2, 4),), draws=4, trace_examples=5)
+    every = pr.checkpoint_predictors(spec, 3, 2, pairs=((2, 4),), draws=4, trace_examples=spec.examples)
+    with jax.enable_x64(True):
+        own = [gradient_moments(pr.noise_problem(spec, start_of_seed(spec, 3, s)), 5, seed=3000 + s)
+               for s in range(2)]
+    assert drawn["b_noise"] == tuple(m["b_noise"] for m in own) != exact["b_noise"]
+    assert drawn["se_b_noise"] == tuple(m["trace_h_sigma_se"] / m["gHg"] for m in own)
+    assert all(v > 0 for v in drawn["se_b_noise"]) and drawn["b_simple"] == exact["b_simple"]
+    assert every["b_noise"] == pytest.approx(exact["b_noise"], rel=1e-12) and every["se_b_noise"] == (0.0, 0.0)
