@@ -73,6 +73,10 @@ ROWS = {
     "noise-simulate": "noise --mode simulate --dim 100 --batch 1..256:9:log --method sgd",
     "regression": "noise --problem regression --batch 1..256:9:log --method sgd",
     "net": "net",
+    # issue 38 item 4e: the larger network workloads, each a short sweep (two batches, two seeds, three step sizes)
+    "net-cnn": "net --model cnn --batch 16,128 --seeds 2 --lr-grid 0.03,0.1,0.3 --target 1.0 --no-predict",
+    "net-transformer": "net --model otod.nets.zoo:transformer --batch 16,128 --seeds 2 --lr-grid 0.3,1,3 "
+                       "--target 3.1 --no-predict",
 }
 
 
