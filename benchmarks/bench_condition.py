@@ -554,11 +554,16 @@ def peak_rss_mib(cmd, cwd, cache: Path | None) -> tuple[float, int, str]:
 
 
 def results_file(directory: Path) -> dict:
-    for path in sorted(directory.rglob("condition-*.json")):
+    """The first condition results file under ``directory`` (Parquet, the default, or JSON) as {"meta", "records"}
+    (`otod.core.results.load`); {} where there is none."""
+    from otod.core.results import load
+
+    for path in sorted([*directory.rglob("condition-*.parquet"), *directory.rglob("condition-*.json")]):
         try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
+            loaded = load(path)
+        except Exception:  # noqa: BLE001  (a partial or foreign file: try the next)
             continue
+        return {"meta": loaded.meta, "records": list(loaded.records)}
     return {}
 
 
