@@ -130,6 +130,10 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
 
         refuse_beside_branch(given)
         branching = parse_branching(branch_at, branch_batch, branch_lr, branch_to)
+        if trace_examples is not None:  # its form before the net is built; its bound (the examples) after
+            from otod.nets.noise_scale_cli import trace_examples_option
+
+            trace_examples_option(trace_examples, 2 ** 62)
     if batch_schedule is not None:
         from otod.nets.schedule import parse_schedule, refuse_beside_schedule
 
