@@ -120,6 +120,29 @@ def engine_call(spec, iterations: int):
     return call
 
 
+def checked(call, executed: int):
+    """``call`` (an engine call returning its executed lane-iterations) that asserts it executed ``executed``."""
+    def run():
+        assert call() == executed
+    return run
+
+
+def alternated(calls: dict, rounds: int, units: int) -> dict[str, list[float]]:
+    """ns per unit of work of each call (name → a function of no arguments), best of 3 calls a round, ``rounds``
+    rounds alternating the order (forward on even rounds, backward on odd)."""
+    names = list(calls)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            best = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                calls[name]()
+                best = min(best, time.perf_counter() - t)
+            times[name].append(best / units * 1e9)
+    return times
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
@@ -142,21 +165,12 @@ def main() -> None:
         executed = call()
         assert executed == lanes * args.iterations, (name, executed, lanes * args.iterations)
     names = [*forms, *engines]
-    times = {name: [] for name in names}
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__}; depth {args.depth}, width 8, "
           f"{lanes} lanes, {args.iterations} iterations a call, every form {lanes * args.iterations} "
           f"lane-iterations; load before {os.getloadavg()[0]:.2f}")
-    for r in range(args.rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            best = float("inf")
-            for _ in range(3):
-                t = time.perf_counter()
-                if name in engines:
-                    assert engines[name]() == lanes * args.iterations
-                else:
-                    jax.block_until_ready(forms[name](problems, start, multiples))
-                best = min(best, time.perf_counter() - t)
-            times[name].append(best / (lanes * args.iterations) * 1e9)
+    calls = {**{name: (lambda f=f: jax.block_until_ready(f(problems, start, multiples))) for name, f in forms.items()},
+             **{name: checked(call, lanes * args.iterations) for name, call in engines.items()}}
+    times = alternated(calls, args.rounds, lanes * args.iterations)
     print(f"load after {os.getloadavg()[0]:.2f}\n")
     print("| form | ns per lane-iteration, median (runs) |\n|---|---|")
     for name in names:

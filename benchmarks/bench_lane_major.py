@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's otod
@@ -46,7 +45,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from bench_depth_breakdown import problems_of, spec_with  # noqa: E402
+from bench_depth_breakdown import alternated, problems_of, spec_with  # noqa: E402
 from otod.core.results import cpu_model  # noqa: E402
 
 
@@ -222,20 +221,11 @@ def main() -> None:
     for name, call in engines.items():  # compiled, and every lane ran every iteration
         assert call() == lanes * args.iterations, name
     names = [*built, *engines]
-    times = {name: [] for name in names}
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; jax {jax.__version__}; depth {args.depth}, width 8, "
           f"{lanes} lanes, {args.iterations} gradients a call; load before {os.getloadavg()[0]:.2f}")
-    for r in range(args.rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            best = float("inf")
-            for _ in range(3):
-                t = time.perf_counter()
-                if name in engines:
-                    engines[name]()
-                else:
-                    jax.block_until_ready(built[name][0](problems, start))
-                best = min(best, time.perf_counter() - t)
-            times[name].append(best / (lanes * args.iterations) * 1e9)
+    calls = {**{name: (lambda loop=loop: jax.block_until_ready(loop(problems, start)))
+                for name, (loop, _) in built.items()}, **engines}
+    times = alternated(calls, args.rounds, lanes * args.iterations)
     print(f"load after {os.getloadavg()[0]:.2f}\n")
     print("| form | ns per lane-iteration, median (runs) | engine's form / form per round | median |\n|---|---|---|---|")
     for name in names:
