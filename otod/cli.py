@@ -22,6 +22,9 @@ class OneLineErrors(click.Group):
 
     def main(self, *args, **kwargs):
         from otod.core.errors import OtodError
+        from otod.core.resources import use_system_arrow_pool
+
+        use_system_arrow_pool()
 
         kwargs["standalone_mode"] = False
         try:

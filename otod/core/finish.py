@@ -84,7 +84,9 @@ def finish(config: SweepConfig, path: Path, chunks: list[Chunk], done: dict[str,
     from otod.core.columns import table_of
 
     table = table_of(records)  # the records' columns, built once: the file's and the analysis's (`Results.table`)
+    release_free_memory()  # what the metadata's theory freed, before the file is written
     results_io.save(path, meta, records, table=table)
+    release_free_memory()  # what writing it freed, before the analysis and report allocate theirs
     for jpath in journal_io.journals(path) if remove_journals else []:
         jpath.unlink(missing_ok=True)
     meta = results_io.jsonable(meta)

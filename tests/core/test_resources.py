@@ -25,3 +25,27 @@ def test_freed_heap_memory_goes_back_to_the_system():
     if not release_free_memory():
         pytest.skip("this C library has no malloc_trim")
     assert before - resident_mib() >= 150
+
+
+def test_the_command_line_has_pyarrow_allocate_through_malloc_unless_told_otherwise():
+    """In a fresh process, the command line's entry point sets Arrow's pool to the system allocator before pyarrow
+    loads (its default pool keeps what it frees); a pool the user chose is kept, and a process that loaded pyarrow
+    first is left alone (`use_system_arrow_pool` says False)."""
+    import os
+    import subprocess
+
+    probe = ("import sys\nfrom otod.cli import main\nsys.argv = ['otod', '--help']\ntry:\n    main()\n"
+             "except SystemExit:\n    pass\nimport pyarrow\nprint('POOL', pyarrow.default_memory_pool().backend_name)")
+    late = ("import pyarrow\nfrom otod.core.resources import use_system_arrow_pool\n"
+            "print('POOL', use_system_arrow_pool(), pyarrow.default_memory_pool().backend_name)")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+
+    def pool(code, **extra):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, **extra},
+                             timeout=120)
+        return next(line for line in out.stdout.splitlines() if line.startswith("POOL")).split()[1:]
+
+    assert pool(probe) == ["system"]
+    assert pool(probe, ARROW_DEFAULT_MEMORY_POOL="mimalloc") == ["mimalloc"]
+    said, loaded = pool(late)
+    assert said == "False" and loaded != "system"
