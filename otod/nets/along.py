@@ -78,49 +78,51 @@ def parse_branching(at, batch=None, lr=None, to=None) -> Branching:
 def parse_levels(text: str) -> tuple[float, ...]:
     """``--branch-at loss:…``'s levels: finite numbers > 0, distinct, at most `MAX_CHECKPOINTS`, sorted from the
     highest (the order training reaches them)."""
-    items = [p.strip() for p in text.split(",")]
-    if not any(items) or not all(items):
-        raise OtodError(f"--branch-at loss:{text}: a comma list of training-loss levels > 0 after loss:, e.g. "
-                        "--branch-at loss:0.5,0.25,0.1")
-    levels = []
-    for item in items:
-        try:
-            value = float(item)
-        except ValueError:
-            raise OtodError(f"--branch-at loss:{item}: not a loss level; give numbers > 0, e.g. --branch-at "
-                            "loss:0.5,0.25,0.1") from None
-        if not (math.isfinite(value) and value > 0):
-            raise OtodError(f"--branch-at loss:{item}: a loss level must be a finite number > 0, e.g. --branch-at "
-                            "loss:0.5,0.25,0.1")
-        levels.append(value)
-    levels = sorted(set(levels), reverse=True)
-    if len(levels) > MAX_CHECKPOINTS:
-        raise OtodError(f"--branch-at: {len(levels)} loss levels, each a whole S(B) sweep; give at most "
-                        f"{MAX_CHECKPOINTS}, e.g. --branch-at loss:0.5,0.25,0.1")
-    return tuple(levels)
+    example = "e.g. --branch-at loss:0.5,0.25,0.1"
+    values = comma_numbers(
+        text, f"--branch-at loss:{text}: a comma list of training-loss levels > 0 after loss:, {example}",
+        lambda item: f"--branch-at loss:{item}: not a loss level; give numbers > 0, {example}",
+        lambda item: f"--branch-at loss:{item}: a loss level must be a finite number > 0, {example}",
+        lambda v: math.isfinite(v) and v > 0)
+    return at_most(sorted(set(values), reverse=True), "loss levels", example)
 
 
 def parse_steps(at: str) -> tuple[int, ...]:
     """``--branch-at``'s steps: whole numbers from 0 to 10⁹, sorted and distinct, at most `MAX_CHECKPOINTS`."""
-    items = [p.strip() for p in str(at).split(",")]
+    example = "e.g. --branch-at 0,100,1000"
+    values = comma_numbers(
+        str(at), f"--branch-at {at}: a comma list of step counts ≥ 0 (or loss: and loss levels), {example} or "
+                 "--branch-at loss:0.5,0.25,0.1",
+        lambda item: f"--branch-at {item}: not a step count; give whole steps ≥ 0, {example}",
+        lambda item: f"--branch-at {item}: need whole steps from 0 to 10⁹, {example}",
+        lambda v: math.isfinite(v) and v >= 0 and v.is_integer() and v <= 1e9)
+    return at_most(sorted({int(v) for v in values}), "checkpoints", example)
+
+
+def comma_numbers(text: str, malformed: str, not_a_number, out_of_range, valid) -> list[float]:
+    """The comma list ``text`` as numbers, refused in one line: ``malformed`` where it or an item is empty,
+    ``not_a_number(item)`` where an item is not a number, ``out_of_range(item)`` where ``valid(value)`` is false."""
+    items = [p.strip() for p in text.split(",")]
     if not any(items) or not all(items):
-        raise OtodError(f"--branch-at {at}: a comma list of step counts ≥ 0 (or loss: and loss levels), e.g. "
-                        "--branch-at 0,100,1000 or --branch-at loss:0.5,0.25,0.1")
-    steps = []
+        raise OtodError(malformed)
+    values = []
     for item in items:
         try:
             value = float(item)
         except ValueError:
-            raise OtodError(f"--branch-at {item}: not a step count; give whole steps ≥ 0, e.g. --branch-at "
-                            "0,100,1000") from None
-        if not (math.isfinite(value) and value >= 0 and value.is_integer() and value <= 1e9):
-            raise OtodError(f"--branch-at {item}: need whole steps from 0 to 10⁹, e.g. --branch-at 0,100,1000")
-        steps.append(int(value))
-    steps = sorted(set(steps))
-    if len(steps) > MAX_CHECKPOINTS:
-        raise OtodError(f"--branch-at: {len(steps)} checkpoints, each a whole S(B) sweep; give at most "
-                        f"{MAX_CHECKPOINTS}, e.g. --branch-at 0,100,1000")
-    return tuple(steps)
+            raise OtodError(not_a_number(item)) from None
+        if not valid(value):
+            raise OtodError(out_of_range(item))
+        values.append(value)
+    return values
+
+
+def at_most(values: list, what: str, example: str) -> tuple:
+    """``values`` as a tuple, refused in one line beyond `MAX_CHECKPOINTS` (each is a whole S(B) sweep)."""
+    if len(values) > MAX_CHECKPOINTS:
+        raise OtodError(f"--branch-at: {len(values)} {what}, each a whole S(B) sweep; give at most "
+                        f"{MAX_CHECKPOINTS}, {example}")
+    return tuple(values)
 
 
 def check_branchable(config) -> None:
