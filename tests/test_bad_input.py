@@ -27,11 +27,16 @@ TOY = ["sweep", "toy", "--layers", "1..2", "--seeds", "2", "--no-plot", "--out",
 
 @pytest.fixture(scope="module")
 def depth_file(tmp_path_factory) -> Path:
-    """A small depth results file (for the fit and plot cases that must read a real file)."""
+    """A small depth results file (for the fit and plot cases that must read a real file). It is the cases' input,
+    not a case, so the sweep runs in this process (`CliRunner`), sparing a process's start."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+
     folder = tmp_path_factory.mktemp("depth")
-    proc, _ = run(["sweep", "depth", "--depth", "1..2", "--init", "identity", "--seeds", "2", "--lr", "theory",
-                   "--no-plot", "--out", "d.json"], folder, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    result = CliRunner().invoke(main, ["sweep", "depth", "--depth", "1..2", "--init", "identity", "--seeds", "2",
+                                       "--lr", "theory", "--no-plot", "--out", str(folder / "d.json")])
+    assert result.exit_code == 0, result.output
     return folder / "d.json"
 
 
