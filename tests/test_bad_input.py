@@ -27,11 +27,16 @@ TOY = ["sweep", "toy", "--layers", "1..2", "--seeds", "2", "--no-plot", "--out",
 
 @pytest.fixture(scope="module")
 def depth_file(tmp_path_factory) -> Path:
-    """A small depth results file (for the fit and plot cases that must read a real file)."""
+    """A small depth results file (for the fit and plot cases that must read a real file). It is the cases' input,
+    not a case, so the sweep runs in this process (`CliRunner`), sparing a process's start."""
+    from click.testing import CliRunner
+
+    from otod.cli import main
+
     folder = tmp_path_factory.mktemp("depth")
-    proc, _ = run(["sweep", "depth", "--depth", "1..2", "--init", "identity", "--seeds", "2", "--lr", "theory",
-                   "--no-plot", "--out", "d.json"], folder, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    result = CliRunner().invoke(main, ["sweep", "depth", "--depth", "1..2", "--init", "identity", "--seeds", "2",
+                                       "--lr", "theory", "--no-plot", "--out", str(folder / "d.json")])
+    assert result.exit_code == 0, result.output
     return folder / "d.json"
 
 
@@ -205,24 +210,47 @@ def test_toy_help_lists_only_the_methods_it_accepts(tmp_path):
 # -- what is meant still runs ------------------------------------------------------------------------------------
 
 
-def test_the_defaults_and_the_boundary_seed_run(tmp_path):
+#: The sweeps that must run, by name: each a real otod command line (all three in one process, `meant_runs`).
+MEANT = {
+    # defaults left alone are never refused as ignored (damping, shape, lr-grid…), and the largest seed runs
+    "defaults": COND[:-1] + ["a", "--seed", "2147483647", "--x64"],
+    # every option refused elsewhere as ignored, given where it means something
+    "accepted": COND[:-1] + ["k.json", "--method", "kfac", "--problem", "kronecker", "--shape", "4x4",
+                             "--perturbation", "0.1", "--damping", "1e-3", "--lr", "tuned", "--lr-grid", "0.5,1",
+                             "--ladder", "1e-8", "--check-every", "2", "--x32"],
+    # a learning rate that overflows is a diverged record, not warning text
+    "overflow": COND[:-1] + ["lr.json", "--lr", "1e300", "--json"],
+}
+
+
+@pytest.fixture(scope="module")
+def meant_runs(tmp_path_factory) -> dict:
+    """`MEANT`'s command lines run in one real process (`run_otod_cases`: each case calls the command line afresh
+    in its own folder, its stdout and stderr caught at the file descriptors), which saves two interpreters' and JAX
+    imports' 2-3 s each; by name: (the completed case, its folder)."""
+    root = tmp_path_factory.mktemp("meant")
+    folders = {name: root / name for name in MEANT}
+    for folder in folders.values():
+        folder.mkdir()
+    runs = run_cases([(MEANT[name], folders[name]) for name in MEANT], root / "captures", timeout=600)
+    return {name: (proc, folders[name]) for name, (proc, _) in zip(MEANT, runs, strict=True)}
+
+
+def test_the_defaults_and_the_boundary_seed_run(meant_runs):
     """Defaults left alone are never refused as ignored (damping, shape, lr-grid…), and the largest seed runs."""
-    proc, _ = run(COND[:-1] + [str(tmp_path / "a"), "--seed", "2147483647", "--x64"], tmp_path, timeout=300)
+    proc, _ = meant_runs["defaults"]
     assert proc.returncode == 0, proc.stderr
     assert "results:" in proc.stdout and "Warning" not in proc.stderr
 
 
-def test_every_refused_option_is_accepted_where_it_means_something(tmp_path):
-    proc, _ = run(COND[:-1] + [str(tmp_path / "k.json"), "--method", "kfac", "--problem", "kronecker",
-                                "--shape", "4x4", "--perturbation", "0.1", "--damping", "1e-3", "--lr", "tuned",
-                                "--lr-grid", "0.5,1", "--ladder", "1e-8", "--check-every", "2", "--x32"],
-                  tmp_path, timeout=300)
+def test_every_refused_option_is_accepted_where_it_means_something(meant_runs):
+    proc, folder = meant_runs["accepted"]
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "k.json").is_file()
+    assert (folder / "k.json").is_file()
 
 
-def test_an_overflowing_learning_rate_is_recorded_as_diverged_without_warning_text(tmp_path):
-    proc, _ = run(COND[:-1] + [str(tmp_path / "lr.json"), "--lr", "1e300", "--json"], tmp_path, timeout=300)
+def test_an_overflowing_learning_rate_is_recorded_as_diverged_without_warning_text(meant_runs):
+    proc, _ = meant_runs["overflow"]
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr
     assert {r["status"] for r in json.loads(proc.stdout)} == {"diverged"}

@@ -35,32 +35,58 @@ def test_seed_major_layout_gives_the_numbers_of_one_row_of_lanes(spec, method, r
     assert np.array_equal(seed_major.status, one_row.status[back])
 
 
-@pytest.mark.parametrize("devices", [2, pytest.param(4, marks=pytest.mark.slow)])
-def test_blocks_shared_among_host_devices_give_the_records_of_one(tmp_path, devices):
-    """The same sweep in a process with 2 or 4 CPU devices (its blocks dealt among them, one program per device) and in this
-    one (one device): identical records, and the results file says how many devices there were."""
-    import json
+#: The sweep both processes run: `probe` runs it in another process into argv[1]'s file.
+VALUES = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
+SWEEP = ("import otod.condition, sys\nfrom otod.condition.options import condition_sweep\n"
+         "from otod.core.sweep import run_sweep\nfrom tests.conftest import SMALL_RANDOM\n"
+         f"run_sweep(condition_sweep({VALUES!r}, methods=('gd', 'nesterov'), problem=SMALL_RANDOM, seeds=4), "
+         "path=sys.argv[1])\n")
+
+
+def _on_host_devices(code, devices, *args):
+    """``code`` run by a fresh Python with ``devices`` CPU devices (the compilation cache off, so it compiles its
+    own programs), this checkout first on its path; the completed process."""
     import os
     import subprocess
     import sys
+    from pathlib import Path
+
+    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OTOD_COMPILATION_CACHE": "off"}
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory):
+    """One process with 2 CPU devices runs both multi-device checks of this file, one after the other (a second
+    process cost another 2 s of interpreter and JAX start): `NO_COLLECTIVES`, then `SWEEP` into a file.
+    Returns (the process, the file)."""
+    path = tmp_path_factory.mktemp("two") / "many.json"
+    return _on_host_devices(NO_COLLECTIVES + SWEEP, 2, path), path
+
+
+@pytest.mark.parametrize("devices", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_blocks_shared_among_host_devices_give_the_records_of_one(tmp_path, devices, request):
+    """The same sweep in a process with 2 or 4 CPU devices (its blocks dealt among them, one program per device) and in this
+    one (one device): identical records, and the results file says how many devices there were. The 2-device
+    process is the one `two_devices` starts."""
+    import json
 
     from otod.condition.options import condition_sweep
     from otod.core.sweep import run_sweep
     from tests.conftest import SMALL_RANDOM
 
-    config = condition_sweep((1.0, 3.0, 10.0, 30.0, 100.0, 300.0), methods=("gd", "nesterov"), problem=SMALL_RANDOM,
-                             seeds=4)
-    here = run_sweep(config, path=tmp_path / "one.json")
+    here = run_sweep(condition_sweep(VALUES, methods=("gd", "nesterov"), problem=SMALL_RANDOM, seeds=4),
+                     path=tmp_path / "one.json")
     assert here.meta["environment"]["device_count"] == 1
-    probe = ("import otod.condition\nfrom otod.condition.options import condition_sweep\n"
-             "from otod.core.sweep import run_sweep\nfrom tests.conftest import SMALL_RANDOM\n"
-             "run_sweep(condition_sweep((1.0, 3.0, 10.0, 30.0, 100.0, 300.0), methods=('gd', 'nesterov'), "
-             f"problem=SMALL_RANDOM, seeds=4), path={str(tmp_path / 'many.json')!r})\n")
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}",
-           "OTOD_COMPILATION_CACHE": "off"}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stderr
-    there = json.loads((tmp_path / "many.json").read_text())
+    if devices == 2:
+        out, path = request.getfixturevalue("two_devices")
+    else:
+        path = tmp_path / "many.json"
+        out = _on_host_devices(SWEEP, devices, path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    there = json.loads(path.read_text())
     assert there["meta"]["environment"]["device_count"] == devices
     assert there["records"] == here.records
 
@@ -211,19 +237,12 @@ print(sum(len(re.findall(rf"\\b{op}(-start)?\\(", text))
 """
 
 
-def test_the_multi_device_program_has_no_collective_across_devices():
+def test_the_multi_device_program_has_no_collective_across_devices(two_devices):
     """Each device runs its own blocks and nothing joins them inside the program: a cross-device collective is a
     rendezvous where the device that finished first waits for the slowest, and XLA:CPU ends the process when that
     wait passes 40 s (it did, on a loaded machine, at the output reorder). The same lanes give the same numbers
-    on 1 and 2 devices."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OTOD_COMPILATION_CACHE": "off"}
-    proc = subprocess.run([sys.executable, "-c", NO_COLLECTIVES], capture_output=True, text=True, env=env,
-                          timeout=180)
+    on 1 and 2 devices. (The 2-device process `two_devices` runs this first.)"""
+    proc, _ = two_devices
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "0"
 
