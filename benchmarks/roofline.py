@@ -375,6 +375,110 @@ def experiments(rows: dict[str, list[Call]], report: dict, repeats: int, lanes_r
                                        "per_call_ns": per_call_medians(calls_out[name], variants[name][0])}
 
 
+def capture_rows(names, keep) -> tuple[dict, dict, dict]:
+    """Each row's engine calls captured from its command (`capture`), with its per-call costs (`lane_cost`) and
+    their mean weighted by executed lane-iterations; each row is called once untimed after the capture."""
+    rows, costs, per_call_costs = {}, {}, {}
+    for name in names:
+        t0 = time.perf_counter()
+        rows[name] = capture(name, keep)
+        cost = [lane_cost(c) for c in rows[name]]
+        per_call_costs[name] = cost
+        weights = np.asarray([c.solution.lane_iterations for c in rows[name]], float)
+        w = weights / weights.sum()
+        costs[name] = {k: float(sum(wi * ci[k] for wi, ci in zip(w, cost)))
+                       for k in cost[0] if isinstance(cost[0][k], float)}
+        costs[name]["while_loop"] = any(c["while_loop"] for c in cost)
+        costs[name]["calls"] = len(rows[name])
+        costs[name]["block_lanes"] = sorted({int(c.kwargs.get("block_lanes", engine.BLOCK_LANES))
+                                             for c in rows[name]})
+        print(f"captured {name}: {len(rows[name])} engine calls, blocks of {costs[name]['block_lanes']} lanes, "
+              f"{costs[name]['flops']:.4g} FLOPs and {costs[name]['bytes']:.4g} bytes per lane-iteration, "
+              f"{int(weights.sum())} executed lane-iterations ({time.perf_counter() - t0:.1f} s)", flush=True)
+        timed(rows[name])  # the first call after the sweep may still load or tune something: untimed
+    return rows, costs, per_call_costs
+
+
+def timed_rounds(rows: dict, names, repeats: int) -> tuple[dict, dict, list]:
+    """``repeats`` rounds of every row's calls (the order reversed every other round), each round after a
+    measurement of the machine's bounds: (runs per row, per-call runs per row, bounds per round)."""
+    runs: dict[str, list] = {n: [] for n in names}
+    call_runs: dict[str, list] = {n: [] for n in names}
+    bounds = []
+    for r in range(repeats):
+        order = names if r % 2 == 0 else names[::-1]
+        bounds.append(machine_bounds())
+        with count_compilations() as compiles:
+            for name in order:
+                call_runs[name].append([])
+                runs[name].append(timed(rows[name], call_runs[name][-1]))
+        if compiles:
+            print(f"  round {r + 1}: {len(compiles)} compilations in a warm round", flush=True)
+        b = bounds[-1]
+        print(f"  round {r + 1} (load {load()}): peak {b['flops'] / 1e9:.1f} GFLOP/s, {b['bytes'] / 1e9:.2f} GB/s; "
+              + ", ".join(f"{n} {runs[n][-1][0]:.2f} s" for n in order), flush=True)
+    return runs, call_runs, bounds
+
+
+def row_report(name: str, c: dict, runs: list, call_runs: list, rows: list, per_call_cost: list, peak: float,
+               bandwidth: float, cache: float) -> dict:
+    """One row's measured rates against the machine's bounds (medians of the rounds)."""
+    ns_runs = [1e9 * s / e for s, e, _ in runs]
+    ns = statistics.median(ns_runs)
+    executed, needed = runs[0][1], runs[0][2]
+    intensity = c["flops"] / c["bytes"] if c["bytes"] else float("inf")
+    flop_bound = intensity >= peak / bandwidth
+    flop_pct = 100 * c["flops"] / ns * 1e9 / peak
+    byte_pct = 100 * c["bytes"] / ns * 1e9 / bandwidth
+    return {"command": f"otod sweep {ROWS[name]}", **c, "ns": ns, "runs_ns": ns_runs,
+            "seconds": [s for s, _, _ in runs], "executed": executed, "needed": needed,
+            "ratio": executed / needed, "intensity": intensity, "bound": "FLOP" if flop_bound else "bandwidth",
+            "percent_of_bound": flop_pct if flop_bound else byte_pct,
+            "percent_of_flops": flop_pct, "percent_of_bandwidth": byte_pct,
+            "percent_of_cache": 100 * c["bytes"] / ns * 1e9 / cache,
+            "gflops": c["flops"] / ns, "gbytes": c["bytes"] / ns,
+            "per_call_ns": per_call_medians(call_runs, rows), "per_call_cost": per_call_cost}
+
+
+def print_table(report: dict, repeats: int) -> None:
+    """The roofline table (one row per workload) and each row's call details."""
+    peak, bandwidth, cache = report["peak_flops"], report["bandwidth"], report["cache_bandwidth"]
+    print(f"\nmachine: peak float32 {peak / 1e9:.1f} GFLOP/s, memory {bandwidth / 1e9:.1f} GB/s, cache "
+          f"{cache / 1e9:.1f} GB/s (medians of {repeats}), ridge {peak / bandwidth:.2f} FLOPs/byte; "
+          f"load after {report['load_after']}")
+    print("| row | FLOPs / lane-it | bytes / lane-it | FLOPs/byte | ns / executed lane-it: median (runs) | "
+          "GFLOP/s | % of FLOP peak | GB/s | % of memory bw | % of cache bw | bound at this FLOPs/byte | "
+          "executed/needed |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|")
+    for name, row in report["rows"].items():
+        print(f"| {name} | {row['flops']:.3g} | {row['bytes']:.3g} | {row['intensity']:.2g} | {row['ns']:.0f} "
+              f"({', '.join(f'{v:.0f}' for v in row['runs_ns'])}) | {row['gflops']:.3g} | "
+              f"{row['percent_of_flops']:.2g} | {row['gbytes']:.3g} | {row['percent_of_bandwidth']:.2g} | "
+              f"{row['percent_of_cache']:.2g} | {row['bound']} | "
+              f"{row['ratio']:.2f} ({row['executed']:.4g}/{row['needed']:.4g}) |")
+    for name, row in report["rows"].items():
+        extra = {k: row[k] for k in ("step_flops", "step_bytes", "measure_flops", "measure_bytes", "check_fraction")
+                 if k in row}
+        print(f"  {name}: {row['calls']} calls, blocks {row['block_lanes']}, while loop in the counted program: "
+              f"{row['while_loop']}, transcendentals {row['transcendentals']:.3g} {extra or ''}")
+
+
+def print_experiments_and_net_calls(report: dict) -> None:
+    """The experiments' rates (``--experiments``) and the net row's per-call costs."""
+    for name, e in report.get("experiments", {}).items():
+        print(f"  experiment {name}: {e['ns']:.1f} ns per executed lane-iteration (runs "
+              f"{', '.join(f'{v:.1f}' for v in e['runs_ns'])}), executed/needed {e['executed'] / max(e['needed'], 1):.2f}")
+        if name.startswith("net"):
+            print("    per call: " + "; ".join(f"{c['spec'].split('batch=')[-1].rstrip(')')}: {c['ns']:.0f} ns"
+                                          for c in e["per_call_ns"]))
+    if "net" in report["rows"]:
+        row = report["rows"]["net"]
+        print("  net per call (batch: ns per executed lane-iteration; XLA step FLOPs, measure FLOPs, check fraction): "
+              + "; ".join(f"{c['spec'].split('batch=')[-1].rstrip(')')}: {c['ns']:.0f} ns ({k['step_flops']:.3g}, "
+                          f"{k['measure_flops']:.3g}, {k['check_fraction']:.3f}; {c['executed']}/{c['needed']})"
+                          for c, k in zip(row["per_call_ns"], row["per_call_cost"])))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -394,99 +498,22 @@ def main() -> int:
     print(f"CPU: {report['cpu']}, {report['cores']} cores, {report['devices']} JAX devices; python "
           f"{report['python']}, jax {report['jax']}; load before {report['load_before']}; device "
           f"{report['device_kind']} ({report['platform']}), matmul precision {report['matmul_precision']}", flush=True)
-    rows, costs, per_call_costs = {}, {}, {}
-    for name in names:
-        t0 = time.perf_counter()
-        rows[name] = capture(name, args.keep)
-        cost = [lane_cost(c) for c in rows[name]]
-        per_call_costs[name] = cost
-        weights = np.asarray([c.solution.lane_iterations for c in rows[name]], float)
-        w = weights / weights.sum()
-        costs[name] = {k: float(sum(wi * ci[k] for wi, ci in zip(w, cost)))
-                       for k in cost[0] if isinstance(cost[0][k], float)}
-        costs[name]["while_loop"] = any(c["while_loop"] for c in cost)
-        costs[name]["calls"] = len(rows[name])
-        costs[name]["block_lanes"] = sorted({int(c.kwargs.get("block_lanes", engine.BLOCK_LANES))
-                                             for c in rows[name]})
-        print(f"captured {name}: {len(rows[name])} engine calls, blocks of {costs[name]['block_lanes']} lanes, "
-              f"{costs[name]['flops']:.4g} FLOPs and {costs[name]['bytes']:.4g} bytes per lane-iteration, "
-              f"{int(weights.sum())} executed lane-iterations ({time.perf_counter() - t0:.1f} s)", flush=True)
-        timed(rows[name])  # the first call after the sweep may still load or tune something: untimed
-    runs: dict[str, list] = {n: [] for n in names}
-    call_runs: dict[str, list] = {n: [] for n in names}
-    bounds = []
-    for r in range(args.repeats):
-        order = names if r % 2 == 0 else names[::-1]
-        bounds.append(machine_bounds())
-        with count_compilations() as compiles:
-            for name in order:
-                call_runs[name].append([])
-                runs[name].append(timed(rows[name], call_runs[name][-1]))
-        if compiles:
-            print(f"  round {r + 1}: {len(compiles)} compilations in a warm round", flush=True)
-        b = bounds[-1]
-        print(f"  round {r + 1} (load {load()}): peak {b['flops'] / 1e9:.1f} GFLOP/s, {b['bytes'] / 1e9:.2f} GB/s; "
-              + ", ".join(f"{n} {runs[n][-1][0]:.2f} s" for n in order), flush=True)
+    rows, costs, per_call_costs = capture_rows(names, args.keep)
+    runs, call_runs, bounds = timed_rounds(rows, names, args.repeats)
     peak = statistics.median(b["flops"] for b in bounds)
     bandwidth = statistics.median(b["bytes"] for b in bounds)
     cache = statistics.median(b["cache"] for b in bounds)
     report.update(bounds=bounds, peak_flops=peak, bandwidth=bandwidth, cache_bandwidth=cache, ridge=peak / bandwidth,
-                  rows={})
-    for name in names:
-        c = costs[name]
-        ns_runs = [1e9 * s / e for s, e, _ in runs[name]]
-        ns = statistics.median(ns_runs)
-        executed, needed = runs[name][0][1], runs[name][0][2]
-        intensity = c["flops"] / c["bytes"] if c["bytes"] else float("inf")
-        flop_bound = intensity >= peak / bandwidth
-        flop_pct = 100 * c["flops"] / ns * 1e9 / peak
-        byte_pct = 100 * c["bytes"] / ns * 1e9 / bandwidth
-        report["rows"][name] = {"command": f"otod sweep {ROWS[name]}", **c, "ns": ns, "runs_ns": ns_runs,
-                                "seconds": [s for s, _, _ in runs[name]], "executed": executed, "needed": needed,
-                                "ratio": executed / needed, "intensity": intensity,
-                                "bound": "FLOP" if flop_bound else "bandwidth",
-                                "percent_of_bound": flop_pct if flop_bound else byte_pct,
-                                "percent_of_flops": flop_pct, "percent_of_bandwidth": byte_pct,
-                                "percent_of_cache": 100 * c["bytes"] / ns * 1e9 / cache,
-                                "gflops": c["flops"] / ns, "gbytes": c["bytes"] / ns,
-                                "per_call_ns": per_call_medians(call_runs[name], rows[name]),
-                                "per_call_cost": per_call_costs[name]}
+                  rows={name: row_report(name, costs[name], runs[name], call_runs[name], rows[name],
+                                         per_call_costs[name], peak, bandwidth, cache) for name in names})
     report["load_after"] = load()
-    print(f"\nmachine: peak float32 {peak / 1e9:.1f} GFLOP/s, memory {bandwidth / 1e9:.1f} GB/s, cache "
-          f"{cache / 1e9:.1f} GB/s (medians of {args.repeats}), ridge {peak / bandwidth:.2f} FLOPs/byte; "
-          f"load after {report['load_after']}")
-    print("| row | FLOPs / lane-it | bytes / lane-it | FLOPs/byte | ns / executed lane-it: median (runs) | "
-          "GFLOP/s | % of FLOP peak | GB/s | % of memory bw | % of cache bw | bound at this FLOPs/byte | "
-          "executed/needed |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|")
-    for name, row in report["rows"].items():
-        print(f"| {name} | {row['flops']:.3g} | {row['bytes']:.3g} | {row['intensity']:.2g} | {row['ns']:.0f} "
-              f"({', '.join(f'{v:.0f}' for v in row['runs_ns'])}) | {row['gflops']:.3g} | "
-              f"{row['percent_of_flops']:.2g} | {row['gbytes']:.3g} | {row['percent_of_bandwidth']:.2g} | "
-              f"{row['percent_of_cache']:.2g} | {row['bound']} | "
-              f"{row['ratio']:.2f} ({row['executed']:.4g}/{row['needed']:.4g}) |")
-    for name, row in report["rows"].items():
-        extra = {k: row[k] for k in ("step_flops", "step_bytes", "measure_flops", "measure_bytes", "check_fraction")
-                 if k in row}
-        print(f"  {name}: {row['calls']} calls, blocks {row['block_lanes']}, while loop in the counted program: "
-              f"{row['while_loop']}, transcendentals {row['transcendentals']:.3g} {extra or ''}")
+    print_table(report, args.repeats)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=float)
     if args.experiments:
         experiments(rows, report, args.experiment_repeats, args.lanes_rows.split(","))
-    for name, e in report.get("experiments", {}).items():
-        print(f"  experiment {name}: {e['ns']:.1f} ns per executed lane-iteration (runs "
-              f"{', '.join(f'{v:.1f}' for v in e['runs_ns'])}), executed/needed {e['executed'] / max(e['needed'], 1):.2f}")
-        if name.startswith("net"):
-            print("    per call: " + "; ".join(f"{c['spec'].split('batch=')[-1].rstrip(')')}: {c['ns']:.0f} ns"
-                                          for c in e["per_call_ns"]))
-    if "net" in report["rows"]:
-        row = report["rows"]["net"]
-        print("  net per call (batch: ns per executed lane-iteration; XLA step FLOPs, measure FLOPs, check fraction): "
-              + "; ".join(f"{c['spec'].split('batch=')[-1].rstrip(')')}: {c['ns']:.0f} ns ({k['step_flops']:.3g}, "
-                          f"{k['measure_flops']:.3g}, {k['check_fraction']:.3f}; {c['executed']}/{c['needed']})"
-                          for c, k in zip(row["per_call_ns"], row["per_call_cost"])))
+    print_experiments_and_net_calls(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1, default=float)
