@@ -238,7 +238,10 @@ for name, path in zip(("sbatch array", "submitit array"), sys.argv[2:]):
         pd.testing.assert_frame_equal(frame, reference, check_exact=True)
         same = "records identical"
     except AssertionError as error:
-        same = "records DIFFER: " + " ".join(str(error).split())[:300]
+        same = "records DIFFER: " + " ".join(str(error).split())[:160]
+        if frame.shape == reference.shape and list(frame.columns) == list(reference.columns):
+            cells = ~((frame == reference) | (frame.isna() & reference.isna()))
+            same += f" ({int(cells.values.sum())} cells in {int(cells.any(axis=1).sum())} records)"
         failures.append(name)
     differ = [key for key in SWEEP_IDENTITY if meta[key] != reference_meta[key]]
     if differ:
