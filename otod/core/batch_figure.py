@@ -28,6 +28,9 @@ def _palette():
 FIT_BAND_LABEL = "shaded: each fit's 95% band (seeds)"
 #: The same key where the band is hatched: on a figure whose shading is already the IQR over seeds.
 HATCHED_FIT_BAND_LABEL = FIT_BAND_LABEL.replace("shaded", "hatched", 1)
+#: What the shaded band of an S(B) figure is, for its caption (the IQR over seeds is the markers' bars there).
+FIT_BAND_NOTE = ("shaded: each fit's pointwise 95% band over the seed bootstrap's replicate curves (each resample "
+                 "re-chooses every B's tuned setting and refits S(B); no band where the fit has no CI)")
 
 
 def draw_fit_band(ax, x, band, color, *, hatched: bool = False) -> bool:
@@ -43,6 +46,12 @@ def draw_fit_band(ax, x, band, color, *, hatched: bool = False) -> bool:
     else:
         ax.fill_between(x, *band, color=color, alpha=0.12, lw=0, label="_nolegend_")
     return True
+
+
+def drew_fit_band(*axes) -> bool:
+    """Whether `fit_band_key` keyed a fit band on any of ``axes``: what a caption says of the band follows what was
+    drawn (`FIT_BAND_NOTE`)."""
+    return any(c.get_label() in (FIT_BAND_LABEL, HATCHED_FIT_BAND_LABEL) for ax in axes for c in ax.collections)
 
 
 def fit_band_key(ax, *, hatched: bool = False) -> None:

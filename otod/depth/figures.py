@@ -139,12 +139,16 @@ STALLED_NOTE = ("Stalled lanes sit at a fixed point of the float32 iteration (st
                 "still moving at the cap; both count as lower bounds at the cap.")
 
 
-def depth_caption(meta: dict, marks=(), static: bool = False, extra: str = "") -> str:
-    """A depth figure's caption: its settings, ``extra``, the laws' source, the marks drawn."""
-    return caption_text("Settings: " + _describe(meta, static), extra,
-                        "The legend gives each series' law (power or exponential in depth, chosen by AIC) with its "
-                        "slope's 95% CI (seed bootstrap); dotted: that law, fitted to the medians it reads; hatched: "
-                        "its pointwise 95% band over the same bootstrap's replicate laws (none without a CI)",
+#: What a depth figure's fitted laws look like, said once in its caption (`depth_caption` with ``laws``).
+LAWS_NOTE = ("The legend gives each series' law (power or exponential in depth, chosen by AIC) with its slope's 95% "
+             "CI (seed bootstrap); dotted: that law, fitted to the medians it reads; hatched: its pointwise 95% band "
+             "over the same bootstrap's replicate laws (none without a CI)")
+
+
+def depth_caption(meta: dict, marks=(), static: bool = False, extra: str = "", laws: bool = True) -> str:
+    """A depth figure's caption: its settings, ``extra``, the laws' source (where ``laws``: the figure draws
+    them), the marks drawn."""
+    return caption_text("Settings: " + _describe(meta, static), extra, LAWS_NOTE if laws else "",
                         STALLED_NOTE if "stalled" in marks else "", marks=marks)
 
 
@@ -368,6 +372,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     widths = sorted(group.key[0] for group in analysis.groups)
     narrowest, widest = widths[0], widths[-1]
     fig, ax = figure(columns=2, height=2.8)
+    drawn = {"floor": False, "miss": False}
     for i, series in enumerate(dict.fromkeys(s.name for s in analysis.series)):
         depths = sorted({d for s, d in table if s == series})
         ys = [table[(series, d)] for d in depths]
@@ -378,10 +383,12 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
             ax.plot(*zip(*exact), MARKERS[i % len(MARKERS)], color=color, ms=6 - 2 * (i % 2), label=f"{name}: smallest swept width with median ≤ "
                     f"{needed:g} iterations")
         at_floor = [d for d, y in zip(depths, ys) if y == narrowest]
+        drawn["floor"] |= bool(at_floor)
         if at_floor:
             ax.plot(at_floor, [narrowest] * len(at_floor), "v", mfc="none", color=color, ms=8,
                     label=f"{name}: ≤ {narrowest:g} (the narrowest swept width suffices)")
         miss = [d for d, y in zip(depths, ys) if y is None]
+        drawn["miss"] |= bool(miss)
         if miss:
             ax.plot(miss, [widest * 1.6] * len(miss), "^", mfc="none", color=color, ms=8,
                     label=f"{name}: > {widest:g} (no swept width suffices)")
@@ -399,9 +406,21 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.grid(True, which="both", alpha=0.25)
     legend_below(fig)
     return save(fig, out_dir / spec["name"], caption=depth_caption(
-        results.meta, extra=f"The smallest swept width whose median count over seeds is ≤ {needed:g} iterations "
-        "(censored lanes counting as slow). Theory: Hu, Xiao & Pennington (2020) predict the width needed constant "
-        "in L for orthogonal init and growing about linearly in L for Gaussian init"))
+        results.meta, laws=False, extra=f"The smallest swept width whose median count over seeds is ≤ {needed:g} "
+        "iterations (censored lanes counting as slow). Theory: Hu, Xiao & Pennington (2020) predict the width needed "
+        "constant in L for orthogonal init and growing about linearly in L for Gaussian init. " + _width_marks(drawn)))
+
+
+def _width_marks(drawn: dict) -> str:
+    """What `make_depth_width` draws, for its caption: no law (the need is read off the swept widths), and the
+    hollow bounds only where some were drawn."""
+    parts = ["No law is fitted or drawn (the theory has no closed-form curve): filled markers joined by lines are "
+             "each init's needed width, read off the swept widths (the y ticks)"]
+    if drawn["floor"]:
+        parts.append("hollow ▽ where the narrowest swept width already suffices (the need is only ≤ it)")
+    if drawn["miss"]:
+        parts.append("hollow △ above the widest where no swept width suffices")
+    return "; ".join(parts + ["dotted grey: the widest swept width"])
 
 
 MAKERS = {"depth-iterations": make_depth_iterations, "depth-residual": make_depth_residual,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from otod.core.batch_figure import FIT_BAND_NOTE
 from otod.core.config import read_config
 from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
@@ -71,9 +72,9 @@ def _caption(config, *parts: str, tol: float | None = None) -> str:
 
 #: Where the batch figure's lines come from, for the captions.
 BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned lr, bars the IQR over the same seeds; dotted: "
-              "the fitted S_min(1 + B_crit/B) (McCandlish et al. 2018); faint solid: the NQM's predicted S(B) for "
-              "the same net (otod.nets.predict, from its measured curvature and gradient noise); dashed grey: the "
-              "NQM's B_noise at the target")
+              "the fitted S_min(1 + B_crit/B) (McCandlish et al. 2018); " + FIT_BAND_NOTE + "; faint solid: the "
+              "NQM's predicted S(B) for the same net (otod.nets.predict, from its measured curvature and gradient "
+              "noise); dashed grey: the NQM's B_noise at the target")
 
 
 def _title(config, tol: float | None = None) -> str:

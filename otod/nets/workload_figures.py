@@ -82,7 +82,9 @@ def make_workloads(spec: dict, out_dir: Path) -> list[Path]:
     k = int(spec.get("trace_examples", 64))
     return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
         f"Settings: SGD lr {float(spec.get('lr', 0.1)):g}, B = {int(spec.get('batch', 32))}, seed 0, float32 "
-        "training, float64 measurement (otod.nets.api.measure_noise, the numbers of otod noise-scale --model); the "
+        "training, float64 measurement (otod.nets.api.measure_noise, the numbers of otod noise-scale --model "
+        "FILE.py:NAME: the model contract's minibatch order, not that of otod noise-scale --model mlp, whose run "
+        "from the same start reads other values after step 0); the "
         "MLP (one hidden relu layer of 32) and the CNN (one 3×3 convolution of 16 channels, 2×2 average pool, dense) "
         "on the 1,438 digits training images, the transformer (otod.nets.zoo:transformer: one pre-LN causal "
         "attention layer, d 24, 2 heads) on all 529 pairs of modular addition mod 23",

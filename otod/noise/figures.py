@@ -100,7 +100,8 @@ def sweep_figure(results, base, pdf: bool = False, analysis: NoiseAnalysis | Non
             ax.set_title(f"d = {d:g}")
         fig.suptitle("Steps to target against batch size, one panel per d")
         legend_below(fig)
-        return save(fig, Path(base), pdf=pdf, caption=_caption(analysis, BATCH_NOTE, "One panel per dimension d"))
+        return save(fig, Path(base), pdf=pdf,
+                    caption=_caption(analysis, batch_note(*axes), "One panel per dimension d"))
     fig, ax = figure(columns=2, height=2.8)
     if analysis.axis == "dim":
         params_panel([("", analysis)], ax)
@@ -109,13 +110,22 @@ def sweep_figure(results, base, pdf: bool = False, analysis: NoiseAnalysis | Non
         steps_vs_batch(analysis, ax, exact_twin(analysis))
         ax.set_title("Steps to target against batch size")
     _legend(ax)
-    return save(fig, Path(base), pdf=pdf, caption=_caption(analysis, BATCH_NOTE))
+    return save(fig, Path(base), pdf=pdf, caption=_caption(analysis, batch_note(ax)))
 
 
 #: Where figure (a)'s lines come from, for the captions.
 BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned (lr, β), bars the IQR over the same seeds; solid: "
               "the exact expected-loss recursion (otod.noise.exact) at its own tuned lr; dotted: the fitted "
-              "McCandlish et al. (2018) curve S_min(1 + B_crit/B); dashed grey: the ideal estimator's d/(2·target·B)")
+              "McCandlish et al. (2018) curve S_min(1 + B_crit/B){band}; dashed grey: the ideal estimator's "
+              "d/(2·target·B)")
+
+
+def batch_note(*axes) -> str:
+    """`BATCH_NOTE` for a figure of ``axes``, naming the fits' shaded band where one was drawn: a fit with a seed
+    bootstrap CI has one, the exact path's deterministic fits and fits over fewer than 5 seeds have none."""
+    from otod.core.batch_figure import FIT_BAND_NOTE, drew_fit_band
+
+    return BATCH_NOTE.format(band="; " + FIT_BAND_NOTE if drew_fit_band(*axes) else "")
 
 
 def lr_vs_batch(analysis: NoiseAnalysis, ax) -> None:
@@ -202,7 +212,7 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
     steps_vs_batch(analysis, ax, exact_twin(analysis))
     ax.set_title(f"({letters[0]}) Steps to target fall as 1/B up to the critical batch, then level off")
     _legend(ax)
-    files += save(fig, out_dir / f"noise_{name}_steps", caption=_caption(analysis, BATCH_NOTE))
+    files += save(fig, out_dir / f"noise_{name}_steps", caption=_caption(analysis, batch_note(ax)))
     if spec.get("figures", "abc") == "a":
         return files
     fig, ax = figure(columns=1, height=2.4)
@@ -376,8 +386,9 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_xscale("log", base=2)
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=_caption(
-        analysis, "Each schedule with its own tuned lr; the schedule's horizon is the run's cap. Open markers, "
-        "larger for earlier schedules, stay visible where the series coincide"))
+        analysis, "Each schedule with its own tuned lr; the schedule's horizon is the run's cap. Markers: the median "
+        f"steps over the {analysis.config.seeds} seeds at each B's tuned lr; no spread over seeds is drawn. Open "
+        "markers, larger for earlier schedules, stay visible where the series coincide"))
 
 
 def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:

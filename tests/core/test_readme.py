@@ -49,3 +49,37 @@ def test_the_notebook_example_loads_the_file_the_main_job_writes(monkeypatch, tm
     assert set(loaded) == {str(expected)}, f"the README loads {loaded}; the main job writes {expected}"
     shown = re.findall(r"^results: (results/condition-[0-9a-f]{10}\.parquet)$", text, re.M)
     assert set(shown) <= {str(expected)}, f"the README's tour shows {shown}; the main job writes {expected}"
+
+
+ROOT = README.parent
+#: Words that stand in for text not yet written. Upper-case ones are matched as written (so "todo" in prose is not
+#: one); any word containing PLACEHOLDER is one (TIMEPLACEHOLDER stood in the README for a run's time), and lorem in
+#: any case.
+PLACEHOLDER = re.compile(r"\b(?:\w*PLACEHOLDER\w*|TODO|TBD|XXX+|FIXME)\b|(?i:\blorem\b)")
+
+
+def published_texts(root: Path) -> list[Path]:
+    """The prose a reader is handed: the README, docs/*.md and every figure's caption."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md")),
+            *sorted((root / "figures").glob("*.caption.txt"))]
+
+
+def placeholders(paths: list[Path]) -> list[str]:
+    """``path:line: word`` for every placeholder word in ``paths``."""
+    return [f"{path.name}:{number}: {match.group(0)}"
+            for path in paths
+            for number, line in enumerate(path.read_text().splitlines(), 1)
+            for match in PLACEHOLDER.finditer(line)]
+
+
+def test_the_published_text_holds_no_placeholder():
+    paths = published_texts(ROOT)
+    assert len(paths) > 30, f"only {len(paths)} texts found: the README, docs and captions moved?"
+    assert placeholders(paths) == []
+
+
+@pytest.mark.parametrize("word", ["TIMEPLACEHOLDER", "TODO", "TBD", "XXX", "FIXME", "Lorem"])
+def test_an_inserted_placeholder_is_found(tmp_path, word):
+    text = tmp_path / "README.md"
+    text.write_text(f"first line\nthe run took {word} on 2 cores; todo and xxxl are words\n")
+    assert placeholders([text]) == [f"README.md:2: {word}"]

@@ -133,3 +133,30 @@ def test_toy_lanes_in_another_local_minimum_are_marked_and_stalled_lanes_count_a
     medians = [line for line in ax.get_lines() if line.get_marker() == "o" and len(line.get_xdata())]
     assert [list(line.get_ydata()) for line in medians] == [[250.0]]
     plt.close(fig)
+
+
+@pytest.mark.slow  # 7.5 s at load 12: two small sweeps compiled
+def test_the_width_figure_caption_names_what_it_draws_and_no_law(tmp_path, monkeypatch):
+    """depth_width draws no fitted law (issue 50: its caption described a law with a 95% CI, a dotted line and a
+    hatched band that were not there): the caption says so, and names the hollow ▽ bound only where one is drawn.
+    Widths 4 and 8 at depth 2: the narrowest width, 4, suffices for a need of 1,000 iterations (▽ drawn, no △)."""
+    import otod.depth.figures as df
+
+    kept = {}
+
+    def save(fig, base, pdf=True, caption=None):
+        kept.update(fig=fig, caption=caption)
+        return [base]
+
+    monkeypatch.setattr(df, "save", save)
+    spec = dict(name="w", depth="2", width="4,8", d_in=4, d_out=4, init="orthogonal", lr="theory", needed=1000,
+                max_iters=1000, seeds=2, tol=1e-2, results_dir=str(tmp_path / "res"))
+    df.make_depth_width(spec, tmp_path)
+    caption, fig = kept["caption"], kept["fig"]
+    assert "No law is fitted or drawn" in caption
+    assert "hatched" not in caption and "95% CI" not in caption
+    assert "hollow ▽" in caption and "hollow △" not in caption
+    (ax,) = fig.axes
+    assert not ax.collections  # no band
+    assert [line.get_marker() for line in ax.get_lines() if line.get_marker() in ("v", "^")] == ["v"]
+    plt.close(fig)

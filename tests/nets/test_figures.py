@@ -395,6 +395,19 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
         "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks at the bottom: top 2 eigenvalues (Lanczos)"]
 
 
+def test_the_kappa_width_caption_names_the_switch_from_exact_to_slq():
+    """Issue 50: the figure's P^0.73 at init rested on the change from the exact spectrum (widths 8–64) to SLQ (128,
+    256); the caption names where the method changes, and says nothing where it does not."""
+    from otod.nets.curvature_figures import _switch_note
+
+    exact, slq = "exact spectrum (dense Hessian)", "SLQ 4 probes × 100 steps"
+    widths = [8, 16, 32, 64, 128, 256]
+    assert _switch_note(widths, [exact] * 4 + [slq] * 2) == (
+        "; the fit spans the change of method between widths 64 and 128 (exact spectrum to SLQ 4 probes × 100 "
+        "steps), so its exponent rests partly on that switch")
+    assert _switch_note(widths, [exact] * 6) == ""
+
+
 def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, saved, measured):
     """Widths 4, 8, 16 at init and after 30 steps: κ_q = λ_max/λ_q against width on the left (∝ P at init, the fit
     says P^1.00; at the end width 16's λ_q ≤ 0, so no κ there and the fit over the other two), λ_max and λ_q on the
@@ -421,6 +434,7 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f} (no CI)"
     assert [c for c in left.collections if c.get_paths()] == []
     caption = saved[0][0].otod_caption
+    assert "change of method" not in caption  # one method at every width: no switch to warn of
     assert "init (step 0): training loss 2.25 (width 4) to 2.25 (width 16)" in caption
     assert "end (step 30): training loss 0.5 (width 4) to 0.5 (width 16)" in caption
     assert list(init.get_xdata()) == [4, 8, 16] and np.allclose(init.get_ydata(), 5.0 * p / 6.0)

@@ -313,3 +313,24 @@ def test_make_schedule_nqm_draws_each_familys_best_schedule_to_its_target(tmp_pa
     batches = [line for line in right.get_lines() if len(line.get_xdata()) > 1]
     assert [line.get_ydata()[-1] for line in batches] == [64.0, 64.0, 512.0]
     assert "3 × E_min" in fig.otod_caption and "every coordinate of each optimum interior" in fig.otod_caption
+
+
+@pytest.mark.parametrize("seeds", [5, 4])
+def test_the_steps_caption_names_the_fit_band_where_one_is_drawn(tmp_path, monkeypatch, saved, seeds):
+    """Issue 50: the simulated figure's shaded band is the fit's 95% band over the seed bootstrap, and its caption
+    left it out. Five seeds (S(B)·(1 + 0.1·(k − 2)), k = 0…4) give a CI, so the figure draws one shaded band and its
+    caption names it; four give no CI (fewer than 5 seeds), so no band and no word of one (as on the exact path,
+    whose fits are deterministic)."""
+    from matplotlib.collections import PolyCollection
+
+    import otod.noise.figures as nf
+
+    records = [synthetic.record(b, rate, seed, _steps(b) * (1 + 0.1 * (seed - 2)) * (1 if rate == 1.0 else 1.25))
+               for b in SYNTHETIC_BATCHES for rate in (0.5, 1.0, 2.0) for seed in range(seeds)]
+    monkeypatch.setattr(nf, "_run_noise", lambda spec: synthetic.results(records, seeds=seeds))
+    nf.make_batch({"maker": "noise-batch", "name": "toy", "mode": "simulate", "figures": "a"}, tmp_path)
+    ((fig, _, _),) = saved
+    (ax,) = fig.axes
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_paths()]
+    named = "shaded: each fit's pointwise 95% band over the seed bootstrap" in fig.otod_caption
+    assert (len(bands), named) == ((1, True) if seeds == 5 else (0, False))
