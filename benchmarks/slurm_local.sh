@@ -1,23 +1,29 @@
 #!/bin/bash
-# benchmarks/slurm_local.sh: the README's job array on a real SLURM (issue 49, item 4).
+# benchmarks/slurm_local.sh: the README's job array and its `srun ... --distributed` line on a real SLURM (issue 49,
+# item 4).
 #
 # Run as root on a Debian machine:   bash benchmarks/slurm_local.sh
 #
 # Installs SLURM and munge from Debian's packages (slurm-wlm, munge) if missing, starts a one-node cluster on
 # localhost (munged, slurmctld and slurmd as root, every file under one temporary folder: no systemd, no cgroups),
-# waits for `sinfo` to show the node idle, then runs the README's two job-array paths, taken from README.md as
-# written:
+# waits for `sinfo` to show the node idle, then runs the README's two job-array paths and its srun line, taken from
+# README.md as written:
 #   1. the sbatch file `condition.sbatch` (`--share $SLURM_ARRAY_TASK_ID/4`), submitted with `sbatch --wait`,
 #      then the README's `otod merge runs/condition.parquet.part-*-of-4`;
 #   2. `share_sweep.py`, submitit's AutoExecutor, which must pick its SLURM executor (sbatch + srun) here;
-# and the same sweep in one process without SLURM. It compares the three results files' records with pandas
+#   3. the README's `srun otod sweep condition --k 1..1e4:25:log --distributed` with `-n 2` added: 2 SLURM tasks,
+#      2 processes that join JAX's distributed runtime from SLURM's environment (JAX's SlurmCluster: coordinator
+#      = the step's first node, port from the job id; count = SLURM_NTASKS; id = SLURM_PROCID), each running its
+#      share, process 0 merging into results/condition-<hash>.parquet;
+# and the same sweep in one process without SLURM. It compares the four results files' records with pandas
 # (every column, every row, in file order, exactly), and the sweep's identity in the files' metadata (digest,
 # config, the chunks and their digests, the record count); run metadata (times, hosts, command lines, compile
 # counts) is ignored. Prints `slurm_local: PASS ...` and exits 0, or `slurm_local: FAIL ...` and exits 1.
 # The daemons are stopped on exit (trap), by the ids this script started them with.
 #
 # Options (environment): SLURM_LOCAL_DIR=DIR keeps everything in DIR (default: a new mktemp folder, kept after the
-# run for its logs); SLURM_LOCAL_TIMEOUT=SECONDS bounds each array (default 1800).
+# run for its logs); SLURM_LOCAL_TIMEOUT=SECONDS bounds each array and the srun step (default 1800: `timeout`
+# kills a hung one, and the script fails with exit 2).
 # The README's files ask for --cpus-per-task=8; a node with fewer CPUs could never run them, so there the sbatch
 # file is submitted with `--cpus-per-task=<the node's CPUs>` on the command line (which overrides its #SBATCH line)
 # and share_sweep.py's `cpus_per_task=8` is replaced by the node's CPUs; the script says when it does so.
@@ -164,7 +170,8 @@ import sys
 for line in sys.argv[1].splitlines():
     f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
     print(f"  job {f.get('JobId')} array task {f.get('ArrayTaskId', '-')}: {f.get('JobState')} exit "
-          f"{f.get('ExitCode')} on {f.get('NodeList')}, {f.get('NumCPUs')} CPUs, run time {f.get('RunTime')}")
+          f"{f.get('ExitCode')} on {f.get('NodeList')}, {f.get('NumTasks')} task(s), {f.get('NumCPUs')} CPUs, "
+          f"run time {f.get('RunTime')}")
 EOF
 }
 
@@ -206,18 +213,48 @@ run_submitit_array() {
     job_summary "$(basename "$sub" _submission.sh)"
 }
 
+SRUN_TASKS=2
+run_srun_distributed() {   # the README's `srun otod sweep ... --distributed`: one JAX process per SLURM task
+    local dir="$WORK/srun" line job rc=0 cmd
+    mkdir -p "$dir"
+    line=$(readme_block "# two processes on one host" | grep '^srun ' | sed 's/ *#.*//')
+    read -ra cmd <<<"$line"
+    [ "${cmd[0]:-}" = srun ] || die "README.md's distributed block has no srun line"
+    cmd=(srun -n "$SRUN_TASKS" "${cmd[@]:1}")
+    say "3. srun: README's '$line' as '${cmd[*]}', within timeout ${TIMEOUT} s (outside an allocation srun" \
+        "starts 1 task, one process; -n $SRUN_TASKS gives the $SRUN_TASKS processes the README's line is for)"
+    cd "$dir"
+    timeout -k 30 "$TIMEOUT" "${cmd[@]}" </dev/null >out.txt 2>err.txt || rc=$?
+    job=$(scontrol -o show job | grep -o '^JobId=[0-9]*' | cut -d= -f2 | sort -n | tail -1)
+    job_summary "$job"
+    sed 's/^/  err: /' err.txt
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then die "srun did not finish within $TIMEOUT s: killed (outputs in $dir)"; fi
+    [ "$rc" = 0 ] || { cat out.txt >&2; die "srun exited $rc (outputs in $dir)"; }
+    grep '^otod: process\|^results: \|^condition sweep: ' out.txt | sed 's/^/  /'
+    grep -q "in $SRUN_TASKS processes" out.txt || die "process 0's report does not say $SRUN_TASKS processes ran"
+    FILES[srun]=$(sed -n 's/^results: //p' out.txt)
+    [ -f "${FILES[srun]}" ] || die "srun's run wrote no results file (outputs in $dir)"
+    RUNS+=(srun)
+}
+
 run_one_process() {
     local dir="$WORK/single"
     mkdir -p "$dir"
     cd "$dir"
-    say "3. one process, no SLURM: otod ${SWEEP[*]}"
+    say "4. one process, no SLURM: otod ${SWEEP[*]}"
     otod "${SWEEP[@]}" >"$dir/report.txt"
     tail -n 1 "$dir/report.txt" | sed 's/^/  /'
 }
 
+declare -A FILES=([single]=runs/condition.parquet [sbatch]=runs/condition.parquet
+                  [submitit]=runs/condition.parquet)   # each run's results file, under $WORK/<run>
+declare -A LABEL=([sbatch]="sbatch array" [submitit]="submitit array" [srun]="srun --distributed")
+RUNS=(sbatch submitit)   # the runs compared with the one-process run (run_srun_distributed adds srun)
+
 compare() {
-    python3 - "$WORK/single/runs/condition.parquet" "$WORK/sbatch/runs/condition.parquet" \
-        "$WORK/submitit/runs/condition.parquet" <<'EOF'
+    local name args=()
+    for name in "${RUNS[@]}"; do args+=("${LABEL[$name]}=$WORK/$name/${FILES[$name]}"); done
+    python3 - "$WORK/single/${FILES[single]}" "${args[@]}" <<'EOF'
 import json, sys
 import pandas as pd
 import pyarrow.parquet as pq
@@ -232,7 +269,7 @@ def load(path):
 
 reference, reference_meta = load(sys.argv[1])
 failures = []
-for name, path in zip(("sbatch array", "submitit array"), sys.argv[2:]):
+for name, path in (arg.split("=", 1) for arg in sys.argv[2:]):
     frame, meta = load(path)
     try:
         pd.testing.assert_frame_equal(frame, reference, check_exact=True)
@@ -269,19 +306,21 @@ start_slurm
 node_cpus
 run_sbatch_array
 run_submitit_array
+run_srun_distributed
 run_one_process
-compare_fits() {   # the README's next line, otod fit, on each file: the same report but for its run-summary line
+compare_fits() {   # the README's next line, otod fit, on each file: the same report but for its name and run summary
     local name status=0
-    for name in single sbatch submitit; do
-        (cd "$WORK/$name" && otod fit runs/condition.parquet >fit.txt)
-        grep -v '^[a-z]* sweep: [0-9]* lanes' "$WORK/$name/fit.txt" >"$WORK/$name/fit.tables.txt"
+    for name in single "${RUNS[@]}"; do
+        (cd "$WORK/$name" && otod fit "${FILES[$name]}" >fit.txt)
+        grep -vxF "${FILES[$name]}" "$WORK/$name/fit.txt" | grep -v '^[a-z]* sweep: [0-9]* lanes' \
+            >"$WORK/$name/fit.tables.txt"   # the file's name (first line) and its run summary aside
     done
-    for name in sbatch submitit; do
+    for name in "${RUNS[@]}"; do
         if cmp -s "$WORK/single/fit.tables.txt" "$WORK/$name/fit.tables.txt"; then
-            say "  otod fit on the $name array's file: $(wc -l <"$WORK/$name/fit.tables.txt") lines identical to" \
-                "the one-process file's (its run-summary line aside)"
+            say "  otod fit on the ${LABEL[$name]}'s file: $(wc -l <"$WORK/$name/fit.tables.txt") lines identical" \
+                "to the one-process file's (its name and run-summary line aside)"
         else
-            say "  otod fit on the $name array's file DIFFERS from the one-process file's:"
+            say "  otod fit on the ${LABEL[$name]}'s file DIFFERS from the one-process file's:"
             diff "$WORK/single/fit.tables.txt" "$WORK/$name/fit.tables.txt" | head -20 | sed 's/^/    /'
             status=1
         fi
@@ -289,15 +328,15 @@ compare_fits() {   # the README's next line, otod fit, on each file: the same re
     return "$status"
 }
 
-say "4. compare (pandas, exact; run metadata ignored), then otod fit on each"
+say "5. compare (pandas, exact; run metadata ignored), then otod fit on each"
 status=0
 compare || status=$?
 compare_fits || status=1
 if [ "$status" = 0 ]; then
-    say "PASS: the sbatch array and the submitit array on SLURM each merged to the one-process run's records," \
-        "identical (and the same otod fit report)"
+    say "PASS: the sbatch array, the submitit array and srun --distributed on SLURM each gave the one-process" \
+        "run's records, identical (and the same otod fit report)"
 else
-    say "FAIL: a merged array differs from the one-process run (lines above; files in $WORK)"
+    say "FAIL: a SLURM run's file differs from the one-process run (lines above; files in $WORK)"
 fi
 stop_daemons
 say "finished $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
