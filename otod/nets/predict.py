@@ -140,7 +140,7 @@ def sweep_predictions(config) -> list[dict]:
         for method in config.methods:
             if method in ("sgd", "heavy-ball"):
                 out.append({**net_prediction(spec, params, config.target.tol, method, seed=config.seed),
-                            "examples": spec.dataset().examples})
+                            "examples": examples_of(spec)})
     return out
 
 
