@@ -230,3 +230,20 @@ def test_trace_h_sigma_estimated_from_drawn_examples_carries_its_error():
     exact = closed_forms(params, data)["trace_h_sigma"]
     point = otod.noise_scale(loss, params, data, x64=True, pairs=[], trace_examples=32).points[0]
     assert 0 < point.trace_h_sigma_se and abs(point.trace_h_sigma - exact) < 4 * point.trace_h_sigma_se
+
+
+def test_the_users_own_failure_is_one_line_naming_its_line_in_python_too():
+    """Issue 49 through the Python functions: the user's loss raising only on larger batches is refused before the
+    work as "your model's loss raised X: message (file:line)"; a zero gradient at a checkpoint names the step
+    instead of dividing by zero (`otod.nets.noise_scale.refuse_zero_gradient`)."""
+    from otod.nets.contract import check
+    from otod.nets.noise_scale import Problem, measure_at
+    from tests.fixtures.models import broken
+
+    with pytest.raises(OtodError, match=r"^otod.noise_scale: your model's loss raised ValueError: this model takes at "
+                                        r"most 16 examples, got 32 \(\S*broken.py:\d+\), on a batch of 32$"):
+        otod.noise_scale(*broken.big_batch_raises(), batch=32, pairs=[])
+    with jax.enable_x64(True):
+        problem = Problem.of_model(check(*broken.zero_gradient()))
+        with pytest.raises(OtodError, match=r"the mean gradient is exactly zero at step 7 \(\|G\|² = 0"):
+            measure_at(problem, pairs=[], step=7)
