@@ -183,9 +183,9 @@ def test_the_docs_model_sweep_runs_with_the_nqm_prediction(tmp_path, monkeypatch
         jnp = jax.numpy
         flat, unravel = ravel_pytree(jax.tree.map(jnp.asarray, start))
         x, y = (jnp.asarray(a, jnp.float64) for a in model.data)
-        hessian = jax.hessian(lambda v: model.loss(unravel(v), (x, y)))(flat)
-        grads = jax.vmap(jax.grad(lambda v, xi, yi: model.loss(unravel(v), (xi[None], yi[None]))),
-                         (None, 0, 0))(flat, x, y)
+        hessian = jax.jit(jax.hessian(lambda v: model.loss(unravel(v), (x, y))))(flat)
+        grads = jax.jit(jax.vmap(jax.grad(lambda v, xi, yi: model.loss(unravel(v), (xi[None], yi[None]))),
+                                 (None, 0, 0)))(flat, x, y)
     top = np.linalg.eigvalsh(np.asarray(hessian))[-1]
     g = np.asarray(grads).mean(0)
     trace_sigma = np.mean(np.sum((np.asarray(grads) - g) ** 2, axis=1))
