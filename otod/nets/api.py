@@ -204,7 +204,7 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
     records = []
     with jax.enable_x64(x64), exact_float32():
         model = cast(model, jnp.float64 if x64 else jnp.float32)
-        _refuse_nonfinite(model, chunk)
+        _refuse_bad_start(model, chunk, seed, (batch,))
         runs = train_model(model, checkpoints, lr, batch, seed)
         for step, params in runs:
             rec = curvature_at(model, params, int(k), int(probes), m, int(seed), None, float(quantile),
@@ -244,9 +244,11 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
     records = []
     with jax.enable_x64(True):
         measured = cast(model, jnp.float64)
-        _refuse_nonfinite(measured, chunk)
+        _refuse_bad_start(measured, chunk, seed, (batch,), one=True)
         trained = measured if x64 else cast(model, jnp.float32)
         problem = Problem.of_model(measured, chunk)
+        if 0 in checkpoints:  # a zero gradient at the start: refused before the training
+            _refuse_zero_gradient_at_start(problem, measured, seed)
         runs = train_model(trained, checkpoints, lr, batch, seed)
         for i, (step, params) in enumerate(runs):
             problem.at(params)
@@ -266,15 +268,47 @@ def _digest(model) -> str:
     return model_digest(model, model.name)
 
 
-def _refuse_nonfinite(model, chunk) -> None:
+def _refuse_bad_start(model, chunk, seed: int, batches, one: bool = False) -> None:
+    """Before any work: the loss, its gradient and its HVP traced at every batch size the measurement gives it
+    (`otod.nets.contract.trace_loss`), then the start seed ``seed`` trains from (`model_start`: ``init(key)`` at
+    seeds other than 0) refused where a parameter or the loss over the data is not finite."""
     import math
 
-    from otod.nets.contract import start_loss
+    from otod.nets.contract import chunk_of, start_loss, trace_loss, trace_sizes
+    from otod.nets.trajectory import model_start
 
-    value = start_loss(model, chunk)
+    trace_loss(model, trace_sizes(model.examples, batches, chunk or chunk_of(model), one), hvp=True)
+    start = model_start(model, seed)
+    where = model.extra.get("where", model.name)
+    drawn = "" if start is model.params else f" (init(key) at seed {seed})"
+    bad = [jax.tree_util.keystr(path) for path, leaf in jax.tree_util.tree_leaves_with_path(start)
+           if not np.all(np.isfinite(np.asarray(leaf)))] if drawn else []
+    if bad:  # a drawn start named by its leaves; the given params by their loss below
+        raise OtodError(f"{where}: the start{drawn} has non-finite parameters in {', '.join(bad[:3])}; a measurement "
+                        "needs a finite start")
+    value = start_loss(_at(model, start), chunk)
     if not math.isfinite(value):
-        raise OtodError(f"{model.extra.get('where', model.name)}: the loss at the start is {value} over the {model.examples:,} examples; a "
+        raise OtodError(f"{where}: the loss at the start{drawn} is {value} over the {model.examples:,} examples; a "
                         "measurement needs a finite loss (check the data and the start)")
+
+
+def _at(model, params):
+    """``model`` with its start replaced by ``params`` (in the model's dtype)."""
+    from otod.nets.contract import Model
+
+    dtype = jax.tree.leaves(model.params)[0].dtype
+    return Model(model.loss, jax.tree.map(lambda a: jnp.asarray(a, dtype), params), model.data, model.init,
+                 model.name, model.extra)
+
+
+def _refuse_zero_gradient_at_start(problem, model, seed: int) -> None:
+    """`otod.nets.noise_scale.refuse_zero_gradient` at the start seed ``seed`` trains from, before the training."""
+    from otod.nets.noise_scale import refuse_zero_gradient
+    from otod.nets.trajectory import model_start
+
+    problem.at(model_start(model, seed))
+    G = problem.mean_grad(problem.flat)
+    refuse_zero_gradient(float(G @ G), float(G @ problem.hvp(G)), "at the start (step 0)")
 
 
 # -- the public functions -------------------------------------------------------------------------------------

@@ -14,9 +14,14 @@ Flax (``nnx.split`` or linen's ``apply``) and Equinox (``eqx.partition``) models
 static part (docs/models.md). `check` refuses a contract that would fail later, each with one line naming what is
 wrong (`OtodError`, exit 2 on the command line): a missing file or name, an object that is not callable, a wrong
 return shape, non-float parameters, data with unequal leading axes, a loss that is not a scalar, an ``init``
-whose parameters differ from ``params`` in structure, and a loss that is not finite at the start. The shape
-checks trace the loss abstractly (``jax.eval_shape``: no compute); the finite check evaluates it once over the
-data, chunk by chunk.
+whose parameters differ from ``params`` in structure, a loss in a 16-bit float, and a loss that is not finite at the
+start. The shape checks trace the loss and its gradient abstractly (``jax.eval_shape``: no compute) at every batch
+size the work will give it (`trace_sizes`: the largest minibatch, the data's chunks, one example), and the
+Hessian-vector product where the work takes one; the finite check evaluates the loss once over the data, chunk by
+chunk. The user's own code failing, at import, in the function, in ``loss`` (forward or backward, e.g. a
+``custom_vjp``) or in ``init``, is reported as one line, "your model's loss raised X: message (file:line)", with
+the user's frames named and otod's and the libraries' left out (`user_error`); ``sys.exit`` in it is refused the
+same way, never taken as otod's exit.
 
 otod's own nets are contract instances too (`from_spec`), so every measurement has one path.
 """
@@ -26,7 +31,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import os
 import sys
+import sysconfig
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -87,8 +95,8 @@ def load_function(reference: str, option: str = "--model") -> Callable:
             module = importlib.import_module(target)
         except ModuleNotFoundError as e:
             raise OtodError(f"{where}: no module {e.name or target} to import") from None
-        except Exception as e:  # the user's module failed while importing
-            raise OtodError(f"{where}: importing {target} raised {type(e).__name__}: {_first_line(e)}") from None
+        except (Exception, SystemExit) as e:  # the user's module failed while importing
+            raise OtodError(f"{where}: importing {target} {_raised(e)}{_located(e)}") from None
     if not hasattr(module, name):
         raise OtodError(f"{where}: {target} has no {name}")
     function = getattr(module, name)
@@ -109,8 +117,8 @@ def _import_file(path: Path, where: str):
     sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
-    except Exception as e:
-        raise OtodError(f"{where}: importing {path} raised {type(e).__name__}: {_first_line(e)}") from None
+    except (Exception, SystemExit) as e:
+        raise OtodError(f"{where}: importing {path} {_raised(e)}{_located(e, str(path.resolve()))}") from None
     finally:
         if folder in sys.path:
             sys.path.remove(folder)
@@ -122,42 +130,188 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else "(no message)"
 
 
+def _raised(error: BaseException) -> str:
+    """How the user's code ended: "raised X: message", or "called sys.exit(code)" (refused: a model never ends
+    otod's process, and exit 0 would read as success with nothing written)."""
+    if isinstance(error, SystemExit):
+        return f"called sys.exit({error.code!r})"
+    return f"raised {type(error).__name__}: {_first_line(error)}"
+
+
+def _library_folders() -> tuple[str, ...]:
+    """Folders whose frames are not the user's: otod's package, the standard library, site-packages."""
+    paths = sysconfig.get_paths()
+    folders = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    folders.add(str(Path(__file__).resolve().parents[1]))
+    return tuple(os.path.join(str(Path(f).resolve()), "") for f in folders)
+
+
+def user_frames(error: BaseException, model_file: str | None = None) -> list:
+    """The frames of ``error``'s traceback (outermost first) in the user's code: the model's own file, and any
+    file outside otod and the installed libraries (JAX drops its own frames from what it re-raises)."""
+    folders = _library_folders()
+    frames = []
+    for frame in traceback.extract_tb(error.__traceback__):
+        name = frame.filename
+        path = str(Path(name).resolve()) if not name.startswith("<") else name
+        if path == model_file or not (name.startswith("<") or path.startswith(folders)):
+            frames.append(frame)
+    return frames
+
+
+def _located(error: BaseException, model_file: str | None = None) -> str:
+    """" (file:line)" of the innermost user frame, then the user frames that called it (" (a.py:9 in f, from
+    a.py:20 in loss)"); "" where the traceback holds none."""
+    frames = user_frames(error, model_file)[::-1]
+    if not frames:
+        return ""
+
+    def short(frame) -> str:
+        rel = os.path.relpath(frame.filename) if not frame.filename.startswith("<") else frame.filename
+        name = rel if not rel.startswith("..") else frame.filename
+        return f"{name}:{frame.lineno}"
+
+    if len(frames) == 1:
+        return f" ({short(frames[0])})"
+    return " (" + ", from ".join(f"{short(f)} in {f.name}" for f in frames) + ")"
+
+
+def user_error(error: BaseException, what: str, where: str, model_file: str | None = None) -> OtodError:
+    """One line for the user's code failing in ``what`` ("loss", "init(key)", or a whole subject such as "the
+    gradient of your model's loss"): "WHERE: your model's WHAT raised X: message (file:line)", the user's frames
+    named, otod's and the libraries' left out; an `OtodError` (otod's own refusal, or this line already made
+    where the user's code was called) passes unchanged."""
+    if isinstance(error, OtodError):
+        return error
+    subject = what if what.startswith("the ") else f"your model's {what}"
+    return OtodError(f"{where}: {subject} {_raised(error)}{_located(error, model_file)}")
+
+
 def load(reference: str, option: str = "--model", finite: bool = True) -> Model:
     """Load and `check` the contract ``reference`` names: call its function (no arguments) and check what it
     returns."""
     function = load_function(reference, option)
     where = f"{option} {reference}"
+    file = _source_file(function)
     try:
         returned = function()
     except TypeError as e:
-        raise OtodError(f"{where}: calling it with no arguments raised TypeError: {_first_line(e)}") from None
-    except Exception as e:
-        raise OtodError(f"{where}: calling it raised {type(e).__name__}: {_first_line(e)}") from None
+        raise OtodError(f"{where}: calling it with no arguments raised TypeError: {_first_line(e)}"
+                        f"{_located(e, file)}") from None
+    except (Exception, SystemExit) as e:
+        raise OtodError(f"{where}: calling it {_raised(e)}{_located(e, file)}") from None
     if not isinstance(returned, (tuple, list)) or len(returned) not in (3, 4):
         got = f"a {len(returned)}-tuple" if isinstance(returned, (tuple, list)) else f"a {type(returned).__name__}"
         raise OtodError(f"{where}: returned {got}; return (loss, params, data) or (loss, params, data, init)")
-    return check(*returned, where=where, name=str(reference), finite=finite)
+    return check(*returned, where=where, name=str(reference), finite=finite, model_file=file)
 
 
-def check(loss, params, data, init=None, where: str = "model", name: str = "model", finite: bool = True) -> Model:
+def _source_file(function) -> str | None:
+    """The resolved path of the file that defines ``function`` (its frames are the user's), or None."""
+    code = getattr(function, "__code__", None)
+    return str(Path(code.co_filename).resolve()) if code is not None else None
+
+
+def check(loss, params, data, init=None, where: str = "model", name: str = "model", finite: bool = True,
+          model_file: str | None = None) -> Model:
     """A `Model` of the contract's parts, or one line (`OtodError`) on the first thing wrong (module docstring);
-    ``where`` starts the line (the option and its value on the command line, the argument in Python)."""
+    ``where`` starts the line (the option and its value on the command line, the argument in Python).
+    ``model_file``: the file whose frames are the user's (default: the one defining ``loss``). The model's loss
+    and init are wrapped (`_UserCode`) so that the user's code failing later, during the work, is the same one
+    line."""
     if not callable(loss):
         raise OtodError(f"{where}: loss is a {type(loss).__name__}, not a function loss(params, batch)")
     if init is not None and not callable(init):
         raise OtodError(f"{where}: init is a {type(init).__name__}, not a function init(key) -> params")
+    model_file = model_file or _source_file(loss)
     data = _check_data(data, where)
     params = _check_params(params, where)
-    _check_loss_shape(loss, params, data, where)
+    loss = loss if isinstance(loss, _UserCode) else _UserCode(loss, "loss", where, model_file)
+    if init is not None:
+        init = init if isinstance(init, _UserCode) else _UserCode(init, "init(key)", where, model_file)
+    model = Model(loss, params, data, init, name, {"where": where, "file": model_file})
+    trace_loss(model, (min(2, model.examples),))
     if init is not None:
         _check_init(init, params, where)
-    model = Model(loss, params, data, init, name, {"where": where})
     if finite:
         value = start_loss(model)
         if not math.isfinite(value):
             raise OtodError(f"{where}: the loss at the start is {value} over the {model.examples:,} examples; "
                             "a measurement needs a finite loss (check the data and the start)")
     return model
+
+
+class _UserCode:
+    """The user's ``loss`` or ``init``, called through: any exception (or ``sys.exit``) its own code raises, at
+    any time, becomes `user_error`'s one line. Compared and hashed by identity, as the function it wraps."""
+
+    def __init__(self, function, what: str, where: str, model_file: str | None):
+        self.function, self.what, self.where, self.model_file = function, what, where, model_file
+
+    def __call__(self, *args):
+        try:
+            return self.function(*args)
+        except (Exception, SystemExit) as e:
+            raise user_error(e, self.what, self.where, self.model_file) from None
+
+
+def trace_sizes(examples: int, batches=(), chunk: int | None = None, one: bool = False) -> tuple[int, ...]:
+    """The batch sizes a piece of work gives the loss: the minibatches ``batches``, the data's full chunks and
+    the chunk left over (`otod.nets.chunked.pieces` of ``chunk``), and one example (``one``: per-example
+    gradients), each at most ``examples``."""
+    from otod.nets.chunked import pieces
+
+    sizes = {int(b) for b in batches}
+    if chunk is not None:
+        c, _, rest = pieces(examples, int(chunk))
+        sizes |= {c, rest} - {0}
+    if one:
+        sizes.add(1)
+    return tuple(sorted(b for b in sizes if 1 <= b <= examples))
+
+
+def trace_loss(model: Model, sizes, hvp: bool = False) -> None:
+    """Trace the loss and its gradient (and, with ``hvp``, its Hessian-vector product) at each batch size of
+    ``sizes`` abstractly (``jax.eval_shape``: no compute): one line for a loss that fails at some size, forward or
+    backward (the forward pass traced first, so that the two are named apart), that returns no float32 or float64
+    scalar, or whose gradient or HVP fails."""
+    where, file = model.extra.get("where", model.name), model.extra.get("file")
+    for size in sizes:
+        batch = tuple(jax.ShapeDtypeStruct((int(size),) + tuple(a.shape[1:]), a.dtype) for a in model.data)
+        traced = [("loss", model.loss), ("the gradient of your model's loss", jax.grad(model.loss))]
+        traced += [("the Hessian-vector product of your model's loss", _hvp(model.loss))] if hvp else []
+        for what, f in traced:
+            try:
+                out = jax.eval_shape(f, model.params, batch)
+            except (Exception, SystemExit) as e:
+                raise OtodError(f"{user_error(e, what, where, file)}, on a batch of {size}") from None
+            if what == "loss":
+                _check_output(out, size, where)
+
+
+def _hvp(loss):
+    """params, batch -> H·params of ``loss`` at params (forward over reverse), for `trace_loss`."""
+    def hvp(params, batch):
+        return jax.jvp(lambda p: jax.grad(loss)(p, batch), (params,), (params,))[1]
+
+    return hvp
+
+
+def _check_output(out, size: int, where: str) -> None:
+    """The loss's output on a batch of ``size``: one float32 or float64 scalar."""
+    shape = getattr(out, "shape", None)
+    if shape is None:
+        raise OtodError(f"{where}: loss returns a {type(out).__name__}; it must return one scalar, the mean loss "
+                        "over the batch")
+    if shape != ():
+        raise OtodError(f"{where}: loss returns shape {tuple(shape)} on a batch of {size}; it must return a scalar, "
+                        "the mean loss over the batch (e.g. jnp.mean of the per-example losses)")
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise OtodError(f"{where}: loss returns {out.dtype}; it must return a float scalar")
+    if jnp.dtype(out.dtype).itemsize < 4:
+        raise OtodError(f"{where}: loss returns {out.dtype}; otod measures in float32 (float64 with --x64) and reads "
+                        "the loss against its target in that precision: return it as float32, e.g. "
+                        "jnp.mean(losses).astype(jnp.float32)")
 
 
 def _check_data(data, where: str) -> tuple:
@@ -192,29 +346,8 @@ def _check_params(params, where: str):
     return params
 
 
-def _check_loss_shape(loss, params, data, where: str) -> None:
-    """The loss's output on a batch of the data, traced abstractly: one scalar, a float."""
-    batch = tuple(a[: min(2, a.shape[0])] for a in data)
-    try:
-        out = jax.eval_shape(loss, params, batch)
-    except Exception as e:
-        raise OtodError(f"{where}: loss(params, batch) raised {type(e).__name__}: {_first_line(e)}") from None
-    shape = getattr(out, "shape", None)
-    if shape is None:
-        raise OtodError(f"{where}: loss returns a {type(out).__name__}; it must return one scalar, the mean loss "
-                        "over the batch")
-    if shape != ():
-        raise OtodError(f"{where}: loss returns shape {tuple(shape)} on a batch of {batch[0].shape[0]}; it must "
-                        "return a scalar, the mean loss over the batch (e.g. jnp.mean of the per-example losses)")
-    if not jnp.issubdtype(out.dtype, jnp.floating):
-        raise OtodError(f"{where}: loss returns {out.dtype}; it must return a float scalar")
-
-
 def _check_init(init, params, where: str) -> None:
-    try:
-        drawn = jax.eval_shape(init, jax.random.PRNGKey(0))
-    except Exception as e:
-        raise OtodError(f"{where}: init(key) raised {type(e).__name__}: {_first_line(e)}") from None
+    drawn = jax.eval_shape(init, jax.random.PRNGKey(0))  # the user's failure: one line (`_UserCode`)
     want = jax.tree.map(lambda a: (tuple(a.shape), str(a.dtype)), params)
     got = jax.tree.map(lambda a: (tuple(a.shape), str(a.dtype)), drawn)
     if jax.tree.structure(want) != jax.tree.structure(got) or jax.tree.leaves(want) != jax.tree.leaves(got):

@@ -1,12 +1,16 @@
 """Per-layer curvature: the top eigenvalue of each layer's diagonal Hessian block beside the whole net's
 (``otod curvature --per-layer``, ``otod.curvature(..., per_layer=True)``), as PyHessian's users ask for.
 
-* A *layer* is a group of the parameter pytree's leaves: the leaves that share a parent node (a leaf's pytree
-  path less its last key), and a leaf at the root is a layer of its own. otod's own nets, a tuple of
+* A *layer* is a group of the parameter pytree's parameters: the parameters that share a parent node (a
+  parameter's pytree path less its last key), and a parameter at the root is a layer of its own. A parameter is
+  an array leaf, or a Flax nnx ``Variable`` (``nnx.Param``: one array boxed with its metadata, reached as
+  ``.value``), which counts as its array, so that its box is not taken for the layer. otod's own nets, a tuple of
   ``{"w", "b"}`` per layer, give one layer per weight layer (``[0]``, ``[1]``, …: its weights and biases); a
-  Flax linen tree ``{"params": {"Dense_0": {"kernel", "bias"}, …}}`` gives ``['params']['Dense_0']``, …; an
-  Equinox MLP gives ``.layers[0]``, …; a flat dict ``{"w1", "b1", "w2"}`` gives one layer per entry. A layer is
-  named by its path as `jax.tree_util.keystr` writes it (``params[0]`` is that layer), "(all)" for a bare array.
+  Flax nnx module's state (``nnx.split(model, nnx.Param)[1]``) gives one layer per submodule (``['hidden']``,
+  ``['out']``: each ``nnx.Linear``'s kernel and bias); a Flax linen tree ``{"params": {"Dense_0": {"kernel",
+  "bias"}, …}}`` gives ``['params']['Dense_0']``, …; an Equinox MLP gives ``.layers[0]``, …; a flat dict
+  ``{"w1", "b1", "w2"}`` gives one layer per entry. A layer is named by its path as `jax.tree_util.keystr` writes
+  it (``params[0]`` is that layer), "(all)" for a bare array.
 * Layer ℓ's block H_ℓℓ = ∂²L/∂θ_ℓ² is the Hessian of the loss restricted to θ_ℓ with every other layer held
   fixed: the full Hessian-vector product with the tangent zero outside the layer, projected back onto it
   (H_ℓℓ v_ℓ = [H (v_ℓ, 0)]_ℓ). `block_loss` writes it as the loss of θ_ℓ alone, so each product is the
@@ -19,6 +23,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -41,17 +46,29 @@ def _parent(path: tuple) -> tuple:
     return path[:-1] if len(path) > 1 else path
 
 
-def layers_of(params) -> list[Layer]:
-    """The layers of ``params`` (module docstring: leaves grouped by their parent's path), in the order of
-    their first leaf."""
-    from jax.tree_util import keystr, tree_flatten_with_path
+def _is_boxed_parameter(node) -> bool:
+    """A Flax nnx ``Variable`` (``nnx.Param``, …): one parameter in its box (module docstring). Flax is not
+    imported for it: a tree that holds one has imported it."""
+    nnx = sys.modules.get("flax.nnx")
+    return nnx is not None and isinstance(node, nnx.Variable)
 
-    leaves, _ = tree_flatten_with_path(params)
+
+def layers_of(params) -> list[Layer]:
+    """The layers of ``params`` (module docstring: parameters grouped by their parent's path), in the order of
+    their first leaf; ``members`` index the array leaves (`jax.tree_util.tree_leaves` order)."""
+    from jax.tree_util import keystr, tree_flatten_with_path, tree_leaves
+
+    parameters, _ = tree_flatten_with_path(params, is_leaf=_is_boxed_parameter)
     groups: dict[tuple, list[int]] = {}
-    for i, (path, _leaf) in enumerate(leaves):
-        groups.setdefault(tuple(_parent(path)), []).append(i)
-    return [Layer(keystr(parent) or "(all)", tuple(members), int(sum(np.size(leaves[i][1]) for i in members)))
-            for parent, members in groups.items()]
+    sizes: dict[tuple, int] = {}
+    first = 0
+    for path, node in parameters:  # depth-first, as the array leaves: each node's leaves come next in order
+        arrays = tree_leaves(node)
+        parent = tuple(_parent(path))
+        groups.setdefault(parent, []).extend(range(first, first + len(arrays)))
+        sizes[parent] = sizes.get(parent, 0) + int(sum(np.size(a) for a in arrays))
+        first += len(arrays)
+    return [Layer(keystr(parent) or "(all)", tuple(members), sizes[parent]) for parent, members in groups.items()]
 
 
 class _BlockLoss:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -190,6 +190,40 @@ def problem_of(model, batch: int = 32, examples: int | None = None, reference: s
     return ModelProblem(reference=reference, digest=model_digest(model, reference), parameters=model.parameter_count,
                         data_examples=model.examples, example_floats=max(1, floats), start_loss=float(loss),
                         batch=int(batch), examples=examples, model=model)
+
+
+def trace_work(problem: ModelProblem, sizes, batches, one: bool = False, hvp: bool = False) -> None:
+    """Before the sweep: the loss and its gradient traced (`otod.nets.contract.trace_loss`) at every batch size the
+    sweep gives it: each minibatch of ``batches``, and the chunks of the stopping metric over each training set of
+    ``sizes`` (None: all); with ``one`` and ``hvp`` (the NQM's prediction), one example and the HVP too."""
+    from otod.nets.contract import chunk_of, trace_loss, trace_sizes
+
+    widths = set()
+    for size in sizes:
+        sized = problem if size == problem.examples else replace(problem, examples=None if size is None else int(size))
+        widths |= set(trace_sizes(sized.training_examples, batches, chunk_of(sized.loaded()), one))
+    trace_loss(problem.loaded(), tuple(sorted(widths)), hvp=hvp)
+
+
+def refuse_bad_starts(problem: ModelProblem, seeds: int, seed: int) -> None:
+    """One line, before the sweep, where a seed's start (``init(key)``, `ModelProblem.initial_params`) has a
+    non-finite parameter or loss: every lane of that seed would stop as diverged at iteration 0. Without an
+    ``init`` every seed starts at ``params``, whose loss `problem_of` checked."""
+    model = problem.loaded()
+    if model.init is None or problem.branched:
+        return
+    where = model.extra.get("where", problem.reference)
+    for s in range(int(seeds)):
+        start = problem.initial_params(np.random.default_rng([seed, s]))
+        bad = [jax.tree_util.keystr(path) for path, leaf in jax.tree_util.tree_leaves_with_path(start)
+               if not np.all(np.isfinite(leaf))]
+        if bad:
+            raise OtodError(f"{where}: init(key) drew seed {s}'s start with non-finite parameters in "
+                            f"{', '.join(bad[:3])}; every lane of that seed would stop at iteration 0 (check init)")
+        loss = problem.initial_loss(seed, s)
+        if not np.isfinite(loss):
+            raise OtodError(f"{where}: the loss at seed {s}'s start (init(key)) is {loss} over the "
+                            f"{problem.training_examples:,} examples; a sweep needs a finite start (check init)")
 
 
 def model_digest(model, reference: str) -> str:

@@ -223,6 +223,7 @@ def gradient_moments(problem: Problem, trace_examples: int | None = None, basis:
             dhd.append(np.asarray(jnp.sum(dp * problem.hvps(dp), -1)))
     dhd = np.concatenate(dhd) if dhd else np.zeros(0)
     g2, gHg, trace = float(G @ G), float(G @ HG), sq_sum / n
+    refuse_zero_gradient(g2, gHg)
     trace_h = float(np.mean(dhd))
     se = 0.0 if m == n else float(np.std(dhd, ddof=1) / math.sqrt(m) * math.sqrt((n - m) / (n - 1)))
     out = {"loss": float(problem.mean_loss(v)), "examples": n, "parameters": problem.size, "g2": g2,
@@ -232,6 +233,22 @@ def gradient_moments(problem: Problem, trace_examples: int | None = None, basis:
         out["projected_sigma"] = np.asarray(proj_sum) / n
         out["projected_gradient"] = np.asarray(G @ V)
     return out
+
+
+def refuse_zero_gradient(g2: float, gHg: float, where: str = "here",
+                         fix: str = "measure at other --steps, or check that the loss uses params") -> None:
+    """One line where B_simple = tr Σ/|G|² or B_noise = tr(HΣ)/GᵀHG has a zero denominator: |G|² = 0 (a stationary
+    point, or a loss that does not depend on its parameters) or GᵀHG = 0 (no curvature along the gradient, e.g. a
+    loss linear in them); neither noise scale is defined there."""
+    from otod.core.errors import OtodError
+
+    if g2 == 0.0:
+        raise OtodError(f"the mean gradient is exactly zero {where} (|G|² = 0: a stationary point, or a loss that does "
+                        f"not depend on its parameters); the noise scales tr Σ/|G|² and tr(HΣ)/GᵀHG are undefined "
+                        f"there: {fix}")
+    if gHg == 0.0:
+        raise OtodError(f"the curvature along the mean gradient is exactly zero {where} (GᵀHG = 0, e.g. a loss linear "
+                        f"in its parameters); B_noise = tr(HΣ)/GᵀHG is undefined there: {fix}")
 
 
 # -- the two-batch estimator ---------------------------------------------------------------------------------
@@ -317,7 +334,12 @@ def measure_at(problem: Problem, pairs=PAIRS, draws: int = DRAWS, trace_examples
                seed: int = 0, step: int = 0) -> list[dict]:
     """`measure` on a `Problem` already at its point (inside ``jax.enable_x64(True)``); pairs whose big batch
     exceeds the training set are left out."""
-    moments = gradient_moments(problem, trace_examples, seed=seed)
+    from otod.core.errors import OtodError
+
+    try:
+        moments = gradient_moments(problem, trace_examples, seed=seed)
+    except OtodError as e:
+        raise OtodError(str(e).replace(" here ", f" at step {int(step)} ", 1)) from None
     exact = {"step": int(step), **{k: moments[k] for k in EXACT_FIELDS}}
     pairs = [p for p in pairs if p[1] <= problem.n]
     if not pairs:

@@ -91,13 +91,19 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     axes += [("beta", betas)]
     if len(batches) == 1:
         spec = dataclasses.replace(spec, batch=int(batches[0]))
+    seeds = DEFAULTS["seeds"] if seeds is None else seeds
+    seed = 0 if seed is None else seed_value(seed)
+    if spec.kind == "model":
+        from otod.nets.model_problem import refuse_bad_starts
+
+        refuse_bad_starts(spec, seeds, seed)
     ladder = targets(DEFAULTS["target"] if target is None else target, stream)
     tol = min(ladder)
     grid = DEFAULT_LR_GRID if lr_grid is None else round_positive(parse_range(str(lr_grid), "--lr-grid"))
     return SweepConfig(sweep="net", axes=tuple(axes), problem=spec, methods=methods,
                        target=Target(tol=tol, kind="absolute", ladder=ladder, check_every=1),
                        max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "20000"),
-                       seeds=DEFAULTS["seeds"] if seeds is None else seeds, seed=0 if seed is None else seed_value(seed),
+                       seeds=seeds, seed=seed,
                        lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
                        **({} if chunk_seconds is None else {"chunk_seconds": chunk_seconds}))
 
@@ -126,6 +132,9 @@ def user_problem(model, batch, sizes) -> tuple:
     if max(batches) > smallest:
         raise OtodError(f"--batch {max(batches):g}: larger than the data set ({smallest:,} training examples); "
                         f"use --batch ≤ {smallest}")
+    from otod.nets.model_problem import trace_work
+
+    trace_work(spec, sizes, batches)
     return dataclasses.replace(spec, batch=int(min(batches))), batches
 
 

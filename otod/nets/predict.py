@@ -140,8 +140,36 @@ def sweep_predictions(config) -> list[dict]:
         for method in config.methods:
             if method in ("sgd", "heavy-ball"):
                 out.append({**net_prediction(spec, params, config.target.tol, method, seed=config.seed),
-                            "examples": spec.dataset().examples})
+                            "examples": examples_of(spec)})
     return out
+
+
+def refuse_stationary_start(config) -> None:
+    """Before the lanes run: one line where the prediction's noise scales would divide by zero at seed 0's start
+    (`otod.nets.noise_scale.refuse_zero_gradient`: |G|² = 0 or GᵀHG = 0 of the full training loss, float64), rather
+    than after every lane has run."""
+    from otod.nets.chunked import chunked_mean
+    from otod.nets.contract import cast, chunk_of
+    from otod.nets.noise_scale import refuse_zero_gradient
+
+    if config.problem.branched:
+        return
+    params = seed_start(config.problem, np.random.default_rng([config.seed, 0]))
+    with jax.enable_x64(True):
+        model = cast(config.problem.loaded(), jnp.float64)
+        mean = chunked_mean(model.loss, chunk_of(model))
+
+        def moments(p, *data):
+            def grad(q):
+                return jax.grad(mean)(q, *data)
+
+            G, HG = jax.jvp(grad, (p,), (grad(p),))
+            dot = sum(jnp.vdot(a, b) for a, b in zip(jax.tree.leaves(G), jax.tree.leaves(HG)))
+            return sum(jnp.vdot(a, a) for a in jax.tree.leaves(G)), dot
+
+        g2, gHg = jax.jit(moments)(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params), *model.data)
+    refuse_zero_gradient(float(g2), float(gHg), "at seed 0's start, where the NQM's prediction is measured",
+                         "check that the loss uses params, or run without the prediction (--no-predict)")
 
 
 def run_meta(config, predict: bool):
@@ -152,6 +180,12 @@ def run_meta(config, predict: bool):
     model = config.problem.kind == "model"
     if not ((predict and batch_axis) or (model and batch_axis)):
         return None
+    if predict and model:  # the prediction's per-example gradients and HVPs, traced before the lanes run
+        from otod.nets.model_problem import trace_work
+
+        sizes = dict(config.axes).get("examples", (config.problem.examples,))
+        trace_work(config.problem, sizes, (), one=True, hvp=True)
+        refuse_stationary_start(config)
 
     def meta() -> dict:
         from otod.nets.bill import recorded_flops

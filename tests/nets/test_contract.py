@@ -230,3 +230,46 @@ def test_trace_h_sigma_estimated_from_drawn_examples_carries_its_error():
     exact = closed_forms(params, data)["trace_h_sigma"]
     point = otod.noise_scale(loss, params, data, x64=True, pairs=[], trace_examples=32).points[0]
     assert 0 < point.trace_h_sigma_se and abs(point.trace_h_sigma - exact) < 4 * point.trace_h_sigma_se
+
+
+def test_the_users_own_failure_is_one_line_naming_its_line_in_python_too():
+    """Issue 49 through the Python functions: the user's loss raising only on larger batches is refused before the
+    work as "your model's loss raised X: message (file:line)"; a zero gradient at a checkpoint names the step
+    instead of dividing by zero (`otod.nets.noise_scale.refuse_zero_gradient`)."""
+    from otod.nets.contract import check
+    from otod.nets.noise_scale import Problem, measure_at
+    from tests.fixtures.models import broken
+
+    with pytest.raises(OtodError, match=r"^otod.noise_scale: your model's loss raised ValueError: this model takes at "
+                                        r"most 16 examples, got 32 \(\S*broken.py:\d+\), on a batch of 32$"):
+        otod.noise_scale(*broken.big_batch_raises(), batch=32, pairs=[])
+    with jax.enable_x64(True):
+        problem = Problem.of_model(check(*broken.zero_gradient()))
+        with pytest.raises(OtodError, match=r"the mean gradient is exactly zero at step 7 \(\|G\|² = 0"):
+            measure_at(problem, pairs=[], step=7)
+
+
+def test_a_flax_nnx_model_meets_the_contract():
+    """Issue 49: Flax nnx in the contract's fast checks (the whole commands on it run with the slow ones): the
+    state ``nnx.split`` gives passes `check` (the loss, its gradient and HVP traced at every size the work uses),
+    its start loss is the module's own ½ mean squared error over the data, ``init(key)`` draws another start at
+    seed 3 (`model_start`), and --per-layer sees its two nnx.Linear layers, kernel and bias together."""
+    pytest.importorskip("flax")
+    from flax import nnx
+
+    from otod.nets.contract import check, start_loss, trace_loss, trace_sizes
+    from otod.nets.curvature_layers import layers_of
+    from otod.nets.trajectory import model_start
+    from tests.fixtures.models import flax_mlp
+
+    loss, params, data, init = flax_mlp.problem()
+    model = check(loss, params, data, init)
+    trace_loss(model, trace_sizes(model.examples, (32,), 50, one=True), hvp=True)
+    x, y = data
+    graph = nnx.graphdef(flax_mlp.MLP(6, 16, nnx.Rngs(0)))
+    direct = 0.5 * np.mean((np.asarray(nnx.merge(graph, params)(x)) - y) ** 2)
+    assert start_loss(model) == pytest.approx(direct, rel=1e-6)
+    assert not np.allclose(model_start(model, 3)["hidden"]["kernel"].get_value(),
+                           params["hidden"]["kernel"].get_value())
+    assert [(layer.name, layer.parameters) for layer in layers_of(params)] == [("['hidden']", 6 * 16 + 16),
+                                                                                ("['out']", 16 + 1)]

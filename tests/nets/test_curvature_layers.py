@@ -127,3 +127,43 @@ def test_command_prints_the_per_layer_table_and_records_it(tmp_path):
     record = otod.load(out).records[0]
     assert list(record["layer_names"]) == ["['w']"]
     assert record["layer_lambda_max"][0] == pytest.approx(record["lambda_max"], rel=DENSE)
+
+
+def test_a_flax_nnx_net_gives_one_block_per_layer_equal_to_its_dense_block(x64):
+    """Issue 49: a 3-layer Flax nnx MLP (nnx.Linear 4 → 6 → 6 → 1, each kernel and bias boxed in an nnx.Param)
+    gives 3 layers, not 6 (a block per kernel and per bias, the Variable box taken for the layer), and each
+    block's top eigenvalue equals that of the dense Hessian's rows and columns of its kernel and bias, chosen
+    here by the leaves' paths (those under the layer's attribute), to 1e-6 in float64."""
+    nnx = pytest.importorskip("flax.nnx")
+    from jax.flatten_util import ravel_pytree
+    from jax.tree_util import keystr, tree_flatten_with_path
+
+    from otod.nets.curvature import top_eigenvalues
+
+    class MLP3(nnx.Module):
+        def __init__(self, rngs):
+            self.l1, self.l2, self.out = (nnx.Linear(a, b, rngs=rngs) for a, b in ((4, 6), (6, 6), (6, 1)))
+
+        def __call__(self, x):
+            return self.out(jnp.tanh(self.l2(jnp.tanh(self.l1(x)))))[:, 0]
+
+    graph, params = nnx.split(MLP3(nnx.Rngs(0)), nnx.Param)
+    params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((64, 4)))
+    y = jnp.sin(x @ jnp.asarray(rng.standard_normal(4)))
+
+    def loss(p, *batch):
+        return 0.5 * jnp.mean((nnx.merge(graph, p)(batch[0]) - batch[1]) ** 2)
+
+    assert [(layer.name, layer.parameters) for layer in L.layers_of(params)] == [
+        ("['l1']", 30), ("['l2']", 42), ("['out']", 7)]
+    record = L.layer_curvature(top_eigenvalues, loss, params, (x, y))
+    flat, unflatten = ravel_pytree(params)
+    h = np.asarray(jax.jit(jax.hessian(lambda v: loss(unflatten(v), x, y)))(flat))
+    leaves = tree_flatten_with_path(params)[0]
+    ends = np.cumsum([leaf.size for _, leaf in leaves])
+    for name, top in zip(record["layer_names"], record["layer_lambda_max"], strict=True):
+        index = np.concatenate([np.arange(end - leaf.size, end) for (path, leaf), end in zip(leaves, ends)
+                                if keystr(path).startswith(name)])
+        assert top == pytest.approx(np.linalg.eigvalsh(h[np.ix_(index, index)])[-1], rel=DENSE), name

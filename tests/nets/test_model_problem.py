@@ -5,6 +5,7 @@ against the Python function."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from otod.nets.options import default_batches, net_config
 jax = pytest.importorskip("jax")
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "plain_jax.py"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 
 
 def small_config(reference: str = f"{FIXTURE}:mlp", **kw):
@@ -140,3 +142,52 @@ def test_two_models_of_one_name_get_different_digests_and_results_files():
     again = check(loss, {"w": params.copy()}, tuple(np.array(a) for a in data), name="same")
     other = check(loss, {"w": params}, tuple(a[:32] for a in data), name="same")
     assert _digest(one) == _digest(again) != _digest(other)
+
+
+def docs_model_and_sweep() -> tuple[str, list[str]]:
+    """docs/models.md's ``my_model.py`` (the code block that starts ``# my_model.py``) and its ``otod sweep net``
+    command, as a user pastes them."""
+    text = DOCS.read_text()
+    source = re.search(r"```python\n(# my_model\.py\n.*?)```", text, re.S).group(1)
+    command = re.search(r"^\$ otod (sweep net --model my_model\.py:problem [^\n]*)$", text, re.M).group(1)
+    return source, command.split()
+
+
+def test_the_docs_model_sweep_runs_with_the_nqm_prediction(tmp_path, monkeypatch):
+    """Issue 49: the docs' "your model" sweep, pasted (prediction on, the default), ran all its lanes and then
+    failed in the NQM's prediction (``'ModelProblem' object has no attribute 'dataset'``). The command runs as
+    written with a smaller grid appended (the documented grid's 595 lanes compile 17 programs: 100 s of one cold
+    run; this one 25 CPU-s, 6 of them the prediction), and the recorded prediction measured seed 0's start: its SLQ λ_max is the dense Hessian's top
+    eigenvalue (80 Lanczos steps on P = 320 converge it to rounding, float64) and its B_simple = tr Σ/|G|² that of
+    the per-example gradients (exact over all 512 examples: 1e-9)."""
+    from jax.flatten_util import ravel_pytree
+
+    from otod.nets.predict import seed_start
+
+    source, command = docs_model_and_sweep()
+    assert command == ["sweep", "net", "--model", "my_model.py:problem", "--batch", "4..256:7:log", "--target",
+                       "0.05"]
+    (tmp_path / "my_model.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    smaller = ["--batch", "8,64,256", "--seeds", "2", "--lr-grid", "0.3,1", "--no-plot"]
+    result = CliRunner().invoke(main, command + smaller, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "predicted (NQM from the net's spectrum and noise" in result.output
+    loaded = otod.load(next(Path("results").glob("net-*.parquet")))
+    (prediction,) = loaded.meta["nqm_prediction"]
+    assert (prediction["examples"], prediction["parameters"], prediction["trace_examples"]) == (512, 320.0, 512.0)
+    model = load("my_model.py:problem")
+    spec = problem_of(model)
+    start = seed_start(spec, np.random.default_rng([0, 0]))
+    with jax.enable_x64(True):
+        jnp = jax.numpy
+        flat, unravel = ravel_pytree(jax.tree.map(jnp.asarray, start))
+        x, y = (jnp.asarray(a, jnp.float64) for a in model.data)
+        hessian = jax.jit(jax.hessian(lambda v: model.loss(unravel(v), (x, y))))(flat)
+        grads = jax.jit(jax.vmap(jax.grad(lambda v, xi, yi: model.loss(unravel(v), (xi[None], yi[None]))),
+                                 (None, 0, 0)))(flat, x, y)
+    top = np.linalg.eigvalsh(np.asarray(hessian))[-1]
+    g = np.asarray(grads).mean(0)
+    trace_sigma = np.mean(np.sum((np.asarray(grads) - g) ** 2, axis=1))
+    assert prediction["lambda_max"] == pytest.approx(top, rel=1e-6)
+    assert prediction["measured_b_simple"] == pytest.approx(trace_sigma / (g @ g), rel=1e-9)
