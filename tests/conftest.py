@@ -112,7 +112,7 @@ def _checkout_first() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
 
 
-def run_otod(args, cwd, timeout: float = 60):
+def run_otod(args, cwd, timeout: float = 120):
     """``python -m otod ARGS`` as a real process in ``cwd``, importing this checkout's otod first, as a user runs
     it; returns (the completed process, its wall seconds)."""
     import subprocess
