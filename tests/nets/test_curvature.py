@@ -238,7 +238,8 @@ def test_above_the_limit_each_interval_covers_the_dense_value_for_most_probe_set
     covered = dict.fromkeys(names, 0)
     for seed in COVERAGE_SEEDS:  # the record's own SLQ (its probes from seed + 1) and estimates, less its top-k
         spectrum = C.slq(TINY.mean_loss, params, 8, 40, xy, seed + 1)
-        r = slq_estimates(spectrum.nodes, spectrum.weights, first["lambda_max"], 0.9, C.NEGATIVE_TOLERANCE)
+        r = slq_estimates(spectrum.nodes, spectrum.weights, first["lambda_max"], 0.9, C.NEGATIVE_TOLERANCE,
+                          C.parameter_size(params))
         r["kappa_q"] = C.kappa_quantile(first["lambda_max"], r["lambda_q"])
         if seed == 0:
             assert all(r[name] == first[name] and r[f"{name}_interval"] == first[f"{name}_interval"]

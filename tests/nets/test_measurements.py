@@ -108,6 +108,7 @@ def test_the_models_measurements_report_each_checkpoint_as_it_is_done():
     assert calls == [(1, 3), (2, 3), (3, 3), (1, 2), (2, 2)]
 
 
+@pytest.mark.slow  # measure_noise compiles its programs: 13 s on the loaded 2-core machine
 def test_the_noise_scale_at_step_0_is_measured_at_the_models_own_float64_start():
     """Without x64 the run trains in float32, but step 0 is the user's start itself: |G|² and the loss there equal
     the float64 values at a start float32 cannot hold (1/3, 1 + 10⁻⁹) to 10⁻¹² (its float32 rounding moves them
