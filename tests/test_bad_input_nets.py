@@ -62,6 +62,10 @@ NET_CASES = [
     (NET + ["--width", "1e9"], MEMORY),
     (NET + ["--width", "0"], "--width"),
     (NET + ["--model", "cnn", "--width", "1e9"], MEMORY),
+    # issue 49: a model file without :NAME, and the core's size refusal naming the net sweep's own options
+    (NET + ["--model", "bm.py"], "--model bm.py: a model of your own needs ':NAME'"),
+    (NET + ["--seeds", "100000"], "use fewer --batch, --width or --depth values, a smaller net (--width, --depth, "
+                                  "--examples), or fewer --seeds"),
     (NET + ["--depth", ""], "--depth"),
     (NET + ["--depth", "1e9"], "--depth 1000000000"),
     (NET + ["--depth", "1001"], "--depth 1001"),
@@ -181,6 +185,8 @@ NET_CASES = [
 CURVATURE_CASES = [
     (CURVATURE + ["--model", ""], "--model"),
     (CURVATURE + ["--model", "rnn"], "--model rnn"),
+    (CURVATURE + ["--model", "models/bm.py"], "--model models/bm.py: a model of your own needs ':NAME'"),
+    (["noise-scale", "--model", "bm.py", "--out", "out"], "--model bm.py: a model of your own needs ':NAME'"),
     (CURVATURE + ["--width", ""], "--width"),
     (CURVATURE + ["--width", "1e9"], MEMORY),
     (CURVATURE + ["--model", "cnn", "--width", "1e9"], MEMORY),
