@@ -179,7 +179,10 @@ def test_every_registered_sweep_is_checked_here():
 @pytest.mark.parametrize("command", SWEEPS)
 def test_every_sweep_offers_the_common_options_declared_once(command):
     """One surface: every sweep's --help lists the options `common_sweep_options` declares, each with the one
-    help text it has there (declared once, not once per command)."""
+    help text it has there (declared once, not once per command); --seeds' states the sweep's own default (the
+    net sweep's 5: tests/nets/test_sweep.py), so its number is not compared here."""
+    import re
+
     import click
     from click.testing import CliRunner
 
@@ -190,8 +193,12 @@ def test_every_sweep_offers_the_common_options_declared_once(command):
     assert result.exit_code == 0
     missing = [o for o in COMMON if f"  {o} " not in result.output and f"  {o}\n" not in result.output]
     assert not missing, missing
-    declared = {o.name: o.help for o in COMMON_SWEEP_OPTIONS}
-    params = {p.name: p.help for p in main.commands["sweep"].commands[command].params if isinstance(p, click.Option)}
+    def plain(name, text):
+        return re.sub(r"Default \d+\.", "Default N.", text) if name == "seeds" and text else text
+
+    declared = {o.name: plain(o.name, o.help) for o in COMMON_SWEEP_OPTIONS}
+    params = {p.name: plain(p.name, p.help) for p in main.commands["sweep"].commands[command].params
+              if isinstance(p, click.Option)}
     assert {name: params.get(name) for name in declared} == declared
 
 
