@@ -60,8 +60,8 @@ def interval_lines(records: list[dict]) -> list[str]:
                  "(Chebyshev–Markov–Stieltjes),",
              f"  widened by t·se over the {probes} probes: they hold the quadrature's bias (more --lanczos-steps "
              "narrow them);",
-             f"  κ_q: λ_max/λ_q over λ_q's; tr H/P: normal over the {probes} probes with the Rademacher variance "
-             "bound at tr H²/P's upper end (Satterthwaite's χ²): at least 95%",
+             f"  κ_q: λ_max/λ_q over λ_q's; tr H/P: normal over the {probes} probes, its variance bounded by "
+             "tr H²/P's (χ²) upper end: at least 95%",
              f"{'step':>7} {'λ_q':>22} {'κ_q':>20} {'neg. mass':>18} {'tr H/P':>22}"]
     for r in records:
         lines.append(f"{r['step']:>7} {_interval(r['lambda_q_interval']):>22} {_interval(r['kappa_q_interval']):>20} "
