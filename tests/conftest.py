@@ -112,7 +112,7 @@ def _checkout_first() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
 
 
-def run_otod(args, cwd, timeout: float = 60):
+def run_otod(args, cwd, timeout: float = 120):
     """``python -m otod ARGS`` as a real process in ``cwd``, importing this checkout's otod first, as a user runs
     it; returns (the completed process, its wall seconds)."""
     import subprocess
@@ -155,7 +155,7 @@ for i in range(first, len(cases)):
     saved = os.dup(1), os.dup(2)
     out, err = (open(os.path.join(captures, f"{i}.{n}"), "wb") for n in ("out", "err"))
     os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     try:
         main(args, prog_name="otod")
         code = 0
@@ -164,14 +164,14 @@ for i in range(first, len(cases)):
     except BaseException:
         traceback.print_exc()
         code = 1
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     set_environment(before)
     sys.stdout.flush(); sys.stderr.flush()
     os.dup2(saved[0], 1); os.dup2(saved[1], 2)
     for f in (out, err):
         f.close()
     with open(os.path.join(captures, f"{i}.json"), "w") as f:
-        json.dump({"returncode": code, "seconds": seconds}, f)
+        json.dump({"returncode": code, "seconds": seconds, "cpu_seconds": cpu_seconds}, f)
 """
 
 
@@ -181,14 +181,36 @@ def _case_entry(case) -> list:
     return [list(args), str(cwd), dict(env[0]) if env else {}]
 
 
-def is_one_line_refusal(proc, seconds: float, fragment: str, quick_seconds: float, stdout_empty: bool = True) -> bool:
+def is_one_line_refusal(proc, cpu_seconds: float, fragment: str, quick_cpu_seconds: float,
+                        stdout_empty: bool = True) -> bool:
     """Whether a case ended as the brief asks of bad input: exit code 2, one line on stderr starting
-    ``otod: error: `` and holding ``fragment``, no traceback, within ``quick_seconds`` (and, with
-    ``stdout_empty``, nothing on stdout). Each bad-input table adds its own check of what was written."""
+    ``otod: error: `` and holding ``fragment``, no traceback, having used under ``quick_cpu_seconds`` of the
+    process's CPU time (and, with ``stdout_empty``, nothing on stdout). CPU time, not wall time: a refusal that
+    starts no sweep uses the same CPU seconds on a quiet machine and on one shared with other jobs, where its wall
+    time may be several times longer (issue 49: 11.8 and 14.8 s of wall for refusals of ~2 CPU s). Each bad-input
+    table adds its own check of what was written."""
     lines = proc.stderr.strip().splitlines()
     return (proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("otod: error: ")
-            and fragment in lines[0] and "Traceback" not in proc.stderr and seconds < quick_seconds
+            and fragment in lines[0] and "Traceback" not in proc.stderr and cpu_seconds < quick_cpu_seconds
             and not (stdout_empty and proc.stdout.strip()))
+
+
+def _wait_for_cases(proc, captures, timeout: float) -> bool:
+    """Wait for the cases' process to end; kill it when one case (the index it last wrote to ``running``) has
+    run for ``timeout`` seconds of wall time: a hang guard, not a speed check. Returns whether it was killed."""
+    import time
+
+    running, case, since = captures / "running", None, time.monotonic()
+    while proc.poll() is None:
+        now = running.read_text() if running.exists() else None
+        if now != case:
+            case, since = now, time.monotonic()
+        elif time.monotonic() - since > timeout:
+            proc.kill()
+            proc.wait()
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def run_otod_cases(cases, captures, timeout: float = 120):
@@ -200,9 +222,10 @@ def run_otod_cases(cases, captures, timeout: float = 120):
     One process instead of one per case saves the interpreter's and the imports' 0.5 s a case (about 80 s of the
     suite's worker time for its two lists of bad input). A case that ends the process (a C++ abort) is recorded
     with the process's exit code and stderr, and the cases after it run in a new process. Returns, per case, a
-    `subprocess.CompletedProcess`-like namespace (returncode, stdout, stderr) and its seconds, in order. A case
-    still running after ``timeout`` seconds (counted from its process's start) is killed and recorded with
-    returncode None."""
+    `subprocess.CompletedProcess`-like namespace (returncode, stdout, stderr, and the case's ``wall_seconds`` for
+    messages) and the CPU seconds the process spent in it, in order. A case still running after ``timeout``
+    seconds of wall time (its own, or the process's start for the first) is killed and recorded with returncode
+    None: a hang guard only, so it is generous."""
     import json
     import subprocess
     import sys
@@ -215,21 +238,23 @@ def run_otod_cases(cases, captures, timeout: float = 120):
     env = _checkout_first()
     results, first = [], 0
     while first < len(cases):
-        try:
-            proc = subprocess.run([sys.executable, "-c", _CASES_DRIVER, str(captures / "cases.json"), str(first),
-                                   str(captures)], capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:  # the case running then hung: killed, recorded, and the rest go on
-            proc = SimpleNamespace(returncode=None, stderr=f"otod-cases: no answer within {timeout:g} s")
+        (captures / "running").unlink(missing_ok=True)
+        with open(captures / "driver.out", "w") as out, open(captures / "driver.err", "w") as err:
+            proc = subprocess.Popen([sys.executable, "-c", _CASES_DRIVER, str(captures / "cases.json"), str(first),
+                                     str(captures)], stdout=out, stderr=err, text=True, env=env)
+            killed = _wait_for_cases(proc, captures, timeout)
+        stderr = (f"otod-cases: no answer within {timeout:g} s" if killed
+                  else (captures / "driver.err").read_text(errors="replace"))
         while first < len(cases) and (captures / f"{first}.json").exists():
             done = json.loads((captures / f"{first}.json").read_text())
             text = {n: (captures / f"{first}.{n}").read_text(errors="replace") for n in ("out", "err")}
-            results.append((SimpleNamespace(returncode=done["returncode"], stdout=text["out"], stderr=text["err"]),
-                            done["seconds"]))
+            results.append((SimpleNamespace(returncode=done["returncode"], stdout=text["out"], stderr=text["err"],
+                                            wall_seconds=done["seconds"]), done["cpu_seconds"]))
             first += 1
         if first < len(cases):  # the process ended inside this case
             err = captures / f"{first}.err"
             text = err.read_text(errors="replace") if err.exists() else ""
-            results.append((SimpleNamespace(returncode=proc.returncode, stdout="", stderr=text + proc.stderr),
-                            float("nan")))
+            results.append((SimpleNamespace(returncode=None if killed else proc.returncode, stdout="",
+                                            stderr=text + stderr, wall_seconds=float("nan")), float("nan")))
             first += 1
     return results

@@ -17,8 +17,9 @@ from tests.conftest import run_otod as run
 from tests.conftest import is_one_line_refusal
 from tests.conftest import run_otod_cases as run_cases
 
-#: A refusal must come well before any sweep could run.
-SECONDS = 10.0
+#: A refusal must come well before any sweep could run: the CPU seconds the refusing process may spend (CPU time,
+#: which a machine busy with other jobs does not stretch as it stretches wall time).
+CPU_SECONDS = 10.0
 
 COND = ["sweep", "condition", "--k", "1..10:3", "--seeds", "2", "--no-plot", "--out", "out"]
 DEPTH = ["sweep", "depth", "--depth", "1..3", "--init", "identity", "--seeds", "2", "--no-plot", "--out", "out"]
@@ -179,11 +180,11 @@ def test_bad_input_is_one_line_exit_2_and_quick(tmp_path, depth_file, net_file):
     runs = run_cases([([files.get(a, a) for a in args], folder)
                       for (args, _), folder in zip(CASES, folders)], tmp_path / "captures")
     failed = []
-    for (args, fragment), folder, (proc, seconds) in zip(CASES, folders, runs):
+    for (args, fragment), folder, (proc, cpu) in zip(CASES, folders, runs):
         # refused before the output folder (or a journal in it) is made
-        if not (is_one_line_refusal(proc, seconds, fragment, SECONDS, stdout_empty=False)
+        if not (is_one_line_refusal(proc, cpu, fragment, CPU_SECONDS, stdout_empty=False)
                 and not (folder / "out").exists()):
-            failed.append(f"otod {' '.join(args)}: exit {proc.returncode} in {seconds:.1f} s, expected one line "
+            failed.append(f"otod {' '.join(args)}: exit {proc.returncode} in {cpu:.1f} CPU s, expected one line "
                           f"with {fragment!r}; out made: {(folder / 'out').exists()}; stderr: {proc.stderr[-600:]}")
     assert not failed, f"{len(failed)} of {len(CASES)} cases:\n" + "\n".join(failed)
 

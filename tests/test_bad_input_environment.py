@@ -17,8 +17,9 @@ import pytest
 from tests.conftest import is_one_line_refusal
 from tests.conftest import run_otod_cases as run_cases
 
-#: A refusal must come well before any sweep could run.
-SECONDS = 10.0
+#: A refusal must come well before any sweep could run: the CPU seconds the refusing process may spend (CPU time,
+#: which a machine busy with other jobs does not stretch as it stretches wall time).
+CPU_SECONDS = 10.0
 
 #: The smallest sweep that runs the whole path (one method: one compiled program; the default four methods take
 #: two, and these sweeps run with the cache off or in a fresh process).
@@ -91,7 +92,7 @@ def listing(folder: Path) -> dict[str, int]:
 
 
 def test_bad_environment_and_non_shares_are_one_line_exit_2_and_write_nothing(tmp_path, results_file):
-    """Every case of `CASES` in a fresh folder: exit 2, one line with its fragment, no traceback, under `SECONDS`,
+    """Every case of `CASES` in a fresh folder: exit 2, one line with its fragment, no traceback, under `CPU_SECONDS` of CPU time,
     the folder as it was (for the cache named as a regular file: nothing beside it). Every failing case is named,
     with its stderr."""
     folders, runs = [], []
@@ -106,10 +107,10 @@ def test_bad_environment_and_non_shares_are_one_line_exit_2_and_write_nothing(tm
         runs.append(([concrete(a) for a in args], folder, {k: concrete(v) for k, v in env.items()}))
     done = run_cases(runs, tmp_path / "captures")
     failed = []
-    for (args, env, fragment), (folder, before), (proc, seconds) in zip(CASES, folders, done):
+    for (args, env, fragment), (folder, before), (proc, cpu) in zip(CASES, folders, done):
         after = listing(folder)
-        if not (is_one_line_refusal(proc, seconds, fragment, SECONDS, stdout_empty=False) and after == before):
-            failed.append(f"{env} otod {' '.join(args)}: exit {proc.returncode} in {seconds:.1f} s, expected one "
+        if not (is_one_line_refusal(proc, cpu, fragment, CPU_SECONDS, stdout_empty=False) and after == before):
+            failed.append(f"{env} otod {' '.join(args)}: exit {proc.returncode} in {cpu:.1f} CPU s, expected one "
                           f"line with {fragment!r}; written: {sorted(set(after) - set(before))}; "
                           f"stderr: {proc.stderr[-600:]}")
     assert not failed, f"{len(failed)} of {len(CASES)} cases:\n" + "\n".join(failed)

@@ -123,4 +123,5 @@ def migrate(payload: dict) -> dict:
 CONDITION = SweepKind(
     name="condition", axes=(KAPPA, DIM), methods=METHODS,
     problems={"quadratic": QuadraticSpec, "kronecker": KroneckerSpec}, options=MethodOptions,
-    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate)
+    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate,
+    smaller="fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")

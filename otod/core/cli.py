@@ -135,7 +135,7 @@ COMMON_SWEEP_OPTIONS = (
 )
 
 
-def common_sweep_options(command_fn):
+def common_sweep_options(command_fn=None, *, default_seeds: int = 8):
     """Declare, once, the options every sweep command shares (`COMMON_SWEEP_OPTIONS`): ``--seeds --seed --x64
     --x32 --out --json --no-plot --pdf --yes --chunk-seconds`` (the distributed options come from
     `with_distributed_options`). Use it under ``@click.command`` and the command's own options::
@@ -150,7 +150,10 @@ def common_sweep_options(command_fn):
     for neither), ``out`` (a folder or a .parquet/.json/.npz file), ``as_json``, ``no_plot``, ``pdf``, ``yes`` and
     ``chunk_seconds`` (seconds > 0 or None); the defaults each help text states are the body's to apply.
     Contradictions end as one line and exit code 2 before the body runs: --x64 with --x32, --pdf with --no-plot,
-    an --out with another extension."""
+    an --out with another extension. ``@common_sweep_options(default_seeds=5)``: a sweep whose body applies
+    another default than 8 seeds says so in its --seeds help."""
+    if command_fn is None:
+        return functools.partial(common_sweep_options, default_seeds=default_seeds)
 
     @functools.wraps(command_fn)
     def wrapper(*args, seeds, seed, x64, x32, out, as_json, no_plot, pdf, yes, chunk_seconds, **kwargs):
@@ -164,8 +167,9 @@ def common_sweep_options(command_fn):
                           else positive_seconds(chunk_seconds, "--chunk-seconds", "5"), **kwargs)
 
     checked = user_errors(wrapper)
-    checked.__click_params__ = list(getattr(command_fn, "__click_params__", [])) + list(reversed(
-        [_copy_option(o) for o in COMMON_SWEEP_OPTIONS]))
+    options = [_copy_option(o) for o in COMMON_SWEEP_OPTIONS]
+    options[0].help = options[0].help.replace("Default 8.", f"Default {default_seeds}.")
+    checked.__click_params__ = list(getattr(command_fn, "__click_params__", [])) + list(reversed(options))
     return checked
 
 

@@ -166,13 +166,14 @@ def check_estimate(config: SweepConfig, yes: bool = False, available: int | None
                    processes: int = 1, smaller: str | None = None,
                    estimated: Estimate | None = None) -> Estimate:
     """Refuse with one line what cannot fit in memory, or would take longer than an hour (shared among
-    ``processes``) without ``yes``. ``smaller`` names the options that shrink this sweep (the command's own);
-    ``estimated`` is an estimate made already (the command line's, from a sample of a long axis), else
-    `estimate`."""
+    ``processes``) without ``yes``. ``smaller`` names the options that shrink this sweep (the command's own;
+    default: its kind's, `otod.core.registry.SweepKind.smaller`); ``estimated`` is an estimate made already (the
+    command line's, from a sample of a long axis), else `estimate`."""
+    from otod.core.registry import sweep_kind
     from otod.core.resources import memory_available
 
     e = estimate(config) if estimated is None else estimated
-    hint = smaller or "a smaller problem (--dim, --shape, --basis eigen) or fewer seeds"
+    hint = smaller or sweep_kind(config.sweep).smaller
     available = memory_available() if available is None else available
     if available is not None and e.bytes > MEMORY_FRACTION * available:
         raise OtodError(f"{config.sweep} sweep: needs about {e.bytes / 2**30:.3g} GiB of memory and "
@@ -180,7 +181,7 @@ def check_estimate(config: SweepConfig, yes: bool = False, available: int | None
     if e.seconds / processes > MAX_SECONDS and not yes:
         where = "this machine" if processes == 1 else f"each of {processes} processes"
         raise OtodError(f"{config.sweep} sweep: about {e.lane_iterations:.3g} lane-iterations, an estimated "
-                        f"{e.seconds / processes / 3600:.1f} h on {where}; use {smaller or 'a narrower grid'}, "
+                        f"{e.seconds / processes / 3600:.1f} h on {where}; use {hint}, "
                         "lower --max-iters, or pass --yes")
     return e
 

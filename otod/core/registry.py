@@ -132,7 +132,10 @@ class SweepKind:
       (the noise sweeps' grid holds fractions of a stability limit that depends on β); called only for a
       relative lr (theory or tuned).
     - ignores(method) → the traced axes a method does not read (it runs only at their first value instead of
-      once per value: SGD has no β)."""
+      once per value: SGD has no β).
+    - smaller: what shrinks this sweep, in its own command's options: the core's refusal of a sweep too large
+      for memory or an hour names it (`otod.core.plan.check_estimate`), so a message names only options
+      ``otod sweep <name>`` has."""
 
     name: str
     axes: tuple[Axis, ...]
@@ -149,6 +152,7 @@ class SweepKind:
     annotate: Callable[["SweepConfig", Point, list[dict[str, Any]]], None] = no_annotation
     lr_scale: Callable[["SweepConfig", str, Point], float] = unit_lr_scale
     ignores: Callable[[str], tuple[str, ...]] = reads_every_axis
+    smaller: str = "fewer points or fewer --seeds"
 
     @property
     def presented(self) -> Presentation:

@@ -107,9 +107,11 @@ DEPTH_KIND = SweepKind(
     name="depth", axes=(DEPTH, INIT, BETA, WIDTH), methods=METHODS,
     problems={"deep-linear": DeepLinearSpec, "chain": DeepLinearSpec, "residual": DeepLinearSpec},
     options=MethodOptions, max_iters=lambda config: DEFAULT_CAP[config.problem.problem],
-    x64=lambda config: False, validate=validate_depth, theory=DEPTH_THEORY)
+    x64=lambda config: False, validate=validate_depth, theory=DEPTH_THEORY,
+    smaller="fewer or smaller --depth and --width values, fewer --init or --seeds")
 
 TOY_KIND = SweepKind(
     name="toy", axes=(LAYERS, BETA), methods={k: v for k, v in METHODS.items() if k != "kfac"},
     problems={"toy": ToySpec}, options=MethodOptions, max_iters=lambda config: DEFAULT_CAP["toy"],
-    x64=lambda config: False, validate=validate_toy, annotate=annotate_toy)
+    x64=lambda config: False, validate=validate_toy, annotate=annotate_toy,
+    smaller="fewer or smaller --layers values, fewer --beta values or --seeds")

@@ -221,11 +221,11 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
                   draws: int = 64, trace_examples: int | None = None, x64: bool = False,
                   chunk: int | None = None, progress=None) -> NoiseScaleResult:
     """The exact noise scales of a checked model at each of ``steps`` of its SGD run (trained in float64 with
-    ``x64``, else float32; measured in float64), with the two-batch estimates of each pair (B_small, B_big)
+    ``x64``, else float32; measured in float64, step 0 at the model's own start, unrounded), with the two-batch estimates of each pair (B_small, B_big)
     whose B_big fits the data (default 8:64 and 32:256): `otod.nets.noise_scale.measure_at`."""
     from otod.nets.contract import cast
     from otod.nets.noise_scale import PAIRS, Problem, measure_at
-    from otod.nets.trajectory import train_model
+    from otod.nets.trajectory import model_start, train_model
 
     checkpoints = _steps(steps)
     n = model.examples
@@ -250,6 +250,8 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
         if 0 in checkpoints:  # a zero gradient at the start: refused before the training
             _refuse_zero_gradient_at_start(problem, measured, seed)
         runs = train_model(trained, checkpoints, lr, batch, seed)
+        if runs[0][0] == 0:  # the start itself, not its float32 rounding: no training has touched it
+            runs[0] = (0, model_start(measured, seed))
         for i, (step, params) in enumerate(runs):
             problem.at(params)
             for r in measure_at(problem, pairs, int(draws), trace_examples, int(seed), step):

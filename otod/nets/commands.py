@@ -7,6 +7,10 @@ import click
 
 from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 
+#: The net sweep's seeds where --seeds is not given: `otod.nets.options.DEFAULTS` (which imports NumPy, so ``otod
+#: --help`` does not import it; tests/nets/test_sweep.py checks the two agree).
+NET_SEEDS = 5
+
 
 @click.command("net")
 @click.option("--batch", default=None,
@@ -87,7 +91,7 @@ from otod.core.cli import common_sweep_options, terminal_progress, user_errors
                    "or doubling:B0..B1@r (B0, 2·B0, …, B1, milestones evenly spaced in log loss down to r). A "
                    "table of steps and examples to the final target with CIs. E.g. --batch-schedule "
                    "16@0.26,32@0.04 or --batch-schedule doubling:16..64@0.04")
-@common_sweep_options
+@common_sweep_options(default_seeds=NET_SEEDS)
 def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,
               beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to,
               trace_examples, batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):

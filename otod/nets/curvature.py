@@ -336,7 +336,7 @@ def curvature_record(loss: Callable, params, data: tuple, k: int, probes: int, s
     ``<name>_interval``, `otod.nets.slq_error`). ``lambda_min_residual`` bounds λ_min's distance to an eigenvalue
     (0 where dense)."""
     from otod.nets import curvature_dense as dense
-    from otod.nets.slq_error import INTERVAL_QUANTITIES, slq_estimates
+    from otod.nets.slq_error import INTERVAL_QUANTITIES, slq_estimates, unbounded_kappa
 
     top = top_eigenvalues(loss, params, k, data, top_steps, seed)
     size = parameter_size(params)
@@ -348,7 +348,7 @@ def curvature_record(loss: Callable, params, data: tuple, k: int, probes: int, s
     else:
         spectrum = slq(loss, params, probes, steps, data, seed + 1, kind)
         lambda_max = float(max(top.eigenvalues[0], spectrum.nodes.max()))
-        est = slq_estimates(spectrum.nodes, spectrum.weights, lambda_max, q, NEGATIVE_TOLERANCE)
+        est = slq_estimates(spectrum.nodes, spectrum.weights, lambda_max, q, NEGATIVE_TOLERANCE, size)
         at = np.unravel_index(np.argmin(spectrum.nodes), spectrum.nodes.shape)
         floor = float(jnp.finfo(jax.tree.leaves(params)[0].dtype).eps) * float(np.max(np.abs(spectrum.nodes)))
         residual = max(float(spectrum.residuals[at]), floor)  # H·v is no more exact than this (`TopEigen`)
@@ -365,6 +365,7 @@ def curvature_record(loss: Callable, params, data: tuple, k: int, probes: int, s
     for name in INTERVAL_QUANTITIES:  # where exact, the interval is the value itself
         value = math.nan if record[name] is None else record[name]
         record[f"{name}_interval"] = est.get(f"{name}_interval", [value, value])
+    record.update(unbounded_kappa(record["kappa_q_interval"], record["lambda_q_interval"]))
     return {**record, "top_eigenvalues": [float(v) for v in top.eigenvalues],
             "top_residuals": [float(r) for r in top.residuals], "top_lanczos_steps": top.steps,
             "probes": probes, "lanczos_steps": int(min(steps, size)), "probe_kind": kind,

@@ -60,12 +60,17 @@ def interval_lines(records: list[dict]) -> list[str]:
                  "(Chebyshev–Markov–Stieltjes),",
              f"  widened by t·se over the {probes} probes: they hold the quadrature's bias (more --lanczos-steps "
              "narrow them);",
-             f"  κ_q: λ_max/λ_q over λ_q's; tr H/P: Student t over the {probes} probes",
+             f"  κ_q: λ_max/λ_q over λ_q's; tr H/P: normal over the {probes} probes, its variance bounded by "
+             "tr H²/P's (χ²) upper end: at least 95%",
              f"{'step':>7} {'λ_q':>22} {'κ_q':>20} {'neg. mass':>18} {'tr H/P':>22}"]
     for r in records:
         lines.append(f"{r['step']:>7} {_interval(r['lambda_q_interval']):>22} {_interval(r['kappa_q_interval']):>20} "
                      f"{_interval(r['negative_mass_interval']):>18} "
                      f"{_interval(r['trace_per_parameter_interval']):>22}")
+    unbounded = [str(r["step"]) for r in records if r.get("kappa_q_interval_note")]
+    if unbounded:
+        lines.append(f"κ_q ∞ at step {', '.join(unbounded)}: λ_q's interval reaches down to 0 or below, and "
+                     "κ_q = λ_max/λ_q has no upper bound as λ_q falls to 0 (more --lanczos-steps narrow it)")
     bound = max(r["lambda_min_residual"] for r in records)
     lines.append(f"λ_min (and κ_δ where λ_min > 0): SLQ's smallest Ritz value; an eigenvalue of H lies within "
                  f"{bound:.1e} of it (Lanczos residual bound)")

@@ -103,4 +103,6 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
 NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, EXAMPLES, INIT, ARCHITECTURE, BETA), methods=METHODS,
                 problems={"net": NetSpec, "model": ModelProblem}, options=NoiseOptions, max_iters=max_iters,
                 x64=lambda config: False,
-                validate=validate, record_fields=record_fields, ignores=ignores)
+                validate=validate, record_fields=record_fields, ignores=ignores,
+                smaller="fewer --batch, --width or --depth values, a smaller net (--width, --depth, --examples), or "
+                        "fewer --seeds")

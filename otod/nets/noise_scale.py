@@ -293,10 +293,26 @@ def ratio_spread(numerator: np.ndarray, denominator: np.ndarray, rng: np.random.
     return float(lo), float(hi)
 
 
+def two_batch_note(small_sq: float, big_sq: float, g2: float, trace: float, b_small: int, b_big: int) -> str | None:
+    """Why mean(tr Σ̂)/mean(|Ĝ|²) is no batch size (None where it is one): tr Σ̂ ∝ |G_small|² − |G_big|² and
+    |Ĝ|² ∝ B_big|G_big|² − B_small|G_small|² (mean squared norms over the draws, effective batches) must both be
+    positive, or the ratio is a negative or infinite "batch"."""
+    fix = "more --draws, or a pair farther apart, resolve it"
+    if not trace > 0:
+        return (f"undefined: mean |G_small|² {small_sq:.4g} is not above mean |G_big|² {big_sq:.4g} at "
+                f"{b_small}:{b_big}, so the tr Σ estimate is {trace:.3g} ≤ 0 (the draws do not resolve the "
+                f"gradient noise); {fix}")
+    if not g2 > 0:
+        return (f"undefined: the |G|² estimate is {g2:.3g} ≤ 0 at {b_small}:{b_big} (B_big|G_big|² is not above "
+                f"B_small|G_small|²: the draws do not resolve the mean gradient under its noise); {fix}")
+    return None
+
+
 def two_batch(problem: Problem, b_small: int, b_big: int, draws: int = DRAWS, seed: int = 0) -> dict:
     """McCandlish's two-batch estimates of |G|² and tr Σ over ``draws`` nested draws without replacement (module
     docstring): their means and standard errors, and B_simple ≈ mean(tr Σ̂)/mean(|Ĝ|²) with its bootstrap
-    16–84% interval."""
+    16–84% interval, and ``b_simple_estimate_note`` saying why that ratio is no batch size where it is not
+    (`two_batch_note`; None where it is one)."""
     from otod.noise.theory import two_batch_estimates
 
     n = problem.n
@@ -311,7 +327,9 @@ def two_batch(problem: Problem, b_small: int, b_big: int, draws: int = DRAWS, se
             "g2_estimate": float(np.mean(g2)), "g2_estimate_se": float(np.std(g2) * se),
             "trace_sigma_estimate": float(np.mean(trace)), "trace_sigma_estimate_se": float(np.std(trace) * se),
             "b_simple_estimate": float(np.mean(trace) / np.mean(g2)), "b_simple_estimate_lo": lo,
-            "b_simple_estimate_hi": hi}
+            "b_simple_estimate_hi": hi,
+            "b_simple_estimate_note": two_batch_note(float(np.mean(gs)), float(np.mean(gb)), float(np.mean(g2)),
+                                                     float(np.mean(trace)), b_small, b_big)}
 
 
 # -- records along training ----------------------------------------------------------------------------------
@@ -454,7 +472,10 @@ def net_report(spec, records: list[dict], lr: float, seed: int, what: str | None
                 tr = f"{p['trace_sigma_estimate']:.4g} ± {p['trace_sigma_estimate_se']:.2g}"
                 est = (f"{p['b_simple_estimate']:.4g} [{p['b_simple_estimate_lo']:.4g}, "
                        f"{p['b_simple_estimate_hi']:.4g}]")
-                lines.append(f"  {'':9} {pair:>9}{g2:>22}{tr:>22}{est:>28}")
+                note = p.get("b_simple_estimate_note")
+                lines.append(f"  {'':9} {pair:>9}{g2:>22}{tr:>22}{'undefined (below)' if note else est:>28}")
+                if note:
+                    lines.append(f"  {'':9} {pair:>9}  B_simple est {note}")
     lines += ["", f"two-batch: McCandlish et al.'s appendix A.1 estimates from nested batches drawn without "
                   f"replacement (effective batch B(n − 1)/(n − B)), {records[0].get('draws', 0)} draws per pair; "
                   "B_simple est = mean(tr Σ̂)/mean(|Ĝ|²), its 16–84% interval by a bootstrap of the draws"]

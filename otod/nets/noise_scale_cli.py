@@ -61,8 +61,10 @@ from otod.core.errors import OtodError
               help="--model only: estimate tr(HΣ) (one Hessian-vector product over the data per example) from this "
                    "many examples drawn without replacement, its standard error printed beside it (default: all, "
                    "exact). E.g. --trace-examples 256")
-@click.option("--x64", is_flag=True, help="--model FILE.py:NAME only: train in float64 (the measurement is float64 "
-                                          "always). E.g. --x64")
+@click.option("--x64", is_flag=True, help="--model FILE.py:NAME only: train in float64. Without it the training run "
+                                          "is float32, so the checkpoints after step 0 are a float32 run's; the "
+                                          "start (step 0) is your model's own, unrounded, and every measurement is "
+                                          "float64. E.g. --x64")
 @click.option("--chunk", default=None,
               help="--model FILE.py:NAME only: examples per chunk of the data over which the loss, gradient and "
                    "Hessian-vector products accumulate (default: sized from the model). E.g. --chunk 256")

@@ -71,6 +71,10 @@ class NetSpec:
                   (self.architecture, models.ARCHITECTURES, "--architecture", "residual"),
                   (self.init, models.INITS, "--init", "kaiming"), (self.data, data_sets.DATASETS, "--data", "digits"),
                   (self.loss, models.LOSSES, "--loss", "squared")]
+        if self.model not in models.MODELS and any(c in str(self.model) for c in "./\\"):
+            raise OtodError(f"--model {self.model}: a model of your own needs ':NAME', the function in it that returns "
+                            f"(loss, params, data[, init]), e.g. --model {self.model}:problem (docs/models.md); or "
+                            f"one of otod's nets: {', '.join(models.MODELS)}")
         for value, known, option, example in checks:
             if value not in known:
                 raise OtodError(f"{option} {value}: unknown; choose from {', '.join(known)}, e.g. {option} {example}")

@@ -148,13 +148,23 @@ def noise_scale_report(dim, pairs, decays, lr, batch, steps, seeds, seed) -> str
              "", f"{'pair':>10}{'decay':>8}{'step':>7}{'exact B_simple':>16}{'estimate':>12}{'bias':>10}"
              f"{'rel. std':>10}"]
     exact = {t: exact_simple_noise_scale(q, lr, batch, t) for t in checkpoints}
+    undefined = []
     for (p, g), e in out["estimates"].items():
         for t in checkpoints:
             truth = exact[t]
             mean = float(np.median(e[:, t]))
             spread = float(np.std(e[:, t]) / truth)
+            if not mean > 0:  # no batch size: an EMA of tr Σ̂ or |Ĝ|² is ≤ 0 in half the seeds or more
+                undefined.append(f"{p[0]}:{p[1]} decay {g:g} step {t}")
+                lines.append(f"{p[0]:>5}:{p[1]:<4}{g:>8g}{t:>7}{truth:>16.4g}{'undefined':>12}{'—':>10}{spread:>10.2f}")
+                continue
             lines.append(f"{p[0]:>5}:{p[1]:<4}{g:>8g}{t:>7}{truth:>16.4g}{mean:>12.4g}"
                          f"{(mean - truth) / truth:>+10.1%}{spread:>10.2f}")
+    if undefined:
+        lines.append(f"undefined ({'; '.join(undefined)}): the median over seeds of EMA(tr Σ̂)/EMA(|Ĝ|²) is ≤ 0, no "
+                     "batch size: tr Σ̂ ∝ |G_small|² − |G_big|² or |Ĝ|² ∝ B_big|G_big|² − B_small|G_small|² is ≤ 0 in "
+                     "at least half the seeds (the pair does not resolve the noise or the gradient); a pair farther apart or a "
+                     "higher decay averages more")
     lines += ["", "step t: the state θ_t after t updates, where the step's batches are drawn; exact B_simple = tr Σ / "
               "E|G(θ_t)|², the ratio of expectations, E θ_t² from the NQM's second-moment recursion (the sweep's "
               "exact value); estimate: median over seeds of EMA(tr Σ̂)/EMA(|Ĝ|²); bias relative to the exact value; "

@@ -110,7 +110,8 @@ def lr_scale(config, method: str, point: dict) -> float:
 
 NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,
                   max_iters=max_iters, x64=_x64, validate=validate, record_fields=record_fields, lr_scale=lr_scale,
-                  ignores=ignores)
+                  ignores=ignores, smaller="fewer --batch, --beta or --dim values, a smaller --dim, or fewer --seeds")
 PARAMS = SweepKind(name="params", axes=(PARAMS_DIM, BATCH, BATCH_RATIO, BETA), methods=METHODS, problems=PROBLEMS,
                    options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate,
-                   record_fields=record_fields, lr_scale=lr_scale, ignores=ignores)
+                   record_fields=record_fields, lr_scale=lr_scale, ignores=ignores,
+                   smaller="fewer or smaller --dim values, fewer --beta values, or fewer --seeds")

@@ -101,3 +101,21 @@ def test_the_optional_hooks_default_to_what_a_kind_without_them_means():
     points = config.traced_points()
     rates = lane_rates(config, "gd", points, [0, 1, 1], [2, 0, 1])
     assert rates.tolist() == [1.9, 0.3, 0.7] and rates.dtype == np.float64
+
+
+def test_each_sweeps_too_large_refusal_names_only_options_its_command_has():
+    """The core's refusal of a sweep too large for memory or an hour names the kind's ``smaller`` options (issue
+    49: ``sweep net`` was told to use --dim, --shape, --basis, the condition sweep's); each option named there is
+    one of ``otod sweep <kind>``'s."""
+    import re
+
+    import click
+
+    from otod.cli import main
+
+    assert {kind.name for kind in KINDS} >= {"condition", "depth", "toy", "noise", "params", "net"}
+    for kind in KINDS:
+        command = main.commands["sweep"].commands[kind.name]
+        options = {opt for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+        named = set(re.findall(r"--[a-z][a-z0-9-]*", kind.smaller))
+        assert named and named <= options, (kind.name, named - options)

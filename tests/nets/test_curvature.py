@@ -220,12 +220,12 @@ COVERAGE_SEEDS = range(20)
 def test_above_the_limit_each_interval_covers_the_dense_value_for_most_probe_sets(x64, monkeypatch):
     """With the dense limit lowered to 100 the same 310-parameter net goes through SLQ (8 probes × 40 Lanczos
     steps, float64). Over the 20 probe sets here (seeds 0-19) the 95% intervals held the dense values: λ_q, κ_q
-    and the negative mass (quadrature bounds widened by the probes' spread) in 20 of 20, tr H/P and tr H²/P
-    (Student t over the probes) in 17 of 20 each; over seeds 0-199, in 99.5%, 99.5%, 100%, 90.5% and 90.5%. The
-    test asks for at least 19 of 20 and 15 of 20 (most sets), so that rounding on another machine moving one
-    borderline set does not fail it. Each estimate lies in its own interval, and the λ_q interval within the
-    spectrum (an interval that covers because it is unbounded would pass the count). The record says nothing is
-    exact."""
+    and the negative mass (quadrature bounds widened by the probes' spread) in 20 of 20, tr H/P and tr H²/P in 19 of
+    20 each (the Student t interval printed before issue 49: 17 of 20 each); over seeds 0-199, in 99.5%, 99.5%,
+    100%, 98.5% and 97.5% (t: 90.5% and 90.5%). The test asks for at least 19 of 20 and 18 of 20, so that rounding
+    on another machine moving one borderline set does not fail it, while the t interval's 17 would. Each estimate
+    lies in its own interval, and the λ_q interval within the spectrum (an interval that covers because it is
+    unbounded would pass the count). The record says nothing is exact."""
     from otod.nets import curvature_dense
     from otod.nets.slq_error import slq_estimates
 
@@ -238,7 +238,8 @@ def test_above_the_limit_each_interval_covers_the_dense_value_for_most_probe_set
     covered = dict.fromkeys(names, 0)
     for seed in COVERAGE_SEEDS:  # the record's own SLQ (its probes from seed + 1) and estimates, less its top-k
         spectrum = C.slq(TINY.mean_loss, params, 8, 40, xy, seed + 1)
-        r = slq_estimates(spectrum.nodes, spectrum.weights, first["lambda_max"], 0.9, C.NEGATIVE_TOLERANCE)
+        r = slq_estimates(spectrum.nodes, spectrum.weights, first["lambda_max"], 0.9, C.NEGATIVE_TOLERANCE,
+                          C.parameter_size(params))
         r["kappa_q"] = C.kappa_quantile(first["lambda_max"], r["lambda_q"])
         if seed == 0:
             assert all(r[name] == first[name] and r[f"{name}_interval"] == first[f"{name}_interval"]
@@ -249,7 +250,7 @@ def test_above_the_limit_each_interval_covers_the_dense_value_for_most_probe_set
             covered[name] += lo <= exact[name] <= hi
         assert exact["lambda_min"] <= r["lambda_q_interval"][0] and r["lambda_q_interval"][1] <= exact["lambda_max"]
     assert min(covered[n] for n in ("lambda_q", "kappa_q", "negative_mass")) >= 19, covered
-    assert min(covered[n] for n in ("trace_per_parameter", "square_trace_per_parameter")) >= 15, covered
+    assert min(covered[n] for n in ("trace_per_parameter", "square_trace_per_parameter")) >= 18, covered
 
 
 @pytest.mark.slow

@@ -106,3 +106,23 @@ def test_the_models_measurements_report_each_checkpoint_as_it_is_done():
     measure_curvature(model, (0, 2, 4), k=1, probes=1, lanczos_steps=3, batch=8, progress=lambda *a: calls.append(a))
     measure_noise(model, (0, 2), batch=8, pairs=[(2, 8)], draws=4, progress=lambda *a: calls.append(a))
     assert calls == [(1, 3), (2, 3), (3, 3), (1, 2), (2, 2)]
+
+
+@pytest.mark.slow  # measure_noise compiles its programs: 13 s on the loaded 2-core machine
+def test_the_noise_scale_at_step_0_is_measured_at_the_models_own_float64_start():
+    """Without x64 the run trains in float32, but step 0 is the user's start itself: |G|² and the loss there equal
+    the float64 values at a start float32 cannot hold (1/3, 1 + 10⁻⁹) to 10⁻¹² (its float32 rounding moves them
+    by ~10⁻⁸), as --x64's help says."""
+    import numpy as np
+
+    from otod.nets.api import measure_noise
+    from otod.nets.contract import check
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((32, 3)), rng.standard_normal(32)
+    start = np.array([0.1, 1 / 3, 1 + 1e-9])
+    model = check(lambda p, b: 0.5 * ((b[0] @ p - b[1]) ** 2).mean(), start, (x, y))
+    [record] = measure_noise(model, (0,), batch=8, pairs=[(2, 8)], draws=4).records
+    gradient = x.T @ (x @ start - y) / 32
+    assert record["g2"] == pytest.approx(gradient @ gradient, rel=1e-12)
+    assert record["loss"] == pytest.approx(0.5 * np.mean((x @ start - y) ** 2), rel=1e-12)

@@ -133,6 +133,25 @@ def test_two_batch_estimates_agree_with_the_exact_values_within_their_spread():
         ns.two_batch(problem, 6, 6)
 
 
+def test_a_two_batch_ratio_that_is_no_batch_size_is_printed_undefined_with_its_reason():
+    """tr Σ̂ ∝ |G_small|² − |G_big|² and |Ĝ|² ∝ B_big|G_big|² − B_small|G_small|²: where either mean is ≤ 0 their
+    ratio is a negative "batch", so the table says undefined and why, and a resolved pair prints its number."""
+    assert ns.two_batch_note(2.0, 1.0, 0.5, 3.0, 8, 64) is None
+    noise = ns.two_batch_note(1.0, 1.2, 0.5, -0.4, 8, 64)
+    assert noise.startswith("undefined: mean |G_small|² 1 is not above mean |G_big|² 1.2 at 8:64")
+    assert "tr Σ estimate is -0.4 ≤ 0" in noise
+    assert "|G|² estimate is -0.5 ≤ 0" in ns.two_batch_note(2.0, 1.0, -0.5, 3.0, 8, 64)
+    exact = {"step": 0, "loss": 1.0, "g2": 1.0, "trace_sigma": 2.0, "gHg": 1.0, "trace_h_sigma": 2.0,
+             "trace_h_sigma_se": 0.0, "b_simple": 2.0, "b_noise": 2.0, "draws": 8}
+    pair = {"g2_estimate": -0.5, "g2_estimate_se": 0.1, "trace_sigma_estimate": 3.0, "trace_sigma_estimate_se": 1.0,
+            "b_simple_estimate": -6.0, "b_simple_estimate_lo": -9.0, "b_simple_estimate_hi": 4.0}
+    records = [{**exact, **pair, "b_small": 8, "b_big": 64, "b_simple_estimate_note": "undefined: why"},
+               {**exact, **pair, "b_small": 32, "b_big": 256, "b_simple_estimate": 6.0, "b_simple_estimate_note": None}]
+    text = ns.net_report(None, records, 0.1, 0, "a model", 32)
+    assert "-6" not in text and "undefined (below)" in text and "8:64  B_simple est undefined: why" in text
+    assert "6 [-9, 4]" in text
+
+
 def test_measure_along_records_checkpoints_and_pairs():
     spec = TINY[0]
     records = ns.measure_along(spec, [0, 5], lr=0.05, pairs=((2, 6), (4, 100)), draws=8)

@@ -182,3 +182,12 @@ def test_a_net_sweep_of_two_blocks_on_two_devices_runs_repeatedly_and_equals_one
 
     two, one = run("2", "3"), run("1", "1")
     assert len(two) == 4 * 17 * 2 and two == one
+
+
+def test_the_seeds_help_states_the_net_sweeps_own_default():
+    """``sweep net --help`` says the 5 seeds the net sweep runs without --seeds (it said 8, the other sweeps')."""
+    from otod.nets.commands import NET_SEEDS, sweep_net
+    from otod.nets.options import DEFAULTS
+
+    [seeds] = [o for o in sweep_net.params if o.name == "seeds"]
+    assert NET_SEEDS == DEFAULTS["seeds"] and f"Default {DEFAULTS['seeds']}." in seeds.help

@@ -45,3 +45,20 @@ def test_the_exact_b_simple_is_the_ratio_of_expectations_at_the_step_it_names():
     assert exact_simple_noise_scale(q, 0.05, 32, 0) == np.sum(q.c) / np.sum(q.h ** 2 * q.s0)
     assert float(np.mean(out["true"][:, 59])) > 1.05 * exact_simple_noise_scale(q, 0.05, 32, 59)
     assert theory.noise_scales(q, q.s0)[0] == exact_simple_noise_scale(q, 0.05, 32, 0)
+
+
+def test_a_median_two_batch_estimate_that_is_no_batch_size_is_printed_undefined_with_its_reason():
+    """Pair 1:2 at decay 0 on d = 100 (8 seeds): at step 200 the median EMA(tr Σ̂)/EMA(|Ĝ|²) is negative, so the
+    table prints 'undefined' with the reason, never a negative batch; the other rows print their positive number."""
+    import numpy as np
+
+    from otod.noise.estimators import noise_scale_report, run_estimators
+
+    args = dict(dim=100, pairs=[(1, 2)], decays=[0.0], lr=0.05, batch=32, steps=400, seeds=8, seed=0)
+    [estimates] = run_estimators(**args)["estimates"].values()
+    assert np.median(estimates[:, 200]) < 0 < np.median(estimates[:, 100])
+    text = noise_scale_report(**args)
+    rows = [line.split() for line in text.splitlines() if line.startswith("    1:2")]
+    assert [(row[2], row[4]) for row in rows if row[4] == "undefined"] == [("200", "undefined")]
+    assert all(float(row[4]) > 0 for row in rows if row[4] != "undefined")
+    assert "undefined (1:2 decay 0 step 200): the median over seeds" in text
