@@ -57,8 +57,8 @@ from otod.core.critical_batch import N_BOOT, analyse_batches  # noqa: E402
 #: The batch grid of the task: 4..256:7:log.
 BATCHES = 4.0 * 2.0 ** np.arange(7)
 def lr_grid(per_decade: int = 4) -> np.ndarray:
-    """Rates from 10⁻³ to 10, ``per_decade`` per decade: the nets' grid at 4 (tests/fixtures/net-batch-5seeds.parquet's
-    ``lr_grid``)."""
+    """Rates from 10⁻³ to 10, ``per_decade`` per decade: the nets' grid at 4 (the ``lr_grid`` of
+    tests/fixtures/net-batch-5seeds.parquet)."""
     return 10.0 ** (np.arange(-3 * per_decade, per_decade + 1) / per_decade)
 
 
@@ -163,8 +163,9 @@ def wilson(hits: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 class Row:
     """One seed count's coverage over ``draws`` draws: intervals holding the law's B_crit and S_min (``b_law``,
     ``s_law``) and the population values, the noise-free records' fit on the same rate grid (``b_pop``,
-    ``s_pop``); intervals given (finite); the median estimate of B_crit; the median width log(high/low) of its
-    interval; and whether the intervals are otod's (``rule_lifted`` False) or taken below its minimum seed count."""
+    ``s_pop``); intervals given (finite); the median estimates of B_crit and S_min; the median width log(high/low)
+    of the B_crit interval; and whether the intervals are otod's (``rule_lifted`` False) or taken below its
+    minimum seed count."""
 
     seeds: int
     draws: int
@@ -174,6 +175,7 @@ class Row:
     s_pop: int
     given: int
     b_median: float
+    s_median: float
     width: float
     rule_lifted: bool
 
@@ -202,7 +204,7 @@ def measure(setup: Setup, seeds: int, draws: int, seed: int) -> Row:
     lifted = seeds < core.MIN_BOOTSTRAP_SEEDS
     hits = np.zeros(4, int)
     given = 0
-    estimates, widths = [], []
+    estimates, s_estimates, widths = [], [], []
     with ci_below_min_seeds() if lifted else contextlib.nullcontext():
         for i in range(draws):
             rng = np.random.default_rng([seed, seeds, i])
@@ -212,9 +214,10 @@ def measure(setup: Setup, seeds: int, draws: int, seed: int) -> Row:
             hits += [covers(fit.b_crit_ci, law.b_crit), covers(fit.s_min_ci, law.s_min),
                      covers(fit.b_crit_ci, b_pop), covers(fit.s_min_ci, s_pop)]
             estimates.append(fit.b_crit)
+            s_estimates.append(fit.s_min)
             widths.append(math.log(high / low) if low > 0 and np.isfinite(high) else math.inf)
-    return Row(seeds, draws, *(int(h) for h in hits), given, float(np.median(estimates)), float(np.median(widths)),
-               lifted)
+    return Row(seeds, draws, *(int(h) for h in hits), given, float(np.median(estimates)),
+               float(np.median(s_estimates)), float(np.median(widths)), lifted)
 
 
 def percent(hits: int, n: int) -> str:
@@ -225,14 +228,16 @@ def percent(hits: int, n: int) -> str:
 def table(rows: list[Row], law: Law) -> list[str]:
     """The Markdown table of the rows (coverage with its Wilson 95% interval, in percent)."""
     lines = ["| seeds | draws | B_crit: law | S_min: law | B_crit: population | S_min: population | CIs given | "
-             "median B_crit estimate (vs law) | median log(high/low) of the B_crit CI |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "median B_crit estimate (vs law) | median S_min estimate (vs law) | "
+             "median log(high/low) of the B_crit CI |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         seeds = f"{r.seeds} (below otod's {core.MIN_BOOTSTRAP_SEEDS}: otod prints no CI)" if r.rule_lifted \
             else str(r.seeds)
         cells = " | ".join(percent(h, r.draws) for h in (r.b_law, r.s_law, r.b_pop, r.s_pop))
         lines.append(f"| {seeds} | {r.draws} | {cells} | {r.given}/{r.draws} | "
-                     f"{r.b_median:.3g} ({r.b_median / law.b_crit - 1:+.0%}) | {r.width:.3f} |")
+                     f"{r.b_median:.3g} ({r.b_median / law.b_crit - 1:+.0%}) | "
+                     f"{r.s_median:.3g} ({r.s_median / law.s_min - 1:+.0%}) | {r.width:.3f} |")
     return lines
 
 
@@ -242,6 +247,15 @@ def noise_free(law: Law, rates=LR_GRID) -> tuple[float, float]:
     records = synthetic_records(law, Noise(0.0, 0.0), 1, np.random.default_rng(0), rates=rates)
     fit = analyse(records, n_boot=0)
     return fit.s_min, fit.b_crit
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else the machine type."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.machine()
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -276,7 +290,7 @@ def main(argv=None) -> None:
           f"seed share {noise.share:g}; {args.n_boot} bootstrap resamples; draws seeded from {args.seed}")
     print(f"population (the noise-free records through the same analysis): S_min {s0:.4g} "
           f"({s0 / law.s_min - 1:+.2%} from the law), B_crit {b0:.4g} ({b0 / law.b_crit - 1:+.2%})")
-    print(f"{platform.processor() or platform.machine()}, numpy {np.__version__}, pandas {pd.__version__}")
+    print(f"{cpu_model()}, {os.cpu_count()} cores, numpy {np.__version__}, pandas {pd.__version__}")
     rows = []
     for seeds in args.seeds:
         start = time.perf_counter()
