@@ -45,12 +45,15 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's otod, whatever is installed
 from otod.core import analysis as core  # noqa: E402
 from otod.core.critical_batch import N_BOOT, analyse_batches  # noqa: E402
 
