@@ -80,12 +80,16 @@ def svd(a):
     return tuple(jnp.linalg.svd(a))
 
 
+@_one_matrix_per_call
 def spd_solve(a, b):
     """x with a x = b for a symmetric positive definite ``a`` [n, n] (``b`` [n] or [n, m]), by Cholesky a = L Lᵀ
     and forward and back substitution (Golub & Van Loan, *Matrix Computations*, 4th ed., Alg. 4.2.1 and 3.1.1-2),
     in XLA's own operations: no LAPACK or BLAS call, so the bits do not depend on the kernels the installed
     OpenBLAS chose (module docstring). Each column and row is read with a one-hot mask, so every loop is a
-    ``fori_loop`` over n whatever n is, and every lane of a vmap does the same arithmetic. A matrix that is not
+    ``fori_loop`` over n whatever n is. Under vmap it runs one matrix at a time like the LAPACK functions here: a
+    batched version is compiled per batch width and rounds differently (measured: KFAC's final losses moved in
+    their last bits when the engine compacted a block's last lanes), one matrix at a time is the same program for
+    any width, so a lane's bits do not depend on the block it runs in. A matrix that is not
     positive definite in float arithmetic gives NaN (the square root of a non-positive pivot), which the engine
     records as divergence. Leading axes of ``a`` (a stack of matrices, with ``b`` stacked alike) are mapped over."""
     if jnp.ndim(a) > 2:

@@ -68,6 +68,7 @@ print(*(hashlib.sha256(np.asarray(x).tobytes()).hexdigest()[:16] for x in (step(
 """
 
 
+@pytest.mark.slow  # a second process that imports JAX: 9 s at load 9
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS core names of x86-64")
 def test_kfac_steps_do_not_depend_on_openblas_kernels():
     """The same KFAC steps, bit for bit, in this process and in one whose OpenBLAS runs its Prescott kernels
