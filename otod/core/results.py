@@ -152,6 +152,28 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def blas_kernels() -> str | None:
+    """The kernel set the installed SciPy's OpenBLAS chose when it loaded (by the CPU it found, or by
+    ``OPENBLAS_CORETYPE``), e.g. ``"OpenBLAS Haswell"``; None where it cannot be read (no SciPy wheel's OpenBLAS).
+    jaxlib's CPU LAPACK kernels call that library, and each kernel set rounds differently (`otod.core.linalg`):
+    a sweep whose programs call LAPACK (an eigh, an inv) has the bits of this kernel set."""
+    import ctypes
+
+    try:
+        import scipy
+
+        for path in sorted((Path(scipy.__file__).resolve().parent.parent / "scipy.libs").glob("*openblas*")):
+            library = ctypes.CDLL(str(path))
+            for name in ("scipy_openblas_get_corename", "openblas_get_corename"):
+                corename = getattr(library, name, None)
+                if corename is not None:
+                    corename.restype = ctypes.c_char_p
+                    return f"OpenBLAS {corename().decode()}"
+    except Exception:  # noqa: BLE001 (provenance only: a library that cannot be read is recorded as unknown)
+        return None
+    return None
+
+
 def git_commit() -> str | None:
     """The commit of the otod checkout this package runs from, or None (an installed wheel has none)."""
     root = Path(__file__).resolve().parents[2]
@@ -177,8 +199,9 @@ def installed_version(package: str) -> str | None:
 
 def environment() -> dict[str, Any]:
     """Versions, device and provenance of this process: otod, jax, jaxlib, optax, numpy, pyarrow (the Parquet
-    writer; None where it is not installed), python, backend, device, CPU model, UTC time, command line and the
-    otod git commit (where there is one)."""
+    writer; None where it is not installed), python, backend, device, CPU model, the OpenBLAS kernel set that
+    jaxlib's LAPACK calls run (`blas_kernels`), UTC time, command line and the otod git commit (where there is
+    one)."""
     import jax
     import jaxlib
     import numpy
@@ -201,6 +224,7 @@ def environment() -> dict[str, Any]:
         "device_count": jax.device_count(),
         "process_count": jax.process_count(),
         "cpu": cpu_model(),
+        "blas": blas_kernels(),
         "utc_time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command_line": [Path(sys.argv[0]).name, *sys.argv[1:]] if sys.argv and sys.argv[0] else [],
         "git_commit": git_commit(),

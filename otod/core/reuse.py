@@ -20,8 +20,9 @@ from typing import Any, NamedTuple
 
 from otod.core import results as results_io
 
-#: Environment fields that fix the arithmetic: records are shared only between files equal in all of them.
-SAME_ARITHMETIC = ("otod", "git_commit", "jax", "jaxlib", "backend", "device", "cpu")
+#: Environment fields that fix the arithmetic: records are shared only between files equal in all of them. "blas":
+#: the OpenBLAS kernel set jaxlib's LAPACK calls run (`otod.core.results.blas_kernels`), which round differently.
+SAME_ARITHMETIC = ("otod", "git_commit", "jax", "jaxlib", "backend", "device", "cpu", "blas")
 #: Axes whose values a point chooses among (like its rates), rather than points of their own.
 SETTING_AXES = ("beta",)
 

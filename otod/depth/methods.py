@@ -46,6 +46,9 @@ def kfac_layers(sigma, offset, damping: float) -> optax.GradientTransformation:
     C_l = W_L⋯W_{l+1}: G_L = I at the output of a squared loss. Both are recomputed at every step from the current
     weights W = offset + params (offset I for the residual parameterization). At depth 1 with whitened inputs
     (A = G = I) and λ = 0 this is the identity: gd with step 1 is Newton's method and solves the problem in one step.
+    Both factors are symmetric positive definite (λ > 0), so they are solved by Cholesky in XLA's own operations
+    (`otod.core.linalg.spd_solve`): LAPACK's solve rounds as the machine's OpenBLAS kernels do, and moved this
+    sweep's counts from one machine to another.
     """
     from otod.depth.linear import prefix_suffix
 
@@ -60,8 +63,8 @@ def kfac_layers(sigma, offset, damping: float) -> optax.GradientTransformation:
         eye = jnp.eye(n, dtype=weights.dtype)
         a = before @ sigma @ jnp.swapaxes(before, -1, -2) + damping * eye
         g = jnp.swapaxes(after, -1, -2) @ after + damping * eye
-        left = linalg.solve(g, updates)
-        out = jnp.swapaxes(linalg.solve(a, jnp.swapaxes(left, -1, -2)), -1, -2)  # A symmetric
+        left = linalg.spd_solve(g, updates)
+        out = jnp.swapaxes(linalg.spd_solve(a, jnp.swapaxes(left, -1, -2)), -1, -2)  # A symmetric
         return out, state
 
     return optax.GradientTransformation(init, update)

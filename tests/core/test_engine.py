@@ -282,6 +282,9 @@ def test_the_watchdog_time_reads_off_and_seconds(monkeypatch):
 #: step/measure path, the held epoch order) and nets (the split path with a check schedule).
 COMPACTED = {
     "depth": ["sweep", "depth", "--depth", "3,4", "--init", "orthogonal,small", "--seeds", "8", "--max-iters", "5000"],
+    # KFAC's solves (`otod.core.linalg.spd_solve`) at depth 2: one lane of 104 runs to the cap, the rest stop by ~60
+    "kfac": ["sweep", "depth", "--depth", "2", "--init", "xavier", "--method", "kfac", "--seeds", "8", "--max-iters",
+             "3000"],
     "condition": ["sweep", "condition", "--k", "10,300", "--dim", "8", "--basis", "rotated", "--seeds", "4",
                   "--method", "heavy-ball", "--lr", "tuned", "--max-iters", "400"],
     "toy": ["sweep", "toy", "--layers", "3,4", "--seeds", "4", "--max-iters", "3000"],
@@ -351,7 +354,7 @@ def test_compacted_depth_blocks_give_the_records_of_whole_blocks_and_run_fewer_l
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["condition", "toy", "noise"])
+@pytest.mark.parametrize("kind", ["condition", "toy", "noise", "kfac"])
 def test_compaction_gives_the_records_of_whole_blocks_in_every_engine_path(tmp_path, monkeypatch, kind):
     _check_compaction(tmp_path, monkeypatch, COMPACTED[kind])
 

@@ -49,6 +49,41 @@ def test_an_unbatched_argument_is_shared_by_every_lane():
     np.testing.assert_allclose(x, np.linalg.solve(h.astype(np.float64), b), rtol=1e-4, atol=1e-6)
 
 
+def test_spd_solve_equals_numpy_and_calls_no_lapack():
+    """`linalg.spd_solve` (Cholesky in XLA's own operations) against NumPy's float64 solve: matrix and vector
+    right-hand sides under two vmaps, and a stack of matrices; float32 solves of these well-conditioned matrices
+    agree to 1e-4. No LAPACK or BLAS custom call in its
+    compiled program (that is what makes its bits the same under every OpenBLAS kernel set,
+    tests/depth/test_methods.py). An indefinite matrix gives NaN, never a finite answer."""
+    h = _spd((3, 4), 6)
+    b = np.random.default_rng(1).standard_normal((3, 4, 6, 2)).astype(np.float32)
+    fn = _nested(lambda h, b: (linalg.spd_solve(h, b), linalg.spd_solve(h, b[..., 0])))
+    x, v = fn(h, b)
+    exact = np.linalg.solve(h.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(x, exact, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(v, exact[..., 0], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(linalg.spd_solve(h[0], b[0]), exact[0], rtol=1e-4, atol=1e-6)
+    assert "custom_call_target" not in fn.lower(h, b).compile().as_text()
+    assert np.isnan(np.asarray(linalg.spd_solve(np.diag([1.0, -1.0]).astype(np.float32), np.ones(2, np.float32)))).any()
+
+
+def test_spd_solve_gives_each_matrix_the_same_bits_in_any_batch():
+    """The engine compacts a block's last running lanes into a narrower call, and a lane's records must not change
+    (`otod.core.engine.compact_width`): 104 KFAC-sized systems (8 × 8, damping 10⁻³) solved together, and in
+    batches of 1, 2, 3 and 13 taken from them, give every solution bit for bit. Batched versions (no
+    one-matrix-at-a-time rule) failed it: one summing with reductions at a batch of 1, one written out with
+    elementwise operations only, each sum in a fixed order, at a batch of 2: XLA:CPU compiles each batch width to
+    other code."""
+    g = np.random.default_rng(2).standard_normal((104, 8, 8))
+    a = (g @ np.swapaxes(g, -1, -2) / 8 + 1e-3 * np.eye(8)).astype(np.float32)
+    b = np.random.default_rng(3).standard_normal((104, 8, 8)).astype(np.float32)
+    solve = jax.jit(jax.vmap(linalg.spd_solve))
+    whole = np.asarray(solve(a, b))
+    for start, width in ((0, 1), (7, 2), (50, 3), (91, 13)):
+        part = np.asarray(solve(a[start:start + width], b[start:start + width]))
+        assert np.array_equal(part, whole[start:start + width]), (start, width)
+
+
 def test_no_lapack_call_of_a_compiled_program_is_batched():
     """The fix itself: jaxlib's CPU kernels fan a batch out over the intra-op pool and block a pool thread on it,
     which wedges the pool when every device's program does so at once; a call of one matrix runs inline. After

@@ -101,8 +101,27 @@ def test_an_incomplete_format_1_file_is_refused(tmp_path):
 
 def test_environment_records_versions_device_and_provenance():
     env = results.environment()
-    assert {"otod", "jax", "numpy", "optax", "backend", "device", "cpu", "utc_time", "command_line"} <= set(env)
+    assert {"otod", "jax", "numpy", "optax", "backend", "device", "cpu", "blas", "utc_time", "command_line"} <= set(env)
     assert env["utc_time"].endswith("+00:00")
+
+
+@pytest.mark.slow  # a second process: 3 s
+@pytest.mark.skipif(results.blas_kernels() is None, reason="no SciPy wheel's OpenBLAS here")
+def test_blas_kernels_name_the_kernel_set_openblas_chose():
+    """`blas_kernels` reads the kernel set in the running library: ``OPENBLAS_CORETYPE`` (read when OpenBLAS loads,
+    so in a second process) changes it, and each kernel set rounds LAPACK's solves differently
+    (tests/depth/test_methods.py)."""
+    import os
+    import subprocess
+    import sys
+
+    here = results.blas_kernels()
+    code = "from otod.core.results import blas_kernels; print(blas_kernels())"
+    other = "Haswell" if "Katmai" in here or "Prescott" in here else "Prescott"
+    there = subprocess.run([sys.executable, "-c", code], env={**os.environ, "OPENBLAS_CORETYPE": other},
+                           capture_output=True, text=True, timeout=120)
+    assert here.startswith("OpenBLAS ") and there.stdout.strip().startswith("OpenBLAS ")
+    assert there.stdout.strip() != here
 
 
 def test_digest_is_stable_and_order_independent():
