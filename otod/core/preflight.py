@@ -43,6 +43,18 @@ def results_out(out: str, option: str = "--out") -> str:
                     f"an extension), not {path.suffix}; e.g. {option} runs/ or {option} runs/big.parquet")
 
 
+def part_out(out: str | Path, name: str) -> str | Path:
+    """Where one of several sweeps that a command runs (a batch schedule's constant batches and phases, the
+    checkpoints of ``--branch-at``) writes, given the command's ``--out``: a folder is shared (each sweep's file is
+    named by its own config, `otod.core.config.default_path`); a results file ``FILE.parquet`` becomes
+    ``FILE-<name>.parquet`` beside it, one file per sweep, since one file holds one sweep (the same name for all
+    of them made the second sweep refuse the first one's file as "another sweep")."""
+    path = Path(out)
+    if path.suffix not in RESULT_SUFFIXES:
+        return out
+    return str(path.with_name(f"{path.stem}-{name}{path.suffix}"))
+
+
 def refuse_empty(out: str | Path, option: str, example: str) -> None:
     """Refuse an ``--out`` that is empty or only blanks: ``Path('')`` is the working folder, so ``--out ''`` (an
     unset shell variable, ``--out "$DIR"``) wrote there without a word."""

@@ -368,6 +368,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     after each checkpoint (its results line)."""
     from otod.core.config import read_config
     from otod.core.pipeline import sweep
+    from otod.core.preflight import part_out
     from otod.nets.batch_api import reading
 
     check_branchable(config)
@@ -386,7 +387,8 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            "fraction": branching.fraction, "milestone": tuned.target.tol,
                            "reference_batch": branching.batch, "reference_lr": branching.lr,
                            **({"levels": levels} if levels else {})}}
-        report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
+        report = sweep(tuned, out_dir=part_out(out, f"step{step}"), plot=plot, progress=progress, yes=yes, pdf=pdf,
+                       extra_meta=lambda: meta)
         stored = stored or read_config(report.results.meta).to_dict()
         path = None if report.results.path is None else str(report.results.path)
         values, cis = measured_predictors(tuned, branching, report.analysis.series, nqm, init_spectra,

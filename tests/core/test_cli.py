@@ -67,6 +67,17 @@ def test_results_out_accepts_folders_and_results_files_and_refuses_other_extensi
         results_out(str(tmp_path / "notes"))
 
 
+def test_a_command_of_several_sweeps_gives_each_its_own_file_beside_a_named_one():
+    """``--out FILE.parquet`` with ``--batch-schedule`` or ``--branch-at``: FILE-<name>.parquet per sweep, in the
+    same folder and format; a folder is left as it is (each sweep's file is named by its config there)."""
+    from otod.core.preflight import part_out
+
+    assert part_out("runs/s.parquet", "phase1") == "runs/s-phase1.parquet"
+    assert part_out("a.b/x.json", "step30") == "a.b/x-step30.json"
+    assert part_out("x.npz", "constant") == "x-constant.npz"
+    assert part_out("runs/", "step30") == "runs/" and part_out("results", "constant") == "results"
+
+
 def test_make_folder_refuses_what_cannot_be_created(tmp_path):
     import pytest
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,8 +135,10 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
     from otod.cli import main
 
     kw = dict(batch=(16, 32, 64), width=8, examples=256, seeds=5, lr_grid=(0.3, 1), max_iters=400)
-    result = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
+    out = str(tmp_path / "along.parquet")  # one file per checkpoint beside it: along-step0.parquet, …
+    result = along.critical_batch_along_training((0, 20), branch_batch=16, out=out, **kw)
     assert [c.step for c in result.checkpoints] == [0, 20]
+    assert [Path(c.path).name for c in result.checkpoints] == ["along-step0.parquet", "along-step20.parquet"]
     for c in result.checkpoints:
         loaded = otod.load(c.path)
         assert {r["checkpoint"] for r in loaded.records} == {float(c.step)}
@@ -143,7 +146,7 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
         p, = c.points
         assert p.s_min_ci[0] <= p.s_min <= p.s_min_ci[1] and p.b_crit_ci[0] <= p.b_crit <= p.b_crit_ci[1]
         assert c.b_simple > 0 and c.b_noise > 0 and len(c.b_simple_seeds) == len(c.b_noise_seeds) == 5
-    again = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
+    again = along.critical_batch_along_training((0, 20), branch_batch=16, out=out, **kw)
     import pandas as pd
 
     pd.testing.assert_frame_equal(again.to_pandas(), result.to_pandas())   # NaN where a ratio has none
