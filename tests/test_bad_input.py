@@ -82,6 +82,8 @@ CASES = [
     (COND + ["--method", "kfac"], "--problem kronecker"),
     (COND + ["--seeds", "0"], "--seeds 0"),
     (COND + ["--lr", "-1"], "--lr -1"),
+    (COND + ["--lr", "1e300"], "--lr 1e300: above float32's largest number 3.4e+38"),
+    (DEPTH + ["--lr", "1e39"], "--lr 1e39: above float32's largest number"),
     (COND + ["--spectrum", "flat"], "'--spectrum'"),
     (COND + ["--max-iters", "99999999999"], "--max-iters"),
     (["sweep", "condition", "--k", "1..1000000", "--out", "out"], "--k values"),
@@ -218,8 +220,9 @@ MEANT = {
     "accepted": COND[:-1] + ["k.json", "--method", "kfac", "--problem", "kronecker", "--shape", "4x4",
                              "--perturbation", "0.1", "--damping", "1e-3", "--lr", "tuned", "--lr-grid", "0.5,1",
                              "--ladder", "1e-8", "--check-every", "2", "--x32"],
-    # a learning rate that overflows is a diverged record, not warning text
-    "overflow": COND[:-1] + ["lr.json", "--lr", "1e300", "--json"],
+    # a learning rate that overflows the iterates is a diverged record, not warning text (one above float32's
+    # range, 1e300, is refused: its record's rate was null)
+    "overflow": COND[:-1] + ["lr.json", "--lr", "1e30", "--json"],
 }
 
 

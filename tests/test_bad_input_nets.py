@@ -109,6 +109,7 @@ NET_CASES = [
     (NET + ["--max-iters", "0"], "--max-iters 0"),
     (NET + ["--lr", ""], "--lr"),
     (NET + ["--lr", "-1"], "--lr -1"),
+    (NET + ["--lr", "1e300"], "--lr 1e300: above float32's largest number"),
     (NET + ["--lr-grid", ""], "--lr-grid"),
     (NET + ["--lr-grid", "-1,1"], "--lr-grid"),
     (NET + ["--lr", "0.1", "--lr-grid", "1,2"], "--lr-grid"),
@@ -181,6 +182,7 @@ CURVATURE_CASES = [
     (CURVATURE + ["--model", ""], "--model"),
     (CURVATURE + ["--model", "rnn"], "--model rnn"),
     (CURVATURE + ["--width", ""], "--width"),
+    (CURVATURE + ["--lr", "1e300"], "--lr 1e300: above float32's largest number"),
     (CURVATURE + ["--width", "1e9"], MEMORY),
     (CURVATURE + ["--model", "cnn", "--width", "1e9"], MEMORY),
     (CURVATURE + ["--depth", "1e9"], "--depth 1000000000"),
@@ -222,6 +224,7 @@ CURVATURE_CASES = [
 SCALE_CASES = [
     (["noise-scale", "--model", "rnn", "--out", "out"], "--model rnn"),
     (SCALE + ["--width", ""], "--width"),
+    (SCALE + ["--lr", "1e300"], "--lr 1e300: above float32's largest number"),
     (SCALE + ["--width", "1e9"], MEMORY),
     (SCALE + ["--depth", "1e9"], "--depth 1000000000"),
     (SCALE + ["--activation", "sigmoid"], "--activation sigmoid"),

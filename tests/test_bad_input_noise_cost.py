@@ -23,6 +23,8 @@ BAD_INPUT = [
     (["noise-scale", "--steps", "1e9"], "--steps 1000000000"),
     (["noise-scale", "--dim", "1e9"], "--dim 1000000000"),
     (["noise-scale", "--seed", "1e30"], "--seed 1e30"),
+    (["noise-scale", "--lr", "1e300"], "--lr 1e+300: above float32's largest number"),
+    (["sweep", "noise", "--lr", "1e300"], "--lr 1e300: above float32's largest number"),
     (["noise-scale", "--seed", "2147483648"], "--seed 2147483648"),
     (["sweep", "noise", "--mode", "simulate", "--seed", "2147483648"], "--seed 2147483648"),
     (["sweep", "noise", "--mode", "simulate", "--seed", "1e30"], "--seed 1e30"),
