@@ -459,9 +459,16 @@ WATCHDOG_SECONDS = 30.0
 IDLE_CPU_FRACTION = 0.01
 
 
+#: The shortest watchdog time accepted. The watchdog judges a device idle over at least this long: its polls are
+#: up to 20 ms apart and the process's CPU time grows in scheduler ticks, so a shorter time (``=1e-9``) could never
+#: be observed as such (it "never fired"), and a busy machine's pauses of a fraction of a second would stop a
+#: healthy program.
+MIN_WATCHDOG_SECONDS = 1.0
+
+
 def watchdog_seconds() -> float | None:
-    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a positive number, or ``off``: None), else
-    `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
+    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a number of seconds ≥ `MIN_WATCHDOG_SECONDS`, or ``off``:
+    None), else `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
     value = os.environ.get("OTOD_WATCHDOG_SECONDS", "").strip().lower()
     if not value:
         return WATCHDOG_SECONDS
@@ -473,6 +480,10 @@ def watchdog_seconds() -> float | None:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
         raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds > 0 or off, e.g. "
+                        "OTOD_WATCHDOG_SECONDS=120")
+    if seconds < MIN_WATCHDOG_SECONDS:
+        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: below the shortest time the watchdog can judge a device "
+                        f"idle, {MIN_WATCHDOG_SECONDS:g} s; give at least {MIN_WATCHDOG_SECONDS:g} or off, e.g. "
                         "OTOD_WATCHDOG_SECONDS=120")
     return seconds
 

@@ -274,6 +274,15 @@ def test_the_watchdog_time_reads_off_and_seconds(monkeypatch):
     assert watchdog_seconds() is None
     monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", "120")
     assert watchdog_seconds() == 120.0
+    monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", "1")  # the shortest it can judge
+    assert watchdog_seconds() == 1.0
+    from otod.core.errors import OtodError
+
+    for short in ("1e-9", "0.5"):  # 1e-9 was accepted and could never fire
+        monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", short)
+        with pytest.raises(OtodError, match=f"OTOD_WATCHDOG_SECONDS={short}: below the shortest time the watchdog "
+                                            "can judge a device idle, 1 s"):
+            watchdog_seconds()
 
 
 #: Sweeps whose blocks end with a few lanes running long after the rest (censored at the cap, or tuned rates that
