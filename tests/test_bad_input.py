@@ -156,6 +156,8 @@ CASES = [
     (["fit", "NET_FILE", "--target", "0.05"], "--target 0.05: below this run's target 0.1"),
     (["fit", "NET_FILE", "--target", "0"], "--target 0: a training-loss target must be a positive number"),
     (["fit", "NET_FILE", "--target", "nan"], "--target nan"),
+    (["fit", "NET_FILE", "--target", "2.3"], "--target 2.3: at or above the start loss 2.3 of a lane of this run"),
+    (["plot", "NET_FILE", "--target", "5"], "--target 5: at or above the start loss 2.3"),
     (["fit", "NET_FILE", "--tol", "1e-3", "--target", "0.2"], "give one threshold"),
     (["fit", "DEPTH_FILE", "--target", "0.2"], "0.2: not recorded in this run"),  # no traces: as before
     (["plot", "NET_FILE", "--target", "0.05"], "--target 0.05: below this run's target 0.1"),
