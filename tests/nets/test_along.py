@@ -18,9 +18,9 @@ from otod.nets.batch_api import CriticalBatchPoint
 jax = pytest.importorskip("jax")
 
 
-def test_the_branch_options_parse_sorted_and_default():
-    """Steps are sorted and deduplicated ("1e3" is whole); the defaults are B_ref 32, lr 0.1, r 0.5."""
-    b = along.parse_branching("1e3, 0,100,100")
+def test_the_branch_options_parse_in_order_and_default():
+    """Steps as typed, increasing ("1e3" is whole); the defaults are B_ref 32, lr 0.1, r 0.5."""
+    b = along.parse_branching("0, 100,1e3")
     assert b == along.Branching((0, 100, 1000), 32, 0.1, 0.5)
     assert along.parse_branching("5", "64", "0.3", "0.7") == along.Branching((5,), 64, 0.3, 0.7)
 
@@ -39,6 +39,8 @@ def test_loss_levels_parse_sorted_from_the_highest():
     (("",), "--branch-at : a comma list"), (("0,,5",), "--branch-at 0,,5"), (("x",), "--branch-at x: not a step"),
     (("-1",), "--branch-at -1"), (("2.5",), "--branch-at 2.5"), (("inf",), "--branch-at inf"),
     ((",".join(str(i) for i in range(33)),), "33 checkpoints"), (("0", "0"), "--branch-batch 0"),
+    (("100,30",), "--branch-at 100,30: give the checkpoints in increasing order, each once"),
+    (("0,100,100",), "e.g. --branch-at 0,100"),
     (("0", None, "-1"), "--branch-lr -1"), (("0", None, None, "0"), "--branch-to 0"),
     (("0", None, None, "1.5"), "--branch-to 1.5"),
 ])
