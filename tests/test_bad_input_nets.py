@@ -186,6 +186,8 @@ CURVATURE_CASES = [
     (CURVATURE + ["--model", "rnn"], "--model rnn"),
     (CURVATURE + ["--width", ""], "--width"),
     (CURVATURE + ["--lr", "1e300"], "--lr 1e300: above float32's largest number"),
+    (["curvature", "--out", "/proc/otod"], "--out /proc/otod: cannot write in /proc"),  # was: after the work
+    (["curvature", "--out", "/proc/otod/c.parquet"], "--out /proc/otod/c.parquet: cannot write in /proc"),
     (CURVATURE + ["--width", "1e9"], MEMORY),
     (CURVATURE + ["--model", "cnn", "--width", "1e9"], MEMORY),
     (CURVATURE + ["--depth", "1e9"], "--depth 1000000000"),

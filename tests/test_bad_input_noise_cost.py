@@ -25,6 +25,7 @@ BAD_INPUT = [
     (["noise-scale", "--seed", "1e30"], "--seed 1e30"),
     (["noise-scale", "--lr", "1e300"], "--lr 1e+300: above float32's largest number"),
     (["sweep", "noise", "--lr", "1e300"], "--lr 1e300: above float32's largest number"),
+    (["sweep", "noise", "--out", "/proc/otod"], "--out /proc/otod: cannot write in /proc"),  # was: after the work
     (["noise-scale", "--seed", "2147483648"], "--seed 2147483648"),
     (["sweep", "noise", "--mode", "simulate", "--seed", "2147483648"], "--seed 2147483648"),
     (["sweep", "noise", "--mode", "simulate", "--seed", "1e30"], "--seed 1e30"),

@@ -74,7 +74,26 @@ def make_folder(out: str | Path, option: str = "--out") -> Path:
     except OSError as e:
         raise OtodError(f"{option} {out}: cannot create the folder ({e.strerror or e}); e.g. {option} figures/") \
             from None
+    why = cannot_write_in(path)
+    if why is not None:
+        raise OtodError(f"{option} {out}: cannot write in the folder ({why}); e.g. {option} figures/")
     return path
+
+
+def refuse_unwritable(out: str | Path, option: str = "--out") -> None:
+    """Refuse, before any work and without creating anything, an ``--out`` (a folder, or a results file) this
+    process could not write: the nearest folder that exists on its way is a file, or cannot be written in
+    (`cannot_write_in`). An unwritable ``--out`` was found only when the results were saved, after the work
+    (``curvature``: 25-60 s, ``sweep noise``: 21 s)."""
+    refuse_empty(out, option, "runs/")
+    path = Path(out)
+    folder = path.parent if path.suffix in RESULT_SUFFIXES else path
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+    if not existing.is_dir():
+        raise OtodError(f"{option} {out}: {existing} is a file, not a folder; e.g. {option} runs/")
+    why = cannot_write_in(existing)
+    if why is not None:
+        raise OtodError(f"{option} {out}: cannot write in {existing} ({why}); e.g. {option} runs/")
 
 
 #: Above this many values of the largest traced axis, `check_resources` estimates from an evenly spaced sample of

@@ -182,6 +182,9 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
     config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64, per_layer)
     path = results_file(out, config)
+    from otod.core.preflight import refuse_unwritable
+
+    refuse_unwritable(out)  # before the measurement, which takes minutes
     from otod.core.cli import count_progress
 
     records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
