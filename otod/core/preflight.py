@@ -173,7 +173,7 @@ def refuse_time(seconds: float, yes: bool, what: str, hint: str) -> None:
 @contextlib.contextmanager
 def quiet_numerics():
     """Keep NumPy's floating-point RuntimeWarnings (overflow in a cast or a square, from a learning rate such as
-    1e300) and matplotlib's "no positive values" for a figure of diverged lanes off stderr: those lanes are
+    1e38) and matplotlib's "no positive values" for a figure of diverged lanes off stderr: those lanes are
     recorded as diverged and the table says so."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
