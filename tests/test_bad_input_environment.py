@@ -59,7 +59,7 @@ CASES = [
     # -- OTOD_WATCHDOG_SECONDS, OTOD_FIGURE_SECONDS --------------------------------------------------------------------
     (COND, {"OTOD_WATCHDOG_SECONDS": "abc"}, "OTOD_WATCHDOG_SECONDS=abc: "),
     (COND, {"OTOD_WATCHDOG_SECONDS": "-5"}, "OTOD_WATCHDOG_SECONDS=-5: "),
-    (COND, {"OTOD_WATCHDOG_SECONDS": "1e-9"}, "OTOD_WATCHDOG_SECONDS=1e-9: below the shortest time"),
+    (COND, {"OTOD_WATCHDOG_SECONDS": "1e-9"}, "OTOD_WATCHDOG_SECONDS=1e-9: give a number of seconds ≥ 1 (the shortest"),
     (FIG, {"OTOD_FIGURE_SECONDS": "/proc/x/s.json"}, "OTOD_FIGURE_SECONDS=/proc/x/s.json: "),
     (FIG, {"OTOD_FIGURE_SECONDS": "folder"}, "OTOD_FIGURE_SECONDS=folder: a folder"),
     (FIG, {"OTOD_FIGURE_SECONDS": "notes.txt"}, "OTOD_FIGURE_SECONDS=notes.txt: not a file of figure seconds"),

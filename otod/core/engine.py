@@ -459,10 +459,7 @@ WATCHDOG_SECONDS = 30.0
 IDLE_CPU_FRACTION = 0.01
 
 
-#: The shortest watchdog time accepted. The watchdog judges a device idle over at least this long: its polls are
-#: up to 20 ms apart and the process's CPU time grows in scheduler ticks, so a shorter time (``=1e-9``) could never
-#: be observed as such (it "never fired"), and a busy machine's pauses of a fraction of a second would stop a
-#: healthy program.
+#: The shortest watchdog time: 20 ms polls and CPU time in scheduler ticks cannot judge less (``=1e-9`` never fired).
 MIN_WATCHDOG_SECONDS = 1.0
 
 
@@ -478,13 +475,9 @@ def watchdog_seconds() -> float | None:
         seconds = float(value)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds > 0 or off, e.g. "
-                        "OTOD_WATCHDOG_SECONDS=120")
-    if seconds < MIN_WATCHDOG_SECONDS:
-        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: below the shortest time the watchdog can judge a device "
-                        f"idle, {MIN_WATCHDOG_SECONDS:g} s; give at least {MIN_WATCHDOG_SECONDS:g} or off, e.g. "
-                        "OTOD_WATCHDOG_SECONDS=120")
+    if not (math.isfinite(seconds) and seconds >= MIN_WATCHDOG_SECONDS):
+        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds ≥ 1 (the shortest idle time the "
+                        "watchdog can judge) or off, e.g. OTOD_WATCHDOG_SECONDS=120")
     return seconds
 
 
