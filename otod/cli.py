@@ -53,7 +53,7 @@ def main():
     OTOD_COMPILATION_CACHE=DIR moves it, OTOD_COMPILATION_CACHE=off turns it off. On a CPU every core is a JAX
     device and sweeps share their blocks among them; OTOD_CPU_DEVICES=N sets how many (1 to 1024; 1 keeps one).
     A device program that uses no CPU for 30 s is stopped by a watchdog, keeping the sweep's journal
-    (OTOD_WATCHDOG_SECONDS=N sets the time, =off turns it off); a second Ctrl-C stops at once.
+    (OTOD_WATCHDOG_SECONDS=N sets the time, N ≥ 1; =off turns it off); a second Ctrl-C stops at once.
 
     \b
     Examples:

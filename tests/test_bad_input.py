@@ -83,6 +83,8 @@ CASES = [
     (COND + ["--method", "kfac"], "--problem kronecker"),
     (COND + ["--seeds", "0"], "--seeds 0"),
     (COND + ["--lr", "-1"], "--lr -1"),
+    (COND + ["--lr", "1e300"], "--lr 1e300: above float32's largest number 3.4e+38"),
+    (DEPTH + ["--lr", "1e39"], "--lr 1e39: above float32's largest number"),
     (COND + ["--spectrum", "flat"], "'--spectrum'"),
     (COND + ["--max-iters", "99999999999"], "--max-iters"),
     (["sweep", "condition", "--k", "1..1000000", "--out", "out"], "--k values"),
@@ -155,6 +157,8 @@ CASES = [
     (["fit", "NET_FILE", "--target", "0.05"], "--target 0.05: below this run's target 0.1"),
     (["fit", "NET_FILE", "--target", "0"], "--target 0: a training-loss target must be a positive number"),
     (["fit", "NET_FILE", "--target", "nan"], "--target nan"),
+    (["fit", "NET_FILE", "--target", "2.3"], "--target 2.3: at or above the start loss 2.3 of a lane of this run"),
+    (["plot", "NET_FILE", "--target", "5"], "--target 5: at or above the start loss 2.3"),
     (["fit", "NET_FILE", "--tol", "1e-3", "--target", "0.2"], "give one threshold"),
     (["fit", "DEPTH_FILE", "--target", "0.2"], "0.2: not recorded in this run"),  # no traces: as before
     (["plot", "NET_FILE", "--target", "0.05"], "--target 0.05: below this run's target 0.1"),
@@ -219,8 +223,9 @@ MEANT = {
     "accepted": COND[:-1] + ["k.json", "--method", "kfac", "--problem", "kronecker", "--shape", "4x4",
                              "--perturbation", "0.1", "--damping", "1e-3", "--lr", "tuned", "--lr-grid", "0.5,1",
                              "--ladder", "1e-8", "--check-every", "2", "--x32"],
-    # a learning rate that overflows is a diverged record, not warning text
-    "overflow": COND[:-1] + ["lr.json", "--lr", "1e300", "--json"],
+    # a learning rate that overflows the iterates is a diverged record, not warning text (one above float32's
+    # range, 1e300, is refused: its record's rate was null)
+    "overflow": COND[:-1] + ["lr.json", "--lr", "1e30", "--json"],
 }
 
 

@@ -48,6 +48,11 @@ CASES = [
     # -- OTOD_CPU_DEVICES: an integer from 1 to devices.MAX_DEVICES ----------------------------------------------------
     *[(COND, {"OTOD_CPU_DEVICES": v}, f"OTOD_CPU_DEVICES={v}: ") for v in ("0", "-1", "abc", "2.5", "1e9", "100000")],
     (["fit", "RESULTS"], {"OTOD_CPU_DEVICES": "abc"}, "OTOD_CPU_DEVICES=abc: "),
+    # -- XLA_FLAGS's host device count: at least 1, and not another count than OTOD_CPU_DEVICES ----------------------
+    (COND, {"XLA_FLAGS": "--xla_force_host_platform_device_count=0"},
+     "XLA_FLAGS=--xla_force_host_platform_device_count=0: need a whole number of host devices ≥ 1"),
+    (COND, {"OTOD_CPU_DEVICES": "1", "XLA_FLAGS": "--xla_force_host_platform_device_count=3"},
+     "OTOD_CPU_DEVICES=1 beside XLA_FLAGS=--xla_force_host_platform_device_count=3: two device counts"),
     # -- OTOD_COMPILATION_CACHE: a folder the user names must be usable -----------------------------------------------
     (COND, {"OTOD_COMPILATION_CACHE": "/proc/x"}, "OTOD_COMPILATION_CACHE=/proc/x: cannot be made a folder"),
     (COND, {"OTOD_COMPILATION_CACHE": "CACHEFILE"}, "cachefile: a file, not a folder"),
@@ -55,6 +60,7 @@ CASES = [
     # -- OTOD_WATCHDOG_SECONDS, OTOD_FIGURE_SECONDS --------------------------------------------------------------------
     (COND, {"OTOD_WATCHDOG_SECONDS": "abc"}, "OTOD_WATCHDOG_SECONDS=abc: "),
     (COND, {"OTOD_WATCHDOG_SECONDS": "-5"}, "OTOD_WATCHDOG_SECONDS=-5: "),
+    (COND, {"OTOD_WATCHDOG_SECONDS": "1e-9"}, "OTOD_WATCHDOG_SECONDS=1e-9: give a number of seconds ≥ 1 (the shortest"),
     (FIG, {"OTOD_FIGURE_SECONDS": "/proc/x/s.json"}, "OTOD_FIGURE_SECONDS=/proc/x/s.json: "),
     (FIG, {"OTOD_FIGURE_SECONDS": "folder"}, "OTOD_FIGURE_SECONDS=folder: a folder"),
     (FIG, {"OTOD_FIGURE_SECONDS": "notes.txt"}, "OTOD_FIGURE_SECONDS=notes.txt: not a file of figure seconds"),
@@ -153,6 +159,19 @@ def test_device_counts(monkeypatch):
         use_every_core()
     monkeypatch.setenv("OTOD_CPU_DEVICES", "2")
     assert use_every_core() is None
+    flag = "--xla_force_host_platform_device_count"
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_cpu_foo=1 {flag}=3")
+    with pytest.raises(OtodError, match=f"OTOD_CPU_DEVICES=2 beside XLA_FLAGS={flag}=3: two device counts"):
+        use_every_core()
+    monkeypatch.setenv("OTOD_CPU_DEVICES", "3")  # the same count twice: no conflict
+    assert use_every_core() is None
+    from otod.core.devices import flag_devices
+
+    assert flag_devices("") is None and flag_devices("--xla_cpu_foo=1") is None
+    assert flag_devices(f"{flag}=4 --xla_cpu_foo=1") == 4 and flag_devices(f"{flag}=2 {flag}=5") == 5
+    for bad in ("0", "-2", "x", ""):
+        with pytest.raises(OtodError, match=f"XLA_FLAGS={flag}={bad}: need a whole number of host devices ≥ 1"):
+            flag_devices(f"{flag}={bad}")
 
     assert requested_devices("") is None and requested_devices(" 4 ") == 4
     assert requested_devices("1") == 1 and requested_devices(str(MAX_DEVICES)) == MAX_DEVICES

@@ -24,6 +24,9 @@ BAD_INPUT = [
     (["noise-scale", "--steps", "1e9"], "--steps 1000000000"),
     (["noise-scale", "--dim", "1e9"], "--dim 1000000000"),
     (["noise-scale", "--seed", "1e30"], "--seed 1e30"),
+    (["noise-scale", "--lr", "1e300"], "--lr 1e+300: above float32's largest number"),
+    (["sweep", "noise", "--lr", "1e300"], "--lr 1e300: above float32's largest number"),
+    (["sweep", "noise", "--out", "/proc/otod"], "--out /proc/otod: cannot write in /proc"),  # was: after the work
     (["noise-scale", "--seed", "2147483648"], "--seed 2147483648"),
     (["sweep", "noise", "--mode", "simulate", "--seed", "2147483648"], "--seed 2147483648"),
     (["sweep", "noise", "--mode", "simulate", "--seed", "1e30"], "--seed 1e30"),
@@ -152,9 +155,10 @@ def test_bad_input_is_one_quick_line_and_exit_code_2(tmp_path):
 
 @pytest.mark.parametrize("mode", ["exact", pytest.param("simulate", marks=pytest.mark.slow)])  # simulate: 8 s
 def test_a_huge_step_diverges_quietly_and_is_recorded_as_diverged(mode, tmp_path):
-    """--lr 1e300 overflows NumPy: no warning text reaches stderr, and every lane is recorded as diverged."""
+    """--lr 1e38 (below float32's largest, so accepted) overflows NumPy: no warning text reaches stderr, and every lane
+    is recorded as diverged (1e300, above float32's range, is refused: `BAD_INPUT`)."""
     args = ["sweep", "noise", "--mode", mode, "--dim", "10", "--batch", "1,2", "--method", "sgd,heavy-ball",
-            "--lr", "1e300", "--target", "0.05", "--json", "--out", "r.json"]
+            "--lr", "1e38", "--target", "0.05", "--json", "--out", "r.json"]
     result, _ = otod(args + (["--seeds", "2"] if mode == "simulate" else []), tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Warning" not in result.stderr and "Traceback" not in result.stderr, result.stderr

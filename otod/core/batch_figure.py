@@ -143,7 +143,7 @@ def none_reached(ax, method: str, color: str) -> None:
 
 def log_axes(ax, xlabel: str, ylabel: str) -> None:
     """Label ``ax`` and make it log-log; where no point reached the target (every lane diverged, as with
-    ``--lr 1e300``) there is nothing to scale, so the axes stay linear and say why, instead of failing."""
+    ``--lr 1e38``) there is nothing to scale, so the axes stay linear and say why, instead of failing."""
     ys = [np.asarray(line.get_ydata(), float) for line in ax.lines]
     if any((np.isfinite(y) & (y > 0)).any() for y in ys if y.size):
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel)

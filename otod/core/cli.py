@@ -107,7 +107,7 @@ def echo_report(report, as_json: bool) -> None:
 
 
 from otod.core.options import positive_int, positive_seconds, precision, seed_value  # noqa: E402
-from otod.core.preflight import refuse_memory, refuse_time, results_out  # noqa: E402,F401 (the commands' refusals)
+from otod.core.preflight import refuse_memory, refuse_time, refuse_unwritable, results_out  # noqa: E402,F401
 
 
 #: The options `common_sweep_options` declares, in the order ``--help`` lists them.
@@ -150,8 +150,9 @@ def common_sweep_options(command_fn=None, *, default_seeds: int = 8):
     for neither), ``out`` (a folder or a .parquet/.json/.npz file), ``as_json``, ``no_plot``, ``pdf``, ``yes`` and
     ``chunk_seconds`` (seconds > 0 or None); the defaults each help text states are the body's to apply.
     Contradictions end as one line and exit code 2 before the body runs: --x64 with --x32, --pdf with --no-plot,
-    an --out with another extension. ``@common_sweep_options(default_seeds=5)``: a sweep whose body applies
-    another default than 8 seeds says so in its --seeds help."""
+    an --out with another extension or one this process cannot write (`otod.core.preflight.refuse_unwritable`).
+    ``@common_sweep_options(default_seeds=5)``: a sweep whose body applies another default than 8 seeds says so in
+    its --seeds help."""
     if command_fn is None:
         return functools.partial(common_sweep_options, default_seeds=default_seeds)
 
@@ -160,6 +161,7 @@ def common_sweep_options(command_fn=None, *, default_seeds: int = 8):
         x64 = precision(x64, x32)
         if pdf and no_plot:
             raise OtodError("--pdf --no-plot: --pdf asks for a figure that --no-plot skips; drop one, e.g. --pdf")
+        refuse_unwritable(results_out(out))  # first: the results are saved only after the work
         return command_fn(*args, seeds=None if seeds is None else positive_int(seeds, "--seeds", "8"),
                           seed=None if seed is None else seed_value(seed), x64=x64, out=results_out(out),
                           as_json=as_json, no_plot=no_plot, pdf=pdf, yes=yes,

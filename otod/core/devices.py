@@ -6,7 +6,8 @@ help, so a single CPU device leaves the other cores idle. Split into one host de
 program per device (`otod.core.engine.dispatch`), and the sweep keeps a chunk running on each. The flag must be set before JAX is imported: the
 command line calls `use_every_core` first; a notebook may call it before importing JAX. ``OTOD_CPU_DEVICES=N``
 chooses the count (1 turns the split off; from 1 to `MAX_DEVICES`, anything else is refused); an ``XLA_FLAGS``
-that already sets it is left alone. On a GPU or TPU the flag changes nothing: the local devices are the
+that already sets it is left alone, unless it sets fewer than 1 or another count than ``OTOD_CPU_DEVICES``
+(refused: one of the two would be ignored). On a GPU or TPU the flag changes nothing: the local devices are the
 accelerators.
 """
 
@@ -56,15 +57,44 @@ def requested_devices(value: str) -> int | None:
     return count
 
 
+#: The ``XLA_FLAGS`` this process wrote (`use_every_core`), not the user's: its count is never a conflict with a later
+#: ``OTOD_CPU_DEVICES`` (a notebook, the tests' many command lines in one process).
+_written: str | None = None
+
+
+def flag_devices(xla_flags: str) -> int | None:
+    """The host device count ``XLA_FLAGS`` sets with `FLAG` (the last one given, as XLA reads it), or None where it
+    sets none. A count below 1 or not a whole number raises `OtodError`: ``=0`` ended in a traceback from JAX's
+    start."""
+    values = [item.split("=", 1)[1] if "=" in item else "" for item in xla_flags.split()
+              if item.split("=", 1)[0] == FLAG]
+    if not values:
+        return None
+    try:
+        count = int(values[-1])
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise OtodError(f"XLA_FLAGS={FLAG}={values[-1]}: need a whole number of host devices ≥ 1, e.g. "
+                        f"{FLAG}=4, or drop it (otod sets one per core; {ENV}=N chooses)")
+    return count
+
+
 def use_every_core() -> int | None:
     """Ask XLA for one host device per core (at most `MAX_DEVICES`), or ``OTOD_CPU_DEVICES``; return the count set,
     or None when JAX is already imported or ``XLA_FLAGS`` already says. A bad ``OTOD_CPU_DEVICES`` raises
     `OtodError` in every case, checked before those early returns: the command line may run many times in one
     process (a notebook, the tests), and a value refused once is refused every time."""
+    global _written
     asked = requested_devices(os.environ.get(ENV, ""))
-    if "jax" in sys.modules or FLAG in os.environ.get("XLA_FLAGS", ""):
+    flags = os.environ.get("XLA_FLAGS", "")
+    flagged = flag_devices(flags)
+    if flagged is not None and asked is not None and flagged != asked and flags != _written:
+        raise OtodError(f"{ENV}={asked} beside XLA_FLAGS={FLAG}={flagged}: two device counts; give one of them, "
+                        f"e.g. unset XLA_FLAGS's {FLAG} and keep {ENV}={asked}")
+    if "jax" in sys.modules or flagged is not None:
         return None
     count = asked if asked is not None else min(cores(), MAX_DEVICES)
     if count > 1:
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FLAG}={count}".strip()
+        os.environ["XLA_FLAGS"] = _written = f"{os.environ.get('XLA_FLAGS', '')} {FLAG}={count}".strip()
     return count

@@ -459,9 +459,13 @@ WATCHDOG_SECONDS = 30.0
 IDLE_CPU_FRACTION = 0.01
 
 
+#: The shortest watchdog time: 20 ms polls and CPU time in scheduler ticks cannot judge less (``=1e-9`` never fired).
+MIN_WATCHDOG_SECONDS = 1.0
+
+
 def watchdog_seconds() -> float | None:
-    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a positive number, or ``off``: None), else
-    `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
+    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a number of seconds ≥ `MIN_WATCHDOG_SECONDS`, or ``off``:
+    None), else `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
     value = os.environ.get("OTOD_WATCHDOG_SECONDS", "").strip().lower()
     if not value:
         return WATCHDOG_SECONDS
@@ -471,9 +475,9 @@ def watchdog_seconds() -> float | None:
         seconds = float(value)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds > 0 or off, e.g. "
-                        "OTOD_WATCHDOG_SECONDS=120")
+    if not (math.isfinite(seconds) and seconds >= MIN_WATCHDOG_SECONDS):
+        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds ≥ 1 (the shortest idle time the "
+                        "watchdog can judge) or off, e.g. OTOD_WATCHDOG_SECONDS=120")
     return seconds
 
 

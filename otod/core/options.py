@@ -27,6 +27,19 @@ def parse_lr(text: str | float) -> str | float:
         raise OtodError(f"--lr {text}: use theory, tuned or a positive number, e.g. --lr 0.01") from None
     if not (value > 0 and math.isfinite(value)):
         raise OtodError(f"--lr {text}: a learning rate must be a positive number, e.g. --lr 0.01")
+    return representable_lr(value, text)
+
+
+#: The largest learning rate a sweep takes: float32's largest finite number. Above it the step is +∞ in float32
+#: (``--lr 1e300`` ran with every lane diverged at iteration 1 and the record's learning rate null).
+MAX_LR = 3.4028234663852886e38
+
+
+def representable_lr(value: float, text=None, example: str = "0.01") -> float:
+    """``value`` where it is at most `MAX_LR`, else `OtodError` naming ``--lr`` as typed (``text``)."""
+    if value > MAX_LR:
+        raise OtodError(f"--lr {value if text is None else text}: above float32's largest number {MAX_LR:.3g}, "
+                        f"where every step is infinite; use a finite step, e.g. --lr {example}")
     return value
 
 

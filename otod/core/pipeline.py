@@ -60,6 +60,9 @@ def sweep(config, *, out_dir: str | Path = "results", plot: bool = True, full: b
     """Run (resume, or read back) a sweep and present it: the text, then ``results:`` and ``figure:`` lines, the
     files written (the results file first). ``run(config, out_dir, progress, yes, extra_meta)`` makes the results
     (default: the core's `otod.core.sweep.run_sweep`; the noise obstacle's exact path is its own)."""
+    from otod.core.preflight import refuse_unwritable
+
+    refuse_unwritable(out_dir)  # before the work: the results are saved after it
     if run is None:
         from otod.core.sweep import run_sweep
 

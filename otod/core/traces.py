@@ -117,6 +117,20 @@ def below_target(tol: float, target: Target) -> OtodError:
                      f"end there: rerun the sweep with {option} {tol:g}")
 
 
+def refuse_reached_at_start(values: np.ndarray, tol: float, target: Target) -> None:
+    """Refuse a training-loss target at or above a lane's start loss (its trace's first value, iteration 0): that
+    lane reaches it before any step, so its count is 0 (a fit on zeros: ``otod fit --target`` above every start
+    gave nothing but 0)."""
+    if target.kind != "absolute" or not len(values):
+        return
+    starts = values[:, 0].astype(float)
+    lowest = float(np.nanmin(starts)) if np.isfinite(starts).any() else math.nan
+    if lowest <= tol:
+        raise OtodError(f"--target {tol:g}: at or above the start loss {lowest:.4g} of a lane of this run (the "
+                        f"lowest of its {len(starts)} lanes' iteration-0 losses), which would count 0 iterations; "
+                        f"give a target below {lowest:.4g}")
+
+
 def retarget(frame, meta: dict, tol: float):
     """The records (``frame``, with their traces) as a run at target ``tol`` would have written them: iterations,
     status, the final metric and ``hits[0]`` (module docstring). ``attrs``: the target, the run's own and the
@@ -130,6 +144,7 @@ def retarget(frame, meta: dict, tol: float):
     dtype = np.float64 if meta.get("precision") == "float64" else np.float32
     iterations = np.asarray(meta[TRACE_ITERATIONS], np.int64)
     values, lengths = trace_matrix(frame[trace_field(target.kind)], dtype, len(iterations))
+    refuse_reached_at_start(values, tol, target)
     points = ["method"] + [n for n, _ in config.axes if n in frame]
     from otod.core.analysis import rates_of
 

@@ -88,7 +88,8 @@ def parse_levels(text: str) -> tuple[float, ...]:
 
 
 def parse_steps(at: str) -> tuple[int, ...]:
-    """``--branch-at``'s steps: whole numbers from 0 to 10⁹, sorted and distinct, at most `MAX_CHECKPOINTS`."""
+    """``--branch-at``'s steps: whole numbers from 0 to 10⁹, increasing as typed (``100,30`` was re-sorted without a
+    word: refused), at most `MAX_CHECKPOINTS`."""
     example = "e.g. --branch-at 0,100,1000"
     values = comma_numbers(
         str(at), f"--branch-at {at}: a comma list of step counts ≥ 0 (or loss: and loss levels), {example} or "
@@ -96,7 +97,11 @@ def parse_steps(at: str) -> tuple[int, ...]:
         lambda item: f"--branch-at {item}: not a step count; give whole steps ≥ 0, {example}",
         lambda item: f"--branch-at {item}: need whole steps from 0 to 10⁹, {example}",
         lambda v: math.isfinite(v) and v >= 0 and v.is_integer() and v <= 1e9)
-    return at_most(sorted({int(v) for v in values}), "checkpoints", example)
+    steps = [int(v) for v in values]
+    if any(b <= a for a, b in zip(steps, steps[1:])):
+        raise OtodError(f"--branch-at {at}: give the checkpoints in increasing order, each once (the table's rows "
+                        f"follow them), e.g. --branch-at {','.join(str(v) for v in sorted(set(steps)))}")
+    return at_most(steps, "checkpoints", example)
 
 
 def comma_numbers(text: str, malformed: str, not_a_number, out_of_range, valid) -> list[float]:
@@ -187,13 +192,19 @@ def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf:
 
 
 def refuse_long_reference(config, branching: Branching, yes: bool) -> None:
-    """Refuse, before any step is taken, reference runs estimated above an hour (`otod.core.preflight.refuse_time`:
-    every seed's run to the last checkpoint, `otod.nets.branch.reference_seconds`), unless ``yes``; a reference
-    batch larger than the training set is refused here too (`otod.nets.branch.check_branch`)."""
+    """Refuse, before any step is taken, a checkpoint past the iteration cap (``--max-iters``) and reference runs
+    estimated above an hour (`otod.core.preflight.refuse_time`: every seed's run to the last checkpoint,
+    `otod.nets.branch.reference_seconds`), unless ``yes``; a reference batch larger than the training set is
+    refused here too (`otod.nets.branch.check_branch`)."""
     from otod.core.preflight import refuse_time
     from otod.nets.branch import reference_seconds
 
     last = max(branching.steps)
+    cap = config.resolved_max_iters
+    if last > cap:
+        raise OtodError(f"--branch-at {last}: past the iteration cap {cap} (--max-iters), so the reference run would "
+                        f"train beyond any sweep's cap; give checkpoints ≤ {cap}, e.g. --branch-at 0,{cap}, or "
+                        "raise --max-iters")
     spec = dataclasses.replace(config.problem, branch_step=last, branch_batch=int(branching.batch),
                                branch_lr=float(branching.lr))
     refuse_time(config.seeds * reference_seconds(spec, last), yes, f"--branch-at {last}: training the "
@@ -368,6 +379,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     after each checkpoint (its results line)."""
     from otod.core.config import read_config
     from otod.core.pipeline import sweep
+    from otod.core.preflight import part_out
     from otod.nets.batch_api import reading
 
     check_branchable(config)
@@ -386,7 +398,8 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            "fraction": branching.fraction, "milestone": tuned.target.tol,
                            "reference_batch": branching.batch, "reference_lr": branching.lr,
                            **({"levels": levels} if levels else {})}}
-        report = sweep(tuned, out_dir=out, plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
+        report = sweep(tuned, out_dir=part_out(out, f"step{step}"), plot=plot, progress=progress, yes=yes, pdf=pdf,
+                       extra_meta=lambda: meta)
         stored = stored or read_config(report.results.meta).to_dict()
         path = None if report.results.path is None else str(report.results.path)
         values, cis = measured_predictors(tuned, branching, report.analysis.series, nqm, init_spectra,

@@ -164,13 +164,15 @@ def curvature_plan(model, k: int, probes: int, lanczos_steps: int, x64: bool, op
 def noise_plan(model) -> None:
     """Refuse a noise-scale measurement that does not fit in memory: the data and the parameters in float64 (a
     few copies of P: G, HG, the moments), one chunk of per-example gradients and one of HVP activations
-    (`otod.nets.noise_scale.CHUNK_FLOATS` and `otod.nets.chunked.CHUNK_FLOATS` floats)."""
+    (`otod.nets.noise_scale.CHUNK_FLOATS` and `otod.nets.chunked.CHUNK_FLOATS` floats; a chunk holds one
+    example's gradient at least, P floats, and a vmapped HVP one vector's primal and tangent)."""
     from otod.core.preflight import refuse_memory
     from otod.nets import chunked, noise_scale
 
     size = model.parameter_count
     data = sum(int(np.size(a)) for a in model.data)
-    need = 8 * (data + 8 * size + 2 * noise_scale.CHUNK_FLOATS + chunked.CHUNK_FLOATS)
+    chunk = max(noise_scale.CHUNK_FLOATS, size)
+    need = 8 * (data + 8 * size + 2 * chunk + max(chunked.CHUNK_FLOATS, 4 * size))
     refuse_memory(need, f"the noise scale of {model.name} (P = {size:,}, {model.examples:,} examples)",
                   "use a smaller model or fewer examples")
 

@@ -70,8 +70,9 @@ NET_SEEDS = 5
                    "first step (one for all seeds) where the mean over seeds of the full training loss, read every "
                    "step, is ≤ the level (below 10,000 steps, else refused); from each, one S(B) sweep to "
                    "--branch-to × the training loss there, and a table of B_crit(t), S_min(t) and B_simple(t), "
-                   "B_noise(t). Also with --model FILE.py:NAME. E.g. --branch-at 0,100,1000 or --branch-at "
-                   "loss:1.5,1,0.5")
+                   "B_noise(t). Also with --model FILE.py:NAME. A sweep per checkpoint: --out FILE.parquet writes "
+                   "FILE-step100.parquet, … (a folder: one file per sweep in it). E.g. --branch-at 0,100,1000 or "
+                   "--branch-at loss:1.5,1,0.5")
 @click.option("--branch-batch", default=None, help="With --branch-at: the reference run's batch. Default 32. "
                                                    "E.g. --branch-batch 64")
 @click.option("--branch-lr", default=None, help="With --branch-at: the reference run's SGD step. Default 0.1. "
@@ -89,7 +90,9 @@ NET_SEEDS = 5
                    "training loss is r × the mean loss at the start; r falling; the last r is the final target), "
                    "each phase from where the one before left every seed, (lr, β) chosen per phase and per batch; "
                    "or doubling:B0..B1@r (B0, 2·B0, …, B1, milestones evenly spaced in log loss down to r). A "
-                   "table of steps and examples to the final target with CIs. E.g. --batch-schedule "
+                   "table of steps and examples to the final target with CIs. A sweep per run: --out FILE.parquet "
+                   "writes FILE-constant.parquet, FILE-phase1.parquet, … (a folder: one file per sweep in it). "
+                   "E.g. --batch-schedule "
                    "16@0.26,32@0.04 or --batch-schedule doubling:16..64@0.04")
 @common_sweep_options(default_seeds=NET_SEEDS)
 def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,

@@ -19,7 +19,7 @@ import click
 
 from otod.core.cli import user_errors
 from otod.core.errors import OtodError
-from otod.core.options import finite_float, positive_float, positive_int, seed_value
+from otod.core.options import finite_float, positive_float, positive_int, representable_lr, seed_value
 from otod.nets.curvature_text import results_file, spectrum_line, table
 
 #: Above this, the Lanczos bases of all probes (probes × (m + 1) × P floats) are refused: use fewer probes or steps.
@@ -173,7 +173,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     probes = positive_int(probes, "--probes", "8")
     requested_steps = positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2)
     checkpoints = parse_checkpoints(steps)
-    lr = positive_float(lr, "--lr", "0.1")
+    lr = representable_lr(positive_float(lr, "--lr", "0.1"), lr, "0.1")
     seed = seed_value(seed)
     quantile = unit_interval(quantile, "--quantile", "0.9")
     damping = positive_float(damping, "--damping", "1e-3")
@@ -182,6 +182,9 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
     config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64, per_layer)
     path = results_file(out, config)
+    from otod.core.preflight import refuse_unwritable
+
+    refuse_unwritable(out)  # before the measurement, which takes minutes
     from otod.core.cli import count_progress
 
     records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
@@ -209,7 +212,7 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
     from otod.nets import contract_cli
     from otod.nets.noise_scale import parse_checkpoints
 
-    options = dict(checkpoints=parse_checkpoints(steps), lr=positive_float(lr, "--lr", "0.1"),
+    options = dict(checkpoints=parse_checkpoints(steps), lr=representable_lr(positive_float(lr, "--lr", "0.1"), lr, "0.1"),
                    batch=positive_int(batch, "--batch", "32"), seed=seed_value(seed),
                    k=positive_int(k, "--k", "10"), probes=positive_int(probes, "--probes", "8"),
                    lanczos_steps=positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2),

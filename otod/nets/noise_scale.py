@@ -270,8 +270,15 @@ def nested_draws(n: int, b_small: int, b_big: int, draws: int, rng: np.random.Ge
 
 def batch_norms(problem: Problem, rows: np.ndarray, b_small: int) -> tuple[np.ndarray, np.ndarray]:
     """(|G_small|², |G_big|²) per row of ``rows`` (`nested_draws`): the batch gradients as means of per-example
-    gradients, in chunks of rows."""
-    per_chunk = max(1, problem.gradient_chunk() // rows.shape[1])
+    gradients, several rows at a time where a chunk of per-example gradients holds whole rows, else row by row
+    with each row's sums accumulated over chunks of its examples (`row_gradients`), so that at most one chunk of
+    per-example gradients is held: a whole B_big × P row of them (512 × P bytes at B_big = 64) took 5.6 GB at
+    P = 10⁷."""
+    per_chunk = problem.gradient_chunk() // rows.shape[1]
+    if per_chunk < 1:
+        sums = [row_gradients(problem, row, b_small) for row in rows]
+        return (np.array([float(jnp.sum(gs * gs)) for gs, _ in sums]),
+                np.array([float(jnp.sum(gb * gb)) for _, gb in sums]))
     small, big = [], []
     for part in chunks(np.arange(rows.shape[0]), per_chunk):
         idx = rows[part]
@@ -280,6 +287,17 @@ def batch_norms(problem: Problem, rows: np.ndarray, b_small: int) -> tuple[np.nd
         small.append(np.asarray(jnp.sum(gs * gs, -1)))
         big.append(np.asarray(jnp.sum(gb * gb, -1)))
     return np.concatenate(small), np.concatenate(big)
+
+
+def row_gradients(problem: Problem, row: np.ndarray, b_small: int):
+    """(G_small, G_big) of one row of example indices (its first ``b_small`` the small batch), each the mean of
+    the per-example gradients summed over chunks of `Problem.gradient_chunk` examples."""
+    def total(idx):
+        return sum((jnp.sum(problem.example_grads(problem.flat, part), 0)
+                    for part in chunks(idx, problem.gradient_chunk())), jnp.zeros(problem.size, jnp.float64))
+
+    small = total(row[:b_small])
+    return small / b_small, (small + total(row[b_small:])) / len(row)
 
 
 def ratio_spread(numerator: np.ndarray, denominator: np.ndarray, rng: np.random.Generator,

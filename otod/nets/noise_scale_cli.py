@@ -134,7 +134,7 @@ def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x6
               trace_examples) -> str:
     """``noise-scale --model FILE.py:NAME``: every option checked, the NQM's refused, then the model loaded and
     checked, then measured (`otod.nets.contract_cli.run_noise`)."""
-    from otod.core.options import finite_float, positive_int, refuse_ignored, seed_value
+    from otod.core.options import finite_float, positive_int, refuse_ignored, representable_lr, seed_value
     from otod.nets import contract_cli
     from otod.nets import noise_scale as net
     from otod.noise.estimators import parse_scale_options
@@ -148,6 +148,7 @@ def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x6
     rate = finite_float(_given(lr, net.NET_LR), "--lr", "0.1")
     if not rate > 0:
         raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
+    representable_lr(rate, lr, "0.1")
     options = dict(checkpoints=checkpoints, lr=rate, batch=positive_int(batch, "--batch", "32"),
                    seed=seed_value(seed), pairs=pair_list, x64=x64, chunk=contract_cli.chunk_option(chunk),
                    draws=positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6), yes=yes)
@@ -181,7 +182,7 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     then measure (`otod.nets.noise_scale.run_command`, imported here) and return the text with the file's path."""
     from pathlib import Path
 
-    from otod.core.options import finite_float, positive_int, refuse_ignored, seed_value
+    from otod.core.options import finite_float, positive_int, refuse_ignored, representable_lr, seed_value
     from otod.core.preflight import make_folder, refuse_time, results_out
     from otod.noise.estimators import parse_scale_options
 
@@ -208,6 +209,7 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     rate = finite_float(_given(lr, net.NET_LR), "--lr", "0.1")
     if not rate > 0:
         raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
+    representable_lr(rate, lr, "0.1")
     count = positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6)
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)

@@ -123,10 +123,10 @@ def user_problem(model, batch, sizes) -> tuple:
     from otod.nets.contract import Model, load
     from otod.nets.model_problem import problem_of
 
-    if isinstance(model, Model):
-        spec = problem_of(model, 1, examples_of(sizes[0]), reference=f"python:{model.name}")
-    else:
-        spec = problem_of(load(str(model), finite=False), 1, examples_of(sizes[0]), reference=str(model))
+    reference = f"python:{model.name}" if isinstance(model, Model) else str(model)
+    model = model if isinstance(model, Model) else load(str(model), finite=False)
+    refuse_embedded_data(model, reference, max(min(model.examples, examples_of(d) or model.examples) for d in sizes))
+    spec = problem_of(model, 1, examples_of(sizes[0]), reference=reference)
     smallest = min(dataclasses.replace(spec, examples=examples_of(d)).training_examples for d in sizes)
     batches = default_batches(smallest) if batch is None else whole_axis(batch, BATCH)
     if max(batches) > smallest:
@@ -136,6 +136,33 @@ def user_problem(model, batch, sizes) -> tuple:
 
     trace_work(spec, sizes, batches)
     return dataclasses.replace(spec, batch=int(min(batches))), batches
+
+
+#: The sweep's programs hold a model's training data as compiled constants (the metric's and the gradient's
+#: closures). Measured on 2·10⁷ examples of 8 float32 features (0.72 GB): JAX captured 2.16 GB of constants (3
+#: copies) and the process reached 6.8 GB of memory, still compiling after 240 s.
+CONSTANT_COPIES = 3
+MEMORY_COPIES = 10
+#: JAX's own threshold (``jax_captured_constants_warn_bytes``) above which captured constants are "expensive".
+MAX_CONSTANT_BYTES = 2 * 10 ** 9
+
+
+def refuse_embedded_data(model, reference: str, examples: int, available: int | None = None) -> None:
+    """Refuse, before anything is computed or compiled (the start's loss over the data in float64 took 5 GB
+    first), a contract model whose first ``examples`` examples, held as the programs' constants
+    (`CONSTANT_COPIES` copies), pass `MAX_CONSTANT_BYTES`, or whose `MEMORY_COPIES` copies do not fit in the
+    free memory (`otod.core.preflight.refuse_memory`)."""
+    from otod.core.preflight import refuse_memory
+
+    data = sum(int(np.prod(np.shape(a)[1:])) * np.asarray(a).dtype.itemsize for a in model.data) * examples
+    example = max(1, MAX_CONSTANT_BYTES // (CONSTANT_COPIES * max(1, data // max(1, examples))))
+    if CONSTANT_COPIES * data > MAX_CONSTANT_BYTES:
+        raise OtodError(f"--model {reference}: its {examples:,} training examples ({data / 1e9:.3g} GB) would be "
+                        f"compiled into the sweep's programs as {CONSTANT_COPIES * data / 1e9:.3g} GB of constants "
+                        f"(above {MAX_CONSTANT_BYTES / 1e9:g} GB compiling takes minutes and many times the data's "
+                        f"memory); use its first N examples, e.g. --examples {min(example, examples - 1)}")
+    refuse_memory(MEMORY_COPIES * data, f"--model {reference} with {examples:,} training examples "
+                  f"({data / 1e9:.3g} GB, compiled into the programs)", "use fewer --examples", available)
 
 
 def examples_of(value) -> int | None:

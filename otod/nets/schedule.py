@@ -288,6 +288,7 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     (module docstring), all through the core pipeline (`otod.core.pipeline.sweep`: resumed or read back like any
     sweep); ``echo(text)`` after each sweep."""
     from otod.core.pipeline import sweep
+    from otod.core.preflight import part_out
     from otod.nets.schedule_start import encode
     from otod.nets.schedule_stats import compare
 
@@ -297,15 +298,15 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     milestones = tuple(p.fraction * start for p in schedule.phases)
     meta = {"batch_schedule": {"schedule": schedule.text, "initial_loss": start, "milestones": list(milestones)}}
     say = echo or (lambda text: None)
-    constant = sweep(dataclasses.replace(config, target=target_of(milestones[-1])), out_dir=out, plot=plot,
-                     progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
+    constant = sweep(dataclasses.replace(config, target=target_of(milestones[-1])), out_dir=part_out(out, "constant"),
+                     plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
     say(f"constant batch to the final target {milestones[-1]:.4g}: results: {constant.results.path}")
     constant_frame, constant_cube = cube_of(constant)
     runs, cubes, paths = [], [], [constant.results.path]
     for k, (phase, milestone) in enumerate(zip(schedule.phases, milestones)):
         history = encode(config.seed, runs) if runs else None
-        report = sweep(phase_config(config, history, phase.batch, milestone), out_dir=out, plot=False,
-                       progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
+        report = sweep(phase_config(config, history, phase.batch, milestone), out_dir=part_out(out, f"phase{k + 1}"),
+                       plot=False, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
         frame, cube = cube_of(report)
         runs.append(phase_run(frame, cube, config.seeds))
         cubes.append(cube)

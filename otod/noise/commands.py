@@ -13,7 +13,7 @@ PROBLEM = click.Choice(["nqm", "isotropic", "regression", "rosenbrock"])
 
 def quiet_numerics(command_fn):
     """Run a command body with NumPy's RuntimeWarnings (overflow, invalid value, all-NaN slice) silenced: they
-    come from lanes that diverge (``--lr 1e300``), which the records and the table already report as diverged,
+    come from lanes that diverge (``--lr 1e38``), which the records and the table already report as diverged,
     so their raw text on stderr would only hide the one line that matters."""
     import functools
 

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from otod.core import critical_batch
-from otod.core.options import finite_float, positive_int, seed_value
+from otod.core.options import finite_float, positive_int, representable_lr, seed_value
 from otod.core.errors import OtodError
 from otod.noise import theory
 
@@ -73,6 +73,7 @@ def parse_scale_options(*, dim, pairs, decay, lr, batch, steps, seeds, seed) -> 
     lr = finite_float(lr, "--lr", "0.05")
     if not lr > 0:
         raise OtodError(f"--lr {lr:g}: a learning rate must be positive, e.g. --lr 0.05")
+    representable_lr(lr, example="0.05")
     return {"dim": positive_int(dim, "--dim", "1000"), "pairs": pair_list, "decays": decays, "lr": lr,
             "batch": positive_int(batch, "--batch", "32"), "steps": positive_int(steps, "--steps", "400"),
             "seeds": positive_int(seeds, "--seeds", "64"), "seed": seed_value(seed)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from otod.core.options import finite_float, parse_methods, positive_int, seed_value
+from otod.core.options import finite_float, parse_methods, positive_int, representable_lr, seed_value
 from otod.core.preflight import refuse_memory, refuse_time
 from otod.core.errors import OtodError
 from otod.core.ranges import parse_range
@@ -146,7 +146,7 @@ def _lr(lr):
     value = finite_float(lr, "--lr", "0.01")
     if not value > 0:
         raise OtodError(f"--lr {lr}: a learning rate must be a positive number, e.g. --lr 0.01")
-    return value
+    return representable_lr(value, lr)
 
 
 def parse_lr_grid(lr, lr_grid) -> tuple[float, ...]:

@@ -10,7 +10,7 @@ def run(config, mode: str, out: str = "results", progress=None, yes: bool = Fals
     """Run ``config`` on ``mode``'s path into ``out`` (a folder or a results file); ``yes`` lets the simulator run
     past its one-hour estimate.
 
-    A lane whose step is huge (``--lr 1e300``) overflows: NumPy's RuntimeWarnings (overflow in a square, in a
+    A lane whose step is huge (``--lr 1e38``) overflows: NumPy's RuntimeWarnings (overflow in a square, in a
     cast to float32) are silenced here, as the lane is recorded as diverged and that is the whole answer; the
     user sees the record, not NumPy's warning text."""
     with warnings.catch_warnings():

@@ -67,6 +67,35 @@ def test_results_out_accepts_folders_and_results_files_and_refuses_other_extensi
         results_out(str(tmp_path / "notes"))
 
 
+def test_a_command_of_several_sweeps_gives_each_its_own_file_beside_a_named_one():
+    """``--out FILE.parquet`` with ``--batch-schedule`` or ``--branch-at``: FILE-<name>.parquet per sweep, in the
+    same folder and format; a folder is left as it is (each sweep's file is named by its config there)."""
+    from otod.core.preflight import part_out
+
+    assert part_out("runs/s.parquet", "phase1") == "runs/s-phase1.parquet"
+    assert part_out("a.b/x.json", "step30") == "a.b/x-step30.json"
+    assert part_out("x.npz", "constant") == "x-constant.npz"
+    assert part_out("runs/", "step30") == "runs/" and part_out("results", "constant") == "results"
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_anything_is_made(tmp_path):
+    """`refuse_unwritable`: a new nested folder or results file under a writable folder passes and nothing is
+    created; under a file, or in /proc (no file can be made there), it is refused naming the nearest folder."""
+    import pytest
+
+    from otod.core.errors import OtodError
+    from otod.core.preflight import refuse_unwritable
+
+    for good in (tmp_path / "a" / "b", tmp_path / "a" / "r.parquet", tmp_path):
+        refuse_unwritable(good)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "f").write_text("")
+    with pytest.raises(OtodError, match=r"--out .*f/sub/r.json: .*f is a file, not a folder"):
+        refuse_unwritable(tmp_path / "f" / "sub" / "r.json")
+    with pytest.raises(OtodError, match=r"--out /proc/otod/x: cannot write in /proc \("):
+        refuse_unwritable("/proc/otod/x")
+
+
 def test_make_folder_refuses_what_cannot_be_created(tmp_path):
     import pytest
 

@@ -260,8 +260,8 @@ def test_a_bad_watchdog_time_is_one_line_and_exit_2_before_anything_is_written(t
                           timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"otod: error: OTOD_WATCHDOG_SECONDS={value}: give a number of seconds > 0 or off, e.g. "
-        "OTOD_WATCHDOG_SECONDS=120"]
+        f"otod: error: OTOD_WATCHDOG_SECONDS={value}: give a number of seconds ≥ 1 (the shortest idle time the "
+        "watchdog can judge) or off, e.g. OTOD_WATCHDOG_SECONDS=120"]
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
@@ -274,6 +274,15 @@ def test_the_watchdog_time_reads_off_and_seconds(monkeypatch):
     assert watchdog_seconds() is None
     monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", "120")
     assert watchdog_seconds() == 120.0
+    monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", "1")  # the shortest it can judge
+    assert watchdog_seconds() == 1.0
+    from otod.core.errors import OtodError
+
+    for short in ("1e-9", "0.5"):  # 1e-9 was accepted and could never fire
+        monkeypatch.setenv("OTOD_WATCHDOG_SECONDS", short)
+        with pytest.raises(OtodError, match=f"OTOD_WATCHDOG_SECONDS={short}: give a number of seconds ≥ 1 "
+                                            r"\(the shortest idle time the watchdog can judge\)"):
+            watchdog_seconds()
 
 
 #: Sweeps whose blocks end with a few lanes running long after the rest (censored at the cap, or tuned rates that

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +18,9 @@ from otod.nets.batch_api import CriticalBatchPoint
 jax = pytest.importorskip("jax")
 
 
-def test_the_branch_options_parse_sorted_and_default():
-    """Steps are sorted and deduplicated ("1e3" is whole); the defaults are B_ref 32, lr 0.1, r 0.5."""
-    b = along.parse_branching("1e3, 0,100,100")
+def test_the_branch_options_parse_in_order_and_default():
+    """Steps as typed, increasing ("1e3" is whole); the defaults are B_ref 32, lr 0.1, r 0.5."""
+    b = along.parse_branching("0, 100,1e3")
     assert b == along.Branching((0, 100, 1000), 32, 0.1, 0.5)
     assert along.parse_branching("5", "64", "0.3", "0.7") == along.Branching((5,), 64, 0.3, 0.7)
 
@@ -38,6 +39,8 @@ def test_loss_levels_parse_sorted_from_the_highest():
     (("",), "--branch-at : a comma list"), (("0,,5",), "--branch-at 0,,5"), (("x",), "--branch-at x: not a step"),
     (("-1",), "--branch-at -1"), (("2.5",), "--branch-at 2.5"), (("inf",), "--branch-at inf"),
     ((",".join(str(i) for i in range(33)),), "33 checkpoints"), (("0", "0"), "--branch-batch 0"),
+    (("100,30",), "--branch-at 100,30: give the checkpoints in increasing order, each once"),
+    (("0,100,100",), "e.g. --branch-at 0,100"),
     (("0", None, "-1"), "--branch-lr -1"), (("0", None, None, "0"), "--branch-to 0"),
     (("0", None, None, "1.5"), "--branch-to 1.5"),
 ])
@@ -134,8 +137,10 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
     from otod.cli import main
 
     kw = dict(batch=(16, 32, 64), width=8, examples=256, seeds=5, lr_grid=(0.3, 1), max_iters=400)
-    result = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
+    out = str(tmp_path / "along.parquet")  # one file per checkpoint beside it: along-step0.parquet, …
+    result = along.critical_batch_along_training((0, 20), branch_batch=16, out=out, **kw)
     assert [c.step for c in result.checkpoints] == [0, 20]
+    assert [Path(c.path).name for c in result.checkpoints] == ["along-step0.parquet", "along-step20.parquet"]
     for c in result.checkpoints:
         loaded = otod.load(c.path)
         assert {r["checkpoint"] for r in loaded.records} == {float(c.step)}
@@ -143,7 +148,7 @@ def test_b_crit_along_training_runs_reads_back_and_repeats(tmp_path):
         p, = c.points
         assert p.s_min_ci[0] <= p.s_min <= p.s_min_ci[1] and p.b_crit_ci[0] <= p.b_crit <= p.b_crit_ci[1]
         assert c.b_simple > 0 and c.b_noise > 0 and len(c.b_simple_seeds) == len(c.b_noise_seeds) == 5
-    again = along.critical_batch_along_training((0, 20), branch_batch=16, out=str(tmp_path), **kw)
+    again = along.critical_batch_along_training((0, 20), branch_batch=16, out=out, **kw)
     import pandas as pd
 
     pd.testing.assert_frame_equal(again.to_pandas(), result.to_pandas())   # NaN where a ratio has none

@@ -191,3 +191,23 @@ def test_the_docs_model_sweep_runs_with_the_nqm_prediction(tmp_path, monkeypatch
     trace_sigma = np.mean(np.sum((np.asarray(grads) - g) ** 2, axis=1))
     assert prediction["lambda_max"] == pytest.approx(top, rel=1e-6)
     assert prediction["measured_b_simple"] == pytest.approx(trace_sigma / (g @ g), rel=1e-9)
+
+
+def test_data_compiled_as_constants_is_refused_before_anything_is_computed():
+    """`otod.nets.options.refuse_embedded_data`: 2·10⁷ examples of 8 float32 features and a float32 label (0.72 GB;
+    3 copies are 2.16 GB of constants, JAX's captured 2.16 GB as measured) pass the 2 GB of constants and are
+    refused, naming --examples; 10⁶ of them (36 MB) run unless 10 copies pass the free memory's share. Views of
+    zeros: nothing of that size is allocated."""
+    from types import SimpleNamespace
+
+    from otod.nets.options import refuse_embedded_data
+
+    n = 20_000_000
+    model = SimpleNamespace(data=(np.broadcast_to(np.zeros(8, np.float32), (n, 8)),
+                                  np.broadcast_to(np.zeros((), np.float32), (n,))))
+    with pytest.raises(OtodError, match=r"--model big.py:many: its 20,000,000 training examples \(0.72 GB\) would "
+                                        r"be compiled into the sweep's programs as 2.16 GB of constants"):
+        refuse_embedded_data(model, "big.py:many", n)
+    refuse_embedded_data(model, "big.py:many", 10 ** 6, available=2 ** 30)  # 0.36 GB against 0.7 GiB: runs
+    with pytest.raises(OtodError, match=r"needs about 0.335 GiB of memory and 0.25 GiB is free; use fewer --examples"):
+        refuse_embedded_data(model, "big.py:many", 10 ** 6, available=2 ** 28)

@@ -72,17 +72,23 @@ def test_exact_moments_equal_a_loop_over_examples(spec):
 
 
 def test_chunked_passes_equal_one_pass(monkeypatch):
-    """Chunks of 1 gradient and 1 HVP (the bounded-memory path) give the one-chunk numbers."""
+    """Chunks of 1 gradient and 1 HVP (the bounded-memory path) give the one-chunk numbers; so do the two-batch
+    norms, then summed row by row over chunks of one example (a row no longer fits a chunk)."""
     spec = TINY[0]
     params = start(spec)
+    rows = np.array([[0, 3, 5, 7], [9, 1, 2, 4], [11, 10, 8, 6]])
     with jax.enable_x64(True):
-        whole = ns.gradient_moments(ns.Problem(spec, params))
+        whole_problem = ns.Problem(spec, params)
+        whole, whole_norms = ns.gradient_moments(whole_problem), ns.batch_norms(whole_problem, rows, 2)
         monkeypatch.setattr(ns, "CHUNK_FLOATS", 1)
         problem = ns.Problem(spec, params)
         assert problem.gradient_chunk() == problem.hvp_chunk() == 1
-        pieces = ns.gradient_moments(problem)
+        pieces, piece_norms = ns.gradient_moments(problem), ns.batch_norms(problem, rows, 2)
     for key in ("g2", "gHg", "trace_sigma", "trace_h_sigma"):
         assert pieces[key] == pytest.approx(whole[key], rel=RTOL)
+    for a, b in zip(piece_norms, whole_norms):
+        assert a.shape == (3,)
+        np.testing.assert_allclose(a, b, rtol=RTOL)
 
 
 @pytest.mark.slow  # 6.5 s
@@ -197,3 +203,23 @@ def test_moving_a_problem_between_points_equals_a_fresh_one():
     for key in ("g2", "gHg", "trace_sigma", "trace_h_sigma"):
         assert moved[key] == fresh[key]
 
+
+
+def test_the_memory_plan_counts_a_chunk_of_at_least_one_examples_gradient(monkeypatch):
+    """`otod.nets.api.noise_plan` at P = 10⁸ (64 examples): float64 needs 8 copies of P for the moments, one
+    per-example gradient (a chunk holds one at least: 2 × P for it and its batch sum) and a vmapped HVP's 4 × P,
+    8 · 14 · 10⁸ = 11.2 GB. With 12 GiB free (8.4 GiB usable) it is refused; the old count of 2^22 floats a chunk
+    (6.4 GB) let it run. Measured at P = 10⁷ (moments, then 4 draws of 8:64): 1.34 GB peak RSS, 1.1 GB counted."""
+    from types import SimpleNamespace
+
+    import otod.core.resources as resources
+    from otod.core.errors import OtodError
+    from otod.nets.api import noise_plan
+
+    monkeypatch.setattr(resources, "host_memory_available", lambda: 12 * 2 ** 30)
+    model = SimpleNamespace(parameter_count=10 ** 8, data=(np.zeros((64, 4)), np.zeros(64)), examples=64,
+                            name="big.py:problem")
+    with pytest.raises(OtodError, match=r"the noise scale of big.py:problem \(P = 100,000,000, 64 examples\) "
+                                        r"needs about 10.4 GiB"):
+        noise_plan(model)
+    noise_plan(SimpleNamespace(**{**vars(model), "parameter_count": 10 ** 7}))  # 1.1 GB counted: runs

@@ -139,7 +139,9 @@ def test_steps_add_over_phases_as_an_independent_loop_counts_them(tmp_path):
     from otod.nets.schedule import run_schedule
 
     config = net_config(batch="8,16,32", **NET)
-    result = run_schedule(config, parse_schedule("8@0.3,16@0.1"), out=tmp_path, n_boot=50)
+    result = run_schedule(config, parse_schedule("8@0.3,16@0.1"), out=tmp_path / "s.parquet", n_boot=50)
+    # --out FILE.parquet: one file per sweep beside it (one name for all made the second sweep refuse the first's)
+    assert [p.name for p in result.paths] == ["s-constant.parquet", "s-phase1.parquet", "s-phase2.parquet"]
     runs = result.runs
     assert all(max(r.steps) < 32 for r in runs)  # every step read: the counts are exact, not to within 3%
     for s in range(config.seeds):
