@@ -358,7 +358,8 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     """Checkpoints 0 and 20 of a width-8 net: each one's SLQ measure broadened on the asinh axis (its area, in u,
     the measure's mass: 1), floored at 10⁻⁵, in its own colour, its λ_q as a dotted vertical line, its top
     eigenvalues as ticks at the bottom; a symlog λ axis linear within ±λ₀ = 10⁻³, a log density axis from 10⁻⁴;
-    each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass."""
+    each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass (its threshold in the
+    caption)."""
     from otod.nets.curvature_figures import density_on_asinh_axis, make_spectral_density
 
     files = make_spectral_density({"maker": "nets-spectral-density", "name": "sd", "width": 8, **TINY_NET,
@@ -380,7 +381,7 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
         record = _curvature_record(net, config, step)
         lambda_q = 6.0 / net.parameter_count
         label = (f"step {step}: loss {loss}, λ_max {lambda_max:.3g}, λ_q {lambda_q:.2g}, "
-                 f"κ_q {lambda_max / lambda_q:.3g},\n    7.0% below −10⁻³λ_max")
+                 f"κ_q {lambda_max / lambda_q:.3g}, 7.0% negative")
         curve = drawn_line(ax, label)
         grid, density = density_on_asinh_axis(record["slq_nodes"], record["slq_weights"], 1e-3, 0.2)
         assert np.array_equal(curve.get_xdata(), grid) and np.array_equal(curve.get_ydata(), np.maximum(density, 1e-5))
@@ -398,7 +399,8 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     (legend,) = saved[0][0].legends
     assert legend.get_title().get_text() == "κ_q = λ_max / λ_q"
     assert legend_texts(ax)[2:] == [
-        "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks at the bottom: top 2 eigenvalues (Lanczos)"]
+        "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks: top 2 eigenvalues (Lanczos)"]
+    assert "\"negative\": the share of the spectrum below −10⁻³ λ_max" in saved[0][0].otod_caption
 
 
 def test_the_kappa_width_caption_names_the_switch_from_exact_to_slq():
