@@ -342,9 +342,10 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
     t = np.arange(1, o["steps"] + 1)
     fig, ax = figure(columns=2, height=2.8)
     ax.plot(t, out["true"].mean(0), "k-", lw=2, label="exact B_simple = tr Σ/|G|² (mean over seeds)")
-    cut = []
+    cut, lows = [], [np.min(out["true"].mean(0))]
     for i, ((pair, g), e) in enumerate(out["estimates"].items()):
         q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
+        lows.append(np.min(q50[q50 > 0], initial=np.inf))
         style = series_style(i + 1)
         ax.plot(t, q50, ls=style["ls"], marker=style["marker"], markevery=max(1, len(t) // 8), ms=3, lw=1,
                 color=style["color"], label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
@@ -352,13 +353,15 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
         ax.fill_between(t, q25, q75, where=q25 > 0, color=style["color"], alpha=0.15, lw=0)
         cut.append(f"{pair[0]}:{pair[1]}, decay {g:g}: {100 * np.mean(q25 <= 0):.0f}%")
     ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=f"IQR over {o['seeds']} seeds")
-    ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(1, None),
+    # the y axis starts just under the lowest median (no empty decade under the data; a band may run below it)
+    ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(0.7 * min(lows), None),
            title="The two-batch estimate of the noise scale against the exact value")
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
         f"NQM d = {o['dim']}, SGD B = {o['batch']}, lr {o['lr']:g}, {o['steps']} steps, {o['seeds']} seeds",
         "Lines: the median over seeds of each two-batch estimate (McCandlish et al. 2018, Appendix A), shaded its "
-        "IQR in the same colour, left out at steps where the lower quartile is ≤ 0 (the estimate's denominator "
+        "IQR in the same colour (cut at the axis's foot, just under the lowest median), left out at steps where "
+        "the lower quartile is ≤ 0 (the estimate's denominator "
         "changed sign in over a quarter of the seeds; share of such steps: " + "; ".join(cut) + "); black: the exact "
         "tr Σ/|G|²"))
 
