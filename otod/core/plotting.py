@@ -144,9 +144,9 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     """One legend under the panels of ``fig_or_ax`` (a figure, or one axes: its figure), gathered from ``axes``
     (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), its lines
     wrapped to its column's width (measured, not guessed); the figure grows taller by the legend's height, so the
-    panels keep theirs and the page keeps its width. The columns: ``ncol`` where given, else the fewest (of 1, 2, 3)
-    that keep the legend within `LEGEND_SHARE` of the grown figure (at most half the panels' height), else the
-    shortest. Returns the legend (None where no series is labelled)."""
+    panels keep theirs and the page keeps its width. The columns: ``ncol`` where given, else (of 1, 2, 3) those
+    giving the shortest legend that wraps no label and stays within `LEGEND_SHARE` of the grown figure (at most
+    half the panels' height), else the shortest. Returns the legend (None where no series is labelled)."""
     fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
     axes = fig.axes if axes is None else list(axes)
     handles, labels, seen = [], [], set()
@@ -166,19 +166,17 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     renderer = fig.canvas.get_renderer()
     limit = fig.get_figheight() * LEGEND_SHARE / (1 - LEGEND_SHARE) * fig.dpi  # pixels: ≤ 1/3 once grown
     tries = [ncol] if ncol is not None else [c for c in (1, 2, 3) if c <= max(1, len(labels))]
-    best = None
+    drawn = []  # (wraps a label, height, columns, legend)
     for columns in tries:
         legend = _legend_in_columns(fig, handles, labels, columns, title, renderer)
-        height = legend.get_window_extent(renderer).height
-        if best is not None and height >= best[1]:
-            legend.remove()
-            continue
-        if best is not None:
-            best[0].remove()
-        best = (legend, height)
-        if height <= limit:
-            break
-    legend = best[0]
+        wraps = any(t.get_text().count("\n") > label.count("\n") for t, label in zip(legend.get_texts(), labels))
+        drawn.append((wraps, legend.get_window_extent(renderer).height, columns, legend))
+    # the shortest legend that wraps no label, where one fits the limit; else the shortest
+    plain = [d for d in drawn if not d[0] and d[1] <= limit]
+    legend = min(plain or drawn, key=lambda d: (d[1], d[2]))[3]
+    for *_, other in drawn:
+        if other is not legend:
+            other.remove()
     legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.05)
     return legend
