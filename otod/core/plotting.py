@@ -251,14 +251,16 @@ def plain_number(x: float) -> str:
 
 
 class _PlainLogFormatter(matplotlib.ticker.LogFormatterSciNotation):
-    """Log-axis tick labels in plain text: powers of ten as 10⁻³, and on an axis spanning less than a decade (where
-    the axis looks linear and 4×10² reads as a formula) every labelled tick as a plain number, 400."""
+    """Log-axis tick labels in plain text: powers of ten as 10⁻³, and where ticks between the powers are labelled
+    too (an axis spanning less than a decade or two, which looks linear and where 4×10² reads as a formula) every
+    labelled tick as a plain number, 400."""
 
     def __call__(self, x, pos=None):
         text = super().__call__(x, pos)
         if text and self.axis is not None:
             lo, hi = sorted(abs(v) for v in self.axis.get_view_interval())
-            if lo > 0 and np.log10(hi / lo) < 1:
+            between = set(getattr(self, "_sublabels", None) or {1.0}) - {1.0}  # labelled ticks between powers
+            if lo > 0 and (np.log10(hi / lo) < 1 or between):
                 return plain_number(x)
         return _plain_powers(text)
 

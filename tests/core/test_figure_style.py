@@ -247,6 +247,13 @@ def test_the_style_core_letters_only_the_panels_of_a_multi_panel_figure_and_plai
     assert (left.get_title(), right.get_title()) == ("(a) left", "(b) right")
     assert "10³" in [t.get_text() for t in right.get_xticklabels()]
     assert style_problems(tmp_path / "two.pdf", fig) == []
+    fig, ax = plotting.figure()  # 1.4 decades with one power inside: the ticks between are labelled, all plain
+    ax.plot([1, 2], [1500, 35000])
+    ax.set(yscale="log")
+    plotting.save(fig, tmp_path / "short")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True) if t.get_text()]
+    assert "10,000" in labels and "20,000" in labels and not any("×" in t or "⁴" in t for t in labels), labels
 
 
 def test_legend_below_keeps_a_long_legend_within_a_third_of_the_figure(tmp_path, kept_figures):
