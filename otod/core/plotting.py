@@ -145,8 +145,9 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), its lines
     wrapped to its column's width (measured, not guessed); the figure grows taller by the legend's height, so the
     panels keep theirs and the page keeps its width. The columns: ``ncol`` where given, else (of 1, 2, 3) those
-    giving the shortest legend that wraps no label and stays within `LEGEND_SHARE` of the grown figure (at most
-    half the panels' height), else the shortest. Returns the legend (None where no series is labelled)."""
+    whose legend stays within `LEGEND_SHARE` of the grown figure (at most half the panels' height) and wraps the
+    fewest labels, then the shortest; where none stays within it, the shortest. Returns the legend (None where no
+    series is labelled)."""
     fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
     axes = fig.axes if axes is None else list(axes)
     handles, labels, seen = [], [], set()
@@ -166,14 +167,14 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     renderer = fig.canvas.get_renderer()
     limit = fig.get_figheight() * LEGEND_SHARE / (1 - LEGEND_SHARE) * fig.dpi  # pixels: ≤ 1/3 once grown
     tries = [ncol] if ncol is not None else [c for c in (1, 2, 3) if c <= max(1, len(labels))]
-    drawn = []  # (wraps a label, height, columns, legend)
+    drawn = []  # (labels wrapped, height, columns, legend)
     for columns in tries:
         legend = _legend_in_columns(fig, handles, labels, columns, title, renderer)
-        wraps = any(t.get_text().count("\n") > label.count("\n") for t, label in zip(legend.get_texts(), labels))
+        wraps = sum(t.get_text().count("\n") > label.count("\n") for t, label in zip(legend.get_texts(), labels))
         drawn.append((wraps, legend.get_window_extent(renderer).height, columns, legend))
-    # the shortest legend that wraps no label, where one fits the limit; else the shortest
-    plain = [d for d in drawn if not d[0] and d[1] <= limit]
-    legend = min(plain or drawn, key=lambda d: (d[1], d[2]))[3]
+    # within the limit, the legend that wraps the fewest labels (then the shortest); else the shortest
+    inside = [d for d in drawn if d[1] <= limit]
+    legend = (min(inside, key=lambda d: (d[0], d[1], d[2])) if inside else min(drawn, key=lambda d: d[1]))[3]
     for *_, other in drawn:
         if other is not legend:
             other.remove()
@@ -183,12 +184,11 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
 
 
 def _legend_in_columns(fig, handles, labels, columns: int, title, renderer):
-    """The figure legend under the panels in ``columns`` columns, each label wrapped until the legend fits the
-    page's width (measured)."""
-    width_pt = fig.get_figwidth() * 72
-    size = matplotlib.rcParams["legend.fontsize"]
-    size = size if isinstance(size, (int, float)) else MIN_FONT_PT
-    chars = max(20, int((width_pt / columns - 30) / (size * 0.5)))
+    """The figure legend under the panels in ``columns`` columns, its labels as given where it fits the page's
+    width, else wrapped, narrower each try, until it fits (measured)."""
+    # 5% to spare: text measured on the figure's screen renderer draws a little wider in the 150 dpi PNG (hinting)
+    width_pt = fig.get_figwidth() * 72 * 0.95
+    chars = max(len(line) for label in labels for line in label.split("\n"))  # unwrapped, where it fits
     while True:
         legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center",
                             ncol=columns, title=title, frameon=False, handlelength=2.2, columnspacing=1.0,

@@ -142,8 +142,8 @@ def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None, res
     analysis = depth_analysis(results) if analysis is None else analysis
     series = analysis.series
     inits = list(dict.fromkeys(_init_of(s.name) for s in series))
-    styles = {s.name: {**series_style(inits.index(_init_of(s.name))), "ls": "--" if "residual" in s.name else "-"}
-              for s in series}
+    styles = {s.name: {**series_style(inits.index(_init_of(s.name))), "ls": "--" if "residual" in s.name else "-",
+                       **({"mfc": "white"} if "residual" in s.name else {})} for s in series}  # residual: open
     if residual is not None:
         series = [s for s in series if ("residual" in s.name) == residual]
     marks: set = set()
@@ -208,7 +208,7 @@ def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: 
     said = None
     for ax, residual in zip(np.atleast_1d(axes), kinds):
         said = depth_panel(results, ax, analysis, deep_linear, residual=residual, law_bands=False) or said
-        ax.set_title("residual nets (dashed)" if residual else "plain nets")
+        ax.set_title("residual nets (dashed, open markers)" if residual else "plain nets")
         if residual and len(kinds) > 1:
             ax.set_ylabel("")
     fig.suptitle("Steps to target against depth" + (", beside the deep linear nets' law" if said else ""))
@@ -216,7 +216,8 @@ def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: 
     legend_below(fig, sort_key=lambda label: not any(label.startswith(n) for n in names))  # the series first
     notes = (*notes, said) if said else notes
     return save(fig, base, pdf=pdf, caption=_caption(
-        config, "Left: plain nets; right: residual nets (dashed); each init one colour and marker in both. Markers: "
+        config, "Left: plain nets; right: residual nets (dashed, open markers); each init one colour and marker in "
+        "both. Markers: "
         "the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over seeds; dotted: "
         "each series' law in depth (power or exponential, chosen by AIC, Akaike 1974), named with its slope and "
         "95% CI (seed bootstrap) in the legend; ⊘: every lane stalled at that depth (no progress within the stall "

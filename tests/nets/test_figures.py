@@ -281,7 +281,7 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     fig = saved[0][0]
     left, right = fig.axes  # plain nets left, residual nets right, on one y axis
     assert (fig.get_suptitle(), left.get_title(), right.get_title()) == (
-        "Steps to target against depth", "plain nets", "residual nets (dashed)")
+        "Steps to target against depth", "plain nets", "residual nets (dashed, open markers)")
     assert fig.otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
     assert (left.get_xlabel(), left.get_ylabel(), left.get_xscale(), left.get_yscale()) == (
         "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
