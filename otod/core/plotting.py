@@ -260,7 +260,7 @@ class _PlainLogFormatter(matplotlib.ticker.LogFormatterSciNotation):
         if text and self.axis is not None:
             lo, hi = sorted(abs(v) for v in self.axis.get_view_interval())
             between = set(getattr(self, "_sublabels", None) or {1.0}) - {1.0}  # labelled ticks between powers
-            if lo > 0 and (np.log10(hi / lo) < 1 or between):
+            if self.axis.get_scale() == "log" and lo > 0 and (np.log10(hi / lo) < 1 or between):  # not symlog
                 return plain_number(x)
         return _plain_powers(text)
 
