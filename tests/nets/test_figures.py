@@ -286,8 +286,8 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     assert (left.get_xlabel(), left.get_ylabel(), left.get_xscale(), left.get_yscale()) == (
         "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
     assert right.get_shared_y_axes().joined(left, right) and right.get_ylabel() == ""
-    plain = next(line for line in left.get_lines() if line.get_label().startswith("sgd·plain: exponential, c = 0.69 "))
-    residual = next(line for line in right.get_lines() if line.get_label().startswith("sgd·residual: power, b = 2.00 "))
+    plain = next(ln for ln in left.get_lines() if ln.get_label().startswith("sgd·plain: exponential, c = 0.69 "))
+    residual = next(ln for ln in right.get_lines() if ln.get_label().startswith("sgd·residual: power, b = 2.00 "))
     assert not any(line.get_label().startswith("sgd·residual") for line in left.get_lines())
     # one series a panel: no dodge; the median at L = 5 (censored) is only a bound
     assert list(plain.get_xdata()) == [2, 3, 4] and list(plain.get_ydata()) == [40, 80, 160]
