@@ -312,12 +312,12 @@ _LETTER = r"^\(([a-z])\)\s*"
 
 
 def panels(fig) -> list:
-    """The panels of ``fig``: its visible axes other than colour bars and twins (an axes at an earlier one's
-    place), top row first, left to right."""
+    """The panels of ``fig``: its visible axes with their axis lines on, other than colour bars and twins (an axes
+    at an earlier one's place), top row first, left to right."""
     out, places = [], []
     for ax in fig.axes:
         place = tuple(np.round(ax.get_position().bounds, 3))
-        if not ax.get_visible() or hasattr(ax, "_colorbar") or place in places:
+        if not ax.get_visible() or not ax.axison or hasattr(ax, "_colorbar") or place in places:
             continue
         places.append(place)
         out.append(ax)
