@@ -256,6 +256,21 @@ def test_the_style_core_letters_only_the_panels_of_a_multi_panel_figure_and_plai
     assert "10,000" in labels and "20,000" in labels and not any("×" in t or "⁴" in t for t in labels), labels
 
 
+def test_save_hides_a_marked_label_cut_at_the_axes_edge_and_keeps_one_inside(tmp_path, kept_figures):
+    """Two contour-style labels marked `inside_only`: one centred on the axes' right edge (half of it would be cut)
+    is hidden by `save`, one in the middle stays; an unmarked note on the edge is left alone."""
+    from otod.core import plotting
+
+    fig, ax = plotting.figure()
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    edge = ax.text(1.0, 0.5, "0.58", ha="center")
+    middle = ax.text(0.5, 0.5, "0.83", ha="center")
+    note = ax.text(1.0, 0.2, "note", ha="center")
+    plotting.inside_only([edge, middle])
+    plotting.save(fig, tmp_path / "labels")
+    assert (edge.get_visible(), middle.get_visible(), note.get_visible()) == (False, True, True)
+
+
 def test_legend_below_keeps_a_long_legend_within_a_third_of_the_figure(tmp_path, kept_figures):
     """Nine series with 60-character labels under one panel: `legend_below` takes more columns until the legend is
     at most a third of the grown figure, and never breaks a mathtext span across lines."""
