@@ -53,20 +53,26 @@ def fit_label(f, theory_name: str = "theory") -> str:
 
 
 def bound_label(meta: dict) -> str:
-    """The legend's name of the dashed line: a bound in exact arithmetic; in float32, rounding can push a lane's
-    count past it (e.g. gd-opt at κ = 1000, tol 1e-6: median 3462.5 against 3454), which the label says."""
-    text = "bound: worst case over spectra and starts at the method's\nown step, in exact arithmetic"
-    if meta.get("precision") != "float64":
-        text += f"\n(the lanes run in {meta.get('precision', 'float32')}: rounding can add iterations past it)"
-    return text
+    """The legend's name of the dashed line: a bound in exact arithmetic (the caption says over what, and that in
+    float32 rounding can push a lane's count past it: `bound_note`)."""
+    return "dashed: worst-case bound (exact arithmetic)"
+
+
+def bound_note(meta: dict) -> str:
+    """What the caption adds of the bound where the lanes do not run in float64: rounding can push a lane's count
+    past it (e.g. gd-opt at κ = 1000, tol 1e-6: median 3462.5 against 3454)."""
+    if meta.get("precision") == "float64":
+        return ""
+    return (f"The lanes run in {meta.get('precision', 'float32')}: rounding can add iterations past the bound, "
+            "which holds in exact arithmetic")
 
 
 def setup_label(meta: dict, method: str, flops: float) -> str:
-    """What a method's set-up FLOPs pay for, for the legend of a FLOPs figure."""
+    """What a method's set-up FLOPs pay for, for the caption of a FLOPs figure."""
     from otod.condition.bill import setup_description
     from otod.core.config import read_config
 
-    return f"includes set-up: {setup_description(read_config(meta).problem, method)}, {flops:.2g} FLOPs"
+    return f"{method}: {setup_description(read_config(meta).problem, method)}, {flops:.2g} FLOPs"
 
 
 def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float] | None = None,
@@ -92,8 +98,6 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
         ok = ~bound & np.isfinite(med)
         ax.plot(xs[ok], med[ok] * scale + once, "-", lw=1.4, color=color)
         label = fit_label(fit, preds.slope_of if preds else "theory")
-        if flops and once:
-            label += "\n  " + setup_label(meta, method, once)
         marker = METHOD_MARKERS.get(method, "o")
         ax.plot(xs[ok & inside], med[ok & inside] * scale + once, marker, ms=3.5, color=color, label=label)
         if (ok & ~inside).any():
@@ -136,11 +140,11 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
     ax.grid(True, which="both", alpha=0.25)
     headroom(ax)
     if group.statistic.min_x:
-        ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: below the fit's range (κ < 10)")
+        ax.plot([], [], "o", ms=3.5, mfc="white", color="0.4", label="hollow: not fitted (κ < 10)")
 
 
 #: The legend's name of the fitted power laws' lines (`_draw_fit`).
-FIT_LABEL = "dash-dot: each method's fitted a·κ^b over the κ it was fitted to"
+FIT_LABEL = "dash-dot: each method's fitted a·κ^b"
 
 
 def _draw_fit(ax, series, fitted, color, scale: float = 1.0, once: float = 0.0) -> str | None:
@@ -189,7 +193,8 @@ THEORY_NOTE = ("Dashed: the worst-case bound over spectra and starts at each met
 
 def condition_caption(meta: dict, axes, static: str = "", extra: str = "") -> str:
     """The caption of a conditioning figure: the sweep's settings, the theory's source, the marks drawn."""
-    return caption_text("Settings: " + _describe(meta, static), extra, THEORY_NOTE, marks=_marks(axes))
+    return caption_text("Settings: " + _describe(meta, static), extra, THEORY_NOTE, bound_note(meta),
+                        marks=_marks(axes))
 
 
 def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | None = None,
@@ -203,6 +208,8 @@ def condition_figure(results: Results, base: Path, *, flops: dict[str, float] | 
     title = ("FLOPs to tolerance (set-up + iterations × one iteration) vs κ" if flops
              else "Iterations to tolerance vs κ: a power of κ per method")
     flops_note = "FLOPs: set-up + iterations × XLA's FLOPs of one iteration." if flops else ""
+    if flops and setup:
+        flops_note += " Set-up: " + "; ".join(setup_label(results.meta, m, f) for m, f in setup.items() if f) + "."
     if len(analysis.groups) == 1:
         fig, ax = figure(columns=2, height=2.8)
         draw_condition(ax, results, analysis.groups[0], flops=flops, setup=setup, preds=preds)
@@ -313,11 +320,11 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
     left.set_title("iterations to tolerance")
     right.set_title("FLOPs to tolerance")
     per_iter = ", ".join(f"{m} {f:.3g}" for m, f in flops.items())
-    once = ", ".join(f"{m} {f:.3g}" for m, f in setup.items())
+    once = "; ".join(setup_label(results.meta, m, f) for m, f in setup.items())
     fig.suptitle("The whole bill: fewer iterations can cost more FLOPs")
     caption = condition_caption(results.meta, [left, right], extra=(
         f"Right: set-up + iterations × XLA's FLOPs of one iteration. FLOPs per iteration: {per_iter}. Set-up FLOPs "
-        f"(textbook counts of the factorisations, which XLA's count leaves out; named in the legend): {once}"))
+        f"(textbook counts of the factorisations, which XLA's count leaves out): {once}"))
     legend_below(fig, [right], sort_key=lambda label: ": b =" not in label and "no fit" not in label)
     return save(fig, base, caption=caption)
 

@@ -60,16 +60,16 @@ def law_curve(fit, xs) -> np.ndarray | None:
 def draw_series(ax, series: Sequence, axis: str, *, names: Sequence[str] | None = None, styles: dict | None = None,
                 label_prefix: str = "", marker: str | None = None, ls=None, marks: set | None = None,
                 row_offset: int = 0, extra: Callable | None = None, dodge: float = 0.0, curves: bool = False,
-                stalled_on_top: bool = False) -> dict:
+                stalled_on_top: bool = False, law_bands: bool = True) -> dict:
     """Median iterations against ``axis`` per series of an analysis (module docstring); returns the series' laws
-    by name. ``names`` (default: the series') are what the legend and ``styles`` (default `series_styles`) call
-    them; ``marker``/``ls`` override every series' style. ``marks`` (a set) collects which shared marks were drawn
+    by name. ``names`` (default: the series') are what the legend and ``styles`` (default `series_styles`; a
+    style's optional "mfc" fills its markers, "white" for open ones) call them; ``marker``/``ls`` override every series' style. ``marks`` (a set) collects which shared marks were drawn
     ("band", "lower", "diverged", "stalled", "stalled-top", and what ``extra`` returns), for the caller to name
     them in the legend. ``row_offset`` staggers this call's × marks below an earlier call's on the same axes.
     ``extra(ax, series, color, row)`` draws what an obstacle adds per series and returns a mark's name or None.
     ``dodge``: each series' x shifted by (row − (n − 1)/2)·dodge, so that coinciding points stay visible;
-    ``curves``: draw each chosen law, with its pointwise 95% band hatched where it has a CI (`law_band`; the
-    shading is the IQR)."""
+    ``curves``: draw each chosen law, with its pointwise 95% band hatched where it has a CI and ``law_bands``
+    (`law_band`; the shading is the IQR; without ``law_bands`` the CI of the law's slope is the legend's only)."""
     from otod.core.batch_figure import draw_fit_band
     from otod.core.plotting import draw_band, mark_diverged, series_styles
 
@@ -88,7 +88,7 @@ def draw_series(ax, series: Sequence, axis: str, *, names: Sequence[str] | None 
         if draw_band(ax, xs, np.where(top[:, None], np.nan, y), lower, color, alpha=0.12) is not None:
             marks.add("band")
         ax.plot(xs[ok], med[ok], color=color, lw=1.3, ls=line, marker=None)
-        ax.plot(xs[ok & ~bound], med[ok & ~bound], m, color=color, ms=5,
+        ax.plot(xs[ok & ~bound], med[ok & ~bound], m, color=color, ms=5, mfc=style.get("mfc", color),
                 label=label_prefix + law_label(one.fit._replace(label=name)))
         if np.any(ok & bound):
             ax.plot(xs[ok & bound], med[ok & bound], "^", mfc="none", color=color, ms=7, mew=1.2)
@@ -102,7 +102,8 @@ def draw_series(ax, series: Sequence, axis: str, *, names: Sequence[str] | None 
             grid = np.linspace(fitted.min(), fitted.max(), 50)
             ax.plot(grid + shift, law_curve(one.fit, grid), ":", color=color, lw=0.9, label="_nolegend_")
             marks.add("law")
-            if draw_fit_band(ax, grid + shift, law_band(one.boot, one.fit.law, grid), color, hatched=True):
+            if law_bands and draw_fit_band(ax, grid + shift, law_band(one.boot, one.fit.law, grid), color,
+                                           hatched=True):
                 marks.add("law-band")
         if mark_diverged(ax, xs, status, color, row=row + row_offset, tag=label_prefix.strip()) is not None:
             marks.add("diverged")

@@ -125,17 +125,29 @@ def figure(columns: int = 1, rows: int = 1, cols: int = 1, height: float | None 
 
 
 def _wrap(label: str, chars: int) -> str:
+    """``label`` wrapped at ``chars`` characters, never inside a mathtext span ``$…$`` (a line break there leaves
+    both halves unbalanced)."""
+    import re
     import textwrap
 
-    return "\n".join(textwrap.fill(part, chars, subsequent_indent="  ") for part in label.split("\n"))
+    glued = re.sub(r"\$[^$]*\$", lambda m: m.group(0).replace(" ", "\x00"), label)
+    return "\n".join(textwrap.fill(part, chars, subsequent_indent="  ")
+                     for part in glued.split("\n")).replace("\x00", " ")
+
+
+#: The most of a figure's height a legend under its panels may take (a referee's rule: a legend as tall as the plot
+#: is a table, and belongs in the caption).
+LEGEND_SHARE = 1 / 3
 
 
 def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | None = None, sort_key=None):
     """One legend under the panels of ``fig_or_ax`` (a figure, or one axes: its figure), gathered from ``axes``
-    (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), in two
-    columns where they fit, else one, its lines wrapped to the page's width (measured, not guessed); the figure
-    grows taller by the legend's height, so the panels keep theirs and the page keeps its width. Returns the legend
-    (None where no series is labelled)."""
+    (default all of the figure's), each label once (in the order of ``sort_key(label)`` where given), its lines
+    wrapped to its column's width (measured, not guessed); the figure grows taller by the legend's height, so the
+    panels keep theirs and the page keeps its width. The columns: ``ncol`` where given, else (of 1, 2, 3) those
+    whose legend stays within `LEGEND_SHARE` of the grown figure (at most half the panels' height) and wraps the
+    fewest labels, then the shortest; where none stays within it, the shortest. Returns the legend (None where no
+    series is labelled)."""
     fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
     axes = fig.axes if axes is None else list(axes)
     handles, labels, seen = [], [], set()
@@ -152,30 +164,40 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     if sort_key is not None:
         order = sorted(range(len(labels)), key=lambda i: (sort_key(labels[i]), i))
         handles, labels = [handles[i] for i in order], [labels[i] for i in order]
-    width_pt = fig.get_figwidth() * 72
-    size = matplotlib.rcParams["legend.fontsize"]
-    size = size if isinstance(size, (int, float)) else MIN_FONT_PT
     renderer = fig.canvas.get_renderer()
-    tries = [ncol] if ncol is not None else ([2, 1] if len(labels) > 3 else [1])
-    for columns in tries:  # the widest legend that fits the page, its labels wrapped to the column
-        chars = max(20, int((width_pt / columns - 30) / (size * 0.5)))
-        if columns != tries[-1] and any(len(line) > chars for label in labels for line in label.split("\n")):
-            continue  # more columns only where no label needs wrapping
-        while True:
-            legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center",
-                                ncol=columns, title=title, frameon=False, handlelength=2.2, columnspacing=1.0,
-                                borderaxespad=0.2, labelspacing=0.3)
-            wide = legend.get_window_extent(renderer).width * 72 / fig.dpi
-            if wide <= width_pt - 4 or chars <= 20 or columns != tries[-1]:  # more columns: one try, unwrapped
-                break
-            legend.remove()
-            chars = max(20, int(chars * (width_pt - 4) / wide) - 1)
-        if wide <= width_pt - 4 or columns == tries[-1]:
-            break
-        legend.remove()
+    limit = fig.get_figheight() * LEGEND_SHARE / (1 - LEGEND_SHARE) * fig.dpi  # pixels: ≤ 1/3 once grown
+    tries = [ncol] if ncol is not None else [c for c in (1, 2, 3) if c <= max(1, len(labels))]
+    drawn = []  # (labels wrapped, height, columns, legend)
+    for columns in tries:
+        legend = _legend_in_columns(fig, handles, labels, columns, title, renderer)
+        wraps = sum(t.get_text().count("\n") > label.count("\n") for t, label in zip(legend.get_texts(), labels))
+        drawn.append((wraps, legend.get_window_extent(renderer).height, columns, legend))
+    # within the limit, the legend that wraps the fewest labels (then the shortest); else the shortest
+    inside = [d for d in drawn if d[1] <= limit]
+    legend = (min(inside, key=lambda d: (d[0], d[1], d[2])) if inside else min(drawn, key=lambda d: d[1]))[3]
+    for *_, other in drawn:
+        if other is not legend:
+            other.remove()
     legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
     fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.05)
     return legend
+
+
+def _legend_in_columns(fig, handles, labels, columns: int, title, renderer):
+    """The figure legend under the panels in ``columns`` columns, its labels as given where it fits the page's
+    width, else wrapped, narrower each try, until it fits (measured)."""
+    # 5% to spare: text measured on the figure's screen renderer draws a little wider in the 150 dpi PNG (hinting)
+    width_pt = fig.get_figwidth() * 72 * 0.95
+    chars = max(len(line) for label in labels for line in label.split("\n"))  # unwrapped, where it fits
+    while True:
+        legend = fig.legend(handles, [_wrap(label, chars) for label in labels], loc="outside lower center",
+                            ncol=columns, title=title, frameon=False, handlelength=2.2, columnspacing=1.0,
+                            borderaxespad=0.2, labelspacing=0.3)
+        wide = legend.get_window_extent(renderer).width * 72 / fig.dpi
+        if wide <= width_pt - 4 or chars <= 12:
+            return legend
+        legend.remove()
+        chars = max(12, int(chars * (width_pt - 4) / wide) - 1)
 
 
 def legend_inside(ax, loc: str = "best", **kwargs):
@@ -221,17 +243,122 @@ def _plain_powers(text: str) -> str:
     return body.replace("\\times", "×").replace("{", "").replace("}", "").replace("\\", "")
 
 
+def plain_number(x: float) -> str:
+    """A tick value as a reader writes it: 400, 2,000, 0.05 (not 4×10², 2×10³, 5×10⁻²)."""
+    if x >= 1 and abs(x - round(x)) < 1e-9 * x:
+        return f"{round(x):,}"
+    return f"{x:.3g}"
+
+
 class _PlainLogFormatter(matplotlib.ticker.LogFormatterSciNotation):
+    """Log-axis tick labels in plain text: powers of ten as 10⁻³, and where ticks between the powers are labelled
+    too (an axis spanning less than a decade or two, which looks linear and where 4×10² reads as a formula) every
+    labelled tick as a plain number, 400."""
+
     def __call__(self, x, pos=None):
-        return _plain_powers(super().__call__(x, pos))
+        text = super().__call__(x, pos)
+        if text and self.axis is not None:
+            lo, hi = sorted(abs(v) for v in self.axis.get_view_interval())
+            between = set(getattr(self, "_sublabels", None) or {1.0}) - {1.0}  # labelled ticks between powers
+            if self.axis.get_scale() == "log" and lo > 0 and (np.log10(hi / lo) < 1 or between):  # not symlog
+                return plain_number(x)
+        return _plain_powers(text)
 
 
 def plain_log_ticks(ax) -> None:
-    """Tick labels of ``ax``'s log axes as plain text (10⁻³, not mathtext: `_plain_powers`)."""
+    """Tick labels of ``ax``'s log axes as plain text (10⁻³, not mathtext: `_plain_powers`; plain numbers on an
+    axis spanning less than a decade: `_PlainLogFormatter`)."""
     for axis in (ax.xaxis, ax.yaxis):
         for f in (axis.get_major_formatter(), axis.get_minor_formatter()):
             if type(f) is matplotlib.ticker.LogFormatterSciNotation:
                 f.__class__ = _PlainLogFormatter  # the same formatter (its axis, base, thresholds), plain text
+
+
+#: Greek letters as mathtext writes them (`math_subscripts`).
+_GREEK = {"α": r"\alpha", "β": r"\beta", "η": r"\eta", "κ": r"\kappa", "λ": r"\lambda", "μ": r"\mu",
+          "σ": r"\sigma", "Σ": r"\Sigma", "Φ": r"\Phi"}
+_SUBSCRIPTED = r"(?<![\w\\])(lr|[A-Za-z]|[αβηκλμσΣΦ])_(\{[^}$]*\}|[A-Za-zαβηκλμσΣΦ0-9]+)(?![\w])"
+
+
+def _math_symbol(match) -> str:
+    base, sub = match.group(1), match.group(2).strip("{}")
+    base = _GREEK.get(base, base if len(base) == 1 else r"\mathrm{" + base + "}")
+    sub = "".join(_GREEK.get(c, c) for c in sub) if len(sub) == 1 or sub.isdigit() else r"\mathrm{" + sub + "}"
+    return f"${base}_{{{sub}}}$"
+
+
+def math_subscripts(text: str) -> str:
+    """``text`` with each subscripted symbol written with an underscore (B_crit, λ_max, W_L, lr_ref) as mathtext
+    ($B_{\mathrm{crit}}$: B with "crit" set as a subscript), so that no figure shows a literal underscore; word
+    subscripts upright, one-letter ones italic, as in print. Mathtext already in ``text`` is left as it is."""
+    import re
+
+    parts = re.split(r"(\$[^$]*\$)", text)
+    return "".join(part if part.startswith("$") and part.endswith("$") and len(part) > 1
+                   else re.sub(_SUBSCRIPTED, _math_symbol, part) for part in parts)
+
+
+def _math_texts(fig) -> None:
+    """Every text of ``fig`` through `math_subscripts` (legend entries, titles, axis labels, notes)."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        raw = text.get_text()
+        if "_" in raw:
+            text.set_text(math_subscripts(raw))
+
+
+_LETTER = r"^\(([a-z])\)\s*"
+
+
+def panels(fig) -> list:
+    """The panels of ``fig``: its visible axes with their axis lines on, other than colour bars and twins (an axes
+    at an earlier one's place), top row first, left to right."""
+    out, places = [], []
+    for ax in fig.axes:
+        place = tuple(np.round(ax.get_position().bounds, 3))
+        if not ax.get_visible() or not ax.axison or hasattr(ax, "_colorbar") or place in places:
+            continue
+        places.append(place)
+        out.append(ax)
+    return sorted(out, key=lambda ax: (-round(ax.get_position().y1, 2), ax.get_position().x0))
+
+
+def letter_panels(fig) -> None:
+    """Panel letters only inside a figure of several panels, and there (a), (b), … in reading order: a letter a
+    maker put in a title is dropped first, so that no single-panel figure carries one and no two figures' letters
+    clash (each figure is cited on its own)."""
+    import re
+
+    found = panels(fig)
+    for ax in found:
+        ax.set_title(re.sub(_LETTER, "", ax.get_title()))
+    if len(found) < 2:
+        return
+    for i, ax in enumerate(found):
+        title = ax.get_title()
+        ax.set_title(f"({chr(ord('a') + i)}) {title}" if title else f"({chr(ord('a') + i)})")
+
+
+def inside_only(texts) -> None:
+    """Mark ``texts`` (contour labels, notes on the data) to be hidden by `save` where, once the figure is laid
+    out, they would stick out of their axes and be cut at its edge."""
+    for text in texts:
+        text.otod_inside = True
+
+
+def _hide_cut_texts(fig) -> None:
+    """Hide every text marked by `inside_only` that the laid-out figure draws past its axes' edge."""
+    from matplotlib.text import Text
+
+    marked = [t for t in fig.findobj(Text) if getattr(t, "otod_inside", False) and t.axes is not None]
+    if not marked:
+        return
+    fig.draw_without_rendering()
+    for text in marked:
+        box, edge = text.get_window_extent(), text.axes.bbox
+        if box.x0 < edge.x0 - 0.5 or box.x1 > edge.x1 + 0.5 or box.y0 < edge.y0 - 0.5 or box.y1 > edge.y1 + 0.5:
+            text.set_visible(False)
 
 
 def _sticks_out(legend) -> bool:
@@ -252,8 +379,11 @@ def save(fig, base: Path, pdf: bool = True, caption: str | None = None) -> list[
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.with_name(base.name + ".png")] + ([base.with_name(base.name + ".pdf")] if pdf else [])
     paper = _STYLE["name"] == "paper"
+    letter_panels(fig)
+    _math_texts(fig)
     if paper:
         fit_to_page(fig)
+    _hide_cut_texts(fig)
     where = {} if paper else {"bbox_inches": "tight"}
     with matplotlib.rc_context(FONT_TYPES):
         fig.savefig(paths[0], dpi=150, **where)

@@ -20,7 +20,7 @@ import pandas as pd
 from otod.core.analysis import Analysis, SeriesAnalysis
 from otod.core.law_figure import legend_keys
 from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, figure,
-                                 headroom, legend_below, panel_grid, save, series_style,
+                                 headroom, inside_only, legend_below, panel_grid, save, series_style,
                                  series_styles)
 from otod.core.results import Results
 from otod.depth.records import depth_analysis
@@ -222,7 +222,7 @@ def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     marks: set = set()
     draw_series(ax, group.series, "depth", marks=marks, chosen=group.chosen)
     _theory_overlay(ax, results.meta, group.chosen)
-    _finish(ax, "depth L", "(k) Iterations grow with depth, fastest from the worst init", marks)
+    _finish(ax, "depth L", "Iterations grow with depth, fastest from the worst init", marks)
     return save(fig, out_dir / spec["name"], caption=depth_caption(results.meta, marks, extra=THEORY_NOTE))
 
 
@@ -246,7 +246,7 @@ def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
                 styles=styles(plain_names, "-"), marks=marks)
     draw_series(ax, residual_series, "depth", names=residual_names, label_prefix="residual ", marker="s",
                 styles=styles(residual_names, "--"), marks=marks, row_offset=len(plain_series))
-    _finish(ax, "depth L", "(l) Residual (I+V_L)⋯(I+V_1) against plain W_L⋯W_1", marks)
+    _finish(ax, "depth L", r"Residual $(I+V_L)\cdots(I+V_1)$ against plain $W_L\cdots W_1$", marks)
     return save(fig, out_dir / spec["name"], caption=depth_caption(
         plain.meta, marks, extra="Plain W_L⋯W_1: circles, solid; residual (I+V_L)⋯(I+V_1): squares, dashed; the "
         "same init distributions, colour by init. Residual ·V zero is W = I"))
@@ -261,7 +261,7 @@ def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
     marks: set = set()
     draw_series(ax, series, "depth", marks=marks)  # colour by method (and line style by init, if several)
     meta = _sweep(spec, method=spec["method_groups"][0]).meta
-    _finish(ax, "depth L", "(m) Iterations against depth by method at one init", marks)
+    _finish(ax, "depth L", "Iterations against depth by method at one init", marks)
     return save(fig, out_dir / spec["name"], caption=depth_caption(
         meta, marks, extra="Each method's (lr, β) tuned at each depth by the median over seeds"))
 
@@ -300,12 +300,15 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
         f = losses_on_grid(m, aa, bb, "per-layer").reshape(aa.shape)
         cs = ax.contour(aa, bb, f, levels=np.quantile(f, np.linspace(0.01, 0.95, 10)), cmap="viridis",
                         linewidths=0.6)
-        ax.clabel(cs, cs.levels[::3], fontsize=MIN_FONT_PT, fmt="%.2g")
+        labels = ax.clabel(cs, cs.levels[::3], fontsize=MIN_FONT_PT, fmt="%.2g", inline=False)
+        for label in labels:  # a white ground in place of an inline gap: a label cut at the edge is hidden whole
+            label.set_bbox({"facecolor": "white", "edgecolor": "none", "pad": 0.4, "alpha": 0.85})
+        inside_only(labels)
         ax.plot(path[:, 0], path[:, 1], ".-", color=PALETTE[1], ms=2, lw=0.8, label="gd path")
         ax.plot(*path[0], "o", color="k", ms=5, label="start")
-        ax.set_xlabel("a = M₁[0,0]")
-        ax.set_ylabel(f"b = M_{k}[2,2]")
-        ax.set_title(f"({'no'[ks.index(k)] if ks.index(k) < 2 else ''}) ½‖M_{k}⋯M_1‖²_F, k = {k}")
+        ax.set_xlabel("$a = M_1[0,0]$")
+        ax.set_ylabel(f"$b = M_{k}[2,2]$")
+        ax.set_title(rf"$\frac{{1}}{{2}}\|M_{k}\cdots M_1\|_F^2$, k = {k}")
     ax = axes[-1]
     marks: set = set()
     for row, (reading, marker, color, ls) in enumerate((("per-layer", "o", PALETTE[0], "-"),
@@ -321,11 +324,11 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
             k1 = theory_columns(results.meta, group.chosen)["theory"]("gd", 1.0)
             if k1 is not None:
                 ax.plot([1], [k1], "*", color="k", ms=9, mfc="none", label=f"k = 1 theory (κ = 1): {k1}")
-    _finish(ax, "number of matrices k", "(p) iterations vs k", marks, below=None)
+    _finish(ax, "number of matrices k", "iterations vs k", marks, below=None)
     legend_below(fig)
     return save(fig, out_dir / spec["name"], caption=depth_caption(
-        results.meta, marks, extra="(n, o): the loss over (a, b) for k matrices (per-layer reading), contours "
-        "labelled with f, and gd's path from its start (black dot) at step 1/|λ|max of the Hessian there. (p): "
+        results.meta, marks, extra="(a, b): the loss over (a, b) for k matrices (per-layer reading), contours "
+        "labelled with f, and gd's path from its start (black dot) at step 1/|λ|max of the Hessian there. (c): "
         "iterations against k, per-layer reading circles and solid, shared reading squares and dashed"))
 
 
@@ -402,7 +405,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.minorticks_off()
     ax.set_xlabel("depth L")
     ax.set_ylabel("width n needed (ticks: the swept widths)")
-    ax.set_title("(q) Width needed: constant in depth for orthogonal init, growing for Gaussian")
+    ax.set_title("Width needed: constant in depth for orthogonal init, growing for Gaussian")
     ax.grid(True, which="both", alpha=0.25)
     legend_below(fig)
     return save(fig, out_dir / spec["name"], caption=depth_caption(

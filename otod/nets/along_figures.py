@@ -80,8 +80,8 @@ def draw(rows: list[dict], axes) -> None:
         ax.set(xlabel="checkpoint step t of the reference run", ylabel=what)
         ax.grid(alpha=0.25, which="major")
         ax.set_xlim(-0.5, 1.6 * float(np.max(got["b_crit"]["step"])))   # from step 0, no negative steps
-    left.set_title("(a) B_crit(t) and the noise scales")
-    right.set_title("(b) ratio to the measured B_crit")
+    left.set_title("B_crit(t) and the noise scales")
+    right.set_title("ratio to the measured B_crit")
 
 
 def make_along(spec: dict, out_dir: Path) -> list[Path]:

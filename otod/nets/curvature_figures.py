@@ -89,7 +89,7 @@ def draw_spectral_density(ax, records: list[dict], zero: float, sigma: float, fl
         kq = "none (λ_q ≤ 0)" if r["kappa_q"] is None else f"{r['kappa_q']:.3g}"
         ax.plot(grid, np.maximum(density, floor / 10), ls=LINESTYLES[i % len(LINESTYLES)], lw=1.2, color=color,
                 label=f"step {r['step']}: loss {r['train_loss']:.3g}, λ_max {r['lambda_max']:.3g}, "
-                      f"λ_q {r['lambda_q']:.2g}, κ_q {kq},\n    {100 * r['negative_mass']:.1f}% below −10⁻³λ_max")
+                      f"λ_q {r['lambda_q']:.2g}, κ_q {kq}, {100 * r['negative_mass']:.1f}% negative")
         ax.axvline(r["lambda_q"], color=color, ls=":", lw=1)
         ax.plot(r["top_eigenvalues"], np.full(len(r["top_eigenvalues"]), floor * 1.6), "|", ms=9, mew=1.2,
                 color=color)
@@ -100,8 +100,7 @@ def draw_spectral_density(ax, records: list[dict], zero: float, sigma: float, fl
     ax.set(xlabel=f"Hessian eigenvalue λ (linear within ±{zero:g}, logarithmic in |λ| beyond)",
            ylabel=f"spectral density per unit of asinh(λ/{zero:g})")
     ax.plot([], [], "k:", lw=1, label=f"dotted: λ_q, the {records[0]['quantile']:g} quantile of the spectrum")
-    ax.plot([], [], "k|", ms=9, label=f"ticks at the bottom: top {len(records[0]['top_eigenvalues'])} eigenvalues "
-                                      "(Lanczos)")
+    ax.plot([], [], "k|", ms=9, label=f"ticks: top {len(records[0]['top_eigenvalues'])} eigenvalues (Lanczos)")
     ax.grid(alpha=0.25, which="major")
 
 
@@ -113,7 +112,8 @@ def density_caption(records: list[dict], zero: float, sigma: float) -> str:
             f"eigenvalues share one axis. The y axis is the {density} spectral density per unit of u, "
             f"Gaussian-broadened by σ = {sigma:g} in u (the area under a curve is the fraction of the P eigenvalues), "
             "on a log scale as Ghorbani et al. (2019) draw theirs. Dotted verticals: each checkpoint's λ_q; ticks at "
-            "the bottom: its top eigenvalues (Lanczos)")
+            "the bottom: its top eigenvalues (Lanczos). In the legend, \"negative\": the share of the spectrum below "
+            "−10⁻³ λ_max")
 
 
 def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:

@@ -124,28 +124,41 @@ def draw_deep_linear(ax, net_series, comparison: dict) -> str | None:
                                                       is not None else ""))
 
 
-def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None) -> str | None:
+def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None, residual: bool | None = None,
+                law_bands: bool = True) -> str | None:
     """Iterations to target against depth, one line per method · init · architecture (residual dashed): the
     core's panel (`otod.core.law_figure.draw_series`: medians at each depth's chosen lr, IQR bands over seeds, △
     lower bounds, × diverged, each series' AIC law dotted and named in the legend), the series dodged in x so
     that coinciding medians stay visible, and depths where every lane stalled (a small plain start at the saddle
     at 0) as ⊘ at the top instead of △ at the iteration the stall rule stopped them; ``analysis``: the sweep's
     `otod.nets.report.depth_analysis`, where the caller has it; ``deep_linear``: the deep-linear law to draw beside
-    them (`draw_deep_linear`), whose caption sentence it returns."""
+    them (`draw_deep_linear`), whose caption sentence it returns; ``residual``: only the residual (True) or the
+    plain (False) series, each init keeping the style it has beside the other architecture; ``law_bands``: each
+    law's hatched 95% band too (`otod.core.law_figure.draw_series`)."""
     from otod.core.law_figure import draw_series, legend_keys
     from otod.core.plotting import series_style
     from otod.nets.report import depth_analysis
 
     analysis = depth_analysis(results) if analysis is None else analysis
     series = analysis.series
-    styles = {s.name: {**series_style(i), "ls": "--" if "residual" in s.name else "-"} for i, s in enumerate(series)}
+    inits = list(dict.fromkeys(_init_of(s.name) for s in series))
+    styles = {s.name: {**series_style(inits.index(_init_of(s.name))), "ls": "--" if "residual" in s.name else "-",
+                       **({"mfc": "white"} if "residual" in s.name else {})} for s in series}  # residual: open
+    if residual is not None:
+        series = [s for s in series if ("residual" in s.name) == residual]
     marks: set = set()
-    draw_series(ax, series, "depth", styles=styles, marks=marks, dodge=0.06, curves=True, stalled_on_top=True)
+    draw_series(ax, series, "depth", styles=styles, marks=marks, dodge=0.06, curves=True, stalled_on_top=True,
+                law_bands=law_bands)
     ax.set(yscale="log", xlabel="depth L (weight layers)", ylabel="steps to target (median over seeds)")
     said = draw_deep_linear(ax, series, deep_linear) if deep_linear else None
     ax.grid(True, which="both", alpha=0.25)
     legend_keys(ax, marks)
     return said
+
+
+def _init_of(name: str) -> str:
+    """A depth series' name without its architecture (sgd·kaiming·plain → sgd·kaiming): what its colour follows."""
+    return name.replace("·plain", "").replace("·residual", "")
 
 
 def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: dict | None = None, **kwargs) -> list:
@@ -161,18 +174,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
                  "the NQM's prediction is the run's, at its own target",)
         tol = again
     if "batch" not in dict(config.axes):
-        fig, ax = figure(columns=2, height=2.8)
-        said = depth_panel(results, ax, analysis, deep_linear)
-        ax.set_title("Steps to target against depth, plain and residual nets"
-                     + (", beside the deep linear nets' law" if said else ""))
-        _legend(ax)
-        notes = (*notes, said) if said else notes
-        return save(fig, Path(base), pdf=pdf, caption=_caption(
-            config, "Markers: the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over "
-            "seeds; residual nets dashed; dotted: each series' law in depth (power or exponential, chosen by AIC, "
-            "Akaike 1974), named with its slope and 95% CI in the legend, hatched its pointwise 95% band over the "
-            "seed bootstrap's replicate laws; ⊘: every lane stalled at that depth (no progress "
-            "within the stall window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes, tol=tol))
+        return _depth_figure(results, Path(base), pdf, analysis, deep_linear, notes, tol)
     from otod.nets.report import panel_words
 
     analysis = batch_analysis(results) if analysis is None else analysis
@@ -189,6 +191,37 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
         fig.suptitle("Measured steps against batch size and the NQM's prediction, one panel per net")
     legend_below(fig)
     return save(fig, Path(base), pdf=pdf, caption=_caption(config, BATCH_NOTE, *notes, tol=tol))
+
+
+def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: tuple, tol) -> list:
+    """Steps against depth, the plain nets in one panel and the residual nets in another on a shared y axis (each
+    init one colour and marker in both; three IQR bands a panel, not six overlapping ones), with the deep-linear
+    law in the panel of the series it is drawn from (`draw_deep_linear`). The laws' hatched bands are left out:
+    the legend gives each slope's 95% CI."""
+    from otod.core.plotting import figure, legend_below, save
+    from otod.nets.report import depth_analysis
+
+    config = read_config(results.meta)
+    analysis = depth_analysis(results) if analysis is None else analysis
+    kinds = [k for k in (False, True) if any(("residual" in s.name) == k for s in analysis.series)]
+    fig, axes = figure(columns=2, cols=len(kinds), height=2.6, sharey=True)
+    said = None
+    for ax, residual in zip(np.atleast_1d(axes), kinds):
+        said = depth_panel(results, ax, analysis, deep_linear, residual=residual, law_bands=False) or said
+        ax.set_title("residual nets (dashed, open markers)" if residual else "plain nets")
+        if residual and len(kinds) > 1:
+            ax.set_ylabel("")
+    fig.suptitle("Steps to target against depth" + (", beside the deep linear nets' law" if said else ""))
+    names = [s.name + ":" for s in analysis.series]
+    legend_below(fig, sort_key=lambda label: not any(label.startswith(n) for n in names))  # the series first
+    notes = (*notes, said) if said else notes
+    return save(fig, base, pdf=pdf, caption=_caption(
+        config, "Left: plain nets; right: residual nets (dashed, open markers); each init one colour and marker in "
+        "both. Markers: "
+        "the median steps over seeds at each depth's tuned lr, dodged in x; bands: the IQR over seeds; dotted: "
+        "each series' law in depth (power or exponential, chosen by AIC, Akaike 1974), named with its slope and "
+        "95% CI (seed bootstrap) in the legend; ⊘: every lane stalled at that depth (no progress within the stall "
+        "window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes, tol=tol))
 
 
 def _run(spec: dict, predict: bool = True):

@@ -58,12 +58,12 @@ def curvature_figure(results, base: Path, pdf: bool = False) -> list[Path]:
             lo = np.array([iv[0] if iv is not None else np.nan for iv in intervals], float)
             hi = np.array([iv[1] if iv is not None else np.nan for iv in intervals], float)
             a.fill_between(steps, lo, hi, color=style["color"], alpha=0.15, lw=0)
-    a.set(yscale="log", ylabel="Hessian eigenvalue", title="(a) λ_max and λ_q along training")
+    a.set(yscale="log", ylabel="Hessian eigenvalue", title="λ_max and λ_q along training")
     _steps_axis(a, steps)
     a.grid(alpha=0.25, which="major")
     a.legend(frameon=False, loc="best")
     draw_spectral_density(b, records, zero, sigma)
-    b.set_title("(b) the spectral density at each checkpoint")
+    b.set_title("the spectral density at each checkpoint")
     legend_below(fig, [b], title="κ_q = λ_max / λ_q")
     interval = "" if records[0].get("spectrum") == "dense" else "; bands: SLQ's 95% intervals over probes"
     return save(fig, Path(base), pdf=pdf, caption=caption_text(

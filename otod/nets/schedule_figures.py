@@ -50,9 +50,10 @@ def draw(ax, label: str, results, first_style: int = 1) -> None:
     st = series_style(0)
     ax.errorbar(b * s, s, yerr=_bars(s, lo, hi), xerr=_bars(b * s, b * lo, b * hi), marker=st["marker"],
                 ls=st["ls"], color=st["color"], capsize=2, label="constant batch B")
-    for x, y, batch in zip(b * s, s, b):
-        ax.annotate(f"{batch:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize="x-small",
-                    color=st["color"])
+    for x, y, batch in zip(b * s, s, b):  # below-left of a falling curve: off it; over every marker, on white
+        ax.annotate(f"{batch:g}", (x, y), textcoords="offset points", xytext=(-2, -3), ha="right", va="top",
+                    fontsize="x-small", color=st["color"], zorder=6,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8})
     for i, result in enumerate(results, start=first_style):
         row = next(r for r in result.rows() if r["run"] == "schedule")
         front = next(r for r in result.rows() if r["run"].startswith("constant frontier"))

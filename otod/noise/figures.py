@@ -206,24 +206,23 @@ def make_batch(spec: dict, out_dir: Path) -> list[Path]:
 
     analysis = analyse(_run_noise(spec))
     name = spec["name"]
-    letters = spec.get("letters", "abc")
     files = []
     fig, ax = figure(columns=2, height=2.8)
     steps_vs_batch(analysis, ax, exact_twin(analysis))
-    ax.set_title(f"({letters[0]}) Steps to target fall as 1/B up to the critical batch, then level off")
+    ax.set_title("Steps to target fall as 1/B up to the critical batch, then level off")
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_steps", caption=_caption(analysis, batch_note(ax)))
     if spec.get("figures", "abc") == "a":
         return files
     fig, ax = figure(columns=1, height=2.4)
     lr_vs_batch(analysis, ax)
-    ax.set_title(f"({letters[1]}) The best learning rate grows with B")
+    ax.set_title("The best learning rate grows with B")
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_lr", caption=_caption(
         analysis, "The tuned learning rate per B and its slope over the perfect-scaling region; dashed: ∝ B"))
     fig, ax = figure(columns=2, height=2.8)
     tradeoff(analysis, ax)
-    ax.set_title(f"({letters[2]}) Steps against examples: the McCandlish et al. (2018) hyperbola")
+    ax.set_title("Steps against examples: the McCandlish et al. (2018) hyperbola")
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_tradeoff", caption=_caption(
         analysis, "Markers: median steps S against examples E = B·S; lines: (S/S_min − 1)(E/E_min − 1) = 1 from each "
@@ -240,7 +239,7 @@ def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
     params_panel(labelled, ax)
     c = labelled[0][1].config
     lr = "lr tuned per d" if c.lr == "tuned" else f"lr {c.lr}"
-    ax.set_title("(e) Steps against d: a fixed batch and B ∝ d")
+    ax.set_title("Steps against d: a fixed batch and B ∝ d")
     _legend(ax)
     return save(fig, Path(base), pdf=pdf, caption=caption_text(
         f"Settings: {c.problem.kind}, target {c.target.tol:g}, {mode}, {lr}",
@@ -273,12 +272,12 @@ def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
     a.plot(dims, np.sqrt(dims), "--", color="0.4",
            label=f"√d (fitted exponent {fit_line(np.log(dims), np.log(rms))[0]:.3f})")
     a.set(xscale="log", yscale="log", xlabel="dimension d", ylabel="RMS norm of N(0, I_d) noise",
-          title="(f) noise grows like √d")
+          title="noise grows like √d")
     b.plot(ns, err, "s", ms=4, color=_palette()[3], label="measured RMS error of the mean")
     b.plot(ns, 1 / np.sqrt(ns), "--", color="0.4",
            label=f"1/√n (fitted exponent {fit_line(np.log(ns), np.log(err))[0]:.3f})")
     b.set(xscale="log", yscale="log", xlabel="samples averaged n", ylabel="RMS error",
-          title="(g) averaging shrinks it as 1/√n")
+          title="averaging shrinks it as 1/√n")
     for ax in (a, b):
         legend_inside(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
@@ -320,7 +319,7 @@ def make_rosenbrock(spec: dict, out_dir: Path) -> list[Path]:
                 label=f"σ = {sigma:g}: loss {loss:.2g} after {steps}")
     ax.plot([1], [1], "k*", ms=12, mec="w", zorder=20, label="minimum (1, 1)")
     ax.plot([-1.2], [1], "ks", ms=5, zorder=20, label="start (−1.2, 1)")
-    ax.set(xlabel="x", ylabel="y", title="(h) Gradient noise throws SGD off the valley floor")
+    ax.set(xlabel="x", ylabel="y", title="Gradient noise throws SGD off the valley floor")
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
         f"SGD on Rosenbrock (a = 1, b = 100) from (−1.2, 1), lr {lr:g}, {steps} steps, with Gaussian gradient "
@@ -343,9 +342,10 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
     t = np.arange(1, o["steps"] + 1)
     fig, ax = figure(columns=2, height=2.8)
     ax.plot(t, out["true"].mean(0), "k-", lw=2, label="exact B_simple = tr Σ/|G|² (mean over seeds)")
-    cut = []
+    cut, lows = [], [np.min(out["true"].mean(0))]
     for i, ((pair, g), e) in enumerate(out["estimates"].items()):
         q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
+        lows.append(np.min(q50[q50 > 0], initial=np.inf))
         style = series_style(i + 1)
         ax.plot(t, q50, ls=style["ls"], marker=style["marker"], markevery=max(1, len(t) // 8), ms=3, lw=1,
                 color=style["color"], label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
@@ -353,13 +353,15 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
         ax.fill_between(t, q25, q75, where=q25 > 0, color=style["color"], alpha=0.15, lw=0)
         cut.append(f"{pair[0]}:{pair[1]}, decay {g:g}: {100 * np.mean(q25 <= 0):.0f}%")
     ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=f"IQR over {o['seeds']} seeds")
-    ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(1, None),
-           title="(i) The two-batch estimate of the noise scale against the exact value")
+    # the y axis starts just under the lowest median (no empty decade under the data; a band may run below it)
+    ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(0.7 * min(lows), None),
+           title="The two-batch estimate of the noise scale against the exact value")
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
         f"NQM d = {o['dim']}, SGD B = {o['batch']}, lr {o['lr']:g}, {o['steps']} steps, {o['seeds']} seeds",
         "Lines: the median over seeds of each two-batch estimate (McCandlish et al. 2018, Appendix A), shaded its "
-        "IQR in the same colour, left out at steps where the lower quartile is ≤ 0 (the estimate's denominator "
+        "IQR in the same colour (cut at the axis's foot, just under the lowest median), left out at steps where "
+        "the lower quartile is ≤ 0 (the estimate's denominator "
         "changed sign in over a quarter of the seeds; share of such steps: " + "; ".join(cut) + "); black: the exact "
         "tr Σ/|G|²"))
 
@@ -382,7 +384,7 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
             if (~ok).any():
                 ax.plot(xs[~ok], med[~ok], "^", mfc="none", color=style["color"], label=f"{name}: ≥ cap (censored)")
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target (median over seeds)",
-           title="(j) Steps against batch size under three learning-rate schedules")
+           title="Steps against batch size under three learning-rate schedules")
     ax.set_xscale("log", base=2)
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=_caption(

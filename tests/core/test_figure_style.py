@@ -82,15 +82,72 @@ def series_clashes(fig) -> list[tuple]:
     return clashes
 
 
+#: Mathtext draws a sub- or superscript at this share of its text's size (matplotlib's ``SHRINK_FACTOR``), as TeX
+#: does: the one text allowed under `MIN_PT`, and only as the script of a text drawn at `MIN_PT` or more.
+SCRIPT_SHARE = 0.7
+LEGEND_SHARE = 1 / 3
+
+
+def _texts(fig):
+    from matplotlib.text import Text
+
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+
+
+def script_sizes(fig) -> set[float]:
+    """The sizes (pt, 2 decimals) mathtext draws the scripts of ``fig``'s texts at: `SCRIPT_SHARE` of each text at
+    `MIN_PT` or more whose mathtext holds a sub- or superscript."""
+    return {round(t.get_fontsize() * SCRIPT_SHARE, 2) for t in _texts(fig) if t.get_fontsize() >= MIN_PT - 0.01
+            and any(c in m for m in re.findall(r"\$[^$]*\$", t.get_text()) for c in "_^")}
+
+
+def literal_underscores(fig) -> list[str]:
+    """Texts of ``fig`` that show an underscore (one outside mathtext ``$…$``): B_crit where B with a subscript is
+    meant."""
+    return [t.get_text() for t in _texts(fig) if "_" in re.sub(r"\$[^$]*\$", "", t.get_text())]
+
+
+def tall_legends(fig) -> list[float]:
+    """The share of ``fig``'s height each of its legends takes that is taller than `LEGEND_SHARE`."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    if not hasattr(fig.canvas, "get_renderer"):  # a closed figure: a canvas to measure on
+        FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    shares = [leg.get_window_extent(renderer).height / (fig.get_figheight() * fig.dpi) for leg in legends
+              if leg.get_visible()]
+    return [share for share in shares if share > LEGEND_SHARE + 0.005]
+
+
+def panel_letter_problems(fig) -> list[str]:
+    """Panel letters where they do not belong: any in a figure of one panel; in a figure of several, letters
+    other than (a), (b), … in order."""
+    from otod.core.plotting import panels
+
+    found = panels(fig)
+    letters = [m.group(1) for ax in found for m in [re.match(r"\((\w)\)", ax.get_title())] if m]
+    if len(found) < 2:
+        return [f"a single-panel figure lettered ({', '.join(letters)})"] if letters else []
+    want = [chr(ord("a") + i) for i in range(len(found))]
+    return [] if letters in ([], want) else [f"panels lettered {letters}, not {want}"]
+
+
 def style_problems(pdf: Path, fig=None) -> list[str]:
-    """What breaks the paper style in a saved figure (empty: nothing)."""
+    """What breaks the paper style in a saved figure (empty: nothing). With ``fig`` (the figure saved) also what
+    only its artists tell: series that share colour and marker, literal underscores, legends taller than a third
+    of the figure, panel letters in the wrong place; and the sizes its mathtext scripts are drawn at are allowed."""
     problems = [f"{pdf.name}: page {w:.2f} in wide (> {MAX_WIDTH_IN} in)" for w in pdf_page_widths(pdf)
                 if w > MAX_WIDTH_IN + 0.005]
-    small = sorted({s for s in pdf_font_sizes(pdf) if s < MIN_PT - 0.01})
+    scripts = script_sizes(fig) if fig is not None else set()
+    small = sorted({s for s in pdf_font_sizes(pdf) if s < MIN_PT - 0.01 and round(s, 2) not in scripts})
     if small:
         problems.append(f"{pdf.name}: text drawn at {', '.join(f'{s:g}' for s in small)} pt (< {MIN_PT:g} pt)")
     if fig is not None:
         problems += [f"{pdf.name}: series {names} share colour and marker {key}" for key, names in series_clashes(fig)]
+        problems += [f"{pdf.name}: literal underscore in {text!r}" for text in literal_underscores(fig)]
+        problems += [f"{pdf.name}: a legend {share:.0%} of the figure's height (> 1/3)" for share in tall_legends(fig)]
+        problems += [f"{pdf.name}: {why}" for why in panel_letter_problems(fig)]
     return problems
 
 
@@ -142,6 +199,92 @@ def test_a_scratch_figure_with_a_5pt_label_fails(tmp_path):
     assert any("5 pt" in p for p in problems), problems
     assert any("9.00 in wide" in p for p in problems), problems
     assert any("share colour and marker" in p for p in problems), problems
+
+
+def test_a_scratch_figure_with_underscores_a_tall_legend_and_a_lone_panel_letter_fails(tmp_path):
+    """A one-panel figure titled "(k) …" with a 12-entry legend and B_crit written with an underscore: each is
+    caught; the same label in mathtext passes, its subscript drawn under 7 pt but allowed as a script."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(3.4, 2.4))
+    for i in range(12):
+        ax.plot([1, 2], [i, i + 1], marker="os^vDPX*hdp<"[i], color=f"C{i % 10}", label=f"series {i}")
+    ax.set_title("(k) one panel")
+    ax.set_xlabel("critical batch B_crit")
+    ax.set_ylabel(r"critical batch $B_{\mathrm{crit}}$", fontsize=7.5)
+    ax.legend()
+    fig.savefig(tmp_path / "scratch.pdf")
+    problems = style_problems(tmp_path / "scratch.pdf", fig)
+    plt.close(fig)
+    assert any("literal underscore in 'critical batch B_crit'" in p for p in problems), problems
+    assert not any("mathrm" in p for p in problems), problems
+    assert any("of the figure's height (> 1/3)" in p for p in problems), problems
+    assert any("single-panel figure lettered (k)" in p for p in problems), problems
+    assert not any("pt (< 7 pt)" in p for p in problems), problems  # 5.25 pt: the subscript of a 7.5 pt label
+
+
+def test_the_style_core_letters_only_the_panels_of_a_multi_panel_figure_and_plain_ticks_under_a_decade(
+        tmp_path, kept_figures):
+    """`save` drops a maker's panel letter from a one-panel figure and letters a two-panel one (a), (b) left to
+    right whatever letters its maker gave; a log axis spanning less than a decade reads 200, 300, not 2×10²."""
+    from otod.core import plotting
+
+    fig, ax = plotting.figure()
+    ax.plot([1, 2], [150, 450])
+    ax.set(yscale="log", title="(k) alone")
+    plotting.save(fig, tmp_path / "one")
+    fig.canvas.draw()
+    assert ax.get_title() == "alone"
+    labels = [t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()]
+    assert "200" in labels and "400" in labels and not any("×" in t for t in labels), labels
+    fig, (left, right) = plotting.figure(columns=2, cols=2)
+    left.set_title("(q) left")
+    right.set_title("right")
+    right.plot([1, 10 ** 3], [1, 10 ** 3])
+    right.set(xscale="log")
+    plotting.save(fig, tmp_path / "two")
+    fig.canvas.draw()
+    assert (left.get_title(), right.get_title()) == ("(a) left", "(b) right")
+    assert "10³" in [t.get_text() for t in right.get_xticklabels()]
+    assert style_problems(tmp_path / "two.pdf", fig) == []
+    fig, ax = plotting.figure()  # 1.4 decades with one power inside: the ticks between are labelled, all plain
+    ax.plot([1, 2], [1500, 35000])
+    ax.set(yscale="log")
+    plotting.save(fig, tmp_path / "short")
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True) if t.get_text()]
+    assert "10,000" in labels and "20,000" in labels and not any("×" in t or "⁴" in t for t in labels), labels
+
+
+def test_save_hides_a_marked_label_cut_at_the_axes_edge_and_keeps_one_inside(tmp_path, kept_figures):
+    """Two contour-style labels marked `inside_only`: one centred on the axes' right edge (half of it would be cut)
+    is hidden by `save`, one in the middle stays; an unmarked note on the edge is left alone."""
+    from otod.core import plotting
+
+    fig, ax = plotting.figure()
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    edge = ax.text(1.0, 0.5, "0.58", ha="center")
+    middle = ax.text(0.5, 0.5, "0.83", ha="center")
+    note = ax.text(1.0, 0.2, "note", ha="center")
+    plotting.inside_only([edge, middle])
+    plotting.save(fig, tmp_path / "labels")
+    assert (edge.get_visible(), middle.get_visible(), note.get_visible()) == (False, True, True)
+
+
+def test_legend_below_keeps_a_long_legend_within_a_third_of_the_figure(tmp_path, kept_figures):
+    """Nine series with 60-character labels under one panel: `legend_below` takes more columns until the legend is
+    at most a third of the grown figure, and never breaks a mathtext span across lines."""
+    from otod.core import plotting
+
+    fig, ax = plotting.figure(columns=2, height=2.4)
+    for i in range(9):
+        ax.plot([1, 2], [i, i + 1], **plotting.series_style(i),
+                label=f"series {i}: a label of some length, $B_{{\\mathrm{{crit}}}} = {i}$ at the end")
+    legend = plotting.legend_below(fig)
+    plotting.save(fig, tmp_path / "long")
+    assert legend._ncols > 1
+    assert all(t.get_text().count("$") % 2 == 0 for t in legend.get_texts())
+    assert style_problems(tmp_path / "long.pdf", fig) == []
 
 
 def test_a_compressed_and_an_uncompressed_pdf_read_alike(tmp_path):
@@ -243,8 +386,9 @@ def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figu
 @pytest.mark.slow
 def test_every_figure_of_otod_figures_keeps_the_style(tmp_path, kept_figures, monkeypatch):
     """Runs all of ``otod figures`` into a scratch folder (as long as the figures take: their sweeps are read back
-    from ``results/`` where cached) and checks every PDF it saved, that each has its caption, and that no panel
-    letter is used twice across the figures."""
+    from ``results/`` where cached) and checks every PDF it saved (`style_problems`: with its figure, also no
+    literal underscore, no legend over a third of the height, panel letters only in multi-panel figures, (a), (b),
+    … in order) and that each has its caption."""
     from otod.core.figures import make_figures
 
     _stamp_names(monkeypatch)
@@ -252,9 +396,6 @@ def test_every_figure_of_otod_figures_keeps_the_style(tmp_path, kept_figures, mo
     _check_saved(tmp_path, kept_figures)
     missing = [p.name for p in tmp_path.glob("*.pdf") if not p.with_suffix(".caption.txt").is_file()]
     assert not missing, missing
-    letters = [m.group(1) for fig in kept_figures for ax in fig.axes
-               for m in [re.match(r"\((\w)\)", ax.get_title())] if m]
-    assert letters and len(letters) == len(set(letters)), sorted(letters)  # one panel per letter across figures
 
 
 def test_otod_plot_style_paper_saves_a_page_within_two_columns_and_screen_a_larger_one(tmp_path):

@@ -28,7 +28,7 @@ def _kept(monkeypatch):
     import otod.depth.figures as df
 
     kept = []
-    monkeypatch.setattr(df, "save", lambda fig, base, pdf=True: kept.append(fig) or [base])
+    monkeypatch.setattr(df, "save", lambda fig, base, pdf=True, caption=None: kept.append(fig) or [base])
     return kept
 
 

@@ -278,35 +278,41 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
     ((config, _),) = sweeps.asked
     assert dict(config.axes)["depth"] == (2.0, 3.0, 4.0, 5.0) and config.problem.batch == 64
     assert [f.name for f in files] == ["nets_depth.png"] and saved[0][2] is True
-    (ax,) = saved[0][0].axes
-    assert ax.get_title() == "Steps to target against depth, plain and residual nets"
-    assert saved[0][0].otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
-    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
+    fig = saved[0][0]
+    left, right = fig.axes  # plain nets left, residual nets right, on one y axis
+    assert (fig.get_suptitle(), left.get_title(), right.get_title()) == (
+        "Steps to target against depth", "plain nets", "residual nets (dashed, open markers)")
+    assert fig.otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
+    assert (left.get_xlabel(), left.get_ylabel(), left.get_xscale(), left.get_yscale()) == (
         "depth L (weight layers)", "steps to target (median over seeds)", "linear", "log")
-    lines = {line.get_label(): line for line in ax.get_lines()}
-    plain = next(line for label, line in lines.items() if label.startswith("sgd·plain: exponential, c = 0.69 "))
-    residual = next(line for label, line in lines.items() if label.startswith("sgd·residual: power, b = 2.00 "))
-    # dodged by ∓0.03 so that coinciding medians stay apart; the median at L = 5 (censored) is only a bound
-    np.testing.assert_allclose(plain.get_xdata(), [1.97, 2.97, 3.97])
-    assert list(plain.get_ydata()) == [40, 80, 160]
-    np.testing.assert_allclose(residual.get_xdata(), [2.03, 3.03, 4.03, 5.03])
-    assert list(residual.get_ydata()) == [40, 90, 160, 250] and residual.get_color() != plain.get_color()
-    (bound,) = [line for line in ax.get_lines() if line.get_marker() == "^" and len(line.get_xdata())]
-    assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_color()) == ([4.97], [500], plain.get_color())
-    styles = {line.get_color(): line.get_linestyle() for line in ax.get_lines()
-              if line.get_marker() in ("None", None, "") and line.get_linestyle() in ("-", "--")}
-    assert (styles[plain.get_color()], styles[residual.get_color()]) == ("-", "--")
+    assert right.get_shared_y_axes().joined(left, right) and right.get_ylabel() == ""
+    plain = next(ln for ln in left.get_lines() if ln.get_label().startswith("sgd·plain: exponential, c = 0.69 "))
+    residual = next(ln for ln in right.get_lines() if ln.get_label().startswith("sgd·residual: power, b = 2.00 "))
+    assert not any(line.get_label().startswith("sgd·residual") for line in left.get_lines())
+    # one series a panel: no dodge; the median at L = 5 (censored) is only a bound
+    assert list(plain.get_xdata()) == [2, 3, 4] and list(plain.get_ydata()) == [40, 80, 160]
+    assert list(residual.get_xdata()) == [2, 3, 4, 5] and list(residual.get_ydata()) == [40, 90, 160, 250]
+    assert residual.get_color() == plain.get_color()  # one init (sgd's default), one colour in both panels
+    (bound,) = [line for line in left.get_lines() if line.get_marker() == "^" and len(line.get_xdata())]
+    assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_color()) == ([5], [500], plain.get_color())
+    assert not [line for line in right.get_lines() if line.get_marker() == "^" and len(line.get_xdata())]
+
+    def medians_style(ax):
+        (style,) = {line.get_linestyle() for line in ax.get_lines() if line.get_marker() in ("None", None, "")
+                    and line.get_linestyle() in ("-", "--")}
+        return style
+
+    assert (medians_style(left), medians_style(right)) == ("-", "--")
     # each chosen law drawn dotted over its fitted depths: 10·2^L and 10·L²
-    laws = {line.get_color(): line for line in ax.get_lines() if line.get_linestyle() == ":" and len(line.get_xdata())}
-    x = np.asarray(laws[plain.get_color()].get_xdata())
-    np.testing.assert_allclose(laws[plain.get_color()].get_ydata(), 10 * 2 ** (x + 0.03), rtol=1e-6)
-    x = np.asarray(laws[residual.get_color()].get_xdata())
-    np.testing.assert_allclose(laws[residual.get_color()].get_ydata(), 10 * (x - 0.03) ** 2, rtol=1e-6)
-    texts = legend_texts(ax)
+    (law,) = [line for line in left.get_lines() if line.get_linestyle() == ":" and len(line.get_xdata())]
+    np.testing.assert_allclose(law.get_ydata(), 10 * 2 ** np.asarray(law.get_xdata()), rtol=1e-6)
+    (law,) = [line for line in right.get_lines() if line.get_linestyle() == ":" and len(line.get_xdata())]
+    np.testing.assert_allclose(law.get_ydata(), 10 * np.asarray(law.get_xdata()) ** 2, rtol=1e-6)
+    texts = legend_texts(left)
     assert texts[:2] == [plain.get_label(), residual.get_label()]
     assert "△ median only a lower bound (≥)" in texts and "IQR over seeds" in texts
-    # 3 seeds give no CI: no law's band hatched, none named, no CI quoted
-    assert not [c for c in ax.collections if c.get_hatch() and c.get_paths()]
+    # no law's band hatched (the laws' CIs are the legend's), none named; 3 seeds give no CI, none quoted
+    assert not [c for ax in (left, right) for c in ax.collections if c.get_hatch() and c.get_paths()]
     assert not any("hatched" in t for t in texts) and "[" not in plain.get_label()
 
 
@@ -352,7 +358,8 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     """Checkpoints 0 and 20 of a width-8 net: each one's SLQ measure broadened on the asinh axis (its area, in u,
     the measure's mass: 1), floored at 10⁻⁵, in its own colour, its λ_q as a dotted vertical line, its top
     eigenvalues as ticks at the bottom; a symlog λ axis linear within ±λ₀ = 10⁻³, a log density axis from 10⁻⁴;
-    each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass."""
+    each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass (its threshold in the
+    caption)."""
     from otod.nets.curvature_figures import density_on_asinh_axis, make_spectral_density
 
     files = make_spectral_density({"maker": "nets-spectral-density", "name": "sd", "width": 8, **TINY_NET,
@@ -374,7 +381,7 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
         record = _curvature_record(net, config, step)
         lambda_q = 6.0 / net.parameter_count
         label = (f"step {step}: loss {loss}, λ_max {lambda_max:.3g}, λ_q {lambda_q:.2g}, "
-                 f"κ_q {lambda_max / lambda_q:.3g},\n    7.0% below −10⁻³λ_max")
+                 f"κ_q {lambda_max / lambda_q:.3g}, 7.0% negative")
         curve = drawn_line(ax, label)
         grid, density = density_on_asinh_axis(record["slq_nodes"], record["slq_weights"], 1e-3, 0.2)
         assert np.array_equal(curve.get_xdata(), grid) and np.array_equal(curve.get_ydata(), np.maximum(density, 1e-5))
@@ -392,7 +399,8 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     (legend,) = saved[0][0].legends
     assert legend.get_title().get_text() == "κ_q = λ_max / λ_q"
     assert legend_texts(ax)[2:] == [
-        "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks at the bottom: top 2 eigenvalues (Lanczos)"]
+        "dotted: λ_q, the 0.9 quantile of the spectrum", "ticks: top 2 eigenvalues (Lanczos)"]
+    assert "\"negative\": the share of the spectrum below −10⁻³ λ_max" in saved[0][0].otod_caption
 
 
 def test_the_kappa_width_caption_names_the_switch_from_exact_to_slq():
@@ -571,7 +579,8 @@ def test_make_depth_draws_the_deep_linear_law_beside_the_nets_from_the_named_net
     spec = {**DEPTH_SPEC, "deep_linear": {"figure": "depth_iterations", "series": "gd·xavier", "from": "sgd·plain"}}
     make_depth(spec, tmp_path)
     assert asked == ["depth_iterations"] and "deep_linear" not in str(sweeps.asked[0][0].to_dict())
-    (ax,) = saved[0][0].axes
+    ax, right = saved[0][0].axes  # the law in the panel of the series it is drawn from: the plain nets'
+    assert not [ln for ln in right.get_lines() if ln.get_linestyle() == "-." and len(ln.get_xdata())]
     (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "-." and len(ln.get_xdata())]
     x = np.asarray(line.get_xdata())
     assert (x.min(), x.max(), line.get_color()) == (2.0, 5.0, "k")

@@ -62,7 +62,8 @@ def test_maker_writes_one_panel_per_workload_with_its_caption(tmp_path, monkeypa
     assert [w["label"] for w in asked] == ["A", "B"]
     # two panels, the second's schedule styled after the first panel's two
     assert [(label, first) for _, label, first in drawn] == [("A", 1), ("B", 3)]
-    assert drawn[0][0].get_title() == "A: to training loss 0.1"
+    titles = [d[0].get_title() for d in drawn]  # lettered by save: a figure of two panels
+    assert titles == ["(a) A: to training loss 0.1", "(b) B: to training loss 0.1"]
     assert "frontier" in (tmp_path / "nets_schedule.caption.txt").read_text()
     plt.close("all")
 

@@ -103,7 +103,7 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
     s = np.asarray([_steps(x) for x in b])
 
     (ax,) = steps_fig.axes
-    assert ax.get_title().startswith("(a) Steps to target fall as 1/B")  # the claim; the settings in the caption
+    assert ax.get_title().startswith("Steps to target fall as 1/B")  # the claim; the settings in the caption
     assert steps_fig.otod_caption.startswith("Settings: regression d = 16, target 0.05, simulate")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "batch size B", "steps to target", "log", "log")
@@ -165,7 +165,7 @@ def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_sche
     assert [f.name for f in files] == ["noise_sched.png"]
     ((fig, _, _),) = saved
     (ax,) = fig.axes
-    assert ax.get_title().startswith("(j) Steps against batch size under three learning-rate schedules")
+    assert ax.get_title().startswith("Steps against batch size under three learning-rate schedules")
     assert fig.otod_caption.startswith("Settings: regression d = 16") and "horizon is the run's cap" in fig.otod_caption
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "batch size B", "steps to target (median over seeds)", "log", "log")
@@ -191,7 +191,7 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
                             "target": 0.05}, tmp_path / "figs")
     assert [f.name for f in files] == ["noise_params.png"] and saved[0][2] is True  # with its PDF
     (ax,) = saved[0][0].axes
-    assert ax.get_title() == "(e) Steps against d: a fixed batch and B ∝ d"
+    assert ax.get_title() == "Steps against d: a fixed batch and B ∝ d"
     assert saved[0][0].otod_caption.startswith("Settings: isotropic, target 0.05, exact, lr tuned per d")
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
         "dimension d (parameters)", "steps to target", "log", "log")
@@ -221,8 +221,8 @@ def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
     dims = np.unique(np.geomspace(1, 1e4, 13).round())
     ns = 2.0 ** np.arange(13)
     for ax, x, title, xlabel, ylabel, guide, label, sign in (
-            (left, dims, "(f) noise grows like √d", "dimension d", "RMS norm of N(0, I_d) noise", np.sqrt(dims),
-             "√d", 1), (right, ns, "(g) averaging shrinks it as 1/√n", "samples averaged n", "RMS error", 1 / np.sqrt(ns),
+            (left, dims, "noise grows like √d", "dimension d", "RMS norm of N(0, I_d) noise", np.sqrt(dims),
+             "√d", 1), (right, ns, "averaging shrinks it as 1/√n", "samples averaged n", "RMS error", 1 / np.sqrt(ns),
                         "1/√n", -1)):
         assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == (
             title, xlabel, ylabel, "log", "log")
@@ -248,7 +248,7 @@ def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, s
     ((fig, _, _),) = saved
     (ax,) = fig.axes
     assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(), ax.get_yscale()) == ("x", "y", "linear", "linear")
-    assert ax.get_title() == "(h) Gradient noise throws SGD off the valley floor"
+    assert ax.get_title() == "Gradient noise throws SGD off the valley floor"
     assert "lr 0.001" in fig.otod_caption and "noise of standard deviation σ per coordinate" in fig.otod_caption
     assert ax.collections  # the contours
     z, plain = np.array([-1.2, 1.0]), [np.array([-1.2, 1.0])]
