@@ -49,7 +49,7 @@ def test_draws_b_crit_predictors_and_ratios(tmp_path, monkeypatch):
     np.testing.assert_allclose(ratios["B_noise / B_crit"].get_ydata(), [1.0, 7.0, 5.0])
     assert any(np.allclose(ln.get_ydata(), 1.0) for ln in right.get_lines())   # the line at 1
     assert left.get_xscale() == right.get_xscale() == "symlog"
-    assert "step" in left.get_xlabel() and "B_crit" in right.get_ylabel()
+    assert "step" in left.get_xlabel() and r"B_{\mathrm{crit}}" in right.get_ylabel()
     plt.close("all")
 
 
