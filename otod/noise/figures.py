@@ -367,17 +367,21 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
 
 
 def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
-    """Figure (h): steps vs B (simulated) under several schedules, each with its own tuned lr."""
-    from otod.core.plotting import figure, save, series_style
+    """Figure (h): steps vs B (simulated) under several schedules, each with its own tuned lr; shaded, each
+    schedule's IQR over seeds at each B's tuned lr (`otod.core.plotting.draw_band`, censored lanes at their cap)."""
+    from otod.core.plotting import draw_band, figure, legend_key, save, series_style
 
     fig, ax = figure(columns=2, height=2.8)
     opts = _sweep_option_keys(spec)
     schedules = opts.pop("schedules", ["constant", "cosine", "one-cycle"])
+    banded = False
     for i, name in enumerate(schedules):
         analysis = analyse(_run_noise({**opts, "schedule": name}), fit=False)
         for j, s in enumerate(analysis.at(analysis.dims[0])):
             xs, med, ok = s.x, s.median, s.fitted
             style = series_style(i)
+            banded = draw_band(ax, xs, s.at_choice("count"), s.at_choice("lower"), style["color"],
+                               alpha=0.12) is not None or banded
             ax.plot(xs[ok], med[ok], marker=style["marker"], ms=4 + 1.5 * (len(schedules) - 1 - i),
                     mfc="none" if i < len(schedules) - 1 else None, color=style["color"], ls=style["ls"],
                     label=f"{name} ({s.method})")
@@ -386,11 +390,14 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
     ax.set(xscale="log", yscale="log", xlabel="batch size B", ylabel="steps to target (median over seeds)",
            title="Steps against batch size under three learning-rate schedules")
     ax.set_xscale("log", base=2)
+    if banded:
+        legend_key(ax, "band")
     _legend(ax)
     return save(fig, out_dir / f"noise_{spec['name']}", caption=_caption(
         analysis, "Each schedule with its own tuned lr; the schedule's horizon is the run's cap. Markers: the median "
-        f"steps over the {analysis.config.seeds} seeds at each B's tuned lr; no spread over seeds is drawn. Open "
-        "markers, larger for earlier schedules, stay visible where the series coincide"))
+        f"steps over the {analysis.config.seeds} seeds at each B's tuned lr, each schedule's band in its colour. "
+        "Open markers, larger for earlier schedules, stay visible where the series coincide",
+        marks=("band",) if banded else ()))
 
 
 def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:

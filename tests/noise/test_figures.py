@@ -177,7 +177,37 @@ def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_sche
         bound = drawn_line(ax, f"{name}: ≥ cap (censored)")
         assert (list(bound.get_xdata()), list(bound.get_ydata()), bound.get_marker()) == ([1.0], [1000.0], "^")
         assert line.get_color() == bound.get_color() == __import__("otod.core.plotting", fromlist=["x"]).series_style(i)["color"]  # Okabe–Ito, one a series
-    assert legend_texts(ax) == ["constant (sgd)", "constant: ≥ cap (censored)", "cosine (sgd)", "cosine: ≥ cap (censored)"]
+    assert legend_texts(ax) == ["constant (sgd)", "constant: ≥ cap (censored)", "cosine (sgd)", "cosine: ≥ cap (censored)",
+                                "IQR over seeds"]
+
+
+def test_make_schedules_shades_each_schedules_iqr_over_seeds(tmp_path, monkeypatch, saved):
+    """Each schedule's band spans its seeds' quartiles: seeds at S − 2, S, S + 2 (×2 for cosine) give, by linear
+    interpolation over 3 lanes, q25 = S − 1 and q75 = S + 1 at every reached B; at B = 1 every lane is censored at
+    the cap 1000, so the band there is [1000, 1000] (censored lanes at their cap). The caption says so."""
+    import otod.noise.figures as nf
+    from otod.core.plotting import series_style
+
+    factors = {"constant": 1.0, "cosine": 2.0}
+    monkeypatch.setattr(nf, "_run_noise", lambda spec: synthetic.results(
+        _synthetic_records(factor=factors[spec["schedule"]])))
+    nf.make_schedules({"maker": "noise-schedules", "name": "sched", "schedules": list(factors), "mode": "simulate",
+                       "seeds": 3}, tmp_path)
+    ((fig, _, _),) = saved
+    (ax,) = fig.axes
+    bands = [c for c in ax.collections if len(c.get_paths()) and len(c.get_paths()[0].vertices)]
+    assert len(bands) == 2
+    b = np.asarray((1.0,) + SYNTHETIC_BATCHES)
+    for i, (band, factor) in enumerate(zip(bands, factors.values())):
+        v = band.get_paths()[0].vertices
+        med = np.asarray([1000.0] + [factor * _steps(x) for x in SYNTHETIC_BATCHES])
+        lo, hi = np.where(b == 1, 1000.0, med - 1), np.where(b == 1, 1000.0, med + 1)
+        for x, q25, q75 in zip(b, lo, hi):
+            at = np.isclose(v[:, 0], x)
+            assert at.any() and np.allclose(v[at, 1].min(), q25) and np.allclose(v[at, 1].max(), q75), (x, v[at])
+        assert np.allclose(band.get_facecolor()[0][:3], __import__("matplotlib").colors.to_rgb(series_style(i)["color"]))
+    assert "Shaded: the interquartile range over the same seeds as the median" in fig.otod_caption
+    assert "no spread" not in fig.otod_caption
 
 
 def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeypatch, saved):
