@@ -197,6 +197,10 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         ax.grid(alpha=0.25, which="both")
     legend_inside(left, loc="upper left")  # the data rise to the right: the upper left is empty
     legend_inside(right, loc="center", ncol=2, bbox_to_anchor=(0.5, 0.6), columnspacing=0.8, handlelength=1.4)  # between λ_max (about 3) and λ_q (< 0.05)
+    for ax in (left, right):
+        mark_method_switches(ax, widths, [by_width[w][1][0] for w in widths])
+    for ax in (left, right):
+        switch_lines_clear_of_legend(ax)
     net = by_width[widths[0]][0]
     kinds = {}
     for w in widths:  # each width's spectrum, exact where P is small enough for the dense Hessian
@@ -214,11 +218,57 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
         "is made of, λ_max (solid) and λ_q (dashed, open); κ_δ = (λ_max + δ)/δ follows λ_max. " + "; ".join(loss_notes)))
 
 
+def _method(r) -> str:
+    """A record's spectrum method in one word: exact (the dense Hessian) or SLQ."""
+    return "exact" if r.get("spectrum") == "dense" else "SLQ"
+
+
+def method_switches(widths, records) -> list[tuple[float, str, str]]:
+    """(x, method before, method after) at each change of spectrum method between neighbouring widths, x their
+    geometric mean (the midpoint on a log width axis); read from the records, so the mark follows the data."""
+    methods = [_method(r) for r in records]
+    return [(float(np.sqrt(a * b)), ma, mb) for a, b, ma, mb in zip(widths, widths[1:], methods, methods[1:])
+            if ma != mb]
+
+
+def mark_method_switches(ax, widths, records) -> None:
+    """Issue 50: where the spectrum's method changes between widths (exact to SLQ), a grey dash-dotted vertical line
+    with the method on either side written small at the bottom of the axes, so that a fit across it reads as
+    spanning two methods."""
+    below = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    for x, before, after in method_switches(widths, records):
+        ax.axvline(x, color="0.45", ls="-.", lw=0.8, zorder=1, label="_switch", gid="method switch")
+        for text, side in ((f"{before} ", "right"), (f" {after}", "left")):
+            ax.text(x, 0.03, text, transform=below, ha=side, va="bottom", fontsize=7, color="0.3",
+                    gid="method switch")
+
+
+def switch_lines_clear_of_legend(ax, gap: float = 0.02) -> None:
+    """Each method-switch line (`mark_method_switches`) that would cross the legend of ``ax`` broken there: drawn
+    below it and, where there is room, above it, ``gap`` (axes fraction) clear, so that no legend text is struck
+    through; the figure is drawn once to place the legend."""
+    legend = ax.get_legend()
+    if legend is None:
+        return
+    ax.figure.canvas.draw()
+    box = legend.get_window_extent().transformed(ax.transAxes.inverted())
+    for line in [line for line in ax.get_lines() if line.get_gid() == "method switch"]:
+        x = ax.transAxes.inverted().transform(ax.transData.transform((line.get_xdata()[0], 1.0)))[0]
+        if not box.x0 <= x <= box.x1:
+            continue
+        line.set_ydata([0.0, max(box.y0 - gap, 0.0)])
+        if box.y1 + gap < 0.95:
+            ax.axvline(line.get_xdata()[0], box.y1 + gap, 1.0, color=line.get_color(), ls=line.get_linestyle(),
+                       lw=line.get_linewidth(), zorder=line.get_zorder(), label="_switch", gid="method switch")
+
+
 def _switch_note(widths, spectra) -> str:
     """Where the widths' spectra change method (exact to SLQ), the caption's warning that the fitted exponent spans
     that change (issue 50: κ_0.9 ∝ P^0.73 at init rested on it); empty where every width has one method."""
     return "".join(f"; the fit spans the change of method between widths {a} and {b} ({sa.split(' (')[0]} to "
-                   f"{sb.split(' (')[0]}), so its exponent rests partly on that switch"
+                   f"{sb.split(' (')[0]}; marked in both panels by the grey dash-dotted vertical line, labelled "
+                   f"{sa.split(' ')[0]} and {sb.split(' ')[0]} either side), so its exponent rests partly on that "
+                   "switch"
                    for a, b, sa, sb in zip(widths, widths[1:], spectra, spectra[1:]) if sa != sb)
 
 

@@ -412,7 +412,8 @@ def test_the_kappa_width_caption_names_the_switch_from_exact_to_slq():
     widths = [8, 16, 32, 64, 128, 256]
     assert _switch_note(widths, [exact] * 4 + [slq] * 2) == (
         "; the fit spans the change of method between widths 64 and 128 (exact spectrum to SLQ 4 probes × 100 "
-        "steps), so its exponent rests partly on that switch")
+        "steps; marked in both panels by the grey dash-dotted vertical line, labelled exact and SLQ either side), "
+        "so its exponent rests partly on that switch")
     assert _switch_note(widths, [exact] * 6) == ""
 
 
@@ -442,7 +443,8 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     assert end.get_label() == f"end (step 30): κ_q ∝ P^{end_slope:.2f} (no CI)"
     assert [c for c in left.collections if c.get_paths()] == []
     caption = saved[0][0].otod_caption
-    assert "change of method" not in caption  # one method at every width: no switch to warn of
+    assert "change of method" not in caption  # one method at every width: no switch to warn of, none marked
+    assert [t for ax in (left, right) for t in ax.texts if t.get_gid() == "method switch"] == []
     assert "init (step 0): training loss 2.25 (width 4) to 2.25 (width 16)" in caption
     assert "end (step 30): training loss 0.5 (width 4) to 0.5 (width 16)" in caption
     assert list(init.get_xdata()) == [4, 8, 16] and np.allclose(init.get_ydata(), 5.0 * p / 6.0)
@@ -453,6 +455,40 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     assert list(lambda_max_init.get_ydata()) == [5.0] * 3 and list(lambda_max_end.get_ydata()) == [10.0] * 3
     assert np.allclose(lambda_q_init.get_ydata(), 6.0 / p) and lambda_q_end.get_ydata()[2] == -1e-4
     assert legend_texts(left) == [init.get_label(), end.get_label()]
+
+
+def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_change_method(tmp_path, saved,
+                                                                                             monkeypatch):
+    """Issue 50: records exact (dense) at widths 4 and 8 and SLQ at 16 and 32: each panel draws one dash-dotted
+    vertical line at √(8·16) (the midpoint of 8 and 16 on the log₂ axis), broken where it would cross the legend,
+    "exact" to its left and "SLQ" to its right; nothing else is marked, the legends stay as they were."""
+    import otod.nets.curvature_cli as cli
+    from otod.nets.curvature_figures import make_kappa_width
+
+    def measure(spec, config, folder="results"):
+        return [{**_curvature_record(spec, config, step), "spectrum": "dense" if spec.width <= 8 else "slq"}
+                for step in config["checkpoints"]]
+
+    monkeypatch.setattr(cli, "measured", measure)
+    make_kappa_width({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16, 32], **TINY_NET, "steps": 30},
+                     tmp_path)
+    fig = saved[0][0]
+    for ax in fig.axes[:2]:
+        lines = [line for line in ax.get_lines() if line.get_gid() == "method switch"]
+        assert lines and lines[0].get_ydata()[0] == 0.0  # it reaches the bottom, where its labels are
+        legend = ax.get_legend().get_window_extent().transformed(ax.transAxes.inverted())
+        for line in lines:
+            assert list(line.get_xdata()) == [pytest.approx(math.sqrt(8 * 16))] * 2 and line.get_linestyle() == "-."
+            x = ax.transAxes.inverted().transform(ax.transData.transform((line.get_xdata()[0], 1.0)))[0]
+            bottom, top = line.get_ydata()
+            assert not (legend.x0 <= x <= legend.x1 and bottom < legend.y1 and top > legend.y0)  # no text struck
+        texts = {t.get_text().strip(): t for t in ax.texts if t.get_gid() == "method switch"}
+        assert sorted(texts) == ["SLQ", "exact"]
+        assert texts["exact"].get_position()[0] == pytest.approx(math.sqrt(8 * 16))
+        assert (texts["exact"].get_ha(), texts["SLQ"].get_ha()) == ("right", "left")  # exact left, SLQ right
+        assert min(t.get_fontsize() for t in texts.values()) >= 7
+        assert all("switch" not in text for text in legend_texts(ax))
+    assert "between widths 8 and 16 (exact spectrum to SLQ 2 probes × 12 steps; marked" in fig.otod_caption
 
 
 def test_every_nets_maker_is_run_by_a_test():
