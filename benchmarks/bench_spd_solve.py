@@ -15,7 +15,6 @@ model. From the repository root:
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
 
@@ -23,6 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from otod.core import linalg
+from otod.core.results import cpu_model
 
 
 def factors(lanes: int, depth: int, width: int):
@@ -56,13 +56,6 @@ def best_of(fn, args, calls: int = 3) -> float:
         times.append(time.perf_counter() - start)
     return min(times)
 
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown"
 
 
 def main() -> None:

@@ -44,7 +44,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -56,6 +55,7 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's otod, whatever is installed
 from otod.core import analysis as core  # noqa: E402
 from otod.core.critical_batch import N_BOOT, analyse_batches  # noqa: E402
+from otod.core.results import cpu_model  # noqa: E402
 
 #: The batch grid of the task: 4..256:7:log.
 BATCHES = 4.0 * 2.0 ** np.arange(7)
@@ -251,14 +251,6 @@ def noise_free(law: Law, rates=LR_GRID) -> tuple[float, float]:
     fit = analyse(records, n_boot=0)
     return fit.s_min, fit.b_crit
 
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux's /proc/cpuinfo), else the machine type."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.machine()
 
 
 def parse_args(argv=None) -> argparse.Namespace:
