@@ -155,7 +155,11 @@ def main() -> int:
                   f"{1e9 * np.median(s) / ex:,.0f} ns per executed lane-iteration ({ex} executed, {needed} needed); "
                   f"speed-up vs every 1, per round {', '.join(f'{x:.2f}' for x in ratio)}, median "
                   f"{np.median(ratio):.2f}; records moved: {counts} counts, {status} statuses of {lanes} lanes")
-        prefixes = dense_prefixes(result["records"][1] if 1 in result["records"] else result["records"][every[0]])
+        reference = result["records"][1] if 1 in result["records"] else result["records"][every[0]]
+        rises = [np.diff(row[np.isfinite(row)]) for s in reference for row in np.asarray(s.trace)]
+        print(f"  the loss rose on {sum(int((d > 0).sum()) for d in rises)} of {sum(d.size for d in rises)} reads "
+              "from one read to the next (the reads are every step up to t = 64)")
+        prefixes = dense_prefixes(reference)
         for k in (2, 4, 8, 16):
             bad, n = replay_misses(prefixes, k)
             print(f"  replay from the last check, k = {k:>2}: another step than checking every step in {bad} of {n}"
