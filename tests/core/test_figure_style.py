@@ -405,6 +405,31 @@ def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figu
     _check_saved(tmp_path, kept_figures, print_style)
 
 
+def test_the_cost_figures_keep_the_style(tmp_path, kept_figures, monkeypatch, print_style):
+    """The three cost figures on small networks (an MLP's FLOP ratio over batches 1-16, DeeperConvNet on 16×16
+    inputs, the time split drawn from fixed shares, so that no timing runs): the style, plain ticks (1, 4, 16 on
+    the base-2 batch axis; 0, 1 on the depth axis), and the time split's network names left of its tick labels."""
+    from otod.core import plotting
+    from otod.cost import plots
+
+    _stamp_names(monkeypatch)
+    plots.ratio_vs_batch({"name": "batch", "models": "mlp", "widths": [20, 10], "batches": [1, 2, 4, 8, 16]},
+                         tmp_path)
+    plots.ratio_vs_depth({"name": "depth", "depths": [0, 1, 2], "batches": [1, 2], "image": 16}, tmp_path)
+    bars = [(net, label, 0.3, 0.6, 0.1, 2.0, None if label == "FLOPs" else 0.0123)
+            for net in ("OneNet", "DeeperConvNet (N = 8)") for label in ("FLOPs", "fp32 time", "bf16 time")]
+    plotting.save(plots._draw_time_split(bars), tmp_path / "cost_time")
+    _check_saved(tmp_path, kept_figures, print_style)
+    figs = {getattr(f, "_otod_saved_as", None): f for f in kept_figures}
+    ticks = [t.get_text() for t in figs["cost_batch"].axes[0].get_xticklabels()]
+    assert ticks == ["1", "4", "16"], ticks
+    assert [t.get_text() for t in figs["cost_depth"].axes[0].get_xticklabels()] == ["0", "1"]
+    ax = figs["cost_time"].axes[0]
+    names = [t for t in ax.texts if t.get_text().startswith(("OneNet", "DeeperConvNet"))]
+    left = min(t.get_window_extent().x0 for t in ax.get_yticklabels())
+    assert len(names) == 2 and all(t.get_window_extent().x1 < left for t in names)
+
+
 # -- every figure of `otod figures` ---------------------------------------------------------------------------------
 
 
