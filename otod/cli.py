@@ -184,9 +184,10 @@ def fit_command(files, full, tol, target):
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for the figure (default: beside the results file). E.g. --out figures/")
 @click.option("--pdf", is_flag=True, help="Also write the figure as PDF (PNG always). E.g. --pdf")
-@click.option("--style", type=click.Choice(["paper", "screen"]), default="screen", show_default=True,
+@click.option("--style", type=click.Choice(["paper", "neurips", "screen"]), default="screen", show_default=True,
               help="screen: 1.5× the printed size, for a monitor; paper: drawn at the printed size, one column "
-                   "(3.4 in) or two (7.0 in), type ≥ 7 pt. E.g. --style paper")
+                   "(3.4 in) or two (7.0 in), type ≥ 7 pt; neurips: the same for a 5.5 in text block (2.7 in or "
+                   "5.5 in). E.g. --style paper")
 @click.option("--serif", is_flag=True, help="Serif type, to match a LaTeX body. E.g. --serif")
 @click.option("--target", default=None, type=float,
               help="Draw at another training-loss target, re-read from the lanes' loss traces (net sweeps) at or "
@@ -238,9 +239,10 @@ def _check_axis(path, results, x_axis: str) -> None:
 @click.argument("groups", nargs=-1)
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Folder for the figures (default: the checkout's figures/). E.g. --out /tmp/figs")
-@click.option("--style", type=click.Choice(["paper", "screen"]), default="paper", show_default=True,
-              help="paper: drawn at the printed size, one column (3.4 in) or two (7.0 in), type ≥ 7 pt; screen: "
-                   "1.5× larger, for a monitor. E.g. --style screen")
+@click.option("--style", type=click.Choice(["paper", "neurips", "screen"]), default="paper", show_default=True,
+              help="paper: drawn at the printed size, one column (3.4 in) or two (7.0 in), type ≥ 7 pt; neurips: "
+                   "the same for a one-column 5.5 in text block (NeurIPS), half width (2.7 in) or full (5.5 in); "
+                   "screen: 1.5× larger, for a monitor. E.g. --style neurips")
 @click.option("--serif", is_flag=True, help="Serif type, to match a LaTeX body. E.g. --serif")
 @user_errors
 def figures_command(groups, out, style, serif):

@@ -39,24 +39,32 @@ PALETTE = tuple(OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", 
                                         "yellow")) + ("#7F7F7F", "#B3B3B3")
 #: The column widths of a two-column paper (inches): one column, and the full text width.
 COLUMN_WIDTHS = {1: 3.4, 2: 7.0}
+#: The same two sizes for a one-column 5.5 in text block (NeurIPS): a full-width figure (``columns=2``) 5.5 in; a
+#: one-column one 2.7 in, half the text width less a 0.1 in gap, so two sit side by side as a pair of subfigures.
+#: Heights stay as the maker gives them: the type is as tall in points as in the paper style, so a shorter figure
+#: would shrink the data, not the text.
+NEURIPS_WIDTHS = {1: 2.7, 2: 5.5}
 #: The smallest type a saved figure may hold (points, at its printed size).
 MIN_FONT_PT = 7.0
 
 from cycler import cycler  # noqa: E402
 
-#: The two styles (`use_style`): ``paper`` (the default) draws every figure at its printed size, one column (3.4 in)
-#: or two (7.0 in), type 7-8 pt, and saves the page at exactly that width; ``screen`` draws the same figures 1.5×
-#: as large (type 10-12 pt) and lets the saved page grow to fit what sticks out.
+_PRINT_RC = {"font.size": 7.5, "axes.titlesize": 8, "axes.labelsize": 7.5, "xtick.labelsize": 7,
+             "ytick.labelsize": 7, "legend.fontsize": 7, "legend.title_fontsize": 7, "figure.titlesize": 8.5,
+             "lines.linewidth": 1.2, "lines.markersize": 4, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
+             "xtick.major.width": 0.6, "ytick.major.width": 0.6, "legend.frameon": False, "savefig.pad_inches": 0.02}
+#: The three styles (`use_style`): ``paper`` (the default) draws every figure at its printed size in a two-column
+#: paper, one column (3.4 in) or two (7.0 in), type 7-8 pt, and saves the page at exactly that width; ``neurips``
+#: does the same for a one-column 5.5 in text block (`NEURIPS_WIDTHS`: 2.7 in or 5.5 in, the same type);
+#: ``screen`` draws the paper's figures 1.5× as large (type 10-12 pt) and lets the saved page grow to fit what
+#: sticks out. ``widths``: the figure widths (in) by `figure`'s ``columns``; ``printed``: saved at exactly that size.
 STYLES = {
-    "paper": {"scale": 1.0, "rc": {"font.size": 7.5, "axes.titlesize": 8, "axes.labelsize": 7.5,
-                                   "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7,
-                                   "legend.title_fontsize": 7, "figure.titlesize": 8.5, "lines.linewidth": 1.2,
-                                   "lines.markersize": 4, "axes.linewidth": 0.6, "grid.linewidth": 0.4,
-                                   "xtick.major.width": 0.6, "ytick.major.width": 0.6, "legend.frameon": False,
-                                   "savefig.pad_inches": 0.02}},
-    "screen": {"scale": 1.5, "rc": {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
-                                    "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9,
-                                    "legend.title_fontsize": 9, "figure.titlesize": 11, "legend.frameon": False}},
+    "paper": {"scale": 1.0, "widths": COLUMN_WIDTHS, "printed": True, "rc": _PRINT_RC},
+    "neurips": {"scale": 1.0, "widths": NEURIPS_WIDTHS, "printed": True, "rc": _PRINT_RC},
+    "screen": {"scale": 1.5, "widths": COLUMN_WIDTHS, "printed": False,
+               "rc": {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9,
+                      "ytick.labelsize": 9, "legend.fontsize": 9, "legend.title_fontsize": 9, "figure.titlesize": 11,
+                      "legend.frameon": False}},
 }
 #: Serif type to match a LaTeX body (Times-like where installed, else DejaVu Serif), and its mathematics.
 SERIF_RC = {"font.family": "serif", "font.serif": ["Times New Roman", "Nimbus Roman", "TeX Gyre Termes",
@@ -89,6 +97,13 @@ def style_name() -> str:
     return _STYLE["name"]
 
 
+def page_width(columns: int = 2) -> float:
+    """The width (in) a figure of ``columns`` (1 or 2) is drawn at in the current style (`STYLES`); with 2, the
+    widest page the style saves."""
+    style = STYLES[_STYLE["name"]]
+    return style["widths"][columns] * style["scale"]
+
+
 use_style("paper")
 
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
@@ -113,12 +128,13 @@ def series_style(i: int) -> dict:
 
 
 def figure(columns: int = 1, rows: int = 1, cols: int = 1, height: float | None = None, **kwargs):
-    """(fig, axes) at the printed size: one column (3.4 in) or two (7.0 in) wide, ``height`` inches tall (default
-    2.4 in a row), ``rows`` × ``cols`` panels (``axes`` one Axes where there is one, else a flat list), laid out by
-    matplotlib's constrained layout so that nothing leaves the page. In the screen style every size is 1.5×."""
+    """(fig, axes) at the printed size: one column (3.4 in) or two (7.0 in) wide (in the neurips style 2.7 in or
+    5.5 in: `page_width`), ``height`` inches tall (default 2.4 in a row), ``rows`` × ``cols`` panels (``axes`` one
+    Axes where there is one, else a flat list), laid out by matplotlib's constrained layout so that nothing leaves
+    the page. In the screen style every size is 1.5×."""
     scale = STYLES[_STYLE["name"]]["scale"]
     height = (2.4 * rows if height is None else height)
-    fig, axes = plt.subplots(rows, cols, figsize=(COLUMN_WIDTHS[columns] * scale, height * scale),
+    fig, axes = plt.subplots(rows, cols, figsize=(page_width(columns), height * scale),
                              layout="constrained", squeeze=False, **kwargs)
     flat = list(axes.ravel())
     return fig, (flat[0] if len(flat) == 1 else flat)
@@ -146,8 +162,9 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
     wrapped to its column's width (measured, not guessed); the figure grows taller by the legend's height, so the
     panels keep theirs and the page keeps its width. The columns: ``ncol`` where given, else (of 1, 2, 3) those
     whose legend stays within `LEGEND_SHARE` of the grown figure (at most half the panels' height) and wraps the
-    fewest labels, then the shortest; where none stays within it, the shortest. Returns the legend (None where no
-    series is labelled)."""
+    fewest labels, then the shortest; where none stays within it, the shortest, and the panels grow to twice its
+    height (a narrow page, e.g. the neurips style's, wraps long labels onto more lines). Returns the legend (None
+    where no series is labelled)."""
     fig = fig_or_ax if isinstance(fig_or_ax, matplotlib.figure.Figure) else fig_or_ax.figure
     axes = fig.axes if axes is None else list(axes)
     handles, labels, seen = [], [], set()
@@ -179,7 +196,11 @@ def legend_below(fig_or_ax, axes=None, ncol: int | None = None, title: str | Non
         if other is not legend:
             other.remove()
     legend.otod_labels = labels  # the labels as given, before wrapping (what tests and readers compare)
-    fig.set_figheight(fig.get_figheight() + legend.get_window_extent(renderer).height / fig.dpi + 0.05)
+    tall = legend.get_window_extent(renderer).height / fig.dpi
+    # where no column count keeps within the share (long labels on a narrow page), the panels grow to twice the
+    # legend's height instead: the plot stays at least twice the legend
+    panels = max(fig.get_figheight(), tall * (1 - LEGEND_SHARE) / LEGEND_SHARE)
+    fig.set_figheight(panels + tall + 0.05)
     return legend
 
 
@@ -210,12 +231,14 @@ def legend_inside(ax, loc: str = "best", **kwargs):
 def fit_to_page(fig) -> None:
     """What the paper style promises of every saved figure, for figures drawn without `figure`: no type below
     `MIN_FONT_PT`, no legend beside the axes (one to the right of the axes moves below them, `legend_below`), at
-    most two columns (7.0 in) wide, laid out so that nothing leaves the page."""
+    most the style's page wide (`page_width`: 7.0 in, 5.5 in in the neurips style), laid out so that nothing leaves
+    the page."""
     from matplotlib.text import Text
 
-    if fig.get_figwidth() > COLUMN_WIDTHS[2] + 1e-6:
-        scale = COLUMN_WIDTHS[2] / fig.get_figwidth()
-        fig.set_size_inches(COLUMN_WIDTHS[2], fig.get_figheight() * max(scale, 0.75))
+    widest = page_width(2)
+    if fig.get_figwidth() > widest + 1e-6:
+        scale = widest / fig.get_figwidth()
+        fig.set_size_inches(widest, fig.get_figheight() * max(scale, 0.75))
     outside = [ax for ax in fig.axes if ax.get_legend() is not None and _sticks_out(ax.get_legend())]
     if outside:
         legend_below(fig, outside)
@@ -288,7 +311,7 @@ def _math_symbol(match) -> str:
 
 
 def math_subscripts(text: str) -> str:
-    """``text`` with each subscripted symbol written with an underscore (B_crit, λ_max, W_L, lr_ref) as mathtext
+    r"""``text`` with each subscripted symbol written with an underscore (B_crit, λ_max, W_L, lr_ref) as mathtext
     ($B_{\mathrm{crit}}$: B with "crit" set as a subscript), so that no figure shows a literal underscore; word
     subscripts upright, one-letter ones italic, as in print. Mathtext already in ``text`` is left as it is."""
     import re
@@ -371,14 +394,15 @@ def _sticks_out(legend) -> bool:
 def save(fig, base: Path, pdf: bool = True, caption: str | None = None) -> list[Path]:
     """Write ``base.png`` (150 dpi) and, with ``pdf``, ``base.pdf``, and with ``caption`` ``base.caption.txt`` (the
     run's settings, what the marks mean, where each theory line comes from: what a paper's caption says and the
-    title leaves out); return the figure paths. In the paper style the page is the figure's size (`fit_to_page`:
-    at most 7.0 in wide, no type under 7 pt); in the screen style it grows to fit what sticks out. The PDF
+    title leaves out); return the figure paths. In the paper and neurips styles the page is the figure's size
+    (`fit_to_page`: at most 7.0 in or 5.5 in wide, no type under 7 pt); in the screen style it grows to fit what
+    sticks out. The PDF
     carries no creation date, so the same numbers give the same bytes and regenerated figures show up in git only
     when they changed. (A sweep writes the PNG alone unless asked: the PDF doubles the time spent saving.)"""
     base = Path(base)
     base.parent.mkdir(parents=True, exist_ok=True)
     paths = [base.with_name(base.name + ".png")] + ([base.with_name(base.name + ".pdf")] if pdf else [])
-    paper = _STYLE["name"] == "paper"
+    paper = STYLES[_STYLE["name"]]["printed"]
     letter_panels(fig)
     _math_texts(fig)
     if paper:
@@ -566,8 +590,8 @@ def series_styles(series) -> dict[str, dict]:
 
 
 def panel_grid(n: int, height: float = 2.3, sharey: bool = True):
-    """(fig, [ax] * n): ``n`` panels, up to 3 a row, across two columns (7.0 in: `figure`), each row ``height``
-    inches tall."""
+    """(fig, [ax] * n): ``n`` panels, up to 3 a row, across the full text width (`figure`'s two columns: 7.0 in,
+    5.5 in in the neurips style), each row ``height`` inches tall."""
     cols = min(n, 3)
     rows = -(-n // cols)
     fig, flat = figure(columns=2, rows=rows, cols=cols, height=height * rows, sharey=sharey)

@@ -1,10 +1,10 @@
 """The paper style, checked on SAVED figures (issue 35, item 5): a figure's PDF page is at most two columns
-(7.0 in) wide, no text in it is drawn below 7 pt (read from the PDF's text operators: the size operand of each
+(7.0 in) wide (5.5 in, one NeurIPS text block, in the neurips style: issue 50), no text in it is drawn below 7 pt (read from the PDF's text operators: the size operand of each
 ``Tf``), and no two of its series share both colour and marker (read from the saved figure's legend entries;
 a series drawn without markers is told apart by its line style instead).
 
-The fast tests save a few cheap figures from small fixture results; the slow one checks every figure
-``otod figures`` makes (``python3 -m pytest -m slow tests/core/test_figure_style.py``)."""
+The fast tests save a few cheap figures from small fixture results, in the paper and the neurips style; the slow
+one checks every figure ``otod figures`` makes (``python3 -m pytest -m slow tests/core/test_figure_style.py``)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ import pytest
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 MAX_WIDTH_IN = 7.0
 MIN_PT = 7.0
+#: The page widths (in) each printed style may save: one column and the full text width of a two-column paper;
+#: half and the full width of a 5.5 in NeurIPS text block (`otod.core.plotting.NEURIPS_WIDTHS`, written out here
+#: so that a change of the style's sizes fails this test).
+STYLE_WIDTHS = {"paper": (3.4, 7.0), "neurips": (2.7, 5.5)}
 
 
 # -- readers of a saved PDF -----------------------------------------------------------------------------------------
@@ -133,12 +137,16 @@ def panel_letter_problems(fig) -> list[str]:
     return [] if letters in ([], want) else [f"panels lettered {letters}, not {want}"]
 
 
-def style_problems(pdf: Path, fig=None) -> list[str]:
-    """What breaks the paper style in a saved figure (empty: nothing). With ``fig`` (the figure saved) also what
+def style_problems(pdf: Path, fig=None, widths: tuple[float, ...] | None = None) -> list[str]:
+    """What breaks the paper style in a saved figure (empty: nothing). The page at most `MAX_WIDTH_IN` wide, or
+    with ``widths`` (a style's, `STYLE_WIDTHS`) exactly one of them. With ``fig`` (the figure saved) also what
     only its artists tell: series that share colour and marker, literal underscores, legends taller than a third
     of the figure, panel letters in the wrong place; and the sizes its mathtext scripts are drawn at are allowed."""
     problems = [f"{pdf.name}: page {w:.2f} in wide (> {MAX_WIDTH_IN} in)" for w in pdf_page_widths(pdf)
                 if w > MAX_WIDTH_IN + 0.005]
+    if widths is not None:
+        problems += [f"{pdf.name}: page {w:.2f} in wide (not one of the style's {widths} in)"
+                     for w in pdf_page_widths(pdf) if min(abs(w - v) for v in widths) > 0.005]
     scripts = script_sizes(fig) if fig is not None else set()
     small = sorted({s for s in pdf_font_sizes(pdf) if s < MIN_PT - 0.01 and round(s, 2) not in scripts})
     if small:
@@ -168,7 +176,17 @@ def kept_figures(monkeypatch):
     return kept
 
 
-def _check_saved(out: Path, figs) -> None:
+@pytest.fixture(params=sorted(STYLE_WIDTHS))
+def print_style(request):
+    """Each printed style in turn (paper, neurips), in force for the test; the one before is restored after."""
+    from otod.core.plotting import styled
+
+    with styled(request.param):
+        yield request.param
+
+
+def _check_saved(out: Path, figs, style: str = "paper") -> None:
+    """Every PDF in ``out`` keeps ``style`` (`style_problems`, its page one of the style's widths)."""
     pdfs = sorted(out.glob("*.pdf"))
     assert pdfs, f"no PDF saved in {out}"
     by_name = {}
@@ -176,7 +194,7 @@ def _check_saved(out: Path, figs) -> None:
         by_name.setdefault(getattr(fig, "_otod_saved_as", None), fig)
     problems = []
     for pdf in pdfs:
-        problems += style_problems(pdf, by_name.get(pdf.with_suffix("").name))
+        problems += style_problems(pdf, by_name.get(pdf.with_suffix("").name), STYLE_WIDTHS[style])
     assert not problems, "\n".join(problems)
 
 
@@ -271,9 +289,11 @@ def test_save_hides_a_marked_label_cut_at_the_axes_edge_and_keeps_one_inside(tmp
     assert (edge.get_visible(), middle.get_visible(), note.get_visible()) == (False, True, True)
 
 
-def test_legend_below_keeps_a_long_legend_within_a_third_of_the_figure(tmp_path, kept_figures):
+def test_legend_below_keeps_a_long_legend_within_a_third_of_the_figure(tmp_path, kept_figures, print_style):
     """Nine series with 60-character labels under one panel: `legend_below` takes more columns until the legend is
-    at most a third of the grown figure, and never breaks a mathtext span across lines."""
+    at most a third of the grown figure, and never breaks a mathtext span across lines. On the neurips style's
+    narrower page (5.5 in) every column count wraps the labels onto 9 lines or more, 1.3 in against the 1.2 in a
+    2.4 in panel allows: the panel grows to twice the legend's height instead."""
     from otod.core import plotting
 
     fig, ax = plotting.figure(columns=2, height=2.4)
@@ -281,10 +301,15 @@ def test_legend_below_keeps_a_long_legend_within_a_third_of_the_figure(tmp_path,
         ax.plot([1, 2], [i, i + 1], **plotting.series_style(i),
                 label=f"series {i}: a label of some length, $B_{{\\mathrm{{crit}}}} = {i}$ at the end")
     legend = plotting.legend_below(fig)
+    tall = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
     plotting.save(fig, tmp_path / "long")
-    assert legend._ncols > 1
+    if print_style == "paper":
+        assert legend._ncols > 1 and fig.get_figheight() == pytest.approx(2.4 + tall + 0.05)
+    else:
+        assert fig.get_figheight() == pytest.approx(3 * tall + 0.05) and fig.get_figheight() > 2.4 + tall + 0.05
     assert all(t.get_text().count("$") % 2 == 0 for t in legend.get_texts())
-    assert style_problems(tmp_path / "long.pdf", fig) == []
+    assert style_problems(tmp_path / "long.pdf", fig, STYLE_WIDTHS[print_style]) == []
+    assert pdf_page_widths(tmp_path / "long.pdf") == [pytest.approx(STYLE_WIDTHS[print_style][1])]
 
 
 def test_a_compressed_and_an_uncompressed_pdf_read_alike(tmp_path):
@@ -341,77 +366,127 @@ def _stamp_names(monkeypatch):
     monkeypatch.setattr(plotting.plt.Figure, "savefig", savefig)
 
 
-def test_the_condition_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+def test_the_condition_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch, print_style):
     from otod.condition.figures import condition_figure
     from otod.core import results as results_io
 
     _stamp_names(monkeypatch)
     condition_figure(results_io.load(FIXTURES / "condition-format2-lr_selected.json"), tmp_path / "condition")
-    _check_saved(tmp_path, kept_figures)
+    _check_saved(tmp_path, kept_figures, print_style)
     assert (tmp_path / "condition.caption.txt").is_file()
 
 
-def test_the_depth_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+def test_the_depth_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch, print_style):
     from otod.core import results as results_io
     from otod.depth.figures import sweep_figure
 
     _stamp_names(monkeypatch)
     sweep_figure(results_io.load(FIXTURES / "depth-format2-lr_selected.json"), tmp_path / "depth")
-    _check_saved(tmp_path, kept_figures)
+    _check_saved(tmp_path, kept_figures, print_style)
     assert (tmp_path / "depth.caption.txt").is_file()
 
 
-def test_the_net_batch_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+def test_the_net_batch_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch, print_style):
     from otod.core import results as results_io
     from otod.nets.figures import sweep_figure
 
     _stamp_names(monkeypatch)
     sweep_figure(results_io.load(FIXTURES / "net-batch-5seeds.parquet"), tmp_path / "net", pdf=True)
-    _check_saved(tmp_path, kept_figures)
+    _check_saved(tmp_path, kept_figures, print_style)
     assert (tmp_path / "net.caption.txt").is_file()
 
 
-def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figures, monkeypatch):
+def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figures, monkeypatch, print_style):
     from otod.noise.figures import make_noise_rms, make_rosenbrock
 
     _stamp_names(monkeypatch)
     make_noise_rms({"name": "rms", "draws": 20}, tmp_path)
     make_rosenbrock({"name": "rosenbrock", "steps": 300}, tmp_path)
-    _check_saved(tmp_path, kept_figures)
+    _check_saved(tmp_path, kept_figures, print_style)
+
+
+def test_the_cost_figures_keep_the_style(tmp_path, kept_figures, monkeypatch, print_style):
+    """The three cost figures on small networks (an MLP's FLOP ratio over batches 1-16, DeeperConvNet on 16×16
+    inputs, the time split drawn from fixed shares, so that no timing runs): the style, plain ticks (1, 4, 16 on
+    the base-2 batch axis; 0, 1 on the depth axis), and the time split's network names left of its tick labels."""
+    from otod.core import plotting
+    from otod.cost import plots
+
+    _stamp_names(monkeypatch)
+    plots.ratio_vs_batch({"name": "batch", "models": "mlp", "widths": [20, 10], "batches": [1, 2, 4, 8, 16]},
+                         tmp_path)
+    plots.ratio_vs_depth({"name": "depth", "depths": [0, 1, 2], "batches": [1, 2], "image": 16}, tmp_path)
+    bars = [(net, label, 0.3, 0.6, 0.1, 2.0, None if label == "FLOPs" else 0.0123)
+            for net in ("OneNet", "DeeperConvNet (N = 8)") for label in ("FLOPs", "fp32 time", "bf16 time")]
+    plotting.save(plots._draw_time_split(bars), tmp_path / "cost_time")
+    _check_saved(tmp_path, kept_figures, print_style)
+    figs = {getattr(f, "_otod_saved_as", None): f for f in kept_figures}
+    ticks = [t.get_text() for t in figs["cost_batch"].axes[0].get_xticklabels()]
+    assert ticks == ["1", "4", "16"], ticks
+    assert [t.get_text() for t in figs["cost_depth"].axes[0].get_xticklabels()] == ["0", "1"]
+    ax = figs["cost_time"].axes[0]
+    names = [t for t in ax.texts if t.get_text().startswith(("OneNet", "DeeperConvNet"))]
+    left = min(t.get_window_extent().x0 for t in ax.get_yticklabels())
+    assert len(names) == 2 and all(t.get_window_extent().x1 < left for t in names)
 
 
 # -- every figure of `otod figures` ---------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_every_figure_of_otod_figures_keeps_the_style(tmp_path, kept_figures, monkeypatch):
+def test_every_figure_of_otod_figures_keeps_the_style(tmp_path, kept_figures, monkeypatch, print_style):
     """Runs all of ``otod figures`` into a scratch folder (as long as the figures take: their sweeps are read back
     from ``results/`` where cached) and checks every PDF it saved (`style_problems`: with its figure, also no
     literal underscore, no legend over a third of the height, panel letters only in multi-panel figures, (a), (b),
-    … in order) and that each has its caption."""
+    … in order, the page one of the style's widths) and that each has its caption; once per printed style
+    (``-k paper`` or ``-k neurips`` picks one)."""
     from otod.core.figures import make_figures
 
     _stamp_names(monkeypatch)
     make_figures(None, out_dir=tmp_path, log=lambda line: None, seconds_file=tmp_path / "seconds.json")
-    _check_saved(tmp_path, kept_figures)
+    _check_saved(tmp_path, kept_figures, print_style)
     missing = [p.name for p in tmp_path.glob("*.pdf") if not p.with_suffix(".caption.txt").is_file()]
     assert not missing, missing
 
 
 def test_otod_plot_style_paper_saves_a_page_within_two_columns_and_screen_a_larger_one(tmp_path):
-    """``otod plot --style paper`` draws the fixture sweep's figure at its printed size (page ≤ 7.0 in, no type
-    under 7 pt); ``--style screen`` (its default) draws it larger, for a monitor; the style ends with the command."""
+    """``otod plot --style paper`` draws the fixture sweep's figure at its printed size (page 7.0 in, no type
+    under 7 pt); ``--style neurips`` at the full width of a 5.5 in text block, its type still ≥ 7 pt;
+    ``--style screen`` (its default) draws it larger, for a monitor; the style ends with the command."""
     from click.testing import CliRunner
 
     from otod.cli import main
     from otod.core import plotting
 
     fixture = FIXTURES / "depth-format2-lr_selected.json"
-    for style in ("paper", "screen"):
+    for style in ("paper", "neurips", "screen"):
         out = CliRunner().invoke(main, ["plot", str(fixture), "--out", str(tmp_path / style), "--pdf",
                                         "--style", style])
         assert out.exit_code == 0, out.output
-    paper, screen = (tmp_path / s / "depth-format2-lr_selected.pdf" for s in ("paper", "screen"))
-    assert style_problems(paper) == [] and pdf_page_widths(paper)[0] == pytest.approx(7.0)
+    paper, neurips, screen = (tmp_path / s / "depth-format2-lr_selected.pdf" for s in ("paper", "neurips", "screen"))
+    assert style_problems(paper, widths=STYLE_WIDTHS["paper"]) == [] and pdf_page_widths(paper)[0] == pytest.approx(7.0)
+    assert style_problems(neurips, widths=STYLE_WIDTHS["neurips"]) == []
+    assert pdf_page_widths(neurips)[0] == pytest.approx(5.5)
     assert pdf_page_widths(screen)[0] > 7.5
     assert plotting.style_name() == "paper"
+
+
+def test_the_neurips_style_draws_one_column_at_half_the_text_block_and_shrinks_a_wide_figure_to_it(
+        tmp_path, kept_figures):
+    """In the neurips style `figure` draws a one-column figure 2.7 in wide and a two-column one 5.5 in, each as tall
+    as the maker asks (the type is as tall as in the paper style); a figure drawn 10 in wide with a 5 pt note is
+    saved 5.5 in wide with the note at 7 pt; the paper style's sizes come back after the ``with``."""
+    from otod.core import plotting
+
+    with plotting.styled("neurips"):
+        one, _ = plotting.figure(columns=1, height=2.4)
+        two, _ = plotting.figure(columns=2, height=2.8)
+        assert [one.get_size_inches().tolist(), two.get_size_inches().tolist()] == [[2.7, 2.4], [5.5, 2.8]]
+        plotting.plt.close(one), plotting.plt.close(two)
+        fig, ax = plotting.plt.subplots(figsize=(10, 4))
+        ax.plot([1, 2], [1, 2], label="series")
+        ax.text(0.5, 0.5, "a note", fontsize=5, transform=ax.transAxes)
+        plotting.save(fig, tmp_path / "wide")
+    assert pdf_page_widths(tmp_path / "wide.pdf") == [pytest.approx(5.5)]
+    assert style_problems(tmp_path / "wide.pdf", fig, STYLE_WIDTHS["neurips"]) == []
+    assert plotting.page_width(1) == 3.4 and plotting.page_width(2) == 7.0
