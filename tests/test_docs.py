@@ -59,8 +59,7 @@ def shown_commands(text: str) -> list[str]:
     ``$ `` prompt, an ``srun`` or the indent of a help's example), continued over lines that end in ``\\``."""
     found = []
     for block in FENCE.findall(text):
-        lines = iter(block.replace("\\\n", " ").splitlines())
-        for line in lines:
+        for line in block.replace("\\\n", " ").splitlines():
             words = line.strip().removeprefix("$ ").removeprefix("srun ")
             if words.startswith("otod "):
                 found.append(words)
@@ -96,8 +95,15 @@ def parse_error(command: str) -> str | None:
         return error.format_message()
 
 
+def readme_commands(text: str) -> list[str]:
+    """The README's examples, named in prose as code spans (``otod sweep depth --depth 1..6 ...``): every span
+    that starts with ``otod`` and gives an option (a bare ``otod fit`` names a command, it does not run one)."""
+    return [span for span in re.findall(r"`(otod [^`]*)`", FENCE.sub("", text)) if " -" in span]
+
+
 def test_every_command_the_docs_show_parses():
     shown = {(path.relative_to(ROOT), command) for path in pages() for command in shown_commands(path.read_text())}
+    shown |= {(Path("README.md"), command) for command in readme_commands((ROOT / "README.md").read_text())}
     assert len(shown) > 80, f"only {len(shown)} commands found in the pages"
     rejected = [f"{path}: {command}: {error}" for path, command in sorted(shown)
                 if (error := parse_error(command)) is not None]
@@ -112,6 +118,11 @@ def test_every_command_the_docs_show_parses():
 ])
 def test_a_command_otod_would_refuse_is_caught(command, error):
     assert error in (parse_error(command) or "")
+
+
+def test_the_readmes_examples_are_found():
+    assert readme_commands((ROOT / "README.md").read_text())[:2] == [
+        "otod sweep condition --k 1..100", "otod sweep depth --depth 1..6 --init identity,orthogonal,xavier,small --seeds 8"]
 
 
 def test_the_pages_commands_are_found():
