@@ -7,7 +7,7 @@
 # Installs SLURM and munge from Debian's packages (slurm-wlm, munge) if missing, starts a one-node cluster on
 # localhost (munged, slurmctld and slurmd as root, every file under one temporary folder: no systemd, no cgroups),
 # waits for `sinfo` to show the node idle, then runs the README's two job-array paths and its srun line, taken from
-# README.md as written:
+# docs/running.md (where the README's section on shares and SLURM moved, issue 51) as written:
 #   1. the sbatch file `condition.sbatch` (`--share $SLURM_ARRAY_TASK_ID/4`), submitted with `sbatch --wait`,
 #      then the README's `otod merge runs/condition.parquet.part-*-of-4`;
 #   2. `share_sweep.py`, submitit's AutoExecutor, which must pick its SLURM executor (sbatch + srun) here;
@@ -38,7 +38,7 @@ die() { echo "slurm_local: error: $*" >&2; exit 2; }
 
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts SLURM's daemons)"
 command -v apt-get >/dev/null || die "needs a Debian machine (apt-get)"
-[ -f "$REPO/README.md" ] || die "no README.md in $REPO"
+[ -f "$REPO/docs/running.md" ] || die "no docs/running.md in $REPO"
 
 WORK=${SLURM_LOCAL_DIR:-$(mktemp -d /tmp/otod-slurm.XXXXXX)}
 mkdir -p "$WORK"
@@ -145,13 +145,13 @@ start_slurm() {
     say "SLURM up: $(sinfo -h -N -o 'node %N %T, %c CPUs, %m MB, partition %P')"
 }
 
-readme_block() {   # the fenced block of README.md whose first lines include the marker $1
-    python3 - "$REPO/README.md" "$1" <<'EOF'
+readme_block() {   # the fenced block of docs/running.md whose first lines include the marker $1
+    python3 - "$REPO/docs/running.md" "$1" <<'EOF'
 import re, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 blocks = [b for b in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M) if sys.argv[2] in b[:200]]
 if len(blocks) != 1:
-    sys.exit(f"slurm_local: error: README.md has {len(blocks)} blocks that start with {sys.argv[2]!r}, not 1")
+    sys.exit(f"slurm_local: error: docs/running.md has {len(blocks)} blocks that start with {sys.argv[2]!r}, not 1")
 sys.stdout.write(blocks[0])
 EOF
 }
@@ -219,7 +219,7 @@ run_srun_distributed() {   # the README's `srun otod sweep ... --distributed`: o
     mkdir -p "$dir"
     line=$(readme_block "# two processes on one host" | grep '^srun ' | sed 's/ *#.*//')
     read -ra cmd <<<"$line"
-    [ "${cmd[0]:-}" = srun ] || die "README.md's distributed block has no srun line"
+    [ "${cmd[0]:-}" = srun ] || die "docs/running.md's distributed block has no srun line"
     cmd=(srun -n "$SRUN_TASKS" "${cmd[@]:1}")
     say "3. srun: README's '$line' as '${cmd[*]}', within timeout ${TIMEOUT} s (outside an allocation srun" \
         "starts 1 task, one process; -n $SRUN_TASKS gives the $SRUN_TASKS processes the README's line is for)"
