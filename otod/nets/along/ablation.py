@@ -2,18 +2,18 @@
 carries its miss (issue 37 item 2).
 
 At a seed's checkpoint θ_t (float64, the whole training set) the full Hessian H is formed and diagonalized
-(`otod.nets.bridge.hessian_eigh`: P Hessian-vector products and a P × P ``eigh``), and the gradient moments are
-measured with Σ projected on its eigenvectors (`otod.nets.noise_scale.gradient_moments`). From these, NQMs
+(`otod.nets.measure.bridge.hessian_eigh`: P Hessian-vector products and a P × P ``eigh``), and the gradient moments are
+measured with Σ projected on its eigenvectors (`otod.nets.measure.noise_scale.gradient_moments`). From these, NQMs
 (`otod.noise.theory.Quadratic`) whose predicted S(B) is the noise obstacle's exact path with SGD's lr tuned per B
-(`otod.nets.bridge.predict`, fitted to S = S_min(1 + B_crit/B)), over B = 1, 2, 4, … up to the training set:
+(`otod.nets.measure.bridge.predict`, fitted to S = S_min(1 + B_crit/B)), over B = 1, 2, 4, … up to the training set:
 
 * ``nqm_scaled`` (the predictor): the checkpoint's eigenvalues binned to `BINS` log-spaced directions, C ∝ H with
-  tr(HC) = the measured tr(HΣ) (`otod.nets.bridge.proportional_quadratic`), the start isotropic in the eigenbasis
+  tr(HC) = the measured tr(HΣ) (`otod.nets.measure.bridge.proportional_quadratic`), the start isotropic in the eigenbasis
   with the seed's gap L_s(t) − L_ref, run to the measurement's milestone: target gap = milestone − L_ref, where
-  milestone = r · L̄(t) (`otod.nets.along.milestone`) and L_ref the net's loss floor
-  (`otod.nets.predict.reference_loss`: 0 for cross-entropy, ½·noise²·outputs for the teacher);
+  milestone = r · L̄(t) (`otod.nets.along.branching.milestone`) and L_ref the net's loss floor
+  (`otod.nets.sweep.predict.reference_loss`: 0 for cross-entropy, ½·noise²·outputs for the teacher);
 * ``nqm_projected`` (the predictor): every positive eigenvalue its own direction with the measured noise
-  cᵢ = vᵢᵀΣvᵢ (`otod.nets.bridge.projected_quadratic`), and the same isotropic start and target
+  cᵢ = vᵢᵀΣvᵢ (`otod.nets.measure.bridge.projected_quadratic`), and the same isotropic start and target
   (``start="gap"``), so it differs from ``nqm_scaled`` only by C ∝ H;
 
 and the ablation's variants of ``nqm_scaled``, each changing one assumption:
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Log-spaced bins of the spectrum for the C ∝ H NQMs (`otod.nets.bridge.from_density`'s default).
+#: Log-spaced bins of the spectrum for the C ∝ H NQMs (`otod.nets.measure.bridge.from_density`'s default).
 BINS = 64
 #: The ablation's variants of ``nqm_scaled``: name → (letter, what it changes).
 VARIANTS = {"ablation_init_spectrum": ("a", "spectrum from init"), "nqm_projected": ("b", "projected Σ, not C ∝ H"),
@@ -55,18 +55,18 @@ class Setting:
 
 
 def setting_of(spec, milestone: float, fraction: float) -> Setting:
-    """The `Setting` of a net sweep's checkpoint: L_ref of the net (`otod.nets.predict.reference_loss`) and the
-    batches 1, 2, 4, … up to its training set (`otod.nets.predict.batches`)."""
-    from otod.nets.predict import batches, reference_loss
+    """The `Setting` of a net sweep's checkpoint: L_ref of the net (`otod.nets.sweep.predict.reference_loss`) and the
+    batches 1, 2, 4, … up to its training set (`otod.nets.sweep.predict.batches`)."""
+    from otod.nets.sweep.predict import batches, reference_loss
 
     return Setting(float(milestone), float(fraction), reference_loss(spec), batches(spec.dataset().examples))
 
 
 def predicted_b_crit(q, target_gap: float, batches) -> float:
-    """The NQM ``q``'s B_crit to ``target_gap`` (`otod.nets.bridge.predict`, SGD), NaN where the target is not
+    """The NQM ``q``'s B_crit to ``target_gap`` (`otod.nets.measure.bridge.predict`, SGD), NaN where the target is not
     below its start loss or not above 0 (no prediction)."""
     from otod.core.errors import OtodError
-    from otod.nets.bridge import predict
+    from otod.nets.measure.bridge import predict
 
     if not target_gap > 0:
         return math.nan
@@ -78,7 +78,7 @@ def predicted_b_crit(q, target_gap: float, batches) -> float:
 
 def scaled(eigenvalues, size: int, trace_h_sigma: float, gap: float):
     """The C ∝ H NQM of ``eigenvalues`` (each 1/size of the density), binned to `BINS` directions."""
-    from otod.nets.bridge import bin_spectrum, proportional_quadratic
+    from otod.nets.measure.bridge import bin_spectrum, proportional_quadratic
 
     ev = np.asarray(eigenvalues, float)
     spectrum = bin_spectrum(ev, np.full(ev.shape, 1.0 / len(ev)), size, BINS)
@@ -90,9 +90,9 @@ def nqm_at(problem, setting: Setting, init_eigenvalues=None, trace_examples: int
     """(the moments, the predicted B_crit per NQM and variant of the module docstring, the eigenvalues) at
     ``problem``'s point (inside ``jax.enable_x64(True)``). ``init_eigenvalues`` None: the point is the
     initialization itself, so variant (a) is the predictor; ``trace_examples`` and ``seed``: tr(HΣ) from that
-    many drawn examples (`otod.nets.noise_scale.gradient_moments`; None: all)."""
-    from otod.nets.bridge import hessian_eigh, projected_quadratic
-    from otod.nets.noise_scale import gradient_moments
+    many drawn examples (`otod.nets.measure.noise_scale.gradient_moments`; None: all)."""
+    from otod.nets.measure.bridge import hessian_eigh, projected_quadratic
+    from otod.nets.measure.noise_scale import gradient_moments
 
     eigenvalues, vectors = hessian_eigh(problem)
     moments = gradient_moments(problem, trace_examples=trace_examples, basis=vectors, seed=seed)
@@ -119,9 +119,9 @@ def init_eigenvalues(spec, seed: int, s: int) -> np.ndarray:
 
     import jax
 
-    from otod.nets.branch import start_of_seed
-    from otod.nets.bridge import hessian_eigh
-    from otod.nets.noise_scale import Problem
+    from otod.nets.model.branch import start_of_seed
+    from otod.nets.measure.bridge import hessian_eigh
+    from otod.nets.measure.noise_scale import Problem
 
     at_init = dataclasses.replace(spec, branch_step=0)
     with jax.enable_x64(True):

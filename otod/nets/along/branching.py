@@ -1,10 +1,10 @@
 """The critical batch along training, by branching (Merrill et al. 2025): ``otod sweep net --branch-at 0,100,1000``
 (or ``--branch-at loss:0.5,0.25,0.1``: checkpoints where the mean training loss falls to each level,
-`otod.nets.branch_levels`) and ``otod.critical_batch_along_training(steps=…)`` (or ``losses=…``), for otod's nets and
+`otod.nets.along.levels`) and ``otod.critical_batch_along_training(steps=…)`` (or ``losses=…``), for otod's nets and
 a user's model (``--model FILE.py:NAME``) alike.
 
 For each checkpoint step t: every seed's start becomes its checkpoint after t steps of its reference run (plain
-SGD at (B_ref, η_ref) from the seed's own start, `otod.nets.branch`), and an ordinary net S(B) sweep runs from
+SGD at (B_ref, η_ref) from the seed's own start, `otod.nets.model.branch`), and an ordinary net S(B) sweep runs from
 there through the core engine, with (lr, β) chosen per batch by the core's rule (the median over seeds), to the
 milestone
 
@@ -15,10 +15,10 @@ checkpoint with the seed bootstrap that re-chooses (lr, β) in every resample (`
 B_crit(t) and S_min(t) with their 95% CIs. One results file per checkpoint (its config holds the branch and the
 milestone; its records a ``checkpoint`` column), so each reads back with ``otod fit`` and ``otod plot``.
 
-Beside each measurement, the predictors at the same checkpoint, per seed (`otod.nets.predictors`): the exact
+Beside each measurement, the predictors at the same checkpoint, per seed (`otod.nets.along.predictors`): the exact
 B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over the whole training set (McCandlish et al. 2018,
-`otod.nets.noise_scale`), the two-batch estimates of B_simple, and, where asked (``nqm``, ``--predict``), the B_crit
-of the NQM built at the checkpoint and its ablation (`otod.nets.ablation`); each one's median over seeds divided by
+`otod.nets.measure.noise_scale`), the two-batch estimates of B_simple, and, where asked (``nqm``, ``--predict``), the B_crit
+of the NQM built at the checkpoint and its ablation (`otod.nets.along.ablation`); each one's median over seeds divided by
 the measured B_crit(t), with a CI from the joint seed bootstrap of both, and the best predictor named.
 """
 
@@ -42,7 +42,7 @@ MAX_CHECKPOINTS = 32
 class Branching:
     """Where to branch and to what: ``steps`` (checkpoint steps of the reference run, sorted), the reference run's
     ``batch`` B_ref and ``lr`` η_ref, and the milestone's ``fraction`` r (target = r · L̄(t)); or ``losses``, loss
-    levels (sorted from the highest) whose steps `otod.nets.branch_levels.resolve_levels` finds, then holding them
+    levels (sorted from the highest) whose steps `otod.nets.along.levels.resolve_levels` finds, then holding them
     in ``steps`` and the (level, step) pairs in ``reached``."""
 
     steps: tuple[int, ...]
@@ -151,9 +151,9 @@ def check_branchable(config) -> None:
 
 def trace_examples_of(value, config) -> int | None:
     """``--trace-examples`` with ``--branch-at``: from 2 to the training examples of ``config``'s net or model
-    (`otod.nets.noise_scale_cli.trace_examples_option`; None: all, exact)."""
-    from otod.nets.noise_scale_cli import trace_examples_option
-    from otod.nets.predict import examples_of
+    (`otod.nets.measure.noise_scale.trace_examples_option`; None: all, exact)."""
+    from otod.nets.measure.noise_scale import trace_examples_option
+    from otod.nets.sweep.predict import examples_of
 
     return trace_examples_option(value, examples_of(config.problem))
 
@@ -194,10 +194,10 @@ def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf:
 def refuse_long_reference(config, branching: Branching, yes: bool) -> None:
     """Refuse, before any step is taken, a checkpoint past the iteration cap (``--max-iters``) and reference runs
     estimated above an hour (`otod.core.preflight.refuse_time`: every seed's run to the last checkpoint,
-    `otod.nets.branch.reference_seconds`), unless ``yes``; a reference batch larger than the training set is
-    refused here too (`otod.nets.branch.check_branch`)."""
+    `otod.nets.model.branch.reference_seconds`), unless ``yes``; a reference batch larger than the training set is
+    refused here too (`otod.nets.model.branch.check_branch`)."""
     from otod.core.preflight import refuse_time
-    from otod.nets.branch import reference_seconds
+    from otod.nets.model.branch import reference_seconds
 
     last = max(branching.steps)
     cap = config.resolved_max_iters
@@ -218,7 +218,7 @@ def branch_config(config, branching: Branching, step: int):
 
     spec = dataclasses.replace(config.problem, branch_step=int(step), branch_batch=int(branching.batch),
                                branch_lr=float(branching.lr))
-    from otod.nets.branch import checkpoint_losses
+    from otod.nets.model.branch import checkpoint_losses
 
     losses = checkpoint_losses(spec, config.seed, config.seeds)
     if not all(math.isfinite(v) for v in losses):
@@ -238,11 +238,11 @@ def milestone(losses, fraction: float) -> float:
 @dataclass(frozen=True)
 class Checkpoint:
     """One checkpoint's measurement: its ``step``, the training ``loss`` there (mean over seeds; ``losses`` per
-    seed), the ``milestone``, a `otod.nets.batch_api.CriticalBatchPoint` per method, the results file, and the
+    seed), the ``milestone``, a `otod.nets.sweep.reading.CriticalBatchPoint` per method, the results file, and the
     predictors at the checkpoint per seed (``b_simple_seeds``, ``b_noise_seeds``; ``extra``: the two-batch
     estimates, the NQM's and its ablation's, name → per-seed values; empty where not measured) and their medians
     over seeds (``b_simple``, ``b_noise``; NaN where not measured); ``ratio_cis``: per method, per predictor, the
-    95% CI of its ratio to B_crit by the joint seed bootstrap (`otod.nets.predictors`)."""
+    95% CI of its ratio to B_crit by the joint seed bootstrap (`otod.nets.along.predictors`)."""
 
     step: int
     loss: float
@@ -264,8 +264,8 @@ class Checkpoint:
         return median_of(self.b_noise_seeds)
 
     def values(self) -> dict[str, tuple[float, ...]]:
-        """Every predictor measured here, name → per-seed values (`otod.nets.predictors.LABELS` order)."""
-        from otod.nets.predictors import names
+        """Every predictor measured here, name → per-seed values (`otod.nets.along.predictors.LABELS` order)."""
+        from otod.nets.along.predictors import names
 
         found = {"b_simple": self.b_simple_seeds, "b_noise": self.b_noise_seeds, **self.extra}
         found = {k: tuple(v) for k, v in found.items() if len(v)}
@@ -294,7 +294,7 @@ class AlongTrainingResult:
         """One row per checkpoint and method: the measurement, and per predictor its median over seeds, least and
         largest seed (``_min``, ``_max``), ratio to B_crit (``_ratio``, NaN where B_crit lies off the batches
         measured) and that ratio's joint 95% CI (``_ratio_lo``, ``_ratio_hi``; NaN with the ratio);
-        ``best_predictor`` and ``best_factor`` (its typical miss, `otod.nets.predictors.ranking`) of the method over
+        ``best_predictor`` and ``best_factor`` (its typical miss, `otod.nets.along.predictors.ranking`) of the method over
         the checkpoints."""
         out = []
         best = self.best()
@@ -318,10 +318,10 @@ class AlongTrainingResult:
         return out
 
     def best(self) -> dict[str, list[dict]]:
-        """Per method, the predictors ranked best first over the checkpoints (`otod.nets.predictors.ranking`); the
+        """Per method, the predictors ranked best first over the checkpoints (`otod.nets.along.predictors.ranking`); the
         NQM ablation's variants (``ablation_*``) and standard errors (``se_*``) are diagnostics, not predictors,
-        and are left out (`otod.nets.predictors.is_predictor`)."""
-        from otod.nets.predictors import is_predictor, ranking
+        and are left out (`otod.nets.along.predictors.is_predictor`)."""
+        from otod.nets.along.predictors import is_predictor, ranking
 
         ratios: dict[str, dict[str, list[float]]] = {}
         for c in self.checkpoints:
@@ -355,8 +355,8 @@ def spread(name: str, values) -> dict:
 
 def check_nqm(config) -> None:
     """Refuse, before any sweep, the NQM at checkpoints of a user's model (its ablation draws otod's nets' starts)
-    or of a net whose full Hessian is too large to form (`otod.nets.bridge.EIGH_LIMIT` parameters)."""
-    from otod.nets.bridge import EIGH_LIMIT
+    or of a net whose full Hessian is too large to form (`otod.nets.measure.bridge.EIGH_LIMIT` parameters)."""
+    from otod.nets.measure.bridge import EIGH_LIMIT
 
     if config.problem.kind == "model":
         raise OtodError("--predict with --branch-at: the NQM at a checkpoint is built for otod's own nets (mlp, "
@@ -374,17 +374,17 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
               echo=None) -> AlongTrainingResult:
     """One S(B) sweep per checkpoint of ``branching`` (module docstring), each through the core pipeline
     (`otod.core.pipeline.sweep`: resumed or read back like any sweep), then the predictors at the checkpoint
-    (``measure_predictors``; ``nqm``: the NQM's and its ablation's too, `otod.nets.predictors`; ``trace_examples``:
+    (``measure_predictors``; ``nqm``: the NQM's and its ablation's too, `otod.nets.along.predictors`; ``trace_examples``:
     tr(HΣ) from that many examples per seed, None: all) and their ratios' joint CIs; ``echo(text)``, where given,
     after each checkpoint (its results line)."""
     from otod.core.config import read_config
     from otod.core.pipeline import sweep
     from otod.core.preflight import part_out
-    from otod.nets.batch_api import reading
+    from otod.nets.sweep.reading import reading
 
     check_branchable(config)
     if branching.losses:  # loss levels to steps, refused in one line where one is not reached
-        from otod.nets.branch_levels import resolve_levels
+        from otod.nets.along.levels import resolve_levels
 
         branching = resolve_levels(config, branching, yes)
     if nqm:
@@ -410,7 +410,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                                       tuple(reading(s) for s in report.analysis.series), path,
                                       values.get("b_simple", ()), values.get("b_noise", ()), extra, cis))
         if echo is not None:
-            from otod.nets.branch_levels import describe_level
+            from otod.nets.along.levels import describe_level
 
             echo(f"checkpoint {step}{describe_level(branching, step)}: training loss {np.mean(losses):.4g} → "
                  f"milestone {tuned.target.tol:.4g}; results: {path}{figures}")
@@ -421,11 +421,11 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
 def measured_predictors(tuned, branching: Branching, series, nqm: bool, init_spectra: dict,
                         path: str | None = None, trace_examples: int | None = None) -> tuple[dict, dict]:
     """(name → per-seed values of every predictor at the checkpoint of the sweep ``tuned``, method → name → the
-    joint CI of its ratio to B_crit) (`otod.nets.predictors`; ``trace_examples``: tr(HΣ) from that many examples
+    joint CI of its ratio to B_crit) (`otod.nets.along.predictors`; ``trace_examples``: tr(HΣ) from that many examples
     per seed, None: all). The values are kept beside the sweep's results file ``path`` (`cached_predictors`), so a
     rerun that reads the sweep back reads them back too."""
-    from otod.nets import predictors as pr
-    from otod.nets.ablation import setting_of
+    from otod.nets.along import predictors as pr
+    from otod.nets.along.ablation import setting_of
 
     def measure():
         setting = setting_of(tuned.problem, tuned.target.tol, branching.fraction) if nqm else None
@@ -460,7 +460,7 @@ def table(result: AlongTrainingResult, config) -> str:
     [CI], the fit's misfit, B_simple and B_noise (median [least, largest] over seeds); then every predictor's
     ratio to B_crit with its joint CI (`predictor_table`), the best predictor, and the NQM's ablation."""
     from otod.core.critical_batch import describe_critical_batch
-    from otod.nets.ablation import ablation_text
+    from otod.nets.along.ablation import ablation_text
 
     b = result.branching
     spec = config.problem
@@ -481,7 +481,7 @@ def table(result: AlongTrainingResult, config) -> str:
 def predictor_table(result: AlongTrainingResult) -> str:
     """Per checkpoint and method, every predictor's median over seeds / B_crit with its joint 95% CI (seeds
     resampled together for both; "—" where B_crit lies off the batches measured), then the ranking."""
-    from otod.nets.predictors import DRAWS, LABELS, is_predictor, ratio_text
+    from otod.nets.along.predictors import DRAWS, LABELS, is_predictor, ratio_text
 
     present = list(dict.fromkeys(n for c in result.checkpoints for n in c.values()))
     shown = [n for n in present if is_predictor(n)]
@@ -545,10 +545,10 @@ def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int 
                                   predictors: bool = True, nqm: bool = False, trace_examples: int | None = None,
                                   out: str | None = "results", progress=None, **net_options) -> AlongTrainingResult:
     """B_crit(t) and S_min(t) with CIs of one of otod's nets or a user's model (``model="FILE.py:NAME"`` or a
-    checked `otod.nets.contract.Model`) at the checkpoints ``steps`` (default 0, 100, 1000) of each seed's reference
+    checked `otod.nets.model.contract.Model`) at the checkpoints ``steps`` (default 0, 100, 1000) of each seed's reference
     run (SGD at ``branch_batch``, ``branch_lr``), or, with ``losses``, at the first step where the mean over seeds
-    of the training loss falls to each level (`otod.nets.branch_levels`), each S(B) sweep to ``fraction`` × the
-    training loss there (module docstring); ``net_options``: those of `otod.nets.options.net_config` (batch, width,
+    of the training loss falls to each level (`otod.nets.along.levels`), each S(B) sweep to ``fraction`` × the
+    training loss there (module docstring); ``net_options``: those of `otod.nets.sweep.options.net_config` (batch, width,
     depth, data, model, method, seeds, seed, lr_grid, max_iters, …; no target: the milestone is the target).
     ``predictors``: the cheap predictors at each checkpoint (B_simple, B_noise, two-batch; seconds per seed);
     ``nqm``: the NQM built at each checkpoint and its ablation too (the full Hessian per seed: 40–65 s per seed
@@ -559,11 +559,11 @@ def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int 
 
     >>> r = otod.critical_batch_along_training((0, 100, 300, 1000), batch="8..256:6:log", seeds=5)
     >>> r.to_pandas()[["step", "b_crit", "b_crit_lo", "b_crit_hi", "b_simple_ratio", "best_predictor"]]
-    >>> otod.critical_batch_along_training(losses=(1.0, 0.5, 0.25), model="otod.nets.zoo:transformer")
+    >>> otod.critical_batch_along_training(losses=(1.0, 0.5, 0.25), model="otod.nets.model.zoo:transformer")
     """
     import tempfile
 
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config, option_text
 
     if "target" in net_options:
         raise OtodError("target: the branches' target is the milestone fraction × the loss at the checkpoint; "
@@ -574,22 +574,9 @@ def critical_batch_along_training(steps=None, *, losses=None, branch_batch: int 
     at = ("loss:" + ",".join(str(v) for v in np.atleast_1d(losses)) if losses is not None else
           ",".join(str(s) for s in np.atleast_1d((0, 100, 1000) if steps is None else steps)))
     branching = parse_branching(at, branch_batch, branch_lr, fraction)
-    config = net_config(**{k: _text(k, v) for k, v in net_options.items()})
-    traced = None if trace_examples is None else trace_examples_of(_text("trace_examples", trace_examples), config)
+    config = net_config(**{k: option_text(k, v) for k, v in net_options.items()})
+    traced = (None if trace_examples is None else
+              trace_examples_of(option_text("trace_examples", trace_examples), config))
     with tempfile.TemporaryDirectory() as scratch:
         return run_along(config, branching, out=scratch if out is None else out, progress=progress,
                          measure_predictors=predictors, nqm=nqm, trace_examples=traced)
-
-
-#: The net options the Python function takes as numbers or lists and the command as text.
-TEXT_OPTIONS = ("batch", "width", "depth", "examples", "method", "beta", "lr_grid", "max_iters", "lr",
-                "trace_examples")
-
-
-def _text(name: str, value):
-    """A net option as the command line types it: numbers and lists of ``TEXT_OPTIONS`` become comma text."""
-    if name not in TEXT_OPTIONS or value is None or isinstance(value, str):
-        return value
-    if np.ndim(value) == 0:
-        return str(int(value)) if float(value).is_integer() and name != "lr" else repr(float(value))
-    return ",".join(str(int(v)) if float(v).is_integer() else repr(float(v)) for v in value)

@@ -2,7 +2,7 @@
 ``otod.critical_batch_along_training(losses=(0.5, 0.25, 0.1))`` branch where the training loss has fallen to each
 level, not at given steps (Merrill et al. 2025 place their checkpoints along the loss curve too).
 
-The rule, one step for all seeds: each seed's reference run (`otod.nets.branch`: plain SGD at (B_ref, η_ref) from
+The rule, one step for all seeds: each seed's reference run (`otod.nets.model.branch`: plain SGD at (B_ref, η_ref) from
 the seed's own start, its minibatch order from the seed's shuffle key) is traced, its full training loss (the mean
 over all training examples, the sweep's metric, in float32: the run's own precision) read at every step
 t = 0, 1, 2, … before step t is taken; L̄(t) is the mean over the sweep's seeds. The checkpoint of level ℓ is
@@ -12,7 +12,7 @@ t = 0, 1, 2, … before step t is taken; L̄(t) is the mean over the sweep's see
 so t(ℓ) = 0 where the mean at the start is already ≤ ℓ, and levels falling on the same step give one checkpoint.
 The runs go on in blocks of `BLOCK` steps until every level is reached; a level not reached within
 `MAX_REFERENCE_STEPS` steps (or a run that diverges first) is refused in one line (exit 2) that gives the lowest
-mean reached and its step, before any sweep runs. The checkpoint itself is then `otod.nets.branch.checkpoint` at
+mean reached and its step, before any sweep runs. The checkpoint itself is then `otod.nets.model.branch.checkpoint` at
 t(ℓ): the same SGD steps, so its loss is L̄(t(ℓ)) ≤ ℓ to float32 rounding (the table's loss is the float64 loss of
 those float32 weights).
 """
@@ -49,10 +49,10 @@ def first_steps(trace, levels) -> tuple[int | None, ...]:
 def seed_start(spec, rng: np.random.Generator) -> tuple:
     """(start, shuffle seed) of the seed whose generator is ``rng``: the draws the sweep's engine makes (a net's:
     its init and architecture's start; a model's: its parameters)."""
-    from otod.nets.family import seed_starts
+    from otod.nets.model.family import seed_starts
 
     if spec.kind == "model":
-        from otod.nets.model_problem import seed_starts as model_starts
+        from otod.nets.model.model_problem import seed_starts as model_starts
 
         drawn = model_starts(spec, rng)
         return drawn["params"], int(drawn["shuffle"])
@@ -63,15 +63,15 @@ def seed_start(spec, rng: np.random.Generator) -> tuple:
 @functools.lru_cache(maxsize=8)
 def _tracer(reference, lr: float, model=None):
     """(θ_t0, shuffle key, t0) → (θ_{t0+BLOCK}, [L(θ_t) for t = t0 … t0+BLOCK−1]): `BLOCK` reference steps
-    (`otod.nets.branch.sgd_step`) with the full training loss read before each, in float32; compiled once per
+    (`otod.nets.model.branch.sgd_step`) with the full training loss read before each, in float32; compiled once per
     (net or model, B_ref, η_ref)."""
-    from otod.nets.branch import sgd_step
-    from otod.nets.chunked import chunked_mean
+    from otod.nets.model.branch import sgd_step
+    from otod.nets.model.chunked import chunked_mean
 
     step, opt = sgd_step(reference, lr)
     data = tuple(jnp.asarray(a) for a in reference.training_arrays(np.float32))
     if reference.kind == "model":
-        from otod.nets.contract import chunk_of
+        from otod.nets.model.contract import chunk_of
 
         metric = chunked_mean(reference.loaded().loss, chunk_of(reference.loaded()))
     else:
@@ -93,7 +93,7 @@ def mean_trace(spec, starts, lowest: float) -> np.ndarray:
     """L̄(t), the mean over seeds of the reference runs' float32 training losses at t = 0, 1, …: traced in blocks
     until its least value is ≤ ``lowest`` or `MAX_REFERENCE_STEPS` steps are traced (or the mean is no longer
     finite); ``starts``: a (start, shuffle seed) per seed."""
-    from otod.nets.branch import identity, reference_spec
+    from otod.nets.model.branch import identity, reference_spec
 
     reference = reference_spec(spec)
     run = _tracer(reference, float(spec.branch_lr), identity(reference))
@@ -115,8 +115,8 @@ def mean_trace(spec, starts, lowest: float) -> np.ndarray:
 
 def trace_seconds(spec, steps: int) -> float:
     """Estimated seconds of one seed's traced reference run: per step an SGD step of B_ref
-    (`otod.nets.branch.reference_seconds`) and a forward pass over the n training examples."""
-    from otod.nets.branch import SECONDS_PER_FLOP, reference_seconds, reference_spec
+    (`otod.nets.model.branch.reference_seconds`) and a forward pass over the n training examples."""
+    from otod.nets.model.branch import SECONDS_PER_FLOP, reference_seconds, reference_spec
 
     reference = reference_spec(spec)
     n = len(reference.training_arrays(np.float32)[0])

@@ -1,19 +1,19 @@
 """Which cheap measurement predicts the critical batch along training (issue 37 item 2): the predictors at one
 checkpoint, per seed, and each one's ratio to the measured B_crit(t) with a confidence interval that covers both.
 
-**The predictors** at a checkpoint θ_t of seed s (its reference run's weights after t steps, `otod.nets.branch`),
+**The predictors** at a checkpoint θ_t of seed s (its reference run's weights after t steps, `otod.nets.model.branch`),
 each a number per seed, in float64 over the whole training set (McCandlish et al. 2018):
 
-* ``b_simple`` = tr Σ / |G|² and ``b_noise`` = tr(HΣ) / GᵀHG, exact (`otod.nets.noise_scale.gradient_moments`:
+* ``b_simple`` = tr Σ / |G|² and ``b_noise`` = tr(HΣ) / GᵀHG, exact (`otod.nets.measure.noise_scale.gradient_moments`:
   n per-example gradients and n full-data Hessian-vector products, the cost of about n² example passes; 3 s per
   seed on the digits MLP, about 2.5 min on the width-32 CNN); with ``trace_examples`` = m < n, tr(HΣ) is the mean
   over m examples drawn without replacement (m HVPs), and ``se_b_noise`` holds each seed's standard error of
   B_noise from that draw (a diagnostic: the ratio's CI below covers the seeds' scatter, not this error);
 * ``two_batch_8_64`` and ``two_batch_32_256``: McCandlish's two-batch estimate of B_simple from |G_B|² at the
-  nested pair (B_small, B_big) = (8, 64) and (32, 256), 64 draws each (`otod.nets.noise_scale.two_batch`; a few
+  nested pair (B_small, B_big) = (8, 64) and (32, 256), 64 draws each (`otod.nets.measure.noise_scale.two_batch`; a few
   hundred batch gradients: well under a second);
 * ``nqm_scaled`` and ``nqm_projected``: the B_crit the NQM built at the checkpoint predicts
-  (`otod.nets.ablation`: the checkpoint's exact Hessian spectrum, with C ∝ H scaled to the measured tr(HΣ), or
+  (`otod.nets.along.ablation`: the checkpoint's exact Hessian spectrum, with C ∝ H scaled to the measured tr(HΣ), or
   with the measured Σ projected on the Hessian's eigenvectors), to the measurement's own milestone. They need the
   full Hessian (P Hessian-vector products and an eigendecomposition of P × P: 40–65 s per seed on the digits
   MLP, P = 2,410, on 2 shared cores), so they run only when asked (``--predict`` with ``--branch-at``).
@@ -69,12 +69,12 @@ def names(values: dict) -> list[str]:
 
 
 def cheap_at(problem, moments: dict, pairs=PAIRS, draws: int = DRAWS, seed: int = 0) -> dict[str, float]:
-    """One seed's cheap predictors at ``problem``'s point (`otod.nets.noise_scale.Problem`, inside
+    """One seed's cheap predictors at ``problem``'s point (`otod.nets.measure.noise_scale.Problem`, inside
     ``jax.enable_x64(True)``) from its exact ``moments`` (`gradient_moments`): B_simple, B_noise and the two-batch
     B_simple estimate of every pair whose big batch fits in the training set."""
     import warnings
 
-    from otod.nets.noise_scale import two_batch
+    from otod.nets.measure.noise_scale import two_batch
 
     out = {"b_simple": float(moments["b_simple"]), "b_noise": float(moments["b_noise"])}
     for small, big in pairs:
@@ -90,15 +90,15 @@ def checkpoint_predictors(spec, seed: int, seeds: int, nqm=None, init_spectra: d
                           pairs=PAIRS, draws: int = DRAWS,
                           trace_examples: int | None = None) -> dict[str, tuple[float, ...]]:
     """Every predictor (module docstring) at each seed's start of ``spec`` (a branched spec's: its checkpoint),
-    name → per-seed values for seeds 0..seeds−1 of root ``seed``. ``nqm`` (an `otod.nets.ablation.Setting`, or
+    name → per-seed values for seeds 0..seeds−1 of root ``seed``. ``nqm`` (an `otod.nets.along.ablation.Setting`, or
     None: skipped) adds the NQM's predictions and its ablation's variants; ``init_spectra`` caches each seed's
     Hessian eigenvalues at initialization for the ablation (filled where empty); ``trace_examples``: tr(HΣ) from
     that many examples per seed (None: all, exact), adding ``se_b_noise``."""
     import jax
 
-    from otod.nets import ablation
-    from otod.nets.branch import start_of_seed
-    from otod.nets.noise_scale import gradient_moments
+    from otod.nets.along import ablation
+    from otod.nets.model.branch import start_of_seed
+    from otod.nets.measure.noise_scale import gradient_moments
 
     per_seed, problem = [], None
     for s in range(seeds):
@@ -242,8 +242,8 @@ def ratio_text(ratio: float, ci) -> str:
 
 
 def noise_problem(spec, params):
-    """`otod.nets.noise_scale.Problem` of one of otod's nets, or of a user's model (`Problem.of_model`), at
+    """`otod.nets.measure.noise_scale.Problem` of one of otod's nets, or of a user's model (`Problem.of_model`), at
     ``params``."""
-    from otod.nets.noise_scale import Problem
+    from otod.nets.measure.noise_scale import Problem
 
     return Problem.of_model(spec.loaded()).at(params) if spec.kind == "model" else Problem(spec, params)

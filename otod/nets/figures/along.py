@@ -1,7 +1,7 @@
 """B_crit along training with the cheap predictors (``otod figures nets/critical_batch_along_training``, issue 37
 item 4's first figure).
 
-(a) the measured B_crit(t) with its 95% seed-bootstrap CI (`otod.nets.along`: S(B) = S_min(1 + B_crit/B) fitted
+(a) the measured B_crit(t) with its 95% seed-bootstrap CI (`otod.nets.along.branching`: S(B) = S_min(1 + B_crit/B) fitted
 per checkpoint to the milestone target(t) = r · L̄(t)) against the checkpoint step, beside the exact noise scales
 B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG (McCandlish et al. 2018) at the same checkpoints, median over seeds
 with the seeds' range as bars; (b) each predictor's ratio to the measured B_crit, its bar from B_crit's CI, with
@@ -24,7 +24,7 @@ LINTHRESH = 10
 
 def measured(spec: dict):
     """The along-training result for the spec (read back from results/ where its sweeps are stored)."""
-    from otod.nets.along import critical_batch_along_training
+    from otod.nets.along.branching import critical_batch_along_training
 
     options = {k: v for k, v in spec.items() if k not in FIGURE_KEYS}
     extra = {k: spec[k] for k in ("branch_batch", "branch_lr", "fraction") if k in spec}
@@ -100,7 +100,7 @@ def make_along(spec: dict, out_dir: Path) -> list[Path]:
         f"Reference run per seed: plain SGD at B_ref = {b.batch}, lr_ref = {b.lr:g} from the seed's own start; "
         f"checkpoints t = {steps}; {seeds} seeds. At each checkpoint an S(B) sweep (lr tuned per B) runs to the "
         f"milestone target(t) = {b.fraction:g} × the mean training loss at the checkpoint, and S(B) = "
-        "S_min(1 + B_crit/B) is fitted with the seed bootstrap that re-chooses the lr (otod.nets.along)",
+        "S_min(1 + B_crit/B) is fitted with the seed bootstrap that re-chooses the lr (otod.nets.along.branching)",
         "(a) measured B_crit with its 95% bootstrap CI; B_simple and B_noise (exact, over all training examples) "
         "at the same checkpoints, median over seeds, bars the least and largest seed. (b) each predictor's median "
         "over measured B_crit, bars from B_crit's CI only; dotted line at 1. Step axis symlog, linear below "

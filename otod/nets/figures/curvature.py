@@ -2,12 +2,12 @@
 spectral density along training, and κ against width.
 
 * ``nets-spectral-density``: the spectral measure (all P eigenvalues where P ≤ 5,000, else SLQ's:
-  `otod.nets.curvature.curvature_record`) at a few checkpoints of one SGD run, Gaussian-broadened in
+  `otod.nets.measure.curvature.curvature_record`) at a few checkpoints of one SGD run, Gaussian-broadened in
   u = asinh(λ/λ₀) so that the outliers (λ ~ 1–10), the bulk (λ ~ 10⁻³–10⁻¹) and the negative eigenvalues share
   one axis: linear within ±λ₀ of 0 and logarithmic in |λ| beyond. The y axis is the
   density per unit of u (the area under a curve is the fraction of the P eigenvalues), on a log scale, as
   Ghorbani et al. 2019 draw theirs; dotted lines mark each checkpoint's λ_q.
-* ``nets-kappa-width``: κ_q = λ_max/λ_q (`otod.nets.curvature`, q = 0.9) of an MLP on the digits at init and at
+* ``nets-kappa-width``: κ_q = λ_max/λ_q (`otod.nets.measure.curvature`, q = 0.9) of an MLP on the digits at init and at
   the end of a fixed SGD run against its width, the parameter count on the top axis, with the fitted exponent of
   κ_q against P; beside it λ_max and λ_q, which make κ_q up (κ_δ ≈ λ_max/δ + 1 follows λ_max).
 
@@ -38,14 +38,14 @@ def _plt():
 
 def net_spec(spec: dict, **override):
     """The NetSpec named by an experiment table's keys that are NetSpec fields (the rest are the figure's)."""
-    from otod.nets.problem import NetSpec
+    from otod.nets.model.problem import NetSpec
 
     names = {f.name for f in dataclasses.fields(NetSpec)}
     return NetSpec(**{**{k: v for k, v in spec.items() if k in names}, **override})
 
 
 def _records(net, spec: dict, checkpoints) -> list[dict]:
-    from otod.nets.curvature import DAMPING, LANCZOS_STEPS, PROBES, QUANTILE
+    from otod.nets.measure.curvature import DAMPING, LANCZOS_STEPS, PROBES, QUANTILE
     from otod.nets.curvature_cli import check_plan, curvature_config, measured
 
     k, probes, x64 = int(spec.get("k", 5)), int(spec.get("probes", PROBES)), bool(spec.get("x64", False))
@@ -70,8 +70,8 @@ def _net_title(net, records, spectrum: str | None = None) -> str:
 
 def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int = 1500):
     """(λ grid, density per unit of u = asinh(λ/λ₀)): the measure's nodes moved to u and broadened there by a
-    Gaussian of width σ (`otod.nets.curvature.broadened_density`)."""
-    from otod.nets.curvature import broadened_density
+    Gaussian of width σ (`otod.nets.measure.curvature.broadened_density`)."""
+    from otod.nets.measure.curvature import broadened_density
 
     u = np.arcsinh(np.asarray(nodes) / zero)
     grid = np.linspace(u.min() - 4 * sigma, u.max() + 4 * sigma, points)

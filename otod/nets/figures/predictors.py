@@ -1,6 +1,6 @@
 """The predictor-ratio table as a figure (``otod figures nets/predictor_ratios_digits``, issue 37 item 2): each
 predictor's median over seeds divided by the measured B_crit(t), against the checkpoint step, with the 95% CI of
-the joint seed bootstrap (`otod.nets.predictors`: the seeds resampled together for the predictor and the
+the joint seed bootstrap (`otod.nets.along.predictors`: the seeds resampled together for the predictor and the
 re-selected, refitted B_crit), a line at 1, log ratio axis. A checkpoint whose B_crit lies off its batch grid has
 no ratio and is not drawn. The step axis is symlog (linear below 10) so that step 0 is drawn.
 """
@@ -20,7 +20,7 @@ LINTHRESH = 10
 def measured(spec: dict):
     """The along-training result of the spec (its sweeps read back from results/ where stored), with the NQM
     where ``nqm`` is true."""
-    from otod.nets.along import critical_batch_along_training
+    from otod.nets.along.branching import critical_batch_along_training
 
     options = {k: v for k, v in spec.items() if k not in FIGURE_KEYS}
     extra = {k: spec[k] for k in ("branch_batch", "branch_lr", "fraction") if k in spec}
@@ -29,9 +29,9 @@ def measured(spec: dict):
 
 
 def ratio_series(rows: list[dict]) -> dict[str, dict[str, np.ndarray]]:
-    """Per predictor shown (`otod.nets.predictors.LABELS`, the ablation's variants left out) of the first
+    """Per predictor shown (`otod.nets.along.predictors.LABELS`, the ablation's variants left out) of the first
     method's rows: step, ratio, and the joint CI's ends (NaN where none)."""
-    from otod.nets.predictors import LABELS
+    from otod.nets.along.predictors import LABELS
 
     method = rows[0]["method"]
     rs = sorted((r for r in rows if r["method"] == method), key=lambda r: r["step"])
@@ -45,7 +45,7 @@ def draw(rows: list[dict], ax) -> list[str]:
     """Each predictor's ratio with its CI bars (none where the CI is missing), slightly offset in step so the bars
     do not hide each other, and the line at 1; returns the predictors drawn."""
     from otod.core.plotting import series_style
-    from otod.nets.predictors import LABELS
+    from otod.nets.along.predictors import LABELS
 
     got = ratio_series(rows)
     for i, (name, s) in enumerate(got.items()):
@@ -86,7 +86,7 @@ def make_predictor_ratios(spec: dict, out_dir: Path) -> list[Path]:
 def caption(result) -> str:
     """The figure's caption: the run, what the bars are, and the best predictor with its typical miss."""
     from otod.core.plotting import caption_text
-    from otod.nets.predictors import DRAWS, LABELS, is_predictor
+    from otod.nets.along.predictors import DRAWS, LABELS, is_predictor
 
     ranked = next(iter(result.best().values()), [])
     ranked = [r for r in ranked if is_predictor(r["predictor"])]
@@ -96,7 +96,7 @@ def caption(result) -> str:
     steps = ", ".join(str(c.step) for c in result.checkpoints)
     return caption_text(
         f"Checkpoints t = {steps} of each seed's reference run (SGD, B_ref = {b.batch}, lr {b.lr:g}); at each, "
-        f"B_crit measured by branching to {b.fraction:g} × the training loss there (otod.nets.along)",
+        f"B_crit measured by branching to {b.fraction:g} × the training loss there (otod.nets.along.branching)",
         "Each predictor's median over seeds divided by the measured B_crit; bars: 95% CI of the joint seed "
         "bootstrap (seeds resampled together for the predictor and for B_crit, whose lr is re-chosen and S(B) "
         f"refitted in every resample); two-batch: McCandlish's estimate from {DRAWS} nested draws per pair; NQM: "

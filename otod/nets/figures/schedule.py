@@ -3,9 +3,9 @@
 
 One panel per workload: serial steps to the final target (y) against the examples used to reach it (x), both log.
 The constant batches form a curve (one point per B, labelled, 95% CI bars from the seed bootstrap that re-chooses
-(lr, β), `otod.nets.schedule_stats`); each schedule is one point with its CIs. A schedule below the curve takes
+(lr, β), `otod.nets.schedule.stats`); each schedule is one point with its CIs. A schedule below the curve takes
 fewer serial steps than a constant batch using as many examples; left of it, fewer examples for as many steps.
-The numbers are those of ``otod sweep net --batch-schedule`` (`otod.nets.schedule.batch_schedule`), read back
+The numbers are those of ``otod sweep net --batch-schedule`` (`otod.nets.schedule.batch_schedule.batch_schedule`), read back
 from results/ where its sweeps are stored.
 """
 
@@ -21,7 +21,7 @@ WORKLOAD_KEYS = ("label", "schedules")
 
 def measured(workload: dict) -> list:
     """Each of the workload's schedules' `ScheduleResult` (read back where stored)."""
-    from otod.nets.schedule import batch_schedule
+    from otod.nets.schedule.batch_schedule import batch_schedule
 
     options = {k: v for k, v in workload.items() if k not in WORKLOAD_KEYS}
     return [batch_schedule(s, **options) for s in workload["schedules"]]
@@ -91,7 +91,7 @@ def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
         "Each schedule: phases (B_k, r_k), phase k trains at B_k until the training loss is r_k × the mean loss at "
         "the start, from where phase k−1 left every seed; the last milestone is the final target. (lr, β) chosen "
         "per phase and per constant batch by the median over seeds (the core's rule); steps add over phases, "
-        "examples are Σ B_k × steps_k (otod.nets.schedule)",
+        "examples are Σ B_k × steps_k (otod.nets.schedule.batch_schedule)",
         "Steps to the final target against the examples used, log–log; constant batches labelled by B; bars: "
         "95% CIs from the seed bootstrap that re-chooses (lr, β) in every phase and batch. In the legend, the "
         "schedule's steps over the constant batches' frontier at the schedule's examples (the fewest steps of "

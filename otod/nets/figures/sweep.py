@@ -1,6 +1,6 @@
 """The nets obstacle's figures: measured S(B) with the NQM's predicted S(B) over it, B_crit against the parameter
 count, and iterations against depth for plain and residual nets (the curvature figures are
-`otod.nets.curvature_figures`'s)."""
+`otod.nets.figures.curvature`'s)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from otod.core.batch_figure import FIT_BAND_NOTE
 from otod.core.config import read_config
 from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
-from otod.nets.along_figures import MAKERS as ALONG_MAKERS
-from otod.nets.curvature_figures import MAKERS as CURVATURE_MAKERS
-from otod.nets.predictor_figures import MAKERS as PREDICTOR_MAKERS
-from otod.nets.schedule_figures import MAKERS as SCHEDULE_MAKERS
-from otod.nets.report import batch_analysis
-from otod.nets.workload_figures import MAKERS as WORKLOAD_MAKERS
+from otod.nets.figures.along import MAKERS as ALONG_MAKERS
+from otod.nets.figures.curvature import MAKERS as CURVATURE_MAKERS
+from otod.nets.figures.predictors import MAKERS as PREDICTOR_MAKERS
+from otod.nets.figures.schedule import MAKERS as SCHEDULE_MAKERS
+from otod.nets.sweep.report import batch_analysis
+from otod.nets.figures.workloads import MAKERS as WORKLOAD_MAKERS
 
 
 def _plt():
@@ -28,7 +28,7 @@ def _plt():
 
 
 def predictions(meta: dict, panel: tuple) -> list[dict]:
-    from otod.nets.report import of_panel
+    from otod.nets.sweep.report import of_panel
 
     return [p for p in meta.get("nqm_prediction") or [] if of_panel(p, panel)]
 
@@ -73,7 +73,7 @@ def _caption(config, *parts: str, tol: float | None = None) -> str:
 #: Where the batch figure's lines come from, for the captions.
 BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned lr, bars the IQR over the same seeds; dotted: "
               "the fitted S_min(1 + B_crit/B) (McCandlish et al. 2018); " + FIT_BAND_NOTE + "; faint solid: the "
-              "NQM's predicted S(B) for the same net (otod.nets.predict, from its measured curvature and gradient "
+              "NQM's predicted S(B) for the same net (otod.nets.sweep.predict, from its measured curvature and gradient "
               "noise); dashed grey: the NQM's B_noise at the target")
 
 
@@ -84,7 +84,7 @@ def _title(config, tol: float | None = None) -> str:
     named = p.reference if p.kind == "model" else f"{p.model} on {p.data} ({p.loss})"
     step = getattr(p, "branch_step", None)
     branch = (f", every seed from its checkpoint at step {step} of SGD at B = {p.branch_batch}, lr "
-              f"{p.branch_lr:g} (otod.nets.branch)" if step is not None else "")
+              f"{p.branch_lr:g} (otod.nets.model.branch)" if step is not None else "")
     return (f"{named}, target loss {config.target.tol if tol is None else tol:g}, "
             f"{config.seeds} seeds, lr tuned per point{branch}")
 
@@ -131,13 +131,13 @@ def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None, res
     lower bounds, × diverged, each series' AIC law dotted and named in the legend), the series dodged in x so
     that coinciding medians stay visible, and depths where every lane stalled (a small plain start at the saddle
     at 0) as ⊘ at the top instead of △ at the iteration the stall rule stopped them; ``analysis``: the sweep's
-    `otod.nets.report.depth_analysis`, where the caller has it; ``deep_linear``: the deep-linear law to draw beside
+    `otod.nets.sweep.report.depth_analysis`, where the caller has it; ``deep_linear``: the deep-linear law to draw beside
     them (`draw_deep_linear`), whose caption sentence it returns; ``residual``: only the residual (True) or the
     plain (False) series, each init keeping the style it has beside the other architecture; ``law_bands``: each
     law's hatched 95% band too (`otod.core.law_figure.draw_series`)."""
     from otod.core.law_figure import draw_series, legend_keys
     from otod.core.plotting import series_style
-    from otod.nets.report import depth_analysis
+    from otod.nets.sweep.report import depth_analysis
 
     analysis = depth_analysis(results) if analysis is None else analysis
     series = analysis.series
@@ -175,7 +175,7 @@ def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: d
         tol = again
     if "batch" not in dict(config.axes):
         return _depth_figure(results, Path(base), pdf, analysis, deep_linear, notes, tol)
-    from otod.nets.report import panel_words
+    from otod.nets.sweep.report import panel_words
 
     analysis = batch_analysis(results) if analysis is None else analysis
     panels = analysis.panels
@@ -199,7 +199,7 @@ def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: 
     law in the panel of the series it is drawn from (`draw_deep_linear`). The laws' hatched bands are left out:
     the legend gives each slope's 95% CI."""
     from otod.core.plotting import figure, legend_below, save
-    from otod.nets.report import depth_analysis
+    from otod.nets.sweep.report import depth_analysis
 
     config = read_config(results.meta)
     analysis = depth_analysis(results) if analysis is None else analysis
@@ -225,13 +225,13 @@ def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: 
 
 
 def _run(spec: dict, predict: bool = True):
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     options = {k.replace("-", "_"): (str(v) if not isinstance(v, (bool, int)) or k in ("width", "depth", "batch",
                                                                                        "examples")
                                      else v) for k, v in spec.items() if k not in ("maker", "name")}
     config = net_config(**options)
-    from otod.nets.predict import run_meta
+    from otod.nets.sweep.predict import run_meta
 
     return run_sweep(config, out_dir="results", extra_meta=run_meta(config, predict))
 
@@ -251,7 +251,7 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
     from otod.core.batch_figure import draw_fit_band, fit_band_key
     from otod.core.critical_batch import inside, scaling_rules
     from otod.core.plotting import series_style
-    from otod.nets.report import RULE_FIELDS
+    from otod.nets.sweep.report import RULE_FIELDS
 
     symbol = RULE_FIELDS[field][1]
     banded = False
@@ -330,7 +330,7 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     _legend(ax)
     return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
         read_config(results.meta), "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
-        "squares: the NQM's predicted B_crit (otod.nets.predict); open diamonds: the NQM's B_noise at the target; "
+        "squares: the NQM's predicted B_crit (otod.nets.sweep.predict); open diamonds: the NQM's B_noise at the target; "
         "dotted: the fitted power law B_crit ∝ P^b, its exponent and 95% CI in the legend, shaded its pointwise 95% "
         "band over the same bootstrap rows (each refitted)"))
 
@@ -402,6 +402,6 @@ MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make
           "nets-data-size": make_data_size}
 
 
-#: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.curvature_figures`) and the
-#: workloads figure (`otod.nets.workload_figures`).
+#: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.figures.curvature`) and the
+#: workloads figure (`otod.nets.figures.workloads`).
 ALL_MAKERS = {**CURVATURE_MAKERS, **WORKLOAD_MAKERS, **ALONG_MAKERS, **PREDICTOR_MAKERS, **SCHEDULE_MAKERS, **MAKERS}

@@ -1,8 +1,8 @@
 """The workloads figure (``otod figures nets/workloads``, issue 36 item 4): the gradient noise scales of three
 nets side by side along one SGD run each, the digits MLP, otod's CNN on the same digits and the small transformer
-on modular addition (`otod.nets.zoo`), so that a convolution and an attention model are measured beside the MLP.
+on modular addition (`otod.nets.model.zoo`), so that a convolution and an attention model are measured beside the MLP.
 
-Each net is a model-contract instance (`otod.nets.contract.from_spec` for otod's own nets, ``otod.nets.zoo`` for
+Each net is a model-contract instance (`otod.nets.model.contract.from_spec` for otod's own nets, ``otod.nets.model.zoo`` for
 the transformer) measured by `otod.nets.api.measure_noise` (the numbers of ``otod noise-scale --model``): at each
 checkpoint of an SGD run (lr, B = 32, seed 0; float32 training, float64 measurement) the exact
 B_simple = tr Σ/|G|² over all the training examples, and B_noise = tr(HΣ)/GᵀHG with tr(HΣ) the mean of
@@ -23,13 +23,13 @@ NETS = ("mlp", "cnn", "transformer")
 
 def workload(name: str, spec: dict):
     """The checked contract instance of one of `NETS` (module docstring)."""
-    from otod.nets.contract import check, from_spec
-    from otod.nets.problem import NetSpec
+    from otod.nets.model.contract import check, from_spec
+    from otod.nets.model.problem import NetSpec
 
     if name == "transformer":
-        from otod.nets import zoo
+        from otod.nets.model import zoo
 
-        return check(*zoo.transformer(), where="otod.nets.zoo:transformer", name="transformer (mod 23)")
+        return check(*zoo.transformer(), where="otod.nets.model.zoo:transformer", name="transformer (mod 23)")
     width = int(spec.get(f"{name}_width", 32 if name == "mlp" else 16))
     return from_spec(NetSpec(model=name, width=width, depth=2, data="digits"))
 
@@ -86,7 +86,7 @@ def make_workloads(spec: dict, out_dir: Path) -> list[Path]:
         "FILE.py:NAME: the model contract's minibatch order, not that of otod noise-scale --model mlp, whose run "
         "from the same start reads other values after step 0); the "
         "MLP (one hidden relu layer of 32) and the CNN (one 3×3 convolution of 16 channels, 2×2 average pool, dense) "
-        "on the 1,438 digits training images, the transformer (otod.nets.zoo:transformer: one pre-LN causal "
+        "on the 1,438 digits training images, the transformer (otod.nets.model.zoo:transformer: one pre-LN causal "
         "attention layer, d 24, 2 heads) on all 529 pairs of modular addition mod 23",
         "Left: B_simple = tr Σ/|G|² (McCandlish et al. 2018), exact over all training examples, at each "
         f"checkpoint. Right: B_noise = tr(HΣ)/GᵀHG with tr(HΣ) the mean over {k} drawn examples' terms, bars "

@@ -66,9 +66,9 @@ EIGH_LIMIT = 8000
 
 def hessian_eigh(problem) -> tuple[np.ndarray, np.ndarray]:
     """(eigenvalues ascending, eigenvectors as columns) of the training loss's Hessian at ``problem.flat``
-    (`otod.nets.noise_scale.Problem`): H formed column by column from vmapped HVPs on the unit vectors,
+    (`otod.nets.measure.noise_scale.Problem`): H formed column by column from vmapped HVPs on the unit vectors,
     symmetrized (½(H + Hᵀ)), then ``numpy.linalg.eigh``. P HVPs and P² floats: small nets only."""
-    from otod.nets.noise_scale import chunks
+    from otod.nets.measure.noise_scale import chunks
 
     P = problem.size
     if P > EIGH_LIMIT:
@@ -226,11 +226,11 @@ def from_density(nodes, weights, parameter_count: int, trace_h_sigma: float, sta
 def net_quadratics(spec, params, reference_loss: float, start_loss: float | None = None, bins: int | None = None,
                    start: str = "gradient") -> dict:
     """Measure at ``params`` (float64): the Hessian's eigenpairs (`hessian_eigh`), the gradient moments with the
-    noise projected on the eigenvectors (`otod.nets.noise_scale.gradient_moments`), and build both NQMs:
+    noise projected on the eigenvectors (`otod.nets.measure.noise_scale.gradient_moments`), and build both NQMs:
     ``quadratics`` {"proportional": q, "projected": q}, with ``measured`` (loss, |G|², tr Σ, tr(HΣ), GᵀHG,
     B_simple, B_noise, eigenvalue range, the count of non-positive ones) and ``start_gap`` = (``start_loss`` or
     the loss at ``params``) − ``reference_loss``."""
-    from otod.nets.noise_scale import EXACT_FIELDS, Problem, gradient_moments
+    from otod.nets.measure.noise_scale import EXACT_FIELDS, Problem, gradient_moments
 
     with jax.enable_x64(True):
         problem = Problem(spec, params)

@@ -46,12 +46,12 @@ measured at checkpoints of training.
   Measured on that net (float64, 8 Rademacher probes) against `numpy.linalg.eigh` of the dense Hessian:
   λ_0.9 = 0.0353 at m = 60, 0.0423 at m = 100, 0.0425 at m = 120 and 0.0420 at m = 240, exact 0.0428. That
   1% did not carry over: at the default net (P = 2,410) λ_0.9 at m = 100 came out 14% high on average, and
-  −26% to +47% on nets of P ≈ 4,800 (`otod.nets.slq_error`).
+  −26% to +47% on nets of P ≈ 4,800 (`otod.nets.measure.slq_error`).
 
-* Exact where affordable: for P ≤ `otod.nets.curvature_dense.DENSE_MAX_PARAMETERS` (the default net among them)
+* Exact where affordable: for P ≤ `otod.nets.measure.dense.DENSE_MAX_PARAMETERS` (the default net among them)
   `curvature_record` computes every quantity above from all P eigenvalues of the dense Hessian, with no sampling
   or quadrature error, and says so (``spectrum`` "dense", ``exact``); above it, SLQ's estimates each carry a 95%
-  interval that holds both errors (`otod.nets.slq_error`). The top-k stay Lanczos's, with their residual bounds.
+  interval that holds both errors (`otod.nets.measure.slq_error`). The top-k stay Lanczos's, with their residual bounds.
 
 Everything here is a pure function of its arguments; the jit-compiled kernels take the loss as a static argument
 (a function of (params, *data)) and the parameters and data as traced ones, so one compile serves every
@@ -316,8 +316,8 @@ def definitions(q: float = QUANTILE, damping: float = DAMPING) -> dict:
 
 
 def dense_limit() -> int:
-    """`otod.nets.curvature_dense.DENSE_MAX_PARAMETERS`, read at each call (a test may lower it)."""
-    from otod.nets import curvature_dense
+    """`otod.nets.measure.dense.DENSE_MAX_PARAMETERS`, read at each call (a test may lower it)."""
+    from otod.nets.measure import dense as curvature_dense
 
     return curvature_dense.DENSE_MAX_PARAMETERS
 
@@ -333,10 +333,10 @@ def curvature_record(loss: Callable, params, data: tuple, k: int, probes: int, s
     and how they were had: ``spectrum`` "dense" (P ≤ `dense_limit`: all P eigenvalues of the dense Hessian, ``chunk``
     columns at a time, as the nodes with weight 1/P each; every such quantity exact, listed in ``exact``) or "slq"
     (``probes`` × ``steps`` stochastic Lanczos quadrature: ``exact`` empty, and each estimate's 95% interval
-    ``<name>_interval``, `otod.nets.slq_error`). ``lambda_min_residual`` bounds λ_min's distance to an eigenvalue
+    ``<name>_interval``, `otod.nets.measure.slq_error`). ``lambda_min_residual`` bounds λ_min's distance to an eigenvalue
     (0 where dense)."""
-    from otod.nets import curvature_dense as dense
-    from otod.nets.slq_error import INTERVAL_QUANTITIES, slq_estimates, unbounded_kappa
+    from otod.nets.measure import dense
+    from otod.nets.measure.slq_error import INTERVAL_QUANTITIES, slq_estimates, unbounded_kappa
 
     top = top_eigenvalues(loss, params, k, data, top_steps, seed)
     size = parameter_size(params)
@@ -385,13 +385,13 @@ def curvature_along_training(spec, checkpoints, lr: float, seed: int = 0, k: int
                              momentum: float = 0.0, top_steps: int | None = None,
                              per_layer: bool = False, progress=None) -> list[dict]:
     """The curvature of ``spec``'s full training loss at the ``checkpoints`` (step counts; 0 = init) of one SGD
-    run (`otod.nets.trajectory.train`: seed 0's start under root ``seed``, lr, the spec's batch), in float64 with
+    run (`otod.nets.measure.trajectory.train`: seed 0's start under root ``seed``, lr, the spec's batch), in float64 with
     ``x64``: one record per checkpoint (`curvature_record` plus the step, the net's settings and the
-    precision; with ``per_layer``, each layer's block too, `otod.nets.curvature_layers`); ``progress(done,
+    precision; with ``per_layer``, each layer's block too, `otod.nets.measure.curvature_layers`); ``progress(done,
     total)`` after each checkpoint."""
-    from otod.nets.contract import from_spec
-    from otod.nets.curvature_dense import activation_floats
-    from otod.nets.trajectory import train
+    from otod.nets.model.contract import from_spec
+    from otod.nets.measure.dense import activation_floats
+    from otod.nets.measure.trajectory import train
 
     dtype = np.float64 if x64 else np.float32
     with jax.enable_x64(x64):
@@ -414,18 +414,18 @@ def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZ
                  top_steps: int | None = None, q: float = QUANTILE, damping: float = DAMPING,
                  kind: str = "rademacher", activations: int | None = None, chunk: int | None = None,
                  per_layer: bool = False) -> dict:
-    """`curvature_record` of a contract model (`otod.nets.contract.Model`) at ``params``, the one path of every
+    """`curvature_record` of a contract model (`otod.nets.model.contract.Model`) at ``params``, the one path of every
     curvature measurement: the loss and its Hessian-vector products accumulate over ``chunk`` examples at a time
-    (`otod.nets.chunked`; default `data_chunk_of`, from ``activations`` floats per example, estimated from the
+    (`otod.nets.model.chunked`; default `data_chunk_of`, from ``activations`` floats per example, estimated from the
     loss where None), and the dense spectrum's columns go as many at a time as fit beside one chunk. The record
     holds the ``chunk`` it used; with ``per_layer``, the top eigenvalue of each layer's diagonal Hessian block
-    over the same chunks (`otod.nets.curvature_layers.layer_curvature`)."""
-    from otod.nets.chunked import activation_floats, chunked_mean
-    from otod.nets.curvature_dense import dense_chunk
+    over the same chunks (`otod.nets.measure.curvature_layers.layer_curvature`)."""
+    from otod.nets.model.chunked import activation_floats, chunked_mean
+    from otod.nets.measure.dense import dense_chunk
 
     if activations is None:
         activations = activation_floats(model.loss, model.params, model.data)
-    from otod.nets.curvature_dense import is_dense
+    from otod.nets.measure.dense import is_dense
 
     size = parameter_size(params)
     vectors = 1 if is_dense(size, dense_limit()) else probes  # SLQ runs its probes' products at once (vmap)
@@ -435,7 +435,7 @@ def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZ
     rec = curvature_record(loss, params, model.data, k, probes, steps, seed, top_steps, q, damping, kind,
                            chunk=columns)
     if per_layer:
-        from otod.nets.curvature_layers import layer_curvature
+        from otod.nets.measure.curvature_layers import layer_curvature
 
         rec.update(layer_curvature(top_eigenvalues, loss, params, model.data, seed, top_steps))
     return {**rec, "chunk": int(min(data, model.examples))}
@@ -443,10 +443,10 @@ def curvature_at(model, params, k: int, probes: int = PROBES, steps: int = LANCZ
 
 def data_chunk_of(examples: int, activations: int, vectors: int = 1) -> int:
     """Examples per chunk of the data for the curvature's HVPs, ``vectors`` of them at once (SLQ's probes): the
-    whole data set where its one call fits the dense columns' budget (`otod.nets.curvature_dense.CHUNK_FLOATS`, so
+    whole data set where its one call fits the dense columns' budget (`otod.nets.measure.dense.CHUNK_FLOATS`, so
     a net that fit before is measured as before), else as many examples as fit it
-    (`otod.nets.chunked.chunk_for`)."""
-    from otod.nets.chunked import chunk_for
-    from otod.nets.curvature_dense import CHUNK_FLOATS
+    (`otod.nets.model.chunked.chunk_for`)."""
+    from otod.nets.model.chunked import chunk_for
+    from otod.nets.measure.dense import CHUNK_FLOATS
 
     return chunk_for(examples, activations, vectors, CHUNK_FLOATS)

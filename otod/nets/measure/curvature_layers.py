@@ -15,7 +15,7 @@
   fixed: the full Hessian-vector product with the tangent zero outside the layer, projected back onto it
   (H_ℓℓ v_ℓ = [H (v_ℓ, 0)]_ℓ). `block_loss` writes it as the loss of θ_ℓ alone, so each product is the
   forward-over-reverse jvp(∇_ℓ L) (Pearlmutter 1994) of that function, and its top eigenvalue is Lanczos's
-  (`otod.nets.curvature.top_eigenvalues`: full re-orthogonalization, min(P_ℓ, 43) steps by default, exact at
+  (`otod.nets.measure.curvature.top_eigenvalues`: full re-orthogonalization, min(P_ℓ, 43) steps by default, exact at
   P_ℓ steps), with its residual bound |β_m s_m| (an eigenvalue of H_ℓℓ lies within it).
 * By Cauchy interlacing each block's λ_max(H_ℓℓ) ≤ λ_max(H) (H_ℓℓ is a principal submatrix), and
   Σ_ℓ tr H_ℓℓ = tr H; a block near the whole net's λ_max says the sharpest direction lives in that layer.
@@ -104,7 +104,7 @@ def block_loss(loss: Callable, params, layer: Layer) -> tuple[Callable, tuple, t
 def layer_curvature(top_eigenvalues: Callable, loss: Callable, params, data: tuple, seed: int = 0,
                     top_steps: int | None = None) -> dict:
     """The per-layer record fields: each layer's name, parameter count, top eigenvalue of its diagonal block
-    H_ℓℓ (by ``top_eigenvalues``, `otod.nets.curvature.top_eigenvalues` passed in by its module so that this
+    H_ℓℓ (by ``top_eigenvalues``, `otod.nets.measure.curvature.top_eigenvalues` passed in by its module so that this
     one imports nothing of it: Lanczos from PRNGKey(seed), ``top_steps`` steps), its residual bound and the
     Lanczos steps taken, lists in `layers_of` order."""
     names, sizes, tops, residuals, steps = [], [], [], [], []

@@ -1,9 +1,9 @@
 """The exact spectrum of a small net's Hessian: H built column by column from Hessian-vector products, then all P
-eigenvalues by a symmetric eigensolver, so that every quantity `otod.nets.curvature` otherwise estimates by
+eigenvalues by a symmetric eigensolver, so that every quantity `otod.nets.measure.curvature` otherwise estimates by
 stochastic Lanczos quadrature (SLQ) is computed without sampling or quadrature error.
 
 * H e_j is the j-th column of H, one Hessian-vector product (the forward-mode derivative of the gradient,
-  Pearlmutter 1994, as `otod.nets.curvature` computes it); ``jax.lax.map`` runs them ``chunk`` at a time
+  Pearlmutter 1994, as `otod.nets.measure.curvature` computes it); ``jax.lax.map`` runs them ``chunk`` at a time
   (`dense_chunk`: the chunk's activations, primal and tangent over the whole training set, held to
   `CHUNK_FLOATS`). `jax.hessian` (forward over reverse on every basis vector at once) computes the same matrix
   but holds all P tangents' activations together: at P = 2,410 (the default net, float32, second call) it took
@@ -34,7 +34,7 @@ jax = lazy("jax")
 jnp = lazy("jax.numpy")
 
 #: The dense spectrum is computed where P ≤ this; above it, SLQ with an interval per estimate
-#: (`otod.nets.slq_error`). Cost per checkpoint, measured by `benchmarks/dense_cost.py` (digits MLP at init,
+#: (`otod.nets.measure.slq_error`). Cost per checkpoint, measured by `benchmarks/dense_cost.py` (digits MLP at init,
 #: n = 1,438 examples, float32, second call; a 16-core machine's CPU held to 2 cores by taskset, since the shared
 #: 2-core development machine's timings varied by up to 20× with its load): at P = 2,410 (width 32, the default
 #: net) the columns took 1.4 s and the eigenvalues 0.65 s, 0.83 GiB peak for the whole process, against 0.46 s
@@ -73,7 +73,7 @@ def dense_chunk(examples: int, activations: int, size: int) -> int:
 
 
 def _columns(loss, params, data, chunk):
-    from jax.flatten_util import ravel_pytree  # `otod.nets.curvature.flatten`, which imports this module
+    from jax.flatten_util import ravel_pytree  # `otod.nets.measure.curvature.flatten`, which imports this module
 
     flat, unflatten = ravel_pytree(params)
     grad = jax.grad(lambda f: loss(unflatten(f), *data))
@@ -114,7 +114,7 @@ def quantile_index(size: int, q: float) -> int:
 
 
 def exact_summary(eigenvalues: np.ndarray, q: float, tolerance: float) -> dict:
-    """The SLQ quantities of `otod.nets.curvature.curvature_record`, exact, from all P eigenvalues (ascending):
+    """The SLQ quantities of `otod.nets.measure.curvature.curvature_record`, exact, from all P eigenvalues (ascending):
     λ_max, λ_min, λ_q (`quantile_index`), the negative mass (the fraction of eigenvalues below −tolerance·λ_max),
     tr H/P = mean λ and tr H²/P = mean λ²."""
     lam = np.asarray(eigenvalues, np.float64)

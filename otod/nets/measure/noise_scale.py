@@ -16,7 +16,7 @@ obstacle's convention (the NQM's minibatch noise ξ ~ N(0, C/B), C the per-examp
 **How.** Per-example gradients gᵢ = ∇ℓ(θ; xᵢ, yᵢ) are a vmap of grad over ``chunk`` examples at a time, so memory
 stays at chunk × P floats (P the parameter count) and the n × P matrix is never held; two passes: G first (the
 gradient of the mean loss), then dᵢ = gᵢ − G per chunk, summing |dᵢ|² (tr Σ) and dᵢᵀH dᵢ (tr(HΣ)). GᵀHG is one
-Hessian-vector product (forward-over-reverse, as `otod.nets.curvature.hessian_vector_product` defines it).
+Hessian-vector product (forward-over-reverse, as `otod.nets.measure.curvature.hessian_vector_product` defines it).
 
 tr(HΣ) = (1/n) Σᵢ dᵢᵀ H dᵢ exactly, by one HVP per example (vmapped over a chunk of the dᵢ), each over the whole
 training set: n full-data HVPs, about 3n full-data gradients (n² example passes). On the default net (digits,
@@ -45,7 +45,7 @@ import math
 import numpy as np
 
 from otod.core.lazy import lazy
-from otod.nets.curvature_dense import activation_floats
+from otod.nets.measure.dense import activation_floats
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -67,7 +67,7 @@ def _compiled_problem(spec) -> dict:
     """A spec's compiled functions (`_compiled_model` of its contract instance, float64), built once per spec, so
     that measuring many points or many nets of one shape compiles once (a spec is frozen and hashable). Call
     inside ``jax.enable_x64(True)``."""
-    from otod.nets.contract import from_spec
+    from otod.nets.model.contract import from_spec
 
     model = from_spec(spec, np.float64)
     return _compiled_model(model, data_chunk(model.examples, activation_floats(spec), model.parameter_count))
@@ -75,8 +75,8 @@ def _compiled_problem(spec) -> dict:
 
 def data_chunk(examples: int, activations: int, size: int) -> int:
     """Examples per chunk of the data over which the loss, its gradient and the HVPs accumulate
-    (`otod.nets.chunked`): `otod.nets.chunked.chunk_for` with the HVPs vmapped a chunk at a time (`hvp_vectors`)."""
-    from otod.nets.chunked import chunk_for
+    (`otod.nets.model.chunked`): `otod.nets.model.chunked.chunk_for` with the HVPs vmapped a chunk at a time (`hvp_vectors`)."""
+    from otod.nets.model.chunked import chunk_for
 
     return chunk_for(examples, activations, hvp_vectors(examples, activations, size))
 
@@ -88,11 +88,11 @@ def hvp_vectors(examples: int, activations: int, size: int) -> int:
 
 
 def _compiled_model(model, chunk: int) -> dict:
-    """The jitted functions of a contract model (`otod.nets.contract.Model`, its arrays in float64) on flat
+    """The jitted functions of a contract model (`otod.nets.model.contract.Model`, its arrays in float64) on flat
     parameter vectors: the mean loss, its gradient and HVPs accumulated over ``chunk`` examples at a time
-    (`otod.nets.chunked.chunked_mean`), and per-example gradients of the examples ``idx``."""
-    from otod.nets.chunked import chunked_mean, example_loss
-    from otod.nets.curvature import flatten
+    (`otod.nets.model.chunked.chunked_mean`), and per-example gradients of the examples ``idx``."""
+    from otod.nets.model.chunked import chunked_mean, example_loss
+    from otod.nets.measure.curvature import flatten
 
     data = tuple(jnp.asarray(a) for a in model.data)
     _, unflatten = flatten(model.params)
@@ -122,8 +122,8 @@ class Problem:
     (per-example gradients of the examples ``idx`` at v, [k, P]), ``mean_grad(v)``, ``mean_loss(v)`` and
     ``hvp(u)``/``hvps(U)`` (H·u of the mean training loss at ``flat``, one vector or a stack). H·u is the
     forward-mode derivative of the gradient along u, jvp(∇L, (θ,), (u,)) (Pearlmutter 1994), as
-    `otod.nets.curvature.hessian_vector_product` defines it, here with θ an argument so one compilation serves every
-    checkpoint; the loss, gradient and HVPs accumulate over chunks of the data (`otod.nets.chunked`). Built from a
+    `otod.nets.measure.curvature.hessian_vector_product` defines it, here with θ an argument so one compilation serves every
+    checkpoint; the loss, gradient and HVPs accumulate over chunks of the data (`otod.nets.model.chunked`). Built from a
     spec (`NetSpec`, cached per spec) or, by `of_model`, from a contract model. Build and use it inside
     ``jax.enable_x64(True)``."""
 
@@ -143,10 +143,10 @@ class Problem:
 
     @classmethod
     def of_model(cls, model, chunk: int | None = None) -> "Problem":
-        """The Problem of a contract model (`otod.nets.contract.Model`), cast to float64, at its start; ``chunk``
+        """The Problem of a contract model (`otod.nets.model.contract.Model`), cast to float64, at its start; ``chunk``
         examples per chunk of the data (default: `data_chunk` of its estimated activations)."""
-        from otod.nets.chunked import activation_floats as estimated
-        from otod.nets.contract import cast
+        from otod.nets.model.chunked import activation_floats as estimated
+        from otod.nets.model.contract import cast
 
         model = cast(model, jnp.float64)
         activations = estimated(model.loss, model.params, model.data)
@@ -155,7 +155,7 @@ class Problem:
 
     def at(self, params) -> "Problem":
         """Move to ``params`` (a pytree of the model's shapes, any float dtype; held as float64)."""
-        from otod.nets.curvature import flatten
+        from otod.nets.measure.curvature import flatten
 
         self.flat = flatten(jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params))[0]
         self.size = int(self.flat.shape[0])
@@ -385,10 +385,10 @@ def measure_at(problem: Problem, pairs=PAIRS, draws: int = DRAWS, trace_examples
 
 def measure_along(spec, steps, lr: float, seed: int = 0, s: int = 0, pairs=PAIRS, draws: int = DRAWS,
                   trace_examples: int | None = None, progress=None) -> list[dict]:
-    """`measure` at every checkpoint of one SGD run (`otod.nets.trajectory.train` at step ``lr``, batch
+    """`measure` at every checkpoint of one SGD run (`otod.nets.measure.trajectory.train` at step ``lr``, batch
     ``spec.batch``, seed ``s`` of root ``seed``): at init (step 0), during and at the end of training. Each record
     carries its ``step`` and the run's ``lr``; ``progress(done, total)`` after each checkpoint."""
-    from otod.nets.trajectory import train
+    from otod.nets.measure.trajectory import train
 
     records, problem = [], None
     runs = train(spec, steps, lr, seed, s)
@@ -425,12 +425,26 @@ def parse_checkpoints(text) -> list[int]:
     return sorted({positive_int(t, "--steps", "0,100,1000", minimum=0, maximum=10 ** 9) for t in items})
 
 
+def trace_examples_option(value, n: int) -> int | None:
+    """``--trace-examples``: from 2 to the n training examples (None: all, exact)."""
+    from otod.core.errors import OtodError
+    from otod.core.options import positive_int
+
+    if value is None:
+        return None
+    m = positive_int(value, "--trace-examples", "256", minimum=2)
+    if m > n:
+        raise OtodError(f"--trace-examples {value}: more than the {n:,} training examples; use at most {n}, or "
+                        "leave it out for the exact tr(HΣ) over all of them")
+    return m
+
+
 def net_spec(*, model, width, depth, activation, architecture, init, data, examples, loss, batch):
     """The `NetSpec` of the command's options (strings as typed); its own checks refuse an unknown model or data
     set, a width or depth < 1 and a batch larger than the data set, each in one line. ``loss`` None: cross-entropy
     on digits, squared on the regressions."""
     from otod.core.options import positive_int
-    from otod.nets.problem import NetSpec
+    from otod.nets.model.problem import NetSpec
 
     loss = loss or ("cross-entropy" if data == "digits" else "squared")
     return NetSpec(model=model, width=positive_int(width, "--width", "32"), depth=positive_int(depth, "--depth", "2"),

@@ -1,4 +1,4 @@
-"""SLQ's estimates with their error, for a net above `otod.nets.curvature_dense.DENSE_MAX_PARAMETERS` (below it
+"""SLQ's estimates with their error, for a net above `otod.nets.measure.dense.DENSE_MAX_PARAMETERS` (below it
 every quantity is exact).
 
 Stochastic Lanczos quadrature (Ghorbani, Krishnan & Xiao 2019; Ubaru, Chen & Saad 2017) has two errors. What
@@ -15,7 +15,7 @@ digits MLP; width 64 relu and tanh; depth 3 plain and residual; a CNN; a teacher
   small-net spectra (`benchmarks/slq_coverage.py`; the issue-49 audit saw 15 of 20): the per-probe values of a
   quadratic form in a few large eigenvalues are skewed like χ²₁, so 8 of them understate their spread when they
   fall low. The intervals below held tr H²/P in 98.2–99.6% and tr H/P in 98.5–100% of those sets, and tr H²/P in
-  95.1% where one eigenvalue dominates (`tests/nets/test_slq_error.py`): 95% is their floor, not their level on
+  95.1% where one eigenvalue dominates (`tests/nets/measure/test_slq_error.py`): 95% is their floor, not their level on
   nets, and the price is width (tr H²/P's median interval ran to +62% … +250% of the exact value, the t
   interval's to +28% … +67%; `benchmarks/RESULTS.md`, issue 49).
   - tr H²/P: vᵀH²v for a Gaussian probe is Σ_j λ_j² g_j², a weighted χ²; Satterthwaite (1946) matches it with
@@ -45,7 +45,7 @@ digits MLP; width 64 relu and tanh; depth 3 plain and residual; a CNN; a teacher
   at 0) and from −54% to +50% at m = 200; more Lanczos steps narrow it, more probes hardly.
 * λ_max, λ_min (and κ_δ = (λ_max + δ)/(max(λ_min, 0) + δ)) are extreme Ritz values: Lanczos converges to them
   first (the smallest node matched the smallest eigenvalue to between 10⁻¹⁵ and 2·10⁻⁵ relative at m = 100), and
-  |β_m s_{m,i}| bounds the distance to an eigenvalue of H (`otod.nets.curvature.Tridiagonal`): their error is that
+  |β_m s_{m,i}| bounds the distance to an eigenvalue of H (`otod.nets.measure.curvature.Tridiagonal`): their error is that
   bound, not an interval over probes.
 """
 
@@ -117,7 +117,7 @@ def square_trace_interval(squares, fourths, size: int, level: float = LEVEL) -> 
     """tr H²/P's interval from per-probe ``squares`` vᵀH²v/P and ``fourths`` vᵀH⁴v/P (module docstring):
     Satterthwaite's χ² of N·ν degrees of freedom, ν = P·L·x̄/ȳ (x̄, ȳ their means, L the lower end of the
     interval at ν = 1; at least 1). ν from x̄² alone tracks x̄'s own error (a high x̄ gives a high ν and a narrow
-    interval): 91% on a spectrum of one large eigenvalue, against 95% with L (`tests/nets/test_slq_error.py`)."""
+    interval): 91% on a spectrum of one large eigenvalue, against 95% with L (`tests/nets/measure/test_slq_error.py`)."""
     squares, fourths = np.asarray(squares, float), np.asarray(fourths, float)
     mean, fourth = float(np.mean(squares)), float(np.mean(fourths))
     if mean <= 0 or fourth <= 0:  # H = 0 along every probe

@@ -21,7 +21,7 @@ def train(spec, steps, lr: float, seed: int = 0, s: int = 0, momentum: float = 0
     """The parameters after each of ``steps`` (sorted step counts, 0 = the start) of SGD (heavy-ball with
     ``momentum``) at step ``lr`` on minibatches of ``spec.batch``, from seed ``s``'s start under root ``seed``:
     a list of (step, params) pairs, params as NumPy pytrees."""
-    from otod.nets.family import minibatch, seed_starts, start_of
+    from otod.nets.model.family import minibatch, seed_starts, start_of
 
     steps = sorted({int(t) for t in steps})
     x, y = (jnp.asarray(a) for a in spec.training_arrays(dtype))
@@ -51,7 +51,7 @@ def train(spec, steps, lr: float, seed: int = 0, s: int = 0, momentum: float = 0
 
 
 def model_start(model, seed: int = 0):
-    """A contract model's start for root ``seed`` (`otod.nets.contract`): ``model.params`` at seed 0 or where the
+    """A contract model's start for root ``seed`` (`otod.nets.model.contract`): ``model.params`` at seed 0 or where the
     model has no ``init``; ``init(PRNGKey(seed))`` at other seeds where it has one."""
     if model.init is None or seed == 0:
         return model.params
@@ -59,11 +59,11 @@ def model_start(model, seed: int = 0):
 
 
 def train_model(model, steps, lr: float, batch: int, seed: int = 0, momentum: float = 0.0) -> list:
-    """`train` for a contract model (`otod.nets.contract.Model`): SGD (heavy-ball with ``momentum``) at step
+    """`train` for a contract model (`otod.nets.model.contract.Model`): SGD (heavy-ball with ``momentum``) at step
     ``lr`` on minibatches of ``batch`` examples drawn without replacement per epoch (the sweep's sampler,
-    `otod.nets.family.minibatch`, keyed by fold_in(PRNGKey(seed), 1)), from `model_start`: a list of (step,
+    `otod.nets.model.family.minibatch`, keyed by fold_in(PRNGKey(seed), 1)), from `model_start`: a list of (step,
     params) pairs at the sorted ``steps``, in the model's dtype."""
-    from otod.nets.family import minibatch
+    from otod.nets.model.family import minibatch
 
     steps = sorted({int(t) for t in steps})
     data, n = model.data, model.examples

@@ -5,9 +5,9 @@ checkpoints of one run).
 
 The reference run of seed s (root ``seed``) is one lane of the sweep written as a plain loop: plain SGD
 (θ ← θ − η_ref ∇L_B(θ), no momentum) at batch ``branch_batch`` and step ``branch_lr`` = η_ref, from the seed's
-own start (`otod.nets.family.seed_starts` of ``default_rng([seed, s])``, the engine's draws), on minibatches drawn
-without replacement within each epoch from the seed's shuffle key (`otod.nets.family.minibatch`), in float32
-(JAX's default, whatever the sweep's precision). It is `otod.nets.trajectory.train` at batch ``branch_batch``
+own start (`otod.nets.model.family.seed_starts` of ``default_rng([seed, s])``, the engine's draws), on minibatches drawn
+without replacement within each epoch from the seed's shuffle key (`otod.nets.model.family.minibatch`), in float32
+(JAX's default, whatever the sweep's precision). It is `otod.nets.measure.trajectory.train` at batch ``branch_batch``
 with the same seed, so its checkpoints are those ``otod noise-scale --model mlp`` and ``otod curvature --model
 mlp`` measure at with ``--lr η_ref --batch B_ref``.
 
@@ -16,7 +16,7 @@ engine's minibatch order from the branch's step 0 on, a fresh optimizer state (m
 schedule start at zero), every (lr, β) of the grid. At ``branch_step`` = 0 no step is taken and the branch is the
 plain sweep, record for record.
 
-A user's model (`otod.nets.model_problem.ModelProblem`, ``--model FILE.py:NAME``) branches the same way: its seed's
+A user's model (`otod.nets.model.model_problem.ModelProblem`, ``--model FILE.py:NAME``) branches the same way: its seed's
 start (``init(key_s)``, or the given ``params`` for every seed where it has no ``init``) and shuffle seed are its
 family's draws, its reference run the same loop with the model's ``loss(params, batch)`` on its training data (the
 first N where ``--examples`` cuts it; floats in float32, integers such as labels or tokens kept), and the branch
@@ -84,8 +84,8 @@ def identity(reference):
 
 def sgd_step(reference, lr: float):
     """(step(params, state, key, t) → (params, state), the optimizer): one reference SGD step on minibatch t of
-    the shuffle ``key`` (`otod.nets.family.minibatch`), the training data in float32 (integers kept)."""
-    from otod.nets.family import minibatch
+    the shuffle ``key`` (`otod.nets.model.family.minibatch`), the training data in float32 (integers kept)."""
+    from otod.nets.model.family import minibatch
 
     data = tuple(jnp.asarray(a) for a in reference.training_arrays(np.float32))
     n, batch = data[0].shape[0], int(reference.batch)
@@ -148,7 +148,7 @@ def checkpoint(spec, start, shuffle) -> tuple:
 
 
 def branch_draws(spec, drawn: dict) -> dict:
-    """One seed's draws (`otod.nets.family.seed_starts`; a model's, `otod.nets.model_problem.seed_starts`) with the
+    """One seed's draws (`otod.nets.model.family.seed_starts`; a model's, `otod.nets.model.model_problem.seed_starts`) with the
     start the sweep reads (a net's: the spec's init and architecture; a model's: its parameters) replaced by its
     checkpoint; the shuffle seed is kept, so the branch draws the plain sweep's minibatch order."""
     if spec.kind == "model":
@@ -161,7 +161,7 @@ def branch_draws(spec, drawn: dict) -> dict:
 
 def start_params(spec, rng: np.random.Generator):
     """A branched spec's start for the seed whose generator is ``rng``: its checkpoint."""
-    from otod.nets.family import seed_starts
+    from otod.nets.model.family import seed_starts
 
     if spec.kind == "model":
         return branch_draws(spec, reference_spec(spec).family().draws(rng))["params"]
@@ -171,7 +171,7 @@ def start_params(spec, rng: np.random.Generator):
 def start_of_seed(spec, seed: int, s: int):
     """Seed s of root ``seed``'s start as the engine draws it (``default_rng([seed, s])``), for otod's nets and a
     user's model; a branched spec's: its checkpoint."""
-    from otod.nets.family import seed_starts, start_of
+    from otod.nets.model.family import seed_starts, start_of
 
     rng = np.random.default_rng([seed, s])
     if spec.branched:
@@ -183,12 +183,12 @@ def start_of_seed(spec, seed: int, s: int):
 
 def branch_family(spec, family):
     """The net family of ``spec`` with every seed's start replaced by its checkpoint (`branch_draws`); the
-    reference run's estimated time (`otod.nets.noise_scale.train_seconds`) joins the per-seed estimate."""
+    reference run's estimated time (`otod.nets.measure.noise_scale.train_seconds`) joins the per-seed estimate."""
     return family._replace(draws=lambda rng: branch_draws(spec, family.draws(rng)),
                            seconds_per_seed=family.seconds_per_seed + reference_seconds(spec, spec.branch_step))
 
 
-#: Seconds per reference step and per forward-and-backward flop: `otod.nets.noise_scale`'s measured
+#: Seconds per reference step and per forward-and-backward flop: `otod.nets.measure.noise_scale`'s measured
 #: SECONDS_PER_STEP and SECONDS_PER_FLOP (10,000 SGD steps of B = 32 on the default net took 6.2 s), repeated here
 #: since that module imports the spec, which imports this one.
 SECONDS_PER_STEP, SECONDS_PER_FLOP = 6e-4, 1e-10
@@ -196,7 +196,7 @@ SECONDS_PER_STEP, SECONDS_PER_FLOP = 6e-4, 1e-10
 
 def reference_seconds(spec, steps: int) -> float:
     """Estimated seconds of one seed's reference run to ``steps``: per step, the overhead and 3 × the forward
-    flops of B_ref examples (`otod.nets.noise_scale.train_seconds`' rule)."""
+    flops of B_ref examples (`otod.nets.measure.noise_scale.train_seconds`' rule)."""
     reference = reference_spec(spec)
     return int(steps) * (SECONDS_PER_STEP + 3 * reference.batch * reference.flops_per_example() * SECONDS_PER_FLOP)
 

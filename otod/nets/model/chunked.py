@@ -2,7 +2,7 @@
 per-example gradient statistics built on them) accumulated over chunks of the data, so that memory is bounded by
 one chunk's activations, not the data set's.
 
-A model's ``loss(params, batch)`` is the *mean* loss over the batch's examples (`otod.nets.contract`), so the
+A model's ``loss(params, batch)`` is the *mean* loss over the batch's examples (`otod.nets.model.contract`), so the
 mean over n examples split into chunks c of n_c examples is exactly the weighted sum
 
     L(θ) = Σ_c (n_c / n) · loss(θ, chunk_c)
@@ -11,10 +11,10 @@ and so are its gradient and its Hessian (linear in L). `chunked_mean` writes tha
 full chunks (stacked [k, chunk, …], one compiled body) plus one call on the n mod chunk examples left over, with
 the body under ``jax.checkpoint``: reverse mode then keeps only each chunk's inputs (slices of the data) across
 the scan and recomputes the chunk's activations when it differentiates it, so the gradient, and the
-forward-over-reverse Hessian-vector product jvp(∇L) (Pearlmutter 1994) that `otod.nets.curvature` and
-`otod.nets.noise_scale` build from it, hold one chunk's activations (primal and tangent) at a time. The price is
+forward-over-reverse Hessian-vector product jvp(∇L) (Pearlmutter 1994) that `otod.nets.measure.curvature` and
+`otod.nets.measure.noise_scale` build from it, hold one chunk's activations (primal and tangent) at a time. The price is
 one more forward pass per chunk. The result is the one-call loss summed in another order: equal to rounding
-(tested to 1e-10 relative in float64, `tests/nets/test_contract.py`), as PyHessian and init2winit accumulate
+(tested to 1e-10 relative in float64, `tests/nets/model/test_contract.py`), as PyHessian and init2winit accumulate
 their Hessian-vector products over batches.
 
 `activation_floats` estimates one example's activations from the loss's own jaxpr, so that a chunk can be sized

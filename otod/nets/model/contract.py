@@ -5,7 +5,7 @@ A user's problem is a Python function of no arguments (named ``path/to/file.py:N
 ``package.module:NAME``) that returns ``(loss, params, data)`` or ``(loss, params, data, init)``:
 
 * ``loss(params, batch) -> scalar``: the *mean* loss over the batch's examples (so that a mean over chunks of the
-  data is the mean over the data, `otod.nets.chunked`), ``batch`` a tuple like ``data``;
+  data is the mean over the data, `otod.nets.model.chunked`), ``batch`` a tuple like ``data``;
 * ``params``: any pytree of float arrays, the start;
 * ``data``: a tuple of arrays with a common leading example axis, the training set;
 * ``init(key) -> params`` (optional): a start per seed; without it, seeds vary the minibatch order only.
@@ -142,7 +142,7 @@ def _library_folders() -> tuple[str, ...]:
     """Folders whose frames are not the user's: otod's package, the standard library, site-packages."""
     paths = sysconfig.get_paths()
     folders = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    folders.add(str(Path(__file__).resolve().parents[1]))
+    folders.add(str(Path(__file__).resolve().parents[2]))
     return tuple(os.path.join(str(Path(f).resolve()), "") for f in folders)
 
 
@@ -257,9 +257,9 @@ class _UserCode:
 
 def trace_sizes(examples: int, batches=(), chunk: int | None = None, one: bool = False) -> tuple[int, ...]:
     """The batch sizes a piece of work gives the loss: the minibatches ``batches``, the data's full chunks and
-    the chunk left over (`otod.nets.chunked.pieces` of ``chunk``), and one example (``one``: per-example
+    the chunk left over (`otod.nets.model.chunked.pieces` of ``chunk``), and one example (``one``: per-example
     gradients), each at most ``examples``."""
-    from otod.nets.chunked import pieces
+    from otod.nets.model.chunked import pieces
 
     sizes = {int(b) for b in batches}
     if chunk is not None:
@@ -357,7 +357,7 @@ def _check_init(init, params, where: str) -> None:
 def start_loss(model: Model, chunk: int | None = None) -> float:
     """The mean training loss at ``model.params``, over all its data, ``chunk`` examples at a time (default
     `chunk_of`)."""
-    from otod.nets.chunked import chunked_mean
+    from otod.nets.model.chunked import chunked_mean
 
     f = chunked_mean(model.loss, chunk or chunk_of(model))
     return float(jax.jit(f)(model.params, *model.data))
@@ -376,8 +376,8 @@ def flops_per_example(model) -> float:
 
 
 def chunk_of(model: Model, vectors: int = 1) -> int:
-    """Examples per chunk for ``model`` (`otod.nets.chunked.chunk_for` from its estimated activations)."""
-    from otod.nets.chunked import activation_floats, chunk_for
+    """Examples per chunk for ``model`` (`otod.nets.model.chunked.chunk_for` from its estimated activations)."""
+    from otod.nets.model.chunked import activation_floats, chunk_for
 
     return chunk_for(model.examples, activation_floats(model.loss, model.params, model.data), vectors)
 
@@ -401,9 +401,9 @@ class _CastInit:
 
 
 def from_spec(spec, dtype=np.float32, s: int = 0, seed: int = 0) -> Model:
-    """One of otod's own nets (`otod.nets.problem.NetSpec`) as a contract instance: its mean loss over a batch
+    """One of otod's own nets (`otod.nets.model.problem.NetSpec`) as a contract instance: its mean loss over a batch
     (x, y), seed ``s``'s start under root ``seed`` (the sweep's draw), its training arrays."""
-    from otod.nets.family import seed_starts, start_of
+    from otod.nets.model.family import seed_starts, start_of
 
     drawn = seed_starts(spec, np.random.default_rng([seed, s]))
     params = jax.tree.map(lambda a: jnp.asarray(a, dtype), start_of(spec, drawn))

@@ -2,7 +2,7 @@
 
 * ``digits``: the 1,797 8×8 grey-level images of hand-written digits that scikit-learn bundles as
   ``load_digits`` (the test set of the UCI "Optical Recognition of Handwritten Digits" data, Alpaydin & Kaynak
-  1998; CC BY 4.0), shipped as ``otod/nets/data/digits.npz`` (uint8 pixels 0..16, labels 0..9). Inputs are
+  1998; CC BY 4.0), shipped as ``otod/nets/model/data/digits.npz`` (uint8 pixels 0..16, labels 0..9). Inputs are
   pixels/16, so each lies in [0, 1]. The last ``holdout`` fraction (20% by default) is kept out of training for
   test accuracy; the target is always the training loss on the rest.
 * ``teacher``: a synthetic teacher–student regression: x ~ N(0, I) in ``inputs`` dimensions, a random teacher MLP
@@ -66,7 +66,7 @@ class Dataset(NamedTuple):
 @functools.lru_cache(maxsize=1)
 def digits_arrays() -> tuple[np.ndarray, np.ndarray]:
     """The shipped digits: pixels [1797, 64] uint8 in 0..16 and labels [1797] uint8."""
-    with resources.files("otod.nets").joinpath("data/digits.npz").open("rb") as f:
+    with resources.files("otod.nets.model").joinpath("data/digits.npz").open("rb") as f:
         data = np.load(f)
         return data["images"], data["labels"]
 

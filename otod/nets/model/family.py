@@ -2,7 +2,7 @@
 training loss.
 
 * draws(rng): one seed's starts, the weights of every init (kaiming, xavier, orthogonal, small) for the plain and
-  the residual net (residual branches scaled, `otod.nets.models.init_params`), drawn in NumPy, and the seed's
+  the residual net (residual branches scaled, `otod.nets.model.models.init_params`), drawn in NumPy, and the seed's
   shuffle key. ``init`` and ``architecture`` are coded traced axes, so every start a sweep may read is drawn and
   ``make`` picks one by its code;
 * gradient(problem, params, step): the mean gradient over step t's minibatch of ``batch`` examples, drawn without
@@ -18,9 +18,9 @@ training loss.
   traced momentum β.
 
 The stream regime (``spec.stream``, teacher and gaussian data): step t's minibatch is B fresh examples drawn inside
-the step from the seed's key folded with t (`otod.nets.data.stream_batch`), so no example is seen twice and the
+the step from the seed's key folded with t (`otod.nets.model.data.stream_batch`), so no example is seen twice and the
 examples seen by step t are D = t·B; the metric is the loss on a fixed held-out set of the same teacher
-(`otod.nets.problem.NetSpec.metric_arrays`, 4,096 examples).
+(`otod.nets.model.problem.NetSpec.metric_arrays`, 4,096 examples).
 
 The data live in the compiled program as constants (shared by every lane), never copied per lane.
 """
@@ -31,7 +31,7 @@ import numpy as np
 
 from otod.core.family import Family
 from otod.core.lazy import lazy
-from otod.nets import models
+from otod.nets.model import models
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -80,8 +80,8 @@ def start_of(spec, drawn: dict, init: str | None = None, architecture: str | Non
 
 
 def stream_minibatch(spec):
-    """``(key, t, dtype) → (x, y)``: step t's fresh minibatch in the stream regime (`otod.nets.data.stream_batch`)."""
-    from otod.nets import data as data_sets
+    """``(key, t, dtype) → (x, y)``: step t's fresh minibatch in the stream regime (`otod.nets.model.data.stream_batch`)."""
+    from otod.nets.model import data as data_sets
 
     weights = data_sets.teacher_weights(spec.data, spec.inputs, spec.outputs, spec.teacher_width, int(spec.data_seed))
 
@@ -149,8 +149,8 @@ SECONDS_PER_NORMAL = 2e-8
 
 def draw_seconds(spec) -> float:
     """Host seconds to draw one seed's starts (`seed_starts`: every init, each for both architectures): the
-    Gaussian weights, and the orthogonal init's QR per layer (`otod.nets.size.footprint`), from closed forms."""
-    from otod.nets.size import SECONDS_PER_DRAW_FLOP
+    Gaussian weights, and the orthogonal init's QR per layer (`otod.nets.model.size.footprint`), from closed forms."""
+    from otod.nets.model.size import SECONDS_PER_DRAW_FLOP
 
     size = spec.check_buildable(orthogonal=True)
     arches = len(models.ARCHITECTURES)

@@ -1,7 +1,7 @@
-"""A user's model (`otod.nets.contract`) as the net sweep's problem: `ModelProblem`, what ``otod sweep net --model
+"""A user's model (`otod.nets.model.contract`) as the net sweep's problem: `ModelProblem`, what ``otod sweep net --model
 FILE.py:NAME`` and ``otod.critical_batch(loss, params, data, …)`` run through the core engine.
 
-The problem is flat, like `otod.nets.problem.NetSpec`, so that the core's static axes (``batch``, ``examples``)
+The problem is flat, like `otod.nets.model.problem.NetSpec`, so that the core's static axes (``batch``, ``examples``)
 replace its fields and a results file rebuilds it from its stored config:
 
 * ``reference``: how the model was named (``FILE.py:NAME``, ``package.module:NAME``, or ``python:NAME`` for a
@@ -13,7 +13,7 @@ replace its fields and a results file rebuilds it from its stored config:
   read without loading the model again (a results file reads back without the user's file);
 * ``batch``: the minibatch size; ``examples``: the first N training examples (None: all), so sets of several N are
   nested and the same for every seed;
-* ``branch_step``, ``branch_batch``, ``branch_lr``: a branch (`otod.nets.branch`, as `otod.nets.problem.NetSpec`'s):
+* ``branch_step``, ``branch_batch``, ``branch_lr``: a branch (`otod.nets.model.branch`, as `otod.nets.model.problem.NetSpec`'s):
   every seed starts from its checkpoint after ``branch_step`` steps of plain SGD at batch ``branch_batch`` and step
   ``branch_lr`` from its own start; None (all three): the start itself (None fields stay out of the digest).
 
@@ -21,11 +21,11 @@ The loaded model travels with the problem (``model``, left out of comparisons, h
 problem read back from a file loads it again from ``reference`` when a run needs it, and refuses one whose digest
 changed.
 
-The family (`model_family`) is the net sweep's (`otod.nets.family`) with the user's loss: seed s's start is
+The family (`model_family`) is the net sweep's (`otod.nets.model.family`) with the user's loss: seed s's start is
 ``init(key_s)`` (key_s drawn from the seed's generator) where the model has an ``init``, else the given
 ``params`` for every seed (seeds then vary the minibatch order only, as the contract says); step t's minibatch is
-`otod.nets.family.minibatch` of the seed's shuffle key; the stopping metric is the mean training loss over all
-(the first N) examples, accumulated chunk by chunk (`otod.nets.chunked`), read at the net family's checkpoints.
+`otod.nets.model.family.minibatch` of the seed's shuffle key; the stopping metric is the mean training loss over all
+(the first N) examples, accumulated chunk by chunk (`otod.nets.model.chunked`), read at the net family's checkpoints.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class ModelProblem:
             raise OtodError(f"--batch {self.batch}: larger than the data set ({self.training_examples:,} training "
                             f"examples); use --batch ≤ {self.training_examples:,}")
         if self.branched or self.branch_batch is not None or self.branch_lr is not None:
-            from otod.nets.branch import check_branch
+            from otod.nets.model.branch import check_branch
 
             check_branch(self, self.training_examples)
 
@@ -85,7 +85,7 @@ class ModelProblem:
 
     @property
     def branched(self) -> bool:
-        """Whether every seed starts from a checkpoint of its reference run (`otod.nets.branch`)."""
+        """Whether every seed starts from a checkpoint of its reference run (`otod.nets.model.branch`)."""
         return self.branch_step is not None
 
     @property
@@ -107,7 +107,7 @@ class ModelProblem:
 
     @functools.cached_property
     def _loaded(self):
-        from otod.nets.contract import Model
+        from otod.nets.model.contract import Model
 
         model = self.model if self.model is not None else _reload(self.reference, self.digest)
         if self.examples is None or self.examples == model.examples:
@@ -143,13 +143,13 @@ class ModelProblem:
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
         """The training loss at seed ``s``'s start under root ``seed`` (float64, chunked); a branch's start is the
-        seed's checkpoint (`otod.nets.branch.start_params`)."""
-        from otod.nets.chunked import chunked_mean
-        from otod.nets.contract import cast, chunk_of
+        seed's checkpoint (`otod.nets.model.branch.start_params`)."""
+        from otod.nets.model.chunked import chunked_mean
+        from otod.nets.model.contract import cast, chunk_of
 
         rng = np.random.default_rng([seed, s])
         if self.branched:
-            from otod.nets.branch import start_params
+            from otod.nets.model.branch import start_params
 
             start = start_params(self, rng)
         else:
@@ -164,21 +164,21 @@ class ModelProblem:
         return f"{self.reference} (P = {self.parameters:,}, {n:,} examples)"
 
     def flops_per_example(self) -> float:
-        """XLA's flop count of the loss on one example (`otod.nets.contract.flops_per_example`): the time
+        """XLA's flop count of the loss on one example (`otod.nets.model.contract.flops_per_example`): the time
         estimates' cost of one example, as `NetSpec.flops_per_example`."""
         return _flops(self.loaded())
 
     def family(self):
         if self.branched:
-            from otod.nets.branch import branch_family
+            from otod.nets.model.branch import branch_family
 
             return branch_family(self, model_family(self))
         return model_family(self)
 
 
 def problem_of(model, batch: int = 32, examples: int | None = None, reference: str | None = None) -> ModelProblem:
-    """The `ModelProblem` of a checked contract model (`otod.nets.contract.check` or `load`)."""
-    from otod.nets.contract import cast, start_loss
+    """The `ModelProblem` of a checked contract model (`otod.nets.model.contract.check` or `load`)."""
+    from otod.nets.model.contract import cast, start_loss
 
     with jax.enable_x64(True):
         loss = start_loss(cast(model, jnp.float64))
@@ -193,10 +193,10 @@ def problem_of(model, batch: int = 32, examples: int | None = None, reference: s
 
 
 def trace_work(problem: ModelProblem, sizes, batches, one: bool = False, hvp: bool = False) -> None:
-    """Before the sweep: the loss and its gradient traced (`otod.nets.contract.trace_loss`) at every batch size the
+    """Before the sweep: the loss and its gradient traced (`otod.nets.model.contract.trace_loss`) at every batch size the
     sweep gives it: each minibatch of ``batches``, and the chunks of the stopping metric over each training set of
     ``sizes`` (None: all); with ``one`` and ``hvp`` (the NQM's prediction), one example and the HVP too."""
-    from otod.nets.contract import chunk_of, trace_loss, trace_sizes
+    from otod.nets.model.contract import chunk_of, trace_loss, trace_sizes
 
     widths = set()
     for size in sizes:
@@ -244,7 +244,7 @@ def model_digest(model, reference: str) -> str:
 @functools.lru_cache(maxsize=8)
 def _reload(reference: str, digest: str):
     """The model ``reference`` names, loaded again for a problem read back from a results file."""
-    from otod.nets.contract import load
+    from otod.nets.model.contract import load
 
     if reference.startswith("python:"):
         raise OtodError(f"the model {reference[7:]} was given in Python; pass it again (otod.critical_batch) to run "
@@ -265,10 +265,10 @@ def seed_starts(problem: ModelProblem, rng: np.random.Generator) -> dict:
 
 def model_family(problem: ModelProblem):
     """The core's family of a contract model (module docstring): the net family's functions with the user's loss,
-    and the net sweep's lane (`otod.nets.family.minibatch_dynamics`)."""
+    and the net sweep's lane (`otod.nets.model.family.minibatch_dynamics`)."""
     from otod.core.family import Family
-    from otod.nets.chunked import chunked_mean
-    from otod.nets.family import checks, minibatch, minibatch_dynamics
+    from otod.nets.model.chunked import chunked_mean
+    from otod.nets.model.family import checks, minibatch, minibatch_dynamics
 
     n, batch = problem.training_examples, int(problem.batch)
 
@@ -314,12 +314,12 @@ def _cast(data: tuple, dtype) -> tuple:
 
 @functools.lru_cache(maxsize=8)
 def _flops(model) -> float:
-    from otod.nets.contract import flops_per_example
+    from otod.nets.model.contract import flops_per_example
 
     return flops_per_example(model)
 
 
 def _chunk(problem: ModelProblem) -> int:
-    from otod.nets.contract import chunk_of
+    from otod.nets.model.contract import chunk_of
 
     return chunk_of(problem.loaded())

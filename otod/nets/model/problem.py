@@ -8,7 +8,7 @@ The spec is flat (every field a number or a name), so that the core's static axe
 Pure functions of it: `NetSpec.dataset` (the arrays), `NetSpec.initial_params` (one seed's start, drawn in NumPy
 from ``default_rng([seed, s])`` as the engine draws), `NetSpec.mean_loss` (the mean training loss, the target's
 metric), `NetSpec.example_loss` (one example's loss, for per-example gradients) and `NetSpec.family` (the core's
-contract, `otod.nets.family`).
+contract, `otod.nets.model.family`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
-from otod.nets import data as data_sets
-from otod.nets import models, size
+from otod.nets.model import data as data_sets
+from otod.nets.model import models, size
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -50,18 +50,18 @@ class NetSpec:
     data_seed: int = 0
     loss: str = "cross-entropy"
     batch: int = 32
-    #: The stream regime: fresh teacher examples every step (`otod.nets.data.stream_batch`), the metric the loss on
-    #: a fixed held-out set (`otod.nets.data.stream_held_out`); the training set is not used. None (not False)
+    #: The stream regime: fresh teacher examples every step (`otod.nets.model.data.stream_batch`), the metric the loss on
+    #: a fixed held-out set (`otod.nets.model.data.stream_held_out`); the training set is not used. None (not False)
     #: where off: a spec field at None is left out of the config's digest, so every finite-data sweep keeps the
     #: results file name it had before the stream existed.
     stream: bool | None = None
-    #: A branch (`otod.nets.branch`): every seed starts from its checkpoint after ``branch_step`` steps of plain
+    #: A branch (`otod.nets.model.branch`): every seed starts from its checkpoint after ``branch_step`` steps of plain
     #: SGD at batch ``branch_batch`` and step ``branch_lr`` from that seed's own start (the reference run); None
     #: (all three): the start itself. None fields are left out of the config's digest, as ``stream``'s.
     branch_step: int | None = None
     branch_batch: int | None = None
     branch_lr: float | None = None
-    #: A phase of a batch schedule (`otod.nets.schedule_start`): every seed starts where the schedule's earlier
+    #: A phase of a batch schedule (`otod.nets.model.schedule_start`): every seed starts where the schedule's earlier
     #: phases left it (their batches, chosen (lr, β) and per-seed step counts, as text); None: the start itself.
     schedule_start: str | None = None
 
@@ -96,11 +96,11 @@ class NetSpec:
             raise OtodError(f"--batch {self.batch}: larger than the data set ({ds.examples} training examples); "
                             f"use --batch ≤ {ds.examples}")
         if self.branched or self.branch_batch is not None or self.branch_lr is not None:
-            from otod.nets.branch import check_branch
+            from otod.nets.model.branch import check_branch
 
             check_branch(self, ds.examples)
         if self.schedule_start is not None:
-            from otod.nets.schedule_start import decode
+            from otod.nets.model.schedule_start import decode
 
             decode(self.schedule_start)
             if self.branched or self.stream:
@@ -109,7 +109,7 @@ class NetSpec:
 
     def check_buildable(self, orthogonal: bool) -> size.Footprint:
         """Refuse, before anything is drawn, a net whose data set and one start do not fit in memory, or deeper
-        than `otod.nets.size.MAX_DEPTH` (`otod.nets.size.check_buildable`); ``orthogonal``: an orthogonal start's
+        than `otod.nets.model.size.MAX_DEPTH` (`otod.nets.model.size.check_buildable`); ``orthogonal``: an orthogonal start's
         QR is drawn too."""
         return size.check_buildable(self.model, self.data, self.width, self.depth, self.examples, self.inputs,
                                     self.outputs, float(self.holdout), orthogonal)
@@ -120,7 +120,7 @@ class NetSpec:
 
     @property
     def branched(self) -> bool:
-        """Whether every seed starts from a checkpoint of its reference run (`otod.nets.branch`)."""
+        """Whether every seed starts from a checkpoint of its reference run (`otod.nets.model.branch`)."""
         return self.branch_step is not None
 
     def dataset(self) -> data_sets.Dataset:
@@ -186,21 +186,21 @@ class NetSpec:
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
         """The target's metric (`metric_arrays`) at seed ``s``'s start as the engine draws it (float64); a branch's
-        start is the seed's checkpoint (`otod.nets.branch.start_params`), a schedule's phase's where the phases before
-        it left the seed (`otod.nets.schedule_start`)."""
+        start is the seed's checkpoint (`otod.nets.model.branch.start_params`), a schedule's phase's where the phases before
+        it left the seed (`otod.nets.model.schedule_start`)."""
         import jax
 
         rng = np.random.default_rng([seed, s])
         if self.branched:
-            from otod.nets.branch import start_params
+            from otod.nets.model.branch import start_params
 
             start = start_params(self, rng)
         elif self.schedule_start is not None:
-            from otod.nets.schedule_start import start_params as scheduled
+            from otod.nets.model.schedule_start import start_params as scheduled
 
             start = scheduled(self, rng)
-        else:  # the engine's start (`otod.nets.family.seed_starts`), not ``initial_params`` drawn from rng directly
-            from otod.nets.family import seed_starts, start_of
+        else:  # the engine's start (`otod.nets.model.family.seed_starts`), not ``initial_params`` drawn from rng directly
+            from otod.nets.model.family import seed_starts, start_of
 
             start = start_of(self, seed_starts(self, rng))
         with jax.enable_x64(True):
@@ -221,14 +221,14 @@ class NetSpec:
         return float(total)
 
     def family(self):
-        from otod.nets.family import net_family
+        from otod.nets.model.family import net_family
 
         if self.branched:
-            from otod.nets.branch import branch_family
+            from otod.nets.model.branch import branch_family
 
             return branch_family(self, net_family(self))
         if self.schedule_start is not None:
-            from otod.nets.schedule_start import schedule_family
+            from otod.nets.model.schedule_start import schedule_family
 
             return schedule_family(self, net_family(self))
         return net_family(self)

@@ -1,8 +1,8 @@
 """Where a phase of a batch schedule starts: every seed's parameters where the schedule's earlier phases left them.
 
-A batch schedule (`otod.nets.schedule`) runs phase k as an ordinary net sweep at its batch B_k, through the core
+A batch schedule (`otod.nets.schedule.batch_schedule`) runs phase k as an ordinary net sweep at its batch B_k, through the core
 engine, from a start that is not the seed's initial weights but the end of phases 1..k−1: a start, like a
-checkpoint (`otod.nets.branch`), not a new kind of sweep. The spec's ``schedule_start`` field holds those earlier
+checkpoint (`otod.nets.model.branch`), not a new kind of sweep. The spec's ``schedule_start`` field holds those earlier
 phases as text (`encode`), so the start is a pure function of the spec and the seed, enters the config's digest
 (the results file of phase k names its history) and reads back from a results file:
 
@@ -12,7 +12,7 @@ R is the sweep's root seed, and each earlier phase j gives its batch B_j, its me
 momentum β_j chosen there by the core's rule, and the steps n_j(s) seed s took to that phase's milestone (the
 engine's record at the chosen setting). Seed s's start of phase k is then: its initial weights, phase 1's lane
 replayed for n₁(s) steps, phase 2's replayed from there for n₂(s) steps, … (`replay_phase`): the lane's own set-up
-and step (`otod.nets.family.net_dynamics`, the engine's code, one lane, float32 as the sweep runs), with a fresh
+and step (`otod.nets.model.family.net_dynamics`, the engine's code, one lane, float32 as the sweep runs), with a fresh
 optimizer state (momentum at zero) in each phase, as the sweep of that phase starts its lanes.
 
 Minibatch order: phase 1 reads the seed's own shuffle seed (so a one-phase schedule is the constant-batch sweep,
@@ -90,7 +90,7 @@ def decode(text: str) -> tuple[int, tuple[PhaseRun, ...]]:
 
 def phase_shuffle(shuffle, phase: int) -> np.ndarray:
     """The minibatch-order seed of phase ``phase`` (0-based): the seed's own for phase 0, else one drawn from
-    ``default_rng([shuffle, phase])`` in the range the seed's own is drawn from (`otod.nets.family.seed_starts`)."""
+    ``default_rng([shuffle, phase])`` in the range the seed's own is drawn from (`otod.nets.model.family.seed_starts`)."""
     if phase == 0:
         return np.asarray(shuffle)
     drawn = np.random.default_rng([int(np.asarray(shuffle)), int(phase)]).integers(0, 2 ** 24)
@@ -116,9 +116,9 @@ def base_spec(spec):
 @functools.lru_cache(maxsize=16)
 def _loop(spec, method: str, options):
     """(constants, carry, n) → carry after n steps of one lane of the net sweep at ``spec`` (its batch), compiled
-    once per (net, batch, method, options), n traced: the engine's lane step (`otod.nets.family.net_dynamics`)."""
+    once per (net, batch, method, options), n traced: the engine's lane step (`otod.nets.model.family.net_dynamics`)."""
     from otod.core.stochastic import METHODS
-    from otod.nets.family import net_family
+    from otod.nets.model.family import net_family
 
     family = net_family(spec)
     dynamics = family.dynamics(family, (METHODS[method],), options, False)
@@ -192,7 +192,7 @@ def schedule_family(spec, family):
 
 def start_params(spec, rng: np.random.Generator):
     """A scheduled spec's start for the seed whose generator is ``rng``."""
-    from otod.nets.family import seed_starts
+    from otod.nets.model.family import seed_starts
 
     drawn = draws_for(spec, lambda r: seed_starts(spec, r))(rng)
     return drawn["params"][spec.init][spec.architecture]

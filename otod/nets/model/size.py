@@ -1,12 +1,12 @@
 """A net's size and what building it costs, in closed form from its options, before anything is drawn or allocated.
 
-`NetSpec` (`otod.nets.problem`) checks `check_buildable` first thing, so ``--width 1e9``, ``--depth 1e9`` or
+`NetSpec` (`otod.nets.model.problem`) checks `check_buildable` first thing, so ``--width 1e9``, ``--depth 1e9`` or
 ``--examples 1e9`` end in one line naming the option instead of NumPy's MemoryError or an out-of-memory kill:
 building the spec itself loads or draws the data set, and every command then draws a start. Each command adds its
 own estimate of the rest (the sweep's lanes, the curvature's Lanczos bases, the noise scale's per-example
 gradients).
 
-The counts mirror `otod.nets.data.load` and `otod.nets.models.layer_shapes` without building either: the data
+The counts mirror `otod.nets.model.data.load` and `otod.nets.model.models.layer_shapes` without building either: the data
 set's shape and the parameter count P as sums over the layers, so a depth of 10⁹ costs nothing to count.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from otod.core.errors import OtodError
-from otod.nets import data as data_sets
+from otod.nets.model import data as data_sets
 
 #: The deepest net any command builds: every layer is a separate operation of the compiled program (the layers are
 #: unrolled, so compile time grows with depth), and the depth obstacle's deep linear nets stop at the same 1000.
@@ -44,9 +44,9 @@ class DataShape(NamedTuple):
 
 
 def data_shape(name: str, examples: int | None, inputs: int, outputs: int, holdout: float) -> DataShape:
-    """The shape of `otod.nets.data.load`'s data set, counted: digits keep 1,797 − holdout images for training, the
+    """The shape of `otod.nets.model.data.load`'s data set, counted: digits keep 1,797 − holdout images for training, the
     synthetic sets draw ``examples`` (default 1,024) and a held-out set of a fixed size
-    (`otod.nets.data.held_out_size`)."""
+    (`otod.nets.model.data.held_out_size`)."""
     if name == "digits":
         train = data_sets.split(data_sets.DIGITS_EXAMPLES, holdout)
         used = train if examples is None else min(int(examples), train)
@@ -59,7 +59,7 @@ def data_shape(name: str, examples: int | None, inputs: int, outputs: int, holdo
 
 def layer_sizes(model: str, shape: DataShape, width: int, depth: int) -> tuple[int, float, int]:
     """(P, Σ n³ and the largest n over the layers, n = max(fan_in, fan_out) the side of the square an orthogonal
-    init factors), summed over the layers of `otod.nets.models.layer_shapes` without listing them."""
+    init factors), summed over the layers of `otod.nets.model.models.layer_shapes` without listing them."""
     f, o, w = shape.features, shape.outputs, width
     if model == "mlp":
         if depth == 1:
@@ -90,7 +90,7 @@ class Footprint(NamedTuple):
 def footprint(model: str, data: str, width: int, depth: int, examples: int | None = None, inputs: int = 16,
               outputs: int = 1, holdout: float = 0.2) -> Footprint:
     """`Footprint` of a net from its options (the fields of `NetSpec`). The orthogonal init factors, per layer, a
-    Gaussian square of side max(fan_in, fan_out) (`otod.nets.models._orthogonal`): 3 such squares at once (the
+    Gaussian square of side max(fan_in, fan_out) (`otod.nets.model.models._orthogonal`): 3 such squares at once (the
     draw, Q and R) and (4/3)·n³ operations each."""
     shape = data_shape(data, examples, inputs, outputs, holdout)
     parameters, cubes, side = layer_sizes(model, shape, int(width), int(depth))

@@ -1,5 +1,5 @@
-"""Workloads larger than a toy, as model-contract instances (`otod.nets.contract`): name one on the command line as
-``--model otod.nets.zoo:transformer`` (``otod curvature``, ``otod noise-scale``), or call it in Python for
+"""Workloads larger than a toy, as model-contract instances (`otod.nets.model.contract`): name one on the command line as
+``--model otod.nets.model.zoo:transformer`` (``otod curvature``, ``otod noise-scale``), or call it in Python for
 ``(loss, params, data, init)``.
 
 ``transformer``: a small decoder-only transformer on modular addition, the task on which Power et al. 2022
@@ -146,6 +146,6 @@ def transformer_problem(p: int = 23, d: int = 24, heads: int = 2, layers: int = 
 
 
 def transformer():
-    """The default transformer workload (``--model otod.nets.zoo:transformer``): p = 23, d = 24, 2 heads, 1 layer,
+    """The default transformer workload (``--model otod.nets.model.zoo:transformer``): p = 23, d = 24, 2 heads, 1 layer,
     MLP 48, all 529 pairs; P = 6,048."""
     return transformer_problem()

@@ -5,7 +5,7 @@ A schedule is a list of phases (B_k, r_k): phase k trains at batch B_k until the
 milestone L_k = r_k · L̄(0) (L̄(0): the mean over the sweep's seeds of the training loss at their starts; r_k
 strictly falling; the last milestone is the final target). Each phase is an ordinary net sweep through the core
 engine at its one batch, every (lr, β) of the grid, (lr, β) chosen by the core's rule (the median over seeds),
-starting where the earlier phases left every seed (`otod.nets.schedule_start`: a start, not a new kind of sweep;
+starting where the earlier phases left every seed (`otod.nets.model.schedule_start`: a start, not a new kind of sweep;
 phase 1 starts from the seeds' own weights). ``doubling:B₀..B₁@r`` is the doubling warmup: B₀, 2B₀, …, B₁, the
 K phases' milestones spaced evenly in log loss, r_k = r^(k/K).
 
@@ -13,7 +13,7 @@ Against it, the constant-batch sweep: the same net at every batch of ``--batch``
 target, (lr, β) chosen per batch by the same rule. Steps add over phases (S_sched = Σ_k S_k, S_k the median over
 seeds of phase k's steps at its chosen setting), examples are E = Σ_k B_k S_k, and the schedule is compared with the
 constant batch of fewest steps and with the one of fewest steps that uses no more examples than the schedule
-(`otod.nets.schedule_stats`, whose seed bootstrap re-makes every selection).
+(`otod.nets.schedule.stats`, whose seed bootstrap re-makes every selection).
 
 One results file per phase (its spec's ``schedule_start`` names the phases before it) and one for the constant
 sweep; each reads back with ``otod fit`` and ``otod plot``, and the same command reads them all back.
@@ -155,7 +155,7 @@ def refuse_beside_schedule(given, model) -> None:
     """Refuse, with ``--batch-schedule``, what it replaces or cannot run from: ``--target`` (the last milestone is
     the target), ``--branch-at``, ``--stream``, ``--predict`` and a model of the user's own."""
     from otod.core.options import refuse_ignored
-    from otod.nets.contract import is_reference
+    from otod.nets.model.contract import is_reference
 
     refuse_ignored(given, "target", "with --batch-schedule the final target is the last phase's milestone × the "
                                     f"start's loss; drop --target, e.g. --batch-schedule {EXAMPLE}")
@@ -193,10 +193,10 @@ def cube_of(report):
 
 
 def phase_run(frame, cube, seeds: int):
-    """What the next phase starts from (`otod.nets.schedule_start.PhaseRun`): the chosen (lr, β) and every seed's
+    """What the next phase starts from (`otod.nets.model.schedule_start.PhaseRun`): the chosen (lr, β) and every seed's
     steps there."""
     from otod.core.analysis import chosen
-    from otod.nets.schedule_start import PhaseRun
+    from otod.nets.model.schedule_start import PhaseRun
 
     if list(cube.seeds) != list(range(seeds)):
         raise OtodError(f"a phase holds seeds {list(cube.seeds)}, not 0..{seeds - 1}")
@@ -213,7 +213,7 @@ def phase_run(frame, cube, seeds: int):
 class ScheduleResult:
     """`otod.batch_schedule`'s result: the ``schedule``, the start's mean loss ``initial_loss`` L̄(0), the
     ``milestones``, the phases as run (``runs``: `PhaseRun`, chosen (lr, β) and per-seed steps), the batches of
-    the constant sweep, the `otod.nets.schedule_stats.Comparison`, the results files (``paths``: the constant
+    the constant sweep, the `otod.nets.schedule.stats.Comparison`, the results files (``paths``: the constant
     sweep's, then each phase's) and the printed ``report``; ``rows()`` / ``to_pandas()``: one row per phase, the
     schedule, each constant batch, and the two best constant batches."""
 
@@ -263,7 +263,7 @@ class ScheduleResult:
 
 
 def interval_of(comparison, replicates, estimate) -> tuple[float, float]:
-    from otod.nets.schedule_stats import interval
+    from otod.nets.schedule.stats import interval
 
     return interval(replicates, estimate, comparison.no_ci)
 
@@ -289,8 +289,8 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     sweep); ``echo(text)`` after each sweep."""
     from otod.core.pipeline import sweep
     from otod.core.preflight import part_out
-    from otod.nets.schedule_start import encode
-    from otod.nets.schedule_stats import compare
+    from otod.nets.model.schedule_start import encode
+    from otod.nets.schedule.stats import compare
 
     check_schedulable(config, schedule)
     spec = config.problem
@@ -380,7 +380,7 @@ def batch_schedule(schedule, *, out: str | None = "results", progress=None, n_bo
                    **net_options) -> ScheduleResult:
     """A batch schedule (``"B@r,…"`` or ``"doubling:B₀..B₁@r"``, module docstring) of one of otod's nets against
     every constant batch of ``batch`` (default 8..1024:8:log), each with (lr, β) chosen by the core's rule, to the
-    same final target; ``net_options``: those of `otod.nets.options.net_config` (batch, width, depth, data, method,
+    same final target; ``net_options``: those of `otod.nets.sweep.options.net_config` (batch, width, depth, data, method,
     seeds, seed, lr_grid, max_iters, …; no target: the schedule's last milestone is the target). ``out``: the
     results files' folder (None: a temporary one). Bad input raises `otod.core.errors.OtodError` in one line.
 
@@ -389,13 +389,12 @@ def batch_schedule(schedule, *, out: str | None = "results", progress=None, n_bo
     """
     import tempfile
 
-    from otod.nets.along import _text
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config, option_text
 
     if "target" in net_options:
         raise OtodError("target: a batch schedule's target is its last phase's milestone; give it there, e.g. "
                         f"\"{EXAMPLE}\"")
     parsed = parse_schedule(schedule)
-    config = net_config(**{k: _text(k, v) for k, v in net_options.items()})
+    config = net_config(**{k: option_text(k, v) for k, v in net_options.items()})
     with tempfile.TemporaryDirectory() as scratch:
         return run_schedule(config, parsed, out=scratch if out is None else out, progress=progress, n_boot=n_boot)

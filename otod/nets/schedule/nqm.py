@@ -1,8 +1,8 @@
 """What the NQM built for a net predicts a batch schedule saves: the exact schedule search of the noise obstacle
 (`otod.noise.schedule_search.best`) run on the noisy quadratic model read off the net at its start, so that the
-measured saving of a batch schedule on the net (`otod.nets.schedule`) has its theory beside it.
+measured saving of a batch schedule on the net (`otod.nets.schedule.batch_schedule`) has its theory beside it.
 
-The NQM is the one ``otod sweep net --predict`` builds (`otod.nets.predict`): the SLQ spectrum of seed 0's start
+The NQM is the one ``otod sweep net --predict`` builds (`otod.nets.sweep.predict`): the SLQ spectrum of seed 0's start
 binned to 64 log-spaced directions, noise C ∝ H with tr(HC) matched to the measured tr(HΣ), the isotropic start with
 the net's start gap L(θ₀) − L_ref, the target gap L_target − L_ref (L_ref: 0 for cross-entropy, the label-noise
 floor for the squared loss). On it the search finds, within ``budget_factor`` × E_min examples (E_min the fewest
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: The NQM directions the spectrum is binned to (`otod.nets.bridge.bin_spectrum`), as the sweep's prediction does.
+#: The NQM directions the spectrum is binned to (`otod.nets.measure.bridge.bin_spectrum`), as the sweep's prediction does.
 BINS = 64
 
 
@@ -45,8 +45,8 @@ class NetQuadratic:
 
 def net_quadratic(spec, target_loss: float, seed: int = 0) -> NetQuadratic:
     """The NQM of the module docstring for ``spec`` at seed 0's start (root ``seed``), to ``target_loss``."""
-    from otod.nets import bridge
-    from otod.nets.predict import measured, reference_loss, seed_start
+    from otod.nets.measure import bridge
+    from otod.nets.sweep.predict import measured, reference_loss, seed_start
 
     params = seed_start(spec, np.random.default_rng([seed, 0]))
     moments, spectrum = measured(spec, params, seed)

@@ -1,5 +1,5 @@
 """Steps and examples to the final target of a batch schedule and of every constant batch, with the seed bootstrap
-that re-makes every selection (`otod.nets.schedule`).
+that re-makes every selection (`otod.nets.schedule.batch_schedule`).
 
 From the records of the schedule's phases (one `otod.core.analysis.Cube` per phase: its one batch, every (lr, β),
 every seed) and of the constant-batch sweep (one cube: every batch), the quantities are

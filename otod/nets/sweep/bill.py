@@ -25,7 +25,7 @@ def optimizer(method: str):
 @functools.lru_cache(maxsize=256)
 def iteration_flops(spec, method: str, batch: int) -> float:
     """XLA's FLOPs of one minibatch step of ``method`` at batch ``batch`` on the net ``spec`` (float32; otod's net
-    or a user's model, `otod.nets.model_problem.ModelProblem`: both give their start, arrays and mean loss)."""
+    or a user's model, `otod.nets.model.model_problem.ModelProblem`: both give their start, arrays and mean loss)."""
     from otod.core.xla import abstract
     from otod.cost.flops import iteration_flops as count
 

@@ -2,7 +2,7 @@
 (parameter count) and depth, with (lr, β) tuned per point as the noise obstacle tunes them.
 
 Axes: ``batch``, ``width``, ``depth`` and ``examples`` (the training set's size D: nested subsets of one set,
-`otod.nets.data`) are static (a minibatch's size and the weights' shapes are shapes: one
+`otod.nets.model.data`) are static (a minibatch's size and the weights' shapes are shapes: one
 compiled program per value; a traced B would pad every minibatch to the largest, and a B = 1024 step costs 33× a
 B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
 picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
@@ -22,9 +22,9 @@ import dataclasses
 from otod.core.axes import Axis
 from otod.core.errors import OtodError
 from otod.core.registry import SweepKind
-from otod.nets import models
-from otod.nets.model_problem import ModelProblem
-from otod.nets.problem import NetSpec
+from otod.nets.model import models
+from otod.nets.model.model_problem import ModelProblem
+from otod.nets.model.problem import NetSpec
 from otod.core.stochastic import BETA, NoiseOptions, ignores
 from otod.core.stochastic import METHODS as NOISE_METHODS
 
@@ -67,7 +67,7 @@ def validate(config) -> None:
     for spec in nets.values():
         if spec.kind == "model":  # a user's model: its start loss was measured when it was loaded
             start, named, what = spec.start_loss, spec.reference, "training"
-            if spec.branched:  # the checkpoint's loss (`otod.nets.branch`)
+            if spec.branched:  # the checkpoint's loss (`otod.nets.model.branch`)
                 start, named = spec.initial_loss(config.seed), f"{named}, checkpoint at step {spec.branch_step}"
         else:
             spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
@@ -86,7 +86,7 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
     if point is None:
         return fields
     spec = config.spec_at({k: v for k, v in point.items() if k in ("batch", "width", "depth", "examples")})
-    branch = {} if not spec.branched else {  # the checkpoint this lane starts from (`otod.nets.branch`)
+    branch = {} if not spec.branched else {  # the checkpoint this lane starts from (`otod.nets.model.branch`)
         "checkpoint": float(spec.branch_step), "checkpoint_batch": float(spec.branch_batch),
         "checkpoint_lr": float(spec.branch_lr)}
     if spec.kind == "model":

@@ -12,9 +12,9 @@ from otod.core.options import finite_float, parse_lr, parse_methods, positive_in
 from otod.core.ranges import parse_range
 from otod.core.stopping import Target
 from otod.core.config import SweepConfig
-from otod.nets import models
-from otod.nets.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, EXAMPLES, INIT, METHODS, WIDTH
-from otod.nets.problem import NetSpec
+from otod.nets.model import models
+from otod.nets.sweep.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, EXAMPLES, INIT, METHODS, WIDTH
+from otod.nets.model.problem import NetSpec
 from otod.core.options import whole_values
 from otod.core.stochastic import BETA, NoiseOptions
 from otod.noise.search import DEFAULT_BETAS
@@ -45,12 +45,12 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                chunk_seconds=None, stream=False) -> SweepConfig:
     """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width``, ``depth``
     or ``examples`` make them axes (every batch must fit in every training set); ``init`` and ``architecture``
-    lists are coded traced axes. ``stream``: fresh teacher examples every step (`otod.nets.family`); ``target``
+    lists are coded traced axes. ``stream``: fresh teacher examples every step (`otod.nets.model.family`); ``target``
     may then list several losses (a ladder: each one's steps are recorded in one run). ``model``: mlp, cnn, a
-    reference to a user's model (``FILE.py:NAME``, `otod.nets.contract`) or a checked `otod.nets.contract.Model`
+    reference to a user's model (``FILE.py:NAME``, `otod.nets.model.contract`) or a checked `otod.nets.model.contract.Model`
     (the Python function's), which the net's own options (width, depth, init, …) do not apply to; ``examples``
     then takes the first N of its data."""
-    from otod.nets.contract import Model, is_reference
+    from otod.nets.model.contract import Model, is_reference
 
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
     for m in methods:
@@ -94,7 +94,7 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     seeds = DEFAULTS["seeds"] if seeds is None else seeds
     seed = 0 if seed is None else seed_value(seed)
     if spec.kind == "model":
-        from otod.nets.model_problem import refuse_bad_starts
+        from otod.nets.model.model_problem import refuse_bad_starts
 
         refuse_bad_starts(spec, seeds, seed)
     ladder = targets(DEFAULTS["target"] if target is None else target, stream)
@@ -117,11 +117,11 @@ def default_batches(examples: int) -> tuple[float, ...]:
 
 
 def user_problem(model, batch, sizes) -> tuple:
-    """(`otod.nets.model_problem.ModelProblem`, batches) of a reference (loaded and checked now) or a checked
+    """(`otod.nets.model.model_problem.ModelProblem`, batches) of a reference (loaded and checked now) or a checked
     model, at the first of ``sizes`` (its first N examples; None: all); every size checked against the data and
     against the largest batch (default: `default_batches` of the smallest set)."""
-    from otod.nets.contract import Model, load
-    from otod.nets.model_problem import problem_of
+    from otod.nets.model.contract import Model, load
+    from otod.nets.model.model_problem import problem_of
 
     reference = f"python:{model.name}" if isinstance(model, Model) else str(model)
     model = model if isinstance(model, Model) else load(str(model), finite=False)
@@ -132,7 +132,7 @@ def user_problem(model, batch, sizes) -> tuple:
     if max(batches) > smallest:
         raise OtodError(f"--batch {max(batches):g}: larger than the data set ({smallest:,} training examples); "
                         f"use --batch ≤ {smallest}")
-    from otod.nets.model_problem import trace_work
+    from otod.nets.model.model_problem import trace_work
 
     trace_work(spec, sizes, batches)
     return dataclasses.replace(spec, batch=int(min(batches))), batches
@@ -197,3 +197,17 @@ def round_positive(values) -> tuple[float, ...]:
     if not values or min(values) <= 0:
         raise OtodError("--lr-grid: step sizes must be positive, e.g. --lr-grid 1e-3..10:17:log")
     return values
+
+
+#: The net options the Python function takes as numbers or lists and the command as text.
+TEXT_OPTIONS = ("batch", "width", "depth", "examples", "method", "beta", "lr_grid", "max_iters", "lr",
+                "trace_examples")
+
+
+def option_text(name: str, value):
+    """A net option as the command line types it: numbers and lists of ``TEXT_OPTIONS`` become comma text."""
+    if name not in TEXT_OPTIONS or value is None or isinstance(value, str):
+        return value
+    if np.ndim(value) == 0:
+        return str(int(value)) if float(value).is_integer() and name != "lr" else repr(float(value))
+    return ",".join(str(int(v)) if float(v).is_integer() else repr(float(v)) for v in value)

@@ -1,14 +1,14 @@
 """The prediction a net sweep records beside its measurement: the NQM built from the net's own Hessian spectrum
-and gradient noise (`otod.nets.bridge`), its S(B), S_min, B_crit and B_noise at the target.
+and gradient noise (`otod.nets.measure.bridge`), its S(B), S_min, B_crit and B_noise at the target.
 
 For each net of the sweep (each width and depth), at the start the sweep's seed 0 trains from (float64):
 
-* the spectrum: stochastic Lanczos quadrature (`otod.nets.curvature.slq`, `PROBES` Rademacher probes ×
-  `LANCZOS_STEPS` steps), binned on a log scale into NQM directions (`otod.nets.bridge.bin_spectrum`);
+* the spectrum: stochastic Lanczos quadrature (`otod.nets.measure.curvature.slq`, `PROBES` Rademacher probes ×
+  `LANCZOS_STEPS` steps), binned on a log scale into NQM directions (`otod.nets.measure.bridge.bin_spectrum`);
 * the noise: C ∝ H with tr(HC) matched to the measured tr(HΣ) over all n examples, or over a subsample where
   that would cost more than `TRACE_FLOPS` (a CNN: its standard error is recorded)
-  (`otod.nets.noise_scale.gradient_moments`), so the NQM's noise costs the loss what the net's does (the
-  ``proportional`` mode of `otod.nets.bridge`); the start is isotropic in the eigenbasis with the net's start gap;
+  (`otod.nets.measure.noise_scale.gradient_moments`), so the NQM's noise costs the loss what the net's does (the
+  ``proportional`` mode of `otod.nets.measure.bridge`); the start is isotropic in the eigenbasis with the net's start gap;
 * the target: the loss gap target − L_ref, with L_ref = 0 for cross-entropy (the infimum a net that fits its
   labels approaches; the digits MLPs do) and ½·label_noise²·outputs for the squared loss on the synthetic sets
   (the noise floor of a teacher the student can represent);
@@ -31,7 +31,7 @@ jnp = lazy("jax.numpy")
 PROBES, LANCZOS_STEPS = 8, 80
 #: The most forward FLOPs the exact tr(HΣ) may cost (one full-data HVP, about 4 forward passes, per example):
 #: beyond it tr(HΣ) is the mean over a subsample of examples drawn without replacement, with its standard error
-#: recorded (`otod.nets.noise_scale.gradient_moments`). The default MLP's exact tr(HΣ) costs 4·10¹⁰, width 128's 1.6·10¹¹.
+#: recorded (`otod.nets.measure.noise_scale.gradient_moments`). The default MLP's exact tr(HΣ) costs 4·10¹⁰, width 128's 1.6·10¹¹.
 TRACE_FLOPS = 2e11
 
 
@@ -39,7 +39,7 @@ def trace_examples(spec) -> int | None:
     """How many examples tr(HΣ) averages over: all n (None) where that costs at most `TRACE_FLOPS`, else the
     number that does (at least 64). A user's model counts its forward FLOPs by XLA's cost model."""
     if spec.kind == "model":
-        from otod.nets.contract_cli import flops_per_example
+        from otod.nets.model.contract import flops_per_example
 
         n, flops = spec.training_examples, flops_per_example(spec.loaded())
     else:
@@ -65,7 +65,7 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
     """The NQM's prediction for the net ``spec`` measured at ``params`` (see the module docstring): a plain dict
     with the measured noise scales, the spectrum's summary and the prediction (``b_crit``, ``s_min``,
     ``b_noise_target``, ``curve`` [[B, S], …])."""
-    from otod.nets import bridge
+    from otod.nets.measure import bridge
 
     moments, spectrum = measured(spec, params, seed)
     nodes, weights = np.ravel(spectrum.nodes), np.ravel(spectrum.weights)
@@ -87,12 +87,12 @@ def net_prediction(spec, params, target: float, method: str = "sgd", seed: int =
 
 
 def seed_start(spec, rng):
-    """A seed's start as the sweep draws it (`otod.nets.family.seed_starts`, `otod.nets.model_problem.seed_starts`)."""
+    """A seed's start as the sweep draws it (`otod.nets.model.family.seed_starts`, `otod.nets.model.model_problem.seed_starts`)."""
     if spec.kind == "model":
-        from otod.nets.model_problem import seed_starts
+        from otod.nets.model.model_problem import seed_starts
 
         return seed_starts(spec, rng)["params"]
-    from otod.nets.family import seed_starts, start_of
+    from otod.nets.model.family import seed_starts, start_of
 
     return start_of(spec, seed_starts(spec, rng))
 
@@ -103,16 +103,16 @@ def examples_of(spec) -> int:
 
 
 def measured(spec, params, seed: int):
-    """The exact gradient moments (`otod.nets.noise_scale.gradient_moments`) and the SLQ spectrum at ``params``,
+    """The exact gradient moments (`otod.nets.measure.noise_scale.gradient_moments`) and the SLQ spectrum at ``params``,
     in float64: of otod's net ``spec``, or of a user's model over its data chunk by chunk."""
-    from otod.nets.curvature import slq
-    from otod.nets.noise_scale import Problem, gradient_moments
+    from otod.nets.measure.curvature import slq
+    from otod.nets.measure.noise_scale import Problem, gradient_moments
 
     with jax.enable_x64(True):
         p64 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
         if spec.kind == "model":
-            from otod.nets.chunked import chunked_mean
-            from otod.nets.contract import cast
+            from otod.nets.model.chunked import chunked_mean
+            from otod.nets.model.contract import cast
 
             problem = Problem.of_model(spec.loaded()).at(p64)
             model = cast(spec.loaded(), jnp.float64)
@@ -146,11 +146,11 @@ def sweep_predictions(config) -> list[dict]:
 
 def refuse_stationary_start(config) -> None:
     """Before the lanes run: one line where the prediction's noise scales would divide by zero at seed 0's start
-    (`otod.nets.noise_scale.refuse_zero_gradient`: |G|² = 0 or GᵀHG = 0 of the full training loss, float64), rather
+    (`otod.nets.measure.noise_scale.refuse_zero_gradient`: |G|² = 0 or GᵀHG = 0 of the full training loss, float64), rather
     than after every lane has run."""
-    from otod.nets.chunked import chunked_mean
-    from otod.nets.contract import cast, chunk_of
-    from otod.nets.noise_scale import refuse_zero_gradient
+    from otod.nets.model.chunked import chunked_mean
+    from otod.nets.model.contract import cast, chunk_of
+    from otod.nets.measure.noise_scale import refuse_zero_gradient
 
     if config.problem.branched:
         return
@@ -175,20 +175,20 @@ def refuse_stationary_start(config) -> None:
 def run_meta(config, predict: bool):
     """What a net sweep adds to its results file once its lanes are in (``extra_meta`` of
     `otod.core.pipeline.sweep`), or None: the NQM's predictions (``predict``, over a batch axis) and, for a user's
-    model, XLA's FLOPs per step (`otod.nets.bill.recorded_flops`: its report reads back without the model)."""
+    model, XLA's FLOPs per step (`otod.nets.sweep.bill.recorded_flops`: its report reads back without the model)."""
     batch_axis = "batch" in dict(config.axes)
     model = config.problem.kind == "model"
     if not ((predict and batch_axis) or (model and batch_axis)):
         return None
     if predict and model:  # the prediction's per-example gradients and HVPs, traced before the lanes run
-        from otod.nets.model_problem import trace_work
+        from otod.nets.model.model_problem import trace_work
 
         sizes = dict(config.axes).get("examples", (config.problem.examples,))
         trace_work(config.problem, sizes, (), one=True, hvp=True)
         refuse_stationary_start(config)
 
     def meta() -> dict:
-        from otod.nets.bill import recorded_flops
+        from otod.nets.sweep.bill import recorded_flops
 
         out = {"nqm_prediction": sweep_predictions(config)} if predict and batch_axis else {}
         return {**out, **({"iteration_flops": recorded_flops(config)} if model and batch_axis else {})}

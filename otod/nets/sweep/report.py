@@ -4,7 +4,7 @@ A batch sweep (the batch axis varies): the noise obstacle's table and the core's
 (`otod.core.critical_batch`:
 (lr, β) chosen per B by the median over seeds, S(B) = S_min(1 + B_crit/B) with a seed bootstrap that re-chooses
 the settings), one panel per net (parameter count P), then per net the measured ``B_crit`` beside the
-``predicted`` one of the NQM built from the net's own spectrum and noise (`otod.nets.bridge`, recorded in the
+``predicted`` one of the NQM built from the net's own spectrum and noise (`otod.nets.measure.bridge`, recorded in the
 results file at run time), B_noise at the target, the bill (FLOPs and examples to target); with a training-set
 axis, one panel per net and size D. Over several widths the batch-vs-parameters rule, over several sizes the
 batch-vs-data rule: the slope of log B_crit on log P (at fixed D) or on log D (at fixed P) with its bootstrap CI
@@ -34,15 +34,15 @@ class DepthAnalysis(Analysis):
 
 
 def describe(problem) -> str:
-    """One line naming the net and its data (``problem``: a config's `otod.nets.problem.NetSpec`, or a user's
-    `otod.nets.model_problem.ModelProblem`: its reference, size and digest)."""
+    """One line naming the net and its data (``problem``: a config's `otod.nets.model.problem.NetSpec`, or a user's
+    `otod.nets.model.model_problem.ModelProblem`: its reference, size and digest)."""
     if problem.kind == "model":
         n = problem.examples or problem.data_examples
         return (f"{problem.reference} (your model: P = {problem.parameters:,}, {n:,} training examples, "
                 f"digest {problem.digest})")
     n = "" if problem.examples is None else f", {problem.examples} examples"
     if problem.stream:
-        from otod.nets.data import STREAM_HELD_OUT
+        from otod.nets.model.data import STREAM_HELD_OUT
 
         n = (f", a stream (fresh examples every step; the target is the loss on a fixed held-out set of "
              f"{STREAM_HELD_OUT:,})")
@@ -60,7 +60,7 @@ def panel_words(panel: tuple, short: bool = False) -> str:
 
 
 def of_panel(pred: dict, panel: tuple) -> bool:
-    """Whether an NQM prediction (`otod.nets.predict.sweep_predictions`) is of the net and data of ``panel``."""
+    """Whether an NQM prediction (`otod.nets.sweep.predict.sweep_predictions`) is of the net and data of ``panel``."""
     values = dict(panel)
     same_net = float(pred.get("parameters", math.nan)) == float(values.get("dim", math.nan))
     return same_net and ("examples" not in values or pred.get("examples") is None or
@@ -122,8 +122,8 @@ def prediction_lines(meta: dict, analysis, panel: tuple) -> list[str]:
 
 
 def bill_lines(results, analysis, panel: tuple) -> list[str]:
-    """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.bill`)."""
-    from otod.nets.bill import bill_rows
+    """FLOPs per iteration × steps to target, per B, for each method (XLA's count, `otod.nets.sweep.bill`)."""
+    from otod.nets.sweep.bill import bill_rows
 
     config = analysis.config
     at = panel_records(analysis, panel)
@@ -148,7 +148,7 @@ def bill_lines(results, analysis, panel: tuple) -> list[str]:
 
 def batch_report(results, analysis) -> str:
     from otod.core.batch_report import critical_line, table
-    from otod.nets.kind import USES_BETA
+    from otod.nets.sweep.kind import USES_BETA
     from otod.noise.report import edge_warning
 
     meta = results.meta

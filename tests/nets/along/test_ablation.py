@@ -1,4 +1,4 @@
-"""The NQM at a checkpoint and its ablation (`otod.nets.ablation`), on measurements whose NQMs are known to
+"""The NQM at a checkpoint and its ablation (`otod.nets.along.ablation`), on measurements whose NQMs are known to
 coincide: where the measured noise is exactly C ∝ H the projected NQM is the scaled one, where the point is the
 initialization the init-spectrum variant is the predictor, where the milestone is r × the seed's own gap the
 fractional target is the absolute one; and the ablation's table and verdict on given numbers."""
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from otod.nets import ablation
+from otod.nets.along import ablation
 
 #: A spectrum of three distinct eigenvalues (64 directions) and noise exactly C = κH, κ = 0.3.
 H = np.array([0.1] * 40 + [1.0] * 20 + [5.0] * 4)
@@ -21,8 +21,8 @@ KAPPA = 0.3
 def fake_measurement(monkeypatch, loss: float = 1.0):
     """Stand the Hessian's eigendecomposition and the gradient moments in with the spectrum `H` and noise
     cᵢ = κhᵢ on its eigenvectors (the NQM's own assumption, exactly)."""
-    import otod.nets.bridge as bridge
-    import otod.nets.noise_scale as noise_scale
+    import otod.nets.measure.bridge as bridge
+    import otod.nets.measure.noise_scale as noise_scale
 
     monkeypatch.setattr(bridge, "hessian_eigh", lambda problem: (H.copy(), np.eye(len(H))))
     c = KAPPA * H
@@ -84,8 +84,8 @@ def test_the_ablation_table_and_verdict_on_given_numbers():
     """B_crit 10 and 20; the predictor 100 and 400 (×10, ×20: typical ×√200, the median of two |log|s being their
     mean), the init-spectrum variant 20 and 40 (×2, ×2), the projected 10 and 20 (×1), the fractional as the
     predictor: verdict ratios 2/√200, 1/√200, 1."""
-    from otod.nets.along import Checkpoint
-    from tests.nets.test_along import point
+    from otod.nets.along.branching import Checkpoint
+    from tests.nets.along.test_branching import point
 
     cps = [Checkpoint(step, 1.0, (1.0,), 0.5, (point(b, (0.5 * b, 2 * b)),), None, (), (),
                       {"nqm_scaled": (s,), "ablation_init_spectrum": (a,), "nqm_projected": (b,),

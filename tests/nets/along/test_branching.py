@@ -1,4 +1,4 @@
-"""B_crit along training (`otod.nets.along`): the options, the milestone, the table's ratios, a branch at step 0
+"""B_crit along training (`otod.nets.along.branching`): the options, the milestone, the table's ratios, a branch at step 0
 against the plain sweep, a branch's lanes against the reference loop, and the whole run read back."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.core.errors import OtodError
-from otod.nets import along
-from otod.nets.batch_api import CriticalBatchPoint
+from otod.nets.along import branching as along
+from otod.nets.sweep.reading import CriticalBatchPoint
 
 jax = pytest.importorskip("jax")
 
@@ -65,7 +65,7 @@ def point(b_crit, ci, batches=(8.0, 16.0, 32.0, 64.0)) -> CriticalBatchPoint:
 def test_a_predictor_ratio_is_none_off_the_grid_and_the_predictor_is_the_seeds_median():
     """B_simple 40 against B_crit 20: ratio 2; a B_crit below the smallest batch (an extrapolation) gets no ratio
     (NaN); the predictor is the median of the seeds' values (30, 40, 90 → 40) with their least and largest; with
-    no joint CI given, the ratio's ends are NaN (the CI is the joint bootstrap's, `otod.nets.predictors`)."""
+    no joint CI given, the ratio's ends are NaN (the CI is the joint bootstrap's, `otod.nets.along.predictors`)."""
     assert along.ratio_value(40.0, point(20.0, (10.0, 40.0))) == 2.0
     assert math.isnan(along.ratio_value(40.0, point(2.0, (1.0, 4.0))))
     result = along.AlongTrainingResult((along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),),
@@ -79,7 +79,7 @@ def test_a_predictor_ratio_is_none_off_the_grid_and_the_predictor_is_the_seeds_m
 
 
 def small_config(**kw):
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     options = dict(batch="16,32,64", width="8", examples="256", seeds=2, lr="tuned", lr_grid="0.3,1",
                    max_iters="400", x64=True)

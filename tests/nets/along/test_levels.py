@@ -1,4 +1,4 @@
-"""Checkpoints spaced by loss (`otod.nets.branch_levels`): the first-crossing rule on known traces, the traced mean
+"""Checkpoints spaced by loss (`otod.nets.along.levels`): the first-crossing rule on known traces, the traced mean
 against a loss trace computed independently by the hand-written reference loop, and the one-line refusals of a
 level never reached and of a diverged run."""
 
@@ -11,8 +11,8 @@ import pytest
 
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.core.errors import OtodError
-from otod.nets import branch_levels
-from otod.nets.along import Branching
+from otod.nets.along import levels as branch_levels
+from otod.nets.along.branching import Branching
 from tests.nets.lanes import plain_sgd
 
 jax = pytest.importorskip("jax")
@@ -29,7 +29,7 @@ def test_the_checkpoint_of_a_level_is_the_first_step_at_or_below_it():
 
 
 def config(**kw):
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     options = dict(model=MODEL, batch="8,16,32", seeds=2)
     options.update(kw)
@@ -71,7 +71,7 @@ def test_the_traced_mean_crosses_each_level_where_an_independent_loop_says(monke
     their mean over seeds L̄(t) for t < 60. Levels placed halfway between a new running minimum of L̄ and the
     minimum before it have a known first crossing; the package's traced mean (blocks of 20 steps, a cap of 60)
     finds those steps, and agrees with the independent trace to float32 rounding (1e-5 relative)."""
-    from otod.nets.model_problem import seed_starts
+    from otod.nets.model.model_problem import seed_starts
 
     monkeypatch.setattr(branch_levels, "BLOCK", 20)
     monkeypatch.setattr(branch_levels, "MAX_REFERENCE_STEPS", 60)

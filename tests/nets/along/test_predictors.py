@@ -1,4 +1,4 @@
-"""The predictors of B_crit along training (`otod.nets.predictors`): the joint seed bootstrap replays the critical
+"""The predictors of B_crit along training (`otod.nets.along.predictors`): the joint seed bootstrap replays the critical
 batch's own re-selecting bootstrap draw for draw, the ratio's CI on known replicates, the ranking's known factors,
 and the rows and table of an along-training result with them."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from otod.nets import predictors as pr
+from otod.nets.along import predictors as pr
 
 def synthetic_cube(seeds: int = 5):
     """A batch sweep's cube [batch, lr, seed]: S = 50 (1 + 32/B) at the best lr (×1.3 and ×1.6 at the others,
@@ -104,8 +104,8 @@ def test_rows_carry_every_predictor_its_joint_ci_and_the_best():
     """A checkpoint with B_crit 20 and predictors B_simple (30, 40, 90) → 40, NQM (18, 20, 22) → 20: ratios 2 and
     1, the joint CIs as given, NQM C∝H named best (factor 1; an ablation variant, as exact, is no predictor and is
     not ranked); the table prints the ratio with its CI."""
-    from otod.nets import along
-    from tests.nets.test_along import point
+    from otod.nets.along import branching as along
+    from tests.nets.along.test_branching import point
 
     cp = along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),), None, (30.0, 40.0, 90.0),
                           (10.0, 12.0, 14.0), {"nqm_scaled": (18.0, 20.0, 22.0), "ablation_fractional": (20.0,) * 3},
@@ -125,8 +125,8 @@ def test_a_standard_error_is_a_diagnostic_and_the_table_states_it():
     """``se_b_noise`` (B_noise's standard error where tr(HΣ) is drawn, `checkpoint_predictors` with
     ``trace_examples``) is neither ranked nor tabulated as a predictor, and the table says B_noise was drawn, with
     the seeds' median relative error: 0.5/10, 1/12, 2/14 → 8.3%, largest 14%."""
-    from otod.nets import along
-    from tests.nets.test_along import point
+    from otod.nets.along import branching as along
+    from tests.nets.along.test_branching import point
 
     cp = along.Checkpoint(100, 0.8, (0.7, 0.9), 0.4, (point(20.0, (10.0, 40.0)),), None, (30.0, 40.0, 90.0),
                           (10.0, 12.0, 14.0), {"se_b_noise": (0.5, 1.0, 2.0)}, {"sgd": {}})
@@ -144,9 +144,9 @@ def test_the_drawn_trace_is_each_seeds_own_draw_and_all_examples_are_the_exact_v
     exact values with a zero error."""
     import jax
 
-    from otod.nets.branch import start_of_seed
-    from otod.nets.noise_scale import gradient_moments
-    from tests.nets.test_noise_scale import TINY
+    from otod.nets.model.branch import start_of_seed
+    from otod.nets.measure.noise_scale import gradient_moments
+    from tests.nets.measure.test_noise_scale import TINY
 
     spec = TINY[0]
     exact = pr.checkpoint_predictors(spec, 3, 2, pairs=((2, 4),), draws=4)

@@ -1,4 +1,4 @@
-"""The along-training figure (`otod.nets.along_figures`), drawn from a synthetic along-training result whose numbers
+"""The along-training figure (`otod.nets.figures.along`), drawn from a synthetic along-training result whose numbers
 the test chooses: the series it draws, their values and error bars, the ratios and the line at 1, the labels."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from otod.nets.along import AlongTrainingResult, Branching, Checkpoint
-from otod.nets.batch_api import CriticalBatchPoint
+from otod.nets.along.branching import AlongTrainingResult, Branching, Checkpoint
+from otod.nets.sweep.reading import CriticalBatchPoint
 
 
 def _result() -> AlongTrainingResult:
@@ -28,7 +28,7 @@ def _result() -> AlongTrainingResult:
 
 
 def test_draws_b_crit_predictors_and_ratios(tmp_path, monkeypatch):
-    import otod.nets.along_figures as af
+    import otod.nets.figures.along as af
     from otod.core.plotting import plt
 
     monkeypatch.setattr(af, "measured", lambda spec: _result())
@@ -55,7 +55,7 @@ def test_draws_b_crit_predictors_and_ratios(tmp_path, monkeypatch):
 
 def test_series_ends():
     """B_simple's bars are the seeds' least and largest; the ratio's ends are predictor / B_crit's CI ends."""
-    from otod.nets.along_figures import series
+    from otod.nets.figures.along import series
 
     s = series(_result().rows())
     np.testing.assert_allclose(s["b_simple"]["lo"], [8, 50, 300])

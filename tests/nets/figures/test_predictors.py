@@ -1,4 +1,4 @@
-"""The predictor-ratio figure (`otod.nets.predictor_figures`), drawn from a synthetic along-training result whose
+"""The predictor-ratio figure (`otod.nets.figures.predictors`), drawn from a synthetic along-training result whose
 numbers the test chooses: each predictor's ratio and its joint-CI bars, the line at 1, a checkpoint off the grid
 left out, the ablation's variants not drawn, and the best predictor in the caption."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.nets.along import AlongTrainingResult, Branching, Checkpoint
-from tests.nets.test_along import point
+from otod.nets.along.branching import AlongTrainingResult, Branching, Checkpoint
+from tests.nets.along.test_branching import point
 
 
 def _result() -> AlongTrainingResult:
@@ -23,7 +23,7 @@ def _result() -> AlongTrainingResult:
 
 def test_draws_each_predictor_s_ratio_with_its_joint_ci():
     from otod.core.plotting import plt
-    from otod.nets.predictor_figures import caption, draw
+    from otod.nets.figures.predictors import caption, draw
 
     result = _result()
     fig, ax = plt.subplots()

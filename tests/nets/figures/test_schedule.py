@@ -1,14 +1,14 @@
-"""otod.nets.schedule_figures: the panel draws the constant batches at (B·S(B), S(B)) and the schedule at (its
+"""otod.nets.figures.schedule: the panel draws the constant batches at (B·S(B), S(B)) and the schedule at (its
 examples, its steps), from a result built on known counts."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from otod.nets.schedule import ScheduleResult, parse_schedule
-from otod.nets.schedule_start import PhaseRun
-from otod.nets.schedule_stats import compare
-from tests.nets.test_schedule_stats import cube
+from otod.nets.schedule.batch_schedule import ScheduleResult, parse_schedule
+from otod.nets.model.schedule_start import PhaseRun
+from otod.nets.schedule.stats import compare
+from tests.nets.schedule.test_stats import cube
 
 
 def result():
@@ -29,7 +29,7 @@ def test_panel_puts_each_run_at_its_examples_and_steps():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from otod.nets.schedule_figures import draw
+    from otod.nets.figures.schedule import draw
 
     r = result()
     fig, ax = plt.subplots()
@@ -45,7 +45,7 @@ def test_panel_puts_each_run_at_its_examples_and_steps():
 
 
 def test_maker_writes_one_panel_per_workload_with_its_caption(tmp_path, monkeypatch):
-    import otod.nets.schedule_figures as sf
+    import otod.nets.figures.schedule as sf
     from otod.core.plotting import plt
 
     asked = []
@@ -69,8 +69,8 @@ def test_maker_writes_one_panel_per_workload_with_its_caption(tmp_path, monkeypa
 
 
 def test_measured_passes_the_nets_options_and_each_schedule(monkeypatch):
-    import otod.nets.schedule as schedule_module
-    from otod.nets.schedule_figures import measured
+    import otod.nets.schedule.batch_schedule as schedule_module
+    from otod.nets.figures.schedule import measured
 
     calls = []
     monkeypatch.setattr(schedule_module, "batch_schedule", lambda s, **o: calls.append((s, o)) or s)

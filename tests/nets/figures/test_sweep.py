@@ -1,4 +1,4 @@
-"""Every figure maker of the nets obstacle (`otod.nets.figures.ALL_MAKERS`: the sweeps' and the curvature
+"""Every figure maker of the nets obstacle (`otod.nets.figures.sweep.ALL_MAKERS`: the sweeps' and the curvature
 figures'), run on records whose numbers the test chooses, through the maker's own spec → config path with the
 engine (`run_sweep`), the NQM prediction and the curvature measurement stood in for, and read off the figure it
 draws: the series' data, labels, axes and legend. One slow test per kind runs a real tiny sweep and measurement."""
@@ -51,11 +51,11 @@ def _steps_vs_batch(config, b_crit_of) -> list[dict]:
 
 @pytest.fixture
 def sweeps(monkeypatch):
-    """The engine stood in for: `otod.nets.figures`' ``run_sweep`` returns the records ``sweeps.records(config)``
+    """The engine stood in for: `otod.nets.figures.sweep`' ``run_sweep`` returns the records ``sweeps.records(config)``
     makes (with the meta the sweep writes: its config and any extra meta, the NQM prediction), and records each
     config and folder it was asked for; the NQM prediction returns ``sweeps.predictions(config)``."""
-    import otod.nets.figures as nf
-    import otod.nets.predict as predict
+    import otod.nets.figures.sweep as nf
+    import otod.nets.sweep.predict as predict
 
     class Sweeps:
         asked: list = []
@@ -81,7 +81,7 @@ def test_make_batch_draws_measured_steps_the_fit_and_the_nqm_prediction(tmp_path
     curve = [[2.0, 252.0], [8.0, 72.0], [32.0, 27.0], [128.0, 15.75]]
     sweeps.predictions = lambda config: [{"parameters": float(config.problem.parameter_count), "method": "sgd",
                                           "b_crit": 40.0, "b_noise_target": 12.5, "curve": curve}]
-    from otod.nets.figures import make_batch
+    from otod.nets.figures.sweep import make_batch
 
     files = make_batch({"maker": "nets-batch", "name": "toy", "batch": "2..128:7:log", "width": 8, "method": "sgd",
                         "target": 0.1, "seeds": 3, "lr_grid": "0.3,1,3"}, tmp_path)
@@ -120,7 +120,7 @@ def test_a_batch_sweep_over_widths_gets_one_panel_per_net_with_its_own_predictio
     sweeps.predictions = lambda config: [
         {"parameters": p, "method": "sgd", "b_crit": p / 5, "b_noise_target": p / 20,
          "curve": [[2.0, p], [128.0, p / 2]]} for p in (310.0, 610.0)]
-    from otod.nets.figures import make_batch
+    from otod.nets.figures.sweep import make_batch
 
     make_batch({"name": "two", "batch": "2..128:7:log", "width": "4,8", "method": "sgd", "target": 0.1, "seeds": 3,
                 "lr_grid": "0.3,1,3"}, tmp_path)
@@ -145,7 +145,7 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
         {"parameters": float(config.spec_at({"width": w}).parameter_count), "method": "sgd",
          "b_crit": 3 * math.sqrt(config.spec_at({"width": w}).parameter_count), "b_noise_target": 10.0 * i,
          "curve": []} for i, w in enumerate(dict(config.axes)["width"], 1)]
-    from otod.nets.figures import make_width
+    from otod.nets.figures.sweep import make_width
 
     files = make_width({"maker": "nets-width", "name": "width", "batch": "2..256:8:log", "width": "4,8,16",
                         "method": "sgd", "target": 0.1, "seeds": 5, "lr_grid": "0.3,1,3"}, tmp_path)
@@ -200,7 +200,7 @@ def test_data_size_specs_give_the_fixed_d_sweep_its_own_batches_lr_grid_and_cap_
     """``fixed_lr_grid``, ``fixed_max_iters``, ``fixed_batch`` replace the shared setting in the fixed-D sweep only
     (the widths at ``fixed_examples``); the fixed-P sweep's spec is the one without them (so its results file, named
     by its config digest, is read back, not rerun); without them both sweeps share every setting."""
-    from otod.nets.figures import data_size_specs
+    from otod.nets.figures.sweep import data_size_specs
 
     spec = {"maker": "nets-data-size", "name": "d", "batch": "4..512:8:log", "width": 32, "widths": "8,32,128",
             "examples": "512,1024,2048", "fixed_examples": 1024, "lr_grid": "0.03..3:9:log", "max_iters": 5000}
@@ -218,7 +218,7 @@ def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed
     16 (P = 310, 610, 1210) at D = 1024. Left: B_crit against D with bars and the fitted D^0.50; right: against P
     with the fitted P^0.30; log-log axes labelled D and P; no NQM prediction asked for."""
     sweeps.records = lambda config: _data_size_records(config, lambda p, d: 2 * math.sqrt(d) * (p / 310) ** 0.3)
-    from otod.nets.figures import make_data_size
+    from otod.nets.figures.sweep import make_data_size
 
     files = make_data_size({"maker": "nets-data-size", "name": "data_size", "batch": "2..256:8:log", "width": 4,
                             "examples": "256,512,1024", "widths": "4,8,16", "fixed_examples": 1024,
@@ -270,7 +270,7 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
 
     sweeps.records = records
     sweeps.predictions = lambda config: pytest.fail("a depth sweep asks for no NQM prediction")
-    from otod.nets.figures import make_depth
+    from otod.nets.figures.sweep import make_depth
 
     files = make_depth({"maker": "nets-depth", "name": "depth", "batch": 64, "depth": "2..5:4",
                         "architecture": "plain,residual", "method": "sgd", "target": 0.1, "seeds": 3,
@@ -360,7 +360,7 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     eigenvalues as ticks at the bottom; a symlog λ axis linear within ±λ₀ = 10⁻³, a log density axis from 10⁻⁴;
     each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass (its threshold in the
     caption)."""
-    from otod.nets.curvature_figures import density_on_asinh_axis, make_spectral_density
+    from otod.nets.figures.curvature import density_on_asinh_axis, make_spectral_density
 
     files = make_spectral_density({"maker": "nets-spectral-density", "name": "sd", "width": 8, **TINY_NET,
                                    "checkpoints": [0, 20], "results": str(tmp_path / "measured")}, tmp_path)
@@ -406,7 +406,7 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
 def test_the_kappa_width_caption_names_the_switch_from_exact_to_slq():
     """Issue 50: the figure's P^0.73 at init rested on the change from the exact spectrum (widths 8–64) to SLQ (128,
     256); the caption names where the method changes, and says nothing where it does not."""
-    from otod.nets.curvature_figures import _switch_note
+    from otod.nets.figures.curvature import _switch_note
 
     exact, slq = "exact spectrum (dense Hessian)", "SLQ 4 probes × 100 steps"
     widths = [8, 16, 32, 64, 128, 256]
@@ -421,7 +421,7 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     """Widths 4, 8, 16 at init and after 30 steps: κ_q = λ_max/λ_q against width on the left (∝ P at init, the fit
     says P^1.00; at the end width 16's λ_q ≤ 0, so no κ there and the fit over the other two), λ_max and λ_q on the
     right, the parameter count on the top axes; log axes, base 2 in width, ticks at the widths."""
-    from otod.nets.curvature_figures import make_kappa_width
+    from otod.nets.figures.curvature import make_kappa_width
 
     files = make_kappa_width({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16], **TINY_NET,
                               "steps": 30}, tmp_path)
@@ -463,7 +463,7 @@ def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_c
     vertical line at √(8·16) (the midpoint of 8 and 16 on the log₂ axis), broken where it would cross the legend,
     "exact" to its left and "SLQ" to its right; nothing else is marked, the legends stay as they were."""
     import otod.nets.curvature_cli as cli
-    from otod.nets.curvature_figures import make_kappa_width
+    from otod.nets.figures.curvature import make_kappa_width
 
     def measure(spec, config, folder="results"):
         return [{**_curvature_record(spec, config, step), "spectrum": "dense" if spec.width <= 8 else "slq"}
@@ -492,11 +492,11 @@ def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_c
 
 
 def test_every_nets_maker_is_run_by_a_test():
-    from otod.nets.figures import ALL_MAKERS
+    from otod.nets.figures.sweep import ALL_MAKERS
 
     assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width",
                                "nets-workloads", "nets-data-size", "nets-along", "nets-schedule",
-                               "nets-predictor-ratios"}  # the last: tests/nets/test_predictor_figures.py
+                               "nets-predictor-ratios"}  # the last: tests/nets/figures/test_predictors.py
 
 
 # -- the real runners, once each ---------------------------------------------------------------------------------------
@@ -509,7 +509,7 @@ def test_make_batch_on_a_real_tiny_sweep_draws_its_chosen_medians_and_its_predic
     converge counting +∞), read here from the results file the maker wrote, and the prediction drawn is the one
     that file carries."""
     from otod.core import results as results_io
-    from otod.nets.figures import make_batch
+    from otod.nets.figures.sweep import make_batch
 
     monkeypatch.chdir(tmp_path)
     make_batch({"name": "real", "batch": "8,32,128", "width": 4, "examples": "128", "seeds": 2,
@@ -541,7 +541,7 @@ def test_make_spectral_density_on_a_real_tiny_measurement_draws_its_records(tmp_
     """A real measurement (width 4, 64 examples, checkpoints 0 and 20, 2 probes × 12 Lanczos steps): each
     checkpoint's curve is its records' SLQ measure on the asinh axis, its area the measure's mass, and its dotted
     line at its λ_q; the records read back from the results folder the maker wrote."""
-    from otod.nets.curvature_figures import _records, density_on_asinh_axis, make_spectral_density, net_spec
+    from otod.nets.figures.curvature import _records, density_on_asinh_axis, make_spectral_density, net_spec
 
     spec = {"name": "real", "width": 4, **TINY_NET, "checkpoints": [0, 20], "results": str(tmp_path / "results")}
     make_spectral_density(spec, tmp_path / "figs")
@@ -608,7 +608,7 @@ def test_make_depth_draws_the_deep_linear_law_beside_the_nets_from_the_named_net
     caption; the axes keep the nets' range (the law leaves them upwards). A series the depth figure lacks is one
     OtodError naming those it has."""
     from otod.core.errors import OtodError
-    from otod.nets.figures import make_depth
+    from otod.nets.figures.sweep import make_depth
 
     deep, asked = _deep_linear(monkeypatch)
     sweeps.records = _depth_records

@@ -1,4 +1,4 @@
-"""The workloads figure (`otod.nets.workload_figures`): B_simple and B_noise of the MLP, the CNN and the
+"""The workloads figure (`otod.nets.figures.workloads`): B_simple and B_noise of the MLP, the CNN and the
 transformer along training, drawn from the records `otod.nets.api.measure_noise` returns."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def _records(parameters: int, examples: int, scale: float) -> list[dict]:
 def test_make_workloads_draws_each_nets_noise_scales_against_the_step(tmp_path, saved, monkeypatch):
     """Left: B_simple per net at each checkpoint; right: B_noise with bars tr(HΣ)'s se / GᵀHG (0.1·scale/2);
     the legend names each net with P, n and its first and last loss; log y, symlog x (step 0 drawn)."""
-    import otod.nets.workload_figures as wf
+    import otod.nets.figures.workloads as wf
 
     given = {"mlp": _records(2410, 1438, 1.0), "cnn": _records(2730, 1438, 2.0),
              "transformer": _records(6048, 529, 3.0)}
@@ -45,7 +45,7 @@ def test_make_workloads_draws_each_nets_noise_scales_against_the_step(tmp_path, 
 def test_make_workloads_on_real_measurements(tmp_path, saved):
     """The real nets at checkpoints 0 and 5 with tr(HΣ) over 8 examples: every noise scale finite and positive,
     the parameter counts those the docstrings state, and the loss at step 0 near log(classes or vocabulary)."""
-    from otod.nets.workload_figures import measured
+    from otod.nets.figures.workloads import measured
 
     records = measured({"checkpoints": [0, 5], "trace_examples": 8})
     assert {k: rs[0]["parameters"] for k, rs in records.items()} == {"mlp": 2410, "cnn": 2730, "transformer": 6048}

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from otod.core import critical_batch
-from otod.nets import bridge
-from otod.nets.family import seed_starts, start_of
-from otod.nets.problem import NetSpec
+from otod.nets.measure import bridge
+from otod.nets.model.family import seed_starts, start_of
+from otod.nets.model.problem import NetSpec
 from otod.noise import search, theory
 
 SPEC = NetSpec(data="gaussian", loss="squared", depth=1, activation="linear", inputs=8, examples=512,

@@ -1,4 +1,4 @@
-"""Curvature of nets (`otod.nets.curvature`, `otod curvature`): Lanczos against the dense Hessian, the linear
+"""Curvature of nets (`otod.nets.measure.curvature`, `otod curvature`): Lanczos against the dense Hessian, the linear
 model on Gaussian inputs against its known H, SLQ's moments against exact traces, and the command's bad input.
 
 Each test states the number theory predicts and its tolerance."""
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from otod.nets import curvature as C
-from otod.nets.family import seed_starts, start_of
-from otod.nets.problem import NetSpec
+from otod.nets.measure import curvature as C
+from otod.nets.model.family import seed_starts, start_of
+from otod.nets.model.problem import NetSpec
 
 
 def start(spec: NetSpec, seed: int = 0):
@@ -226,8 +226,8 @@ def test_above_the_limit_each_interval_covers_the_dense_value_for_most_probe_set
     on another machine moving one borderline set does not fail it, while the t interval's 17 would. Each estimate
     lies in its own interval, and the λ_q interval within the spectrum (an interval that covers because it is
     unbounded would pass the count). The record says nothing is exact."""
-    from otod.nets import curvature_dense
-    from otod.nets.slq_error import slq_estimates
+    from otod.nets.measure import dense as curvature_dense
+    from otod.nets.measure.slq_error import slq_estimates
 
     params, xy = start(TINY), data(TINY)
     exact = C.curvature_record(TINY.mean_loss, params, xy, k=1, probes=2, steps=10)
@@ -259,7 +259,7 @@ def test_above_the_limit_the_command_prints_each_estimate_with_its_interval(tmp_
     gives each checkpoint's 95% intervals (λ_q, κ_q, neg. mass, tr H/P) and λ_min's residual bound; the results
     file records no exact quantity and every interval."""
     from otod.core import results
-    from otod.nets import curvature_dense
+    from otod.nets.measure import dense as curvature_dense
     from otod.nets.curvature_cli import curvature_command
 
     monkeypatch.setattr(curvature_dense, "DENSE_MAX_PARAMETERS", 10)

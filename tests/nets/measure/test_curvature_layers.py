@@ -1,4 +1,4 @@
-"""Per-layer curvature (`otod.nets.curvature_layers`, issue 36 item 6): each layer's top eigenvalue equals the top
+"""Per-layer curvature (`otod.nets.measure.curvature_layers`, issue 36 item 6): each layer's top eigenvalue equals the top
 eigenvalue of the dense Hessian's diagonal block in float64; on linear least squares (one layer) the block is the
 whole Hessian XᵀX/n; the layers are the pytree's parent groups; the command prints and records them."""
 
@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 import otod
-from otod.nets import curvature_layers as L
-from otod.nets.curvature import flatten
-from otod.nets.problem import NetSpec
+from otod.nets.measure import curvature_layers as L
+from otod.nets.measure.curvature import flatten
+from otod.nets.model.problem import NetSpec
 from tests.fixtures.models import plain_jax
 
 #: Lanczos on a block of ≤ 80 parameters against `numpy.linalg.eigh` of the dense block, both float64.
@@ -59,8 +59,8 @@ def test_otods_own_net_groups_each_weight_layer_and_matches_the_dense_blocks(x64
     """otod's own relu MLP on 100 digits, width 4 (64·4 + 4 = 260 and 4·10 + 10 = 50 parameters in layers [0]
     and [1]: each layer's w and b together): the blocks' top eigenvalues from `curvature_at` equal the dense
     blocks' to 1e-6 (Lanczos takes min(P_ℓ, 43) steps; the top eigenvalue of these blocks is well separated)."""
-    from otod.nets.contract import from_spec
-    from otod.nets.curvature import curvature_at
+    from otod.nets.model.contract import from_spec
+    from otod.nets.measure.curvature import curvature_at
 
     spec = NetSpec(width=4, depth=2, examples=100)
     model = from_spec(spec, np.float64)
@@ -138,7 +138,7 @@ def test_a_flax_nnx_net_gives_one_block_per_layer_equal_to_its_dense_block(x64):
     from jax.flatten_util import ravel_pytree
     from jax.tree_util import keystr, tree_flatten_with_path
 
-    from otod.nets.curvature import top_eigenvalues
+    from otod.nets.measure.curvature import top_eigenvalues
 
     class MLP3(nnx.Module):
         def __init__(self, rngs):

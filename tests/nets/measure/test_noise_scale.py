@@ -1,4 +1,4 @@
-"""`otod.nets.noise_scale` against a direct Python loop over examples (no vmap, H by ``jax.hessian``), in float64,
+"""`otod.nets.measure.noise_scale` against a direct Python loop over examples (no vmap, H by ``jax.hessian``), in float64,
 and B_simple of the Gaussian-linear model against its closed form."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from otod.nets import noise_scale as ns
-from otod.nets.family import seed_starts, start_of
-from otod.nets.problem import NetSpec
+from otod.nets.measure import noise_scale as ns
+from otod.nets.model.family import seed_starts, start_of
+from otod.nets.model.problem import NetSpec
 from otod.noise.theory import two_batch_estimates
 
 #: Float64 sums of a few hundred terms in a different order: 1e-10 relative leaves 10⁵ ulps of room, and a 1/n vs
@@ -166,7 +166,7 @@ def test_measure_along_records_checkpoints_and_pairs():
     assert all(r["b_simple"] > 0 and r["b_noise"] > 0 and r["lr"] == 0.05 for r in records)
 
 
-@pytest.mark.slow  # 11 s; least squares' noise scales against their closed forms stay fast (tests/nets/test_contract.py)
+@pytest.mark.slow  # 11 s; least squares' noise scales against their closed forms stay fast (tests/nets/model/test_contract.py)
 def test_b_simple_of_the_gaussian_linear_model_matches_its_closed_form():
     """y = xᵀw* + σε, x ~ N(0, I_d), the model xᵀw + b from b = 0, squared loss: with δ = w − w*, G = (δ, 0) and,
     by Gaussian fourth moments (E|x|²(xᵀδ)² = (d + 2)|δ|²), tr Σ = (d + 2)|δ|² + (d + 1)σ², so
@@ -178,7 +178,7 @@ def test_b_simple_of_the_gaussian_linear_model_matches_its_closed_form():
     spec = NetSpec(data="gaussian", loss="squared", depth=1, activation="linear", inputs=d, examples=n,
                    label_noise=sigma, batch=8)
     params = start(spec)
-    rng = np.random.default_rng([0, 7])  # the data set's own draws (otod.nets.data.load): x, then w*
+    rng = np.random.default_rng([0, 7])  # the data set's own draws (otod.nets.model.data.load): x, then w*
     rng.standard_normal((n + int(round(0.2 * n / 0.8)), d))
     w_star = rng.standard_normal((d, 1)) / np.sqrt(d)
     delta = float(np.sum((params[0]["w"] - w_star) ** 2))

@@ -1,4 +1,4 @@
-"""SLQ's intervals (`otod.nets.slq_error`): how often they hold the exact value on a spectrum whose per-probe values
+"""SLQ's intervals (`otod.nets.measure.slq_error`): how often they hold the exact value on a spectrum whose per-probe values
 are as skewed as they get (issue 49), and how an unbounded κ_q interval is kept and said."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from otod.nets import slq_error as E
+from otod.nets.measure import slq_error as E
 
 #: Probe sets of the coverage check: with coverage c its standard error is √(c(1 − c)/SETS), 0.7 points at 95%.
 SETS = 1000

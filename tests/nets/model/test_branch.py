@@ -1,5 +1,5 @@
-"""A checkpoint as a start (`otod.nets.branch`): the reference run's checkpoint against an independent plain-JAX
-loop and against `otod.nets.trajectory.train`, its cache, the draws it replaces, and the branch's checks."""
+"""A checkpoint as a start (`otod.nets.model.branch`): the reference run's checkpoint against an independent plain-JAX
+loop and against `otod.nets.measure.trajectory.train`, its cache, the draws it replaces, and the branch's checks."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 import otod.nets  # noqa: F401  (registers the net sweep)
 from otod.core.errors import OtodError
-from otod.nets import branch
-from otod.nets.family import seed_starts, start_of
-from otod.nets.problem import NetSpec
+from otod.nets.model import branch
+from otod.nets.model.family import seed_starts, start_of
+from otod.nets.model.problem import NetSpec
 from tests.nets.lanes import gap, plain_sgd
 
 jax = pytest.importorskip("jax")
@@ -26,9 +26,9 @@ SPEC = NetSpec(width=8, examples=64, batch=8, branch_step=12, branch_batch=16, b
 def test_the_checkpoint_equals_an_independent_plain_loop_and_the_trajectory():
     """Seed 1's checkpoint after 12 steps at B_ref = 16, η = 0.3 equals an independent Python loop of the same SGD
     to float32 rounding (max |Δθ| ≤ 1e-5 on weights of size ~1, while the run moved them by more than 10⁻²), and
-    `otod.nets.trajectory.train` at B = 16 (what ``noise-scale --model mlp`` measures at) bit for bit; its
+    `otod.nets.measure.trajectory.train` at B = 16 (what ``noise-scale --model mlp`` measures at) bit for bit; its
     training loss lies below the start's."""
-    from otod.nets.trajectory import train
+    from otod.nets.measure.trajectory import train
 
     rng = np.random.default_rng([0, 1])
     drawn = seed_starts(SPEC, np.random.default_rng([0, 1]))
@@ -78,7 +78,7 @@ def test_the_draws_replace_only_the_start_the_sweep_reads(monkeypatch):
 def test_an_unbranched_spec_stores_no_branch_fields():
     """None branch fields are left out of the stored config, so every unbranched sweep keeps its digest (and so
     its results file's name)."""
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     config = net_config(batch="8,16", width="8", examples="64", seeds=1)
     assert not any(k.startswith("branch") for k in config.to_dict()["problem"])
@@ -103,8 +103,8 @@ MODEL = "tests/fixtures/models/plain_jax.py:mlp"
 
 
 def model_problem(**branch_fields):
-    from otod.nets.contract import load
-    from otod.nets.model_problem import problem_of
+    from otod.nets.model.contract import load
+    from otod.nets.model.model_problem import problem_of
 
     problem = problem_of(load(MODEL), batch=8, reference=MODEL)
     return dataclasses.replace(problem, **branch_fields)
@@ -117,7 +117,7 @@ def test_a_models_checkpoint_is_the_plain_loop_from_its_own_start_and_shuffle():
     seed to float32 rounding (max |Δθ| ≤ 1e-5, while the run moved the weights by more than 10⁻²); the branch's
     draws keep the shuffle seed and replace the whole parameter pytree; the checkpoint's loss (the milestone's
     base) lies below the start's; at step 0 the start itself, bit for bit."""
-    from otod.nets.model_problem import seed_starts as model_starts
+    from otod.nets.model.model_problem import seed_starts as model_starts
 
     problem = model_problem(branch_step=12, branch_batch=16, branch_lr=0.1)
     drawn = model_starts(problem, np.random.default_rng([0, 2]))
@@ -139,7 +139,7 @@ def test_a_models_bad_branch_is_refused_in_one_line_and_an_unbranched_one_stores
         model_problem(branch_step=5, branch_batch=97, branch_lr=0.1)
     assert "--branch-batch 97: need a whole number from 1 to the 96 training examples" in str(info.value)
     assert "\n" not in str(info.value)
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     config = net_config(model=MODEL, batch="8,16", seeds=1)
     assert not any(k.startswith("branch") for k in config.to_dict()["problem"])

@@ -1,7 +1,7 @@
-"""Issue 36 items 1 and 2: any JAX model through the contract (`otod.nets.contract`), measured by
+"""Issue 36 items 1 and 2: any JAX model through the contract (`otod.nets.model.contract`), measured by
 ``otod curvature --model``/``otod noise-scale --model`` and ``otod.curvature``/``otod.noise_scale`` with the same
 numbers; on linear least squares the curvature and the noise scales equal their closed forms; the loss, gradient
-and HVPs accumulated over chunks of the data equal the one-call ones (`otod.nets.chunked`)."""
+and HVPs accumulated over chunks of the data equal the one-call ones (`otod.nets.model.chunked`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import otod
 from otod.core.errors import OtodError
-from otod.nets.chunked import activation_floats, chunked_mean, pieces
+from otod.nets.model.chunked import activation_floats, chunked_mean, pieces
 from tests.conftest import run_otod
 from tests.fixtures.models import plain_jax
 
@@ -114,7 +114,7 @@ NOISE_FIELDS = ("loss", "g2", "gHg", "trace_sigma", "trace_h_sigma", "b_simple",
 def test_chunked_curvature_and_noise_equal_one_call(dense, monkeypatch):
     """Every measured number, at init and after 30 SGD steps, with the data in chunks of 7 against one chunk (n =
     96): the dense spectrum's, and (the dense limit lowered below P = 112) SLQ's and Lanczos's."""
-    from otod.nets import curvature_dense
+    from otod.nets.measure import dense as curvature_dense
 
     if not dense:
         monkeypatch.setattr(curvature_dense, "DENSE_MAX_PARAMETERS", 50)
@@ -136,9 +136,9 @@ def test_chunked_curvature_and_noise_equal_one_call(dense, monkeypatch):
 @pytest.mark.slow  # 8 s; the slq and chunked-HVP checks stay in the fast suite
 def test_a_spec_net_measured_as_a_contract_instance_is_unchanged():
     """otod's own net through the contract (`from_spec`) in chunks equals its one-call loss and noise scales."""
-    from otod.nets import noise_scale as ns
-    from otod.nets.contract import from_spec
-    from otod.nets.problem import NetSpec
+    from otod.nets.measure import noise_scale as ns
+    from otod.nets.model.contract import from_spec
+    from otod.nets.model.problem import NetSpec
 
     spec = NetSpec(model="mlp", width=4, depth=2, activation="tanh", data="teacher", examples=12, inputs=3,
                    outputs=2, loss="squared", batch=4)
@@ -175,8 +175,8 @@ def test_command_and_python_function_give_the_same_numbers(tmp_path):
 
 
 def test_seeds_draw_from_init_and_otherwise_reorder_the_minibatches_only():
-    from otod.nets.contract import check
-    from otod.nets.trajectory import model_start
+    from otod.nets.model.contract import check
+    from otod.nets.measure.trajectory import model_start
 
     loss, params, data, init = plain_jax.mlp()
     with_init, without = check(loss, params, data, init), check(loss, params, data)
@@ -235,9 +235,9 @@ def test_trace_h_sigma_estimated_from_drawn_examples_carries_its_error():
 def test_the_users_own_failure_is_one_line_naming_its_line_in_python_too():
     """Issue 49 through the Python functions: the user's loss raising only on larger batches is refused before the
     work as "your model's loss raised X: message (file:line)"; a zero gradient at a checkpoint names the step
-    instead of dividing by zero (`otod.nets.noise_scale.refuse_zero_gradient`)."""
-    from otod.nets.contract import check
-    from otod.nets.noise_scale import Problem, measure_at
+    instead of dividing by zero (`otod.nets.measure.noise_scale.refuse_zero_gradient`)."""
+    from otod.nets.model.contract import check
+    from otod.nets.measure.noise_scale import Problem, measure_at
     from tests.fixtures.models import broken
 
     with pytest.raises(OtodError, match=r"^otod.noise_scale: your model's loss raised ValueError: this model takes at "
@@ -257,9 +257,9 @@ def test_a_flax_nnx_model_meets_the_contract():
     pytest.importorskip("flax")
     from flax import nnx
 
-    from otod.nets.contract import check, start_loss, trace_loss, trace_sizes
-    from otod.nets.curvature_layers import layers_of
-    from otod.nets.trajectory import model_start
+    from otod.nets.model.contract import check, start_loss, trace_loss, trace_sizes
+    from otod.nets.measure.curvature_layers import layers_of
+    from otod.nets.measure.trajectory import model_start
     from tests.fixtures.models import flax_mlp
 
     loss, params, data, init = flax_mlp.problem()

@@ -1,4 +1,4 @@
-"""The nets' data sets (`otod.nets.data`): a training-set size axis sweeps nested subsets of one set, the same for
+"""The nets' data sets (`otod.nets.model.data`): a training-set size axis sweeps nested subsets of one set, the same for
 every seed; the teacher and the held-out set do not move with the size."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from otod.nets import data
+from otod.nets.model import data
 
 
 @pytest.mark.parametrize("name", ["teacher", "gaussian"])
@@ -30,8 +30,8 @@ def test_an_examples_axis_gives_nested_sets_the_same_for_every_seed():
     the records carry D; digits take the first D images."""
     import dataclasses
 
-    from otod.nets.kind import record_fields
-    from otod.nets.options import net_config
+    from otod.nets.sweep.kind import record_fields
+    from otod.nets.sweep.options import net_config
 
     config = net_config(data="teacher", examples="64,256", batch="8", seed=3, width="4")
     assert dict(config.axes)["examples"] == (64.0, 256.0) and "seed" not in config.problem.__dict__

@@ -1,4 +1,4 @@
-"""A user's model through the net sweep (`otod.nets.model_problem`, ``otod sweep net --model FILE.py:NAME``,
+"""A user's model through the net sweep (`otod.nets.model.model_problem`, ``otod sweep net --model FILE.py:NAME``,
 ``otod.critical_batch``): the engine's lanes against the one reference loop, the starts per seed, the stored
 config (read back without the user's file; a changed model refused), the default batches, and the command
 against the Python function."""
@@ -19,14 +19,14 @@ from otod.cli import main
 from otod.core.config import SweepConfig
 from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
-from otod.nets.contract import load
-from otod.nets.model_problem import ModelProblem, problem_of, seed_starts
-from otod.nets.options import default_batches, net_config
+from otod.nets.model.contract import load
+from otod.nets.model.model_problem import ModelProblem, problem_of, seed_starts
+from otod.nets.sweep.options import default_batches, net_config
 
 jax = pytest.importorskip("jax")
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "models" / "plain_jax.py"
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "models.md"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "plain_jax.py"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "models.md"
 
 
 def small_config(reference: str = f"{FIXTURE}:mlp", **kw):
@@ -135,7 +135,7 @@ def test_two_models_of_one_name_get_different_digests_and_results_files():
     """A model's digest covers its start and data (and its file), so two sizes of one named model never share a
     results file (the curvature and noise-scale commands name theirs by a config holding it)."""
     from otod.nets.api import _digest
-    from otod.nets.contract import check
+    from otod.nets.model.contract import check
 
     loss, params, data = load(f"{FIXTURE}:least_squares").loss, np.full(5, 0.1), load(f"{FIXTURE}:least_squares").data
     one = check(loss, {"w": params}, data, name="same")
@@ -162,7 +162,7 @@ def test_the_docs_model_sweep_runs_with_the_nqm_prediction(tmp_path, monkeypatch
     the per-example gradients (exact over all 512 examples: 1e-9)."""
     from jax.flatten_util import ravel_pytree
 
-    from otod.nets.predict import seed_start
+    from otod.nets.sweep.predict import seed_start
 
     source, command = docs_model_and_sweep()
     assert command == ["sweep", "net", "--model", "my_model.py:problem", "--batch", "4..256:7:log", "--target",
@@ -194,13 +194,13 @@ def test_the_docs_model_sweep_runs_with_the_nqm_prediction(tmp_path, monkeypatch
 
 
 def test_data_compiled_as_constants_is_refused_before_anything_is_computed():
-    """`otod.nets.options.refuse_embedded_data`: 2·10⁷ examples of 8 float32 features and a float32 label (0.72 GB;
+    """`otod.nets.sweep.options.refuse_embedded_data`: 2·10⁷ examples of 8 float32 features and a float32 label (0.72 GB;
     3 copies are 2.16 GB of constants, JAX's captured 2.16 GB as measured) pass the 2 GB of constants and are
     refused, naming --examples; 10⁶ of them (36 MB) run unless 10 copies pass the free memory's share. Views of
     zeros: nothing of that size is allocated."""
     from types import SimpleNamespace
 
-    from otod.nets.options import refuse_embedded_data
+    from otod.nets.sweep.options import refuse_embedded_data
 
     n = 20_000_000
     model = SimpleNamespace(data=(np.broadcast_to(np.zeros(8, np.float32), (n, 8)),

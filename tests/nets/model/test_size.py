@@ -1,4 +1,4 @@
-"""`otod.nets.size`: the closed-form counts equal what building the net and its data gives, and the checks refuse
+"""`otod.nets.model.size`: the closed-form counts equal what building the net and its data gives, and the checks refuse
 before anything is drawn."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 
 from otod.core.errors import OtodError
-from otod.nets import models, size
-from otod.nets.problem import NetSpec
+from otod.nets.model import models, size
+from otod.nets.model.problem import NetSpec
 
 SPECS = [dict(model="mlp", width=32, depth=2, data="digits"),
          dict(model="mlp", width=7, depth=1, data="teacher", examples=100, loss="squared"),
@@ -62,9 +62,9 @@ def test_depth_is_bounded():
 def test_the_sweep_estimate_counts_the_draws(monkeypatch):
     """The net sweep's time estimate holds its seeds' draws: ``seconds_per_seed`` × seeds more than without them,
     the orthogonal QR of both 256-sided layers and the Gaussian weights, for each architecture."""
-    import otod.nets.family as family
+    import otod.nets.model.family as family
     from otod.core.plan import estimate
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     config = net_config(batch="64", width="256", seeds=3, lr="0.1")
     spec = config.specs()[0]

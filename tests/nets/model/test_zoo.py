@@ -1,4 +1,4 @@
-"""Issue 36 item 4: the transformer workload (`otod.nets.zoo`) as a model-contract instance: its data are modular
+"""Issue 36 item 4: the transformer workload (`otod.nets.model.zoo`) as a model-contract instance: its data are modular
 addition, its loss at init is the theory's log V + s²(1 − 1/V)/2, its attention is causal, a few SGD steps lower its
 loss, and it loads by name through the contract's check."""
 
@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from otod.nets import zoo
-from otod.nets.contract import load
+from otod.nets.model import zoo
+from otod.nets.model.contract import load
 
 
 def test_data_are_every_pair_and_its_sum_mod_p():
@@ -76,7 +76,7 @@ def test_a_few_sgd_steps_lower_the_loss():
 
 
 def test_loads_by_name_through_the_contract():
-    model = load("otod.nets.zoo:transformer")
+    model = load("otod.nets.model.zoo:transformer")
     assert model.examples == 529 and model.parameter_count == zoo.parameter_count()
     assert model.init is not None
     other = model.init(jax.random.PRNGKey(1))

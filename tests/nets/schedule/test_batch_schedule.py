@@ -1,4 +1,4 @@
-"""otod.nets.schedule and schedule_start: parsing, the start's history text, and (slow) a schedule run through the
+"""otod.nets.schedule.batch_schedule and schedule_start: parsing, the start's history text, and (slow) a schedule run through the
 engine: one phase is the constant-batch sweep record for record, and the steps of two phases add up to those of an
 independent loop that switches batch at the milestone."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from otod.core.errors import OtodError
-from otod.nets.schedule import Phase, parse_schedule
-from otod.nets.schedule_start import PhaseRun, decode, encode, phase_shuffle, seed_index
+from otod.nets.schedule.batch_schedule import Phase, parse_schedule
+from otod.nets.model.schedule_start import PhaseRun, decode, encode, phase_shuffle, seed_index
 
 
 def test_phases_parse_in_order():
@@ -79,8 +79,8 @@ def records_at(path, batch):
 @pytest.mark.slow
 def test_one_phase_schedule_is_the_constant_batch_sweep(tmp_path):
     from otod.core.pipeline import sweep
-    from otod.nets.options import net_config
-    from otod.nets.schedule import run_schedule, target_of
+    from otod.nets.sweep.options import net_config
+    from otod.nets.schedule.batch_schedule import run_schedule, target_of
 
     config = net_config(batch="8,16", **NET)
     result = run_schedule(config, parse_schedule("8@0.1"), out=tmp_path / "schedule", n_boot=50)
@@ -97,13 +97,13 @@ def test_one_phase_schedule_is_the_constant_batch_sweep(tmp_path):
 
 def independent_steps(spec, runs, milestones, seed: int, s: int) -> list[int]:
     """Steps per phase of seed s by a plain loop (optax SGD at each phase's batch and step, the minibatch order of
-    `otod.nets.family.minibatch` from the phase's shuffle seed, the full training loss read after every step),
+    `otod.nets.model.family.minibatch` from the phase's shuffle seed, the full training loss read after every step),
     switching phase when the loss reaches the milestone: no replay, no engine."""
     import jax
     import jax.numpy as jnp
     import optax
 
-    from otod.nets.family import minibatch, seed_starts
+    from otod.nets.model.family import minibatch, seed_starts
 
     drawn = seed_starts(spec, np.random.default_rng([seed, s]))
     params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), drawn["params"][spec.init][spec.architecture])
@@ -135,8 +135,8 @@ def _sgd_step(spec, opt, params, state, x, y, idx):
 
 @pytest.mark.slow
 def test_steps_add_over_phases_as_an_independent_loop_counts_them(tmp_path):
-    from otod.nets.options import net_config
-    from otod.nets.schedule import run_schedule
+    from otod.nets.sweep.options import net_config
+    from otod.nets.schedule.batch_schedule import run_schedule
 
     config = net_config(batch="8,16,32", **NET)
     result = run_schedule(config, parse_schedule("8@0.3,16@0.1"), out=tmp_path / "s.parquet", n_boot=50)
@@ -159,8 +159,8 @@ def test_start_losses_are_at_the_starts_the_engine_draws():
     import jax.numpy as jnp
 
     from otod.core.engine import seed_draws
-    from otod.nets.problem import NetSpec
-    from otod.nets.schedule import start_losses
+    from otod.nets.model.problem import NetSpec
+    from otod.nets.schedule.batch_schedule import start_losses
 
     spec = NetSpec(data="teacher", width=4, loss="squared", examples=64)
     drawn = seed_draws(spec, 3, 2, np.float64)["params"][spec.init][spec.architecture]

@@ -1,4 +1,4 @@
-"""otod.nets.schedule_nqm: the net's NQM as the schedule search's problem gives the search's own answers on the
+"""otod.nets.schedule.nqm: the net's NQM as the schedule search's problem gives the search's own answers on the
 same quadratic, and (slow) the NQM read off the digits MLP starts at the net's start loss."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from otod.nets.schedule_nqm import NetQuadratic
+from otod.nets.schedule.nqm import NetQuadratic
 
 
 def test_a_net_quadratic_is_searched_as_the_nqm_it_holds():
@@ -35,9 +35,9 @@ def test_the_search_finds_the_same_fewest_examples_on_both():
 
 @pytest.mark.slow
 def test_the_digits_nqm_starts_at_the_nets_start_loss():
-    from otod.nets.options import net_config
-    from otod.nets.schedule import start_losses
-    from otod.nets.schedule_nqm import BINS, net_quadratic
+    from otod.nets.sweep.options import net_config
+    from otod.nets.schedule.batch_schedule import start_losses
+    from otod.nets.schedule.nqm import BINS, net_quadratic
 
     spec = net_config().problem
     held = net_quadratic(spec, 0.1)

@@ -1,4 +1,4 @@
-"""otod.nets.schedule_stats: the quantities by hand, and the bootstrap re-making every choice (checked against a
+"""otod.nets.schedule.stats: the quantities by hand, and the bootstrap re-making every choice (checked against a
 brute force that re-chooses by looping over the replicates)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from otod.core.analysis import Cube
-from otod.nets.schedule_stats import compare, quantities, replicate_columns, resampled
+from otod.nets.schedule.stats import compare, quantities, replicate_columns, resampled
 
 
 def cube(count, rates, batches=(16.0,)):
@@ -78,7 +78,7 @@ def test_compare_uses_one_draw_of_seeds_for_every_phase_and_batch():
 
 
 def test_frontier_interpolates_in_logs_between_undominated_batches():
-    from otod.nets.schedule_stats import frontier_steps
+    from otod.nets.schedule.stats import frontier_steps
 
     e, s = np.array([400.0, 480.0, 600.0, 800.0]), np.array([50.0, 30.0, 40.0, 25.0])  # 600 is dominated by 480
     t = np.log(440 / 400) / np.log(480 / 400)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import otod.nets  # noqa: F401
-from otod.nets.bill import iteration_flops, layer_rule_flops
-from otod.nets.problem import NetSpec
+from otod.nets.sweep.bill import iteration_flops, layer_rule_flops
+from otod.nets.model.problem import NetSpec
 
 
 @pytest.mark.parametrize("spec", [NetSpec(), NetSpec(width=32, depth=4), NetSpec(model="cnn", width=8, depth=3),

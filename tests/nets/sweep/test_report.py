@@ -1,7 +1,7 @@
 """What the net report reads off a fit: CIs only where the seeds allow one, and said why where not."""
 
 
-FIVE_SEEDS = __import__("pathlib").Path(__file__).parents[1] / "fixtures" / "net-batch-5seeds.parquet"
+FIVE_SEEDS = __import__("pathlib").Path(__file__).parents[2] / "fixtures" / "net-batch-5seeds.parquet"
 
 
 def test_a_bootstrap_over_fewer_than_5_seeds_prints_no_ci_and_says_why():
@@ -12,7 +12,7 @@ def test_a_bootstrap_over_fewer_than_5_seeds_prints_no_ci_and_says_why():
     import copy
 
     from otod.core import results as results_io
-    from otod.nets.report import text_report
+    from otod.nets.sweep.report import text_report
 
     full = results_io.load(FIVE_SEEDS)
     assert sorted({r["seed"] for r in full.records}) == [0, 1, 2, 3, 4]
@@ -38,7 +38,7 @@ def test_the_stream_rule_recovers_b_crit_against_the_examples_seen_at_it():
     import numpy as np
 
     from otod.core.critical_batch import CriticalBatch
-    from otod.nets.report import seen_rule
+    from otod.nets.sweep.report import seen_rule
 
     def fit(d, rows):
         b = 2 * d ** 0.25

@@ -11,8 +11,8 @@ import otod.nets  # noqa: F401  (registers the net sweep)
 from tests.nets.lanes import compare_with_reference
 from otod.cli import main
 from otod.core.sweep import run_sweep
-from otod.nets.family import checks, minibatch
-from otod.nets.options import net_config
+from otod.nets.model.family import checks, minibatch
+from otod.nets.sweep.options import net_config
 
 jax = pytest.importorskip("jax")
 
@@ -25,7 +25,7 @@ def small_config(**kw):
 
 
 @pytest.mark.slow  # 27 s (489.7 s suite on 2 quiet cores, over 480); the fast suite keeps the model path's lanes
-# against the reference loop (tests/nets/test_model_problem.py) and the nets' bad-input and figure checks
+# against the reference loop (tests/nets/model/test_model_problem.py) and the nets' bad-input and figure checks
 def test_engine_lanes_equal_the_reference_loop(tmp_path):
     """Every lane's count and status equal the one reference loop's (float64; plain optax.sgd stepping the
     family's sampled gradient with the same keys, the metric read on the same schedule)."""
@@ -36,11 +36,11 @@ def test_engine_lanes_equal_the_reference_loop(tmp_path):
 
 
 def test_the_stream_draws_fresh_examples_every_step_reproducibly():
-    """The stream's minibatches (`otod.nets.data.stream_batch`): no input row of steps 0–3 equals another (4 × 256
+    """The stream's minibatches (`otod.nets.model.data.stream_batch`): no input row of steps 0–3 equals another (4 × 256
     fresh draws), the same (key, t) gives the same batch bit for bit, another seed's key another batch, and
     y − teacher(x) is the label noise: mean 0 and standard deviation 0.1 within 3 standard errors (σ/√(2n) for
     the SD over n = 1024)."""
-    from otod.nets import data
+    from otod.nets.model import data
 
     weights = data.teacher_weights("teacher", 16, 1, 32, 0)
     draw = jax.jit(lambda key, t: data.stream_batch("teacher", weights, key, t, 256, 16, 1, 0.1, np.float32))
@@ -129,8 +129,8 @@ def test_the_report_shows_the_measured_b_crit_beside_the_recorded_prediction(tmp
     """`otod sweep net` records the NQM's prediction for its net (the same numbers `net_prediction` gives from seed
     0's start) and prints B_crit and the predicted one side by side."""
     from otod.core.results import load
-    from otod.nets.family import seed_starts, start_of
-    from otod.nets.predict import net_prediction
+    from otod.nets.model.family import seed_starts, start_of
+    from otod.nets.sweep.predict import net_prediction
 
     args = ["sweep", "net", "--batch", "16,64", "--width", "8", "--examples", "256", "--seeds", "2",
             "--lr", "0.5", "--target", "0.5", "--max-iters", "400", "--no-plot", "--out", str(tmp_path)]
@@ -153,7 +153,7 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=" + sys.argv[1
 os.environ["OTOD_COMPILATION_CACHE"] = "off"
 import otod.nets
 from otod.core.sweep import run_sweep
-from otod.nets.options import net_config
+from otod.nets.sweep.options import net_config
 config = net_config(batch="32", width="8", examples="256", init="kaiming,small", architecture="plain,residual",
                     seeds=2, target="1.0", max_iters="100")
 runs = []
@@ -187,7 +187,7 @@ def test_a_net_sweep_of_two_blocks_on_two_devices_runs_repeatedly_and_equals_one
 def test_the_seeds_help_states_the_net_sweeps_own_default():
     """``sweep net --help`` says the 5 seeds the net sweep runs without --seeds (it said 8, the other sweeps')."""
     from otod.nets.commands import NET_SEEDS, sweep_net
-    from otod.nets.options import DEFAULTS
+    from otod.nets.sweep.options import DEFAULTS
 
     [seeds] = [o for o in sweep_net.params if o.name == "seeds"]
     assert NET_SEEDS == DEFAULTS["seeds"] and f"Default {DEFAULTS['seeds']}." in seeds.help

@@ -21,7 +21,7 @@ FIELDS = ["iterations", "status", "final_loss", "hits[0]"]
 
 def run(tmp_path, target: str):
     from otod.core.sweep import run_sweep
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     return run_sweep(net_config(target=target, **SWEEP), out_dir=tmp_path / target)
 
@@ -40,7 +40,7 @@ def by_lane(frame):
 def test_a_run_read_at_a_higher_target_is_a_run_there(runs):
     """Every record's steps, status, final loss and first hit, re-derived from the 0.1 run's traces at 0.2, equal
     the 0.2 run's exactly; so do the per-B choice of the lr and B_crit, made again by the same analysis."""
-    from otod.nets.report import net_analysis
+    from otod.nets.sweep.report import net_analysis
 
     low, high = runs
     again, there, own = by_lane(frame_at(low, 0.2)[2]), by_lane(high.to_pandas()), by_lane(low.to_pandas())
