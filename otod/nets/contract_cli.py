@@ -75,7 +75,8 @@ def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: in
 def noise_seconds(model, checkpoints, pairs, draws: int, batch: int, trace_examples: int | None) -> float:
     """`otod.nets.measure.noise_scale.plan_seconds` for a contract model: tr(HΣ)'s m HVPs over n examples each (m = n
     unless estimated) dominate."""
-    from otod.nets.measure.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP, SECONDS_PER_TRACE_FLOP
+    from otod.nets.measure.noise_scale import (COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP,
+                                             SECONDS_PER_TRACE_FLOP)
 
     n, flops = model.examples, flops_per_example(model)
     m = n if trace_examples is None else min(n, trace_examples)

@@ -177,7 +177,8 @@ def test_the_floor_check_fails_on_an_import_upward_or_across(tmp_path):
 
     copy = tmp_path / "otod"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    (copy / "nets" / "model" / "scratch.py").write_text("def f():\n    from otod.nets.sweep.options import net_config\n")
+    upward = "def f():\n    from otod.nets.sweep.options import net_config\n"
+    (copy / "nets" / "model" / "scratch.py").write_text(upward)
     (copy / "nets" / "along" / "scratch.py").write_text("from otod.nets.schedule import stats\n")
     (copy / "nets" / "schedule" / "scratch.py").write_text("from otod.nets.model import contract\n")
     (copy / "nets" / "figures" / "scratch.py").write_text("from otod.nets.schedule.stats import compare\n")
