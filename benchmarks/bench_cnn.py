@@ -2,7 +2,7 @@
 against the MLP at a similar parameter count, one lane and 34 lanes under a vmap (the sweep's lanes at 2 seeds ×
 17 lrs), and the convolution written three ways:
 
-* ``im2col``: `otod.nets.models.convolve`, the 9 shifted copies of the padded image concatenated and multiplied by
+* ``im2col``: `otod.nets.model.models.convolve`, the 9 shifted copies of the padded image concatenated and multiplied by
   the [9·c_in, c_out] weight (what the package runs);
 * ``lax.conv``: ``jax.lax.conv_general_dilated`` in NHWC/HWIO (XLA's own convolution);
 * ``toeplitz``: the whole 8×8 SAME convolution of a one-channel image as one dense [64, 64·c_out] matrix built
@@ -54,7 +54,7 @@ def stepper(spec, lanes: int, conv=None):
     import jax
     import jax.numpy as jnp
 
-    from otod.nets import models
+    from otod.nets.model import models
 
     x, y = (jnp.asarray(a) for a in spec.training_arrays(np.float32))
     p0 = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), spec.initial_params(np.random.default_rng(0)))
@@ -91,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from otod.core.results import cpu_model
-    from otod.nets.problem import NetSpec
+    from otod.nets.model.problem import NetSpec
 
     cnn, mlp = NetSpec(model="cnn", width=args.width), NetSpec(model="mlp", width=32)
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")

@@ -39,8 +39,8 @@ def main() -> None:
 
     import otod.nets  # noqa: F401  (registers the net sweep)
     from otod.core.engine import iterations_to_target
-    from otod.nets.kind import METHODS
-    from otod.nets.options import net_config
+    from otod.nets.sweep.kind import METHODS
+    from otod.nets.sweep.options import net_config
     from otod.core.dynamics import Step
 
     config = net_config(batch="8..1024:8:log", seeds=args.seeds, lr=str(args.lr), target="0.1", max_iters="20000")
@@ -60,7 +60,7 @@ def main() -> None:
 
     import jax
 
-    from otod.nets.family import CHECK_BITS, checks
+    from otod.nets.model.family import CHECK_BITS, checks
 
     assert all(bool(checks(t)) == (t % (1 << max(0, t.bit_length() - 1 - CHECK_BITS)) == 0) for t in range(1, 5000))
 

@@ -2,7 +2,7 @@
 
 Where `benchmarks/coverage.py` cuts one simulated NQM sweep into groups of seeds, this draws records from a law
 whose B_crit is known exactly and passes each draw through otod's own analysis of a net's batch sweep
-(`otod.core.critical_batch.analyse_batches`, called as `otod.nets.report.batch_analysis` calls it: each batch's
+(`otod.core.critical_batch.analyse_batches`, called as `otod.nets.sweep.report.batch_analysis` calls it: each batch's
 learning rate chosen by the median over seeds, S(B) = S_min (1 + B_crit/B) fitted to the medians there, and the
 seed bootstrap, 500 resamples from seed 0, re-choosing the learning rate in every resample). The fraction of
 independent draws whose interval holds the truth is the interval's coverage, given with its binomial 95%
@@ -132,7 +132,7 @@ def synthetic_records(law: Law, noise: Noise, seeds: int, rng: np.random.Generat
 
 
 def analyse(frame: pd.DataFrame, n_boot: int = N_BOOT):
-    """otod's critical batch of one synthetic sweep, as the nets read theirs (`otod.nets.report.batch_analysis`):
+    """otod's critical batch of one synthetic sweep, as the nets read theirs (`otod.nets.sweep.report.batch_analysis`):
     the one series' `otod.core.critical_batch.CriticalBatch`."""
     found = analyse_batches(frame, {}, axis="batch", point=("dim", "examples", "batch"), by=("dim", "examples"),
                             n_boot=n_boot)

@@ -1,5 +1,5 @@
 """Peak memory of one Hessian-vector product of a model's mean loss over n = 20,000 examples, in one call against
-chunks (`otod.nets.chunked.chunked_mean`): a tanh MLP 64 → 512 → 512 → 1 (P = 33,280), float64, each chunk size in
+chunks (`otod.nets.model.chunked.chunked_mean`): a tanh MLP 64 → 512 → 512 → 1 (P = 33,280), float64, each chunk size in
 a fresh process (peak resident memory, ru_maxrss).
 
     PYTHONPATH=. python3 benchmarks/chunked_memory.py            # chunks 20000 (one call), 2000, 500
@@ -16,7 +16,7 @@ def one(chunk: int) -> None:
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from otod.nets.chunked import chunked_mean
+    from otod.nets.model.chunked import chunked_mean
 
     jax.config.update("jax_enable_x64", True)
     n, d, w = 20000, 64, 512

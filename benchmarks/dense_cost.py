@@ -1,10 +1,10 @@
-"""The cost of the dense Hessian spectrum (`otod.nets.curvature_dense`) against SLQ, per checkpoint (issue 34,
+"""The cost of the dense Hessian spectrum (`otod.nets.measure.dense`) against SLQ, per checkpoint (issue 34,
 item 5): what `DENSE_MAX_PARAMETERS`'s docstring states.
 
 Each case runs in its own process (peak RSS is per process), on the digits MLP at seed 0's init, float32 unless
 ``--x64``: ``columns`` (H by Hessian-vector products, `dense_chunk` at a time, then the eigenvalues), ``hessian``
 (`jax.hessian` on the flat parameters, then the eigenvalues), ``slq`` (the default 8 probes × 100 Lanczos steps
-and the top-10 Lanczos of `otod.nets.curvature.curvature_record`). Each is called twice; the second call is
+and the top-10 Lanczos of `otod.nets.measure.curvature.curvature_record`). Each is called twice; the second call is
 timed (compile excluded), and its peak RSS printed. ``--compare`` prints the largest relative difference between
 the float32 and float64 dense summaries at the default net's init.
 
@@ -32,10 +32,10 @@ def one(width: int, case: str, x64: bool) -> dict:
     import jax.numpy as jnp
     import scipy.linalg
 
-    from otod.nets import curvature as C
-    from otod.nets import curvature_dense as D
-    from otod.nets.family import seed_starts, start_of
-    from otod.nets.problem import NetSpec
+    from otod.nets.measure import curvature as C
+    from otod.nets.measure import dense as D
+    from otod.nets.model.family import seed_starts, start_of
+    from otod.nets.model.problem import NetSpec
 
     jax.config.update("jax_enable_x64", x64)
     dtype = np.float64 if x64 else np.float32
@@ -74,9 +74,9 @@ def compare() -> dict:
     import jax
     import jax.numpy as jnp
 
-    from otod.nets import curvature_dense as D
-    from otod.nets.family import seed_starts, start_of
-    from otod.nets.problem import NetSpec
+    from otod.nets.measure import dense as D
+    from otod.nets.model.family import seed_starts, start_of
+    from otod.nets.model.problem import NetSpec
 
     spec = NetSpec()
     out = {}

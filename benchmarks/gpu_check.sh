@@ -72,8 +72,8 @@ trip)
         --json "$out/trip-condition-toy.json"
     # the network workloads' default commands, timed (the compilation cache on, as a user has it; fresh machine)
     step 90 python3 -m otod sweep net --no-plot --out "$out/net"
-    step 60 python3 -m otod noise-scale --model otod.nets.zoo:transformer --out "$out/transformer-noise"
-    step 60 python3 -m otod curvature --model otod.nets.zoo:transformer --out "$out/transformer-curvature"
+    step 60 python3 -m otod noise-scale --model otod.nets.model.zoo:transformer --out "$out/transformer-noise"
+    step 60 python3 -m otod curvature --model otod.nets.model.zoo:transformer --out "$out/transformer-curvature"
     step 90 python3 -m otod curvature --data teacher --width 1000 --depth 3 --examples 100000 --steps 0 --k 1 \
         --probes 1 --lanczos-steps 2 --yes --out "$out/teacher-1e6"
     step 150 python3 benchmarks/bench_trip.py --rows depth --settings "$TRIP_SETTINGS" --repeats 2 \

@@ -75,7 +75,7 @@ ROWS = {
     "net": "net",
     # issue 38 item 4e: the larger network workloads, each a short sweep (two batches, two seeds, three step sizes)
     "net-cnn": "net --model cnn --batch 16,128 --seeds 2 --lr-grid 0.03,0.1,0.3 --target 1.0 --no-predict",
-    "net-transformer": "net --model otod.nets.zoo:transformer --batch 16,128 --seeds 2 --lr-grid 0.3,1,3 "
+    "net-transformer": "net --model otod.nets.model.zoo:transformer --batch 16,128 --seeds 2 --lr-grid 0.3,1,3 "
                        "--target 3.1 --no-predict",
 }
 

@@ -2,14 +2,14 @@
 probe sets on small nets whose dense spectrum is the truth.
 
 Per net and checkpoint (SGD at lr 0.1, B = 32, float64, as ``otod curvature --x64`` trains; `NETS`): the dense
-Hessian's eigendecomposition H = U Λ Uᵀ (`otod.nets.curvature_dense.dense_hessian`). Then:
+Hessian's eigendecomposition H = U Λ Uᵀ (`otod.nets.measure.dense.dense_hessian`). Then:
 
 * traces: ``--sets`` sets of 8 Rademacher probes v (8: ``otod curvature``'s default), each probe's vᵀH^k v/P =
   Σ_j λ_j^k (u_jᵀv)²/P exactly (what Gauss quadrature gives for k ≤ 2m − 1, so no Lanczos is needed), and each
-  interval of `otod.nets.slq_error` for tr H/P and tr H²/P, with the Student-t interval it replaced
+  interval of `otod.nets.measure.slq_error` for tr H/P and tr H²/P, with the Student-t interval it replaced
   (``t (before)``) beside it;
-* λ_q and κ_q: ``--lanczos-sets`` sets of 8 probes run through `otod.nets.curvature.lanczos` (m = 100, full
-  re-orthogonalization) on diag(Λ) from Uᵀv (the same Krylov space rotated), then `otod.nets.slq_error.slq_estimates`
+* λ_q and κ_q: ``--lanczos-sets`` sets of 8 probes run through `otod.nets.measure.curvature.lanczos` (m = 100, full
+  re-orthogonalization) on diag(Λ) from Uᵀv (the same Krylov space rotated), then `otod.nets.measure.slq_error.slq_estimates`
   with the exact λ_max; κ_q's coverage, and how often its interval is unbounded above.
 
 Coverage is the fraction of sets whose interval holds the exact value; with S sets its standard error is
@@ -46,9 +46,9 @@ def spectra(name: str, checkpoints):
     import jax.numpy as jnp
     import scipy.linalg
 
-    from otod.nets.curvature_dense import dense_hessian
-    from otod.nets.problem import NetSpec
-    from otod.nets.trajectory import train
+    from otod.nets.measure.dense import dense_hessian
+    from otod.nets.model.problem import NetSpec
+    from otod.nets.measure.trajectory import train
 
     spec = NetSpec(**NETS[name])
     with jax.enable_x64(True):
@@ -64,7 +64,7 @@ def spectra(name: str, checkpoints):
 def trace_coverage(lam, u, sets: int, seed: int) -> dict:
     """Per interval of the traces: the fraction of ``sets`` sets of `PROBES` probes whose interval holds the
     exact tr H/P or tr H²/P, and the median interval's ends relative to the exact value."""
-    from otod.nets import slq_error as E
+    from otod.nets.measure import slq_error as E
 
     rng = np.random.default_rng(seed)
     size = lam.size
@@ -98,9 +98,9 @@ def kappa_coverage(lam, u, sets: int, seed: int, steps: int = 100, q: float = 0.
     import jax
     import jax.numpy as jnp
 
-    from otod.nets import curvature as C
-    from otod.nets import slq_error as E
-    from otod.nets.curvature_dense import exact_summary
+    from otod.nets.measure import curvature as C
+    from otod.nets.measure import slq_error as E
+    from otod.nets.measure.dense import exact_summary
 
     exact = exact_summary(lam, q, C.NEGATIVE_TOLERANCE)
     kappa = exact["lambda_max"] / exact["lambda_q"] if exact["lambda_q"] > 0 else math.inf

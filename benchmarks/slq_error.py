@@ -1,16 +1,16 @@
-"""SLQ's error against the exact spectrum (issue 34, item 5): what `otod.nets.slq_error` states, measured.
+"""SLQ's error against the exact spectrum (issue 34, item 5): what `otod.nets.measure.slq_error` states, measured.
 
 For each net and checkpoint (SGD at `NETS`' lr, B = 32, float64, as ``otod curvature --x64`` trains): the dense Hessian
-(`otod.nets.curvature_dense.dense_hessian`) and its eigendecomposition H = U Λ Uᵀ; then ``--probes`` Rademacher
-starts v (`otod.nets.curvature.slq_starts`), each run through `otod.nets.curvature.lanczos` (full
+(`otod.nets.measure.dense.dense_hessian`) and its eigendecomposition H = U Λ Uᵀ; then ``--probes`` Rademacher
+starts v (`otod.nets.measure.curvature.slq_starts`), each run through `otod.nets.measure.curvature.lanczos` (full
 re-orthogonalization) on diag(Λ) from Uᵀv: the Krylov spaces of H from v and of Λ from Uᵀv are the same rotated,
-so the nodes and weights are those of `otod.nets.curvature.slq` on the net, without a Hessian-vector product per
+so the nodes and weights are those of `otod.nets.measure.curvature.slq` on the net, without a Hessian-vector product per
 step. Stage 1 (``--save``) writes each spectrum's exact eigenvalues and per-probe nodes and weights to an .npz;
 stage 2 (``--analyse``) groups the probes into sets of ``--set`` (8, the default of ``otod curvature``) and
 reports, per quantity and rule, the mean relative error over the sets (the bias), its standard error and
 spread, the t-interval over the probes (the jackknife's standard error) with its coverage, and for λ_q and the
-negative mass the interval of `otod.nets.slq_error` (quadrature bounds widened by the probes' spread) with its
-coverage against the exact value. The figures in `otod.nets.slq_error` came from the 7 nets below at steps 0,
+negative mass the interval of `otod.nets.measure.slq_error` (quadrature bounds widened by the probes' spread) with its
+coverage against the exact value. The figures in `otod.nets.measure.slq_error` came from the 7 nets below at steps 0,
 100 and 1000, 800 probes, m = 100 and 200, stage 1 on a GPU (about 10 s a spectrum there; the eigenvectors and
 m × P bases make it slow on 2 cores), stage 2 here (about 10 min); a percentile bootstrap over probes was measured
 in an earlier version of stage 2 (10 of the spectra) and dropped.
@@ -46,10 +46,10 @@ def spectra(name: str, checkpoints, probes: int, steps_list, out: Path, chunk: i
     import jax.numpy as jnp
     import scipy.linalg
 
-    from otod.nets import curvature as C
-    from otod.nets.curvature_dense import dense_hessian
-    from otod.nets.problem import NetSpec
-    from otod.nets.trajectory import train
+    from otod.nets.measure import curvature as C
+    from otod.nets.measure.dense import dense_hessian
+    from otod.nets.model.problem import NetSpec
+    from otod.nets.measure.trajectory import train
 
     fields, lr = NETS[name]
     spec = NetSpec(**fields)
@@ -85,7 +85,7 @@ def spectra(name: str, checkpoints, probes: int, steps_list, out: Path, chunk: i
 
 def estimators(nodes, weights, q: float, threshold: float):
     """Per quantity and estimator: a function of one set's (nodes, weights) [probes, m]."""
-    from otod.nets import slq_error as E
+    from otod.nets.measure import slq_error as E
 
     out = {f"lambda_q/{rule}": (lambda n, w, rule=rule: E.pooled_quantile(n, w, q, rule)) for rule in E.QUANTILE_RULES}
     out.update({f"negative_mass/{rule}": (lambda n, w, rule=rule: E.pooled_mass_below(n, w, threshold, rule))
@@ -119,8 +119,8 @@ def bounded(nodes, weights, interval, exact: float) -> dict:
 
 
 def analyse(folder: Path, set_size: int, q: float = 0.9, tolerance: float = 1e-3) -> dict:
-    from otod.nets import slq_error as E
-    from otod.nets.curvature_dense import exact_summary
+    from otod.nets.measure import slq_error as E
+    from otod.nets.measure.dense import exact_summary
 
     rows = {}
     t = E.student_t(set_size)

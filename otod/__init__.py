@@ -55,17 +55,17 @@ def critical_batch(loss, params, data, init=None, **options):
 def critical_batch_along_training(steps=None, **options):
     """B_crit(t) and S_min(t) with CIs of one of otod's nets or a user's model (``model="FILE.py:NAME"``) at
     checkpoints of its training (``steps``, default 0, 100, 1000; or ``losses=``, loss levels), each from S(B)
-    sweeps branched at the checkpoint (`otod.nets.along.critical_batch_along_training`: its options and its
+    sweeps branched at the checkpoint (`otod.nets.along.branching.critical_batch_along_training`: its options and its
     `AlongTrainingResult`); JAX is imported on the first call."""
-    from otod.nets.along import critical_batch_along_training as measure
+    from otod.nets.along.branching import critical_batch_along_training as measure
 
     return measure(steps, **options)
 
 
 def batch_schedule(schedule, **options):
     """A batch schedule (phases ``"B@r,…"`` or ``"doubling:B0..B1@r"``) of one of otod's nets against its constant
-    batches, steps and examples to the same final target with CIs (`otod.nets.schedule.batch_schedule`: its options
+    batches, steps and examples to the same final target with CIs (`otod.nets.schedule.batch_schedule.batch_schedule`: its options
     and its `ScheduleResult`); JAX is imported on the first call."""
-    from otod.nets.schedule import batch_schedule as measure
+    from otod.nets.schedule.batch_schedule import batch_schedule as measure
 
     return measure(schedule, **options)

@@ -47,7 +47,7 @@ def net_file(tmp_path_factory) -> Path:
     would cost a compile), for the cases that re-read it at another target."""
     import otod.nets  # noqa: F401 (registers the net sweep)
     from otod.core import results as results_io
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
     config = net_config(batch="16", seeds=1, lr="0.3", max_iters="4", target="0.1")
     meta = {"kind": "sweep", "sweep": "net", "digest": config.digest(), "config": config.to_dict(), "axes": [],

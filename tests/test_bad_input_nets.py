@@ -34,7 +34,7 @@ MODELS = str(Path(__file__).resolve().parent / "fixtures" / "models" / "plain_ja
 
 def contract_cases(command: list[str]) -> list:
     """A bad model contract refused by ``command`` (curvature or noise-scale with ``--out out``): each way the
-    contract can break, in one line naming it (`otod.nets.contract`)."""
+    contract can break, in one line naming it (`otod.nets.model.contract`)."""
     model = command[:1] + ["--model"]
     tail = command[1:]
     return [

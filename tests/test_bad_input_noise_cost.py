@@ -184,7 +184,7 @@ def test_every_registered_sweep_is_checked_here():
 def test_every_sweep_offers_the_common_options_declared_once(command):
     """One surface: every sweep's --help lists the options `common_sweep_options` declares, each with the one
     help text it has there (declared once, not once per command); --seeds' states the sweep's own default (the
-    net sweep's 5: tests/nets/test_sweep.py), so its number is not compared here."""
+    net sweep's 5: tests/nets/sweep/test_sweep.py), so its number is not compared here."""
     import re
 
     import click

@@ -8,7 +8,7 @@ from otod.core.registry import register_lazily
 
 OBSTACLE = register_lazily(
     "nets", "curvature, gradient noise and steps to target vs batch, width and depth of small real nets",
-    kinds=("otod.nets.kind:NET",), analyse="otod.nets.report:net_analysis",
-    report="otod.nets.report:text_report", figure="otod.nets.figures:sweep_figure",
-    commands="otod.nets.commands:commands", figure_makers="otod.nets.figures:ALL_MAKERS",
+    kinds=("otod.nets.sweep.kind:NET",), analyse="otod.nets.sweep.report:net_analysis",
+    report="otod.nets.sweep.report:text_report", figure="otod.nets.figures.sweep:sweep_figure",
+    commands="otod.nets.commands:commands", figure_makers="otod.nets.figures.sweep:ALL_MAKERS",
     measurements="otod.nets.measurements:MEASUREMENTS")

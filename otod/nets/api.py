@@ -1,11 +1,11 @@
 """``otod.curvature(loss, params, data, …)`` and ``otod.noise_scale(loss, params, data, …)``: the curvature and the
-gradient noise of any JAX model (`otod.nets.contract`) from a notebook, with the numbers ``otod curvature --model
+gradient noise of any JAX model (`otod.nets.model.contract`) from a notebook, with the numbers ``otod curvature --model
 FILE.py:NAME`` and ``otod noise-scale --model FILE.py:NAME`` print and write (the commands call `measure_curvature`
 and `measure_noise` here, with the same arguments).
 
-Both train the model by SGD (``lr``, ``batch``, ``seed``: `otod.nets.trajectory.train_model`) to each of
+Both train the model by SGD (``lr``, ``batch``, ``seed``: `otod.nets.measure.trajectory.train_model`) to each of
 ``steps`` (0 = the given start, measured without training) and measure there, the loss and its derivatives
-accumulated over chunks of the data (`otod.nets.chunked`). Each returns a frozen result: typed points, one per
+accumulated over chunks of the data (`otod.nets.model.chunked`). Each returns a frozen result: typed points, one per
 checkpoint (and batch pair), the full records the command writes, its settings, and ``.to_pandas()``.
 """
 
@@ -27,9 +27,9 @@ STEPS, LR, BATCH = (0,), 0.1, 32
 
 @dataclass(frozen=True)
 class CurvaturePoint:
-    """The curvature at one checkpoint (`otod.nets.curvature.curvature_record`: what each number means); with
+    """The curvature at one checkpoint (`otod.nets.measure.curvature.curvature_record`: what each number means); with
     ``per_layer``, each layer's name and the top eigenvalue of its diagonal Hessian block
-    (`otod.nets.curvature_layers`), else empty."""
+    (`otod.nets.measure.curvature_layers`), else empty."""
 
     step: int
     train_loss: float
@@ -49,7 +49,7 @@ class CurvaturePoint:
 
 @dataclass(frozen=True)
 class NoiseScalePoint:
-    """The exact noise scales at one checkpoint (`otod.nets.noise_scale.gradient_moments`): |G|², tr Σ, GᵀHG,
+    """The exact noise scales at one checkpoint (`otod.nets.measure.noise_scale.gradient_moments`): |G|², tr Σ, GᵀHG,
     tr(HΣ) (± its standard error where estimated from ``trace_examples`` < n examples), B_simple = tr Σ/|G|²,
     B_noise = tr(HΣ)/GᵀHG."""
 
@@ -130,7 +130,7 @@ class NoiseScaleResult(_Result):
 
 
 def _steps(steps) -> list[int]:
-    from otod.nets.noise_scale import parse_checkpoints
+    from otod.nets.measure.noise_scale import parse_checkpoints
 
     if isinstance(steps, (int, np.integer)):
         steps = [steps]
@@ -147,7 +147,7 @@ def curvature_plan(model, k: int, probes: int, lanczos_steps: int, x64: bool, op
     """Refuse a k above P, or bases and a dense Hessian that do not fit in memory; return the Lanczos steps per
     probe (at most P)."""
     from otod.core.preflight import refuse_memory
-    from otod.nets.curvature_dense import dense_bytes, is_dense
+    from otod.nets.measure.dense import dense_bytes, is_dense
 
     size = model.parameter_count
     if not 1 <= k <= size:
@@ -164,10 +164,11 @@ def curvature_plan(model, k: int, probes: int, lanczos_steps: int, x64: bool, op
 def noise_plan(model) -> None:
     """Refuse a noise-scale measurement that does not fit in memory: the data and the parameters in float64 (a
     few copies of P: G, HG, the moments), one chunk of per-example gradients and one of HVP activations
-    (`otod.nets.noise_scale.CHUNK_FLOATS` and `otod.nets.chunked.CHUNK_FLOATS` floats; a chunk holds one
+    (`otod.nets.measure.noise_scale.CHUNK_FLOATS` and `otod.nets.model.chunked.CHUNK_FLOATS` floats; a chunk holds one
     example's gradient at least, P floats, and a vmapped HVP one vector's primal and tangent)."""
     from otod.core.preflight import refuse_memory
-    from otod.nets import chunked, noise_scale
+    from otod.nets.model import chunked
+    from otod.nets.measure import noise_scale
 
     size = model.parameter_count
     data = sum(int(np.size(a)) for a in model.data)
@@ -184,14 +185,14 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
                       probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
                       x64: bool = False, chunk: int | None = None, per_layer: bool = False,
                       progress=None) -> CurvatureResult:
-    """The curvature of a checked model (`otod.nets.contract.Model`) at each of ``steps`` of its SGD run, in
-    float64 with ``x64`` (else float32): one record per checkpoint (`otod.nets.curvature.curvature_at`, with the
+    """The curvature of a checked model (`otod.nets.model.contract.Model`) at each of ``steps`` of its SGD run, in
+    float64 with ``x64`` (else float32): one record per checkpoint (`otod.nets.measure.curvature.curvature_at`, with the
     step, lr, seed, precision, parameter and example counts; with ``per_layer``, each layer's diagonal block's top
-    eigenvalue, `otod.nets.curvature_layers`)."""
+    eigenvalue, `otod.nets.measure.curvature_layers`)."""
     from otod.core.precision import exact_float32
-    from otod.nets.contract import cast
-    from otod.nets.curvature import curvature_at
-    from otod.nets.trajectory import train_model
+    from otod.nets.model.contract import cast
+    from otod.nets.measure.curvature import curvature_at
+    from otod.nets.measure.trajectory import train_model
 
     checkpoints = _steps(steps)
     batch = _check_batch(batch, model.examples)
@@ -224,10 +225,10 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
                   chunk: int | None = None, progress=None) -> NoiseScaleResult:
     """The exact noise scales of a checked model at each of ``steps`` of its SGD run (trained in float64 with
     ``x64``, else float32; measured in float64, step 0 at the model's own start, unrounded), with the two-batch estimates of each pair (B_small, B_big)
-    whose B_big fits the data (default 8:64 and 32:256): `otod.nets.noise_scale.measure_at`."""
-    from otod.nets.contract import cast
-    from otod.nets.noise_scale import PAIRS, Problem, measure_at
-    from otod.nets.trajectory import model_start, train_model
+    whose B_big fits the data (default 8:64 and 32:256): `otod.nets.measure.noise_scale.measure_at`."""
+    from otod.nets.model.contract import cast
+    from otod.nets.measure.noise_scale import PAIRS, Problem, measure_at
+    from otod.nets.measure.trajectory import model_start, train_model
 
     checkpoints = _steps(steps)
     n = model.examples
@@ -265,21 +266,21 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
 
 
 def _digest(model) -> str:
-    """The model's digest (`otod.nets.model_problem.model_digest`: its file, start and data), in the config, so
+    """The model's digest (`otod.nets.model.model_problem.model_digest`: its file, start and data), in the config, so
     that two models of one name (two sizes from one file) never share a results file."""
-    from otod.nets.model_problem import model_digest
+    from otod.nets.model.model_problem import model_digest
 
     return model_digest(model, model.name)
 
 
 def _refuse_bad_start(model, chunk, seed: int, batches, one: bool = False) -> None:
     """Before any work: the loss, its gradient and its HVP traced at every batch size the measurement gives it
-    (`otod.nets.contract.trace_loss`), then the start seed ``seed`` trains from (`model_start`: ``init(key)`` at
+    (`otod.nets.model.contract.trace_loss`), then the start seed ``seed`` trains from (`model_start`: ``init(key)`` at
     seeds other than 0) refused where a parameter or the loss over the data is not finite."""
     import math
 
-    from otod.nets.contract import chunk_of, start_loss, trace_loss, trace_sizes
-    from otod.nets.trajectory import model_start
+    from otod.nets.model.contract import chunk_of, start_loss, trace_loss, trace_sizes
+    from otod.nets.measure.trajectory import model_start
 
     trace_loss(model, trace_sizes(model.examples, batches, chunk or chunk_of(model), one), hvp=True)
     start = model_start(model, seed)
@@ -298,7 +299,7 @@ def _refuse_bad_start(model, chunk, seed: int, batches, one: bool = False) -> No
 
 def _at(model, params):
     """``model`` with its start replaced by ``params`` (in the model's dtype)."""
-    from otod.nets.contract import Model
+    from otod.nets.model.contract import Model
 
     dtype = jax.tree.leaves(model.params)[0].dtype
     return Model(model.loss, jax.tree.map(lambda a: jnp.asarray(a, dtype), params), model.data, model.init,
@@ -306,9 +307,9 @@ def _at(model, params):
 
 
 def _refuse_zero_gradient_at_start(problem, model, seed: int) -> None:
-    """`otod.nets.noise_scale.refuse_zero_gradient` at the start seed ``seed`` trains from, before the training."""
-    from otod.nets.noise_scale import refuse_zero_gradient
-    from otod.nets.trajectory import model_start
+    """`otod.nets.measure.noise_scale.refuse_zero_gradient` at the start seed ``seed`` trains from, before the training."""
+    from otod.nets.measure.noise_scale import refuse_zero_gradient
+    from otod.nets.measure.trajectory import model_start
 
     problem.at(model_start(model, seed))
     G = problem.mean_grad(problem.flat)
@@ -322,19 +323,19 @@ def curvature(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, bat
               k: int = 10, probes: int = 8, lanczos_steps: int = 100, quantile: float = 0.9, damping: float = 1e-3,
               x64: bool = False, chunk: int | None = None, name: str = "model",
               per_layer: bool = False) -> CurvatureResult:
-    """The Hessian spectrum of ``loss`` (the mean loss over a batch, `otod.nets.contract`) over all of ``data``
+    """The Hessian spectrum of ``loss`` (the mean loss over a batch, `otod.nets.model.contract`) over all of ``data``
     at ``params`` (``steps`` = (0,)) or at checkpoints of an SGD run from it: the top-k eigenvalues (Lanczos),
     λ_min, λ_q, κ_q = λ_max/λ_q, κ_δ, the negative mass and tr H/P, exact from the dense Hessian where P ≤ 5,000,
     else SLQ estimates with 95% intervals. ``chunk``: examples per chunk of the data (default: as many as fit
     128 MiB of activations). ``per_layer``: also the top eigenvalue of each layer's diagonal Hessian block (a layer:
-    the leaves of ``params`` that share a parent node, `otod.nets.curvature_layers`), in the records, the points
+    the leaves of ``params`` that share a parent node, `otod.nets.measure.curvature_layers`), in the records, the points
     and ``result.layers_to_pandas()``. Returns a `CurvatureResult`; bad input raises `otod.core.errors.OtodError`
     (a ValueError) in one line.
 
     >>> result = otod.curvature(loss, params, (x, y), k=5, x64=True)
     >>> result.points[0].lambda_max, result.to_pandas()
     """
-    from otod.nets.contract import check
+    from otod.nets.model.contract import check
 
     model = check(loss, params, data, init, where="otod.curvature", name=name, finite=False)
     return measure_curvature(model, steps, lr=lr, batch=min(batch, model.examples), seed=seed, k=k, probes=probes,
@@ -353,11 +354,11 @@ def noise_scale(loss, params, data, init=None, *, steps=STEPS, lr: float = LR, b
 
     >>> otod.noise_scale(loss, params, (x, y)).points[0].b_simple
     """
-    from otod.nets.contract import check
+    from otod.nets.model.contract import check
 
     model = check(loss, params, data, init, where="otod.noise_scale", name=name, finite=False)
     if pairs is None:
-        from otod.nets.noise_scale import PAIRS
+        from otod.nets.measure.noise_scale import PAIRS
 
         pairs = [p for p in PAIRS if p[1] < model.examples]  # B_big = n has no two-batch estimate of |G|²
     return measure_noise(model, steps, lr=lr, batch=min(batch, model.examples), seed=seed, pairs=pairs, draws=draws,

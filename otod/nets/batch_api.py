@@ -1,9 +1,9 @@
 """``otod.critical_batch(loss, params, data, batches=…, target=…)``: the steps to a training-loss target of any
-JAX model (`otod.nets.contract`) against batch size, and its critical batch, from a notebook, with the numbers
+JAX model (`otod.nets.model.contract`) against batch size, and its critical batch, from a notebook, with the numbers
 ``otod sweep net --model FILE.py:NAME --batch … --target …`` prints and writes.
 
-It builds the same config the command does (`otod.nets.options.net_config` with the model in place of a
-reference: `otod.nets.model_problem.ModelProblem`) and runs it through the same pipeline
+It builds the same config the command does (`otod.nets.sweep.options.net_config` with the model in place of a
+reference: `otod.nets.model.model_problem.ModelProblem`) and runs it through the same pipeline
 (`otod.core.pipeline.sweep`: the core engine, then the one analysis), so a lane's count is the command's. The
 critical batch is McCandlish et al.'s S(B) = S_min (1 + B_crit/B) fitted to the medians over seeds at each
 batch's chosen (lr, β), with a seed bootstrap that re-chooses (lr, β) in every resample
@@ -12,38 +12,14 @@ batch's chosen (lr, β), with a seed bootstrap that re-chooses (lr, β) in every
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from otod.nets.sweep.reading import CriticalBatchPoint, reading
+
 #: The Python function's defaults (the command's are its own: B = 8..1024, target 0.1).
 BATCHES = (8, 16, 32, 64, 128, 256)
-
-
-@dataclass(frozen=True)
-class CriticalBatchPoint:
-    """One method's reading: S_min and B_crit with their 95% CIs (NaN with ``no_ci`` saying why: too few
-    seeds), the RMS relative misfit of the S(B) fit, the batches fitted and those left out as censored (a median
-    only a lower bound), the largest B of perfect scaling (None: none), and the per-batch table: ``batches``,
-    ``steps`` (medians over seeds at the chosen setting), ``lower_bound`` (censored medians), ``lr`` (the chosen
-    absolute step) and ``lr_on_edge`` (the choice on the edge of the grid tried)."""
-
-    method: str
-    s_min: float
-    s_min_ci: tuple[float, float]
-    b_crit: float
-    b_crit_ci: tuple[float, float]
-    misfit: float
-    fitted: int
-    censored: int
-    no_ci: str | None
-    perfect_scaling: float | None
-    batches: tuple[float, ...]
-    steps: tuple[float, ...]
-    lower_bound: tuple[bool, ...]
-    lr: tuple[float, ...]
-    lr_on_edge: tuple[bool, ...]
 
 
 @dataclass(frozen=True)
@@ -67,29 +43,12 @@ class CriticalBatchResult:
         return next(p for p in self.points if p.method == method)
 
 
-def reading(series) -> CriticalBatchPoint:
-    """A method's `CriticalBatchPoint` from the analysis's `otod.core.critical_batch.Series`."""
-    c = series.critical
-    nan2 = (math.nan, math.nan)
-    summary = series.summary
-    lr = summary["learning_rate"].to_numpy(float) if "learning_rate" in summary else np.full(len(summary), np.nan)
-    edge = summary["lr_on_edge"].to_numpy(bool) if "lr_on_edge" in summary else np.zeros(len(summary), bool)
-    return CriticalBatchPoint(
-        method=series.method, s_min=c.s_min if c else math.nan, s_min_ci=tuple(c.s_min_ci) if c else nan2,
-        b_crit=c.b_crit if c else math.nan, b_crit_ci=tuple(c.b_crit_ci) if c else nan2,
-        misfit=c.residual if c else math.nan, fitted=c.points if c else 0, censored=c.censored if c else 0,
-        no_ci=c.no_ci if c else "no fit", perfect_scaling=series.perfect_scaling,
-        batches=tuple(float(b) for b in series.x), steps=tuple(float(s) for s in series.median),
-        lower_bound=tuple(bool(b) for b in series.bound), lr=tuple(float(v) for v in lr),
-        lr_on_edge=tuple(bool(e) for e in edge))
-
-
 def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: float, method="sgd",
                    seeds: int = 5, seed: int = 0, lr="tuned", lr_grid=None, beta=None, max_iters: int | None = None,
                    examples: int | None = None, schedule: str = "constant", x64: bool | None = None,
                    predict: bool = False, out: str | None = "results", name: str = "model",
                    progress=None) -> CriticalBatchResult:
-    """Steps to the training loss ``target`` of ``loss`` (the mean loss over a batch, `otod.nets.contract`) on
+    """Steps to the training loss ``target`` of ``loss`` (the mean loss over a batch, `otod.nets.model.contract`) on
     ``data`` from ``params`` (every seed's start; or ``init(key)`` per seed) against batch size: minibatch SGD
     (``method``: sgd, heavy-ball, adam, or several, comma-separated) with (lr, β) chosen per batch from
     ``lr_grid`` (absolute steps, default 10⁻³..10, 4 per decade) by the median over ``seeds``, the first
@@ -105,9 +64,9 @@ def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: fl
 
     from otod.core.config import read_config
     from otod.core.pipeline import sweep
-    from otod.nets.contract import check
-    from otod.nets.options import net_config
-    from otod.nets.predict import run_meta
+    from otod.nets.model.contract import check
+    from otod.nets.sweep.options import net_config
+    from otod.nets.sweep.predict import run_meta
 
     model = check(loss, params, data, init, where="otod.critical_batch", name=name, finite=False)
     config = net_config(model=model, batch=_batch_text(batches), method=_text(method), target=target,

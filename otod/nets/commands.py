@@ -1,4 +1,4 @@
-"""``otod sweep net``: parse options, build the config (`otod.nets.options`), run it through the core engine, add
+"""``otod sweep net``: parse options, build the config (`otod.nets.sweep.options`), run it through the core engine, add
 the NQM's prediction from the net's own spectrum and noise, print the report and draw the figure."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import click
 
 from otod.core.cli import common_sweep_options, terminal_progress, user_errors
 
-#: The net sweep's seeds where --seeds is not given: `otod.nets.options.DEFAULTS` (which imports NumPy, so ``otod
-#: --help`` does not import it; tests/nets/test_sweep.py checks the two agree).
+#: The net sweep's seeds where --seeds is not given: `otod.nets.sweep.options.DEFAULTS` (which imports NumPy, so ``otod
+#: --help`` does not import it; tests/nets/sweep/test_sweep.py checks the two agree).
 NET_SEEDS = 5
 
 
@@ -117,13 +117,13 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --batch-schedule 16@0.26,32@0.0392
       otod sweep net --data teacher --batch-schedule 8@0.066,16@0.038
       otod sweep net --branch-at loss:1,0.5,0.25 --batch 8..256:6:log
-      otod sweep net --model otod.nets.zoo:transformer --branch-at 0,100,300,1000 --batch 8..256:5:log
+      otod sweep net --model otod.nets.model.zoo:transformer --branch-at 0,100,300,1000 --batch 8..256:5:log
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options
-    from otod.nets.options import net_config
+    from otod.nets.sweep.options import net_config
 
-    from otod.nets.contract import is_reference
+    from otod.nets.model.contract import is_reference
 
     given = given_options()
     if branch_at is None:
@@ -133,16 +133,16 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
         refuse_ignored(given, "trace_examples", "sets how B_noise is measured at the checkpoints of --branch-at; "
                                                 "give --branch-at too, e.g. --branch-at 0,100,1000")
     else:
-        from otod.nets.along import parse_branching, refuse_beside_branch
+        from otod.nets.along.branching import parse_branching, refuse_beside_branch
 
         refuse_beside_branch(given)
         branching = parse_branching(branch_at, branch_batch, branch_lr, branch_to)
         if trace_examples is not None:  # its form before the net is built; its bound (the examples) after
-            from otod.nets.noise_scale_cli import trace_examples_option
+            from otod.nets.measure.noise_scale import trace_examples_option
 
             trace_examples_option(trace_examples, 2 ** 62)
     if batch_schedule is not None:
-        from otod.nets.schedule import parse_schedule, refuse_beside_schedule
+        from otod.nets.schedule.batch_schedule import parse_schedule, refuse_beside_schedule
 
         refuse_beside_schedule(given, model)
         parsed_schedule = parse_schedule(batch_schedule)
@@ -161,14 +161,14 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                         lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream)
     if batch_schedule is not None:
-        from otod.nets.schedule import echo_schedule
+        from otod.nets.schedule.batch_schedule import echo_schedule
 
         echo_schedule(config, parsed_schedule, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json)
         return
     if branch_at is not None:
-        from otod.nets.along import echo_along
+        from otod.nets.along.branching import echo_along
 
-        from otod.nets.along import trace_examples_of
+        from otod.nets.along.branching import trace_examples_of
 
         echo_along(config, branching, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json,
                    nqm=bool(predict and "predict" in given), trace_examples=trace_examples_of(trace_examples, config))
@@ -182,7 +182,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
     from otod.core.cli import echo_report
     from otod.core.pipeline import sweep
-    from otod.nets.predict import run_meta
+    from otod.nets.sweep.predict import run_meta
 
     extra = run_meta(config, predict)
     echo_report(sweep(config, out_dir=out, plot=not no_plot, progress=terminal_progress(), yes=yes, pdf=pdf,

@@ -1,10 +1,10 @@
 """``otod curvature --model FILE.py:NAME`` and ``otod noise-scale --model FILE.py:NAME``: the commands' path for a
-user's model (`otod.nets.contract`), measured by the functions the Python API calls (`otod.nets.api`), so the
+user's model (`otod.nets.model.contract`), measured by the functions the Python API calls (`otod.nets.api`), so the
 command and ``otod.curvature``/``otod.noise_scale`` give the same numbers.
 
 Every option is checked and the model loaded and checked (shapes traced abstractly) before anything is
 measured; the time is estimated from XLA's flop count of the loss on one example (`flops_per_example`) with the
-constants of `otod.nets.noise_scale`, and refused above an hour without ``--yes``; the memory of the Lanczos
+constants of `otod.nets.measure.noise_scale`, and refused above an hour without ``--yes``; the memory of the Lanczos
 bases, the dense Hessian and the data is refused above the free memory (`otod.nets.api.curvature_plan`).
 """
 
@@ -27,7 +27,7 @@ def load_model(reference: str, given: frozenset):
     """Refuse the net-only options given beside ``--model FILE.py:NAME``, then load and check the model (the
     finite-loss check comes with the measurement, in its precision)."""
     from otod.core.options import refuse_ignored
-    from otod.nets.contract import load
+    from otod.nets.model.contract import load
 
     for name in NET_OPTIONS:
         refuse_ignored(given, name, f"describes otod's own nets; --model {reference} defines its own network and "
@@ -43,8 +43,8 @@ def chunk_option(value) -> int | None:
 
 
 def flops_per_example(model) -> float:
-    """`otod.nets.contract.flops_per_example` (XLA's flop count of the loss on one example)."""
-    from otod.nets.contract import flops_per_example as count
+    """`otod.nets.model.contract.flops_per_example` (XLA's flop count of the loss on one example)."""
+    from otod.nets.model.contract import flops_per_example as count
 
     return count(model)
 
@@ -52,11 +52,11 @@ def flops_per_example(model) -> float:
 def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: int, per_layer: bool = False) -> float:
     """`otod.nets.curvature_cli.plan_seconds` for a contract model: compile, training, then per checkpoint the
     top-k Lanczos and the dense columns or the SLQ probes (each product 4 × n × flops per example); with
-    ``per_layer``, a top-1 Lanczos per layer (`otod.nets.curvature_layers`, each product counted as the whole
+    ``per_layer``, a top-1 Lanczos per layer (`otod.nets.measure.curvature_layers`, each product counted as the whole
     net's)."""
-    from otod.nets.curvature import default_top_steps
-    from otod.nets.curvature_dense import is_dense
-    from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP
+    from otod.nets.measure.curvature import default_top_steps
+    from otod.nets.measure.dense import is_dense
+    from otod.nets.measure.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP
 
     size, n, flops = model.parameter_count, model.examples, flops_per_example(model)
     product = 4.0 * n * flops
@@ -65,7 +65,7 @@ def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: in
     per += (size * product + 4.0 * size ** 3 / 3) if is_dense(size) else (probes * m * product
                                                                          + 2.0 * size * probes * m ** 2)
     if per_layer:
-        from otod.nets.curvature_layers import layer_count
+        from otod.nets.measure.curvature_layers import layer_count
 
         per += layer_count(model.params) * default_top_steps(1, size) * product
     train = max(checkpoints) * (SECONDS_PER_STEP + 3 * batch * flops * SECONDS_PER_FLOP)
@@ -73,9 +73,10 @@ def curvature_seconds(model, checkpoints, k: int, probes: int, m: int, batch: in
 
 
 def noise_seconds(model, checkpoints, pairs, draws: int, batch: int, trace_examples: int | None) -> float:
-    """`otod.nets.noise_scale.plan_seconds` for a contract model: tr(HΣ)'s m HVPs over n examples each (m = n
+    """`otod.nets.measure.noise_scale.plan_seconds` for a contract model: tr(HΣ)'s m HVPs over n examples each (m = n
     unless estimated) dominate."""
-    from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP, SECONDS_PER_TRACE_FLOP
+    from otod.nets.measure.noise_scale import (COMPILE_SECONDS, SECONDS_PER_FLOP, SECONDS_PER_STEP,
+                                             SECONDS_PER_TRACE_FLOP)
 
     n, flops = model.examples, flops_per_example(model)
     m = n if trace_examples is None else min(n, trace_examples)
@@ -98,8 +99,8 @@ def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_ste
     from otod.core.preflight import refuse_time
     from otod.nets import curvature_text as cli
     from otod.nets.api import curvature_plan, measure_curvature
-    from otod.nets.curvature import definitions
-    from otod.nets.slq_error import LEVEL
+    from otod.nets.measure.curvature import definitions
+    from otod.nets.measure.slq_error import LEVEL
 
     if batch > model.examples:
         raise OtodError(f"--batch {batch}: larger than the data set ({model.examples:,} examples); use --batch ≤ "
@@ -133,7 +134,7 @@ def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, 
     """Measure (`otod.nets.api.measure_noise`), write the results file and return the printed text."""
     from otod.core.preflight import make_folder, refuse_time, results_out
     from otod.nets.api import measure_noise
-    from otod.nets.noise_scale import net_report, results_path
+    from otod.nets.measure.noise_scale import net_report, results_path
 
     n = model.examples
     if n < 2:

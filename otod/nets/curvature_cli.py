@@ -1,10 +1,10 @@
 """``otod curvature``: the Hessian spectrum of a net's full training loss at checkpoints of one SGD run, printed
 and recorded.
 
-The options name the net as `otod.nets.problem.NetSpec` does (model, width, depth, activation, architecture,
+The options name the net as `otod.nets.model.problem.NetSpec` does (model, width, depth, activation, architecture,
 init, data, examples, loss, batch); ``--k`` top eigenvalues by Lanczos; ``--probes`` × ``--lanczos-steps`` for
 stochastic Lanczos quadrature; ``--steps`` the checkpoints of the run (0 = init) at ``--lr``. κ is stated by the
-definitions of `otod.nets.curvature` (λ_max over the eigenvalue at ``--quantile`` of the SLQ spectrum, and the
+definitions of `otod.nets.measure.curvature` (λ_max over the eigenvalue at ``--quantile`` of the SLQ spectrum, and the
 damped κ_δ with ``--damping``), and the results file records them with the config, versions, device, precision,
 time and command line (`otod.core.results.environment`). Every option is checked before JAX is imported, so bad
 input is one line and exit code 2 at once.
@@ -37,7 +37,7 @@ def unit_interval(value, option: str, example: str) -> float:
 def build_spec(model, width, depth, activation, architecture, init, data, examples, loss, batch):
     """The NetSpec of the options (its own checks raise `OtodError`); --loss defaults to cross-entropy on the
     digits and squared on the regressions."""
-    from otod.nets.problem import NetSpec
+    from otod.nets.model.problem import NetSpec
 
     width = positive_int(width, "--width", "32")
     depth = positive_int(depth, "--depth", "2")
@@ -58,7 +58,7 @@ def check_plan(spec, k: int, probes: int, lanczos_steps: int, x64: bool, given: 
     if "lanczos_steps" in given and lanczos_steps > size:
         raise OtodError(f"--lanczos-steps {lanczos_steps}: more than the {size:,} parameters of this net (Lanczos "
                         f"on its P × P Hessian ends after P steps); use --lanczos-steps ≤ {size}")
-    from otod.nets.curvature_dense import dense_bytes, is_dense
+    from otod.nets.measure.dense import dense_bytes, is_dense
 
     steps = min(lanczos_steps, size)
     need = (probes * (steps + 1) + (k * 3 + 41)) * size * (8 if x64 else 4)
@@ -72,17 +72,17 @@ def check_plan(spec, k: int, probes: int, lanczos_steps: int, x64: bool, given: 
 
 def plan_seconds(spec, checkpoints, k: int, probes: int, lanczos_steps: int, per_layer: bool = False) -> float:
     """The command's estimated seconds: compile, the SGD run to the last checkpoint
-    (`otod.nets.noise_scale.train_seconds`), then per checkpoint the top-k Lanczos and the SLQ probes: each
+    (`otod.nets.measure.noise_scale.train_seconds`), then per checkpoint the top-k Lanczos and the SLQ probes: each
     Lanczos step one Hessian-vector product over the n training examples (about 4 × the forward flops each) and a
     re-orthogonalization against the basis so far (4·j·P at step j). The constants are the noise scale's, measured
-    on the 2-core development machine (`otod.nets.noise_scale`): the default command with SLQ (3 checkpoints,
+    on the 2-core development machine (`otod.nets.measure.noise_scale`): the default command with SLQ (3 checkpoints,
     2,610 products) was estimated at 18 s and ran 10.7 s; ``--lanczos-steps 2410`` estimated at 290 s, ran 228 s.
-    Where the spectrum is dense (`otod.nets.curvature_dense`) the SLQ probes give way to P products and the
+    Where the spectrum is dense (`otod.nets.measure.dense`) the SLQ probes give way to P products and the
     eigensolver's 4P³/3 flops (Golub & Van Loan §8.3: the tridiagonal reduction). ``per_layer`` adds, per
     weight layer, the top-1 Lanczos on its block (each product counted as the whole net's: an upper estimate)."""
-    from otod.nets.curvature import default_top_steps
-    from otod.nets.curvature_dense import is_dense
-    from otod.nets.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, train_seconds
+    from otod.nets.measure.curvature import default_top_steps
+    from otod.nets.measure.dense import is_dense
+    from otod.nets.measure.noise_scale import COMPILE_SECONDS, SECONDS_PER_FLOP, train_seconds
 
     size, n = spec.parameter_count, spec.dataset().examples
     product = 4.0 * n * spec.flops_per_example()
@@ -158,8 +158,8 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, refuse_time
-    from otod.nets.contract import is_reference
-    from otod.nets.noise_scale import describe, parse_checkpoints
+    from otod.nets.model.contract import is_reference
+    from otod.nets.measure.noise_scale import describe, parse_checkpoints
 
     if is_reference(model):
         click.echo(_contract(model, batch=batch, k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr,
@@ -188,7 +188,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     from otod.core.cli import count_progress
 
     records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
-    from otod.nets.curvature import definitions
+    from otod.nets.measure.curvature import definitions
 
     precision = config["precision"]
     capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
@@ -210,7 +210,7 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
     (`otod.nets.contract_cli.run_curvature`)."""
     from otod.core.preflight import given_options, make_folder, results_out
     from otod.nets import contract_cli
-    from otod.nets.noise_scale import parse_checkpoints
+    from otod.nets.measure.noise_scale import parse_checkpoints
 
     options = dict(checkpoints=parse_checkpoints(steps), lr=representable_lr(positive_float(lr, "--lr", "0.1"), lr, "0.1"),
                    batch=positive_int(batch, "--batch", "32"), seed=seed_value(seed),
@@ -237,7 +237,7 @@ def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints,
     ``per_layer`` appears only where asked, so that the files of other runs keep their names."""
     import dataclasses
 
-    from otod.nets.curvature_dense import is_dense
+    from otod.nets.measure.dense import is_dense
 
     config = {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
               "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
@@ -251,8 +251,8 @@ def measure(spec, config: dict, path: Path, progress=None) -> tuple[list[dict], 
     results file carries (config, environment: versions, device, time, command line; precision, wall time and
     the κ definitions): (records, path, wall seconds)."""
     from otod.core import results
-    from otod.nets.curvature import curvature_along_training, definitions
-    from otod.nets.slq_error import LEVEL
+    from otod.nets.measure.curvature import curvature_along_training, definitions
+    from otod.nets.measure.slq_error import LEVEL
 
     start = time.perf_counter()
     records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],

@@ -40,7 +40,7 @@ def _interval(pair, digits: int = 3) -> str:
 
 def spectrum_line(records: list[dict]) -> str:
     """The header (two lines): which numbers are exact, and where the others' errors are."""
-    from otod.nets.curvature_dense import DENSE_MAX_PARAMETERS
+    from otod.nets.measure.dense import DENSE_MAX_PARAMETERS
 
     r = records[0]
     size = r.get("parameters", len(r["slq_nodes"]))
@@ -54,7 +54,7 @@ def spectrum_line(records: list[dict]) -> str:
 
 
 def interval_lines(records: list[dict]) -> list[str]:
-    """SLQ's 95% intervals, one row per checkpoint, and the Ritz values' residual bound (`otod.nets.slq_error`)."""
+    """SLQ's 95% intervals, one row per checkpoint, and the Ritz values' residual bound (`otod.nets.measure.slq_error`)."""
     probes = records[0]["probes"]
     lines = ["", "95% intervals. λ_q, neg. mass: Gauss quadrature's bounds on the spectrum's distribution "
                  "(Chebyshev–Markov–Stieltjes),",

@@ -4,7 +4,7 @@ command showed them, with a figure.
 
 * curvature: the command's table (one row per checkpoint; SLQ's intervals where the spectrum is not exact; the top
   eigenvalues); the figure is the spectral density at each checkpoint on an asinh axis
-  (`otod.nets.curvature_figures.draw_spectral_density`) beside λ_max and λ_q against the step.
+  (`otod.nets.figures.curvature.draw_spectral_density`) beside λ_max and λ_q against the step.
 * noise scale: the command's text (the exact |G|², tr Σ, GᵀHG, tr(HΣ), B_simple, B_noise per checkpoint, and each
   batch pair's two-batch estimates); the figure is B_simple and B_noise against the step, with each pair's
   two-batch estimate of B_simple and its 16–84% interval beside them.
@@ -43,7 +43,7 @@ def curvature_figure(results, base: Path, pdf: bool = False) -> list[Path]:
     """(a) λ_max and λ_q (with SLQ's interval where the spectrum is estimated) against the step; (b) the spectral
     density at each checkpoint."""
     from otod.core.plotting import caption_text, figure, legend_below, save, series_style
-    from otod.nets.curvature_figures import density_caption, draw_spectral_density
+    from otod.nets.figures.curvature import density_caption, draw_spectral_density
 
     records = results.records
     zero, sigma = 1e-3, 0.2
@@ -73,7 +73,7 @@ def curvature_figure(results, base: Path, pdf: bool = False) -> list[Path]:
 
 
 def noise_text(results) -> str:
-    from otod.nets.noise_scale import net_report
+    from otod.nets.measure.noise_scale import net_report
 
     records = results.records
     config = results.meta["config"]

@@ -1,7 +1,7 @@
 """``otod noise-scale``: the gradient noise scale, measured.
 
 With ``--model``, a net's exact B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over its whole training set at
-checkpoints of one SGD run, beside the two-batch estimates (`otod.nets.noise_scale`; McCandlish et al. 2018,
+checkpoints of one SGD run, beside the two-batch estimates (`otod.nets.measure.noise_scale`; McCandlish et al. 2018,
 appendix A). Without it, the same two-batch estimators along an SGD run on the noisy quadratic model, against the
 NQM's exact values (`otod.noise.estimators`, the NQM library this obstacle builds on). The command lives with the
 nets because the net is what it measures; the NQM run is its reference.
@@ -84,7 +84,7 @@ def noise_scale(model, width, depth, activation, architecture, init, data, examp
     """
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, quiet_numerics
-    from otod.nets.contract import is_reference
+    from otod.nets.model.contract import is_reference
 
     given = given_options()
     if is_reference(model):
@@ -136,7 +136,7 @@ def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x6
     checked, then measured (`otod.nets.contract_cli.run_noise`)."""
     from otod.core.options import finite_float, positive_int, refuse_ignored, representable_lr, seed_value
     from otod.nets import contract_cli
-    from otod.nets import noise_scale as net
+    from otod.nets.measure import noise_scale as net
     from otod.noise.estimators import parse_scale_options
 
     for name in NQM_ONLY:
@@ -153,7 +153,7 @@ def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x6
                    seed=seed_value(seed), pairs=pair_list, x64=x64, chunk=contract_cli.chunk_option(chunk),
                    draws=positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6), yes=yes)
     model = contract_cli.load_model(reference, given)
-    options["trace_examples"] = trace_examples_option(trace_examples, model.examples)
+    options["trace_examples"] = net.trace_examples_option(trace_examples, model.examples)
     return contract_cli.run_noise(model, out=out, pairs_given="pairs" in given, **options)
 
 
@@ -163,23 +163,10 @@ NET_ONLY = ("width", "depth", "activation", "architecture", "init", "data", "exa
 NQM_ONLY = ("dim", "decay", "seeds")
 
 
-def trace_examples_option(value, n: int) -> int | None:
-    """``--trace-examples``: from 2 to the n training examples (None: all, exact)."""
-    from otod.core.options import positive_int
-
-    if value is None:
-        return None
-    m = positive_int(value, "--trace-examples", "256", minimum=2)
-    if m > n:
-        raise OtodError(f"--trace-examples {value}: more than the {n:,} training examples; use at most {n}, or "
-                        "leave it out for the exact tr(HΣ) over all of them")
-    return m
-
-
 def _net_noise_scale(given, *, model, width, depth, activation, architecture, init, data, examples, loss, draws,
                      out, pairs, lr, batch, steps, seed, yes, trace_examples) -> str:
     """``noise-scale --model``: check every option in one line each (before JAX is imported), estimate the time,
-    then measure (`otod.nets.noise_scale.run_command`, imported here) and return the text with the file's path."""
+    then measure (`otod.nets.measure.noise_scale.run_command`, imported here) and return the text with the file's path."""
     from pathlib import Path
 
     from otod.core.options import finite_float, positive_int, refuse_ignored, representable_lr, seed_value
@@ -189,7 +176,7 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     for name in NQM_ONLY:
         refuse_ignored(given, name, "the NQM estimator run's option; not with --model (a net's two-batch "
                                     "estimates are drawn at each checkpoint: see --draws)")
-    from otod.nets import noise_scale as net
+    from otod.nets.measure import noise_scale as net
 
     spec = net.net_spec(model=model, width=width, depth=depth, activation=activation, architecture=architecture,
                         init=init, data=data, examples=examples, loss=loss, batch=batch)
@@ -213,7 +200,7 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     count = positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6)
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)
-    traced = trace_examples_option(trace_examples, n)
+    traced = net.trace_examples_option(trace_examples, n)
     seconds = net.plan_seconds(spec, checkpoints, pair_list, count, traced)
     refuse_time(seconds, yes, f"noise-scale --model {model} ({net.describe(spec)})",
                 "use fewer --steps checkpoints, fewer --examples or a smaller net")

@@ -16,7 +16,7 @@ from otod.core import results as results_io
 from otod.core.config import DEFAULT_LR_GRID, CHUNK_SECONDS, Resolved, SweepConfig, read_config
 from otod.core.errors import OtodError
 from otod.depth.options import depth_config_from_options, toy_config_from_options
-from otod.nets.options import net_config
+from otod.nets.sweep.options import net_config
 from otod.noise.options import noise_config, params_configs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -388,7 +388,7 @@ def test_the_depth_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figu
 
 def test_the_net_batch_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_figures, monkeypatch, print_style):
     from otod.core import results as results_io
-    from otod.nets.figures import sweep_figure
+    from otod.nets.figures.sweep import sweep_figure
 
     _stamp_names(monkeypatch)
     sweep_figure(results_io.load(FIXTURES / "net-batch-5seeds.parquet"), tmp_path / "net", pdf=True)

@@ -75,13 +75,19 @@ def allowed(importer: str, imported: str) -> bool:
                (".".join(imported.split(".")[:i]) for i in range(2, imported.count(".") + 2)))
 
 
+def module_under(path: Path, root: Path) -> str:
+    """The dotted name of the module at ``path`` in the package folder ``root`` (otod/ or a scratch copy)."""
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def offending_imports(root: Path) -> dict[str, list[str]]:
-    """Per obstacle module under ``root`` (the otod package folder), its imports of another obstacle that
-    `ALLOWED` does not list."""
+    """Per obstacle module under ``root`` (the otod package folder; its subpackages included), its imports of
+    another obstacle that `ALLOWED` does not list."""
     offenders = {}
     for package in OBSTACLES:
-        for p in sorted((root / package.split(".")[1]).glob("*.py")):
-            name = ".".join(["otod", package.split(".")[1], p.stem]) if p.stem != "__init__" else package
+        for p in sorted((root / package.split(".")[1]).rglob("*.py")):
+            name = module_under(p, root)
             others = sorted(i for i in imports_of(p) if obstacle_of(i) not in (None, package)
                             and not allowed(name, i))
             if others:
@@ -115,10 +121,69 @@ def test_the_check_fails_on_an_import_it_does_not_allow(tmp_path):
 
     copy = tmp_path / "otod"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
-    (copy / "noise" / "scratch.py").write_text("from otod.nets import noise_scale\n")
+    (copy / "noise" / "scratch.py").write_text("from otod.nets.measure import noise_scale\n")
     (copy / "nets" / "scratch.py").write_text("def f():\n    from otod.depth.linear import DeepLinearSpec\n")
-    assert offending_imports(copy) == {"otod.noise.scratch": ["otod.nets.noise_scale"],
+    assert offending_imports(copy) == {"otod.noise.scratch": ["otod.nets.measure.noise_scale"],
                                        "otod.nets.scratch": ["otod.depth.linear"]}
+
+
+#: The nets obstacle's floors, bottom to top (issue 51 item 1): its subpackages, each with one job, then the front.
+#: A module imports only modules of its own floor and of floors below it; the floors on one rung (along, schedule)
+#: do not import each other. The front, on top, is the modules directly in otod/nets (the commands, the Python API,
+#: the measurement files' display) and its figure makers (otod/nets/figures).
+NETS_FLOORS = (("model",), ("measure",), ("sweep",), ("along", "schedule"), ("front",))
+#: The subpackages of otod/nets that are part of the front (one floor with the modules directly in otod/nets).
+NETS_FRONT = ("figures",)
+
+
+def nets_floor(name: str) -> tuple[int, str]:
+    """(rung, floor) of a module of the nets obstacle: the subpackage of otod.nets it sits in, or "front" for the
+    package itself and the modules directly in it."""
+    parts = name.split(".")
+    floor = parts[2] if len(parts) > 3 and parts[2] not in NETS_FRONT else "front"
+    return next((rung, floor) for rung, floors in enumerate(NETS_FLOORS) if floor in floors)
+
+
+def upward_imports(root: Path) -> dict[str, list[str]]:
+    """Per nets module under ``root`` (the otod package folder), its imports of a nets module on a higher floor,
+    or on another floor of its own rung."""
+    offenders = {}
+    for p in sorted((root / "nets").rglob("*.py")):
+        name = module_under(p, root)
+        rung, floor = nets_floor(name)
+        above = sorted(i for i in imports_of(p) if i.startswith("otod.nets.") and
+                       (nets_floor(i)[0] > rung or (nets_floor(i)[0] == rung and nets_floor(i)[1] != floor)))
+        if above:
+            offenders[name] = above
+    return offenders
+
+
+def test_every_nets_subpackage_is_a_floor():
+    """A new subpackage of otod/nets is placed among the floors as soon as it exists."""
+    subpackages = {p.name for p in (ROOT / "nets").iterdir() if (p / "__init__.py").exists()}
+    assert subpackages == {f for floors in NETS_FLOORS for f in floors} - {"front"} | set(NETS_FRONT)
+
+
+def test_no_nets_floor_imports_one_above_it():
+    """model < measure < sweep < {along, schedule} < the front: no module of the nets imports upward or across."""
+    assert upward_imports(ROOT) == {}
+
+
+def test_the_floor_check_fails_on_an_import_upward_or_across(tmp_path):
+    """A scratch copy of the package where the model imports the sweep's options (upward, inside a function),
+    along imports the schedule (across its rung), and the schedule imports the model and the front's figures
+    import the schedule (both allowed): the first two are named, the others not."""
+    import shutil
+
+    copy = tmp_path / "otod"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    upward = "def f():\n    from otod.nets.sweep.options import net_config\n"
+    (copy / "nets" / "model" / "scratch.py").write_text(upward)
+    (copy / "nets" / "along" / "scratch.py").write_text("from otod.nets.schedule import stats\n")
+    (copy / "nets" / "schedule" / "scratch.py").write_text("from otod.nets.model import contract\n")
+    (copy / "nets" / "figures" / "scratch.py").write_text("from otod.nets.schedule.stats import compare\n")
+    assert upward_imports(copy) == {"otod.nets.model.scratch": ["otod.nets.sweep.options"],
+                                    "otod.nets.along.scratch": ["otod.nets.schedule.stats"]}
 
 
 def test_no_import_cycles_between_modules():

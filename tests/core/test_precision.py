@@ -54,8 +54,8 @@ def test_a_dot_traced_inside_carries_the_highest_precision_whatever_the_setting_
 
 
 def test_the_curvature_records_are_computed_under_the_exact_precision(monkeypatch):
-    import otod.nets.trajectory as trajectory
-    from otod.nets.curvature import curvature_along_training
+    import otod.nets.measure.trajectory as trajectory
+    from otod.nets.measure.curvature import curvature_along_training
 
     seen = []
 

@@ -1,7 +1,7 @@
 """The net sweep's lanes against the one reference loop (`otod.core.reference.reference_run`), shared by the tests
 of otod's nets, the stream and a user's model: one comparison, in one place; and a branch's reference SGD run
-written out by hand (`plain_sgd`), shared by the tests of checkpoints (`otod.nets.branch`) and of checkpoints spaced
-by loss (`otod.nets.branch_levels`)."""
+written out by hand (`plain_sgd`), shared by the tests of checkpoints (`otod.nets.model.branch`) and of checkpoints spaced
+by loss (`otod.nets.along.levels`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from otod.core.dynamics import Step
 from otod.core.reference import reference_run
-from otod.nets.kind import METHODS
+from otod.nets.sweep.kind import METHODS
 
 
 def compare_with_reference(config, records) -> int:
@@ -38,8 +38,8 @@ def compare_with_reference(config, records) -> int:
 
 
 def plain_sgd(spec, start, shuffle, steps: int, batch: int, lr: float, trace: bool = False):
-    """The reference run written out independently, for a net (`otod.nets.problem.NetSpec`) or a user's model
-    (`otod.nets.model_problem.ModelProblem`) alike: a Python loop of θ ← θ − η ∇L_B(θ) in float32, epoch e's order
+    """The reference run written out independently, for a net (`otod.nets.model.problem.NetSpec`) or a user's model
+    (`otod.nets.model.model_problem.ModelProblem`) alike: a Python loop of θ ← θ − η ∇L_B(θ) in float32, epoch e's order
     the permutation of fold_in(PRNGKey(shuffle), e), step t taking ranks [pB, (p + 1)B) of its position p in an
     epoch of ⌊n/B⌋ steps. Returns θ after ``steps`` steps (float64 leaves holding the float32 values) and, with
     ``trace``, the full training loss (one call over all examples, float32) before each step t = 0 … steps − 1."""

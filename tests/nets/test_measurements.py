@@ -97,7 +97,7 @@ def test_the_models_measurements_report_each_checkpoint_as_it_is_done():
     import numpy as np
 
     from otod.nets.api import measure_curvature, measure_noise
-    from otod.nets.contract import check
+    from otod.nets.model.contract import check
 
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((32, 3)), rng.standard_normal(32)
@@ -116,7 +116,7 @@ def test_the_noise_scale_at_step_0_is_measured_at_the_models_own_float64_start()
     import numpy as np
 
     from otod.nets.api import measure_noise
-    from otod.nets.contract import check
+    from otod.nets.model.contract import check
 
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal((32, 3)), rng.standard_normal(32)

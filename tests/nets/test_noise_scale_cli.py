@@ -31,7 +31,7 @@ def test_net_noise_scale_refuses_bad_input_in_one_line(args, words, tmp_path):
 
 
 @pytest.mark.slow  # 9.5 s; the command's refusals stay fast (tests/test_bad_input_nets.py), its numbers in
-# tests/nets/test_noise_scale.py
+# tests/nets/measure/test_noise_scale.py
 def test_net_noise_scale_prints_a_table_per_checkpoint_and_writes_its_results(tmp_path):
     from otod.core import results as results_io
 

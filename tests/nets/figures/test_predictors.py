@@ -1,0 +1,40 @@
+"""The predictor-ratio figure (`otod.nets.figures.predictors`), drawn from a synthetic along-training result whose
+numbers the test chooses: each predictor's ratio and its joint-CI bars, the line at 1, a checkpoint off the grid
+left out, the ablation's variants not drawn, and the best predictor in the caption."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from otod.nets.along.branching import AlongTrainingResult, Branching, Checkpoint
+from tests.nets.along.test_branching import point
+
+
+def _result() -> AlongTrainingResult:
+    """B_crit 10, 20 and 2 (the last below the batches 8..64: no ratio); B_simple 20, 60, 9 on every seed
+    (ratios 2, 3), NQM C∝H 10, 20 (ratios 1, 1) with joint CIs given; an ablation variant beside them."""
+    cps = []
+    for step, b_crit, simple, nqm in ((0, 10.0, 20.0, 10.0), (100, 20.0, 60.0, 20.0), (1000, 2.0, 9.0, 3.0)):
+        cis = {"sgd": {"b_simple": (0.5 * simple / b_crit, 2 * simple / b_crit), "nqm_scaled": (0.8, 1.25)}}
+        cps.append(Checkpoint(step, 1.0, (1.0,) * 3, 0.5, (point(b_crit, (0.8 * b_crit, 1.25 * b_crit)),), None,
+                              (simple,) * 3, (), {"nqm_scaled": (nqm,) * 3, "ablation_fractional": (1.0,) * 3}, cis))
+    return AlongTrainingResult(tuple(cps), Branching((0, 100, 1000)), {"seeds": 3}, "")
+
+
+def test_draws_each_predictor_s_ratio_with_its_joint_ci():
+    from otod.core.plotting import plt
+    from otod.nets.figures.predictors import caption, draw
+
+    result = _result()
+    fig, ax = plt.subplots()
+    assert draw(result.rows(), ax) == ["b_simple", "nqm_scaled"]     # the ablation's variant is not drawn
+    lines = {c.get_label(): c for c in ax.containers}
+    simple = lines["B_simple"]
+    np.testing.assert_allclose(simple.lines[0].get_ydata(), [2.0, 3.0])   # step 1000: B_crit off the grid
+    bars = simple.lines[2][0].get_segments()
+    np.testing.assert_allclose([(s[0][1], s[1][1]) for s in bars], [(1.0, 4.0), (1.5, 6.0)])
+    np.testing.assert_allclose(lines["NQM C∝H"].lines[0].get_ydata(), [1.0, 1.0])
+    assert any(np.allclose(ln.get_ydata(), 1.0) for ln in ax.get_lines())
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "symlog"
+    assert "Best: NQM C∝H, typical miss ×1 " in caption(result)
+    plt.close(fig)
