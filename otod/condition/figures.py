@@ -144,7 +144,7 @@ def draw_condition(ax, results: Results, group: Group, *, flops: dict[str, float
 
 
 #: The legend's name of the fitted power laws' lines (`_draw_fit`).
-FIT_LABEL = "dash-dot: each method's fitted a·κ^b"
+FIT_LABEL = r"dash-dot: each method's fitted $a\,\kappa^{b}$"
 
 
 def _draw_fit(ax, series, fitted, color, scale: float = 1.0, once: float = 0.0) -> str | None:

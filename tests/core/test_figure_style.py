@@ -106,9 +106,9 @@ def script_sizes(fig) -> set[float]:
 
 
 def literal_underscores(fig) -> list[str]:
-    """Texts of ``fig`` that show an underscore (one outside mathtext ``$…$``): B_crit where B with a subscript is
-    meant."""
-    return [t.get_text() for t in _texts(fig) if "_" in re.sub(r"\$[^$]*\$", "", t.get_text())]
+    """Texts of ``fig`` that show an underscore or a caret (one outside mathtext ``$…$``): B_crit where B with a
+    subscript is meant, κ^b where κ with a superscript is."""
+    return [t.get_text() for t in _texts(fig) if set("_^") & set(re.sub(r"\$[^$]*\$", "", t.get_text()))]
 
 
 def tall_legends(fig) -> list[float]:
@@ -153,7 +153,7 @@ def style_problems(pdf: Path, fig=None, widths: tuple[float, ...] | None = None)
         problems.append(f"{pdf.name}: text drawn at {', '.join(f'{s:g}' for s in small)} pt (< {MIN_PT:g} pt)")
     if fig is not None:
         problems += [f"{pdf.name}: series {names} share colour and marker {key}" for key, names in series_clashes(fig)]
-        problems += [f"{pdf.name}: literal underscore in {text!r}" for text in literal_underscores(fig)]
+        problems += [f"{pdf.name}: literal underscore or caret in {text!r}" for text in literal_underscores(fig)]
         problems += [f"{pdf.name}: a legend {share:.0%} of the figure's height (> 1/3)" for share in tall_legends(fig)]
         problems += [f"{pdf.name}: {why}" for why in panel_letter_problems(fig)]
     return problems
@@ -230,11 +230,15 @@ def test_a_scratch_figure_with_underscores_a_tall_legend_and_a_lone_panel_letter
     ax.set_title("(k) one panel")
     ax.set_xlabel("critical batch B_crit")
     ax.set_ylabel(r"critical batch $B_{\mathrm{crit}}$", fontsize=7.5)
+    ax.text(1, 1, "fitted a·κ^b")
+    ax.text(1, 2, r"fitted $a\,\kappa^{b}$")
     ax.legend()
     fig.savefig(tmp_path / "scratch.pdf")
     problems = style_problems(tmp_path / "scratch.pdf", fig)
     plt.close(fig)
-    assert any("literal underscore in 'critical batch B_crit'" in p for p in problems), problems
+    assert any("literal underscore or caret in 'critical batch B_crit'" in p for p in problems), problems
+    assert any("literal underscore or caret in 'fitted a·κ^b'" in p for p in problems), problems
+    assert not any("kappa" in p for p in problems), problems
     assert not any("mathrm" in p for p in problems), problems
     assert any("of the figure's height (> 1/3)" in p for p in problems), problems
     assert any("single-panel figure lettered (k)" in p for p in problems), problems
