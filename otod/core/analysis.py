@@ -46,6 +46,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
+from otod.core.resample import resampled_medians, seed_draws, sorted_rows
+
 #: Statuses whose count is only a lower bound on the iterations to target.
 LOWER = ("censored", "stalled")
 #: Where a chosen setting lies among the values tried: inside them (tried on both sides, neither better); at a true
@@ -350,42 +352,6 @@ def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return np.where(ok, slope, np.nan), np.where(ok, intercept, np.nan), np.where(ok, rss, np.nan)
 
 
-def sorted_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(each row's sort order, the sorted rows, each row's count of non-NaN entries): what `resampled_medians`
-    needs, computed once for all bootstrap replicates."""
-    order = np.argsort(a, axis=1)
-    return order, np.take_along_axis(a, order, 1), (~np.isnan(a)).sum(1)
-
-
-def resampled_medians(rows: tuple[np.ndarray, np.ndarray, np.ndarray], cols: np.ndarray) -> np.ndarray:
-    """``nan_median(a[:, cols].transpose(1, 0, 2))`` ([replicate, row]: each row's median over the columns that
-    replicate drew, NaN ignored), bitwise, without gathering and sorting every resample.
-
-    A replicate that draws column j c_j times holds, in row i, the row's sorted values each repeated c_j times, so
-    its k-th order statistic is the first sorted value whose running count exceeds k. With the rows sorted once
-    (`sorted_rows`), a pass over the sorted positions keeps every (row, replicate)'s running count and how many
-    positions stay at or below the two middle ranks: O(rows × replicates) memory, and about 9× faster than the
-    gather-and-sort on 1250 points × 200 seeds × 100 replicates."""
-    order, ordered, valid = rows
-    n_rows, n_cols = ordered.shape
-    counts = np.zeros((n_cols, len(cols)), np.int32)
-    np.add.at(counts, (cols.ravel(), np.repeat(np.arange(len(cols)), cols.shape[1])), 1)
-    not_nan = np.zeros((n_rows, n_cols))
-    np.put_along_axis(not_nan, order, np.arange(n_cols)[None, :] < valid[:, None], 1)
-    n = (not_nan @ counts).astype(np.int32)
-    below_low, below_high = np.maximum((n - 1) // 2, 0), n // 2
-    running = np.zeros_like(n)
-    low, high = np.zeros_like(n), np.zeros_like(n)
-    for k in range(n_cols):
-        running += counts[order[:, k]]
-        low += running <= below_low
-        high += running <= below_high
-    low, high = np.minimum(low, n_cols - 1), np.minimum(high, n_cols - 1)
-    index = np.arange(n_rows)[:, None]
-    with np.errstate(invalid="ignore"):
-        return np.ascontiguousarray(np.where(n > 0, 0.5 * (ordered[index, low] + ordered[index, high]), np.nan).T)
-
-
 def deterministic(cube: Cube, points: np.ndarray | None = None) -> bool:
     """Whether every seed gave the same outcome (status and count) at every point (of ``points``, a mask) and
     setting: then there is no sampling error, and an interval would only restate the estimate. Every setting
@@ -443,13 +409,16 @@ def pointwise_band(curves, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]
 class Bootstrap(NamedTuple):
     """A statistic of one series with its seed bootstrap. ``estimate`` [k] from every seed; ``replicates``
     [replicate, k] and ``medians`` [replicate, point] (NaN: a lower bound, none, or a point the statistic does
-    not read) from resamples of the seeds, each with its own selection; empty where ``deterministic``."""
+    not read) from resamples of the seeds, each with its own selection; empty where ``deterministic``. ``draws``
+    [replicate, seed]: the seed columns each replicate drew (`seed_draws`; None without replicates), so a statistic
+    of the same seeds beside the cube (a predictor's per-seed values) is resampled with the very same draws."""
 
     choice: Choice
     estimate: np.ndarray
     replicates: np.ndarray
     medians: np.ndarray
     deterministic: bool
+    draws: np.ndarray | None = None
 
     @property
     def no_ci(self) -> str | None:
@@ -516,28 +485,42 @@ def bootstrap(cube: Cube, axis: str, statistic: Statistic, *, n_boot: int = 1000
         return Bootstrap(choice, estimate, np.empty((0, len(estimate))), np.empty((0, len(x))), False)
     if deterministic(cube, use):
         return Bootstrap(choice, estimate, np.empty((0, len(estimate))), np.empty((0, len(x))), True)
-    n_points, n_settings, n_seeds = cube.count.shape
-    m = int(use.sum())
-    tried, rates = cube.tried[use], cube.rates
-    score_rows = sorted_rows(cube.selection_counts()[use].reshape(-1, n_seeds)) if n_settings > 1 else None
-    median_rows = sorted_rows(cube.median_counts()[use].reshape(-1, n_seeds))
+    n_points, n_seeds = cube.count.shape[0], cube.count.shape[-1]
+    at_choice = rechosen(cube, use)
     if n_boot <= 0:  # the choice and medians alone (a curve to draw): no interval
         return Bootstrap(choice, estimate, np.empty((0, len(estimate))), np.empty((0, len(x))), False)
-    rng = np.random.default_rng(seed)
-    replicates, medians = [], []
-    for start in range(0, n_boot, batch):
-        cols = rng.integers(0, n_seeds, (min(batch, n_boot - start), n_seeds))
-        resampled = resampled_medians(median_rows, cols).reshape(len(cols), m, n_settings)
-        if score_rows is None:
-            med = resampled[..., 0]
-        else:
-            scores = resampled_medians(score_rows, cols).reshape(resampled.shape)
-            med = np.take_along_axis(resampled, choose(scores, tried, rates)[..., None], -1)[..., 0]
+    replicates, medians, draws = [], [], seed_draws(n_seeds, n_boot, seed, batch)
+    for cols in draws:
+        med = at_choice(cols)
         at = np.full((len(cols), n_points), np.nan)
         at[:, use] = np.where(np.isinf(med) | ~(med > 0), np.nan, med)
         medians.append(at)
         replicates.append(np.asarray(statistic(x, at), float))
-    return Bootstrap(choice, estimate, np.concatenate(replicates), np.concatenate(medians), False)
+    return Bootstrap(choice, estimate, np.concatenate(replicates), np.concatenate(medians), False,
+                     np.concatenate(draws))
+
+
+def rechosen(cube: Cube, use: np.ndarray | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """The resample of the bootstrap (module docstring) as a function of the drawn seed columns: ``cols``
+    [replicate, seed] → [replicate, point of ``use``] (every point where None) the median over the drawn seeds at
+    the setting chosen on them by the one rule (`choose` on the drawn seeds' median selection counts), +∞ where
+    only a lower bound, NaN where none. The sorted rows are computed once for every call; a series of one
+    setting per point has nothing to re-choose."""
+    use = np.ones(cube.count.shape[0], bool) if use is None else use
+    n_settings, n_seeds = cube.count.shape[1:]
+    m = int(use.sum())
+    tried, rates = cube.tried[use], cube.rates
+    score_rows = sorted_rows(cube.selection_counts()[use].reshape(-1, n_seeds)) if n_settings > 1 else None
+    median_rows = sorted_rows(cube.median_counts()[use].reshape(-1, n_seeds))
+
+    def at_choice(cols: np.ndarray) -> np.ndarray:
+        resampled = resampled_medians(median_rows, cols).reshape(len(cols), m, n_settings)
+        if score_rows is None:
+            return resampled[..., 0]
+        scores = resampled_medians(score_rows, cols).reshape(resampled.shape)
+        return np.take_along_axis(resampled, choose(scores, tried, rates)[..., None], -1)[..., 0]
+
+    return at_choice
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,9 @@ class CriticalBatch:
     deterministic: bool
     replicates: np.ndarray
     no_ci: str | None = None
+    #: The seed columns each replicate drew [replicate, seed] (`otod.core.analysis.Bootstrap.draws`; None where
+    #: none), so a statistic of per-seed values beside the sweep pairs with these replicates.
+    draws: np.ndarray | None = None
 
     def curve(self, batches) -> np.ndarray:
         return self.s_min * (1.0 + self.b_crit / np.asarray(batches, float))
@@ -258,7 +261,8 @@ def _critical(boot: core.Bootstrap) -> CriticalBatch:
     fitted = np.isfinite(core.fit_medians(choice.median, choice.bound))
     return CriticalBatch(float(boot.estimate[0]), float(boot.estimate[1]), float(boot.estimate[2]), boot.ci(0),
                          boot.ci(1), int(fitted.sum()), int(choice.bound.sum()),
-                         int((~np.isfinite(choice.median)).sum()), boot.deterministic, boot.replicates, boot.no_ci)
+                         int((~np.isfinite(choice.median)).sum()), boot.deterministic, boot.replicates, boot.no_ci,
+                         boot.draws)
 
 
 def reading(axis: str, fit: bool, by: tuple[str, ...] = ("dim",)):

@@ -21,8 +21,8 @@ each a number per seed, in float64 over the whole training set (McCandlish et al
 **The ratio's CI.** The ratio of a predictor to the measurement is median_s(predictor_s) / B_crit, both from the
 same seeds. Its 95% CI is a percentile interval of a joint seed bootstrap: each replicate draws the seeds with
 replacement once, re-chooses every batch's (lr, β) on them and refits S(B) = S_min(1 + B_crit/B) (the critical
-batch's own re-selecting bootstrap, `otod.core.analysis.bootstrap`, replayed with its very draws: the same
-generator seed and order, so replicate r's B_crit is the one behind B_crit's CI), and takes the median of the
+batch's own re-selecting bootstrap, `otod.core.analysis.bootstrap`: the ratio is a statistic of it, read with
+its very draws, ``Bootstrap.draws``, so replicate r's B_crit is the one behind B_crit's CI), and takes the median of the
 predictor over the same drawn seeds. So the interval covers the seeds' scatter of both the predictor and the
 measurement, and their correlation (a seed whose net is noisier both moves B_crit and its own noise scale).
 
@@ -43,9 +43,9 @@ DRAWS = 64
 #: The predictors in the order the tables and figures give them, with their labels.
 LABELS = {"b_simple": "B_simple", "b_noise": "B_noise", "two_batch_8_64": "two-batch 8:64",
           "two_batch_32_256": "two-batch 32:256", "nqm_scaled": "NQM C∝H", "nqm_projected": "NQM projected Σ"}
-#: The bootstrap of the ratio: the core's resamples and generator seed for the critical batch
-#: (`otod.core.critical_batch.N_BOOT`, the seed ``analyse_batches`` uses), and its batches of replicates.
-N_BOOT, BOOT_SEED, BOOT_BATCH = 500, 0, 100
+#: The core's resamples and generator seed for the critical batch (`otod.core.critical_batch.N_BOOT`, the seed
+#: ``analyse_batches`` uses): the draws of a deterministic sweep's ratio, whose bootstrap keeps none.
+N_BOOT, BOOT_SEED = 500, 0
 
 
 #: Per-seed values that are diagnostics, not predictors: the NQM ablation's variants and standard errors.
@@ -124,43 +124,6 @@ def checkpoint_predictors(spec, seed: int, seeds: int, nqm=None, init_spectra: d
 # -- the joint bootstrap ---------------------------------------------------------------------------------------
 
 
-def seed_resamples(n_seeds: int, n_boot: int = N_BOOT, seed: int = BOOT_SEED, batch: int = BOOT_BATCH) -> np.ndarray:
-    """[replicate, n_seeds] seed columns drawn with replacement, exactly as `otod.core.analysis.bootstrap` draws
-    them (``default_rng(seed)``, ``batch`` replicates per call), so replicate r here is its replicate r."""
-    rng = np.random.default_rng(seed)
-    draws = [rng.integers(0, n_seeds, (min(batch, n_boot - start), n_seeds)) for start in range(0, n_boot, batch)]
-    return np.concatenate(draws) if draws else np.zeros((0, n_seeds), np.int64)
-
-
-def critical_replicates(cube, cols: np.ndarray) -> np.ndarray:
-    """B_crit refitted on each resample ``cols`` [replicate, seed] of the cube's seeds, every batch's (lr, β)
-    re-chosen on the drawn seeds by the core's rule (`otod.core.analysis.choose` on the medians of the selection
-    counts) and the median there entering the fit where finite, as `otod.core.analysis.bootstrap` does: only the
-    batches whose all-seed median the estimate fits are resampled."""
-    from otod.core import analysis as core
-    from otod.core.critical_batch import critical_batch_fit
-
-    choice = core.chosen(cube)
-    x = cube.x("batch")
-    use = np.isfinite(core.fit_medians(choice.median, choice.bound))
-    n_points, n_settings, n_seeds = cube.count.shape
-    out = np.full(len(cols), math.nan)
-    if not use.any() or not len(cols):
-        return out
-    m = int(use.sum())
-    median_rows = core.sorted_rows(cube.median_counts()[use].reshape(-1, n_seeds))
-    resampled = core.resampled_medians(median_rows, cols).reshape(len(cols), m, n_settings)
-    if n_settings > 1:
-        score_rows = core.sorted_rows(cube.selection_counts()[use].reshape(-1, n_seeds))
-        scores = core.resampled_medians(score_rows, cols).reshape(resampled.shape)
-        med = np.take_along_axis(resampled, core.choose(scores, cube.tried[use], cube.rates)[..., None], -1)[..., 0]
-    else:
-        med = resampled[..., 0]
-    at = np.full((len(cols), n_points), np.nan)
-    at[:, use] = np.where(np.isinf(med) | ~(med > 0), np.nan, med)
-    return critical_batch_fit(x, at)[:, 1]
-
-
 def resampled_predictor(values, cols: np.ndarray) -> np.ndarray:
     """The median (non-finite values left out) of a predictor's per-seed ``values`` over each resample ``cols``;
     NaN where a resample drew no finite value."""
@@ -188,23 +151,29 @@ def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float,
     return float(lo), float(hi)
 
 
-def joint_ratio_intervals(series, values: dict, n_boot: int = N_BOOT, seed: int = BOOT_SEED,
-                          level: float = 0.95) -> dict[str, tuple[float, float]]:
+def joint_ratio_intervals(series, values: dict, level: float = 0.95) -> dict[str, tuple[float, float]]:
     """Per predictor (name → per-seed values, seed s at index s), the ``level`` CI of median(predictor)/B_crit by
     the joint seed bootstrap (module docstring) of one method's critical-batch ``series``
-    (`otod.core.critical_batch.Series`); NaN ends where the series has no CI (too few seeds, no fit)."""
-    from otod.core.analysis import no_ci_reason
+    (`otod.core.critical_batch.Series`): the ratio is a statistic of the core's bootstrap, its B_crit replicates
+    divided by the predictor's median over the very seed columns each replicate drew (``critical.draws``); NaN
+    ends where the series has no CI (too few seeds, no fit)."""
+    from otod.core.analysis import no_ci_reason, seed_draws
 
-    cube = series.choice.cube
-    n_seeds = cube.count.shape[-1]
+    critical = series.critical
+    n_seeds = series.choice.cube.count.shape[-1]
     nan = (math.nan, math.nan)
-    if series.critical is None or no_ci_reason(n_seeds) is not None:
+    if critical is None or no_ci_reason(n_seeds) is not None:
         return {name: nan for name in values}
-    seeds = np.asarray(cube.seeds)
+    seeds = np.asarray(series.choice.cube.seeds)
     if not np.array_equal(seeds.astype(float), np.arange(n_seeds, dtype=float)):
         raise ValueError(f"the sweep's seeds {seeds.tolist()} are not 0..{n_seeds - 1}: no per-seed pairing")
-    cols = seed_resamples(n_seeds, n_boot, seed)
-    b_crit = critical_replicates(cube, cols)
+    if critical.deterministic:  # every seed alike: each replicate's B_crit is the estimate, on the core's draws
+        cols = np.concatenate(seed_draws(n_seeds, N_BOOT, BOOT_SEED) or [np.zeros((0, n_seeds), np.int64)])
+        b_crit = np.full(len(cols), critical.b_crit)
+    elif critical.draws is None or not len(critical.replicates):  # no point to fit: no replicate
+        return {name: nan for name in values}
+    else:
+        cols, b_crit = critical.draws, critical.replicates[:, 1]
     out = {}
     for name, v in values.items():
         if len(v) != n_seeds:

@@ -184,28 +184,29 @@ def phase_config(config, run_start, batch: int, milestone: float):
     return dataclasses.replace(config, problem=spec, axes=axes, target=target_of(milestone))
 
 
-def cube_of(report):
-    """The one method's records as a `otod.core.analysis.Cube` [batch, setting, seed]."""
-    from otod.core.analysis import cubes, frame_of
+def choice_of(report):
+    """The one method's `otod.core.analysis.Choice` [batch, setting, seed] of a sweep's report: the choice its
+    analysis made (the pipeline's one selection), not made again."""
+    series = report.analysis.series
+    if len(series) != 1:
+        raise OtodError(f"a batch-schedule sweep holds {len(series)} series, not one method at one panel")
+    return series[0].choice
 
-    frame = frame_of(report.results)
-    return frame, cubes(frame, ["batch"])[0]
 
-
-def phase_run(frame, cube, seeds: int):
-    """What the next phase starts from (`otod.nets.model.schedule_start.PhaseRun`): the chosen (lr, β) and every seed's
-    steps there."""
-    from otod.core.analysis import chosen
+def phase_run(report, seeds: int):
+    """What the next phase starts from (`otod.nets.model.schedule_start.PhaseRun`): the chosen (lr, β) of the
+    phase's analysis and every seed's steps there (its chosen records, `otod.core.analysis.Analysis.chosen`)."""
     from otod.nets.model.schedule_start import PhaseRun
 
+    choice = choice_of(report)
+    cube = choice.cube
     if list(cube.seeds) != list(range(seeds)):
         raise OtodError(f"a phase holds seeds {list(cube.seeds)}, not 0..{seeds - 1}")
-    choice = chosen(cube)
-    rows = choice.at_choice(cube.row)[0]
-    if (rows < 0).any():
+    records = report.analysis.chosen.sort_values("seed", kind="stable")
+    if len(records) != seeds or (choice.at_choice(cube.row) < 0).any():
         raise OtodError("a phase's chosen setting has no record for every seed")
-    lr = float(frame["learning_rate"].iloc[rows[0]])
-    steps = tuple(int(n) for n in frame["iterations"].iloc[rows])
+    lr = float(records["learning_rate"].iloc[0])
+    steps = tuple(int(n) for n in records["iterations"])
     return PhaseRun(int(cube.x("batch")[0]), str(cube.series), lr, float(cube.betas[choice.index[0]]), steps)
 
 
@@ -301,21 +302,20 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     constant = sweep(dataclasses.replace(config, target=target_of(milestones[-1])), out_dir=part_out(out, "constant"),
                      plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
     say(f"constant batch to the final target {milestones[-1]:.4g}: results: {constant.results.path}")
-    constant_frame, constant_cube = cube_of(constant)
-    runs, cubes, paths = [], [], [constant.results.path]
+    constant_choice = choice_of(constant)
+    runs, choices, paths = [], [], [constant.results.path]
     for k, (phase, milestone) in enumerate(zip(schedule.phases, milestones)):
         history = encode(config.seed, runs) if runs else None
         report = sweep(phase_config(config, history, phase.batch, milestone), out_dir=part_out(out, f"phase{k + 1}"),
                        plot=False, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
-        frame, cube = cube_of(report)
-        runs.append(phase_run(frame, cube, config.seeds))
-        cubes.append(cube)
+        runs.append(phase_run(report, config.seeds))
+        choices.append(choice_of(report))
         paths.append(report.results.path)
         say(f"phase {k + 1}: B = {phase.batch} to {milestone:.4g} (lr {runs[-1].lr:.3g}, β {runs[-1].beta:g}): "
             f"results: {report.results.path}")
-    comparison = compare(cubes, schedule.batches, constant_cube, n_boot=n_boot, seed=config.seed)
+    comparison = compare(choices, schedule.batches, constant_choice, n_boot=n_boot, seed=config.seed)
     result = ScheduleResult(schedule, start, milestones, tuple(runs), tuple(float(b) for b in
-                            constant_cube.x("batch")), comparison, tuple(paths), "")
+                            constant_choice.cube.x("batch")), comparison, tuple(paths), "")
     return dataclasses.replace(result, report=table(result, config))
 
 

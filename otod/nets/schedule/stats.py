@@ -5,7 +5,7 @@ From the records of the schedule's phases (one `otod.core.analysis.Cube` per pha
 every seed) and of the constant-batch sweep (one cube: every batch), the quantities are
 
     S_sched = Σ_k S_k,        E_sched = Σ_k B_k · S_k,          S_k = the median over seeds of phase k's steps at
-                                                                      its chosen (lr, β) (the core's rule, `chosen`),
+                                                                      its chosen (lr, β) (the sweep's one choice),
     S_const(B), E_const(B) = B · S_const(B)                      (each batch at its own chosen (lr, β)),
     best constant           B* = argmin_B S_const(B)             (the fewest serial steps of any constant batch),
     best within the budget  B° = argmin {S_const(B) : E_const(B) ≤ E_sched}  (fewest steps on no more examples),
@@ -41,28 +41,19 @@ NAMES = ("schedule_steps", "schedule_examples", "best_batch", "best_steps", "bes
          "budget_batch", "budget_steps", "budget_examples", "budget_ratio", "frontier_steps", "frontier_ratio")
 
 
-def full_medians(cube) -> np.ndarray:
-    """[point] the median over every seed at each point's chosen setting, +∞ where only a lower bound."""
-    from otod.core.analysis import chosen
-
-    choice = chosen(cube)
+def full_medians(choice) -> np.ndarray:
+    """[point] the median over every seed at each point's chosen setting (a `otod.core.analysis.Choice`, made once
+    by the sweep's analysis), +∞ where only a lower bound."""
     return np.where(choice.bound, np.inf, choice.median)
 
 
 def resampled(cube, cols: np.ndarray) -> np.ndarray:
     """[replicate, point] the median over each replicate's drawn seed columns ``cols`` [replicate, seed] at the
-    setting that replicate re-chooses at each point (the core's rule on the drawn seeds' selection counts), +∞
-    where a lower bound: `otod.core.analysis.bootstrap`'s resample, for every point."""
-    from otod.core.analysis import choose, resampled_medians, sorted_rows
+    setting that replicate re-chooses at each point, +∞ where a lower bound: the core bootstrap's resample
+    (`otod.core.analysis.rechosen`), for every point."""
+    from otod.core.analysis import rechosen
 
-    n_points, n_settings, n_seeds = cube.count.shape
-    med = resampled_medians(sorted_rows(cube.median_counts().reshape(-1, n_seeds)), cols)
-    med = med.reshape(len(cols), n_points, n_settings)
-    if n_settings == 1:
-        return med[..., 0]
-    scores = resampled_medians(sorted_rows(cube.selection_counts().reshape(-1, n_seeds)), cols)
-    pick = choose(scores.reshape(med.shape), cube.tried, cube.rates)
-    return np.take_along_axis(med, pick[..., None], -1)[..., 0]
+    return rechosen(cube)(cols)
 
 
 def quantities(phase_steps: np.ndarray, phase_batches, constant_steps: np.ndarray, batches) -> dict:
@@ -114,8 +105,11 @@ def _best(steps: np.ndarray, allowed: np.ndarray, batches: np.ndarray) -> tuple[
 
 
 def replicate_columns(seeds: int, n_boot: int, seed: int = 0) -> np.ndarray:
-    """[replicate, seed] the seed columns each replicate draws (with replacement)."""
-    return np.random.default_rng(seed).integers(0, seeds, (n_boot, seeds))
+    """[replicate, seed] the seed columns each replicate draws (with replacement): the core bootstrap's draws
+    (`otod.core.analysis.seed_draws`)."""
+    from otod.core.analysis import seed_draws
+
+    return np.concatenate(seed_draws(seeds, n_boot, seed) or [np.zeros((0, seeds), np.int64)])
 
 
 @dataclass(frozen=True)
@@ -150,19 +144,22 @@ def interval(values, estimate: float, no_ci: str | None, level: float = 0.95) ->
                  for v, q in zip(ends, (tail, 100 - tail)))
 
 
-def compare(phase_cubes, phase_batches, constant_cube, *, n_boot: int = 1000, seed: int = 0) -> Comparison:
-    """`Comparison` of the schedule's phases (their cubes and batches) against the constant sweep's cube."""
+def compare(phase_choices, phase_batches, constant_choice, *, n_boot: int = 1000, seed: int = 0) -> Comparison:
+    """`Comparison` of the schedule's phases (their choices, `otod.core.analysis.Choice`: each sweep's one choice,
+    made by its analysis, and their batches) against the constant sweep's choice: the schedule-vs-constant
+    quantities as a statistic of the core's seed resample, one draw shared by every cube."""
     from otod.core.analysis import no_ci_reason
 
+    constant_cube = constant_choice.cube
     batches = constant_cube.x("batch")
-    phases = np.array([[full_medians(c)[0] for c in phase_cubes]])
-    constant = full_medians(constant_cube)[None, :]
+    phases = np.array([[full_medians(c)[0] for c in phase_choices]])
+    constant = full_medians(constant_choice)[None, :]
     estimate = {k: float(v[0]) for k, v in quantities(phases, phase_batches, constant, batches).items()}
     seeds = constant_cube.count.shape[-1]
-    if any(c.count.shape[-1] != seeds for c in phase_cubes):
+    if any(c.cube.count.shape[-1] != seeds for c in phase_choices):
         raise ValueError("every phase and the constant sweep must hold the same seeds")
     cols = replicate_columns(seeds, n_boot, seed)
-    phase_rep = np.stack([resampled(c, cols)[:, 0] for c in phase_cubes], axis=1)
+    phase_rep = np.stack([resampled(c.cube, cols)[:, 0] for c in phase_choices], axis=1)
     constant_rep = resampled(constant_cube, cols)
     replicates = quantities(phase_rep, phase_batches, constant_rep, batches)
     return Comparison(estimate, phases[0], constant[0], replicates, phase_rep, constant_rep, no_ci_reason(seeds))

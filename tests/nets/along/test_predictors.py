@@ -43,18 +43,25 @@ def synthetic_series(seeds: int = 5):
 
     cube = synthetic_cube(seeds)
     boot = core.bootstrap(cube, "batch", critical_batch_fit, n_boot=N_BOOT, seed=0)
-    critical = SimpleNamespace(b_crit=float(boot.estimate[1]), b_crit_ci=boot.ci(1), replicates=boot.replicates)
+    critical = SimpleNamespace(b_crit=float(boot.estimate[1]), b_crit_ci=boot.ci(1), replicates=boot.replicates,
+                               draws=boot.draws, deterministic=boot.deterministic)
     return SimpleNamespace(choice=boot.choice, critical=critical)
 
 
-def test_the_resamples_and_refits_are_the_critical_batch_bootstrap_s_own():
-    """On a 5-seed batch sweep whose lr choice differs by seed: replaying the core's draws (generator seed 0, 100
-    per call) and re-choosing every batch's lr on them gives the very B_crit replicates behind B_crit's CI
-    (`otod.core.analysis.bootstrap`'s), bit for bit, and their 2.5/97.5 percentiles are the CI's ends."""
+def test_the_draws_the_ratio_reads_are_those_behind_the_critical_batch_replicates():
+    """On a 5-seed batch sweep whose lr choice differs by seed: the draws the core's bootstrap keeps are its
+    generator's (seed 0, 100 per call), and re-choosing every batch's lr on them and refitting gives its B_crit
+    replicates bit for bit (so replicate r of a predictor's median, on draw r, pairs with B_crit's replicate r),
+    whose 2.5/97.5 percentiles are B_crit's CI."""
+    from otod.core import analysis as core
+    from otod.core.critical_batch import critical_batch_fit
+
     series = synthetic_series()
-    cols = pr.seed_resamples(5, N_BOOT)
+    cols = series.critical.draws
     assert cols.shape == (N_BOOT, 5) and cols.min() == 0 and cols.max() == 4
-    mine = pr.critical_replicates(series.choice.cube, cols)
+    np.testing.assert_array_equal(cols, np.random.default_rng(0).integers(0, 5, (N_BOOT, 5)))
+    cube = series.choice.cube
+    mine = critical_batch_fit(cube.x("batch"), core.rechosen(cube)(cols))[:, 1]
     np.testing.assert_array_equal(mine, series.critical.replicates[:, 1])
     lo, hi = np.percentile(mine[~np.isnan(mine)], [2.5, 97.5])
     assert (lo, hi) == pytest.approx(series.critical.b_crit_ci, rel=1e-12)
@@ -66,8 +73,7 @@ def test_the_joint_ci_of_a_predictor_equal_on_every_seed_is_b_crit_s_ci_inverted
     replicates: 1%); a predictor that differs across seeds widens the interval at the same median."""
     series = synthetic_series()
     lo, hi = series.critical.b_crit_ci
-    cis = pr.joint_ratio_intervals(series, {"same": (40.0,) * 5, "spread": (10.0, 20.0, 40.0, 80.0, 160.0)},
-                                   n_boot=N_BOOT)
+    cis = pr.joint_ratio_intervals(series, {"same": (40.0,) * 5, "spread": (10.0, 20.0, 40.0, 80.0, 160.0)})
     assert cis["same"] == pytest.approx((40.0 / hi, 40.0 / lo), rel=0.01)
     assert cis["spread"][0] < cis["same"][0] and cis["spread"][1] > cis["same"][1]
 

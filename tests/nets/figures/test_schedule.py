@@ -7,6 +7,7 @@ import numpy as np
 
 from otod.nets.schedule.batch_schedule import ScheduleResult, parse_schedule
 from otod.nets.model.schedule_start import PhaseRun
+from otod.core.analysis import chosen
 from otod.nets.schedule.stats import compare
 from tests.nets.schedule.test_stats import cube
 
@@ -17,7 +18,7 @@ def result():
     phases = [cube(np.full((1, 1, 5), 10.0), [0.1], (8.0,)), cube(np.full((1, 1, 5), 20.0), [0.1], (16.0,))]
     constant = cube(np.array([50.0, 30.0, 25.0])[:, None, None] + rng.integers(0, 1, (3, 1, 5)), [0.1],
                     (8.0, 16.0, 32.0))
-    comparison = compare(phases, (8, 16), constant, n_boot=20)
+    comparison = compare([chosen(p) for p in phases], (8, 16), chosen(constant), n_boot=20)
     runs = (PhaseRun(8, "sgd", 0.1, 0.0, (10,) * 5), PhaseRun(16, "sgd", 0.1, 0.0, (20,) * 5))
     return ScheduleResult(parse_schedule("8@0.3,16@0.1"), 1.0, (0.3, 0.1), runs, (8.0, 16.0, 32.0), comparison,
                           (), "")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from otod.core.analysis import Cube
+from otod.core.analysis import Cube, chosen
 from otod.nets.schedule.stats import compare, quantities, replicate_columns, resampled
 
 
@@ -64,7 +64,7 @@ def test_compare_uses_one_draw_of_seeds_for_every_phase_and_batch():
     phases = [cube(rng.integers(5, 15, (1, 2, 6)), [0.1, 0.3], (8.0,)),
               cube(rng.integers(20, 40, (1, 2, 6)), [0.1, 0.3], (16.0,))]
     constant = cube(rng.integers(20, 80, (3, 2, 6)), [0.1, 0.3], (8.0, 16.0, 32.0))
-    c = compare(phases, (8, 16), constant, n_boot=100, seed=5)
+    c = compare([chosen(p) for p in phases], (8, 16), chosen(constant), n_boot=100, seed=5)
     cols = replicate_columns(6, 100, seed=5)
     phase_rep = np.stack([brute_force(p, cols)[:, 0] for p in phases], axis=1)
     np.testing.assert_array_equal(c.phase_replicates, phase_rep)
