@@ -131,6 +131,31 @@ def synthetic_records(law: Law, noise: Noise, seeds: int, rng: np.random.Generat
         "dim": np.full(n, 2410.0)})
 
 
+@dataclass(frozen=True)
+class GridLaw:
+    """A joint grid's law: at cell (D, P) the steps follow `Law` with B_crit = scale·D^a·P^b and the same S_min
+    everywhere (the known exponents a joint fit should recover)."""
+
+    scale: float = 1.0
+    a: float = 0.5
+    b: float = 0.0
+    s_min: float = 50.0
+
+    def at(self, data: float, params: float) -> Law:
+        return Law(self.s_min, self.scale * data ** self.a * params ** self.b)
+
+
+def grid_records(grid: GridLaw, data, params, noise: Noise, seeds: int, rng: np.random.Generator,
+                 batches=BATCHES, rates=LR_GRID) -> pd.DataFrame:
+    """One synthetic joint sweep: `synthetic_records` of every cell (D in ``data`` × P in ``params``), each with its
+    own draws of the seed noise (a cell's seed s is another run than the next cell's seed s), with ``examples`` = D
+    and ``dim`` = P on its records."""
+    frames = [synthetic_records(grid.at(d, p), noise, seeds, rng, batches, rates).assign(examples=float(d),
+                                                                                         dim=float(p))
+              for d in data for p in params]
+    return pd.concat(frames, ignore_index=True)
+
+
 def analyse(frame: pd.DataFrame, n_boot: int = N_BOOT):
     """otod's critical batch of one synthetic sweep, as the nets read theirs (`otod.nets.report.batch_analysis`):
     the one series' `otod.core.critical_batch.CriticalBatch`."""
