@@ -371,12 +371,14 @@ def joint_table(rows: list[JointRow]) -> list[str]:
     keys = list(rows[0].hits) if rows else []
     head = " | ".join(f"{q}: {name}, {kind}" for name, kind in keys for q in JOINT)
     lines = [f"| seeds | draws | {head} | CIs given | verdicts (McCandlish) | median a, b (McCandlish) | "
-             "median detectable |a − b| where given | a − b interval excludes 0 |", "|" + "---|" * (7 + 3 * len(keys))]
+             "median a, b (Zhang) | median detectable |a − b| where given | a − b interval excludes 0 |",
+             "|" + "---|" * (8 + 3 * len(keys))]
     for r in rows:
         cells = " | ".join(percent(h, r.draws) for key in keys for h in r.hits[key])
         said = ", ".join(f"{k} {v}" for k, v in sorted(r.answers.items(), key=lambda kv: -kv[1]))
         lines.append(f"| {r.seeds} | {r.draws} | {cells} | {r.given}/{r.draws} | {said} | "
-                     f"{r.medians['mccandlish a']:.3f}, {r.medians['mccandlish b']:.3f} | {r.detectable:.3g} | "
+                     f"{r.medians['mccandlish a']:.3f}, {r.medians['mccandlish b']:.3f} | "
+                     f"{r.medians['zhang a']:.3f}, {r.medians['zhang b']:.3f} | {r.detectable:.3g} | "
                      f"{percent(r.separated, r.draws)} |")
     return lines
 
@@ -387,10 +389,10 @@ def main_joint(args: argparse.Namespace) -> None:
     rates, noise = lr_grid(args.per_decade), Noise(args.sigma, args.share)
     setup = JointSetup(grid, GRID_DATA, GRID_PARAMS, noise, rates,
                        joint_population(grid, GRID_DATA, GRID_PARAMS, rates), args.n_boot)
-    print(f"joint law: B_crit = {grid.scale:g}·D^{a:g}·P^{b:g}, S_min {grid.s_min:g}; D {GRID_DATA}, P {GRID_PARAMS}; "
-          f"batches {', '.join(f'{x:g}' for x in BATCHES)}; rates 10^-3..10, {args.per_decade} per decade; seed "
-          f"noise: log-SD {noise.sigma:g}, seed share {noise.share:g}, independent per cell; {args.n_boot} bootstrap "
-          f"resamples; draws seeded from {args.seed}")
+    print(f"joint law: B_crit = {grid.scale:g}·D^{a:g}·P^{b:g}, S_min {grid.s_min:g}; D {GRID_DATA}, "
+          f"P {GRID_PARAMS}; batches {', '.join(f'{x:g}' for x in BATCHES)}; rates 10^-3..10, {args.per_decade} per decade; seed "
+          f"noise: log-SD {noise.sigma:g}, seed share {noise.share:g}, independent per cell; {args.n_boot} "
+          f"bootstrap resamples; draws seeded from {args.seed}")
     for name, values in setup.population.items():
         print(f"population ({name}, the noise-free grid through the same analysis): a {values[0]:.4f}, "
               f"b {values[1]:.4f}, a − b {values[2]:.4f}")

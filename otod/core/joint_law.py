@@ -179,7 +179,8 @@ def plane_law(data, params, estimate, replicates, places, definition: str, no_ci
     is the estimate itself (no sampling error to report)."""
     data, params = np.asarray(data, float), np.asarray(params, float)
     use = np.asarray(places) == INSIDE
-    left_out = tuple((float(d), float(p), str(w)) for d, p, w in zip(data[~use], params[~use], np.asarray(places)[~use]))
+    where = np.asarray(places)
+    left_out = tuple((float(d), float(p), str(w)) for d, p, w in zip(data[~use], params[~use], where[~use]))
     nan2 = (math.nan, math.nan)
     design = np.stack([np.ones(use.sum()), np.log(data[use]), np.log(params[use])], -1)
     if use.sum() < 3 or np.linalg.matrix_rank(design) < 3:
@@ -331,7 +332,9 @@ def analyse_grid(cube: core.Cube, *, data: str = "examples", params: str = "dim"
     "dim", "batch")) of one method). One bootstrap (`otod.core.analysis.bootstrap`, ``n_boot`` resamples of the seed
     columns drawn from ``seed``) re-chooses every point's (lr, β) in every resample and reads both critical batches
     of every cell (`GridCriticalBatches`); `plane_law` fits each definition's law and its intervals (module
-    docstring)."""
+    docstring). ``choice``: `otod.core.analysis.chosen` (cube), where the caller has it. The cells should share
+    their seed labels, as a joint sweep runs them: the cube's seed columns are the union of every cell's, and a
+    cell that lacks a seed has no lane there (its medians then rest on the seeds it has)."""
     missing = [f for f in (data, params, axis) if f not in cube.points]
     if missing:
         raise ValueError(f"the cube's points have no {', '.join(missing)} (its points: "

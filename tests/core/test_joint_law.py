@@ -110,8 +110,9 @@ def test_the_detectable_difference_is_found_with_80_percent_power():
 def test_noise_free_records_on_a_fine_rate_grid_give_back_the_exponents():
     """One seed (deterministic: each interval is the estimate), rates 64 per decade so each batch's best rate is
     within 10^(1/128) of ε_opt, and S_min = 10⁴ so rounding to whole steps is ≤ 5·10⁻⁵: each cell's B_crit
-    (38 to 175) within 0.5% of the law (0.2% in tests/core/test_bootstrap_coverage.py), a = 0.5 and b = −0.3 within 0.005, and the law's answer "grows with D"; each
-    cell's Zhang critical batch is 1.2·B_0 + 0.2·B_crit of its law within 1%."""
+    (38 to 175) within 0.5% of the law (0.2% in tests/core/test_bootstrap_coverage.py), a = 0.5 and b = −0.3
+    within 0.005, and the law's answer "grows with D" (P's exponent falls); each cell's Zhang critical batch is
+    1.2·B_0 + 0.2·B_crit of its law within 1%."""
     grid = GridLaw(scale=30.0, a=0.5, b=-0.3, s_min=1e4)
     frame = grid_records(grid, DATA[:3], PARAMS[:3], Noise(0.0, 0.0), 1, np.random.default_rng(0),
                          rates=lr_grid(64))
