@@ -29,9 +29,17 @@ are read off the committed net fixture (tests/fixtures/net-batch-5seeds.parquet:
 B = 16, 32, 64 at one rate): the log-steps' SD over seeds is 0.80, 0.56, 0.35 (pooled 0.60), and the seeds' own
 effect holds about 3/4 of that variance (log-steps correlate 0.83–0.93 across the three batches).
 
+With ``--joint``, each draw is a whole data × parameters grid (`grid_records`: B_crit = scale·D^a·P^b per cell,
+every cell drawn as above with its own seed noise) read by `otod.core.joint_law.analyse_grid`, and the coverage is
+that of the 95% intervals of the joint law's a, b and a − b (McCandlish's B_crit: against the law's exponents and
+against the population values, the noise-free grid through the same analysis; Zhang et al.'s critical batch, which
+is not a power law in D when B_crit is not ≫ the smallest batch: against its population values only), with how
+often each verdict came out.
+
 Usage::
 
     python3 benchmarks/bootstrap_coverage.py [--draws 400] [--seeds 3,5,8,16] [--sigma 0.6] [--share 0.75]
+    python3 benchmarks/bootstrap_coverage.py --joint [--draws 200] [--seeds 5,8] [--exponents 0.5,0]
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's otod, whatever is installed
 from otod.core import analysis as core  # noqa: E402
 from otod.core.critical_batch import N_BOOT, analyse_batches  # noqa: E402
+from otod.core.joint_law import analyse_grid  # noqa: E402
 from otod.core.results import cpu_model  # noqa: E402
 
 #: The batch grid of the task: 4..256:7:log.
@@ -129,6 +138,31 @@ def synthetic_records(law: Law, noise: Noise, seeds: int, rng: np.random.Generat
         "iterations": steps.ravel().astype(np.int64),
         "status": np.where(np.repeat(np.isfinite(exact), seeds), "converged", "diverged"),
         "dim": np.full(n, 2410.0)})
+
+
+@dataclass(frozen=True)
+class GridLaw:
+    """A joint grid's law: at cell (D, P) the steps follow `Law` with B_crit = scale·D^a·P^b and the same S_min
+    everywhere (the known exponents a joint fit should recover)."""
+
+    scale: float = 1.0
+    a: float = 0.5
+    b: float = 0.0
+    s_min: float = 50.0
+
+    def at(self, data: float, params: float) -> Law:
+        return Law(self.s_min, self.scale * data ** self.a * params ** self.b)
+
+
+def grid_records(grid: GridLaw, data, params, noise: Noise, seeds: int, rng: np.random.Generator,
+                 batches=BATCHES, rates=LR_GRID) -> pd.DataFrame:
+    """One synthetic joint sweep: `synthetic_records` of every cell (D in ``data`` × P in ``params``), each with its
+    own draws of the seed noise (a cell's seed s is another run than the next cell's seed s), with ``examples`` = D
+    and ``dim`` = P on its records."""
+    frames = [synthetic_records(grid.at(d, p), noise, seeds, rng, batches, rates).assign(examples=float(d),
+                                                                                         dim=float(p))
+              for d in data for p in params]
+    return pd.concat(frames, ignore_index=True)
 
 
 def analyse(frame: pd.DataFrame, n_boot: int = N_BOOT):
@@ -253,6 +287,124 @@ def noise_free(law: Law, rates=LR_GRID) -> tuple[float, float]:
 
 
 
+#: The joint grid's default axes: two decades of D and of P, four values each (B_crit 8 to 80 at scale 0.8, a = 0.5).
+GRID_DATA = (100.0, 464.0, 2154.0, 10000.0)
+GRID_PARAMS = (1e3, 4.64e3, 2.15e4, 1e5)
+#: The joint law's quantities whose intervals are checked: (law or population value, interval) per name.
+JOINT = ("a", "b", "a − b")
+
+
+@dataclass(frozen=True)
+class JointSetup:
+    """What every joint draw shares: the grid's law and axes, the noise, the rates, the bootstrap's resamples, and
+    the population values (a, b) of each definition (`joint_population`)."""
+
+    grid: GridLaw
+    data: tuple
+    params: tuple
+    noise: Noise
+    rates: np.ndarray
+    population: dict
+    n_boot: int = N_BOOT
+
+
+def joint_values(law) -> tuple[tuple[float, tuple], ...]:
+    """(estimate, interval) of a, b and a − b of a `otod.core.joint_law.PlaneLaw`."""
+    return (law.a, law.a_ci), (law.b, law.b_ci), (law.difference, law.difference_ci)
+
+
+def joint_population(grid: GridLaw, data, params, rates) -> dict:
+    """Each definition's (a, b, a − b) read off the noise-free grid (one seed) by the same analysis."""
+    frame = grid_records(grid, data, params, Noise(0.0, 0.0), 1, np.random.default_rng(0), rates=rates)
+    (cube,) = core.cubes(frame, ("examples", "dim", "batch"))
+    return {name: tuple(v for v, _ in joint_values(law)) for name, law in analyse_grid(cube, n_boot=0).laws.items()}
+
+
+@dataclass(frozen=True)
+class JointRow:
+    """One seed count's joint coverage over ``draws`` grids: per (definition, truth) the intervals of a, b, a − b
+    holding it (``hits``), the CIs given, the verdicts' counts, the median estimates, the median detectable
+    |a − b| where one was given, and ``separated``: the draws whose a − b interval excludes 0 (the power of the
+    grid at the law's a − b)."""
+
+    seeds: int
+    draws: int
+    hits: dict
+    given: int
+    answers: dict
+    medians: dict
+    detectable: float
+    separated: int = 0
+
+
+def measure_joint(setup: JointSetup, seeds: int, draws: int, seed: int) -> JointRow:
+    """The joint law's coverage at ``seeds`` seeds over ``draws`` grids (draw i from the generator seeded by
+    (seed, seeds, i, 1): its own stream, the same on every run)."""
+    truth = {("mccandlish", "law"): (setup.grid.a, setup.grid.b, setup.grid.a - setup.grid.b),
+             ("mccandlish", "population"): setup.population["mccandlish"],
+             ("zhang", "population"): setup.population["zhang"]}
+    hits = {key: np.zeros(3, int) for key in truth}
+    answers: dict = {}
+    estimates, detectable, given, separated = [], [], 0, 0
+    for i in range(draws):
+        rng = np.random.default_rng([seed, seeds, i, 1])
+        frame = grid_records(setup.grid, setup.data, setup.params, setup.noise, seeds, rng, rates=setup.rates)
+        (cube,) = core.cubes(frame, ("examples", "dim", "batch"))
+        laws = analyse_grid(cube, n_boot=setup.n_boot).laws
+        for (name, kind), values in truth.items():
+            hits[(name, kind)] += [covers(ci, v) for (_, ci), v in zip(joint_values(laws[name]), values)]
+        said = laws["mccandlish"].verdict()
+        answers[said.answer] = answers.get(said.answer, 0) + 1
+        given += bool(np.isfinite(laws["mccandlish"].a_ci[0]))
+        estimates.append([v for law in laws.values() for v, _ in joint_values(law)])
+        if said.detectable is not None:
+            detectable.append(said.detectable)
+        low, high = laws["mccandlish"].difference_ci
+        separated += bool(low > 0 or high < 0)
+    medians = dict(zip([f"{n} {q}" for n in ("mccandlish", "zhang") for q in JOINT], np.median(estimates, axis=0)))
+    return JointRow(seeds, draws, {k: tuple(int(h) for h in v) for k, v in hits.items()}, given, answers, medians,
+                    float(np.median(detectable)) if detectable else math.nan, separated)
+
+
+def joint_table(rows: list[JointRow]) -> list[str]:
+    """The Markdown table of the joint rows (coverage with its Wilson 95% interval, in percent)."""
+    keys = list(rows[0].hits) if rows else []
+    head = " | ".join(f"{q}: {name}, {kind}" for name, kind in keys for q in JOINT)
+    lines = [f"| seeds | draws | {head} | CIs given | verdicts (McCandlish) | median a, b (McCandlish) | "
+             "median a, b (Zhang) | median detectable |a − b| where given | a − b interval excludes 0 |",
+             "|" + "---|" * (8 + 3 * len(keys))]
+    for r in rows:
+        cells = " | ".join(percent(h, r.draws) for key in keys for h in r.hits[key])
+        said = ", ".join(f"{k} {v}" for k, v in sorted(r.answers.items(), key=lambda kv: -kv[1]))
+        lines.append(f"| {r.seeds} | {r.draws} | {cells} | {r.given}/{r.draws} | {said} | "
+                     f"{r.medians['mccandlish a']:.3f}, {r.medians['mccandlish b']:.3f} | "
+                     f"{r.medians['zhang a']:.3f}, {r.medians['zhang b']:.3f} | {r.detectable:.3g} | "
+                     f"{percent(r.separated, r.draws)} |")
+    return lines
+
+
+def main_joint(args: argparse.Namespace) -> None:
+    a, b = args.exponents
+    grid = GridLaw(args.scale, a, b, args.s_min)
+    rates, noise = lr_grid(args.per_decade), Noise(args.sigma, args.share)
+    setup = JointSetup(grid, GRID_DATA, GRID_PARAMS, noise, rates,
+                       joint_population(grid, GRID_DATA, GRID_PARAMS, rates), args.n_boot)
+    print(f"joint law: B_crit = {grid.scale:g}·D^{a:g}·P^{b:g}, S_min {grid.s_min:g}; D {GRID_DATA}, "
+          f"P {GRID_PARAMS}; batches {', '.join(f'{x:g}' for x in BATCHES)}; rates 10^-3..10, {args.per_decade} per decade; seed "
+          f"noise: log-SD {noise.sigma:g}, seed share {noise.share:g}, independent per cell; {args.n_boot} "
+          f"bootstrap resamples; draws seeded from {args.seed}")
+    for name, values in setup.population.items():
+        print(f"population ({name}, the noise-free grid through the same analysis): a {values[0]:.4f}, "
+              f"b {values[1]:.4f}, a − b {values[2]:.4f}")
+    print(f"{cpu_model()}, {os.cpu_count()} cores, numpy {np.__version__}, pandas {pd.__version__}")
+    rows = []
+    for seeds in args.seeds:
+        start = time.perf_counter()
+        rows.append(measure_joint(setup, seeds, args.draws, args.seed))
+        print(f"  {seeds} seeds: {args.draws} grids in {time.perf_counter() - start:.1f} s", flush=True)
+    print("\n".join(joint_table(rows)))
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=1000, help="independent synthetic sweeps per seed count")
@@ -265,8 +417,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--per-decade", type=int, default=4, help="learning rates per decade (the nets': 4)")
     parser.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap resamples (otod's nets use 500)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic draws")
+    parser.add_argument("--joint", action="store_true", help="the joint law's a, b, a − b over a D × P grid")
+    parser.add_argument("--exponents", default="0.5,0", help="--joint: a,b of B_crit = scale·D^a·P^b")
+    parser.add_argument("--scale", type=float, default=0.8, help="--joint: the law's scale")
     args = parser.parse_args(argv)
     args.seeds = [int(s) for s in args.seeds.split(",")]
+    try:
+        args.exponents = tuple(float(v) for v in args.exponents.split(","))
+    except ValueError:
+        parser.error("--exponents takes two numbers, a,b")
+    if len(args.exponents) != 2 or args.scale <= 0:
+        parser.error("--exponents takes two numbers, a,b, and --scale a positive one")
     if args.draws < 1 or min(args.seeds) < 2 or args.sigma < 0 or not 0 <= args.share <= 1 or args.b_crit <= 0 \
             or args.s_min <= 0 or args.n_boot < 1 or args.per_decade < 1:
         parser.error("need --draws ≥ 1, seeds ≥ 2, --sigma ≥ 0, 0 ≤ --share ≤ 1, and positive --b-crit, --s-min, "
@@ -276,6 +437,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.joint:
+        return main_joint(args)
     law, noise, rates = Law(args.s_min, args.b_crit), Noise(args.sigma, args.share), lr_grid(args.per_decade)
     setup = Setup(law, noise, rates, noise_free(law, rates), args.n_boot)
     s0, b0 = setup.population
