@@ -1,7 +1,7 @@
 """The settings of a curvature and of a noise-scale measurement, typed: parsed once where they enter (the command's
 options, `otod.nets.api`'s arguments, a figure spec) and read by attribute after.
 
-A results file stores its settings as a dict (``meta["config"]``) whose digest names the file; `CurvatureConfig`
+A results file stores its settings as a dict (the config of its metadata) whose digest names the file; `CurvatureConfig`
 and `NoiseScaleConfig` write that dict (``stored_for_net``, ``stored_for_model``) key for key as the dicts they
 replace did, so every file keeps its name and its metadata.
 """
