@@ -397,11 +397,11 @@ def test_the_net_batch_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_
 
 
 def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figures, monkeypatch, print_style):
-    from otod.noise.figures import make_noise_rms, make_rosenbrock
+    from otod.noise.figures import MAKERS
 
     _stamp_names(monkeypatch)
-    make_noise_rms({"name": "rms", "draws": 20}, tmp_path)
-    make_rosenbrock({"name": "rosenbrock", "steps": 300}, tmp_path)
+    MAKERS["noise-rms"]({"name": "rms", "draws": 20}, tmp_path)
+    MAKERS["noise-rosenbrock"]({"name": "rosenbrock", "steps": 300}, tmp_path)
     _check_saved(tmp_path, kept_figures, print_style)
 
 

@@ -453,9 +453,8 @@ def test_measurement_settings_are_read_by_attribute():
 FIGURE_PARSERS = {"otod/core/figures.py": {"parse_figure", "parsed", "draw", "__call__"}}
 
 #: Figure modules whose makers still take the TOML table (a dict) instead of a typed spec: this list only shrinks
-#: (`test_every_untyped_figure_module_is_still_untyped`). Condition, cost and depth are typed.
+#: (`test_every_untyped_figure_module_is_still_untyped`). Condition, cost, depth and noise are typed.
 UNTYPED_FIGURE_MODULES = {
-    "otod/noise/figures.py", "otod/noise/schedule_figure.py",
     "otod/nets/figures/along.py", "otod/nets/figures/curvature.py", "otod/nets/figures/predictors.py",
     "otod/nets/figures/schedule.py", "otod/nets/figures/sweep.py", "otod/nets/figures/workloads.py",
 }
