@@ -1,13 +1,17 @@
-"""The obstacle packages the command line loads; each registers itself with `otod.core.registry` on import."""
+"""The obstacle packages the command line loads; each registers itself with `otod.core.registry` on import.
+
+Importing a package is cheap (its ``__init__`` imports only the registry: its parts are imported when first used),
+so they are imported here by name, in the order they register."""
 
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 
-OBSTACLES = ("otod.condition", "otod.depth", "otod.noise", "otod.cost", "otod.nets")
+from otod import condition, depth, noise, cost, nets  # noqa: I001  (registration order)
+
+OBSTACLES: tuple[ModuleType, ...] = (condition, depth, noise, cost, nets)
 
 
-def load_all() -> None:
-    """Import every obstacle package (registration is idempotent)."""
-    for name in OBSTACLES:
-        importlib.import_module(name)
+def load_all() -> tuple[ModuleType, ...]:
+    """Every obstacle package, registered by importing this module (registration is idempotent)."""
+    return OBSTACLES

@@ -5,10 +5,34 @@ Problems (`quadratic`, `kronecker`), methods (`methods`), closed-form theory (`t
 (`kind`), its options, report, figures and command. Importing this package registers it with the core.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.registry import Presentation, register_lazily
+
+
+def _kinds() -> tuple:
+    from otod.condition.kind import CONDITION
+
+    return (CONDITION,)
+
+
+def _presentation() -> Presentation:
+    from otod.condition.records import condition_analysis
+    from otod.condition.report import figure, text_report
+
+    return Presentation(condition_analysis, text_report, figure)
+
+
+def _commands() -> dict:
+    from otod.condition.commands import commands
+
+    return commands()
+
+
+def _figure_makers() -> dict:
+    from otod.condition.figures import MAKERS
+
+    return MAKERS
+
 
 OBSTACLE = register_lazily(
-    "condition", "iterations vs condition number κ on quadratics", kinds=("otod.condition.kind:CONDITION",),
-    analyse="otod.condition.records:condition_analysis",
-    report="otod.condition.report:text_report", figure="otod.condition.report:figure",
-    commands="otod.condition.commands:commands", figure_makers="otod.condition.figures:MAKERS")
+    "condition", "iterations vs condition number κ on quadratics",
+    kinds=_kinds, presentation=_presentation, commands=_commands, figure_makers=_figure_makers)

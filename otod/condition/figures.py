@@ -9,15 +9,17 @@ axis (several dimensions d) gives one panel per value.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from otod.condition.bill import iteration_flops, setup_costs
+from otod.condition.options import sweep_config_from_options
 from otod.condition.records import condition_analysis
 from otod.core.analysis import Analysis, Group
 from otod.core.batch_figure import draw_fit_band, fit_band_key
+from otod.core.figures import FigureSpec, SweepFigureSpec, TypedMaker
 from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, caption_text, draw_band, figure, headroom,
                                  legend_below, legend_key, mark_diverged, METHOD_MARKERS, panel_grid, save,
                                  series_style)
@@ -292,21 +294,26 @@ def zigzag_figure(base: Path, kappa: float = 10.0) -> list[Path]:
         "grey: contours of f; star: the minimum"))
 
 
-def _sweep_from_spec(spec: dict[str, Any]) -> Results:
+@dataclass(frozen=True)
+class ZigzagSpec(FigureSpec):
+    """`zigzag_figure`'s table: the quadratic's condition number ``kappa``."""
+
+    kappa: float = 10.0
+
+
+def _sweep_from_spec(spec: SweepFigureSpec) -> Results:
     """Run (or resume) the sweep an experiment spec describes, with the CLI's own option parsing."""
-    from otod.condition.options import sweep_config_from_options
     from otod.core.sweep import run_sweep
 
-    options = {k: v for k, v in spec.items() if k not in ("maker", "name", "results_dir")}
-    return run_sweep(sweep_config_from_options(**options), out_dir=spec.get("results_dir", "results"))
+    return run_sweep(sweep_config_from_options(**spec.options), out_dir=spec.results_dir)
 
 
-def make_condition_iterations(spec: dict[str, Any], out_dir: Path) -> list[Path]:
-    return condition_figure(_sweep_from_spec(spec), Path(out_dir) / spec["name"])
+def make_condition_iterations(spec: SweepFigureSpec, out_dir: Path) -> list[Path]:
+    return condition_figure(_sweep_from_spec(spec), Path(out_dir) / spec.name)
 
 
-def make_zigzag(spec: dict[str, Any], out_dir: Path) -> list[Path]:
-    return zigzag_figure(Path(out_dir) / spec["name"], float(spec.get("kappa", 10.0)))
+def make_zigzag(spec: ZigzagSpec, out_dir: Path) -> list[Path]:
+    return zigzag_figure(Path(out_dir) / spec.name, float(spec.kappa))
 
 
 def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[Path]:
@@ -329,10 +336,11 @@ def bill_figure(results: Results, flops: dict[str, float], base: Path) -> list[P
     return save(fig, base, caption=caption)
 
 
-def make_condition_bill(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+def make_condition_bill(spec: SweepFigureSpec, out_dir: Path) -> list[Path]:
     results = _sweep_from_spec(spec)
-    return bill_figure(results, iteration_flops(results), Path(out_dir) / spec["name"])
+    return bill_figure(results, iteration_flops(results), Path(out_dir) / spec.name)
 
 
-MAKERS = {"condition-iterations": make_condition_iterations, "condition-bill": make_condition_bill,
-          "zigzag": make_zigzag}
+MAKERS = {"condition-iterations": TypedMaker(SweepFigureSpec, make_condition_iterations, sweep_config_from_options),
+          "condition-bill": TypedMaker(SweepFigureSpec, make_condition_bill, sweep_config_from_options),
+          "zigzag": TypedMaker(ZigzagSpec, make_zigzag)}

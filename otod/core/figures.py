@@ -8,8 +8,10 @@ Each ``experiments/<group>.toml`` holds one table per figure::
     ...
 
 ``otod figures <group>`` runs every figure of that group; ``otod figures <group>/<figure>`` runs one (its table's
-name); ``otod figures`` runs all groups. A maker is a function
-``maker(spec: dict, out_dir: Path) -> list[Path]`` that runs what it needs and writes PNG and PDF files.
+name); ``otod figures`` runs all groups. A maker is a `TypedMaker`: the class of its spec (a `FigureSpec`, its keys
+and their defaults) and ``draw(spec, out_dir) -> list[Path]``, which runs what it needs and writes PNG and PDF
+files. Every table is parsed into its spec once, before any figure runs (`parse_figure`): an unknown key is refused
+in one line. (A maker not yet typed is a plain ``maker(table: dict, out_dir) -> list[Path]``.)
 """
 
 from __future__ import annotations
@@ -21,12 +23,77 @@ import os
 import sys
 import time
 import tomllib
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from otod.core.errors import OtodError
 
-Maker = Callable[[dict[str, Any], Path], list[Path]]
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure's table of ``experiments/<group>.toml``, typed: ``name`` (the table's name, set by the loader)
+    and ``maker`` (a key of the makers; "" where a caller runs a maker directly). A maker's own spec subclasses it
+    with its keys and their defaults."""
+
+    name: str
+    maker: str = ""
+
+
+@dataclass(frozen=True)
+class SweepFigureSpec(FigureSpec):
+    """A figure drawn from one sweep: ``results_dir`` (where its results file is written or resumed) and
+    ``options``, every other key of the table: the sweep's options as ``otod sweep <kind>`` takes them (same names,
+    same range syntax), checked against the keyword parameters of its maker's ``options_of``."""
+
+    results_dir: str = "results"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TypedMaker:
+    """A figure maker: ``spec``, the class its table is parsed into (`parse_figure`); ``draw(spec, out_dir)``, the
+    files written. For a `SweepFigureSpec`, ``options_of`` is the function that builds the sweep's config from
+    options (its keyword parameters are the keys a table may add)."""
+
+    spec: type
+    draw: Callable[[Any, Path], list[Path]]
+    options_of: Callable[..., Any] | None = None
+
+    def __call__(self, table: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Parse ``table`` (with its ``name``) and draw: what a caller holding a plain table does."""
+        return self.draw(parse_figure(self, table, f"[{table.get('name')}]"), out_dir)
+
+
+Maker = TypedMaker | Callable[[dict[str, Any], Path], list[Path]]
+
+
+def parse_figure(maker: TypedMaker, table: dict[str, Any], where: str) -> FigureSpec:
+    """``table`` (a TOML table with its ``name``) as ``maker.spec``; a key the spec (or, for a sweep figure, the
+    sweep's options) does not have, or a key it needs and the table lacks, raises `OtodError` in one line naming
+    ``where``, the key and the keys known. The one place a figure's table is read by its keys."""
+    own = {f.name: f for f in fields(maker.spec)}
+    if maker.options_of is not None:
+        import inspect
+
+        allowed = {p for p in inspect.signature(maker.options_of).parameters if p != "given"}
+        kwargs = {k: v for k, v in table.items() if k in own and k != "options"}
+        options = {k: v for k, v in table.items() if k not in kwargs}
+        unknown = sorted(set(options) - allowed)
+        known = sorted((set(own) | allowed) - {"name", "options"})
+        kwargs["options"] = options
+    else:
+        kwargs = dict(table)
+        unknown = sorted(set(table) - set(own))
+        known = sorted(set(own) - {"name"})
+    if unknown:
+        raise OtodError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for maker "
+                        f"{table.get('maker')!r}; known: {', '.join(known)}")
+    missing = [n for n, f in own.items() if n not in kwargs and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise OtodError(f"{where}: missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)} for maker "
+                        f"{table.get('maker')!r}")
+    return maker.spec(**kwargs)
 
 
 def checkout_root() -> Path:
@@ -167,12 +234,8 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
         if name is not None and name not in specs[group]:
             raise OtodError(f"unknown figure {group}/{name}; known in {group}: {', '.join(specs[group])}")
     table = makers()
-    todo = [(group, name, spec) for group, only in wanted for name, spec in specs[group].items()
-            if only is None or name == only]
-    for group, name, spec in todo:
-        if spec.get("maker", "") not in table:
-            raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
-                            f"known: {', '.join(sorted(table))}")
+    todo = [(group, name, parsed(table, group, name, spec)) for group, only in wanted
+            for name, spec in specs[group].items() if only is None or name == only]
     history = seconds_history(seconds_file)
     prior = {**shipped_seconds(experiments_dir), **history}  # this machine's last times over the shipped ones
     written: list[Path] = []
@@ -182,7 +245,7 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
         left = eta_seconds(took, [f"{g}/{n}" for g, n, _ in todo[i:]], prior)
         log(f"figure {i + 1}/{len(todo)} {key} ... (ETA {format_eta(left)} for the {len(todo) - i} left)")
         start = time.perf_counter()
-        files = table[spec["maker"]]({**spec, "name": name}, out_dir)
+        files = draw(table, spec, out_dir)
         took[key] = time.perf_counter() - start
         written.extend(files)
         for f in files:
@@ -191,6 +254,24 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
         save_seconds(seconds_file, {**history, **took})
         release_compiled()
     return written
+
+
+def parsed(table: Mapping[str, Maker], group: str, name: str, spec: dict[str, Any]) -> FigureSpec | dict[str, Any]:
+    """The table ``[name]`` of ``experiments/<group>.toml`` checked before any figure runs: its maker known, and
+    parsed into the maker's spec (`parse_figure`; a maker not yet typed gets the table itself, with its name)."""
+    maker = table.get(spec.get("maker", ""))
+    if maker is None:
+        raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
+                        f"known: {', '.join(sorted(table))}")
+    full = {**spec, "name": name}
+    return parse_figure(maker, full, f"experiments/{group}.toml [{name}]") if isinstance(maker, TypedMaker) else full
+
+
+def draw(table: Mapping[str, Maker], spec: FigureSpec | dict[str, Any], out_dir: Path) -> list[Path]:
+    """Run the maker of a parsed spec (`parsed`)."""
+    if isinstance(spec, FigureSpec):
+        return table[spec.maker].draw(spec, out_dir)
+    return table[spec["maker"]](spec, out_dir)
 
 
 def release_compiled() -> None:

@@ -188,51 +188,45 @@ class Obstacle:
 _OBSTACLES: dict[str, Obstacle] = {}
 
 
-def _resolve(path: str) -> Any:
-    """``"package.module:name"`` → that object, importing the module now."""
-    import importlib
-
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), analyse: str | None = None,
-                    report: str | None = None, figure: str | None = None, commands: str | None = None,
-                    figure_makers: str | None = None, measurements: str | None = None,
-                    comparisons: str | None = None) -> Obstacle:
-    """Register an obstacle whose parts are named ``"module:attribute"`` and imported on first use, so that
-    registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``analyse``, ``report``
-    and ``figure``, the functions the kinds analyse, report and draw with (`otod.core.pipeline`), all three or none
-    (a `Presentation`); ``commands``, a function returning ``{group: [click commands]}``; ``figure_makers``, a mapping of figure makers; ``measurements``, a mapping of results kind to the
-    presenter of such a file; ``comparisons``, a mapping of name to a function another obstacle's figure draws
-    beside its own (`comparison`) (`Obstacle`)."""
+def register_lazily(name: str, summary: str, *, kinds: Callable[[], tuple[SweepKind, ...]] | None = None,
+                    presentation: Callable[[], Presentation] | None = None,
+                    commands: Callable[[], Mapping[str, list]] | None = None,
+                    figure_makers: Callable[[], Mapping[str, Callable]] | None = None,
+                    measurements: Callable[[], Mapping[str, Callable]] | None = None,
+                    comparisons: Callable[[], Mapping[str, Callable]] | None = None) -> Obstacle:
+    """Register an obstacle whose parts are functions that import them when first called, so that registering
+    (and ``otod --help``) imports none of them: ``kinds`` → its `SweepKind`s; ``presentation`` → the
+    `Presentation` every kind analyses, reports and draws with (`otod.core.pipeline`), attached to each kind and
+    imported only when a kind first presents (reading a results file's config does not import matplotlib);
+    ``commands`` → ``{group: [click commands]}``; ``figure_makers`` → the figure makers by name; ``measurements``
+    → results kind → the presenter of such a file; ``comparisons`` → name → a function another obstacle's figure
+    draws beside its own (`comparison`) (`Obstacle`). Each part is referenced by an import inside its function,
+    which editors and type checkers follow, not by a ``"module:attr"`` string."""
     import dataclasses
     import functools
 
-    given = [part for part in (analyse, report, figure) if part is not None]
-    if given and len(given) != 3:
-        raise ValueError(f"obstacle {name}: give analyse, report and figure together (a `Presentation`)")
+    attached = {}
+    if presentation is not None:
+        shown = functools.lru_cache(maxsize=1)(presentation)
 
-    def analyse_fn(results, tol=None):
-        return _resolve(analyse)(results, tol=tol)
+        def analyse(results, tol=None):
+            return shown().analyse(results, tol=tol)
 
-    def report_fn(results, **kwargs) -> str:
-        return _resolve(report)(results, **kwargs)
+        def report(results, **kwargs) -> str:
+            return shown().report(results, **kwargs)
 
-    def figure_fn(results, base, **kwargs) -> list:
-        return _resolve(figure)(results, base, **kwargs)
+        def figure(results, base, **kwargs) -> list:
+            return shown().figure(results, base, **kwargs)
 
-    attached = {"presentation": Presentation(analyse_fn, report_fn, figure_fn)} if given else {}
+        attached = {"presentation": Presentation(analyse, report, figure)}
 
     @functools.lru_cache(maxsize=1)
     def sweeps() -> tuple:
-        return tuple(dataclasses.replace(_resolve(k), **attached) for k in kinds)
+        return tuple(dataclasses.replace(k, **attached) for k in (kinds() if kinds else ()))
 
-    return register(Obstacle(name=name, summary=summary, sweeps=sweeps,
-                             commands=(lambda: _resolve(commands)()) if commands else (lambda: {}),
-                             figure_makers=(lambda: _resolve(figure_makers)) if figure_makers else (lambda: {}),
-                             measurements=(lambda: _resolve(measurements)) if measurements else (lambda: {}),
-                             comparisons=(lambda: _resolve(comparisons)) if comparisons else (lambda: {})))
+    return register(Obstacle(name=name, summary=summary, sweeps=sweeps, commands=commands or (lambda: {}),
+                             figure_makers=figure_makers or (lambda: {}), measurements=measurements or (lambda: {}),
+                             comparisons=comparisons or (lambda: {})))
 
 
 def register(obstacle: Obstacle) -> Obstacle:

@@ -6,5 +6,19 @@ makers (`otod figures cost`).
 
 from otod.core.registry import register_lazily
 
-OBSTACLE = register_lazily("cost", "FLOPs and time of one iteration (forward, backward, update)",
-                           commands="otod.cost.cli:commands", figure_makers="otod.cost.plots:MAKERS")
+
+def _commands() -> dict:
+    from otod.cost.cli import commands
+
+    return commands()
+
+
+def _figure_makers() -> dict:
+    from otod.cost.plots import MAKERS
+
+    return MAKERS
+
+
+OBSTACLE = register_lazily(
+    "cost", "FLOPs and time of one iteration (forward, backward, update)",
+    commands=_commands, figure_makers=_figure_makers)

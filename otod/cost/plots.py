@@ -13,8 +13,8 @@ Every maker takes (spec, out_dir), computes what it needs and writes ``cost_<nam
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
 import matplotlib
 
@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 from otod.cost import flops as F  # noqa: E402
 from otod.cost import models as M  # noqa: E402
 
+from otod.core.figures import FigureSpec, TypedMaker  # noqa: E402
 from otod.core.plotting import PALETTE, caption_text, figure, legend_below, save, series_style  # noqa: E402
 
 COLORS = {"linearnet": PALETTE[0], "onenet": PALETTE[1], "convnet": PALETTE[2], "deeperconvnet": PALETTE[3],
@@ -74,16 +75,51 @@ def _list(value, cast=str) -> list:
     return [cast(v) for v in str(value).split(",")]
 
 
-def _network(name: str, spec: dict) -> M.Network:
-    widths = tuple(spec["widths"]) if "widths" in spec else None
-    return M.network(name, widths=widths, depth=int(spec.get("depth", 100)), image=int(spec.get("image", 224)))
+@dataclass(frozen=True)
+class NetworksSpec(FigureSpec):
+    """The networks of a cost figure: ``models`` (a comma list or a list of `otod.cost.models` names), built with
+    ``depth`` intermediate layers (deeperconvnet), ``image`` pixels a side and ``widths`` (the MLP's; None: its
+    own), measured at ``batches`` with ``optimizer``'s update."""
+
+    models: str | tuple[str, ...] = "linearnet,onenet,convnet,deeperconvnet"
+    batches: str | tuple[int, ...] = (1, 4, 16, 64, 256, 1024)
+    optimizer: str = "sgd"
+    depth: int = 100
+    image: int = 224
+    widths: tuple[int, ...] | None = None
 
 
-def ratio_vs_batch(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+@dataclass(frozen=True)
+class DepthSpec(FigureSpec):
+    """`ratio_vs_depth`'s table: DeeperConvNet at each of ``depths`` intermediate conv layers."""
+
+    depths: str | tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 100)
+    batches: str | tuple[int, ...] = (1, 64)
+    image: int = 224
+    optimizer: str = "sgd"
+
+
+@dataclass(frozen=True)
+class TimeSplitSpec(NetworksSpec):
+    """`time_split`'s table: the networks at one ``batch``, timed in each of ``precisions`` (median of
+    ``repeats``)."""
+
+    models: str | tuple[str, ...] = "onenet,mlp,transformer,convnet,deeperconvnet"
+    batch: int = 16
+    precisions: str | tuple[str, ...] = "float32,bfloat16"
+    repeats: int = 5
+
+
+def _network(name: str, spec: NetworksSpec) -> M.Network:
+    widths = tuple(spec.widths) if spec.widths is not None else None
+    return M.network(name, widths=widths, depth=int(spec.depth), image=int(spec.image))
+
+
+def ratio_vs_batch(spec: NetworksSpec, out_dir: Path) -> list[Path]:
     """Ratio against batch size, one colour and marker per network; options: models, batches, optimizer."""
-    models = _list(spec.get("models", "linearnet,onenet,convnet,deeperconvnet"))
-    batches = _list(spec.get("batches", [1, 4, 16, 64, 256, 1024]), int)
-    optimizer = str(spec.get("optimizer", "sgd"))
+    models = _list(spec.models)
+    batches = _list(spec.batches, int)
+    optimizer = str(spec.optimizer)
     nets = [_network(m, spec) for m in models]
     rows = F.flops_table(nets, batches, [optimizer])
     fig, ax = figure(columns=2, height=2.6)
@@ -101,7 +137,7 @@ def ratio_vs_batch(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     ax.set_ylabel("(backward + update) / forward FLOPs")
     ax.set_title("The backward/forward FLOP ratio against batch size")
     legend_below(fig, ncol=3)
-    return _save(fig, out_dir, f"cost_{spec.get('name', 'ratio_batch')}", caption_text(
+    return _save(fig, out_dir, f"cost_{spec.name}", caption_text(
         f"Optimizer {optimizer}, 224×224×3 inputs, the networks of Hobbhahn & Sevilla (Epoch AI 2021)",
         "Solid with markers: XLA's FLOP count (update counted into backward); dashed, same colour: the layer "
         "formula; dotted grey: the text's reference ratios 1:1 (first layer), 2:1 (other layers) and 3:1 "
@@ -123,12 +159,12 @@ def _batch_one_note(rows) -> str:
             "FLOPs")
 
 
-def ratio_vs_depth(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+def ratio_vs_depth(spec: DepthSpec, out_dir: Path) -> list[Path]:
     """DeeperConvNet's ratio against the number N of intermediate conv layers; options: depths, batches, image."""
-    depths = _list(spec.get("depths", [0, 1, 2, 4, 8, 16, 32, 64, 100]), int)
-    batches = _list(spec.get("batches", [1, 64]), int)
-    image = int(spec.get("image", 224))
-    optimizer = str(spec.get("optimizer", "sgd"))
+    depths = _list(spec.depths, int)
+    batches = _list(spec.batches, int)
+    image = int(spec.image)
+    optimizer = str(spec.optimizer)
     nets = [M.deeperconvnet(n, image) for n in depths]
     rows = F.flops_table(nets, batches, [optimizer])
     fig, ax = figure(columns=1, height=2.4)
@@ -148,14 +184,14 @@ def ratio_vs_depth(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     ax.set_ylabel("(backward + update) / forward")
     ax.set_title("The first layer's 1:1 fades with depth")
     legend_below(fig, ncol=2)
-    return _save(fig, out_dir, f"cost_{spec.get('name', 'ratio_depth')}", caption_text(
+    return _save(fig, out_dir, f"cost_{spec.name}", caption_text(
         f"DeeperConvNet, optimizer {optimizer}, {image}×{image} inputs",
         "Markers joined by solid lines: XLA's FLOP count; dashed: the layer formula; dotted grey: the reference "
         "ratios 1:1 (first layer), 2:1 (other layers) and 3:1 (maximum with SGD, small batch). The batches "
         "coincide: the SGD update is negligible next to the convolutions"))
 
 
-def time_split(spec: dict[str, Any], out_dir: Path) -> list[Path]:
+def time_split(spec: TimeSplitSpec, out_dir: Path) -> list[Path]:
     """Share of forward, backward and update in one iteration: FLOPs (XLA) and measured time per precision.
 
     Options: models (each may carry ``:depth`` for deeperconvnet), batch, optimizer, precisions, repeats."""
@@ -164,11 +200,11 @@ def time_split(spec: dict[str, Any], out_dir: Path) -> list[Path]:
 
     from otod.cost.profile import profile_one
 
-    models = _list(spec.get("models", "onenet,mlp,transformer,convnet,deeperconvnet"))
-    batch = int(spec.get("batch", 16))
-    optimizer = str(spec.get("optimizer", "sgd"))
-    precisions = _list(spec.get("precisions", "float32,bfloat16"))
-    repeats = int(spec.get("repeats", 5))
+    models = _list(spec.models)
+    batch = int(spec.batch)
+    optimizer = str(spec.optimizer)
+    precisions = _list(spec.precisions)
+    repeats = int(spec.repeats)
     nets = [_network(m, spec) for m in models]
     flops = {r.model: r for r in F.flops_table(nets, [batch], [optimizer])}
     bars = []  # (network, bar label, forward, backward, update share, ratio, seconds per iteration or None)
@@ -185,7 +221,7 @@ def time_split(spec: dict[str, Any], out_dir: Path) -> list[Path]:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")  # the load the timings ran under
     fig = _draw_time_split(bars)
     when = datetime.date.today().isoformat()
-    return _save(fig, out_dir, f"cost_{spec.get('name', 'time_split')}", caption_text(
+    return _save(fig, out_dir, f"cost_{spec.name}", caption_text(
         f"Batch {batch}, optimizer {optimizer}; time measured on {when} on {_machine()} ({os.cpu_count()} cores, "
         f"1-minute load average {load:.1f} at the end of the timings, this run included), each part the median "
         f"of {repeats} repeats after 2 warm-ups: timings are this machine's and its load's, the FLOP shares are not",
@@ -264,8 +300,8 @@ def _draw_time_split(bars: list[tuple]):
     return fig
 
 
-MAKERS: dict[str, Callable[[dict, Path], list[Path]]] = {
-    "cost-ratio-batch": ratio_vs_batch,
-    "cost-ratio-depth": ratio_vs_depth,
-    "cost-time-split": time_split,
+MAKERS: dict[str, TypedMaker] = {
+    "cost-ratio-batch": TypedMaker(NetworksSpec, ratio_vs_batch),
+    "cost-ratio-depth": TypedMaker(DepthSpec, ratio_vs_depth),
+    "cost-time-split": TypedMaker(TimeSplitSpec, time_split),
 }

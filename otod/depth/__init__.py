@@ -9,11 +9,41 @@ Problems (`linear`: deep-linear, chain, residual; `toy`: the essay's product of 
 registers it with the core.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.registry import Presentation, register_lazily
+
+
+def _kinds() -> tuple:
+    from otod.depth.kind import DEPTH_KIND, TOY_KIND
+
+    return (DEPTH_KIND, TOY_KIND)
+
+
+def _presentation() -> Presentation:
+    from otod.depth.records import depth_analysis
+    from otod.depth.report import figure, text_report
+
+    return Presentation(depth_analysis, text_report, figure)
+
+
+def _commands() -> dict:
+    from otod.depth.commands import commands
+
+    return commands()
+
+
+def _figure_makers() -> dict:
+    from otod.depth.figures import MAKERS
+
+    return MAKERS
+
+
+def _comparisons() -> dict:
+    from otod.depth.figures import COMPARISONS
+
+    return COMPARISONS
+
 
 OBSTACLE = register_lazily(
     "depth", "iterations vs depth of deep linear networks (nonlinearity)",
-    kinds=("otod.depth.kind:DEPTH_KIND", "otod.depth.kind:TOY_KIND"), analyse="otod.depth.records:depth_analysis",
-    report="otod.depth.report:text_report",
-    figure="otod.depth.report:figure", commands="otod.depth.commands:commands",
-    figure_makers="otod.depth.figures:MAKERS", comparisons="otod.depth.figures:COMPARISONS")
+    kinds=_kinds, presentation=_presentation, commands=_commands, figure_makers=_figure_makers,
+    comparisons=_comparisons)

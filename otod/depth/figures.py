@@ -10,6 +10,7 @@ vary). Every sweep a figure needs is an ordinary ``otod sweep depth`` / ``otod s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -18,11 +19,13 @@ import numpy as np
 import pandas as pd
 
 from otod.core.analysis import Analysis, SeriesAnalysis
+from otod.core.figures import SweepFigureSpec, TypedMaker
 from otod.core.law_figure import legend_keys
 from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, figure,
                                  headroom, inside_only, legend_below, panel_grid, save, series_style,
                                  series_styles)
 from otod.core.results import Results
+from otod.depth.options import depth_config_from_options, toy_config_from_options
 from otod.depth.records import depth_analysis
 
 METHOD_COLORS = {"gd": PALETTE[0], "heavy-ball": PALETTE[3], "adam": PALETTE[4], "kfac": PALETTE[8]}
@@ -182,25 +185,49 @@ def sweep_figure(results: Results, base: Path, pdf: bool = True, analysis: Analy
 # -- the makers of experiments/depth.toml ---------------------------------------------------------------------
 
 
-def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
-    """Run (or read back from ``results/``) the sweep a figure spec describes; keys are the command's options."""
-    from otod.core.sweep import run_sweep
-    from otod.depth.options import depth_config_from_options, toy_config_from_options
+@dataclass(frozen=True, kw_only=True)
+class ResidualSpec(SweepFigureSpec):
+    """`make_depth_residual`'s table: the sweep's options, and ``residual_init``, the inits of the residual V's."""
 
-    skip = ("maker", "name", "results_dir", "residual_init", "contour_layers", "needed", "method_groups")
-    options = {k: v for k, v in spec.items() if k not in skip}
-    options.update(override)
+    residual_init: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MethodsSpec(SweepFigureSpec):
+    """`make_depth_methods`'s table: the sweep's options, and ``method_groups``, the ``--method`` of each sweep."""
+
+    method_groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToySpec(SweepFigureSpec):
+    """`make_toy`'s table: the toy sweep's options, and ``contour_layers``, the k of each loss landscape drawn."""
+
+    contour_layers: tuple[int, ...] = (1, 4)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WidthSpec(SweepFigureSpec):
+    """`make_depth_width`'s table: the sweep's options, and ``needed``, the iterations that count as "needs"."""
+
+    needed: float
+
+
+def _sweep(spec: SweepFigureSpec, kind: str = "depth", **override) -> Results:
+    """Run (or read back from ``results/``) the sweep a figure spec describes; its options are the command's."""
+    from otod.core.sweep import run_sweep
+
     build = depth_config_from_options if kind == "depth" else toy_config_from_options
-    return run_sweep(build(**options), out_dir=spec.get("results_dir", "results"))
+    return run_sweep(build(**{**spec.options, **override}), out_dir=spec.results_dir)
 
 
 def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
     """The sweep of ``experiments/depth.toml``'s figure ``name`` (run, or read back from ``results/``) and its
     series with their laws: what the nets' depth figure draws its deep-linear comparison from
     (`otod.nets.figures.sweep.make_depth`), the same numbers as that figure's."""
-    from otod.core.figures import load_specs
+    from otod.core.figures import load_specs, parsed
 
-    results = _sweep({**load_specs()["depth"][name], "name": name})
+    results = _sweep(parsed(MAKERS, "depth", name, load_specs()["depth"][name]))
     return results, _one_group(results).series
 
 
@@ -214,7 +241,7 @@ def _one_group(results: Results):
     return group
 
 
-def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
+def make_depth_iterations(spec: SweepFigureSpec, out_dir: Path) -> list[Path]:
     """(a) Iterations against depth per init (gd, tuned lr), log-y, with the per-mode theory for the identity."""
     results = _sweep(spec)
     fig, ax = figure(columns=2, height=2.8)
@@ -223,13 +250,13 @@ def make_depth_iterations(spec: dict, out_dir: Path) -> list[Path]:
     draw_series(ax, group.series, "depth", marks=marks, chosen=group.chosen)
     _theory_overlay(ax, results.meta, group.chosen)
     _finish(ax, "depth L", "Iterations grow with depth, fastest from the worst init", marks)
-    return save(fig, out_dir / spec["name"], caption=depth_caption(results.meta, marks, extra=THEORY_NOTE))
+    return save(fig, out_dir / spec.name, caption=depth_caption(results.meta, marks, extra=THEORY_NOTE))
 
 
-def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
+def make_depth_residual(spec: ResidualSpec, out_dir: Path) -> list[Path]:
     """(b) The plain net W_L⋯W_1 against the residual (I + V_L)⋯(I + V_1), same init distributions."""
     plain = _sweep(spec)
-    residual = _sweep(spec, problem="residual", init=spec["residual_init"])
+    residual = _sweep(spec, problem="residual", init=spec.residual_init)
     fig, ax = figure(columns=2, height=2.8)
     marks: set = set()
     colors = {"zero": PALETTE[0], "small": PALETTE[1], "xavier": PALETTE[3]}
@@ -247,22 +274,22 @@ def make_depth_residual(spec: dict, out_dir: Path) -> list[Path]:
     draw_series(ax, residual_series, "depth", names=residual_names, label_prefix="residual ", marker="s",
                 styles=styles(residual_names, "--"), marks=marks, row_offset=len(plain_series))
     _finish(ax, "depth L", r"Residual $(I+V_L)\cdots(I+V_1)$ against plain $W_L\cdots W_1$", marks)
-    return save(fig, out_dir / spec["name"], caption=depth_caption(
+    return save(fig, out_dir / spec.name, caption=depth_caption(
         plain.meta, marks, extra="Plain W_L⋯W_1: circles, solid; residual (I+V_L)⋯(I+V_1): squares, dashed; the "
         "same init distributions, colour by init. Residual ·V zero is W = I"))
 
 
-def make_depth_methods(spec: dict, out_dir: Path) -> list[Path]:
+def make_depth_methods(spec: MethodsSpec, out_dir: Path) -> list[Path]:
     """(c) gd, heavy ball, Adam and KFAC at one init; momentum methods tune β (a traced axis) with the lr."""
     series = []
-    for group in spec["method_groups"]:
+    for group in spec.method_groups:
         series += _one_group(_sweep(spec, method=group)).series
     fig, ax = figure(columns=2, height=2.8)
     marks: set = set()
     draw_series(ax, series, "depth", marks=marks)  # colour by method (and line style by init, if several)
-    meta = _sweep(spec, method=spec["method_groups"][0]).meta
+    meta = _sweep(spec, method=spec.method_groups[0]).meta
     _finish(ax, "depth L", "Iterations against depth by method at one init", marks)
-    return save(fig, out_dir / spec["name"], caption=depth_caption(
+    return save(fig, out_dir / spec.name, caption=depth_caption(
         meta, marks, extra="Each method's (lr, β) tuned at each depth by the median over seeds"))
 
 
@@ -282,16 +309,17 @@ def gd_path(matrices, reading: str, step: float, steps: int) -> np.ndarray:
     return np.asarray(path)
 
 
-def make_toy(spec: dict, out_dir: Path) -> list[Path]:
+def make_toy(spec: ToySpec, out_dir: Path) -> list[Path]:
     """(d) The toy: the loss over (a, b) for k = 1 and k = 4 matrices with gd's path, and iterations against k for
     both readings."""
     from otod.depth.toy import losses_on_grid, start_entries
 
-    ks = spec.get("contour_layers", [1, 4])
+    ks = list(spec.contour_layers)
+    seed = toy_config_from_options(**spec.options).seed
     fig, axes = figure(columns=2, cols=len(ks) + 1, height=2.5,
                        gridspec_kw={"width_ratios": [1] * len(ks) + [1.4]})
     for ax, k in zip(axes, ks):
-        m = np.random.default_rng([spec.get("seed", 0), 0]).standard_normal((k, 3, 3)) / np.sqrt(3.0)
+        m = np.random.default_rng([seed, 0]).standard_normal((k, 3, 3)) / np.sqrt(3.0)
         a0, b0 = start_entries(m, "per-layer")
         path = gd_path(m, "per-layer", _toy_step(m), 200)
         lo = np.minimum(path.min(0), [a0, b0]) - 1.0
@@ -326,7 +354,7 @@ def make_toy(spec: dict, out_dir: Path) -> list[Path]:
                 ax.plot([1], [k1], "*", color="k", ms=9, mfc="none", label=f"k = 1 theory (κ = 1): {k1}")
     _finish(ax, "number of matrices k", "iterations vs k", marks, below=None)
     legend_below(fig)
-    return save(fig, out_dir / spec["name"], caption=depth_caption(
+    return save(fig, out_dir / spec.name, caption=depth_caption(
         results.meta, marks, extra="(a, b): the loss over (a, b) for k matrices (per-layer reading), contours "
         "labelled with f, and gd's path from its start (black dot) at step 1/|λ|max of the Hessian there. (c): "
         "iterations against k, per-layer reading circles and solid, shared reading squares and dashed"))
@@ -361,7 +389,7 @@ def width_needed(analysis: Analysis, needed: float) -> dict:
 SERIES_NAMES = {"gd·orthogonal": "orthogonal init", "gd·xavier": "Gaussian init (N(0, 1/n), xavier)"}
 
 
-def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
+def make_depth_width(spec: WidthSpec, out_dir: Path) -> list[Path]:
     """(e) The width n needed for fast convergence (median ≤ ``needed`` iterations over seeds, censored lanes
     counting as slow) against depth, orthogonal against Gaussian init, on Hu, Xiao & Pennington's (2020)
     rectangular net (d_in, d_out fixed, αW_L⋯W_1 with α = √(n/d_out), step d_out/(L·n)). Their theorem: with
@@ -370,7 +398,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     where no swept width suffices it is > the widest (hollow △ above it)."""
     results = _sweep(spec)
     analysis = depth_analysis(results)
-    needed = float(spec["needed"])
+    needed = float(spec.needed)
     table = width_needed(analysis, needed)
     widths = sorted(group.key[0] for group in analysis.groups)
     narrowest, widest = widths[0], widths[-1]
@@ -408,7 +436,7 @@ def make_depth_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set_title("Width needed: constant in depth for orthogonal init, growing for Gaussian")
     ax.grid(True, which="both", alpha=0.25)
     legend_below(fig)
-    return save(fig, out_dir / spec["name"], caption=depth_caption(
+    return save(fig, out_dir / spec.name, caption=depth_caption(
         results.meta, laws=False, extra=f"The smallest swept width whose median count over seeds is ≤ {needed:g} "
         "iterations (censored lanes counting as slow). Theory: Hu, Xiao & Pennington (2020) predict the width needed "
         "constant in L for orthogonal init and growing about linearly in L for Gaussian init. " + _width_marks(drawn)))
@@ -426,5 +454,8 @@ def _width_marks(drawn: dict) -> str:
     return "; ".join(parts + ["dotted grey: the widest swept width"])
 
 
-MAKERS = {"depth-iterations": make_depth_iterations, "depth-residual": make_depth_residual,
-          "depth-methods": make_depth_methods, "toy": make_toy, "depth-width": make_depth_width}
+MAKERS = {"depth-iterations": TypedMaker(SweepFigureSpec, make_depth_iterations, depth_config_from_options),
+          "depth-residual": TypedMaker(ResidualSpec, make_depth_residual, depth_config_from_options),
+          "depth-methods": TypedMaker(MethodsSpec, make_depth_methods, depth_config_from_options),
+          "toy": TypedMaker(ToySpec, make_toy, toy_config_from_options),
+          "depth-width": TypedMaker(WidthSpec, make_depth_width, depth_config_from_options)}

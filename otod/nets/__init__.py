@@ -4,11 +4,41 @@ B_noise), their steps to target against batch, width and depth through the core 
 model built from their measured spectrum and noise held beside the measurement.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.registry import Presentation, register_lazily
+
+
+def _kinds() -> tuple:
+    from otod.nets.sweep.kind import NET
+
+    return (NET,)
+
+
+def _presentation() -> Presentation:
+    from otod.nets.figures.sweep import sweep_figure
+    from otod.nets.sweep.report import net_analysis, text_report
+
+    return Presentation(net_analysis, text_report, sweep_figure)
+
+
+def _commands() -> dict:
+    from otod.nets.commands import commands
+
+    return commands()
+
+
+def _figure_makers() -> dict:
+    from otod.nets.figures.sweep import ALL_MAKERS
+
+    return ALL_MAKERS
+
+
+def _measurements() -> dict:
+    from otod.nets.measurements import MEASUREMENTS
+
+    return MEASUREMENTS
+
 
 OBSTACLE = register_lazily(
     "nets", "curvature, gradient noise and steps to target vs batch, width and depth of small real nets",
-    kinds=("otod.nets.sweep.kind:NET",), analyse="otod.nets.sweep.report:net_analysis",
-    report="otod.nets.sweep.report:text_report", figure="otod.nets.figures.sweep:sweep_figure",
-    commands="otod.nets.commands:commands", figure_makers="otod.nets.figures.sweep:ALL_MAKERS",
-    measurements="otod.nets.measurements:MEASUREMENTS")
+    kinds=_kinds, presentation=_presentation, commands=_commands, figure_makers=_figure_makers,
+    measurements=_measurements)

@@ -17,6 +17,7 @@ import numpy as np
 
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
+from otod.nets.measure.settings import CurvatureConfig, NoiseScaleConfig
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -197,22 +198,20 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
     checkpoints = _steps(steps)
     batch = _check_batch(batch, model.examples)
     m = curvature_plan(model, int(k), int(probes), int(lanczos_steps), x64, "k")
-    precision = "float64" if x64 else "float32"
-    config = {"model": model.name, "model_digest": _digest(model), "steps": checkpoints, "lr": float(lr),
-              "batch": batch, "seed": int(seed),
-              "k": int(k), "probes": int(probes), "lanczos_steps": m, "quantile": float(quantile),
-              "damping": float(damping), "precision": precision, "chunk": chunk}
-    if per_layer:  # only where asked: other runs keep their settings, and the command its file name (digest)
-        config["per_layer"] = True
+    settings = CurvatureConfig(tuple(checkpoints), float(lr), int(seed), int(k), int(probes), m, float(quantile),
+                               float(damping), bool(x64), bool(per_layer))
+    # per_layer is stored only where asked: other runs keep their settings, and the command its file name (digest)
+    config = settings.stored_for_model(model.name, _digest(model), batch, chunk)
+    precision = settings.precision
     records = []
     with jax.enable_x64(x64), exact_float32():
         model = cast(model, jnp.float64 if x64 else jnp.float32)
         _refuse_bad_start(model, chunk, seed, (batch,))
         runs = train_model(model, checkpoints, lr, batch, seed)
         for step, params in runs:
-            rec = curvature_at(model, params, int(k), int(probes), m, int(seed), None, float(quantile),
-                               float(damping), chunk=chunk, per_layer=bool(per_layer))
-            records.append({"step": int(step), **rec, "lr": float(lr), "seed": int(seed), "batch": batch,
+            rec = curvature_at(model, params, settings.k, settings.probes, m, settings.seed, None, settings.quantile,
+                               settings.damping, chunk=chunk, per_layer=settings.per_layer)
+            records.append({"step": int(step), **rec, "lr": settings.lr, "seed": settings.seed, "batch": batch,
                             "precision": precision, "parameters": model.parameter_count,
                             "examples": model.examples, "model": model.name})
             if progress is not None:
@@ -240,10 +239,9 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
         if not 1 <= small < big <= n:
             raise OtodError(f"pairs {small}:{big}: need 1 ≤ B_small < B_big ≤ the {n:,} training examples")
     noise_plan(model)
-    config = {"model": model.name, "model_digest": _digest(model), "steps": checkpoints, "lr": float(lr),
-              "batch": batch, "seed": int(seed),
-              "pairs": [list(p) for p in pairs], "draws": int(draws), "trace_examples": trace_examples,
-              "precision": "float64", "training_precision": "float64" if x64 else "float32", "chunk": chunk}
+    settings = NoiseScaleConfig(tuple(checkpoints), float(lr), int(seed), tuple(pairs), int(draws), trace_examples,
+                                bool(x64))
+    config = settings.stored_for_model(model.name, _digest(model), batch, chunk)
     records = []
     with jax.enable_x64(True):
         measured = cast(model, jnp.float64)
@@ -257,8 +255,8 @@ def measure_noise(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH, see
             runs[0] = (0, model_start(measured, seed))
         for i, (step, params) in enumerate(runs):
             problem.at(params)
-            for r in measure_at(problem, pairs, int(draws), trace_examples, int(seed), step):
-                records.append({**r, "lr": float(lr), "seed": int(seed), "batch": batch, "chunk": problem.chunk,
+            for r in measure_at(problem, pairs, settings.draws, settings.trace_examples, settings.seed, step):
+                records.append({**r, "lr": settings.lr, "seed": settings.seed, "batch": batch, "chunk": problem.chunk,
                                 "model": model.name})
             if progress is not None:
                 progress(i + 1, len(runs))

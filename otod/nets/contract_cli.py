@@ -16,6 +16,7 @@ from pathlib import Path
 from otod.core.cli import count_progress
 from otod.core.errors import OtodError
 from otod.core.lazy import lazy
+from otod.nets.measure.settings import CurvatureConfig, NoiseScaleConfig
 
 jax = lazy("jax")
 
@@ -85,17 +86,18 @@ def noise_seconds(model, checkpoints, pairs, draws: int, batch: int, trace_examp
     return COMPILE_SECONDS + train + len(checkpoints) * per
 
 
-def _save(path: Path, kind: str, config: dict, records, wall: float, extra: dict | None = None) -> Path:
+def _save(path: Path, kind: str, config: dict, precision: str, records, wall: float,
+          extra: dict | None = None) -> Path:
     from otod.core import results
 
-    meta = {"kind": kind, "config": config, "environment": results.environment(), "precision": config["precision"],
+    meta = {"kind": kind, "config": config, "environment": results.environment(), "precision": precision,
             "wall_time_s": wall, "complete": True, **(extra or {})}
     return results.save(path, meta, [dict(r) for r in records])
 
 
-def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_steps, requested_steps, quantile,
-                  damping, x64, chunk, out, yes, per_layer=False) -> str:
-    """Measure (`otod.nets.api.measure_curvature`), write the results file and return the printed text."""
+def run_curvature(model, config: CurvatureConfig, *, batch: int, chunk: int | None, out: str, yes: bool) -> str:
+    """Measure ``config`` (`otod.nets.api.measure_curvature`; its ``lanczos_steps`` as asked, capped at the
+    parameter count), write the results file and return the printed text."""
     from otod.core.preflight import refuse_time
     from otod.nets import curvature_text as cli
     from otod.nets.api import curvature_plan, measure_curvature
@@ -105,33 +107,37 @@ def run_curvature(model, *, checkpoints, lr, batch, seed, k, probes, lanczos_ste
     if batch > model.examples:
         raise OtodError(f"--batch {batch}: larger than the data set ({model.examples:,} examples); use --batch ≤ "
                         f"{model.examples}")
-    m = curvature_plan(model, k, probes, lanczos_steps, x64)
-    refuse_time(curvature_seconds(model, checkpoints, k, probes, m, batch, per_layer), yes, f"curvature of {model.name}",
-                "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps")
+    c = config
+    m = curvature_plan(model, c.k, c.probes, c.lanczos_steps, c.x64)
+    refuse_time(curvature_seconds(model, c.checkpoints, c.k, c.probes, m, batch, c.per_layer), yes,
+                f"curvature of {model.name}", "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps")
     start = time.perf_counter()
-    result = measure_curvature(model, checkpoints, lr=lr, batch=batch, seed=seed, k=k, probes=probes,
-                               lanczos_steps=m, quantile=quantile, damping=damping, x64=x64, chunk=chunk,
-                               per_layer=per_layer, progress=count_progress("curvature checkpoints"))
+    result = measure_curvature(model, list(c.checkpoints), lr=c.lr, batch=batch, seed=c.seed, k=c.k, probes=c.probes,
+                               lanczos_steps=m, quantile=c.quantile, damping=c.damping, x64=c.x64, chunk=chunk,
+                               per_layer=c.per_layer, progress=count_progress("curvature checkpoints"))
     wall = time.perf_counter() - start
     records = [dict(r) for r in result.records]
     path = cli.results_file(out, {"kind": "curvature-model", **result.config})
-    saved = _save(path, "curvature", result.config, records, wall,
-                  {"definitions": definitions(quantile, damping), "exact": records[0]["exact"],
+    saved = _save(path, "curvature", result.config, c.precision, records, wall,
+                  {"definitions": definitions(c.quantile, c.damping), "exact": records[0]["exact"],
                    "interval_level": LEVEL})
     r = records[0]
-    capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
+    capped = f" (capped at P from {c.lanczos_steps})" if m < c.lanczos_steps else ""
     lines = [f"{model.name}: {model.examples:,} examples, P = {model.parameter_count:,} parameters, data in chunks "
-             f"of {r['chunk']:,}; SGD lr {lr:g} batch {batch}; {result.config['precision']}",
+             f"of {r['chunk']:,}; SGD lr {c.lr:g} batch {batch}; {c.precision}",
              cli.spectrum_line(records).replace("Lanczos steps", "Lanczos steps" + capped, 1)]
-    lines += [f"  {name}: {text}" for name, text in definitions(quantile, damping).items()
+    lines += [f"  {name}: {text}" for name, text in definitions(c.quantile, c.damping).items()
               if name not in ("spectrum", "test_accuracy")]
     lines += [cli.table(records), f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}"]
     return "\n".join(lines)
 
 
-def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, out, yes, pairs_given,
-              trace_examples=None) -> str:
-    """Measure (`otod.nets.api.measure_noise`), write the results file and return the printed text."""
+def run_noise(model, config: NoiseScaleConfig, *, batch: int, chunk: int | None, out: str, yes: bool,
+              pairs_given: bool) -> str:
+    """Measure ``config`` (`otod.nets.api.measure_noise`; without ``pairs_given``, its default pairs that fit the
+    data), write the results file and return the printed text."""
+    import dataclasses
+
     from otod.core.preflight import make_folder, refuse_time, results_out
     from otod.nets.api import measure_noise
     from otod.nets.measure.noise_scale import net_report, results_path
@@ -142,21 +148,24 @@ def run_noise(model, *, checkpoints, lr, batch, seed, pairs, draws, x64, chunk, 
     if batch > n:
         raise OtodError(f"--batch {batch}: larger than the data set ({n:,} examples); use --batch ≤ {n}")
     if not pairs_given:  # the default pairs whose big batch is a strict part of the data, else one of B_big = n/2
-        pairs = [p for p in pairs if p[1] < n] or [(max(1, n // 16), max(2, n // 2))]
-    for small, big in pairs:
+        fit = tuple(p for p in config.pairs if p[1] < n) or ((max(1, n // 16), max(2, n // 2)),)
+        config = dataclasses.replace(config, pairs=fit)
+    c = config
+    for small, big in c.pairs:
         if big > n:
             raise OtodError(f"--pairs {small}:{big}: B_big larger than the data set ({n:,} examples); use "
                             f"B_big ≤ {n}")
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)
-    refuse_time(noise_seconds(model, checkpoints, pairs, draws, batch, trace_examples), yes, f"noise-scale of {model.name}",
-                "use fewer --steps checkpoints or fewer examples")
+    refuse_time(noise_seconds(model, c.checkpoints, c.pairs, c.draws, batch, c.trace_examples), yes,
+                f"noise-scale of {model.name}", "use fewer --steps checkpoints or fewer examples")
     start = time.perf_counter()
-    result = measure_noise(model, checkpoints, lr=lr, batch=batch, seed=seed, pairs=pairs, draws=draws, x64=x64,
-                           chunk=chunk, trace_examples=trace_examples, progress=count_progress("noise-scale checkpoints"))
+    result = measure_noise(model, list(c.checkpoints), lr=c.lr, batch=batch, seed=c.seed, pairs=list(c.pairs),
+                           draws=c.draws, x64=c.x64, chunk=chunk, trace_examples=c.trace_examples,
+                           progress=count_progress("noise-scale checkpoints"))
     wall = time.perf_counter() - start
     path = results_path(out, {"kind": "noise-scale-model", **result.config})
-    saved = _save(path, "noise-scale-model", result.config, result.records, wall)
+    saved = _save(path, "noise-scale-model", result.config, "float64", result.records, wall)
     what = (f"{model.name} ({n:,} examples in chunks of {result.records[0]['chunk']:,}, P = "
             f"{model.parameter_count:,})")
-    return f"{net_report(None, list(result.records), lr, seed, what, batch)}\nresults: {saved}"
+    return f"{net_report(None, list(result.records), c.lr, c.seed, what, batch)}\nresults: {saved}"

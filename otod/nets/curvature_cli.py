@@ -12,6 +12,7 @@ input is one line and exit code 2 at once.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import click
 from otod.core.cli import user_errors
 from otod.core.errors import OtodError
 from otod.core.options import finite_float, positive_float, positive_int, representable_lr, seed_value
+from otod.nets.measure.settings import CurvatureConfig
 from otod.nets.curvature_text import results_file, spectrum_line, table
 
 #: Above this, the Lanczos bases of all probes (probes × (m + 1) × P floats) are refused: use fewer probes or steps.
@@ -159,7 +161,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     from otod.core.options import refuse_ignored
     from otod.core.preflight import given_options, refuse_time
     from otod.nets.model.contract import is_reference
-    from otod.nets.measure.noise_scale import describe, parse_checkpoints
+    from otod.nets.measure.noise_scale import describe
 
     if is_reference(model):
         click.echo(_contract(model, batch=batch, k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr,
@@ -169,19 +171,14 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     refuse_ignored(given_options(), "chunk", "only with --model FILE.py:NAME (otod's own nets are measured in one "
                                              "call), e.g. --model my_model.py:problem")
     spec = build_spec(model, width, depth, activation, architecture, init, data, examples, loss, batch)
-    k = positive_int(k, "--k", "10")
-    probes = positive_int(probes, "--probes", "8")
-    requested_steps = positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2)
-    checkpoints = parse_checkpoints(steps)
-    lr = representable_lr(positive_float(lr, "--lr", "0.1"), lr, "0.1")
-    seed = seed_value(seed)
-    quantile = unit_interval(quantile, "--quantile", "0.9")
-    damping = positive_float(damping, "--damping", "1e-3")
-    m = check_plan(spec, k, probes, requested_steps, x64, given_options())
-    refuse_time(plan_seconds(spec, checkpoints, k, probes, m, per_layer), yes, f"curvature of {describe(spec)}",
+    asked = curvature_options(k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr, seed=seed,
+                              quantile=quantile, damping=damping, x64=x64, per_layer=per_layer)
+    m = check_plan(spec, asked.k, asked.probes, asked.lanczos_steps, asked.x64, given_options())
+    config = dataclasses.replace(asked, lanczos_steps=m)
+    refuse_time(plan_seconds(spec, config.checkpoints, config.k, config.probes, m, per_layer), yes,
+                f"curvature of {describe(spec)}",
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
-    config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64, per_layer)
-    path = results_file(out, config)
+    path = results_file(out, config.stored_for_net(spec))
     from otod.core.preflight import refuse_unwritable
 
     refuse_unwritable(out)  # before the measurement, which takes minutes
@@ -190,18 +187,32 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
     records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
     from otod.nets.measure.curvature import definitions
 
-    precision = config["precision"]
-    capped = f" (capped at P from {requested_steps})" if m < requested_steps else ""
+    capped = f" (capped at P from {asked.lanczos_steps})" if m < asked.lanczos_steps else ""
     click.echo(f"{spec.model} width {spec.width} depth {spec.depth} {spec.activation} {spec.architecture} "
                f"{spec.init}, {spec.data} ({spec.dataset().examples} examples), {spec.loss}; "
-               f"P = {spec.parameter_count:,} parameters, data in chunks of {records[0]['chunk']:,}; SGD lr {lr:g} "
-               f"batch {spec.batch}; {precision}")
+               f"P = {spec.parameter_count:,} parameters, data in chunks of {records[0]['chunk']:,}; SGD lr "
+               f"{config.lr:g} batch {spec.batch}; {config.precision}")
     click.echo(spectrum_line(records).replace("Lanczos steps", "Lanczos steps" + capped, 1))
-    for name, text in definitions(quantile, damping).items():
+    for name, text in definitions(config.quantile, config.damping).items():
         if name != "spectrum":  # the line above says it for this net
             click.echo(f"  {name}: {text}")
     click.echo(table(records))
     click.echo(f"{len(records)} checkpoints in {wall:.1f} s; wrote {saved}")
+
+
+def curvature_options(*, k, probes, lanczos_steps, steps, lr, seed, quantile, damping, x64,
+                      per_layer) -> CurvatureConfig:
+    """The command's measurement options, each checked (one line, exit code 2, before JAX is imported), as the
+    `CurvatureConfig` the rest of the command reads; ``lanczos_steps`` as asked (capped at P by `check_plan`)."""
+    from otod.nets.measure.noise_scale import parse_checkpoints
+
+    return CurvatureConfig(k=positive_int(k, "--k", "10"), probes=positive_int(probes, "--probes", "8"),
+                           lanczos_steps=positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2),
+                           checkpoints=tuple(parse_checkpoints(steps)),
+                           lr=representable_lr(positive_float(lr, "--lr", "0.1"), lr, "0.1"), seed=seed_value(seed),
+                           quantile=unit_interval(quantile, "--quantile", "0.9"),
+                           damping=positive_float(damping, "--damping", "1e-3"), x64=bool(x64),
+                           per_layer=bool(per_layer))
 
 
 def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, quantile, damping, x64, out, chunk,
@@ -210,69 +221,48 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
     (`otod.nets.contract_cli.run_curvature`)."""
     from otod.core.preflight import given_options, make_folder, results_out
     from otod.nets import contract_cli
-    from otod.nets.measure.noise_scale import parse_checkpoints
 
-    options = dict(checkpoints=parse_checkpoints(steps), lr=representable_lr(positive_float(lr, "--lr", "0.1"), lr, "0.1"),
-                   batch=positive_int(batch, "--batch", "32"), seed=seed_value(seed),
-                   k=positive_int(k, "--k", "10"), probes=positive_int(probes, "--probes", "8"),
-                   lanczos_steps=positive_int(lanczos_steps, "--lanczos-steps", "100", minimum=2),
-                   quantile=unit_interval(quantile, "--quantile", "0.9"),
-                   damping=positive_float(damping, "--damping", "1e-3"), x64=x64,
-                   chunk=contract_cli.chunk_option(chunk), yes=yes, per_layer=per_layer)
+    config = curvature_options(k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr, seed=seed,
+                               quantile=quantile, damping=damping, x64=x64, per_layer=per_layer)
+    batch = positive_int(batch, "--batch", "32")
+    chunk = contract_cli.chunk_option(chunk)
     out = results_out(out)
     make_folder(Path(out).parent if Path(out).suffix else out)
     model = contract_cli.load_model(reference, given_options())
-    if "lanczos_steps" in given_options() and options["lanczos_steps"] > model.parameter_count:
+    if "lanczos_steps" in given_options() and config.lanczos_steps > model.parameter_count:
         raise OtodError(f"--lanczos-steps {lanczos_steps}: more than the {model.parameter_count:,} parameters of "
                         f"{reference}; use --lanczos-steps ≤ {model.parameter_count}")
-    if options["k"] > model.parameter_count:
+    if config.k > model.parameter_count:
         raise OtodError(f"--k {k}: larger than the parameter count {model.parameter_count:,} of {reference}; use "
                         f"--k ≤ {model.parameter_count}")
-    return contract_cli.run_curvature(model, requested_steps=options["lanczos_steps"], out=out, **options)
+    return contract_cli.run_curvature(model, config, batch=batch, chunk=chunk, out=out, yes=yes)
 
 
-def curvature_config(spec, k: int, probes: int, lanczos_steps: int, checkpoints, lr: float, seed: int,
-                     quantile: float, damping: float, x64: bool, per_layer: bool = False) -> dict:
-    """Everything a curvature measurement depends on (its results file is named by this config's digest);
-    ``per_layer`` appears only where asked, so that the files of other runs keep their names."""
-    import dataclasses
-
-    from otod.nets.measure.dense import is_dense
-
-    config = {"net": dataclasses.asdict(spec), "k": k, "probes": probes, "lanczos_steps": lanczos_steps,
-              "checkpoints": [int(c) for c in checkpoints], "lr": lr, "seed": seed, "quantile": quantile,
-              "damping": damping, "optimizer": "sgd", "precision": "float64" if x64 else "float32",
-              "spectrum": "dense" if is_dense(spec.parameter_count) else "slq"}
-    return {**config, "per_layer": True} if per_layer else config
-
-
-def measure(spec, config: dict, path: Path, progress=None) -> tuple[list[dict], Path, float]:
-    """Measure the curvature along the run ``config`` describes and write it to ``path`` with the metadata every
-    results file carries (config, environment: versions, device, time, command line; precision, wall time and
-    the κ definitions): (records, path, wall seconds)."""
+def measure(spec, config: CurvatureConfig, path: Path, progress=None) -> tuple[list[dict], Path, float]:
+    """Measure the curvature of ``spec`` along the run ``config`` describes and write it to ``path`` with the
+    metadata every results file carries (config, environment: versions, device, time, command line; precision,
+    wall time and the κ definitions): (records, path, wall seconds)."""
     from otod.core import results
     from otod.nets.measure.curvature import curvature_along_training, definitions
     from otod.nets.measure.slq_error import LEVEL
 
+    c = config
     start = time.perf_counter()
-    records = curvature_along_training(spec, config["checkpoints"], config["lr"], config["seed"], config["k"],
-                                       config["probes"], config["lanczos_steps"], config["precision"] == "float64",
-                                       config["quantile"], config["damping"],
-                                       per_layer=config.get("per_layer", False), progress=progress)
+    records = curvature_along_training(spec, list(c.checkpoints), c.lr, c.seed, c.k, c.probes, c.lanczos_steps,
+                                       c.x64, c.quantile, c.damping, per_layer=c.per_layer, progress=progress)
     wall = time.perf_counter() - start
-    meta = {"kind": "curvature", "config": config, "environment": results.environment(),
-            "precision": config["precision"], "wall_time_s": wall,
-            "definitions": definitions(config["quantile"], config["damping"]),
+    meta = {"kind": "curvature", "config": c.stored_for_net(spec), "environment": results.environment(),
+            "precision": c.precision, "wall_time_s": wall, "definitions": definitions(c.quantile, c.damping),
             "exact": records[0]["exact"] if records else [], "interval_level": LEVEL}
     return records, results.save(path, meta, records), wall
 
 
-def measured(spec, config: dict, folder: str = "results") -> list[dict]:
-    """The records of ``config``: read back from ``<folder>/curvature-<digest>.parquet`` where an earlier run
-    (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
+def measured(spec, config: CurvatureConfig, folder: str = "results") -> list[dict]:
+    """The records of ``config`` on ``spec``: read back from ``<folder>/curvature-<digest>.parquet`` where an
+    earlier run (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
     from otod.core import results
 
-    path = results_file(folder, config)
+    path = results_file(folder, config.stored_for_net(spec))
     if path.exists():
         return results.load(path).records
     return measure(spec, config, path)[0]

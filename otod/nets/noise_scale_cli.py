@@ -13,6 +13,7 @@ import click
 
 from otod.core.cli import user_errors
 from otod.core.errors import OtodError
+from otod.nets.measure.settings import NoiseScaleConfig
 
 
 @click.command("noise-scale")
@@ -149,12 +150,16 @@ def _contract(given, reference, *, draws, out, pairs, lr, batch, steps, seed, x6
     if not rate > 0:
         raise OtodError(f"--lr {lr}: a learning rate must be positive, e.g. --lr 0.1")
     representable_lr(rate, lr, "0.1")
-    options = dict(checkpoints=checkpoints, lr=rate, batch=positive_int(batch, "--batch", "32"),
-                   seed=seed_value(seed), pairs=pair_list, x64=x64, chunk=contract_cli.chunk_option(chunk),
-                   draws=positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6), yes=yes)
+    batch = positive_int(batch, "--batch", "32")
+    seed = seed_value(seed)
+    chunk = contract_cli.chunk_option(chunk)
+    count = positive_int(draws, "--draws", "64", minimum=2, maximum=10 ** 6)
     model = contract_cli.load_model(reference, given)
-    options["trace_examples"] = net.trace_examples_option(trace_examples, model.examples)
-    return contract_cli.run_noise(model, out=out, pairs_given="pairs" in given, **options)
+    config = NoiseScaleConfig(checkpoints=tuple(checkpoints), lr=rate, seed=seed,
+                              pairs=tuple(tuple(p) for p in pair_list), draws=count,
+                              trace_examples=net.trace_examples_option(trace_examples, model.examples), x64=bool(x64))
+    return contract_cli.run_noise(model, config, batch=batch, chunk=chunk, out=out, yes=yes,
+                                  pairs_given="pairs" in given)
 
 
 #: Options of ``noise-scale`` that only a net reads, and those only the NQM's estimator run reads.
@@ -204,5 +209,7 @@ def _net_noise_scale(given, *, model, width, depth, activation, architecture, in
     seconds = net.plan_seconds(spec, checkpoints, pair_list, count, traced)
     refuse_time(seconds, yes, f"noise-scale --model {model} ({net.describe(spec)})",
                 "use fewer --steps checkpoints, fewer --examples or a smaller net")
-    text, path = net.run_command(spec, checkpoints, rate, pair_list, count, seed_value(seed), out, traced)
+    config = NoiseScaleConfig(checkpoints=tuple(checkpoints), lr=rate, seed=seed_value(seed),
+                              pairs=tuple(tuple(p) for p in pair_list), draws=count, trace_examples=traced)
+    text, path = net.run_command(spec, config, out)
     return f"{text}\nresults: {path}"

@@ -7,10 +7,35 @@ the exact path that answers a sweep from it (`exact`), the sweeps the core runs 
 noise-scale estimators, figures and commands. Importing this package registers it with the core.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.registry import Presentation, register_lazily
+
+
+def _kinds() -> tuple:
+    from otod.noise.kind import NOISE, PARAMS
+
+    return (NOISE, PARAMS)
+
+
+def _presentation() -> Presentation:
+    from otod.noise.analysis import analyse
+    from otod.noise.figures import sweep_figure
+    from otod.noise.report import text_report
+
+    return Presentation(analyse, text_report, sweep_figure)
+
+
+def _commands() -> dict:
+    from otod.noise.commands import commands
+
+    return commands()
+
+
+def _figure_makers() -> dict:
+    from otod.noise.figures import MAKERS
+
+    return MAKERS
+
 
 OBSTACLE = register_lazily(
     "noise", "steps to target vs batch size under gradient noise",
-    kinds=("otod.noise.kind:NOISE", "otod.noise.kind:PARAMS"), analyse="otod.noise.analysis:analyse",
-    report="otod.noise.report:text_report", figure="otod.noise.figures:sweep_figure",
-    commands="otod.noise.commands:commands", figure_makers="otod.noise.figures:MAKERS")
+    kinds=_kinds, presentation=_presentation, commands=_commands, figure_makers=_figure_makers)

@@ -10,17 +10,23 @@ against the exact value; (h) steps vs B under constant, cosine and one-cycle sch
 
 from __future__ import annotations
 
+import inspect
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 
 from otod.core.batch_figure import log_axes as _log_axes
+from otod.core.figures import FigureSpec, TypedMaker
 from otod.core.batch_figure import method_color as _color
 from otod.core.batch_figure import method_marker as _marker
 from otod.core.batch_figure import none_reached as _none_reached
 from otod.noise import theory
 from otod.noise.analysis import NoiseAnalysis, analyse
+from otod.noise.options import noise_config, params_configs
+from otod.noise.schedule_figure import ScheduleNqmSpec
 
 
 def _palette():
@@ -183,36 +189,84 @@ def params_panel(labelled, ax) -> None:
 # -- makers --------------------------------------------------------------------------------------------------------
 
 
-def _sweep_option_keys(spec: dict) -> dict:
-    return {k: v for k, v in spec.items() if k not in ("maker", "name", "figures", "letters")}
+@dataclass(frozen=True, kw_only=True)
+class BatchSpec(FigureSpec):
+    """`make_batch`'s table: ``figures`` ("abc": steps, lr and trade-off; "a": steps alone) and ``options``, the
+    other keys: ``otod sweep noise``'s options (`otod.noise.options.noise_config`)."""
+
+    figures: str = "abc"
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _params_keys(spec: dict) -> dict:
-    return {k.replace("-", "_"): v for k, v in _sweep_option_keys(spec).items()}
+@dataclass(frozen=True, kw_only=True)
+class ParamsSpec(FigureSpec):
+    """`make_params`'s table: ``otod sweep params``'s options (`otod.noise.options.params_configs`)."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _run_noise(spec: dict):
+@dataclass(frozen=True, kw_only=True)
+class SchedulesSpec(FigureSpec):
+    """`make_schedules`'s table: ``schedules``, one sweep each, and ``options``, the sweeps' other options."""
+
+    schedules: tuple[str, ...] = ("constant", "cosine", "one-cycle")
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RmsSpec(FigureSpec):
+    """`make_noise_rms`'s table: ``draws`` of the noise per point, from ``seed``."""
+
+    draws: int = 200
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class RosenbrockSpec(FigureSpec):
+    """`make_rosenbrock`'s table: SGD at ``lr`` for ``steps`` steps at each ``noise`` level σ, from ``seed``."""
+
+    lr: float = 1e-3
+    steps: int = 5000
+    noise: tuple[float, ...] = (0.0, 3.0, 30.0)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class EstimatorSpec(FigureSpec):
+    """`make_estimator`'s table: ``otod noise-scale``'s options on the NQM (`otod.noise.estimators`)."""
+
+    dim: int | str = 1000
+    pairs: str = "4:32"
+    decay: str = "0,0.9,0.99"
+    lr: float | str = 0.05
+    batch: int | str = 32
+    steps: int | str = 400
+    seeds: int | str = 64
+    seed: int | str = 0
+
+
+def _run_noise(options: Mapping[str, Any]):
+    """Run (or read back from ``results/``) the noise sweep of these options, as ``otod sweep noise`` parses them."""
     from otod.noise.runner import run
     from otod.noise.options import noise_config
 
-    config, mode = noise_config(**{k: (str(v) if not isinstance(v, bool) else v)
-                                   for k, v in _sweep_option_keys(spec).items()})
+    config, mode = noise_config(**{k: (str(v) if not isinstance(v, bool) else v) for k, v in options.items()})
     return run(config, mode, "results")
 
 
-def make_batch(spec: dict, out_dir: Path) -> list[Path]:
+def make_batch(spec: BatchSpec, out_dir: Path) -> list[Path]:
     """Figures (a), (b), (c) of one noise sweep."""
     from otod.core.plotting import figure, save
 
-    analysis = analyse(_run_noise(spec))
-    name = spec["name"]
+    analysis = analyse(_run_noise(dict(spec.options)))
+    name = spec.name
     files = []
     fig, ax = figure(columns=2, height=2.8)
     steps_vs_batch(analysis, ax, exact_twin(analysis))
     ax.set_title("Steps to target fall as 1/B up to the critical batch, then level off")
     _legend(ax)
     files += save(fig, out_dir / f"noise_{name}_steps", caption=_caption(analysis, batch_note(ax)))
-    if spec.get("figures", "abc") == "a":
+    if spec.figures == "a":
         return files
     fig, ax = figure(columns=1, height=2.4)
     lr_vs_batch(analysis, ax)
@@ -246,23 +300,23 @@ def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
         "Markers: median steps over seeds per batch rule; the legend gives each rule's fitted exponent in d"))
 
 
-def make_params(spec: dict, out_dir: Path) -> list[Path]:
+def make_params(spec: ParamsSpec, out_dir: Path) -> list[Path]:
     """Figure (d): steps vs d under a fixed batch and B ∝ d."""
     from otod.noise.runner import run
     from otod.noise.options import params_configs
 
-    configs, mode = params_configs(**{k: str(v) for k, v in _params_keys(spec).items()})
+    configs, mode = params_configs(**{k: str(v) for k, v in spec.options.items()})
     labelled = [(label, analyse(run(config, mode, "results"))) for label, config in configs]
-    return params_figure(labelled, out_dir / f"noise_{spec['name']}", mode, pdf=True)
+    return params_figure(labelled, out_dir / f"noise_{spec.name}", mode, pdf=True)
 
 
-def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
+def make_noise_rms(spec: RmsSpec, out_dir: Path) -> list[Path]:
     """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n)."""
     from otod.core.analysis import fit_line
     from otod.core.plotting import caption_text, figure, legend_inside, save
 
-    rng = np.random.default_rng(int(spec.get("seed", 0)))
-    draws = int(spec.get("draws", 200))
+    rng = np.random.default_rng(int(spec.seed))
+    draws = int(spec.draws)
     dims = np.unique(np.geomspace(1, 1e4, 13).round()).astype(int)
     rms = [np.sqrt(np.mean(np.sum(rng.standard_normal((draws, d)) ** 2, -1))) for d in dims]
     ns = 2 ** np.arange(0, 13)
@@ -280,8 +334,8 @@ def make_noise_rms(spec: dict, out_dir: Path) -> list[Path]:
           title="averaging shrinks it as 1/√n")
     for ax in (a, b):
         legend_inside(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
-        f"RMS over {draws} draws (seed {int(spec.get('seed', 0))}) of the norm of d-dimensional N(0, I) noise (left) "
+    return save(fig, out_dir / f"noise_{spec.name}", caption=caption_text(
+        f"RMS over {draws} draws (seed {int(spec.seed)}) of the norm of d-dimensional N(0, I) noise (left) "
         "and of the error of a mean of n scalar N(0, 1) draws (right); dashed: √d and 1/√n, with the fitted "
         "exponents in the legend"))
 
@@ -300,17 +354,17 @@ def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: f
     return np.asarray(path)
 
 
-def make_rosenbrock(spec: dict, out_dir: Path) -> list[Path]:
+def make_rosenbrock(spec: RosenbrockSpec, out_dir: Path) -> list[Path]:
     """Figure (f): SGD paths on Rosenbrock with and without gradient noise."""
     from otod.core.plotting import caption_text, figure, save, series_style
 
-    lr, steps = float(spec.get("lr", 1e-3)), int(spec.get("steps", 5000))
+    lr, steps = float(spec.lr), int(spec.steps)
     fig, ax = figure(columns=1, height=2.6)
     X, Y = np.meshgrid(np.linspace(-1.6, 1.6, 300), np.linspace(-0.6, 1.8, 300))
     ax.contour(X, Y, np.log10((1 - X) ** 2 + 100 * (Y - X * X) ** 2 + 1e-3), levels=15, colors="0.8",
                linewidths=0.6)
-    for i, sigma in enumerate(spec.get("noise", [0.0, 3.0, 30.0])):
-        p = rosenbrock_path(float(sigma), lr, steps, seed=int(spec.get("seed", 0)))
+    for i, sigma in enumerate(spec.noise):
+        p = rosenbrock_path(float(sigma), lr, steps, seed=int(spec.seed))
         loss = (1 - p[-1, 0]) ** 2 + 100 * (p[-1, 1] - p[-1, 0] ** 2) ** 2
         style = series_style(i)
         # the noisiest path at the bottom; the second drawn wide under the first, which it follows closely
@@ -321,23 +375,21 @@ def make_rosenbrock(spec: dict, out_dir: Path) -> list[Path]:
     ax.plot([-1.2], [1], "ks", ms=5, zorder=20, label="start (−1.2, 1)")
     ax.set(xlabel="x", ylabel="y", title="Gradient noise throws SGD off the valley floor")
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"noise_{spec.name}", caption=caption_text(
         f"SGD on Rosenbrock (a = 1, b = 100) from (−1.2, 1), lr {lr:g}, {steps} steps, with Gaussian gradient "
-        "noise of standard deviation σ per coordinate (seed " + str(int(spec.get("seed", 0))) + "); grey: contours of "
+        "noise of standard deviation σ per coordinate (seed " + str(int(spec.seed)) + "); grey: contours of "
         "log₁₀ f. Smaller σ drawn over larger; the second path is drawn wide under the first where they coincide"))
 
 
-def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
+def make_estimator(spec: EstimatorSpec, out_dir: Path) -> list[Path]:
     """Figure (g): the two-batch B_simple estimate (median and IQR over seeds) against the exact value."""
     from otod.core.plotting import save
     from otod.noise.estimators import parse_scale_options, run_estimators
 
     from otod.core.plotting import caption_text, figure, series_style
 
-    o = parse_scale_options(**{k: spec.get(k, d) for k, d in (("dim", 1000), ("pairs", "4:32"),
-                                                               ("decay", "0,0.9,0.99"), ("lr", 0.05),
-                                                               ("batch", 32), ("steps", 400), ("seeds", 64),
-                                                               ("seed", 0))})
+    o = parse_scale_options(dim=spec.dim, pairs=spec.pairs, decay=spec.decay, lr=spec.lr, batch=spec.batch,
+                            steps=spec.steps, seeds=spec.seeds, seed=spec.seed)
     out = run_estimators(**o)
     t = np.arange(1, o["steps"] + 1)
     fig, ax = figure(columns=2, height=2.8)
@@ -357,7 +409,7 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
     ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(0.7 * min(lows), None),
            title="The two-batch estimate of the noise scale against the exact value")
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"noise_{spec.name}", caption=caption_text(
         f"NQM d = {o['dim']}, SGD B = {o['batch']}, lr {o['lr']:g}, {o['steps']} steps, {o['seeds']} seeds",
         "Lines: the median over seeds of each two-batch estimate (McCandlish et al. 2018, Appendix A), shaded its "
         "IQR in the same colour (cut at the axis's foot, just under the lowest median), left out at steps where "
@@ -366,14 +418,14 @@ def make_estimator(spec: dict, out_dir: Path) -> list[Path]:
         "tr Σ/|G|²"))
 
 
-def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
+def make_schedules(spec: SchedulesSpec, out_dir: Path) -> list[Path]:
     """Figure (h): steps vs B (simulated) under several schedules, each with its own tuned lr; shaded, each
     schedule's IQR over seeds at each B's tuned lr (`otod.core.plotting.draw_band`, censored lanes at their cap)."""
     from otod.core.plotting import draw_band, figure, legend_key, save, series_style
 
     fig, ax = figure(columns=2, height=2.8)
-    opts = _sweep_option_keys(spec)
-    schedules = opts.pop("schedules", ["constant", "cosine", "one-cycle"])
+    opts = dict(spec.options)
+    schedules = list(spec.schedules)
     banded = False
     for i, name in enumerate(schedules):
         analysis = analyse(_run_noise({**opts, "schedule": name}), fit=False)
@@ -393,14 +445,14 @@ def make_schedules(spec: dict, out_dir: Path) -> list[Path]:
     if banded:
         legend_key(ax, "band")
     _legend(ax)
-    return save(fig, out_dir / f"noise_{spec['name']}", caption=_caption(
+    return save(fig, out_dir / f"noise_{spec.name}", caption=_caption(
         analysis, "Each schedule with its own tuned lr; the schedule's horizon is the run's cap. Markers: the median "
         f"steps over the {analysis.config.seeds} seeds at each B's tuned lr, each schedule's band in its colour. "
         "Open markers, larger for earlier schedules, stay visible where the series coincide",
         marks=("band",) if banded else ()))
 
 
-def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
+def make_schedule_nqm(spec: ScheduleNqmSpec, out_dir: Path) -> list[Path]:
     """Figure (k): the best batch schedule on the exact NQM against the best constant batch and lr schedule
     (`otod.noise.schedule_figure`)."""
     from otod.noise.schedule_figure import make_schedule_nqm as make
@@ -408,6 +460,17 @@ def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
     return make(spec, out_dir)
 
 
-MAKERS = {"noise-batch": make_batch, "noise-params": make_params, "noise-rms": make_noise_rms,
-          "noise-rosenbrock": make_rosenbrock, "noise-estimator": make_estimator, "noise-schedules": make_schedules,
-          "noise-schedule-nqm": make_schedule_nqm}
+def _sweep_options(**options):
+    """The options a noise-schedules table may add: ``otod sweep noise``'s but ``schedule`` (its ``schedules``)."""
+
+
+_sweep_options.__signature__ = inspect.signature(noise_config).replace(parameters=[  # type: ignore[attr-defined]
+    p for p in inspect.signature(noise_config).parameters.values() if p.name != "schedule"])
+
+MAKERS = {"noise-batch": TypedMaker(BatchSpec, make_batch, noise_config),
+          "noise-params": TypedMaker(ParamsSpec, make_params, params_configs),
+          "noise-rms": TypedMaker(RmsSpec, make_noise_rms),
+          "noise-rosenbrock": TypedMaker(RosenbrockSpec, make_rosenbrock),
+          "noise-estimator": TypedMaker(EstimatorSpec, make_estimator),
+          "noise-schedules": TypedMaker(SchedulesSpec, make_schedules, _sweep_options),
+          "noise-schedule-nqm": TypedMaker(ScheduleNqmSpec, make_schedule_nqm)}

@@ -4,10 +4,12 @@ one examples budget (`otod.noise.schedule_search.best`), and the batch each take
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from otod.core.figures import FigureSpec
 from otod.noise.schedule import BatchSchedule, losses
 
 
@@ -26,15 +28,26 @@ def _series(schedule: BatchSchedule, steps: int, q, power: float) -> tuple[np.nd
     return t, losses(q, schedule, t, power), batch
 
 
-def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
+@dataclass(frozen=True)
+class ScheduleNqmSpec(FigureSpec):
+    """The figure's table: the exact NQM of ``dim`` (noise covariance ``noise_spectrum``) to ``target``, schedules of
+    ``phases`` phases within ``budget`` × E_min examples."""
+
+    dim: int = 10_000
+    noise_spectrum: str = "hessian"
+    target: float = 0.01
+    budget: float = 2.0
+    phases: int = 2
+
+
+def make_schedule_nqm(spec: ScheduleNqmSpec, out_dir: Path) -> list[Path]:
     """The figure of the module docstring, from ``spec``'s dim, target, budget (× E_min) and phases."""
     from otod.core.plotting import caption_text, figure, legend_below, save, series_style
     from otod.noise.schedule_cli import FAMILY_LABELS
     from otod.noise.schedule_search import FAMILIES, Problem, best
 
-    problem = Problem(int(spec.get("dim", 10_000)), str(spec.get("noise_spectrum", "hessian")),
-                      float(spec.get("target", 0.01)))
-    comparison = best(problem, float(spec.get("budget", 2.0)), int(spec.get("phases", 2)))
+    problem = Problem(int(spec.dim), str(spec.noise_spectrum), float(spec.target))
+    comparison = best(problem, float(spec.budget), int(spec.phases))
     q = problem.quadratic()
     fig, (ax_loss, ax_batch) = figure(columns=2, cols=2, height=2.6)
     base = comparison.optima["constant"].steps
@@ -64,11 +77,11 @@ def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
         o = comparison.optima[kind]
         if len(o.schedule.phases) > 1:
             quench.append(f"{kind} {o.steps - sum(p.steps for p in o.schedule.phases[:-1])}")
-    return save(fig, out_dir / f"noise_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"noise_{spec.name}", caption=caption_text(
         f"Exact NQM d = {problem.dim} (hᵢ = 1/i, C = H), SGD, target {problem.target:g}, each family's fewest serial "
         f"steps within {comparison.budget:.4g} examples = {comparison.budget / comparison.fewest.examples:g} × E_min "
         f"(E_min {comparison.fewest.examples:.4g}, the fewest examples of any constant batch)",
-        f"Families of {int(spec.get('phases', 2))} phases, found by otod.noise.schedule_search ({where}); the "
+        f"Families of {int(spec.phases)} phases, found by otod.noise.schedule_search ({where}); the "
         f"schedules (lr a multiple of 1/max h): {lrs}",
         "Where a first phase's lr sits near the stability limit 2/max h the fastest directions barely contract and "
         "their noise accumulates, so the expected loss stops falling or rises; the last phase (steps: "

@@ -401,11 +401,11 @@ def test_the_net_batch_figure_of_a_fixture_sweep_keeps_the_style(tmp_path, kept_
 
 
 def test_the_noise_rms_and_rosenbrock_figures_keep_the_style(tmp_path, kept_figures, monkeypatch, print_style):
-    from otod.noise.figures import make_noise_rms, make_rosenbrock
+    from otod.noise.figures import MAKERS
 
     _stamp_names(monkeypatch)
-    make_noise_rms({"name": "rms", "draws": 20}, tmp_path)
-    make_rosenbrock({"name": "rosenbrock", "steps": 300}, tmp_path)
+    MAKERS["noise-rms"]({"name": "rms", "draws": 20}, tmp_path)
+    MAKERS["noise-rosenbrock"]({"name": "rosenbrock", "steps": 300}, tmp_path)
     _check_saved(tmp_path, kept_figures, print_style)
 
 
@@ -417,9 +417,9 @@ def test_the_cost_figures_keep_the_style(tmp_path, kept_figures, monkeypatch, pr
     from otod.cost import plots
 
     _stamp_names(monkeypatch)
-    plots.ratio_vs_batch({"name": "batch", "models": "mlp", "widths": [20, 10], "batches": [1, 2, 4, 8, 16]},
+    plots.MAKERS["cost-ratio-batch"]({"name": "batch", "models": "mlp", "widths": [20, 10], "batches": [1, 2, 4, 8, 16]},
                          tmp_path)
-    plots.ratio_vs_depth({"name": "depth", "depths": [0, 1, 2], "batches": [1, 2], "image": 16}, tmp_path)
+    plots.MAKERS["cost-ratio-depth"]({"name": "depth", "depths": [0, 1, 2], "batches": [1, 2], "image": 16}, tmp_path)
     bars = [(net, label, 0.3, 0.6, 0.1, 2.0, None if label == "FLOPs" else 0.0123)
             for net in ("OneNet", "DeeperConvNet (N = 8)") for label in ("FLOPs", "fp32 time", "bf16 time")]
     plotting.save(plots._draw_time_split(bars), tmp_path / "cost_time")

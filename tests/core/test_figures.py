@@ -107,3 +107,69 @@ def test_the_programs_a_figure_compiled_are_released_before_the_next_figure(tmp_
         registry._OBSTACLES.pop("figures-release")
     assert held_at_start == [0, 0]  # b found nothing of a's held (without the release: [0, 1])
     assert square._cache_size() == 0
+
+
+def test_a_table_is_parsed_into_its_makers_spec_and_an_unknown_key_refused_before_any_figure(tmp_path, monkeypatch):
+    """A typed maker's table becomes its spec (defaults from the dataclass, ``name`` from the table's name); a key
+    the spec lacks (a misspelt ``kapa``) is refused in one line naming the file, the table, the key and the keys
+    known, before the first figure of the group runs; a key it needs and the table lacks likewise."""
+    from dataclasses import dataclass
+
+    from otod.core.figures import FigureSpec, TypedMaker
+
+    @dataclass(frozen=True)
+    class Spec(FigureSpec):
+        kappa: float = 10.0
+        steps: int = 3
+
+    drawn = []
+    makers = {"typed": TypedMaker(Spec, lambda spec, out: drawn.append(spec) or [])}
+    monkeypatch.setattr("otod.core.figures.SECONDS_FILE", tmp_path / "figure-seconds.json")
+    registry.register(registry.Obstacle(name="figures-typed", summary="", figure_makers=lambda: makers))
+    try:
+        folder = tmp_path / "experiments"
+        folder.mkdir()
+        (folder / "g.toml").write_text('[a]\nmaker = "typed"\nkappa = 100.0\n\n[b]\nmaker = "typed"\nkapa = 1.0\n')
+        with pytest.raises(OtodError) as caught:
+            make_figures(["g"], out_dir=tmp_path, experiments_dir=folder, log=lambda line: None)
+        assert str(caught.value) == ("experiments/g.toml [b]: unknown key kapa for maker 'typed'; known: kappa, "
+                                     "maker, steps")
+        assert drawn == []  # refused before [a] ran
+        make_figures(["g/a"], out_dir=tmp_path, experiments_dir=folder, log=lambda line: None)
+        assert drawn == [Spec(name="a", maker="typed", kappa=100.0, steps=3)]
+    finally:
+        registry._OBSTACLES.pop("figures-typed")
+
+
+def test_a_sweep_figure_takes_the_sweeps_options_and_refuses_others():
+    """A sweep figure's table: its own keys (``results_dir``) as fields, every other key an option of the sweep,
+    checked against the option function's parameters (``given`` is not a table's key)."""
+    from otod.core.figures import SweepFigureSpec, TypedMaker, parse_figure
+
+    def options_of(*, k="1..10", tol=1e-6, given=frozenset()):
+        return k, tol
+
+    maker = TypedMaker(SweepFigureSpec, lambda spec, out: [], options_of)
+    spec = parse_figure(maker, {"name": "f", "maker": "m", "k": "1..5", "results_dir": "r"}, "[f]")
+    assert spec == SweepFigureSpec(name="f", maker="m", results_dir="r", options={"k": "1..5"})
+    with pytest.raises(OtodError, match=r"^\[f\]: unknown keys given, tl for maker 'm'; known: k, maker, "
+                                        r"results_dir, tol$"):
+        parse_figure(maker, {"name": "f", "maker": "m", "tl": 1, "given": 2}, "[f]")
+
+
+def test_otod_figures_refuses_an_unknown_key_in_one_line_with_exit_code_2(tmp_path):
+    """The command line: a misspelt key of a shipped maker's table (cost's ``ratio_depth``) is one line on stderr
+    and exit code 2, nothing computed."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "cost.toml").write_text('[ratio_depth]\nmaker = "cost-ratio-depth"\ndepht = 3\n')
+    env = {**os.environ, "OTOD_FIGURE_SECONDS": str(tmp_path / "s.json")}
+    out = subprocess.run([sys.executable, "-m", "otod", "figures", "cost", "--out", str(tmp_path / "f")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "experiments/cost.toml [ratio_depth]: unknown key depht for maker " \
+                                "'cost-ratio-depth'; known: batches, depths, image, maker, optimizer" in lines[0]

@@ -356,3 +356,150 @@ def test_the_config_read_check_names_a_new_read_by_key(tmp_path):
     scratch.write_text("def f(results):\n    tol = results.meta['config']['target']['tol']\n"
                        "    return tol, results.meta.get(\"config\")\n")
     assert stored_config_reads(tmp_path / "otod") == {"otod/noise/scratch.py": [2, 3]}
+
+
+# -- typed all the way (issue 51 item 4) ----------------------------------------------------------------------------
+
+#: A ``"package.module:attr"`` string: how hooks were wired before they were imported (`otod.core.registry`).
+HOOK_STRING = re.compile(r"^otod(\.\w+)+:\w+$")
+
+#: The modules that may hold such a string, each with its reason; a hook is referenced by an import (inside a
+#: function of the obstacle's ``__init__`` where it must load lazily), never by a string.
+HOOK_STRINGS_ALLOWED = {
+    "otod/nets/figures/workloads.py": "not a hook: the label the transformer's checks start their one line with, "
+                                      "the --model value a user writes for it",
+}
+
+
+def hook_strings(root: Path, toml_root: Path | None = None) -> dict[str, list[int]]:
+    """{path: line numbers} of every string constant under ``root`` (and value in ``toml_root``'s TOML files) that
+    is a ``"module:attr"`` reference (`HOOK_STRING`); docstrings and prose that mention one are not."""
+    found: dict[str, list[int]] = {}
+    for p in sorted(root.rglob("*.py")):
+        lines = sorted({node.lineno for node in ast.walk(ast.parse(p.read_text()))
+                        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                        and HOOK_STRING.match(node.value)})
+        if lines:
+            found[p.relative_to(root.parent).as_posix()] = lines
+    for p in sorted(toml_root.glob("*.toml")) if toml_root else []:
+        lines = [i for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if re.search(r"""=\s*["']otod(\.\w+)+:\w+["']""", line)]
+        if lines:
+            found[p.relative_to(toml_root.parent).as_posix()] = lines
+    return found
+
+
+def test_hooks_are_imported_not_named_by_module_attr_strings():
+    """No ``"otod.x.y:z"`` string in otod/ or experiments/ outside `HOOK_STRINGS_ALLOWED` (30 wired the hooks
+    before issue 51); and each allowed one is still there (the list only shrinks)."""
+    assert sorted(hook_strings(ROOT, ROOT.parent / "experiments")) == sorted(HOOK_STRINGS_ALLOWED)
+
+
+def test_the_hook_string_check_names_a_new_one(tmp_path):
+    """A scratch obstacle registering a part by string is named with its line; its docstring naming one is not."""
+    scratch = tmp_path / "otod" / "noise" / "__init__.py"
+    scratch.parent.mkdir(parents=True)
+    scratch.write_text('"""Registered as otod.noise.kind:NOISE."""\nregister(kinds=("otod.noise.kind:NOISE",))\n')
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "g.toml").write_text('[a]\nmaker = "otod.noise.figures:make"\n')
+    assert hook_strings(tmp_path / "otod", tmp_path / "experiments") == {"otod/noise/__init__.py": [2],
+                                                                         "experiments/g.toml": [2]}
+
+
+def string_key_reads(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """(line, enclosing function) of every read by a string key, ``x["key"]`` or ``x.get("key")``, of a name or
+    attribute ``x`` in ``names`` in the module at ``path``."""
+    tree = ast.parse(path.read_text())
+    where: dict[int, str] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                where.setdefault(id(node), fn.name)  # outermost function first (ast.walk is breadth-first)
+
+    def named(node) -> bool:
+        return (isinstance(node, ast.Name) and node.id in names) or (isinstance(node, ast.Attribute)
+                                                                     and node.attr in names)
+
+    def text(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and named(node.value) \
+                and text(node.slice):
+            found.append((node.lineno, where.get(id(node), "<module>")))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and named(node.func.value) and node.args and text(node.args[0]):
+            found.append((node.lineno, where.get(id(node), "<module>")))
+    return sorted(found)
+
+
+#: The modules of the curvature and noise-scale measurements: their settings are `CurvatureConfig` and
+#: `NoiseScaleConfig` (`otod.nets.measure.settings`), read by attribute (23 string-key reads before issue 51).
+MEASUREMENT_MODULES = ("nets/curvature_cli.py", "nets/noise_scale_cli.py", "nets/contract_cli.py", "nets/api.py",
+                       "nets/measure/curvature.py", "nets/measure/noise_scale.py", "nets/measure/settings.py")
+#: The names a measurement's settings go by in those modules.
+SETTINGS_NAMES = {"config", "options", "settings", "c"}
+
+
+def test_measurement_settings_are_read_by_attribute():
+    """No read of a measurement's settings by a string key in `MEASUREMENT_MODULES`."""
+    reads = {m: string_key_reads(ROOT / m, SETTINGS_NAMES) for m in MEASUREMENT_MODULES}
+    assert {m: r for m, r in reads.items() if r} == {}
+
+
+#: Where a figure's TOML table is read by its keys: the parse (`otod.core.figures.parse_figure`, `parsed`, and
+#: `TypedMaker.__call__` naming the table in its error).
+FIGURE_PARSERS = {"otod/core/figures.py": {"parse_figure", "parsed", "draw", "__call__"}}
+
+#: Figure modules whose makers still take the TOML table (a dict) instead of a typed spec: this list only shrinks
+#: (`test_every_untyped_figure_module_is_still_untyped`). Condition, cost, depth and noise are typed.
+UNTYPED_FIGURE_MODULES = {
+    "otod/nets/figures/along.py", "otod/nets/figures/curvature.py", "otod/nets/figures/predictors.py",
+    "otod/nets/figures/schedule.py", "otod/nets/figures/sweep.py", "otod/nets/figures/workloads.py",
+}
+
+#: The names a figure's table goes by in the figure modules.
+SPEC_NAMES = {"spec", "table"}
+
+
+def figure_spec_reads(root: Path) -> dict[str, list[tuple[int, str]]]:
+    """{module: reads} of a figure's table by a string key, outside the parse functions (`FIGURE_PARSERS`), in the
+    figure modules under ``root`` (the makers and the core's loader)."""
+    modules = [root / "core" / "figures.py", root / "condition" / "figures.py", root / "cost" / "plots.py",
+               root / "depth" / "figures.py", root / "noise" / "figures.py", root / "noise" / "schedule_figure.py",
+               *sorted((root / "nets" / "figures").glob("*.py"))]
+    found = {}
+    for p in modules:
+        if not p.exists():
+            continue
+        name = p.relative_to(root.parent).as_posix()
+        reads = [r for r in string_key_reads(p, SPEC_NAMES) if r[1] not in FIGURE_PARSERS.get(name, set())]
+        if reads:
+            found[name] = reads
+    return found
+
+
+def test_figure_specs_are_read_by_attribute_outside_the_parse():
+    """No figure module reads its table by a string key outside `FIGURE_PARSERS`, except the makers not yet typed
+    (`UNTYPED_FIGURE_MODULES`)."""
+    assert sorted(set(figure_spec_reads(ROOT)) - UNTYPED_FIGURE_MODULES) == []
+
+
+def test_every_untyped_figure_module_is_still_untyped():
+    """The list of untyped figure modules only shrinks: an entry whose makers are typed is removed."""
+    assert sorted(UNTYPED_FIGURE_MODULES - set(figure_spec_reads(ROOT))) == []
+
+
+def test_the_typed_reads_checks_name_a_new_read_by_key(tmp_path):
+    """Scratch copies: a measurement module reading ``config["lr"]`` and a typed figure module reading
+    ``spec.get("kappa")`` are named with their lines; the core's parse reading the table is not."""
+    for rel in ("nets/curvature_cli.py", "condition/figures.py", "core/figures.py"):
+        (tmp_path / "otod" / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "otod" / "nets" / "curvature_cli.py").write_text("def f(config):\n    return config['lr']\n")
+    (tmp_path / "otod" / "condition" / "figures.py").write_text("def make(spec, out):\n    return spec.get('kappa')\n")
+    (tmp_path / "otod" / "core" / "figures.py").write_text("def parse_figure(m, table, w):\n    return table['maker']\n"
+                                                             "def other(table):\n    return table['maker']\n")
+    assert string_key_reads(tmp_path / "otod" / "nets" / "curvature_cli.py", SETTINGS_NAMES) == [(2, "f")]
+    assert figure_spec_reads(tmp_path / "otod") == {"otod/core/figures.py": [(4, "other")],
+                                                    "otod/condition/figures.py": [(2, "make")]}

@@ -66,15 +66,31 @@ def test_every_registered_kind_shows_its_results_through_one_presentation(kind):
     assert all(callable(part) for part in (shown.analyse, shown.report, shown.figure))
 
 
-def test_a_presentation_given_in_part_is_refused_and_a_kind_without_one_is_named():
-    """``register_lazily`` with analyse alone is a programming error; a kind registered without a presentation
-    (a test-only kind) refuses to present in one line, naming itself."""
+def test_a_presentation_is_imported_when_a_kind_first_presents_and_a_kind_without_one_is_named():
+    """``register_lazily``'s presentation is a function that imports analyse, report and figure: called once, when
+    a kind first presents, not when the kind is looked up; a kind registered without a presentation (a test-only
+    kind) refuses to present in one line, naming itself."""
     import dataclasses
 
     from otod.core.errors import OtodError
 
-    with pytest.raises(ValueError, match="give analyse, report and figure together"):
-        registry.register_lazily("partial", "", analyse="otod.condition.records:condition_analysis")
+    calls = []
+
+    def presentation():
+        calls.append(1)
+        return registry.Presentation(lambda results, tol=None: ("analysed", results, tol), None, None)
+
+    obstacle = registry.Obstacle(name="lazy", summary="")
+    try:
+        own = dataclasses.replace(KINDS[0], name="lazy-kind")
+        obstacle = registry.register_lazily("lazy", "", kinds=lambda: (own,), presentation=presentation)
+        kind = registry.sweep_kind("lazy-kind")
+        assert calls == []
+        assert kind.presented.analyse("r", tol=0.5) == ("analysed", "r", 0.5)
+        assert kind.presented.analyse("s") == ("analysed", "s", None)
+        assert calls == [1]
+    finally:
+        registry._OBSTACLES.pop(obstacle.name, None)
     bare = dataclasses.replace(KINDS[0], name="bare", presentation=None)
     with pytest.raises(OtodError, match="^bare sweeps register no analysis, report or figure; read their records") \
             as caught:

@@ -22,9 +22,9 @@ def test_makers_registered():
 
 @pytest.mark.slow
 def test_ratio_vs_batch_and_depth_write_files(tmp_path):
-    files = plots.ratio_vs_batch({"name": "t_batch", "models": "onenet,mlp", "widths": [20, 10],
+    files = plots.MAKERS["cost-ratio-batch"]({"name": "t_batch", "models": "onenet,mlp", "widths": [20, 10],
                                   "batches": [1, 4]}, tmp_path)
-    files += plots.ratio_vs_depth({"name": "t_depth", "depths": [0, 1], "batches": [2], "image": 32}, tmp_path)
+    files += plots.MAKERS["cost-ratio-depth"]({"name": "t_depth", "depths": [0, 1], "batches": [2], "image": 32}, tmp_path)
     assert sorted(f.name for f in files) == ["cost_t_batch.pdf", "cost_t_batch.png", "cost_t_depth.pdf",
                                              "cost_t_depth.png"]
     for f in files:
@@ -37,6 +37,6 @@ def test_ratio_vs_batch_and_depth_write_files(tmp_path):
 
 @pytest.mark.slow  # 6.4 s; otod figures draws the time split
 def test_time_split_writes_files(tmp_path):
-    files = plots.time_split({"name": "t_time", "models": "mlp", "widths": [16, 8, 10], "batch": 4,
+    files = plots.MAKERS["cost-time-split"]({"name": "t_time", "models": "mlp", "widths": [16, 8, 10], "batch": 4,
                               "precisions": "float32", "repeats": 2}, tmp_path)
     assert [f.name for f in files] == ["cost_t_time.png", "cost_t_time.pdf"]

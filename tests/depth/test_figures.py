@@ -151,7 +151,7 @@ def test_the_width_figure_caption_names_what_it_draws_and_no_law(tmp_path, monke
     monkeypatch.setattr(df, "save", save)
     spec = dict(name="w", depth="2", width="4,8", d_in=4, d_out=4, init="orthogonal", lr="theory", needed=1000,
                 max_iters=1000, seeds=2, tol=1e-2, results_dir=str(tmp_path / "res"))
-    df.make_depth_width(spec, tmp_path)
+    df.MAKERS["depth-width"](spec, tmp_path)
     caption, fig = kept["caption"], kept["fig"]
     assert "No law is fitted or drawn" in caption
     assert "hatched" not in caption and "95% CI" not in caption

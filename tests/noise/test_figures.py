@@ -45,7 +45,7 @@ def test_the_estimator_band_is_named(tmp_path, monkeypatch):
 
     kept = []
     monkeypatch.setattr("otod.core.plotting.save", lambda fig, base, pdf=True, caption=None: kept.append(fig) or [base])
-    nf.make_estimator({"name": "e", "dim": 20, "pairs": "2:8", "decay": "0.9", "steps": 10, "seeds": 4}, tmp_path)
+    nf.MAKERS["noise-estimator"]({"name": "e", "dim": 20, "pairs": "2:8", "decay": "0.9", "steps": 10, "seeds": 4}, tmp_path)
     labels = kept[0].axes[0].get_legend_handles_labels()[1]
     assert any("IQR over 4 seeds" in label for label in labels)
     plt.close(kept[0])
@@ -95,8 +95,8 @@ def test_make_batch_draws_steps_the_chosen_lr_and_the_tradeoff(tmp_path, monkeyp
 
     asked = []
     monkeypatch.setattr(nf, "_run_noise", lambda spec: asked.append(spec) or synthetic.results(_synthetic_records()))
-    files = nf.make_batch({"maker": "noise-batch", "name": "toy", "mode": "simulate"}, tmp_path)
-    assert asked == [{"maker": "noise-batch", "name": "toy", "mode": "simulate"}]
+    files = nf.MAKERS["noise-batch"]({"maker": "noise-batch", "name": "toy", "mode": "simulate"}, tmp_path)
+    assert asked == [{"mode": "simulate"}]  # the sweep's options: the table less its maker and name
     assert [f.name for f in files] == ["noise_toy_steps.png", "noise_toy_lr.png", "noise_toy_tradeoff.png"]
     (steps_fig, _, _), (lr_fig, _, _), (tradeoff_fig, _, _) = saved
     b = np.asarray(SYNTHETIC_BATCHES)
@@ -142,7 +142,7 @@ def test_make_batch_with_figures_a_draws_only_the_steps(tmp_path, monkeypatch, s
     import otod.noise.figures as nf
 
     monkeypatch.setattr(nf, "_run_noise", lambda spec: synthetic.results(_synthetic_records()))
-    files = nf.make_batch({"name": "toy", "figures": "a"}, tmp_path)
+    files = nf.MAKERS["noise-batch"]({"name": "toy", "figures": "a"}, tmp_path)
     assert [f.name for f in files] == ["noise_toy_steps.png"] and len(saved) == 1
 
 
@@ -158,7 +158,7 @@ def test_make_schedules_draws_one_series_per_schedule_each_run_with_its_own_sche
         return synthetic.results(_synthetic_records(factor={"constant": 1.0, "cosine": 2.0}[spec["schedule"]]))
 
     monkeypatch.setattr(nf, "_run_noise", run)
-    files = nf.make_schedules({"maker": "noise-schedules", "name": "sched", "schedules": ["constant", "cosine"],
+    files = nf.MAKERS["noise-schedules"]({"maker": "noise-schedules", "name": "sched", "schedules": ["constant", "cosine"],
                                "mode": "simulate", "seeds": 3}, tmp_path)
     assert [spec["schedule"] for spec in asked] == ["constant", "cosine"]
     assert all("schedules" not in spec and spec["seeds"] == 3 for spec in asked)
@@ -191,7 +191,7 @@ def test_make_schedules_shades_each_schedules_iqr_over_seeds(tmp_path, monkeypat
     factors = {"constant": 1.0, "cosine": 2.0}
     monkeypatch.setattr(nf, "_run_noise", lambda spec: synthetic.results(
         _synthetic_records(factor=factors[spec["schedule"]])))
-    nf.make_schedules({"maker": "noise-schedules", "name": "sched", "schedules": list(factors), "mode": "simulate",
+    nf.MAKERS["noise-schedules"]({"maker": "noise-schedules", "name": "sched", "schedules": list(factors), "mode": "simulate",
                        "seeds": 3}, tmp_path)
     ((fig, _, _),) = saved
     (ax,) = fig.axes
@@ -216,7 +216,7 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
     import otod.noise.figures as nf
 
     monkeypatch.chdir(tmp_path)  # the maker's sweeps write to results/ in the working folder
-    files = nf.make_params({"maker": "noise-params", "name": "params", "mode": "exact", "problem": "isotropic",
+    files = nf.MAKERS["noise-params"]({"maker": "noise-params", "name": "params", "mode": "exact", "problem": "isotropic",
                             "dim": "10..1000:4:log", "batch_rule": "fixed:32,proportional:0.1", "method": "sgd",
                             "target": 0.05}, tmp_path / "figs")
     assert [f.name for f in files] == ["noise_params.png"] and saved[0][2] is True  # with its PDF
@@ -244,7 +244,7 @@ def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
     −½)."""
     import otod.noise.figures as nf
 
-    files = nf.make_noise_rms({"maker": "noise-rms", "name": "rms", "draws": 40}, tmp_path)
+    files = nf.MAKERS["noise-rms"]({"maker": "noise-rms", "name": "rms", "draws": 40}, tmp_path)
     assert [f.name for f in files] == ["noise_rms.png"]
     ((fig, _, _),) = saved
     left, right = fig.axes
@@ -272,7 +272,7 @@ def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, s
     marked; linear axes x, y over the loss's contours."""
     import otod.noise.figures as nf
 
-    files = nf.make_rosenbrock({"maker": "noise-rosenbrock", "name": "rosen", "lr": 1e-3, "steps": 50,
+    files = nf.MAKERS["noise-rosenbrock"]({"maker": "noise-rosenbrock", "name": "rosen", "lr": 1e-3, "steps": 50,
                                 "noise": [0.0, 3.0]}, tmp_path)
     assert [f.name for f in files] == ["noise_rosen.png"]
     ((fig, _, _),) = saved
@@ -330,7 +330,7 @@ def test_make_schedule_nqm_draws_each_familys_best_schedule_to_its_target(tmp_pa
     comparison = ss.Comparison(problem, 3 * fewest.examples, fewest, optima)
     monkeypatch.setattr(ss, "best", lambda *args, **kwargs: comparison)
     spec = {"maker": "noise-schedule-nqm", "name": "nqm_schedule", "dim": 30, "target": 0.05}
-    files = nf.make_schedule_nqm(spec, tmp_path)
+    files = nf.MAKERS["noise-schedule-nqm"](spec, tmp_path)
     assert [f.name for f in files] == ["noise_nqm_schedule.png"]
     ((fig, _, _),) = saved
     left, right = fig.axes
@@ -358,7 +358,7 @@ def test_the_steps_caption_names_the_fit_band_where_one_is_drawn(tmp_path, monke
     records = [synthetic.record(b, rate, seed, _steps(b) * (1 + 0.1 * (seed - 2)) * (1 if rate == 1.0 else 1.25))
                for b in SYNTHETIC_BATCHES for rate in (0.5, 1.0, 2.0) for seed in range(seeds)]
     monkeypatch.setattr(nf, "_run_noise", lambda spec: synthetic.results(records, seeds=seeds))
-    nf.make_batch({"maker": "noise-batch", "name": "toy", "mode": "simulate", "figures": "a"}, tmp_path)
+    nf.MAKERS["noise-batch"]({"maker": "noise-batch", "name": "toy", "mode": "simulate", "figures": "a"}, tmp_path)
     ((fig, _, _),) = saved
     (ax,) = fig.axes
     bands = [c for c in ax.collections if isinstance(c, PolyCollection) and c.get_paths()]

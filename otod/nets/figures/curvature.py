@@ -46,12 +46,14 @@ def net_spec(spec: dict, **override):
 
 def _records(net, spec: dict, checkpoints) -> list[dict]:
     from otod.nets.measure.curvature import DAMPING, LANCZOS_STEPS, PROBES, QUANTILE
-    from otod.nets.curvature_cli import check_plan, curvature_config, measured
+    from otod.nets.curvature_cli import check_plan, measured
+    from otod.nets.measure.settings import CurvatureConfig
 
     k, probes, x64 = int(spec.get("k", 5)), int(spec.get("probes", PROBES)), bool(spec.get("x64", False))
     m = check_plan(net, k, probes, int(spec.get("lanczos_steps", LANCZOS_STEPS)), x64)
-    config = curvature_config(net, k, probes, m, checkpoints, float(spec.get("lr", 0.1)), int(spec.get("seed", 0)),
-                              float(spec.get("quantile", QUANTILE)), float(spec.get("damping", DAMPING)), x64)
+    config = CurvatureConfig(tuple(int(c) for c in checkpoints), float(spec.get("lr", 0.1)), int(spec.get("seed", 0)),
+                             k, probes, m, float(spec.get("quantile", QUANTILE)), float(spec.get("damping", DAMPING)),
+                             x64)
     return measured(net, config, str(spec.get("results", "results")))
 
 

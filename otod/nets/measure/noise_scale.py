@@ -46,6 +46,7 @@ import numpy as np
 
 from otod.core.lazy import lazy
 from otod.nets.measure.dense import activation_floats
+from otod.nets.measure.settings import NoiseScaleConfig
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -525,11 +526,9 @@ def results_path(out: str, meta_config: dict):
     return Path(out) / f"noise-scale-net-{results_io.digest(meta_config)[:12]}.parquet"
 
 
-def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out: str,
-                trace_examples: int | None = None) -> tuple[str, object]:
-    """Measure along the run, write the results file (one record per checkpoint and pair) and return (text,
-    path)."""
-    import dataclasses
+def run_command(spec, config: NoiseScaleConfig, out: str) -> tuple[str, object]:
+    """Measure ``spec`` along the run ``config`` describes, write the results file (one record per checkpoint and
+    pair) and return (text, path)."""
     import time
 
     from otod.core import results as results_io
@@ -537,16 +536,14 @@ def run_command(spec, checkpoints, lr: float, pairs, draws: int, seed: int, out:
     started = time.perf_counter()
     from otod.core.cli import count_progress
 
-    records = measure_along(spec, checkpoints, lr, seed, 0, pairs, draws, trace_examples,
+    c = config
+    records = measure_along(spec, list(c.checkpoints), c.lr, c.seed, 0, list(c.pairs), c.draws, c.trace_examples,
                             count_progress("noise-scale checkpoints"))
-    config = {"spec": dataclasses.asdict(spec), "steps": list(checkpoints), "lr": lr,
-              "pairs": [list(p) for p in pairs], "draws": draws, "seed": seed}
-    if trace_examples is not None:  # only where given, so that the default run keeps its file name
-        config["trace_examples"] = trace_examples
-    path = results_path(out, config)
+    stored = c.stored_for_net(spec)
+    path = results_path(out, stored)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"kind": "noise-scale-net", "config": config, "digest": results_io.digest(config),
+    meta = {"kind": "noise-scale-net", "config": stored, "digest": results_io.digest(stored),
             "environment": results_io.environment(), "precision": "float64",
             "wall_time_s": time.perf_counter() - started, "complete": True}
-    results_io.save(path, meta, [{**r, "seed": seed} for r in records])
-    return net_report(spec, records, lr, seed), path
+    results_io.save(path, meta, [{**r, "seed": c.seed} for r in records])
+    return net_report(spec, records, c.lr, c.seed), path

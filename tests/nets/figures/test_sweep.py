@@ -342,6 +342,7 @@ def measured(monkeypatch):
     asked = []
 
     def measure(spec, config, folder="results"):
+        config = config.stored_for_net(spec)  # the settings as the results file stores them
         asked.append((spec, config, folder))
         return [_curvature_record(spec, config, step) for step in config["checkpoints"]]
 
@@ -466,6 +467,7 @@ def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_c
     from otod.nets.figures.curvature import make_kappa_width
 
     def measure(spec, config, folder="results"):
+        config = config.stored_for_net(spec)  # the settings as the results file stores them
         return [{**_curvature_record(spec, config, step), "spectrum": "dense" if spec.width <= 8 else "slq"}
                 for step in config["checkpoints"]]
 
