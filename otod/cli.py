@@ -115,7 +115,7 @@ def _present(results, **options):
 def _target_tol(loaded: list, tol: float | None, target: float | None) -> float | None:
     """The threshold ``otod fit`` and ``otod plot`` read at: ``--tol`` (a relative gap) or ``--target`` (a
     training loss, for sweeps stopped at one), each checked against every file; the target of a file re-read
-    below its run's own is refused where it is read (`otod.core.traces.below_target`)."""
+    below its run's own is refused where it is read (`otod.core.retarget.below_target`)."""
     import math
 
     from otod.core.errors import OtodError

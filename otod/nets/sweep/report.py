@@ -27,7 +27,7 @@ from otod.core.report import sweep_header
 
 @dataclass(frozen=True, eq=False)
 class DepthAnalysis(Analysis):
-    """A net sweep over depth's analysis (`depth_analysis`), with ``retarget``: what `otod.core.traces.retarget`
+    """A net sweep over depth's analysis (`depth_analysis`), with ``retarget``: what `otod.core.retarget.retarget`
     said of the lanes where the counts were re-read at another target (None at the run's own)."""
 
     retarget: dict | None = None
@@ -328,7 +328,7 @@ def net_analysis(results, tol: float | None = None):
 
 def target_text(analysis, config) -> str:
     """The target the report reads: the run's own (``config``'s), or another re-read from the loss traces
-    (`otod.core.traces.retarget`), with the lanes whose outcome there the run's own pruning hid."""
+    (`otod.core.retarget.retarget`), with the lanes whose outcome there the run's own pruning hid."""
     again = (getattr(analysis, "meta", None) or {}).get("retarget") or getattr(analysis, "retarget", None)
     if again is None:
         return f"{config.target.tol:g}"
