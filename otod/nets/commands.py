@@ -192,9 +192,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
 def commands() -> dict[str, list]:
     """This obstacle's commands by group ('' for top-level ones)."""
     from otod.nets.curvature_cli import curvature_command
-    from otod.nets.noise_scale_cli import noise_scale
 
-    return {"sweep": [sweep_net], "": [curvature_command, noise_scale]}
+    return {"sweep": [sweep_net], "": [curvature_command]}
 
 
 __all__ = ["commands", "sweep_net", "user_errors"]

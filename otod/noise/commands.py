@@ -1,5 +1,6 @@
 """``otod sweep noise`` and ``otod sweep params``: parse options, build the configs (`otod.noise.options`), run
-(exact recursions or the simulator), print. (``otod noise-scale`` is the nets obstacle's: `otod.nets.noise_scale_cli`.)"""
+(exact recursions or the simulator), print. (``otod noise-scale``, a net's or the NQM's, lives above both
+obstacles: `otod.noise_scale_cli`.)"""
 
 from __future__ import annotations
 

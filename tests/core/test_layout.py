@@ -17,16 +17,14 @@ OBSTACLES = ("otod.condition", "otod.cost", "otod.depth", "otod.nets", "otod.noi
 #: module or package) → why. Anything else fails `test_obstacles_import_each_other_only_as_allowed`.
 ALLOWED = {
     # The nets measure the gradient-noise obstacle on real nets: they build the NQM from a net's spectrum and
-    # noise and predict with its theory, exact search and recursions (the NQM library), and use its two-batch
-    # estimators as the reference of `otod noise-scale`.
+    # noise and predict with its theory, exact search and recursions (the NQM library) and nothing else of it.
     ("otod.nets", "otod.noise.theory"): "the NQM's theory (recursions, critical batch)",
     ("otod.nets", "otod.noise.exact"): "the NQM's exact recursions and reference step",
-    ("otod.nets", "otod.noise.search"): "the NQM's exact search and its β lattice",
+    ("otod.nets", "otod.noise.search"): "the NQM's exact search, its β lattice and the words for where a chosen lr "
+                                         "or β lies among those tried (the stability limit, a list's end)",
     ("otod.nets", "otod.noise.schedule_search"): "the NQM's exact batch-schedule search, run on the NQM built for a "
                                                  "net (what a batch schedule on that net should save)",
-    ("otod.nets", "otod.noise.estimators"): "the NQM's two-batch estimator run (otod noise-scale without --model)",
     ("otod.nets", "otod.cost.flops"): "the FLOP counter (a net's bill)",
-    ("otod.nets", "otod.noise.report"): "the NQM's words for an lr or β on the edge of those tried (stability limit)",
 }
 
 

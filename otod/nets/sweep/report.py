@@ -149,7 +149,7 @@ def bill_lines(results, analysis, panel: tuple) -> list[str]:
 def batch_report(results, analysis) -> str:
     from otod.core.batch_report import critical_line, table
     from otod.nets.sweep.kind import USES_BETA
-    from otod.noise.report import edge_warning
+    from otod.noise.search import edge_warning
 
     meta = results.meta
     lines = []
@@ -173,7 +173,7 @@ def batch_report(results, analysis) -> str:
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
                   "values tried; the training loss is read every step up to 32, then 2^(⌊log₂ t⌋ − 5) apart, so a "
                   "count is exact to within 3% of itself"]
-    lines += edge_warning(analysis)
+    lines += edge_warning(analysis, USES_BETA)
     lines += rule_lines(analysis)
     return "\n".join(lines)
 
