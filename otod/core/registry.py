@@ -182,7 +182,6 @@ class Obstacle:
     commands: Callable[[], Mapping[str, list]] = lambda: {}
     figure_makers: Callable[[], Mapping[str, Callable]] = lambda: {}
     measurements: Callable[[], Mapping[str, Callable]] = lambda: {}
-    comparisons: Callable[[], Mapping[str, Callable]] = lambda: {}
 
 
 _OBSTACLES: dict[str, Obstacle] = {}
@@ -198,14 +197,12 @@ def _resolve(path: str) -> Any:
 
 def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), analyse: str | None = None,
                     report: str | None = None, figure: str | None = None, commands: str | None = None,
-                    figure_makers: str | None = None, measurements: str | None = None,
-                    comparisons: str | None = None) -> Obstacle:
+                    figure_makers: str | None = None, measurements: str | None = None) -> Obstacle:
     """Register an obstacle whose parts are named ``"module:attribute"`` and imported on first use, so that
     registering (and ``otod --help``) imports none of them: ``kinds``, its `SweepKind`s; ``analyse``, ``report``
     and ``figure``, the functions the kinds analyse, report and draw with (`otod.core.pipeline`), all three or none
     (a `Presentation`); ``commands``, a function returning ``{group: [click commands]}``; ``figure_makers``, a mapping of figure makers; ``measurements``, a mapping of results kind to the
-    presenter of such a file; ``comparisons``, a mapping of name to a function another obstacle's figure draws
-    beside its own (`comparison`) (`Obstacle`)."""
+    presenter of such a file (`Obstacle`)."""
     import dataclasses
     import functools
 
@@ -231,8 +228,7 @@ def register_lazily(name: str, summary: str, *, kinds: tuple[str, ...] = (), ana
     return register(Obstacle(name=name, summary=summary, sweeps=sweeps,
                              commands=(lambda: _resolve(commands)()) if commands else (lambda: {}),
                              figure_makers=(lambda: _resolve(figure_makers)) if figure_makers else (lambda: {}),
-                             measurements=(lambda: _resolve(measurements)) if measurements else (lambda: {}),
-                             comparisons=(lambda: _resolve(comparisons)) if comparisons else (lambda: {})))
+                             measurements=(lambda: _resolve(measurements)) if measurements else (lambda: {})))
 
 
 def register(obstacle: Obstacle) -> Obstacle:
@@ -270,15 +266,3 @@ def measurement_presenter(kind: str) -> Callable | None:
         if found is not None:
             return found
     return None
-
-
-def comparison(name: str) -> Callable:
-    """The comparison an obstacle registered under ``name`` (a registered obstacle's measured series that another
-    obstacle's figure draws beside its own, read through the core instead of an import between obstacles); an
-    unknown one raises `OtodError` naming the known ones."""
-    for obstacle in obstacles():
-        found = obstacle.comparisons().get(name)
-        if found is not None:
-            return found
-    known = ", ".join(n for o in obstacles() for n in o.comparisons()) or "none registered"
-    raise OtodError(f"no obstacle offers the comparison {name!r}; known: {known}")

@@ -16,4 +16,4 @@ OBSTACLE = register_lazily(
     kinds=("otod.depth.kind:DEPTH_KIND", "otod.depth.kind:TOY_KIND"), analyse="otod.depth.records:depth_analysis",
     report="otod.depth.report:text_report",
     figure="otod.depth.report:figure", commands="otod.depth.commands:commands",
-    figure_makers="otod.depth.figures:MAKERS", comparisons="otod.depth.figures:COMPARISONS")
+    figure_makers="otod.depth.figures:MAKERS")

@@ -197,15 +197,11 @@ def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
 def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
     """The sweep of ``experiments/depth.toml``'s figure ``name`` (run, or read back from ``results/``) and its
     series with their laws: what the nets' depth figure draws its deep-linear comparison from
-    (`otod.nets.figures.sweep.make_depth`), the same numbers as that figure's."""
+    (`otod.paper.figures.make_nets_depth`), the same numbers as that figure's."""
     from otod.core.figures import load_specs
 
     results = _sweep({**load_specs()["depth"][name], "name": name})
     return results, _one_group(results).series
-
-
-#: What other obstacles' figures may draw beside their own, by name (`otod.core.registry.comparison`).
-COMPARISONS = {"deep_linear_series": deep_linear_series}
 
 
 def _one_group(results: Results):

@@ -11,7 +11,6 @@ import numpy as np
 
 from otod.core.batch_figure import FIT_BAND_NOTE
 from otod.core.config import read_config
-from otod.core.errors import OtodError
 from otod.core.sweep import run_sweep
 from otod.nets.figures.along import MAKERS as ALONG_MAKERS
 from otod.nets.figures.curvature import MAKERS as CURVATURE_MAKERS
@@ -377,29 +376,20 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
         "replicate refitted) in the legend, shaded its pointwise 95% band over the same refitted replicates"))
 
 
+def depth_results(spec: dict):
+    """The net sweep of a depth figure's spec (its ``deep_linear`` table left out: what the paper's maker draws
+    beside it, `otod.paper.figures.make_nets_depth`), run or read back."""
+    return _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
+
+
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:
-    """Iterations against depth, plain vs residual and by init; with ``deep_linear`` (``figure``: a table of
-    ``experiments/depth.toml``, ``series``: one of its series, ``from``: the net series to draw it from), that
-    deep-linear series' law beside them (`draw_deep_linear`)."""
-    comparison = spec.get("deep_linear")
-    results = _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
-    deep = None
-    if comparison:
-        from otod.core.registry import comparison as registered  # the depth obstacle's, through the core
-
-        deep_results, series = registered("deep_linear_series")(comparison["figure"])
-        found = [s for s in series if s.name == comparison["series"]]
-        if not found:
-            raise OtodError(f"experiments/nets.toml [{spec['name']}]: deep_linear series {comparison['series']!r} "
-                            f"is not one of depth/{comparison['figure']}'s: {', '.join(s.name for s in series)}")
-        deep = {"series": found[0], "from": comparison["from"],
-                "source": f"experiments/depth.toml [{comparison['figure']}], {read_config(deep_results.meta).seeds} "
-                          "seeds"}
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True, deep_linear=deep)
+    """Iterations against depth, plain vs residual and by init. The figure of ``experiments/nets.toml`` also draws
+    the depth obstacle's law beside them (`draw_deep_linear`): its maker is the paper's, above both obstacles
+    (`otod.paper.figures.make_nets_depth`)."""
+    return sweep_figure(depth_results(spec), out_dir / f"nets_{spec['name']}", pdf=True)
 
 
-MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth,
-          "nets-data-size": make_data_size}
+MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-data-size": make_data_size}
 
 
 #: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.figures.curvature`) and the
