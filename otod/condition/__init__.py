@@ -5,7 +5,7 @@ Problems (`quadratic`, `kronecker`), methods (`methods`), closed-form theory (`t
 (`kind`), its options, report, figures and command. Importing this package registers it with the core.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.api import register_lazily
 
 OBSTACLE = register_lazily(
     "condition", "iterations vs condition number κ on quadratics", kinds=("otod.condition.kind:CONDITION",),

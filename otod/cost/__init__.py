@@ -4,7 +4,7 @@ Importing this package registers it with the core: its commands (`otod flops`, `
 makers (`otod figures cost`).
 """
 
-from otod.core.registry import register_lazily
+from otod.core.api import register_lazily
 
 OBSTACLE = register_lazily("cost", "FLOPs and time of one iteration (forward, backward, update)",
                            commands="otod.cost.cli:commands", figure_makers="otod.cost.plots:MAKERS")

@@ -9,7 +9,7 @@ Problems (`linear`: deep-linear, chain, residual; `toy`: the essay's product of 
 registers it with the core.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.api import register_lazily
 
 OBSTACLE = register_lazily(
     "depth", "iterations vs depth of deep linear networks (nonlinearity)",

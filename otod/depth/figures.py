@@ -17,12 +17,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from otod.core.analysis import Analysis, SeriesAnalysis
-from otod.core.law_figure import legend_keys
-from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, figure,
-                                 headroom, inside_only, legend_below, panel_grid, save, series_style,
-                                 series_styles)
-from otod.core.results import Results
+from otod.core.api import (Analysis, INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, Results, SeriesAnalysis, caption_text,
+                           figure, headroom, inside_only, legend_below, legend_keys, panel_grid, save, series_style,
+                           series_styles)
 from otod.depth.records import depth_analysis
 
 METHOD_COLORS = {"gd": PALETTE[0], "heavy-ball": PALETTE[3], "adam": PALETTE[4], "kfac": PALETTE[8]}
@@ -40,7 +37,7 @@ def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.D
     bounds, × diverged, each series' law dotted with its 95% band and named in the legend) with this obstacle's
     addition: ``chosen`` (the group's
     records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
-    from otod.core.law_figure import draw_series as draw
+    from otod.core.api import draw_series as draw
 
     def local(ax, one, color, row):
         sub = chosen[chosen["series"] == one.name]
@@ -118,7 +115,7 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
 
 
 def _describe(meta: dict, static: bool = False) -> str:
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     c = read_config(meta)
     p = c.problem
@@ -184,7 +181,7 @@ def sweep_figure(results: Results, base: Path, pdf: bool = True, analysis: Analy
 
 def _sweep(spec: dict, kind: str = "depth", **override) -> Results:
     """Run (or read back from ``results/``) the sweep a figure spec describes; keys are the command's options."""
-    from otod.core.sweep import run_sweep
+    from otod.core.api import run_sweep
     from otod.depth.options import depth_config_from_options, toy_config_from_options
 
     skip = ("maker", "name", "results_dir", "residual_init", "contour_layers", "needed", "method_groups")
@@ -198,7 +195,7 @@ def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
     """The sweep of ``experiments/depth.toml``'s figure ``name`` (run, or read back from ``results/``) and its
     series with their laws: what the nets' depth figure draws its deep-linear comparison from
     (`otod.paper.figures.make_nets_depth`), the same numbers as that figure's."""
-    from otod.core.figures import load_specs
+    from otod.core.api import load_specs
 
     results = _sweep({**load_specs()["depth"][name], "name": name})
     return results, _one_group(results).series

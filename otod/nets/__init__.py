@@ -4,7 +4,7 @@ B_noise), their steps to target against batch, width and depth through the core 
 model built from their measured spectrum and noise held beside the measurement.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.api import register_lazily
 
 OBSTACLE = register_lazily(
     "nets", "curvature, gradient noise and steps to target vs batch, width and depth of small real nets",

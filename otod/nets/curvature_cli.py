@@ -17,9 +17,8 @@ from pathlib import Path
 
 import click
 
-from otod.core.cli import user_errors
-from otod.core.errors import OtodError
-from otod.core.options import finite_float, positive_float, positive_int, representable_lr, seed_value
+from otod.core.api import (OtodError, finite_float, positive_float, positive_int, representable_lr, seed_value,
+                           user_errors)
 from otod.nets.curvature_text import results_file, spectrum_line, table
 
 #: Above this, the Lanczos bases of all probes (probes × (m + 1) × P floats) are refused: use fewer probes or steps.
@@ -156,8 +155,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
       otod curvature --model tests/fixtures/models/plain_jax.py:mlp --steps 0,100 --x64
       otod curvature --per-layer --steps 0,1000
     """
-    from otod.core.options import refuse_ignored
-    from otod.core.preflight import given_options, refuse_time
+    from otod.core.api import given_options, refuse_ignored, refuse_time
     from otod.nets.model.contract import is_reference
     from otod.nets.measure.noise_scale import describe, parse_checkpoints
 
@@ -182,10 +180,10 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
     config = curvature_config(spec, k, probes, m, checkpoints, lr, seed, quantile, damping, x64, per_layer)
     path = results_file(out, config)
-    from otod.core.preflight import refuse_unwritable
+    from otod.core.api import refuse_unwritable
 
     refuse_unwritable(out)  # before the measurement, which takes minutes
-    from otod.core.cli import count_progress
+    from otod.core.api import count_progress
 
     records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
     from otod.nets.measure.curvature import definitions
@@ -208,7 +206,7 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
               yes, per_layer=False) -> str:
     """``curvature --model FILE.py:NAME``: every option checked, then the model loaded and checked, then measured
     (`otod.nets.contract_cli.run_curvature`)."""
-    from otod.core.preflight import given_options, make_folder, results_out
+    from otod.core.api import given_options, make_folder, results_out
     from otod.nets import contract_cli
     from otod.nets.measure.noise_scale import parse_checkpoints
 
@@ -250,7 +248,7 @@ def measure(spec, config: dict, path: Path, progress=None) -> tuple[list[dict], 
     """Measure the curvature along the run ``config`` describes and write it to ``path`` with the metadata every
     results file carries (config, environment: versions, device, time, command line; precision, wall time and
     the κ definitions): (records, path, wall seconds)."""
-    from otod.core import results
+    from otod.core.api import environment, save_results
     from otod.nets.measure.curvature import curvature_along_training, definitions
     from otod.nets.measure.slq_error import LEVEL
 
@@ -260,21 +258,21 @@ def measure(spec, config: dict, path: Path, progress=None) -> tuple[list[dict], 
                                        config["quantile"], config["damping"],
                                        per_layer=config.get("per_layer", False), progress=progress)
     wall = time.perf_counter() - start
-    meta = {"kind": "curvature", "config": config, "environment": results.environment(),
+    meta = {"kind": "curvature", "config": config, "environment": environment(),
             "precision": config["precision"], "wall_time_s": wall,
             "definitions": definitions(config["quantile"], config["damping"]),
             "exact": records[0]["exact"] if records else [], "interval_level": LEVEL}
-    return records, results.save(path, meta, records), wall
+    return records, save_results(path, meta, records), wall
 
 
 def measured(spec, config: dict, folder: str = "results") -> list[dict]:
     """The records of ``config``: read back from ``<folder>/curvature-<digest>.parquet`` where an earlier run
     (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
-    from otod.core import results
+    from otod.core.api import load_results
 
     path = results_file(folder, config)
     if path.exists():
-        return results.load(path).records
+        return load_results(path).records
     return measure(spec, config, path)[0]
 
 

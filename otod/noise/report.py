@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.core.batch_report import critical_line, table
-from otod.core.config import SweepConfig
+from otod.core.api import SweepConfig, critical_line, table
 from otod.noise import search, theory
 from otod.noise.search import chosen_places, edge_lines
-from otod.core.critical_batch import Series
+from otod.core.api import Series
 from otod.noise.analysis import NoiseAnalysis, analyse
 from otod.noise.options import USES_BETA
 
@@ -72,7 +71,7 @@ def exact_choices(config) -> list[dict]:
     """Each point's choice on the exact path as the report prints it (`otod.noise.search.chosen_places`: the chosen
     lr multiplier and β, the steps there, the step, and where lr and β lie): the one analysis of `otod.noise.exact.exact_records`,
     with no file written (a notebook's view, and the tests')."""
-    from otod.core.results import Results
+    from otod.core.api import Results
     from otod.noise.exact import exact_records
 
     meta = {"sweep": config.sweep, "mode": "exact", "config": config.to_dict()}

@@ -28,7 +28,7 @@ def _series(schedule: BatchSchedule, steps: int, q, power: float) -> tuple[np.nd
 
 def make_schedule_nqm(spec: dict, out_dir: Path) -> list[Path]:
     """The figure of the module docstring, from ``spec``'s dim, target, budget (× E_min) and phases."""
-    from otod.core.plotting import caption_text, figure, legend_below, save, series_style
+    from otod.core.api import caption_text, figure, legend_below, save, series_style
     from otod.noise.schedule_cli import FAMILY_LABELS
     from otod.noise.schedule_search import FAMILIES, Problem, best
 

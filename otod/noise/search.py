@@ -67,7 +67,7 @@ import numpy as np
 
 #: Where a chosen lr or β lies among the values searched (module docstring): the analysis says it of every choice
 #: (`lr_place`, `beta_place`; `otod.noise.report.chosen_places`), in the core's words.
-from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
+from otod.core.api import GRID_END, INTERIOR, LIMIT, LIST_END
 
 #: The lattice's unit, the same in z and in w = ln(1 − β): a factor 10^(1/64) ≈ 2^(1/19) in the lr below half the
 #: limit (in the distance to it above) and in 1 − β. One unit for both makes the diagonal (+1, +1) keep
@@ -483,7 +483,7 @@ def beta_limit(config) -> float:
     """The smallest 1 − β the sweep's precision resolves, where a chosen β is at its limit: the last of the β the
     simulator brackets (`otod.noise.runner.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
     path's `BETA_FLOOR`)."""
-    from otod.core.bracket import beta_floor, beta_ladder
+    from otod.core.api import beta_floor, beta_ladder
 
     ladder = beta_ladder(DEFAULT_BETAS, beta_floor(config.resolved.x64))
     return max(1.0 - ladder[-1], BETA_FLOOR) if ladder else BETA_FLOOR

@@ -4,7 +4,7 @@ them; no obstacle imports it, nor another obstacle for such a figure. It registe
 `otod.core.registry` as the obstacles do, so that ``otod figures`` finds them by the names the TOML specs give.
 """
 
-from otod.core.registry import register_lazily
+from otod.core.api import register_lazily
 
 OBSTACLE = register_lazily("paper", "figures that draw one obstacle beside another",
                            figure_makers="otod.paper.figures:MAKERS")

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from otod.core.config import read_config
-from otod.core.errors import OtodError
+from otod.core.api import OtodError, read_config
 from otod.depth import figures as depth_figures
 from otod.nets.figures import sweep as nets_figures
 
