@@ -115,7 +115,7 @@ def _present(results, **options):
 def _target_tol(loaded: list, tol: float | None, target: float | None) -> float | None:
     """The threshold ``otod fit`` and ``otod plot`` read at: ``--tol`` (a relative gap) or ``--target`` (a
     training loss, for sweeps stopped at one), each checked against every file; the target of a file re-read
-    below its run's own is refused where it is read (`otod.core.traces.below_target`)."""
+    below its run's own is refused where it is read (`otod.core.retarget.below_target`)."""
     import math
 
     from otod.core.errors import OtodError
@@ -315,7 +315,8 @@ def convert_command(source, target):
 
 
 def _register_obstacle_commands() -> None:
-    """Attach every registered obstacle's commands: to `sweep` or to the top level."""
+    """Attach every registered obstacle's commands: to `sweep` or to the top level; then ``noise-scale``, which
+    reads two obstacles (`otod.noise_scale_cli`)."""
     from otod.core.cli import with_distributed_options
     from otod.core.registry import obstacles
     from otod.obstacles import load_all
@@ -326,6 +327,9 @@ def _register_obstacle_commands() -> None:
         for group, commands in obstacle.commands().items():
             for command in commands:
                 groups[group].add_command(with_distributed_options(command) if group == "sweep" else command)
+    from otod.noise_scale_cli import noise_scale  # above both obstacles it measures: a net, or the NQM
+
+    main.add_command(noise_scale)
 
 
 _register_obstacle_commands()

@@ -5,7 +5,7 @@ Problems (`quadratic`, `kronecker`), methods (`methods`), closed-form theory (`t
 (`kind`), its options, report, figures and command. Importing this package registers it with the core.
 """
 
-from otod.core.registry import Presentation, register_lazily
+from otod.core.api import Presentation, register_lazily
 
 
 def _kinds() -> tuple:

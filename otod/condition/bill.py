@@ -22,11 +22,7 @@ import numpy as np
 import optax
 
 from otod.condition.methods import METHODS, MethodOptions
-from otod.core.dynamics import optax_dynamics
-from otod.core.engine import seed_draws
-from otod.core.methods import lookup
-from otod.core.results import Results
-from otod.core.xla import compiled_cost
+from otod.core.api import Results, compiled_cost, lookup, optax_dynamics, seed_problem_draws as seed_draws
 
 
 class IterationCost(NamedTuple):
@@ -132,7 +128,7 @@ def flops_per_iteration(problem_spec, methods, kappa: float, options: MethodOpti
     where an earlier process counted the same (method, problem shape, options, precision, JAX version): the count
     depends on shapes alone, not on κ, so a later sweep compiles nothing extra for its FLOPs column. ``on_hit(key)``
     is called for each count read back."""
-    from otod.core.compilation_cache import side_cache
+    from otod.core.api import side_cache
 
     out = {}
     with side_cache("flops") as cache:
@@ -152,7 +148,7 @@ def iteration_flops(results: Results) -> dict[str, float]:
     stored = results.meta.get("flops_per_iteration")
     if stored:
         return stored
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     config = read_config(results.meta)
     return flops_per_iteration(config.problem, config.methods, max(config.values("kappa")), config.options,
@@ -164,7 +160,7 @@ def setup_costs(results: Results) -> dict[str, float]:
     stored = results.meta.get("setup_flops")
     if stored:
         return stored
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     config = read_config(results.meta)
     return {m: setup_flops(config.problem, m) for m in config.methods}

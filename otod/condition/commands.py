@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import common_sweep_options, echo_report, terminal_progress
+from otod.core.api import common_sweep_options, echo_report, terminal_progress
 
 
 @click.command("condition")
@@ -72,7 +72,7 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
       otod sweep condition --problem kronecker --method gd,kfac --perturbation 0.1
     """
     from otod.condition.options import sweep_config_from_options
-    from otod.core.preflight import check_resources, given_options, quiet_numerics
+    from otod.core.api import check_resources, given_options, quiet_numerics
 
     given = given_options()
     config = sweep_config_from_options(
@@ -80,7 +80,7 @@ def sweep_condition(k, method, problem, dim, spectrum, basis, start, shape, pert
         perturbation=perturbation, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
         max_iters=max_iters, seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
         lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None else chunk_seconds, given=given)
-    from otod.core.bracket import lr_extend_option
+    from otod.core.api import lr_extend_option
 
     steps = lr_extend_option(given, lr_extend, config)
     check_resources(config, yes, "fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")

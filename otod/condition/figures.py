@@ -17,19 +17,15 @@ import numpy as np
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.options import sweep_config_from_options
 from otod.condition.records import condition_analysis
-from otod.core.analysis import Analysis, Group
-from otod.core.batch_figure import draw_fit_band, fit_band_key
-from otod.core.figures import FigureSpec, SweepFigureSpec, TypedMaker
-from otod.core.plotting import (DIVERGED_LABEL, COLORS, LOWER_LABEL, caption_text, draw_band, figure, headroom,
-                                 legend_below, legend_key, mark_diverged, METHOD_MARKERS, panel_grid, save,
-                                 series_style)
-from otod.core.results import Results
+from otod.core.api import (Analysis, caption_text, COLORS, DIVERGED_LABEL, draw_band, draw_fit_band, figure, FigureSpec,
+                           fit_band_key, Group, headroom, legend_below, legend_key, LOWER_LABEL, mark_diverged,
+                           METHOD_MARKERS, panel_grid, Results, save, series_style, SweepFigureSpec, TypedMaker)
 
 
 def _describe(meta: dict, static: str = "") -> str:
     """One line on the sweep for under the figure; ``static`` names the static axes (one panel each), whose
     first value the config's problem holds and which the line then leaves out."""
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     c = read_config(meta)
     p = c.problem
@@ -72,7 +68,7 @@ def bound_note(meta: dict) -> str:
 def setup_label(meta: dict, method: str, flops: float) -> str:
     """What a method's set-up FLOPs pay for, for the caption of a FLOPs figure."""
     from otod.condition.bill import setup_description
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     return f"{method}: {setup_description(read_config(meta).problem, method)}, {flops:.2g} FLOPs"
 
@@ -154,7 +150,7 @@ def _draw_fit(ax, series, fitted, color, scale: float = 1.0, once: float = 0.0) 
     it was fitted to (``fitted``), as ``scale``·a·κ^b + ``once`` on a FLOPs axis, with its pointwise 95% band
     over the seed bootstrap's replicate laws hatched (`otod.core.law_figure.law_band`; none where the fit is
     deterministic or has no CI). Returns "band" or "line" for what it drew, or None (no fit)."""
-    from otod.core.law_figure import law_band
+    from otod.core.api import law_band
 
     fit = series.fit
     if fitted.size < 2 or not np.isfinite(fit.exponent) or not np.isfinite(fit.prefactor):
@@ -177,7 +173,7 @@ def _legend_below(fig, axes=None):
 
 def _marks(axes) -> set:
     """Which shared marks (band, lower bounds, diverged lanes) the legends of ``axes`` name."""
-    from otod.core.plotting import BAND_LABEL
+    from otod.core.api import BAND_LABEL
 
     labels = {label for ax in axes for label in ax.get_legend_handles_labels()[1]}
     return {kind for kind, label in (("band", BAND_LABEL), ("lower", LOWER_LABEL), ("diverged", DIVERGED_LABEL))
@@ -303,7 +299,8 @@ class ZigzagSpec(FigureSpec):
 
 def _sweep_from_spec(spec: SweepFigureSpec) -> Results:
     """Run (or resume) the sweep an experiment spec describes, with the CLI's own option parsing."""
-    from otod.core.sweep import run_sweep
+    from otod.condition.options import sweep_config_from_options
+    from otod.core.api import run_sweep
 
     return run_sweep(sweep_config_from_options(**spec.options), out_dir=spec.results_dir)
 

@@ -14,10 +14,7 @@ from otod.condition import theory
 from otod.condition.kronecker import KroneckerSpec
 from otod.condition.methods import METHODS, MethodOptions
 from otod.condition.quadratic import QuadraticSpec
-from otod.core.axes import Axis
-from otod.core.errors import OtodError
-from otod.core.registry import SweepKind, Theory
-from otod.core.stopping import Target, decades
+from otod.core.api import Axis, OtodError, SweepKind, Target, Theory, decades
 
 DEFAULT_METHODS = ("gd", "heavy-ball", "nesterov", "newton")
 FLOAT32_EPS = float(np.finfo(np.float32).eps)

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
-from otod.core.family import Family
+from otod.core.api import Family, OtodError, lazy
 from otod.condition.quadratic import (SPECTRA, Curvature, STARTS, check_choices, eigenvalues, haar_orthogonal, start_coordinates,
                                     start_draws)
 

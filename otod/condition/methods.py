@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 
-from otod.core.lazy import lazy
-from otod.core.methods import Method, momentum, precondition
+from otod.core.api import Method, lazy, momentum, precondition
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

@@ -11,11 +11,9 @@ from otod.condition.kind import DEFAULT_METHODS, DIM, KAPPA, condition_target
 from otod.condition.kronecker import KroneckerSpec
 from otod.condition.methods import MethodOptions
 from otod.condition.quadratic import QuadraticSpec
-from otod.core.errors import OtodError
-from otod.core.options import (check_cap, check_lr_grid, finite_float, ladder_rungs, nonnegative_float, parse_lr,
-                                parse_methods, positive_int, refuse_ignored, seed_value, tolerance)
-from otod.core.ranges import parse_range
-from otod.core.config import DEFAULT_LR_GRID, SweepConfig
+from otod.core.api import (DEFAULT_LR_GRID, OtodError, SweepConfig, check_cap, check_lr_grid, finite_float,
+                           ladder_rungs, nonnegative_float, parse_lr, parse_methods, parse_range, positive_int,
+                           refuse_ignored, seed_value, tolerance)
 
 
 def parse_shape(text: str) -> tuple[int, int]:

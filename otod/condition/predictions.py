@@ -23,8 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from otod.condition import theory
-from otod.core.analysis import fit_line
-from otod.core.config import SweepConfig, read_config
+from otod.core.api import SweepConfig, fit_line, read_config
 
 
 class Predictions(NamedTuple):
@@ -58,7 +57,7 @@ def bound_iterations(method: str, kappa: float, tol: float, max_iters: int, pert
     """`theory.bound_iterations`, remembered across processes (`remembered`): each bound costs a scan of the
     residual polynomial over a fine grid and its certification, about 10 ms to 0.1 s, and a sweep's table and
     figure ask for dozens."""
-    from otod.core.compilation_cache import remembered
+    from otod.core.api import remembered
 
     args = (method, float(kappa), float(tol), int(max_iters), float(perturbation))
     return remembered("bounds", repr(args + (code_version(),)),
@@ -117,7 +116,7 @@ def exact_medians(config: SweepConfig, precision: str | None, static: list[str])
         return None
     import json
 
-    from otod.core.compilation_cache import remembered
+    from otod.core.api import remembered
 
     key = json.dumps([config.to_dict(), precision, list(static), code_version()], sort_keys=True)
     return remembered("exact-medians", key, lambda: _exact_medians(config, precision))

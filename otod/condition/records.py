@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from otod.core.analysis import Analysis, analyse, power_law
-from otod.core.fit import power_law_fitter
-from otod.core.report import frame_at
+from otod.core.api import Analysis, analyse, frame_at, power_law, power_law_fitter
 
 #: The fits' asymptotic range: κ at or above this (the count at κ = 1 is 1 by construction).
 FIT_MIN_KAPPA = 10.0
@@ -38,7 +36,7 @@ def condition_analysis(results, tol: float | None = None) -> Analysis:
     """The sweep's analysis at ``tol`` (default: its own tol; another rung of its ladder is read from the
     recorded first hits), with its theory: what the table, the fits, the figure and ``otod fit`` read."""
     from otod.condition.predictions import predictions
-    from otod.core.bracket import lr_given
+    from otod.core.api import lr_given
 
     config, tol, frame = frame_at(results, tol)
     return analysis_of(frame, point=tuple(n for n, _ in config.axes), static=config.static_axes,

@@ -8,13 +8,10 @@ from typing import Callable
 
 from otod.condition.bill import iteration_flops, setup_costs
 from otod.condition.records import condition_analysis, coordinate_wise_note
-from otod.core import results as results_io
-from otod.core.analysis import Analysis
-from otod.core.bracket import place_lines
-from otod.core.report import Report, fit_table, sweep_header, sweep_table
+from otod.core.api import Analysis, Report, Results, fit_table, place_lines, sweep_header, sweep_table
 
 
-def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None,
+def text_report(results: Results, *, full: bool = False, tol: float | None = None,
                 analysis: Analysis | None = None) -> str:
     """The table (median iterations, theory, FLOPs to tolerance) and the fitted scaling laws of a sweep, at its
     own tol or at another recorded rung of its ladder; ``analysis``: the sweep's `condition_analysis` at that
@@ -57,7 +54,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     return "\n".join([sweep_header(results, analysis.tol), ""] + parts).rstrip()
 
 
-def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
+def figure(results: Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
            analysis: Analysis | None = None) -> list[Path]:
     """The sweep's figure: iterations (or FLOPs) to tolerance against κ, as PNG and, with ``pdf``, PDF, from
     ``analysis`` (default: the sweep's `condition_analysis` at its own tol)."""
@@ -79,8 +76,7 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
     them), then report and plot. A tuned rate is bracketed (`otod.core.bracket`: ``lr_extend`` steps beyond each
     end of the grid; None: the default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid)."""
     from otod.condition.bill import flops_per_iteration, setup_flops
-    from otod.core.bracket import bracketed_run
-    from otod.core.pipeline import sweep
+    from otod.core.api import bracketed_run, sweep
 
     def bill() -> dict:
         if config.static_axes:

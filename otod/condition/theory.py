@@ -148,7 +148,7 @@ def exponent_on_grid(method: str, kappas, tol: float) -> float | None:
     measurement following the asymptotic rate on this grid would fit (the exponent is approached only as κ grows)."""
     if method not in EXPONENTS:
         return None
-    from otod.core.analysis import fit_line
+    from otod.core.api import fit_line
 
     k = np.asarray([iterations(method, x, tol) for x in kappas], float)
     slope = float(fit_line(np.log(np.asarray(kappas, float)), np.log(k))[0])

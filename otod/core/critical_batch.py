@@ -250,7 +250,7 @@ class BatchAnalysis(core.Analysis):
 
 
 def _line_slope(x: np.ndarray, y: np.ndarray, keep: np.ndarray) -> tuple[float, int]:
-    """The log-log slope of y on x over ``keep`` (`otod.core.analysis.fit_line`) and its points."""
+    """The log-log slope of y on x over ``keep`` (`otod.core.line_fit.fit_line`) and its points."""
     keep = keep & np.isfinite(y) & (y > 0) & (x > 0)
     slope, _, _ = core.fit_line(np.log(x[keep]), np.log(y[keep]))
     return float(slope), int(keep.sum())

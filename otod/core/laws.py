@@ -2,7 +2,7 @@
 T ≈ a·L^b or an exponential T ≈ a·e^{cL}, chosen by AIC. Statistics, so the core's: every obstacle that asks
 which law a series follows reads it here.
 
-Both are least-squares lines through log(median over seeds) (`otod.core.analysis.fit_line`): log T on log L
+Both are least-squares lines through log(median over seeds) (`otod.core.line_fit.fit_line`): log T on log L
 (power) and log T on L (exponential), each with two parameters, so AIC = n·ln(RSS/n) + 2·2 (Akaike 1974; Burnham
 & Anderson 2002, §2.2) and ΔAIC = n·ln(RSS_other/RSS_chosen) ≥ 0; ΔAIC < 2 means the data hardly prefer either.
 Medians are `otod.core.analysis`'s: at each point's chosen (lr, β), censored and stalled lanes counted as at

@@ -13,6 +13,7 @@ import numpy as np
 from otod.core.config import SweepConfig, method_points
 from otod.core.device_costs import CPU, TripCosts, default_platform, trip_costs
 from otod.core.errors import OtodError
+from otod.core.line_fit import fit_line
 from otod.core.methods import programs
 
 
@@ -227,8 +228,6 @@ def eta_seconds(done: list[tuple[float, float]], left: list[float], compile_seco
         return 0.0
     if len(done) < 2:  # one chunk cannot tell the fixed cost from the scale: "ETA ?"
         return math.inf
-    from otod.core.analysis import fit_line
-
     x, y = np.asarray(done, float).T
     if np.ptp(x) > 0:
         a, b = (float(v) for v in fit_line(x, y)[:2])

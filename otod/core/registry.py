@@ -182,7 +182,6 @@ class Obstacle:
     commands: Callable[[], Mapping[str, list]] = lambda: {}
     figure_makers: Callable[[], Mapping[str, Callable]] = lambda: {}
     measurements: Callable[[], Mapping[str, Callable]] = lambda: {}
-    comparisons: Callable[[], Mapping[str, Callable]] = lambda: {}
 
 
 _OBSTACLES: dict[str, Obstacle] = {}
@@ -192,16 +191,14 @@ def register_lazily(name: str, summary: str, *, kinds: Callable[[], tuple[SweepK
                     presentation: Callable[[], Presentation] | None = None,
                     commands: Callable[[], Mapping[str, list]] | None = None,
                     figure_makers: Callable[[], Mapping[str, Callable]] | None = None,
-                    measurements: Callable[[], Mapping[str, Callable]] | None = None,
-                    comparisons: Callable[[], Mapping[str, Callable]] | None = None) -> Obstacle:
+                    measurements: Callable[[], Mapping[str, Callable]] | None = None) -> Obstacle:
     """Register an obstacle whose parts are functions that import them when first called, so that registering
     (and ``otod --help``) imports none of them: ``kinds`` → its `SweepKind`s; ``presentation`` → the
     `Presentation` every kind analyses, reports and draws with (`otod.core.pipeline`), attached to each kind and
     imported only when a kind first presents (reading a results file's config does not import matplotlib);
     ``commands`` → ``{group: [click commands]}``; ``figure_makers`` → the figure makers by name; ``measurements``
-    → results kind → the presenter of such a file; ``comparisons`` → name → a function another obstacle's figure
-    draws beside its own (`comparison`) (`Obstacle`). Each part is referenced by an import inside its function,
-    which editors and type checkers follow, not by a ``"module:attr"`` string."""
+    → results kind → the presenter of such a file (`Obstacle`). Each part is referenced by an import inside its
+    function, which editors and type checkers follow, not by a ``"module:attr"`` string."""
     import dataclasses
     import functools
 
@@ -225,8 +222,7 @@ def register_lazily(name: str, summary: str, *, kinds: Callable[[], tuple[SweepK
         return tuple(dataclasses.replace(k, **attached) for k in (kinds() if kinds else ()))
 
     return register(Obstacle(name=name, summary=summary, sweeps=sweeps, commands=commands or (lambda: {}),
-                             figure_makers=figure_makers or (lambda: {}), measurements=measurements or (lambda: {}),
-                             comparisons=comparisons or (lambda: {})))
+                             figure_makers=figure_makers or (lambda: {}), measurements=measurements or (lambda: {})))
 
 
 def register(obstacle: Obstacle) -> Obstacle:
@@ -264,15 +260,3 @@ def measurement_presenter(kind: str) -> Callable | None:
         if found is not None:
             return found
     return None
-
-
-def comparison(name: str) -> Callable:
-    """The comparison an obstacle registered under ``name`` (a registered obstacle's measured series that another
-    obstacle's figure draws beside its own, read through the core instead of an import between obstacles); an
-    unknown one raises `OtodError` naming the known ones."""
-    for obstacle in obstacles():
-        found = obstacle.comparisons().get(name)
-        if found is not None:
-            return found
-    known = ", ".join(n for o in obstacles() for n in o.comparisons()) or "none registered"
-    raise OtodError(f"no obstacle offers the comparison {name!r}; known: {known}")

@@ -14,7 +14,7 @@ import pandas as pd
 
 from otod.core.analysis import at_rung, frame_of
 from otod.core.fit import PowerLawFit
-from otod.core.traces import has_traces, retarget
+from otod.core.retarget import has_traces, retarget
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,7 +32,7 @@ def frame_at(results, tol: float | None = None) -> tuple[Any, float, pd.DataFram
     """What every obstacle's analysis starts from: the sweep's config read back once, typed
     (`otod.core.config.read_config`), the tol (default: the sweep's own), and the records as a DataFrame
     at that tol's ladder rung (`otod.core.analysis.at_rung`), or, where the records keep each lane's trace, as a
-    run at that tol would have written them (`otod.core.traces.retarget`; a tol below the run's own is refused);
+    run at that tol would have written them (`otod.core.retarget.retarget`; a tol below the run's own is refused);
     any other tol the run did not record is refused."""
     from otod.core.config import read_config
 

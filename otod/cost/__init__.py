@@ -4,7 +4,7 @@ Importing this package registers it with the core: its commands (`otod flops`, `
 makers (`otod figures cost`).
 """
 
-from otod.core.registry import register_lazily
+from otod.core.api import register_lazily
 
 
 def _commands() -> dict:

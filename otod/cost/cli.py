@@ -14,10 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from otod.core.cli import user_errors
-from otod.core.options import positive_int
-from otod.core.preflight import refuse_memory, refuse_time
-from otod.core.errors import OtodError
+from otod.core.api import OtodError, positive_int, refuse_memory, refuse_time, user_errors
 from otod.cost.names import NETWORKS, OPTIMIZER_NAMES, PRECISION_NAMES
 
 if TYPE_CHECKING:
@@ -171,7 +168,7 @@ def results_path(kind: str, config: dict, out: str) -> Path:
     itself where it names a .json file."""
     if Path(out).suffix == ".json":
         return Path(out)
-    from otod.core.results import digest  # imports NumPy: not on the path of `otod --help`
+    from otod.core.api import digest  # imports NumPy: not on the path of `otod --help`
     return Path(out) / f"{kind}-{digest(config)}.json"
 
 
@@ -290,7 +287,7 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
     threads = parse_workers(workers)
     check_shapes(names, shape, batches)
     check_compile(names, shape, 2 * len(batches) + len(optimizers), threads, yes)
-    from otod.core import results
+    from otod.core.api import environment, save_results
     from otod.cost.flops import flops_table
 
     networks = build_networks(names, shape)
@@ -300,10 +297,10 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
     records = [r._asdict() for r in rows]
     config = {"models": [n.name for n in networks], "model_options": {n.name: n.config for n in networks},
               "batches": list(batches), "optimizers": optimizers}
-    meta = {"kind": "flops", "config": config, "environment": results.environment(), "precision": "float32",
+    meta = {"kind": "flops", "config": config, "environment": environment(), "precision": "float32",
             "wall_time_s": wall, "definition": "ratio = (backward + update) / forward; backward = "
                                                "value_and_grad - forward (XLA cost_analysis)"}
-    path = results.save(results_path("flops", config, out), meta, records)
+    path = save_results(results_path("flops", config, out), meta, records)
     if as_json:
         click.echo(json.dumps(records, indent=1))
         return
@@ -378,7 +375,7 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
     seconds = timing_seconds(networks, batches, optimizers, precisions, warmup, repeats)
     refuse_time(seconds, yes, f"--repeats {repeats} --warmup {warmup}: timing {runs} model × batch × optimizer × "
                 "precision", "use fewer --repeats, --batch values or models")
-    from otod.core import results
+    from otod.core.api import environment, save_results
     from otod.cost.flops import flops_table
     from otod.cost.profile import check_fits, profile_one
 
@@ -405,9 +402,9 @@ def profile_command(models, widths, depth, unshared, image, tokens, width, heads
     config = {"models": [n.name for n in networks], "model_options": {n.name: n.config for n in networks},
               "batches": list(batches), "optimizers": optimizers, "precisions": precisions, "repeats": repeats,
               "warmup": warmup}
-    meta = {"kind": "profile", "config": config, "environment": results.environment(), "precision": precisions,
+    meta = {"kind": "profile", "config": config, "environment": environment(), "precision": precisions,
             "wall_time_s": wall}
-    path = results.save(results_path("profile", config, out), meta, records)
+    path = save_results(results_path("profile", config, out), meta, records)
     if as_json:
         click.echo(json.dumps(records, indent=1))
         return

@@ -26,8 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from otod.cost import models as M
-from otod.core.xla import Cost, compiled_cost
-from otod.core.errors import OtodError
+from otod.core.api import Cost, OtodError, compiled_cost
 from otod.cost.optimizers import make_optimizer, optimizer as optimizer_entry
 
 

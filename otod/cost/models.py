@@ -26,7 +26,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 
 Shape = tuple[int, ...]
 IMAGE = (224, 224, 3)

@@ -8,7 +8,7 @@ from typing import Callable, NamedTuple
 
 import optax
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 
 
 class Optimizer(NamedTuple):

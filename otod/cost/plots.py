@@ -23,8 +23,7 @@ matplotlib.use("Agg")
 from otod.cost import flops as F  # noqa: E402
 from otod.cost import models as M  # noqa: E402
 
-from otod.core.figures import FigureSpec, TypedMaker  # noqa: E402
-from otod.core.plotting import PALETTE, caption_text, figure, legend_below, save, series_style  # noqa: E402
+from otod.core.api import caption_text, figure, FigureSpec, legend_below, PALETTE, save, series_style, TypedMaker
 
 COLORS = {"linearnet": PALETTE[0], "onenet": PALETTE[1], "convnet": PALETTE[2], "deeperconvnet": PALETTE[3],
           "mlp": PALETTE[4], "transformer": PALETTE[5]}
@@ -235,7 +234,7 @@ def _machine() -> str:
     """What the timings ran on: the accelerator's kind, or on a CPU its model name."""
     import jax
 
-    from otod.core.results import cpu_model
+    from otod.core.api import cpu_model
 
     device = jax.devices()[0]
     return cpu_model() if device.platform == "cpu" else getattr(device, "device_kind", device.platform)

@@ -33,8 +33,7 @@ import numpy as np
 from otod.cost import models as M
 from otod.cost.flops import update_step
 from otod.cost.optimizers import OPTIMIZERS, make_optimizer
-from otod.core.errors import OtodError
-from otod.core.resources import memory_available
+from otod.core.api import OtodError, memory_available
 
 PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 

@@ -9,7 +9,7 @@ Problems (`linear`: deep-linear, chain, residual; `toy`: the essay's product of 
 registers it with the core.
 """
 
-from otod.core.registry import Presentation, register_lazily
+from otod.core.api import Presentation, register_lazily
 
 
 def _kinds() -> tuple:
@@ -37,13 +37,6 @@ def _figure_makers() -> dict:
     return MAKERS
 
 
-def _comparisons() -> dict:
-    from otod.depth.figures import COMPARISONS
-
-    return COMPARISONS
-
-
 OBSTACLE = register_lazily(
     "depth", "iterations vs depth of deep linear networks (nonlinearity)",
-    kinds=_kinds, presentation=_presentation, commands=_commands, figure_makers=_figure_makers,
-    comparisons=_comparisons)
+    kinds=_kinds, presentation=_presentation, commands=_commands, figure_makers=_figure_makers)

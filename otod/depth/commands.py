@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import common_sweep_options, echo_report, terminal_progress
+from otod.core.api import common_sweep_options, echo_report, terminal_progress
 
 
 def _common(methods: str):
@@ -48,7 +48,7 @@ def _common(methods: str):
 def _run(config, out, no_plot, pdf, as_json, full, yes, smaller: str, lr_extend: int | None = None):
     """Check --out and the estimate (``smaller``: the options that shrink this sweep), then run and print
     (``lr_extend``: the rate's bracket, `otod.core.bracket`; None: its default)."""
-    from otod.core.preflight import check_resources, quiet_numerics
+    from otod.core.api import check_resources, quiet_numerics
 
     check_resources(config, yes, smaller)
     from otod.depth.report import sweep_and_report  # after the options are checked: it imports JAX
@@ -109,7 +109,7 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
       otod sweep depth --depth 2..10:5 --width 4..64:5:log --init orthogonal,xavier
       otod sweep depth --depth 2,8,32 --width 8..256:6:log --d-in 8 --d-out 8 --init orthogonal,xavier --lr theory
     """
-    from otod.core.preflight import given_options
+    from otod.core.api import given_options
     from otod.depth.options import depth_config_from_options
 
     given = given_options()
@@ -119,7 +119,7 @@ def sweep_depth(depth, init, problem, width, init_scale, target_kappa, target_va
         balanced=balanced, d_in=d_in, d_out=d_out, damping=damping, tol=tol, ladder=ladder, check_every=check_every,
         max_iters=max_iters, seeds=8 if seeds is None else seeds, seed=0 if seed is None else seed, lr=lr,
         lr_grid=lr_grid, x64=x64, chunk_seconds=5.0 if chunk_seconds is None else chunk_seconds, given=given)
-    from otod.core.bracket import lr_extend_option
+    from otod.core.api import lr_extend_option
 
     _run(config, out, no_plot, pdf, as_json, full, yes, "fewer or smaller --depth and --width values, fewer --init "
                                                        "or --seeds", lr_extend_option(given, lr_extend, config))
@@ -143,7 +143,7 @@ def sweep_toy(layers, reading, method, beta, tol, ladder, check_every, max_iters
       otod sweep toy --layers 1..8
       otod sweep toy --layers 1..8 --reading shared --method gd,heavy-ball
     """
-    from otod.core.preflight import given_options
+    from otod.core.api import given_options
     from otod.depth.options import toy_config_from_options
 
     given = given_options()

@@ -18,13 +18,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from otod.core.analysis import Analysis, SeriesAnalysis
-from otod.core.figures import SweepFigureSpec, TypedMaker
-from otod.core.law_figure import legend_keys
-from otod.core.plotting import (INIT_COLORS, MARKERS, MIN_FONT_PT, PALETTE, caption_text, figure,
-                                 headroom, inside_only, legend_below, panel_grid, save, series_style,
-                                 series_styles)
-from otod.core.results import Results
+from otod.core.api import (Analysis, caption_text, figure, headroom, INIT_COLORS, inside_only, legend_below,
+                           legend_keys, MARKERS, MIN_FONT_PT, PALETTE, panel_grid, Results, save, series_style,
+                           series_styles, SeriesAnalysis, SweepFigureSpec, TypedMaker)
 from otod.depth.options import depth_config_from_options, toy_config_from_options
 from otod.depth.records import depth_analysis
 
@@ -43,7 +39,7 @@ def draw_series(ax, series: Sequence[SeriesAnalysis], axis: str, *, chosen: pd.D
     bounds, × diverged, each series' law dotted with its 95% band and named in the legend) with this obstacle's
     addition: ``chosen`` (the group's
     records at the chosen settings, with a ``series`` column) adds toy lanes' local minima (◇)."""
-    from otod.core.law_figure import draw_series as draw
+    from otod.core.api import draw_series as draw
 
     def local(ax, one, color, row):
         sub = chosen[chosen["series"] == one.name]
@@ -121,7 +117,7 @@ def _finish(ax, xlabel: str, title: str, marks: set | None = None, below: bool =
 
 
 def _describe(meta: dict, static: bool = False) -> str:
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     c = read_config(meta)
     p = c.problem
@@ -215,7 +211,7 @@ class WidthSpec(SweepFigureSpec):
 
 def _sweep(spec: SweepFigureSpec, kind: str = "depth", **override) -> Results:
     """Run (or read back from ``results/``) the sweep a figure spec describes; its options are the command's."""
-    from otod.core.sweep import run_sweep
+    from otod.core.api import run_sweep
 
     build = depth_config_from_options if kind == "depth" else toy_config_from_options
     return run_sweep(build(**{**spec.options, **override}), out_dir=spec.results_dir)
@@ -224,15 +220,11 @@ def _sweep(spec: SweepFigureSpec, kind: str = "depth", **override) -> Results:
 def deep_linear_series(name: str) -> tuple[Results, Sequence[SeriesAnalysis]]:
     """The sweep of ``experiments/depth.toml``'s figure ``name`` (run, or read back from ``results/``) and its
     series with their laws: what the nets' depth figure draws its deep-linear comparison from
-    (`otod.nets.figures.sweep.make_depth`), the same numbers as that figure's."""
-    from otod.core.figures import load_specs, parsed
+    (`otod.paper.figures.make_nets_depth`), the same numbers as that figure's."""
+    from otod.core.api import load_specs, parsed
 
     results = _sweep(parsed(MAKERS, "depth", name, load_specs()["depth"][name]))
     return results, _one_group(results).series
-
-
-#: What other obstacles' figures may draw beside their own, by name (`otod.core.registry.comparison`).
-COMPARISONS = {"deep_linear_series": deep_linear_series}
 
 
 def _one_group(results: Results):

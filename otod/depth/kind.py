@@ -8,10 +8,7 @@ vmapped program per shape. ``otod sweep toy``: the number of matrices k is stati
 
 from __future__ import annotations
 
-from otod.core.axes import Axis
-from otod.core.errors import OtodError
-from otod.core.registry import SweepKind, Theory
-from otod.core.stopping import Target, decades
+from otod.core.api import Axis, OtodError, SweepKind, Target, Theory, decades
 from otod.depth.linear import INITS, DeepLinearSpec, init_code
 from otod.depth.methods import METHODS, MethodOptions
 from otod.depth.toy import ToySpec

@@ -50,9 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.family import Family
-from otod.core.lazy import lazy
+from otod.core.api import Family, OtodError, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

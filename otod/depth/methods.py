@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from otod.core.lazy import lazy
-from otod.core.methods import Method, momentum
+from otod.core.api import Method, lazy, momentum
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

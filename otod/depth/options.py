@@ -3,11 +3,9 @@ the CLI and ``experiments/depth.toml``."""
 
 from __future__ import annotations
 
-from otod.core.errors import OtodError
-from otod.core.options import (check_cap, check_lr_grid, finite_float, ladder_rungs, nonnegative_float, parse_lr,
-                                parse_methods, positive_int, refuse_ignored, seed_value, tolerance)
-from otod.core.ranges import parse_range
-from otod.core.config import DEFAULT_LR_GRID, SweepConfig
+from otod.core.api import (DEFAULT_LR_GRID, OtodError, SweepConfig, check_cap, check_lr_grid, finite_float,
+                           ladder_rungs, nonnegative_float, parse_lr, parse_methods, parse_range, positive_int,
+                           refuse_ignored, seed_value, tolerance)
 from otod.depth.kind import BETA, DEFAULT_BETAS, DEPTH, INIT, LAYERS, WIDTH, depth_target, toy_target
 from otod.depth.linear import DeepLinearSpec, init_code
 from otod.depth.methods import USES_BETA, MethodOptions

@@ -19,7 +19,7 @@ def theory_columns(meta: dict, chosen: pd.DataFrame) -> dict[str, Callable]:
     """The theory's counts at each point's chosen step, where they apply: for gd from the identity init on a
     whitened, symmetric deep linear problem, the end-to-end per-mode recursion (``modes``) and the gradient-flow
     estimate (``flow``); for gd on the k = 1 per-layer toy, the quadratic's count (``theory``)."""
-    from otod.core.config import read_config
+    from otod.core.api import read_config
     from otod.depth import theory
 
     config = read_config(meta)

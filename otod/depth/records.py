@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from otod.core.analysis import Analysis, analyse, frame_of
-from otod.core.report import frame_at
+from otod.core.api import Analysis, analyse, frame_at, frame_of
 from otod.depth.linear import init_name
 
 
@@ -32,7 +31,7 @@ def analysis_of(frame: pd.DataFrame, *, axis: str, point=None, by=(), tol: float
                 n_boot: int = 1000, given=()) -> Analysis:
     """The analysis of a depth or toy sweep's records (at one rung) along ``axis``: per group of ``by`` (the
     width), each series' chosen (lr, β) per point of the ``point`` fields (default: ``axis``) and its laws."""
-    from otod.core.laws import LAWS, law_fit
+    from otod.core.api import LAWS, law_fit
 
     return analyse(frame.assign(series=series_labels(frame)), point=point or (axis,), axis=axis, by=by,
                    series="series", statistic=lambda xs: LAWS, fit=lambda name, boot, stat, summary=None: law_fit(name, boot, axis),
@@ -53,7 +52,7 @@ def given_settings(meta: dict, config) -> tuple[str, ...]:
     """The settings whose values the user listed, so a choice on their end is at a list's end: the lr where
     --lr-grid is not the default and was not extended (`otod.core.bracket.lr_given`), β where --beta is neither
     the default list nor 0 alone."""
-    from otod.core.bracket import lr_given
+    from otod.core.api import lr_given
     from otod.depth.kind import DEFAULT_BETAS
 
     betas = tuple(config.values("beta")) if "beta" in dict(config.axes) else (0.0,)

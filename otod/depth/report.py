@@ -9,11 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from otod.core import results as results_io
-from otod.core.analysis import Analysis
-from otod.core.bracket import applies
-from otod.core.report import Report, sweep_header, sweep_table
-from otod.core.laws import law_table
+from otod.core.api import Analysis, Report, Results, applies, law_table, sweep_header, sweep_table
 from otod.depth.overlays import theory_columns
 from otod.depth.records import depth_analysis
 from otod.depth.methods import USES_BETA
@@ -45,13 +41,13 @@ def edge_lines(summary: pd.DataFrame, symbol: str, meta: dict | None = None, tun
     tried (`otod.core.bracket.place_lines`): inside them, at a true limit, or on an end where the best setting may
     lie beyond (the lr grid is 0.1–3 × the reference step, bracketed beyond it, unless --lr-grid says otherwise;
     β is tuned over [0, 0.999])."""
-    from otod.core.bracket import place_lines
+    from otod.core.api import place_lines
 
     reads_beta = summary["method"].map(lambda s: s.split("·")[0] in USES_BETA).to_numpy(bool)
     return place_lines(summary, symbol, meta or {}, reads_beta, lr=tuned)
 
 
-def text_report(results: results_io.Results, *, full: bool = False, tol: float | None = None,
+def text_report(results: Results, *, full: bool = False, tol: float | None = None,
                 analysis: Analysis | None = None) -> str:
     """The depth × series table with the per-mode theory, the lanes that did not converge, and the laws, at the
     sweep's own tol or another recorded rung; ``analysis``: the sweep's `depth_analysis` there, where the caller
@@ -95,7 +91,7 @@ def text_report(results: results_io.Results, *, full: bool = False, tol: float |
     return "\n".join([sweep_header(results, analysis.tol), ""] + parts).rstrip()
 
 
-def figure(results: results_io.Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
+def figure(results: Results, base: Path, *, quantity: str = "iterations", pdf: bool = True,
            analysis: Analysis | None = None) -> list[Path]:
     from otod.depth.figures import sweep_figure
 
@@ -106,7 +102,7 @@ def depth_betas(config) -> tuple[float, ...]:
     """The β a depth or toy sweep tries beyond its default list's 0.999 (`otod.core.bracket.default_beta_ladder`
     of `otod.depth.kind.DEFAULT_BETAS`): 1 − β = 10^(−3.5), 10⁻⁴, … to the run's float limit; none for a --beta
     list the user gave."""
-    from otod.core.bracket import default_beta_ladder
+    from otod.core.api import default_beta_ladder
     from otod.depth.kind import DEFAULT_BETAS
 
     return default_beta_ladder(config, DEFAULT_BETAS)
@@ -118,8 +114,7 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
     tuned rate is bracketed (`otod.core.bracket`: ``lr_extend`` steps beyond each end of the grid, None: the
     default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid), and heavy-ball's and Adam's β,
     on the default list, beyond 0.999 towards 1 where the choice sits on it (`depth_betas`)."""
-    from otod.core.bracket import bracketed_run
-    from otod.core.pipeline import sweep
+    from otod.core.api import bracketed_run, sweep
 
     run = bracketed_run(lr_extend, betas=depth_betas)
     return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf, run=run)

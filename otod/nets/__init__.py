@@ -4,7 +4,7 @@ B_noise), their steps to target against batch, width and depth through the core 
 model built from their measured spectrum and noise held beside the measurement.
 """
 
-from otod.core.registry import Presentation, register_lazily
+from otod.core.api import Presentation, register_lazily
 
 
 def _kinds() -> tuple:

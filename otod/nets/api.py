@@ -15,8 +15,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import lazy, OtodError
 from otod.nets.measure.settings import CurvatureConfig, NoiseScaleConfig
 
 jax = lazy("jax")
@@ -147,7 +146,7 @@ def _check_batch(batch, n: int, option: str = "batch") -> int:
 def curvature_plan(model, k: int, probes: int, lanczos_steps: int, x64: bool, option: str = "--k") -> int:
     """Refuse a k above P, or bases and a dense Hessian that do not fit in memory; return the Lanczos steps per
     probe (at most P)."""
-    from otod.core.preflight import refuse_memory
+    from otod.core.api import refuse_memory
     from otod.nets.measure.dense import dense_bytes, is_dense
 
     size = model.parameter_count
@@ -167,7 +166,7 @@ def noise_plan(model) -> None:
     few copies of P: G, HG, the moments), one chunk of per-example gradients and one of HVP activations
     (`otod.nets.measure.noise_scale.CHUNK_FLOATS` and `otod.nets.model.chunked.CHUNK_FLOATS` floats; a chunk holds one
     example's gradient at least, P floats, and a vmapped HVP one vector's primal and tangent)."""
-    from otod.core.preflight import refuse_memory
+    from otod.core.api import refuse_memory
     from otod.nets.model import chunked
     from otod.nets.measure import noise_scale
 
@@ -190,7 +189,7 @@ def measure_curvature(model, steps=STEPS, *, lr: float = LR, batch: int = BATCH,
     float64 with ``x64`` (else float32): one record per checkpoint (`otod.nets.measure.curvature.curvature_at`, with the
     step, lr, seed, precision, parameter and example counts; with ``per_layer``, each layer's diagonal block's top
     eigenvalue, `otod.nets.measure.curvature_layers`)."""
-    from otod.core.precision import exact_float32
+    from otod.core.api import exact_float32
     from otod.nets.model.contract import cast
     from otod.nets.measure.curvature import curvature_at
     from otod.nets.measure.trajectory import train_model

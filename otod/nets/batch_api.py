@@ -62,8 +62,7 @@ def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: fl
     """
     import tempfile
 
-    from otod.core.config import read_config
-    from otod.core.pipeline import sweep
+    from otod.core.api import read_config, sweep
     from otod.nets.model.contract import check
     from otod.nets.sweep.options import net_config
     from otod.nets.sweep.predict import run_meta

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import common_sweep_options, terminal_progress, user_errors
+from otod.core.api import common_sweep_options, terminal_progress, user_errors
 
 #: The net sweep's seeds where --seeds is not given: `otod.nets.sweep.options.DEFAULTS` (which imports NumPy, so ``otod
 #: --help`` does not import it; tests/nets/sweep/test_sweep.py checks the two agree).
@@ -119,8 +119,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --branch-at loss:1,0.5,0.25 --batch 8..256:6:log
       otod sweep net --model otod.nets.model.zoo:transformer --branch-at 0,100,300,1000 --batch 8..256:5:log
     """
-    from otod.core.options import refuse_ignored
-    from otod.core.preflight import given_options
+    from otod.core.api import given_options, refuse_ignored
     from otod.nets.sweep.options import net_config
 
     from otod.nets.model.contract import is_reference
@@ -180,8 +179,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     if "batch" not in dict(config.axes):
         refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
-    from otod.core.cli import echo_report
-    from otod.core.pipeline import sweep
+    from otod.core.api import echo_report, sweep
     from otod.nets.sweep.predict import run_meta
 
     extra = run_meta(config, predict)
@@ -192,9 +190,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
 def commands() -> dict[str, list]:
     """This obstacle's commands by group ('' for top-level ones)."""
     from otod.nets.curvature_cli import curvature_command
-    from otod.nets.noise_scale_cli import noise_scale
 
-    return {"sweep": [sweep_net], "": [curvature_command, noise_scale]}
+    return {"sweep": [sweep_net], "": [curvature_command]}
 
 
 __all__ = ["commands", "sweep_net", "user_errors"]

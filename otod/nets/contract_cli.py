@@ -13,9 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from otod.core.cli import count_progress
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import count_progress, lazy, OtodError
 from otod.nets.measure.settings import CurvatureConfig, NoiseScaleConfig
 
 jax = lazy("jax")
@@ -27,7 +25,7 @@ NET_OPTIONS = ("width", "depth", "activation", "architecture", "init", "data", "
 def load_model(reference: str, given: frozenset):
     """Refuse the net-only options given beside ``--model FILE.py:NAME``, then load and check the model (the
     finite-loss check comes with the measurement, in its precision)."""
-    from otod.core.options import refuse_ignored
+    from otod.core.api import refuse_ignored
     from otod.nets.model.contract import load
 
     for name in NET_OPTIONS:
@@ -38,7 +36,7 @@ def load_model(reference: str, given: frozenset):
 
 def chunk_option(value) -> int | None:
     """``--chunk``: examples per chunk of the data (None: sized from the model's activations)."""
-    from otod.core.options import positive_int
+    from otod.core.api import positive_int
 
     return None if value is None else positive_int(value, "--chunk", "256")
 
@@ -88,17 +86,17 @@ def noise_seconds(model, checkpoints, pairs, draws: int, batch: int, trace_examp
 
 def _save(path: Path, kind: str, config: dict, precision: str, records, wall: float,
           extra: dict | None = None) -> Path:
-    from otod.core import results
+    from otod.core.api import environment, save_results
 
-    meta = {"kind": kind, "config": config, "environment": results.environment(), "precision": precision,
+    meta = {"kind": kind, "config": config, "environment": environment(), "precision": precision,
             "wall_time_s": wall, "complete": True, **(extra or {})}
-    return results.save(path, meta, [dict(r) for r in records])
+    return save_results(path, meta, [dict(r) for r in records])
 
 
 def run_curvature(model, config: CurvatureConfig, *, batch: int, chunk: int | None, out: str, yes: bool) -> str:
     """Measure ``config`` (`otod.nets.api.measure_curvature`; its ``lanczos_steps`` as asked, capped at the
     parameter count), write the results file and return the printed text."""
-    from otod.core.preflight import refuse_time
+    from otod.core.api import refuse_time
     from otod.nets import curvature_text as cli
     from otod.nets.api import curvature_plan, measure_curvature
     from otod.nets.measure.curvature import definitions
@@ -138,7 +136,7 @@ def run_noise(model, config: NoiseScaleConfig, *, batch: int, chunk: int | None,
     data), write the results file and return the printed text."""
     import dataclasses
 
-    from otod.core.preflight import make_folder, refuse_time, results_out
+    from otod.core.api import make_folder, refuse_time, results_out
     from otod.nets.api import measure_noise
     from otod.nets.measure.noise_scale import net_report, results_path
 

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import click
 
-from otod.core.cli import user_errors
-from otod.core.errors import OtodError
-from otod.core.options import finite_float, positive_float, positive_int, representable_lr, seed_value
+from otod.core.api import (finite_float, OtodError, positive_float, positive_int, representable_lr, seed_value,
+                           user_errors)
 from otod.nets.measure.settings import CurvatureConfig
 from otod.nets.curvature_text import results_file, spectrum_line, table
 
@@ -158,8 +157,7 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
       otod curvature --model tests/fixtures/models/plain_jax.py:mlp --steps 0,100 --x64
       otod curvature --per-layer --steps 0,1000
     """
-    from otod.core.options import refuse_ignored
-    from otod.core.preflight import given_options, refuse_time
+    from otod.core.api import given_options, refuse_ignored, refuse_time
     from otod.nets.model.contract import is_reference
     from otod.nets.measure.noise_scale import describe
 
@@ -179,10 +177,10 @@ def curvature_command(model, width, depth, activation, architecture, init, data,
                 f"curvature of {describe(spec)}",
                 "use fewer or earlier --steps checkpoints, fewer --probes or --lanczos-steps, or a smaller net")
     path = results_file(out, config.stored_for_net(spec))
-    from otod.core.preflight import refuse_unwritable
+    from otod.core.api import refuse_unwritable
 
     refuse_unwritable(out)  # before the measurement, which takes minutes
-    from otod.core.cli import count_progress
+    from otod.core.api import count_progress
 
     records, saved, wall = measure(spec, config, path, count_progress("curvature checkpoints"))
     from otod.nets.measure.curvature import definitions
@@ -219,7 +217,7 @@ def _contract(reference, *, batch, k, probes, lanczos_steps, steps, lr, seed, qu
               yes, per_layer=False) -> str:
     """``curvature --model FILE.py:NAME``: every option checked, then the model loaded and checked, then measured
     (`otod.nets.contract_cli.run_curvature`)."""
-    from otod.core.preflight import given_options, make_folder, results_out
+    from otod.core.api import given_options, make_folder, results_out
     from otod.nets import contract_cli
 
     config = curvature_options(k=k, probes=probes, lanczos_steps=lanczos_steps, steps=steps, lr=lr, seed=seed,
@@ -242,7 +240,7 @@ def measure(spec, config: CurvatureConfig, path: Path, progress=None) -> tuple[l
     """Measure the curvature of ``spec`` along the run ``config`` describes and write it to ``path`` with the
     metadata every results file carries (config, environment: versions, device, time, command line; precision,
     wall time and the κ definitions): (records, path, wall seconds)."""
-    from otod.core import results
+    from otod.core.api import environment, save_results
     from otod.nets.measure.curvature import curvature_along_training, definitions
     from otod.nets.measure.slq_error import LEVEL
 
@@ -251,20 +249,20 @@ def measure(spec, config: CurvatureConfig, path: Path, progress=None) -> tuple[l
     records = curvature_along_training(spec, list(c.checkpoints), c.lr, c.seed, c.k, c.probes, c.lanczos_steps,
                                        c.x64, c.quantile, c.damping, per_layer=c.per_layer, progress=progress)
     wall = time.perf_counter() - start
-    meta = {"kind": "curvature", "config": c.stored_for_net(spec), "environment": results.environment(),
+    meta = {"kind": "curvature", "config": c.stored_for_net(spec), "environment": environment(),
             "precision": c.precision, "wall_time_s": wall, "definitions": definitions(c.quantile, c.damping),
             "exact": records[0]["exact"] if records else [], "interval_level": LEVEL}
-    return records, results.save(path, meta, records), wall
+    return records, save_results(path, meta, records), wall
 
 
 def measured(spec, config: CurvatureConfig, folder: str = "results") -> list[dict]:
     """The records of ``config`` on ``spec``: read back from ``<folder>/curvature-<digest>.parquet`` where an
     earlier run (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
-    from otod.core import results
+    from otod.core.api import load_results
 
     path = results_file(folder, config.stored_for_net(spec))
     if path.exists():
-        return results.load(path).records
+        return load_results(path).records
     return measure(spec, config, path)[0]
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 
 
 def results_file(out: str, config: dict) -> Path:
     """``out`` itself where it names a results file (.parquet, .json, .npz), else ``<out>/curvature-<digest>.parquet``
     (one file per distinct configuration, as the other commands name theirs)."""
-    from otod.core.results import SUFFIXES, digest
+    from otod.core.api import SUFFIXES, digest
 
     if not str(out).strip():
         raise OtodError("--out: empty; name a folder or a results file, e.g. --out results/")

@@ -42,7 +42,7 @@ def curvature_text(results) -> str:
 def curvature_figure(results, base: Path, pdf: bool = False) -> list[Path]:
     """(a) λ_max and λ_q (with SLQ's interval where the spectrum is estimated) against the step; (b) the spectral
     density at each checkpoint."""
-    from otod.core.plotting import caption_text, figure, legend_below, save, series_style
+    from otod.core.api import caption_text, figure, legend_below, save, series_style
     from otod.nets.figures.curvature import density_caption, draw_spectral_density
 
     records = results.records
@@ -85,7 +85,7 @@ def noise_text(results) -> str:
 def noise_figure(results, base: Path, pdf: bool = False) -> list[Path]:
     """B_simple and B_noise against the step (exact), with each batch pair's two-batch estimate of B_simple and
     its 16–84% interval."""
-    from otod.core.plotting import caption_text, figure, legend_below, save, series_style
+    from otod.core.api import caption_text, figure, legend_below, save, series_style
 
     records = results.records
     exact = list({r["step"]: r for r in records}.values())

@@ -7,7 +7,7 @@ the exact path that answers a sweep from it (`exact`), the sweeps the core runs 
 noise-scale estimators, figures and commands. Importing this package registers it with the core.
 """
 
-from otod.core.registry import Presentation, register_lazily
+from otod.core.api import Presentation, register_lazily
 
 
 def _kinds() -> tuple:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from otod.core.critical_batch import N_BOOT, BatchAnalysis, analyse_batches
+from otod.core.api import BatchAnalysis, N_BOOT, analyse_batches
 from otod.noise import records as noise_records
 
 #: The analysis of a noise sweep is the core's batch analysis.
@@ -28,7 +28,7 @@ def analyse(results, *, n_boot: int = N_BOOT, seed: int = 0, fit: bool = True, t
     `otod.noise.records.frame`); the critical-batch bootstrap draws ``n_boot`` seed resamples from ``seed``.
     ``fit`` False: the choice and medians only (a curve to draw). ``tol``: only the sweep's own target (the
     noise sweeps record one)."""
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     axis = "dim" if results.meta["sweep"] == "params" else "batch"
     found = analyse_batches(noise_records.frame(results), results.meta, axis=axis,
@@ -47,8 +47,7 @@ class ExactTwin:
 
     @functools.cached_property
     def value(self) -> BatchAnalysis | None:
-        from otod.core.config import read_config
-        from otod.core.results import Results
+        from otod.core.api import Results, read_config
         from otod.noise.exact import exact_records
 
         meta = self.meta

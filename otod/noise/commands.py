@@ -1,12 +1,12 @@
 """``otod sweep noise`` and ``otod sweep params``: parse options, build the configs (`otod.noise.options`), run
-(exact recursions or the simulator), print. (``otod noise-scale`` is the nets obstacle's: `otod.nets.noise_scale_cli`.)"""
+(exact recursions or the simulator), print. (``otod noise-scale``, a net's or the NQM's, lives above both
+obstacles: `otod.noise_scale_cli`.)"""
 
 from __future__ import annotations
 
 import click
 
-from otod.core.cli import common_sweep_options, terminal_progress, user_errors
-from otod.core.errors import OtodError
+from otod.core.api import OtodError, common_sweep_options, terminal_progress, user_errors
 
 PROBLEM = click.Choice(["nqm", "isotropic", "regression", "rosenbrock"])
 
@@ -99,8 +99,7 @@ def sweep_noise(batch, method, mode, problem, dim, target, beta, schedule, noise
                                 beta=beta, schedule=schedule, noise_spectrum=noise_spectrum, noise=noise,
                                 examples=examples, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                                 lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, yes=yes)
-    from otod.core.cli import echo_report
-    from otod.core.pipeline import sweep
+    from otod.core.api import echo_report, sweep
 
     echo_report(sweep(config, out_dir=out, plot=not no_plot, yes=yes, pdf=pdf,
                       run=lambda config, out, progress, yes, extra: run(config, mode, out, yes)), as_json)
@@ -182,7 +181,7 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
     if Path(out).suffix and len(configs) > 1:
         raise OtodError(f"--out {out}: names one results file but --batch-rule {batch_rule} gives {len(configs)} "
                         "sweeps (one file each); give a folder, e.g. --out runs/, or one rule")
-    from otod.core.pipeline import present
+    from otod.core.api import present
 
     shown = [(label, present(run(config, mode, out, yes))) for label, config in configs]  # one analysis each
     text = "\n\n".join(f"batch rule {label}\n{r.text}\n\nresults: {r.results.path}" for label, r in shown)
@@ -192,7 +191,7 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
         analyses = [(label, r.analysis) for label, r in shown]
         written = params_figure(analyses, params_figure_base(out, analyses, mode), mode, pdf=pdf)
         text += "".join(f"\nfigure:  {f}" for f in written)
-    from otod.core.pipeline import marked_records
+    from otod.core.api import marked_records
 
     _echo(text, [rec for _, r in shown for rec in marked_records(r)], as_json)
 

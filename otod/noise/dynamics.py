@@ -14,8 +14,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from otod.core.dynamics import Dynamics, Lane, Order, Step, lane_start
-from otod.core.stochastic import ema_decay, schedule_factor
+from otod.core.api import Dynamics, Lane, Order, Step, ema_decay, lane_start, schedule_factor
 
 
 def noise_dynamics(family, members, options, relative_lr: bool, order: Order | None = None) -> Dynamics:

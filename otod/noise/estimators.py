@@ -17,9 +17,8 @@ import math
 
 import numpy as np
 
-from otod.core import critical_batch
-from otod.core.options import finite_float, positive_int, representable_lr, seed_value
-from otod.core.errors import OtodError
+from otod.core.api import (OtodError, describe_critical_batch, finite_float, mccandlish_fit, positive_int,
+                           representable_lr, seed_value)
 from otod.noise import theory
 
 #: Seconds per (step × seed × direction × (pairs + 1)) of `run_estimators` (NumPy), measured on the shared 2-core
@@ -45,7 +44,7 @@ def plan_cost(dim: int, pairs: int, decays: int, steps: int, seeds: int) -> tupl
 def check_plan(options: dict, yes: bool = False, available: int | None = None) -> None:
     """Refuse before allocating what will not fit in the free memory (one line naming the sizes), and a run
     estimated above an hour unless ``yes``."""
-    from otod.core.preflight import refuse_memory, refuse_time
+    from otod.core.api import refuse_memory, refuse_time
 
     need, seconds = plan_cost(options["dim"], len(options["pairs"]), len(options["decays"]), options["steps"],
                               options["seeds"])
@@ -129,15 +128,15 @@ def best_steps(batches: np.ndarray, rates: np.ndarray, steps: np.ndarray) -> np.
     cap), by the sweeps' one selection rule (`otod.core.analysis.chosen`); NaN where none reaches the target."""
     import pandas as pd
 
-    from otod.core import analysis
+    from otod.core.api import chosen, cubes, fit_medians
 
     reached = steps >= 0
     frame = pd.DataFrame({"method": "sgd", "batch": np.repeat(batches, len(rates)),
                           "lr_multiplier": np.tile(rates, len(batches)),
                           "iterations": np.where(reached, steps, FIT_CAP).ravel(),
                           "status": np.where(reached, "converged", "censored").ravel()})
-    choice = analysis.chosen(analysis.cubes(frame, ["batch"])[0])
-    return analysis.fit_medians(choice.median, choice.bound)
+    choice = chosen(cubes(frame, ["batch"])[0])
+    return fit_medians(choice.median, choice.bound)
 
 
 def noise_scale_report(dim, pairs, decays, lr, batch, steps, seeds, seed) -> str:
@@ -179,10 +178,10 @@ def noise_scale_report(dim, pairs, decays, lr, batch, steps, seeds, seed) -> str
     batches = 2.0 ** np.arange(0, 15)
     grid = 2.0 ** (np.arange(-40, 2) / 2)
     steps_at = theory.method_hitting_steps("sgd", q, grid, batches, target, FIT_CAP)
-    s_min, b_crit = critical_batch.mccandlish_fit(batches, best_steps(batches, grid, steps_at))
+    s_min, b_crit = mccandlish_fit(batches, best_steps(batches, grid, steps_at))
     if not math.isnan(b_crit):
         simple, noise = theory.noise_scales(q, s_end)
         lines.append(f"measured critical batch of SGD to loss {target:.3g} (exact path, lr tuned): B_crit "
-                     f"{critical_batch.describe_critical_batch(b_crit, batches)} (S_min {s_min:.4g}); exact B_simple there "
+                     f"{describe_critical_batch(b_crit, batches)} (S_min {s_min:.4g}); exact B_simple there "
                      f"{simple:.4g}, B_noise {noise:.4g} (after {steps} updates)")
     return "\n".join(lines)

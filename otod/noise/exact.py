@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from otod.core import results as results_io
-from otod.core.errors import OtodError
-from otod.core.config import SweepConfig, existing_default
+from otod.core.api import (OtodError, Results, SUFFIXES, SweepConfig, environment, existing_default, jsonable,
+                           load_results, save_results)
 from otod.noise import search, theory
 from otod.noise.kind import record_fields
-from otod.core.stochastic import power_of, theory_name
+from otod.core.api import power_of, theory_name
 
 USES_BETA = ("heavy-ball", "ema")
 
@@ -88,21 +87,21 @@ def exact_records(config: SweepConfig) -> list[dict]:
 def exact_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
     """``out_dir`` itself where it names a results file (.parquet, .json or .npz), else
     ``<out_dir>/<sweep>-exact-<digest>.parquet`` (or the .json an earlier otod wrote there: `existing_default`)."""
-    if Path(out_dir).suffix in results_io.SUFFIXES:
+    if Path(out_dir).suffix in SUFFIXES:
         return Path(out_dir)
     return existing_default(Path(out_dir) / f"{config.sweep}-exact-{config.digest()}")
 
 
-def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> results_io.Results:
+def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> Results:
     """Answer a sweep from the exact recursions and write its results file (read back when it exists and the same
     search, `search.VERSION`, wrote it)."""
     path = exact_path(config, out_dir)
     if path.exists():
-        existing = results_io.load(path)
+        existing = load_results(path)
         if existing.meta.get("search") == search.VERSION:
-            return results_io.Results(meta={**existing.meta, "read_back": True}, records=existing.records, path=path)
+            return Results(meta={**existing.meta, "read_back": True}, records=existing.records, path=path)
         # written by an earlier exact search (`search.VERSION`), whose choices may differ: computed again
-    from otod.core.resources import hold_freed_memory, release_free_memory
+    from otod.core.api import hold_freed_memory, release_free_memory
 
     started = time.perf_counter()
     hold_freed_memory()
@@ -113,11 +112,11 @@ def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> results_i
             "config": config.to_dict(),
             "axes": [{"name": n, "symbol": kind.axis(n).symbol, "label": kind.axis(n).label,
                       "traced": kind.axis(n).traced} for n, _ in config.axes],
-            "environment": results_io.environment(), "precision": "float64 (NumPy, exact recursions)",
+            "environment": environment(), "precision": "float64 (NumPy, exact recursions)",
             "search": search.VERSION,
             "wall_time_s": time.perf_counter() - started, "compile_count": 0, "complete": True}
-    from otod.core.columns import table_of
+    from otod.core.api import table_of
 
     table = table_of(records)  # built once: the file's columns and the analysis's
-    results_io.save(path, meta, records, table=table)
-    return results_io.Results(meta=results_io.jsonable(meta), records=records, path=path, table=table)
+    save_results(path, meta, records, table=table)
+    return Results(meta=jsonable(meta), records=records, path=path, table=table)

@@ -18,11 +18,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from otod.core.batch_figure import log_axes as _log_axes
-from otod.core.figures import FigureSpec, TypedMaker
-from otod.core.batch_figure import method_color as _color
-from otod.core.batch_figure import method_marker as _marker
-from otod.core.batch_figure import none_reached as _none_reached
+from otod.core.api import (FigureSpec, log_axes as _log_axes, method_color as _color, method_marker as _marker,
+                           none_reached as _none_reached, TypedMaker)
 from otod.noise import theory
 from otod.noise.analysis import NoiseAnalysis, analyse
 from otod.noise.options import noise_config, params_configs
@@ -30,7 +27,7 @@ from otod.noise.schedule_figure import ScheduleNqmSpec
 
 
 def _palette():
-    from otod.core.plotting import PALETTE
+    from otod.core.api import PALETTE
 
     return PALETTE
 
@@ -38,7 +35,7 @@ def _palette():
 def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = None, dim: float | None = None) -> None:
     """Figure (a) on ``ax``: the core's S(B) panel (`otod.core.batch_figure.steps_vs_batch`, with the exact twin's
     curve, `exact_twin`) and, on a quadratic, the ideal estimator's d/(2·target·B)."""
-    from otod.core.batch_figure import steps_vs_batch as panel
+    from otod.core.api import steps_vs_batch as panel
 
     def ideal(ax, dim, series):
         q = _quadratic(analysis.config, dim)
@@ -51,13 +48,13 @@ def steps_vs_batch(analysis: NoiseAnalysis, ax, exact: NoiseAnalysis | None = No
 
 
 def _caption(analysis, *parts, marks=()) -> str:
-    from otod.core.plotting import caption_text
+    from otod.core.api import caption_text
 
     return caption_text("Settings: " + _title(analysis), *parts, marks=marks)
 
 
 def _plt():
-    from otod.core.plotting import plt
+    from otod.core.api import plt
 
     return plt
 
@@ -85,7 +82,7 @@ def _title(analysis: NoiseAnalysis) -> str:
 
 def _legend(ax):
     """The legend under the panels (`otod.core.plotting.legend_below`)."""
-    from otod.core.plotting import legend_below
+    from otod.core.api import legend_below
 
     if ax.get_legend_handles_labels()[0]:
         legend_below(ax.figure)
@@ -94,7 +91,7 @@ def _legend(ax):
 def sweep_figure(results, base, pdf: bool = False, analysis: NoiseAnalysis | None = None, **kwargs) -> list:
     """Figure (a) of a noise sweep (a params sweep: steps vs d); one panel per d where d is a static axis of a
     batch sweep. ``analysis``: the one the command already made (else it is made here, once)."""
-    from otod.core.plotting import figure, legend_below, panel_grid, save
+    from otod.core.api import figure, legend_below, panel_grid, save
 
     analysis = analyse(results) if analysis is None else analysis
     dims = analysis.dims if analysis.axis == "batch" else []
@@ -129,7 +126,7 @@ BATCH_NOTE = ("Markers: the median steps over seeds at each B's tuned (lr, β), 
 def batch_note(*axes) -> str:
     """`BATCH_NOTE` for a figure of ``axes``, naming the fits' shaded band where one was drawn: a fit with a seed
     bootstrap CI has one, the exact path's deterministic fits and fits over fewer than 5 seeds have none."""
-    from otod.core.batch_figure import FIT_BAND_NOTE, drew_fit_band
+    from otod.core.api import FIT_BAND_NOTE, drew_fit_band
 
     return BATCH_NOTE.format(band="; " + FIT_BAND_NOTE if drew_fit_band(*axes) else "")
 
@@ -256,7 +253,7 @@ def _run_noise(options: Mapping[str, Any]):
 
 def make_batch(spec: BatchSpec, out_dir: Path) -> list[Path]:
     """Figures (a), (b), (c) of one noise sweep."""
-    from otod.core.plotting import figure, save
+    from otod.core.api import figure, save
 
     analysis = analyse(_run_noise(dict(spec.options)))
     name = spec.name
@@ -287,7 +284,7 @@ def make_batch(spec: BatchSpec, out_dir: Path) -> list[Path]:
 def params_figure(labelled, base, mode: str, pdf: bool = False) -> list[Path]:
     """Figure (d) of ``otod sweep params``: steps vs d for every batch rule [(label, analysis)], at ``base``.png
     (and .pdf with ``pdf``)."""
-    from otod.core.plotting import caption_text, figure, save
+    from otod.core.api import caption_text, figure, save
 
     fig, ax = figure(columns=1, height=2.4)
     params_panel(labelled, ax)
@@ -312,8 +309,7 @@ def make_params(spec: ParamsSpec, out_dir: Path) -> list[Path]:
 
 def make_noise_rms(spec: RmsSpec, out_dir: Path) -> list[Path]:
     """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n)."""
-    from otod.core.analysis import fit_line
-    from otod.core.plotting import caption_text, figure, legend_inside, save
+    from otod.core.api import caption_text, figure, fit_line, legend_inside, save
 
     rng = np.random.default_rng(int(spec.seed))
     draws = int(spec.draws)
@@ -356,7 +352,7 @@ def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: f
 
 def make_rosenbrock(spec: RosenbrockSpec, out_dir: Path) -> list[Path]:
     """Figure (f): SGD paths on Rosenbrock with and without gradient noise."""
-    from otod.core.plotting import caption_text, figure, save, series_style
+    from otod.core.api import caption_text, figure, save, series_style
 
     lr, steps = float(spec.lr), int(spec.steps)
     fig, ax = figure(columns=1, height=2.6)
@@ -383,10 +379,10 @@ def make_rosenbrock(spec: RosenbrockSpec, out_dir: Path) -> list[Path]:
 
 def make_estimator(spec: EstimatorSpec, out_dir: Path) -> list[Path]:
     """Figure (g): the two-batch B_simple estimate (median and IQR over seeds) against the exact value."""
-    from otod.core.plotting import save
+    from otod.core.api import save
     from otod.noise.estimators import parse_scale_options, run_estimators
 
-    from otod.core.plotting import caption_text, figure, series_style
+    from otod.core.api import caption_text, figure, series_style
 
     o = parse_scale_options(dim=spec.dim, pairs=spec.pairs, decay=spec.decay, lr=spec.lr, batch=spec.batch,
                             steps=spec.steps, seeds=spec.seeds, seed=spec.seed)
@@ -421,7 +417,7 @@ def make_estimator(spec: EstimatorSpec, out_dir: Path) -> list[Path]:
 def make_schedules(spec: SchedulesSpec, out_dir: Path) -> list[Path]:
     """Figure (h): steps vs B (simulated) under several schedules, each with its own tuned lr; shaded, each
     schedule's IQR over seeds at each B's tuned lr (`otod.core.plotting.draw_band`, censored lanes at their cap)."""
-    from otod.core.plotting import draw_band, figure, legend_key, save, series_style
+    from otod.core.api import draw_band, figure, legend_key, save, series_style
 
     fig, ax = figure(columns=2, height=2.8)
     opts = dict(spec.options)

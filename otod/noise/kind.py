@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.core.axes import Axis
-from otod.core.errors import OtodError
-from otod.core.registry import SweepKind
+from otod.core.api import Axis, OtodError, SweepKind
 from otod.noise import theory
-from otod.core.stochastic import BETA, METHODS, NoiseOptions, ignores
+from otod.core.api import BETA, METHODS, NoiseOptions, ignores
 from otod.noise.problems import PROBLEMS, IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
 
 BATCH = Axis("batch", "B", "batch size B", "--batch", traced=True, minimum=1, integer=True, what="batch sizes B",

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import math
 
-from otod.core.options import finite_float, parse_methods, positive_int, representable_lr, seed_value
-from otod.core.preflight import refuse_memory, refuse_time
-from otod.core.errors import OtodError
-from otod.core.ranges import parse_range
-from otod.core.stopping import Target
-from otod.core.config import SweepConfig
-from otod.core.options import whole_values
+from otod.core.api import (OtodError, SweepConfig, Target, finite_float, parse_methods, parse_range, positive_int,
+                           refuse_memory, refuse_time, representable_lr, seed_value, whole_values)
 from otod.noise.kind import BATCH, BATCH_RATIO, BETA, DIM, PARAMS_DIM
 from otod.noise import search
-from otod.core.stochastic import METHODS, NoiseOptions
+from otod.core.api import METHODS, NoiseOptions
 from otod.noise.problems import IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
 
 #: The default lr grid: 57 fractions of each method's stability limit (2 × the reference step for sgd, precond:p

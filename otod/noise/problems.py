@@ -21,12 +21,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from otod.core.branch import cond_any
-from otod.core.errors import OtodError
-from otod.core.family import Family
-from otod.core.lazy import lazy
+from otod.core.api import Family, OtodError, cond_any, lazy
 from otod.noise import theory
-from otod.core.dynamics import Order, Step  # noqa: F401  (Step re-exported: the families' gradient argument)
+from otod.core.api import Order, Step  # noqa: F401  (Step re-exported: the families' gradient argument)
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

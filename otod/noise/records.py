@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from otod.core import analysis
+from otod.core.api import frame_of
 from otod.noise.kind import ratio_batch
 from otod.noise.options import USES_BETA
 
@@ -27,7 +27,7 @@ POINT_FIELDS = ("dim", "batch", "batch_ratio")
 def frame(results) -> pd.DataFrame:
     """The records of a noise or params `Results` as one DataFrame, old files' missing fields filled in
     (`filled`) and the repeated β lanes of methods without β dropped (`own_settings`)."""
-    return own_settings(filled(analysis.frame_of(results), results.meta))
+    return own_settings(filled(frame_of(results), results.meta))
 
 
 def _missing(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -39,7 +39,7 @@ def filled(frame: pd.DataFrame, meta: dict) -> pd.DataFrame:
     lacks it: d (the problem's, 2 for Rosenbrock), B (`ratio_batch` of the record's B/d and d), β (0), the
     schedule (the config's), the path (the metadata's ``mode``; files of the simulator had none) and
     ``lr_multiplier`` (none: an absolute step). A frame that has them all is returned as it is."""
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     config = read_config(meta)
     dim = float(getattr(config.problem, "dim", 2))

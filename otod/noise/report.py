@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.core.batch_report import critical_line, table
-from otod.core.config import SweepConfig
+from otod.core.api import SweepConfig, critical_line, table
 from otod.noise import search, theory
-from otod.core.critical_batch import Series
+from otod.noise.search import chosen_places, edge_lines
+from otod.core.api import Series
 from otod.noise.analysis import NoiseAnalysis, analyse
 from otod.noise.options import USES_BETA
 
@@ -67,102 +67,15 @@ def exact_noise_scales(config: SweepConfig, series: list[Series], dim: float | N
     return lines
 
 
-def _points(pairs, axis: str) -> str:
-    by_method: dict[str, list] = {}
-    for m, x in pairs:
-        by_method.setdefault(m, []).append(x)
-    name = "B" if axis == "batch" else "d"
-    return "; ".join(f"{m} at {name} = {', '.join(f'{x:g}' for x in sorted(xs))}"
-                     for m, xs in sorted(by_method.items()))
-
-
-def edge_lines(chosen: list[dict], axis: str) -> list[str]:
-    """What the chosen settings that are not interior mean (``chosen``: one dict per point with method, the axis
-    value, beta, lr_place and beta_place: `otod.noise.search.lr_place`, `beta_place`). An lr at its limit is
-    within `search.LIMIT_MARGIN` of the method's stability limit (2/L, 2(1 + β)/L for heavy-ball, in whitened
-    coordinates): no larger step is stable, so it is not a failure of the search. β = 0 means no momentum (no
-    averaging) is best, the end of β's range [0, 1); β at its other limit is 1 − β = 10⁻¹⁴, where float64 resolves
-    no β closer to 1. The end of a given list or of a default grid tried as given may hide a better value beyond
-    it."""
-    found: dict[tuple, set] = {}
-    for r in chosen:
-        key = (r["method"], r[axis])
-        found.setdefault(("lr", r.get("lr_place")), set()).add(key)
-        if r.get("beta_place") == search.LIMIT:
-            found.setdefault(("beta", "zero" if r["beta"] == 0.0 else "floor"), set()).add(key)
-        else:
-            found.setdefault(("beta", r.get("beta_place")), set()).add(key)
-    words = [
-        (("lr", search.LIMIT), "lr* at the stability limit ({}): the chosen lr is the largest tried and within "
-         f"{search.LIMIT_MARGIN:.2g} of the limit (2 × the reference step, 2(1 + β) × it for heavy-ball): no larger "
-         "step is stable, so this is the limit itself, not a failure of the search"),
-        (("lr", search.LIST_END), "warning: lr* lies on the edge of the lrs tried ({}): the best step may lie beyond "
-         "them; widen --lr-grid"),
-        (("lr", search.GRID_END), "warning: lr* lies on the end of the default lr grid, tried as given ({}): the best "
-         "step may lie beyond it; widen it with --lr-grid"),
-        (("beta", "zero"), "β* = 0 ({}): no momentum (or no averaging) is best there"),
-        (("beta", "floor"), "β* at its limit, 1 − β at the run's float precision (10⁻¹⁴ in float64, 10⁻⁵ in float32) "
-         "({}): no β closer to 1 is resolved"),
-        (("beta", search.LIST_END), "warning: β* lies on the edge of --beta ({}): widen --beta"),
-        (("beta", search.GRID_END), "warning: β* lies on the end of the default β list, "
-         f"{max(search.DEFAULT_BETAS):g}, tried as given ({{}}): a longer memory may do better still; give --beta "
-         "values closer to 1 (the noise sweep's exact path searches on to β's limit)"),
-    ]
-    return [text.format(_points(found[key], axis)) for key, text in words if found.get(key)]
-
-
-def _is_default(values, default: tuple) -> bool:
-    return values is not None and len(values) == len(default) and bool(np.allclose(values, default, rtol=1e-12))
-
-
-def given_lists(config: SweepConfig) -> tuple[bool, bool]:
-    """(lr, β): whether a sweep's config tried a list as given rather than the default grid (a --lr-grid, a --beta
-    list); a sweep without a β axis counts as given."""
-    return (not _is_default(config.lr_grid, search.DEFAULT_LR_GRID),
-            not _is_default(dict(config.axes).get("beta"), search.DEFAULT_BETAS))
-
-
-def beta_limit(config: SweepConfig) -> float:
-    """The smallest 1 − β the sweep's precision resolves, where a chosen β is at its limit: the last of the β the
-    simulator brackets (`otod.noise.runner.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
-    path's `search.BETA_FLOOR`)."""
-    from otod.core.bracket import beta_floor, beta_ladder
-
-    ladder = beta_ladder(search.DEFAULT_BETAS, beta_floor(config.resolved.x64))
-    return max(1.0 - ladder[-1], search.BETA_FLOOR) if ladder else search.BETA_FLOOR
-
-
-def chosen_places(analysis: NoiseAnalysis) -> list[dict]:
-    """Per series point: d, method, the axis value, the chosen lr multiplier (the core summary's rate) and β, the
-    median steps there and the chosen absolute step, and where each lies (`otod.noise.search.lr_place`, `beta_place`), from the analysis's edge flags and which lists
-    its config gave (`given_lists`)."""
-    lr_given, beta_given = given_lists(analysis.config)
-    floor = beta_limit(analysis.config)
-    return [{"dim": s.dim, "method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
-             "iterations": steps, "learning_rate": lr,
-             "lr_place": search.lr_place(s.method, rate, beta, bool(lr_on), lr_given),
-             "beta_place": search.beta_place(beta, bool(beta_on), beta_given, floor) if s.method in USES_BETA
-             else None}
-            for s in analysis.series
-            for x, (rate, beta, lr_on, beta_on, steps, lr) in zip(
-                s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge", "median", "learning_rate"]].itertuples(
-                    index=False))]
-
-
 def exact_choices(config) -> list[dict]:
-    """Each point's choice on the exact path as the report prints it (`otod.noise.report.chosen_places`: the chosen
+    """Each point's choice on the exact path as the report prints it (`otod.noise.search.chosen_places`: the chosen
     lr multiplier and β, the steps there, the step, and where lr and β lie): the one analysis of `otod.noise.exact.exact_records`,
     with no file written (a notebook's view, and the tests')."""
-    from otod.core.results import Results
+    from otod.core.api import Results
     from otod.noise.exact import exact_records
 
     meta = {"sweep": config.sweep, "mode": "exact", "config": config.to_dict()}
-    return chosen_places(analyse(Results(meta=meta, records=exact_records(config)), fit=False))
-
-
-def edge_warning(analysis: NoiseAnalysis) -> list[str]:
-    """`edge_lines` of the analysis's chosen settings."""
-    return edge_lines(chosen_places(analysis), analysis.axis)
+    return chosen_places(analyse(Results(meta=meta, records=exact_records(config)), fit=False), USES_BETA)
 
 
 def places_of(chosen: list[dict], axis: str) -> dict:
@@ -206,7 +119,7 @@ def render(analysis: NoiseAnalysis) -> str:
              "or ema's decay (— where a method has none); no mark: inside the values searched; |: at a true limit "
              "(the lr's stability limit, β = 0, 1 − β at the run's float resolution: 10⁻¹⁴ in float64, 10⁻⁵ in "
              "float32); *: at the end of a list or grid tried as given, where a better value may lie beyond"]
-    chosen = chosen_places(analysis)
+    chosen = chosen_places(analysis, USES_BETA)
     places = places_of(chosen, analysis.axis)
     notes += edge_lines(chosen, analysis.axis)
     lines = [head]

@@ -19,8 +19,7 @@ def run(config, mode: str, out: str = "results", progress=None, yes: bool = Fals
             from otod.noise.exact import run_exact
 
             return run_exact(config, out)
-        from otod.core.bracket import bracket
-        from otod.core.sweep import run_sweep
+        from otod.core.api import bracket, run_sweep
 
         results = run_sweep(config, out_dir=out, progress=progress, yes=yes)
         return bracket(config, results, 0, betas=simulated_betas(config), progress=progress, yes=yes)
@@ -30,7 +29,7 @@ def simulated_betas(config) -> tuple[float, ...]:
     """The β the simulator tries beyond the default list's 0.999, where a choice sits on it (`otod.core.bracket`):
     half a decade of 1 − β a step, as the list, down to the run's float precision (`otod.core.bracket.beta_floor`:
     1 − β = 10⁻⁵ in float32, 10⁻¹⁴ in float64, the exact path's floor); none for a --beta list (tried as given)."""
-    from otod.core.bracket import default_beta_ladder
+    from otod.core.api import default_beta_ladder
     from otod.noise.search import DEFAULT_BETAS
 
     return default_beta_ladder(config, DEFAULT_BETAS)

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 from otod.noise import theory
 
 

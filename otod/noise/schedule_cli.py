@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import click
 
-from otod.core.cli import user_errors
-from otod.core.errors import OtodError
-from otod.core.options import finite_float, positive_int
+from otod.core.api import OtodError, finite_float, positive_int, user_errors
 
 #: The largest --dim: a schedule's evaluation holds a few arrays of d floats, the search some 10⁴ evaluations of
 #: about 30 exponentials of d each (d = 10⁴: about a minute on one core).

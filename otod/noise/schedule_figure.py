@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from otod.core.figures import FigureSpec
+from otod.core.api import FigureSpec
 from otod.noise.schedule import BatchSchedule, losses
 
 
@@ -42,7 +42,7 @@ class ScheduleNqmSpec(FigureSpec):
 
 def make_schedule_nqm(spec: ScheduleNqmSpec, out_dir: Path) -> list[Path]:
     """The figure of the module docstring, from ``spec``'s dim, target, budget (× E_min) and phases."""
-    from otod.core.plotting import caption_text, figure, legend_below, save, series_style
+    from otod.core.api import caption_text, figure, legend_below, save, series_style
     from otod.noise.schedule_cli import FAMILY_LABELS
     from otod.noise.schedule_search import FAMILIES, Problem, best
 

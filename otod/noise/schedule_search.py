@@ -53,8 +53,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from otod.core.analysis import INTERIOR, LIMIT
-from otod.core.errors import OtodError
+from otod.core.api import INTERIOR, LIMIT, OtodError
 from otod.noise import search, theory
 from otod.noise.schedule import BatchSchedule, Phase, run_to_target
 

@@ -67,7 +67,7 @@ import numpy as np
 
 #: Where a chosen lr or β lies among the values searched (module docstring): the analysis says it of every choice
 #: (`lr_place`, `beta_place`; `otod.noise.report.chosen_places`), in the core's words.
-from otod.core.analysis import GRID_END, INTERIOR, LIMIT, LIST_END
+from otod.core.api import GRID_END, INTERIOR, LIMIT, LIST_END
 
 #: The lattice's unit, the same in z and in w = ln(1 − β): a factor 10^(1/64) ≈ 2^(1/19) in the lr below half the
 #: limit (in the distance to it above) and in 1 − β. One unit for both makes the diagonal (+1, +1) keep
@@ -419,3 +419,94 @@ def exact_search(method: str, q, batches, tol: float, cap: int, reference: float
     search.grid()
     bracket(search)
     return list(search.trials.values())
+
+
+# -- where a chosen lr or β lies, in words (a noise sweep's report and a net sweep's) --------------------------------
+
+
+def _points(pairs, axis: str) -> str:
+    by_method: dict[str, list] = {}
+    for m, x in pairs:
+        by_method.setdefault(m, []).append(x)
+    name = "B" if axis == "batch" else "d"
+    return "; ".join(f"{m} at {name} = {', '.join(f'{x:g}' for x in sorted(xs))}"
+                     for m, xs in sorted(by_method.items()))
+
+
+def edge_lines(chosen: list[dict], axis: str) -> list[str]:
+    """What the chosen settings that are not interior mean (``chosen``: one dict per point with method, the axis
+    value, beta, lr_place and beta_place: `otod.noise.search.lr_place`, `beta_place`). An lr at its limit is
+    within `LIMIT_MARGIN` of the method's stability limit (2/L, 2(1 + β)/L for heavy-ball, in whitened
+    coordinates): no larger step is stable, so it is not a failure of the search. β = 0 means no momentum (no
+    averaging) is best, the end of β's range [0, 1); β at its other limit is 1 − β = 10⁻¹⁴, where float64 resolves
+    no β closer to 1. The end of a given list or of a default grid tried as given may hide a better value beyond
+    it."""
+    found: dict[tuple, set] = {}
+    for r in chosen:
+        key = (r["method"], r[axis])
+        found.setdefault(("lr", r.get("lr_place")), set()).add(key)
+        if r.get("beta_place") == LIMIT:
+            found.setdefault(("beta", "zero" if r["beta"] == 0.0 else "floor"), set()).add(key)
+        else:
+            found.setdefault(("beta", r.get("beta_place")), set()).add(key)
+    words = [
+        (("lr", LIMIT), "lr* at the stability limit ({}): the chosen lr is the largest tried and within "
+         f"{LIMIT_MARGIN:.2g} of the limit (2 × the reference step, 2(1 + β) × it for heavy-ball): no larger "
+         "step is stable, so this is the limit itself, not a failure of the search"),
+        (("lr", LIST_END), "warning: lr* lies on the edge of the lrs tried ({}): the best step may lie beyond "
+         "them; widen --lr-grid"),
+        (("lr", GRID_END), "warning: lr* lies on the end of the default lr grid, tried as given ({}): the best "
+         "step may lie beyond it; widen it with --lr-grid"),
+        (("beta", "zero"), "β* = 0 ({}): no momentum (or no averaging) is best there"),
+        (("beta", "floor"), "β* at its limit, 1 − β at the run's float precision (10⁻¹⁴ in float64, 10⁻⁵ in float32) "
+         "({}): no β closer to 1 is resolved"),
+        (("beta", LIST_END), "warning: β* lies on the edge of --beta ({}): widen --beta"),
+        (("beta", GRID_END), "warning: β* lies on the end of the default β list, "
+         f"{max(DEFAULT_BETAS):g}, tried as given ({{}}): a longer memory may do better still; give --beta "
+         "values closer to 1 (the noise sweep's exact path searches on to β's limit)"),
+    ]
+    return [text.format(_points(found[key], axis)) for key, text in words if found.get(key)]
+
+
+def _is_default(values, default: tuple) -> bool:
+    return values is not None and len(values) == len(default) and bool(np.allclose(values, default, rtol=1e-12))
+
+
+def given_lists(config) -> tuple[bool, bool]:
+    """(lr, β): whether a sweep's config tried a list as given rather than the default grid (a --lr-grid, a --beta
+    list); a sweep without a β axis counts as given."""
+    return (not _is_default(config.lr_grid, DEFAULT_LR_GRID),
+            not _is_default(dict(config.axes).get("beta"), DEFAULT_BETAS))
+
+
+def beta_limit(config) -> float:
+    """The smallest 1 − β the sweep's precision resolves, where a chosen β is at its limit: the last of the β the
+    simulator brackets (`otod.noise.runner.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
+    path's `BETA_FLOOR`)."""
+    from otod.core.api import beta_floor, beta_ladder
+
+    ladder = beta_ladder(DEFAULT_BETAS, beta_floor(config.resolved.x64))
+    return max(1.0 - ladder[-1], BETA_FLOOR) if ladder else BETA_FLOOR
+
+
+def chosen_places(analysis, uses_beta: tuple[str, ...]) -> list[dict]:
+    """Per series point: d, method, the axis value, the chosen lr multiplier (the core summary's rate) and β, the
+    median steps there and the chosen absolute step, and where each lies (`otod.noise.search.lr_place`, `beta_place`), from the analysis's edge flags and which lists
+    its config gave (`given_lists`)."""
+    lr_given, beta_given = given_lists(analysis.config)
+    floor = beta_limit(analysis.config)
+    return [{"dim": s.dim, "method": s.method, analysis.axis: float(x), "lr_multiplier": rate, "beta": beta,
+             "iterations": steps, "learning_rate": lr,
+             "lr_place": lr_place(s.method, rate, beta, bool(lr_on), lr_given),
+             "beta_place": beta_place(beta, bool(beta_on), beta_given, floor) if s.method in uses_beta
+             else None}
+            for s in analysis.series
+            for x, (rate, beta, lr_on, beta_on, steps, lr) in zip(
+                s.x, s.summary[["rate", "beta", "lr_on_edge", "beta_on_edge", "median", "learning_rate"]].itertuples(
+                    index=False))]
+
+
+def edge_warning(analysis, uses_beta: tuple[str, ...]) -> list[str]:
+    """`edge_lines` of the analysis's chosen settings (``uses_beta``: the methods that read β): what a noise
+    sweep and a net sweep print under their tables."""
+    return edge_lines(chosen_places(analysis, uses_beta), analysis.axis)

@@ -12,21 +12,22 @@ import otod
 ROOT = Path(otod.__file__).parent
 #: Every obstacle package under otod/ (the layout test finds them: `test_every_obstacle_package_is_listed`).
 OBSTACLES = ("otod.condition", "otod.cost", "otod.depth", "otod.nets", "otod.noise")
+#: The packages above every obstacle: they may import any obstacle, and no obstacle imports them (the paper's
+#: figures that draw one obstacle beside another).
+ABOVE = ("otod.paper",)
 
 #: The only imports allowed from one obstacle into another, each with its reason: (importing package, imported
 #: module or package) → why. Anything else fails `test_obstacles_import_each_other_only_as_allowed`.
 ALLOWED = {
     # The nets measure the gradient-noise obstacle on real nets: they build the NQM from a net's spectrum and
-    # noise and predict with its theory, exact search and recursions (the NQM library), and use its two-batch
-    # estimators as the reference of `otod noise-scale`.
+    # noise and predict with its theory, exact search and recursions (the NQM library) and nothing else of it.
     ("otod.nets", "otod.noise.theory"): "the NQM's theory (recursions, critical batch)",
     ("otod.nets", "otod.noise.exact"): "the NQM's exact recursions and reference step",
-    ("otod.nets", "otod.noise.search"): "the NQM's exact search and its β lattice",
+    ("otod.nets", "otod.noise.search"): "the NQM's exact search, its β lattice and the words for where a chosen lr "
+                                         "or β lies among those tried (the stability limit, a list's end)",
     ("otod.nets", "otod.noise.schedule_search"): "the NQM's exact batch-schedule search, run on the NQM built for a "
                                                  "net (what a batch schedule on that net should save)",
-    ("otod.nets", "otod.noise.estimators"): "the NQM's two-batch estimator run (otod noise-scale without --model)",
     ("otod.nets", "otod.cost.flops"): "the FLOP counter (a net's bill)",
-    ("otod.nets", "otod.noise.report"): "the NQM's words for an lr or β on the edge of those tried (stability limit)",
 }
 
 
@@ -88,8 +89,8 @@ def offending_imports(root: Path) -> dict[str, list[str]]:
     for package in OBSTACLES:
         for p in sorted((root / package.split(".")[1]).rglob("*.py")):
             name = module_under(p, root)
-            others = sorted(i for i in imports_of(p) if obstacle_of(i) not in (None, package)
-                            and not allowed(name, i))
+            others = sorted(i for i in imports_of(p) if (obstacle_of(i) not in (None, package)
+                            and not allowed(name, i)) or i.startswith(tuple(a + "." for a in ABOVE) + ABOVE))
             if others:
                 offenders[name] = others
     return offenders
@@ -111,7 +112,7 @@ def test_every_allowed_import_is_still_made():
 def test_every_obstacle_package_is_listed():
     """A new obstacle package is covered by these checks as soon as it exists."""
     packages = {f"otod.{p.name}" for p in ROOT.iterdir() if (p / "__init__.py").exists() and p.name != "core"}
-    assert packages == set(OBSTACLES)
+    assert packages == set(OBSTACLES) | set(ABOVE)
 
 
 def test_the_check_fails_on_an_import_it_does_not_allow(tmp_path):
@@ -123,9 +124,113 @@ def test_the_check_fails_on_an_import_it_does_not_allow(tmp_path):
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
     (copy / "noise" / "scratch.py").write_text("from otod.nets.measure import noise_scale\n")
     (copy / "nets" / "scratch.py").write_text("def f():\n    from otod.depth.linear import DeepLinearSpec\n")
+    (copy / "depth" / "scratch.py").write_text("from otod.paper.figures import MAKERS\n")
+    (copy / "paper" / "scratch.py").write_text("from otod.depth.linear import DeepLinearSpec\n")  # allowed above
     assert offending_imports(copy) == {"otod.noise.scratch": ["otod.nets.measure.noise_scale"],
-                                       "otod.nets.scratch": ["otod.depth.linear"]}
+                                       "otod.nets.scratch": ["otod.depth.linear"],
+                                       "otod.depth.scratch": ["otod.paper.figures"]}
 
+
+
+#: The core's public face (issue 51 item 3): the one core module an obstacle, or a package above them, imports.
+FACE = "otod.core.api"
+
+
+def past_the_face(root: Path) -> dict[str, list[str]]:
+    """Per module of an obstacle or of a package above them under ``root`` (the otod package folder), its imports
+    of a core module other than the face (`FACE`)."""
+    offenders = {}
+    for package in OBSTACLES + ABOVE:
+        for p in sorted((root / package.split(".")[1]).rglob("*.py")):
+            inner = sorted(i for i in imports_of(p) if i.startswith("otod.core") and i != FACE)
+            if inner:
+                offenders[module_under(p, root)] = inner
+    return offenders
+
+
+def test_obstacles_import_the_core_through_its_face_only():
+    """Every obstacle (and the paper above them) reaches the core through `otod.core.api` alone."""
+    assert past_the_face(ROOT) == {}
+
+
+def test_the_face_check_names_an_import_past_the_face(tmp_path):
+    """A scratch copy where the noise imports the core's analysis module, a nets module imports a name from it inside
+    a function and the paper imports the core package's results module: all named; an import of the face is not."""
+    import shutil
+
+    copy = tmp_path / "otod"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    (copy / "noise" / "scratch.py").write_text("from otod.core import analysis\nfrom otod.core.api import chosen\n")
+    (copy / "nets" / "scratch.py").write_text("def f():\n    from otod.core.analysis import chosen\n")
+    (copy / "paper" / "scratch.py").write_text("import otod.core.results\n")
+    assert past_the_face(copy) == {"otod.noise.scratch": ["otod.core.analysis"],
+                                   "otod.nets.scratch": ["otod.core.analysis"],
+                                   "otod.paper.scratch": ["otod.core.results"]}
+
+
+def test_every_name_of_the_face_is_its_modules_own():
+    """Each name the face offers is the object its defining module holds (read when asked, `otod.core.api`), and
+    an unknown name is an AttributeError naming the face's table."""
+    import importlib
+
+    import pytest
+
+    from otod.core import api
+
+    assert {name: getattr(api, name) is getattr(importlib.import_module(module), own)
+            for name, (module, own) in api.WHERE.items()} == dict.fromkeys(api.WHERE, True)
+    with pytest.raises(AttributeError, match="otod.core.api.PARTS"):
+        api.no_such_name  # noqa: B018
+
+
+#: The design's never-rules inside the core (issue 51 item 3): the engine returns data only, and selection belongs
+#: to the analysis, so neither the engine's modules nor the runner's reach the analysis, through any chain of imports.
+ENGINE = tuple(f"otod.core.{m}" for m in ("engine", "dynamics", "stopping", "family", "methods", "branch", "lanes",
+                                          "stochastic", "traces"))
+RUNNER = tuple(f"otod.core.{m}" for m in ("sweep", "config", "plan", "scheduler", "journal", "finish", "reuse",
+                                          "distributed", "preflight"))
+ANALYSIS = tuple(f"otod.core.{m}" for m in ("analysis", "fit", "laws", "bracket", "critical_batch", "retarget",
+                                            "resample"))
+
+
+def reaching(root: Path, sources: tuple[str, ...], targets: tuple[str, ...]) -> dict[str, list[str]]:
+    """Per module of ``sources`` under ``root`` (the otod package folder), the modules of ``targets`` it reaches
+    through any chain of imports (at module level or in functions)."""
+    modules = {module_under(p, root): p for p in root.rglob("*.py")}
+    graph = {m: {i for i in imports_of(p) if i in modules} for m, p in modules.items()}
+    found = {}
+    for source in sources:
+        seen, todo = set(), [source]
+        while todo:
+            for n in graph.get(todo.pop(), ()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        if seen & set(targets):
+            found[source] = sorted(seen & set(targets))
+    return found
+
+
+def test_the_engine_and_the_runner_never_reach_the_analysis():
+    assert reaching(ROOT, ENGINE, ANALYSIS) == {}
+    assert reaching(ROOT, RUNNER, ANALYSIS) == {}
+
+
+def test_the_never_rule_check_names_an_engine_or_runner_module_reaching_the_analysis(tmp_path):
+    """A scratch copy where the engine's traces import the analysis inside a function (the chain engine → traces →
+    analysis, as it was) and the plan imports the critical batch: each reaching module is named."""
+    import shutil
+
+    copy = tmp_path / "otod"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__", "data"))
+    with open(copy / "core" / "traces.py", "a") as f:
+        f.write("\n\ndef scratch():\n    from otod.core.analysis import rates_of\n")
+    with open(copy / "core" / "plan.py", "a") as f:
+        f.write("\n\nfrom otod.core.critical_batch import mccandlish_fit\n")
+    engine = reaching(copy, ENGINE, ANALYSIS)
+    assert {"otod.core.engine", "otod.core.traces"} <= set(engine) and "otod.core.analysis" in engine["otod.core.engine"]
+    runner = reaching(copy, RUNNER, ANALYSIS)
+    assert "otod.core.plan" in runner and "otod.core.critical_batch" in runner["otod.core.plan"]
 
 #: The nets obstacle's floors, bottom to top (issue 51 item 1): its subpackages, each with one job, then the front.
 #: A module imports only modules of its own floor and of floors below it; the floors on one rung (along, schedule)
@@ -436,7 +541,7 @@ def string_key_reads(path: Path, names: set[str]) -> list[tuple[int, str]]:
 
 #: The modules of the curvature and noise-scale measurements: their settings are `CurvatureConfig` and
 #: `NoiseScaleConfig` (`otod.nets.measure.settings`), read by attribute (23 string-key reads before issue 51).
-MEASUREMENT_MODULES = ("nets/curvature_cli.py", "nets/noise_scale_cli.py", "nets/contract_cli.py", "nets/api.py",
+MEASUREMENT_MODULES = ("nets/curvature_cli.py", "noise_scale_cli.py", "nets/contract_cli.py", "nets/api.py",
                        "nets/measure/curvature.py", "nets/measure/noise_scale.py", "nets/measure/settings.py")
 #: The names a measurement's settings go by in those modules.
 SETTINGS_NAMES = {"config", "options", "settings", "c"}

@@ -43,21 +43,6 @@ def test_a_kind_that_registers_another_obstacle_while_it_resolves_is_found(monke
     assert registry.figure_makers() == {}
 
 
-def test_a_comparison_is_found_through_the_registry_and_an_unknown_one_is_named_with_the_known():
-    """An obstacle's figure reads another obstacle's series through the core (`registry.comparison`), not an
-    import: the depth obstacle offers its deep-linear series; an unknown name is one clear error naming it."""
-    import pytest
-
-    import otod.depth  # noqa: F401  (registers the depth obstacle)
-    from otod.core.errors import OtodError
-    from otod.core.registry import comparison
-    from otod.depth.figures import deep_linear_series
-
-    assert comparison("deep_linear_series") is deep_linear_series
-    with pytest.raises(OtodError, match="no obstacle offers the comparison 'nothing'; known: .*deep_linear_series"):
-        comparison("nothing")
-
-
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
 def test_every_registered_kind_shows_its_results_through_one_presentation(kind):
     """Each sweep of an obstacle registers analyse, report and figure together (`registry.Presentation`): the

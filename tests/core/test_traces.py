@@ -9,7 +9,8 @@ import pytest
 
 from otod.core.errors import OtodError
 from otod.core.stopping import Target
-from otod.core.traces import Replay, below_target, checkpoints, steps_to, trace_lists
+from otod.core.retarget import Replay, below_target
+from otod.core.traces import checkpoints, steps_to, trace_lists
 
 
 def net_like_checks(t):
@@ -109,7 +110,7 @@ def test_replay_stalls_by_the_window_rule():
 
 @pytest.mark.parametrize("tol", [0.0999999])
 def test_retarget_refuses_a_target_below_the_runs(tol):
-    from otod.core.traces import retarget
+    from otod.core.retarget import retarget
     from otod.condition.options import condition_sweep
 
     config = condition_sweep((4.0, 9.0), tol=0.1)

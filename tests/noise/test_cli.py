@@ -63,7 +63,7 @@ def test_edge_lines_tell_the_stability_limit_from_a_grid_that_stopped_short():
     edge is said to mean no momentum; 1 − β = 10⁻¹⁴ is β's limit (float64's resolution); 0.999 on the edge is the
     end of the default list where the simulator tries it as given, or of a --beta list."""
     from otod.noise import search
-    from otod.noise.report import edge_lines
+    from otod.noise.search import edge_lines
 
     def chosen(method, batch, multiplier, beta=0.0, lr_edge=True, beta_edge=False, given=(True, True)):
         return {"method": method, "batch": batch, "lr_multiplier": multiplier, "beta": beta,

@@ -65,7 +65,7 @@ def setting_of(spec, milestone: float, fraction: float) -> Setting:
 def predicted_b_crit(q, target_gap: float, batches) -> float:
     """The NQM ``q``'s B_crit to ``target_gap`` (`otod.nets.measure.bridge.predict`, SGD), NaN where the target is not
     below its start loss or not above 0 (no prediction)."""
-    from otod.core.errors import OtodError
+    from otod.core.api import OtodError
     from otod.nets.measure.bridge import predict
 
     if not target_gap > 0:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 
 #: The reference run's batch and step (those of ``otod noise-scale --model mlp``), and the milestone's fraction r.
 BRANCH_BATCH, BRANCH_LR, BRANCH_TO = 32, 0.1, 0.5
@@ -57,7 +57,7 @@ def parse_branching(at, batch=None, lr=None, to=None) -> Branching:
     """``--branch-at`` (a comma list of whole steps ≥ 0, or ``loss:`` and a comma list of loss levels > 0),
     ``--branch-batch``, ``--branch-lr`` and ``--branch-to`` as typed (None: the default), each refused in one
     line."""
-    from otod.core.options import finite_float, positive_int
+    from otod.core.api import finite_float, positive_int
 
     text = str(at).strip()
     if text.startswith("loss:"):
@@ -161,7 +161,7 @@ def trace_examples_of(value, config) -> int | None:
 def refuse_beside_branch(given) -> None:
     """Refuse, with ``--branch-at``, what it replaces or cannot branch from: ``--target`` (the milestone is the
     target) and ``--stream`` (``--predict`` builds the NQM at every checkpoint: `check_nqm`)."""
-    from otod.core.options import refuse_ignored
+    from otod.core.api import refuse_ignored
 
     refuse_ignored(given, "target", "with --branch-at each branch runs to its milestone, --branch-to × the "
                                     "training loss at the checkpoint; drop --target or use --branch-to, e.g. "
@@ -178,7 +178,7 @@ def echo_along(config, branching: Branching, *, out, plot: bool, yes: bool, pdf:
 
     import click
 
-    from otod.core.cli import terminal_progress
+    from otod.core.api import terminal_progress
 
     result = run_along(config, branching, out=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
                        nqm=nqm, trace_examples=trace_examples, echo=lambda text: click.echo(text, err=as_json))
@@ -196,7 +196,7 @@ def refuse_long_reference(config, branching: Branching, yes: bool) -> None:
     estimated above an hour (`otod.core.preflight.refuse_time`: every seed's run to the last checkpoint,
     `otod.nets.model.branch.reference_seconds`), unless ``yes``; a reference batch larger than the training set is
     refused here too (`otod.nets.model.branch.check_branch`)."""
-    from otod.core.preflight import refuse_time
+    from otod.core.api import refuse_time
     from otod.nets.model.branch import reference_seconds
 
     last = max(branching.steps)
@@ -214,7 +214,7 @@ def refuse_long_reference(config, branching: Branching, yes: bool) -> None:
 def branch_config(config, branching: Branching, step: int):
     """(The sweep at checkpoint ``step``: ``config`` with every seed starting from its checkpoint and the target
     the milestone r · L̄(t), the checkpoint's losses per seed)."""
-    from otod.core.stopping import Target
+    from otod.core.api import Target
 
     spec = dataclasses.replace(config.problem, branch_step=int(step), branch_batch=int(branching.batch),
                                branch_lr=float(branching.lr))
@@ -377,9 +377,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
     (``measure_predictors``; ``nqm``: the NQM's and its ablation's too, `otod.nets.along.predictors`; ``trace_examples``:
     tr(HΣ) from that many examples per seed, None: all) and their ratios' joint CIs; ``echo(text)``, where given,
     after each checkpoint (its results line)."""
-    from otod.core.config import read_config
-    from otod.core.pipeline import sweep
-    from otod.core.preflight import part_out
+    from otod.core.api import part_out, read_config, sweep
     from otod.nets.sweep.reading import reading
 
     check_branchable(config)
@@ -459,7 +457,7 @@ def table(result: AlongTrainingResult, config) -> str:
     """The printed tables: per checkpoint and method, step, loss at the checkpoint, milestone, B_crit [CI], S_min
     [CI], the fit's misfit, B_simple and B_noise (median [least, largest] over seeds); then every predictor's
     ratio to B_crit with its joint CI (`predictor_table`), the best predictor, and the NQM's ablation."""
-    from otod.core.critical_batch import describe_critical_batch
+    from otod.core.api import describe_critical_batch
     from otod.nets.along.ablation import ablation_text
 
     b = result.branching

@@ -24,8 +24,7 @@ import functools
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -127,7 +126,7 @@ def resolve_levels(config, branching, yes: bool = False):
     """``branching`` with its loss levels turned into checkpoint steps (module docstring): ``steps`` the distinct
     t(ℓ), ``reached`` the (ℓ, t(ℓ)) pairs; refused in one line where a level is not reached, or where tracing the
     seeds' runs to the cap is estimated above an hour (unless ``yes``)."""
-    from otod.core.preflight import refuse_time
+    from otod.core.api import refuse_time
 
     spec = dataclasses.replace(config.problem, branch_step=0, branch_batch=int(branching.batch),
                                branch_lr=float(branching.lr))

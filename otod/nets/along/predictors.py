@@ -157,7 +157,7 @@ def joint_ratio_intervals(series, values: dict, level: float = 0.95) -> dict[str
     (`otod.core.critical_batch.Series`): the ratio is a statistic of the core's bootstrap, its B_crit replicates
     divided by the predictor's median over the very seed columns each replicate drew (``critical.draws``); NaN
     ends where the series has no CI (too few seeds, no fit)."""
-    from otod.core.analysis import no_ci_reason, seed_draws
+    from otod.core.api import no_ci_reason, seed_draws
 
     critical = series.critical
     n_seeds = series.choice.cube.count.shape[-1]

@@ -60,7 +60,7 @@ def _bars(s: dict) -> np.ndarray:
 def draw(rows: list[dict], axes) -> None:
     """Panel (a) on ``axes[0]``: B_crit(t) [CI], B_simple(t) and B_noise(t) [seed range]; panel (b) on
     ``axes[1]``: each predictor's ratio to B_crit [from B_crit's CI] and a line at 1."""
-    from otod.core.plotting import series_style
+    from otod.core.api import series_style
 
     left, right = axes
     got = series(rows)
@@ -86,7 +86,7 @@ def draw(rows: list[dict], axes) -> None:
 
 def make_along(spec: dict, out_dir: Path) -> list[Path]:
     """The figure (module docstring) for the spec's net at its ``checkpoints``."""
-    from otod.core.plotting import caption_text, figure, legend_below, save
+    from otod.core.api import caption_text, figure, legend_below, save
 
     result = measured(spec)
     rows = result.rows()

@@ -31,7 +31,7 @@ import numpy as np
 
 
 def _plt():
-    from otod.core.plotting import plt
+    from otod.core.api import plt
 
     return plt
 
@@ -83,7 +83,7 @@ def density_on_asinh_axis(nodes, weights, zero: float, sigma: float, points: int
 def draw_spectral_density(ax, records: list[dict], zero: float, sigma: float, floor: float = 1e-4) -> None:
     """Each checkpoint's spectral density on an asinh axis (`density_on_asinh_axis`), its λ_q dotted and its top
     eigenvalues as ticks at the bottom, coloured dark to light with the step (grey-scale safe)."""
-    from otod.core.plotting import LINESTYLES
+    from otod.core.api import LINESTYLES
 
     colors = _plt().cm.viridis(np.linspace(0.0, 0.85, len(records)))
     for i, (r, color) in enumerate(zip(records, colors)):
@@ -120,7 +120,7 @@ def density_caption(records: list[dict], zero: float, sigma: float) -> str:
 
 def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
     """The spectral density along training (see the module docstring)."""
-    from otod.core.plotting import caption_text, figure, legend_below, save
+    from otod.core.api import caption_text, figure, legend_below, save
 
     net = net_spec(spec)
     checkpoints = [int(c) for c in spec.get("checkpoints", [0, 100, 1000, 4000])]
@@ -157,7 +157,7 @@ NO_CI = "no CI"
 
 def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
     """κ_q against width at init and at the end of a fixed run, with λ_max and λ_q (see the module docstring)."""
-    from otod.core.plotting import caption_text, figure, legend_inside, save, series_style
+    from otod.core.api import caption_text, figure, legend_inside, save, series_style
 
     widths = [int(w) for w in spec.get("widths", [8, 16, 32, 64, 128, 256])]
     steps = int(spec.get("steps", 1000))

@@ -44,7 +44,7 @@ def ratio_series(rows: list[dict]) -> dict[str, dict[str, np.ndarray]]:
 def draw(rows: list[dict], ax) -> list[str]:
     """Each predictor's ratio with its CI bars (none where the CI is missing), slightly offset in step so the bars
     do not hide each other, and the line at 1; returns the predictors drawn."""
-    from otod.core.plotting import series_style
+    from otod.core.api import series_style
     from otod.nets.along.predictors import LABELS
 
     got = ratio_series(rows)
@@ -73,7 +73,7 @@ def draw(rows: list[dict], ax) -> list[str]:
 
 def make_predictor_ratios(spec: dict, out_dir: Path) -> list[Path]:
     """The figure (module docstring) for the spec's net at its ``checkpoints``, titled ``title``."""
-    from otod.core.plotting import figure, legend_below, save
+    from otod.core.api import figure, legend_below, save
 
     result = measured(spec)
     fig, ax = figure(columns=1, height=2.6)
@@ -85,7 +85,7 @@ def make_predictor_ratios(spec: dict, out_dir: Path) -> list[Path]:
 
 def caption(result) -> str:
     """The figure's caption: the run, what the bars are, and the best predictor with its typical miss."""
-    from otod.core.plotting import caption_text
+    from otod.core.api import caption_text
     from otod.nets.along.predictors import DRAWS, LABELS, is_predictor
 
     ranked = next(iter(result.best().values()), [])

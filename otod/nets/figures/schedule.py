@@ -41,7 +41,7 @@ def draw(ax, label: str, results, first_style: int = 1) -> None:
     ``first_style`` on (so that no two schedules of one figure share one)."""
     from matplotlib.ticker import NullFormatter
 
-    from otod.core.plotting import series_style
+    from otod.core.api import series_style
 
     rows = results[0].rows()
     const = [r for r in rows if r["run"] == "constant" and np.isfinite(r["steps"])]
@@ -76,7 +76,7 @@ def draw(ax, label: str, results, first_style: int = 1) -> None:
 def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
     """The figure (module docstring) for the spec's ``workloads`` (each: ``label``, ``schedules`` and the net's
     options)."""
-    from otod.core.plotting import caption_text, figure, legend_below, save
+    from otod.core.api import caption_text, figure, legend_below, save
 
     workloads = spec["workloads"]
     measured_all = [(w["label"], measured(w)) for w in workloads]

@@ -9,10 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from otod.core.batch_figure import FIT_BAND_NOTE
-from otod.core.config import read_config
-from otod.core.errors import OtodError
-from otod.core.sweep import run_sweep
+from otod.core.api import FIT_BAND_NOTE, read_config, run_sweep
 from otod.nets.figures.along import MAKERS as ALONG_MAKERS
 from otod.nets.figures.curvature import MAKERS as CURVATURE_MAKERS
 from otod.nets.figures.predictors import MAKERS as PREDICTOR_MAKERS
@@ -22,7 +19,7 @@ from otod.nets.figures.workloads import MAKERS as WORKLOAD_MAKERS
 
 
 def _plt():
-    from otod.core.plotting import plt
+    from otod.core.api import plt
 
     return plt
 
@@ -36,9 +33,7 @@ def predictions(meta: dict, panel: tuple) -> list[dict]:
 def batch_panel(analysis, ax, panel: tuple) -> None:
     """Measured steps vs B (the core's panel, `otod.core.batch_figure`: medians, IQR bars, the S(B) fit) with the
     NQM's predicted S(B) and B_crit for the same net and data over it."""
-    from otod.core.batch_figure import method_color, steps_vs_batch
-
-    from otod.core.critical_batch import describe_critical_batch
+    from otod.core.api import describe_critical_batch, method_color, steps_vs_batch
 
     steps_vs_batch(analysis, ax, None, panel=panel)
     colors = {s.method: method_color(s.method, i) for i, s in enumerate(analysis.in_panel(panel))}
@@ -58,14 +53,14 @@ def batch_panel(analysis, ax, panel: tuple) -> None:
 
 def _legend(ax, outside: bool = True):
     """The legend under the panels (`otod.core.plotting.legend_below`), or inside the axes."""
-    from otod.core.plotting import legend_below, legend_inside
+    from otod.core.api import legend_below, legend_inside
 
     if ax.get_legend_handles_labels()[0]:
         legend_below(ax.figure) if outside else legend_inside(ax)
 
 
 def _caption(config, *parts: str, tol: float | None = None) -> str:
-    from otod.core.plotting import caption_text
+    from otod.core.api import caption_text
 
     return caption_text("Settings: " + _title(config, tol), *parts)
 
@@ -97,9 +92,7 @@ def draw_deep_linear(ax, net_series, comparison: dict) -> str | None:
     counts differ in scale, their growth per layer is what compares (README: depth on a real net). Returns the
     caption's sentence, or None where the deep-linear series chose no law or the net series has no median at
     L₀."""
-    from otod.core.batch_figure import draw_fit_band
-    from otod.core.law_figure import law_curve, law_label
-    from otod.core.laws import law_curves
+    from otod.core.api import draw_fit_band, law_curve, law_curves, law_label
 
     deep, name = comparison["series"], comparison["from"]
     fit = deep.fit
@@ -135,8 +128,7 @@ def depth_panel(results, ax, analysis=None, deep_linear: dict | None = None, res
     them (`draw_deep_linear`), whose caption sentence it returns; ``residual``: only the residual (True) or the
     plain (False) series, each init keeping the style it has beside the other architecture; ``law_bands``: each
     law's hatched 95% band too (`otod.core.law_figure.draw_series`)."""
-    from otod.core.law_figure import draw_series, legend_keys
-    from otod.core.plotting import series_style
+    from otod.core.api import draw_series, legend_keys, series_style
     from otod.nets.sweep.report import depth_analysis
 
     analysis = depth_analysis(results) if analysis is None else analysis
@@ -164,7 +156,7 @@ def _init_of(name: str) -> str:
 def sweep_figure(results, base, pdf: bool = False, analysis=None, deep_linear: dict | None = None, **kwargs) -> list:
     """The figure of one net sweep: S(B) per net (one panel each) with the prediction, or steps vs depth (with the
     deep-linear law beside it, where ``deep_linear`` gives one: `draw_deep_linear`)."""
-    from otod.core.plotting import figure, legend_below, panel_grid, save
+    from otod.core.api import figure, legend_below, panel_grid, save
 
     config = read_config(results.meta)
     again = getattr(analysis, "tol", None)  # another target, re-read from the loss traces
@@ -198,7 +190,7 @@ def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: 
     init one colour and marker in both; three IQR bands a panel, not six overlapping ones), with the deep-linear
     law in the panel of the series it is drawn from (`draw_deep_linear`). The laws' hatched bands are left out:
     the legend gives each slope's 95% CI."""
-    from otod.core.plotting import figure, legend_below, save
+    from otod.core.api import figure, legend_below, save
     from otod.nets.sweep.report import depth_analysis
 
     config = read_config(results.meta)
@@ -248,9 +240,7 @@ def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
     other panel fields, and the power law fitted over them (`otod.core.critical_batch.scaling_rules`) dotted, with
     its pointwise 95% band over the same bootstrap rows as its CI shaded (`ScalingRule.band`), its exponent and
     re-selecting CI in the legend."""
-    from otod.core.batch_figure import draw_fit_band, fit_band_key
-    from otod.core.critical_batch import inside, scaling_rules
-    from otod.core.plotting import series_style
+    from otod.core.api import draw_fit_band, fit_band_key, inside, scaling_rules, series_style
     from otod.nets.sweep.report import RULE_FIELDS
 
     symbol = RULE_FIELDS[field][1]
@@ -313,7 +303,7 @@ def plain_numbers(ax) -> None:
 def make_width(spec: dict, out_dir: Path) -> list[Path]:
     """B_crit against the parameter count (width axis): the measured B_crit with its seed-bootstrap CI, the
     NQM's predicted B_crit and B_noise at the target for each net, and the fitted power law."""
-    from otod.core.plotting import figure, save
+    from otod.core.api import figure, save
 
     results = _run(spec)
     analysis = batch_analysis(results)
@@ -353,7 +343,7 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
     """B_crit against the training set's size D at a fixed net (left) and against the parameter count P at a fixed
     D (right): two batch sweeps of one net (the spec's ``examples`` list at its ``width``; its ``widths`` at its
     ``fixed_examples``), each panel's B_crit with its CI and the power laws fitted over them."""
-    from otod.core.plotting import figure, legend_below, save
+    from otod.core.api import figure, legend_below, save
 
     base, wide = data_size_specs(spec)
     by_data = batch_analysis(_run(base, predict=False))
@@ -377,29 +367,20 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
         "replicate refitted) in the legend, shaded its pointwise 95% band over the same refitted replicates"))
 
 
+def depth_results(spec: dict):
+    """The net sweep of a depth figure's spec (its ``deep_linear`` table left out: what the paper's maker draws
+    beside it, `otod.paper.figures.make_nets_depth`), run or read back."""
+    return _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
+
+
 def make_depth(spec: dict, out_dir: Path) -> list[Path]:
-    """Iterations against depth, plain vs residual and by init; with ``deep_linear`` (``figure``: a table of
-    ``experiments/depth.toml``, ``series``: one of its series, ``from``: the net series to draw it from), that
-    deep-linear series' law beside them (`draw_deep_linear`)."""
-    comparison = spec.get("deep_linear")
-    results = _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
-    deep = None
-    if comparison:
-        from otod.core.registry import comparison as registered  # the depth obstacle's, through the core
-
-        deep_results, series = registered("deep_linear_series")(comparison["figure"])
-        found = [s for s in series if s.name == comparison["series"]]
-        if not found:
-            raise OtodError(f"experiments/nets.toml [{spec['name']}]: deep_linear series {comparison['series']!r} "
-                            f"is not one of depth/{comparison['figure']}'s: {', '.join(s.name for s in series)}")
-        deep = {"series": found[0], "from": comparison["from"],
-                "source": f"experiments/depth.toml [{comparison['figure']}], {read_config(deep_results.meta).seeds} "
-                          "seeds"}
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True, deep_linear=deep)
+    """Iterations against depth, plain vs residual and by init. The figure of ``experiments/nets.toml`` also draws
+    the depth obstacle's law beside them (`draw_deep_linear`): its maker is the paper's, above both obstacles
+    (`otod.paper.figures.make_nets_depth`)."""
+    return sweep_figure(depth_results(spec), out_dir / f"nets_{spec['name']}", pdf=True)
 
 
-MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-depth": make_depth,
-          "nets-data-size": make_data_size}
+MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-data-size": make_data_size}
 
 
 #: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.figures.curvature`) and the

@@ -57,7 +57,7 @@ def _label(name: str, records: list[dict]) -> str:
 
 def make_workloads(spec: dict, out_dir: Path) -> list[Path]:
     """B_simple and B_noise against the SGD step for the MLP, the CNN and the transformer (module docstring)."""
-    from otod.core.plotting import caption_text, figure, legend_below, save, series_style
+    from otod.core.api import caption_text, figure, legend_below, save, series_style
 
     records = measured(spec)
     fig, (left, right) = figure(columns=2, cols=2, height=2.6)

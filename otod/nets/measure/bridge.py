@@ -43,9 +43,7 @@ import math
 
 import numpy as np
 
-from otod.core import critical_batch
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy, mccandlish_fit
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -154,7 +152,7 @@ def tuned_steps(q, target_gap: float, batches, method: str = "sgd", cap: int = C
     setting reaches it within ``cap``), ``lr`` (absolute) and ``beta`` per batch."""
     import pandas as pd
 
-    from otod.core import analysis
+    from otod.core.api import chosen, cubes, fit_medians
     from otod.noise import search
     from otod.noise.exact import USES_BETA, reference_lr
 
@@ -168,9 +166,9 @@ def tuned_steps(q, target_gap: float, batches, method: str = "sgd", cap: int = C
                           "iterations": [t.steps if t.steps >= 0 else cap for t in trials],
                           "status": ["converged" if t.steps >= 0 else ("diverged" if t.diverged else "censored")
                                      for t in trials]})
-    cube = analysis.cubes(frame, ["batch"])[0]
-    choice = analysis.chosen(cube)
-    steps = analysis.fit_medians(choice.median, choice.bound)
+    cube = cubes(frame, ["batch"])[0]
+    choice = chosen(cube)
+    steps = fit_medians(choice.median, choice.bound)
     order = np.argsort(cube.x("batch"))
     return {"batches": cube.x("batch")[order], "steps": steps[order],
             "lr": (cube.rates[choice.index] * reference)[order], "beta": cube.betas[choice.index][order]}
@@ -200,7 +198,7 @@ def predict(q, target_gap: float, batches=BATCHES, method: str = "sgd", cap: int
         raise OtodError(f"target gap {target_gap:.4g}: must lie in (0, the quadratic's start loss "
                         f"{theory.initial_loss(q):.4g})")
     tuned = tuned_steps(q, target_gap, batches, method, cap)
-    s_min, b_crit = critical_batch.mccandlish_fit(tuned["batches"], tuned["steps"])
+    s_min, b_crit = mccandlish_fit(tuned["batches"], tuned["steps"])
     sgd = tuned if method == "sgd" else tuned_steps(q, target_gap, tuned["batches"][:1], "sgd", cap)
     simple0, noise0 = theory.noise_scales(q, q.s0)
     return {"method": method, "directions": int(len(q.h)), "start_loss": theory.initial_loss(q),

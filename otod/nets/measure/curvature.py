@@ -66,8 +66,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from otod.core.lazy import lazy
-from otod.core.precision import exact_float32
+from otod.core.api import exact_float32, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from otod.core.lazy import lazy
+from otod.core.api import lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

@@ -44,7 +44,7 @@ import math
 
 import numpy as np
 
-from otod.core.lazy import lazy
+from otod.core.api import lazy
 from otod.nets.measure.dense import activation_floats
 from otod.nets.measure.settings import NoiseScaleConfig
 
@@ -241,7 +241,7 @@ def refuse_zero_gradient(g2: float, gHg: float, where: str = "here",
     """One line where B_simple = tr Σ/|G|² or B_noise = tr(HΣ)/GᵀHG has a zero denominator: |G|² = 0 (a stationary
     point, or a loss that does not depend on its parameters) or GᵀHG = 0 (no curvature along the gradient, e.g. a
     loss linear in them); neither noise scale is defined there."""
-    from otod.core.errors import OtodError
+    from otod.core.api import OtodError
 
     if g2 == 0.0:
         raise OtodError(f"the mean gradient is exactly zero {where} (|G|² = 0: a stationary point, or a loss that does "
@@ -371,7 +371,7 @@ def measure_at(problem: Problem, pairs=PAIRS, draws: int = DRAWS, trace_examples
                seed: int = 0, step: int = 0) -> list[dict]:
     """`measure` on a `Problem` already at its point (inside ``jax.enable_x64(True)``); pairs whose big batch
     exceeds the training set are left out."""
-    from otod.core.errors import OtodError
+    from otod.core.api import OtodError
 
     try:
         moments = gradient_moments(problem, trace_examples, seed=seed)
@@ -417,8 +417,7 @@ SECONDS_PER_TRACE_FLOP, SECONDS_PER_STEP, SECONDS_PER_FLOP, COMPILE_SECONDS = 2.
 def parse_checkpoints(text) -> list[int]:
     """--steps of a net's run (``noise-scale --model``, ``curvature``): a comma list of step counts from 0 (the
     start) to 10⁹, sorted, duplicates dropped; an empty item is refused."""
-    from otod.core.errors import OtodError
-    from otod.core.options import positive_int
+    from otod.core.api import OtodError, positive_int
 
     items = [t.strip() for t in str(text).split(",")]
     if any(not t for t in items):
@@ -428,8 +427,7 @@ def parse_checkpoints(text) -> list[int]:
 
 def trace_examples_option(value, n: int) -> int | None:
     """``--trace-examples``: from 2 to the n training examples (None: all, exact)."""
-    from otod.core.errors import OtodError
-    from otod.core.options import positive_int
+    from otod.core.api import OtodError, positive_int
 
     if value is None:
         return None
@@ -444,7 +442,7 @@ def net_spec(*, model, width, depth, activation, architecture, init, data, examp
     """The `NetSpec` of the command's options (strings as typed); its own checks refuse an unknown model or data
     set, a width or depth < 1 and a batch larger than the data set, each in one line. ``loss`` None: cross-entropy
     on digits, squared on the regressions."""
-    from otod.core.options import positive_int
+    from otod.core.api import positive_int
     from otod.nets.model.problem import NetSpec
 
     loss = loss or ("cross-entropy" if data == "digits" else "squared")
@@ -519,11 +517,11 @@ def results_path(out: str, meta_config: dict):
     """``out`` itself where it names a results file, else ``<out>/noise-scale-net-<digest>.parquet``."""
     from pathlib import Path
 
-    from otod.core import results as results_io
+    from otod.core.api import SUFFIXES, digest
 
-    if Path(out).suffix in results_io.SUFFIXES:
+    if Path(out).suffix in SUFFIXES:
         return Path(out)
-    return Path(out) / f"noise-scale-net-{results_io.digest(meta_config)[:12]}.parquet"
+    return Path(out) / f"noise-scale-net-{digest(meta_config)[:12]}.parquet"
 
 
 def run_command(spec, config: NoiseScaleConfig, out: str) -> tuple[str, object]:
@@ -531,10 +529,10 @@ def run_command(spec, config: NoiseScaleConfig, out: str) -> tuple[str, object]:
     pair) and return (text, path)."""
     import time
 
-    from otod.core import results as results_io
+    from otod.core.api import digest, environment, save_results
 
     started = time.perf_counter()
-    from otod.core.cli import count_progress
+    from otod.core.api import count_progress
 
     c = config
     records = measure_along(spec, list(c.checkpoints), c.lr, c.seed, 0, list(c.pairs), c.draws, c.trace_examples,
@@ -542,8 +540,8 @@ def run_command(spec, config: NoiseScaleConfig, out: str) -> tuple[str, object]:
     stored = c.stored_for_net(spec)
     path = results_path(out, stored)
     path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"kind": "noise-scale-net", "config": stored, "digest": results_io.digest(stored),
-            "environment": results_io.environment(), "precision": "float64",
+    meta = {"kind": "noise-scale-net", "config": stored, "digest": digest(stored),
+            "environment": environment(), "precision": "float64",
             "wall_time_s": time.perf_counter() - started, "complete": True}
-    results_io.save(path, meta, [{**r, "seed": c.seed} for r in records])
+    save_results(path, meta, [{**r, "seed": c.seed} for r in records])
     return net_report(spec, records, c.lr, c.seed), path

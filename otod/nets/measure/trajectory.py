@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.core.lazy import lazy
+from otod.core.api import lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

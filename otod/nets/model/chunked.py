@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from otod.core.lazy import lazy
+from otod.core.api import lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

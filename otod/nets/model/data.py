@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 
 DATASETS = ("digits", "teacher", "gaussian")
 

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.core.family import Family
-from otod.core.lazy import lazy
+from otod.core.api import Family, lazy
 from otod.nets.model import models
 
 jax = lazy("jax")
@@ -191,8 +190,7 @@ def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, membe
     block's iteration count ``block_t``, one unbatched scalar for all lanes, so the branch is a real ``lax.cond``,
     not a select that draws every step) the order is redrawn by `epoch_order`; step t uses its ranks
     [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
-    from otod.core.dynamics import Dynamics, Lane, lane_start
-    from otod.core.stochastic import schedule_factor
+    from otod.core.api import Dynamics, Lane, lane_start, schedule_factor
 
     build = members[0].build
     factor = schedule_factor(options.schedule, options.horizon)

@@ -37,8 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -266,7 +265,7 @@ def seed_starts(problem: ModelProblem, rng: np.random.Generator) -> dict:
 def model_family(problem: ModelProblem):
     """The core's family of a contract model (module docstring): the net family's functions with the user's loss,
     and the net sweep's lane (`otod.nets.model.family.minibatch_dynamics`)."""
-    from otod.core.family import Family
+    from otod.core.api import Family
     from otod.nets.model.chunked import chunked_mean
     from otod.nets.model.family import checks, minibatch, minibatch_dynamics
 

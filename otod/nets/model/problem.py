@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy
 from otod.nets.model import data as data_sets
 from otod.nets.model import models, size
 

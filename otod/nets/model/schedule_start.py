@@ -33,8 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -117,7 +116,7 @@ def base_spec(spec):
 def _loop(spec, method: str, options):
     """(constants, carry, n) → carry after n steps of one lane of the net sweep at ``spec`` (its batch), compiled
     once per (net, batch, method, options), n traced: the engine's lane step (`otod.nets.model.family.net_dynamics`)."""
-    from otod.core.stochastic import METHODS
+    from otod.core.api import METHODS
     from otod.nets.model.family import net_family
 
     family = net_family(spec)
@@ -155,7 +154,7 @@ def with_start(spec, drawn: dict, params, shuffle) -> dict:
 def schedule_draws(spec, drawn: dict, s: int, options=None) -> dict:
     """Seed s's draws for the phase ``spec.schedule_start`` leads to: its start replayed through every earlier
     phase (cached), its shuffle seed `phase_shuffle` of that phase."""
-    from otod.core.stochastic import NoiseOptions
+    from otod.core.api import NoiseOptions
 
     options = NoiseOptions() if options is None else options
     seed, runs = decode(spec.schedule_start)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 from otod.nets.model import data as data_sets
 
 #: The deepest net any command builds: every layer is a separate operation of the compiled program (the layers are
@@ -116,7 +116,7 @@ def check_buildable(model: str, data: str, width: int, depth: int, examples: int
     size = footprint(model, data, width, depth, examples, inputs, outputs, holdout)
     need = size.data_bytes + size.start_bytes + (size.qr_bytes if orthogonal else 0.0)
     biggest = "--examples" if size.data_bytes > size.start_bytes + size.qr_bytes else "--width or --depth"
-    from otod.core.preflight import refuse_memory
+    from otod.core.api import refuse_memory
 
     refuse_memory(need, f"{describe_options(model, data, width, depth, examples)} (P = {size.parameters:.3g} "
                         f"parameters, {(data_shape(data, examples, inputs, outputs, holdout).train):,} training "

@@ -30,8 +30,7 @@ import math
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")

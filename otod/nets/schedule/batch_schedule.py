@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from otod.core.errors import OtodError
+from otod.core.api import OtodError
 
 #: The most phases one schedule runs (each is a sweep over the lr grid).
 MAX_PHASES = 8
@@ -154,7 +154,7 @@ def check_schedulable(config, schedule: BatchSchedule) -> None:
 def refuse_beside_schedule(given, model) -> None:
     """Refuse, with ``--batch-schedule``, what it replaces or cannot run from: ``--target`` (the last milestone is
     the target), ``--branch-at``, ``--stream``, ``--predict`` and a model of the user's own."""
-    from otod.core.options import refuse_ignored
+    from otod.core.api import refuse_ignored
     from otod.nets.model.contract import is_reference
 
     refuse_ignored(given, "target", "with --batch-schedule the final target is the last phase's milestone × the "
@@ -171,7 +171,7 @@ def refuse_beside_schedule(given, model) -> None:
 
 
 def target_of(loss: float):
-    from otod.core.stopping import Target
+    from otod.core.api import Target
 
     return Target(tol=float(loss), kind="absolute", check_every=1)
 
@@ -288,8 +288,7 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     """The constant-batch sweep to the final target, then each phase from where the one before left every seed
     (module docstring), all through the core pipeline (`otod.core.pipeline.sweep`: resumed or read back like any
     sweep); ``echo(text)`` after each sweep."""
-    from otod.core.pipeline import sweep
-    from otod.core.preflight import part_out
+    from otod.core.api import part_out, sweep
     from otod.nets.model.schedule_start import encode
     from otod.nets.schedule.stats import compare
 
@@ -359,7 +358,7 @@ def echo_schedule(config, schedule: BatchSchedule, *, out, plot: bool, yes: bool
 
     import click
 
-    from otod.core.cli import terminal_progress
+    from otod.core.api import terminal_progress
 
     result = run_schedule(config, schedule, out=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
                           echo=lambda text: click.echo(text, err=as_json))

@@ -51,7 +51,7 @@ def resampled(cube, cols: np.ndarray) -> np.ndarray:
     """[replicate, point] the median over each replicate's drawn seed columns ``cols`` [replicate, seed] at the
     setting that replicate re-chooses at each point, +∞ where a lower bound: the core bootstrap's resample
     (`otod.core.analysis.rechosen`), for every point."""
-    from otod.core.analysis import rechosen
+    from otod.core.api import rechosen
 
     return rechosen(cube)(cols)
 
@@ -107,7 +107,7 @@ def _best(steps: np.ndarray, allowed: np.ndarray, batches: np.ndarray) -> tuple[
 def replicate_columns(seeds: int, n_boot: int, seed: int = 0) -> np.ndarray:
     """[replicate, seed] the seed columns each replicate draws (with replacement): the core bootstrap's draws
     (`otod.core.analysis.seed_draws`)."""
-    from otod.core.analysis import seed_draws
+    from otod.core.api import seed_draws
 
     return np.concatenate(seed_draws(seeds, n_boot, seed) or [np.zeros((0, seeds), np.int64)])
 
@@ -148,7 +148,7 @@ def compare(phase_choices, phase_batches, constant_choice, *, n_boot: int = 1000
     """`Comparison` of the schedule's phases (their choices, `otod.core.analysis.Choice`: each sweep's one choice,
     made by its analysis, and their batches) against the constant sweep's choice: the schedule-vs-constant
     quantities as a statistic of the core's seed resample, one draw shared by every cube."""
-    from otod.core.analysis import no_ci_reason
+    from otod.core.api import no_ci_reason
 
     constant_cube = constant_choice.cube
     batches = constant_cube.x("batch")

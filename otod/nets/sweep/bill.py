@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from otod.core.lazy import lazy
+from otod.core.api import lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -26,7 +26,7 @@ def optimizer(method: str):
 def iteration_flops(spec, method: str, batch: int) -> float:
     """XLA's FLOPs of one minibatch step of ``method`` at batch ``batch`` on the net ``spec`` (float32; otod's net
     or a user's model, `otod.nets.model.model_problem.ModelProblem`: both give their start, arrays and mean loss)."""
-    from otod.core.xla import abstract
+    from otod.core.api import abstract
     from otod.cost.flops import iteration_flops as count
 
     opt = optimizer(method)

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from otod.core.axes import Axis
-from otod.core.errors import OtodError
-from otod.core.registry import SweepKind
+from otod.core.api import Axis, OtodError, SweepKind
 from otod.nets.model import models
 from otod.nets.model.model_problem import ModelProblem
 from otod.nets.model.problem import NetSpec
-from otod.core.stochastic import BETA, NoiseOptions, ignores
-from otod.core.stochastic import METHODS as NOISE_METHODS
+from otod.core.api import BETA, METHODS as NOISE_METHODS, NoiseOptions, ignores
 
 BATCH = Axis("batch", "B", "batch size B", "--batch", traced=False, minimum=1, integer=True, what="batch sizes B",
              example="8..1024:8:log")

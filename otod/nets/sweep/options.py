@@ -7,16 +7,12 @@ import dataclasses
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.options import finite_float, parse_lr, parse_methods, positive_int, seed_value
-from otod.core.ranges import parse_range
-from otod.core.stopping import Target
-from otod.core.config import SweepConfig
+from otod.core.api import (OtodError, SweepConfig, Target, finite_float, parse_lr, parse_methods, parse_range,
+                           positive_int, seed_value)
 from otod.nets.model import models
 from otod.nets.sweep.kind import ARCHITECTURE, BATCH, DEFAULT_LR_GRID, DEPTH, EXAMPLES, INIT, METHODS, WIDTH
 from otod.nets.model.problem import NetSpec
-from otod.core.options import whole_values
-from otod.core.stochastic import BETA, NoiseOptions
+from otod.core.api import BETA, NoiseOptions, whole_values
 from otod.noise.search import DEFAULT_BETAS
 
 #: What a bare ``otod sweep net`` runs: digits, a one-hidden-layer MLP of width 32, SGD, B = 8…1024 (8 values).
@@ -152,7 +148,7 @@ def refuse_embedded_data(model, reference: str, examples: int, available: int | 
     first), a contract model whose first ``examples`` examples, held as the programs' constants
     (`CONSTANT_COPIES` copies), pass `MAX_CONSTANT_BYTES`, or whose `MEMORY_COPIES` copies do not fit in the
     free memory (`otod.core.preflight.refuse_memory`)."""
-    from otod.core.preflight import refuse_memory
+    from otod.core.api import refuse_memory
 
     data = sum(int(np.prod(np.shape(a)[1:])) * np.asarray(a).dtype.itemsize for a in model.data) * examples
     example = max(1, MAX_CONSTANT_BYTES // (CONSTANT_COPIES * max(1, data // max(1, examples))))

@@ -21,13 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from otod.core.analysis import Analysis
-from otod.core.report import sweep_header
+from otod.core.api import Analysis, sweep_header
 
 
 @dataclass(frozen=True, eq=False)
 class DepthAnalysis(Analysis):
-    """A net sweep over depth's analysis (`depth_analysis`), with ``retarget``: what `otod.core.traces.retarget`
+    """A net sweep over depth's analysis (`depth_analysis`), with ``retarget``: what `otod.core.retarget.retarget`
     said of the lanes where the counts were re-read at another target (None at the run's own)."""
 
     retarget: dict | None = None
@@ -74,7 +73,7 @@ RULE_FIELDS = {"dim": ("parameters", "P", "nets"), "examples": ("training exampl
 def rule_lines(analysis) -> list[str]:
     """B_crit ∝ P^b over the widths (at each fixed D) and ∝ D^a over the training-set sizes (at each fixed P), each
     with its re-selecting bootstrap CI (`otod.core.critical_batch.scaling_rules`)."""
-    from otod.core.critical_batch import scaling_rules
+    from otod.core.api import scaling_rules
 
     lines = []
     for field, (name, symbol, what) in RULE_FIELDS.items():
@@ -94,7 +93,7 @@ def _ci(ci: tuple[float, float], no_ci: str | None) -> str:
 
 def prediction_lines(meta: dict, analysis, panel: tuple) -> list[str]:
     """The measured B_crit beside the NQM's predicted one, for the net and data of ``panel``."""
-    from otod.core.critical_batch import inside
+    from otod.core.api import inside
 
     lines = []
     for pred in meta.get("nqm_prediction") or []:
@@ -111,7 +110,7 @@ def prediction_lines(meta: dict, analysis, panel: tuple) -> list[str]:
             ratio = (f"; measured/predicted B_crit {s.critical.b_crit / pred['b_crit']:.3g}" if both else
                      "; no B_crit ratio (a B_crit beyond its batches)") + \
                 f", S_min {s.critical.s_min / pred['s_min']:.3g}"
-        from otod.core.critical_batch import describe_critical_batch
+        from otod.core.api import describe_critical_batch
 
         grid = grid or [pred["b_crit"]]
         lines.append(f"  {pred.get('method', 'sgd')}: measured {got}; predicted (NQM from the net's spectrum and "
@@ -147,9 +146,9 @@ def bill_lines(results, analysis, panel: tuple) -> list[str]:
 
 
 def batch_report(results, analysis) -> str:
-    from otod.core.batch_report import critical_line, table
+    from otod.core.api import critical_line, table
     from otod.nets.sweep.kind import USES_BETA
-    from otod.noise.report import edge_warning
+    from otod.noise.search import edge_warning
 
     meta = results.meta
     lines = []
@@ -173,7 +172,7 @@ def batch_report(results, analysis) -> str:
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
                   "values tried; the training loss is read every step up to 32, then 2^(⌊log₂ t⌋ − 5) apart, so a "
                   "count is exact to within 3% of itself"]
-    lines += edge_warning(analysis)
+    lines += edge_warning(analysis, USES_BETA)
     lines += rule_lines(analysis)
     return "\n".join(lines)
 
@@ -192,9 +191,7 @@ def ladder_lines(results) -> list[str]:
     (each rung's steps re-read from the same run, `otod.core.analysis.at_rung`, and analysed afresh, the (lr, β)
     re-chosen per rung), S_min, E_min = S_min·B_crit (McCandlish et al. 2018: the fewest examples, reached as
     B → 0) and the examples seen at B = B_crit, D = B_crit·S(B_crit) = 2·S_min·B_crit."""
-    from otod.core.analysis import at_rung, frame_of
-    from otod.core.config import read_config
-    from otod.core.critical_batch import analyse_batches, describe_critical_batch
+    from otod.core.api import analyse_batches, at_rung, describe_critical_batch, frame_of, read_config
 
     config = read_config(results.meta)
     ladder = config.target.ladder
@@ -237,7 +234,7 @@ def seen_rule(fits: list) -> tuple[float, tuple[float, float]] | None:
     whose B_crit lies inside the batches): the least-squares slope of log B_crit on log D, and its 95% CI from the
     bootstrap rows refitted (each rung's analysis draws the same seed resamples, from the same bootstrap seed, so
     row r is one resample of the seeds, its (lr, β) re-chosen at every target)."""
-    from otod.core.analysis import fit_line
+    from otod.core.api import fit_line
 
     if len(fits) < 3:
         return None
@@ -259,7 +256,7 @@ def seen_rule(fits: list) -> tuple[float, tuple[float, float]] | None:
 
 def depth_report(results, analysis=None) -> str:
     """Steps against depth per series, and the two laws fitted (``analysis``: the sweep's `depth_analysis`)."""
-    from otod.core.laws import law_table
+    from otod.core.api import law_table
 
     analysis = depth_analysis(results) if analysis is None else analysis
     lines = []
@@ -279,9 +276,7 @@ def depth_report(results, analysis=None) -> str:
 def depth_analysis(results, tol: float | None = None):
     """Iterations vs depth per series method·init·architecture, at each series' chosen lr per depth, with the
     deep-linear obstacle's two laws; ``tol``: another target, re-read from the loss traces."""
-    from otod.core.analysis import analyse
-    from otod.core.laws import LAWS, law_fit
-    from otod.core.report import frame_at
+    from otod.core.api import LAWS, analyse, frame_at, law_fit
 
     config, tol, frame = frame_at(results, tol)
     axes = tuple(n for n, _ in config.axes)
@@ -305,8 +300,7 @@ def batch_analysis(results, tol: float | None = None):
     axis's d, and training-set size D, where the records hold it)."""
     import dataclasses
 
-    from otod.core.critical_batch import analyse_batches
-    from otod.core.report import frame_at
+    from otod.core.api import analyse_batches, frame_at
 
     config, tol, frame = frame_at(results, tol)
     found = analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
@@ -319,7 +313,7 @@ def batch_analysis(results, tol: float | None = None):
 def net_analysis(results, tol: float | None = None):
     """The net sweep's one analysis (`otod.core.pipeline`): the critical batch over a batch axis
     (`batch_analysis`), else the depth laws (`depth_analysis`)."""
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     if "batch" in dict(read_config(results.meta).axes):
         return batch_analysis(results, tol)
@@ -328,7 +322,7 @@ def net_analysis(results, tol: float | None = None):
 
 def target_text(analysis, config) -> str:
     """The target the report reads: the run's own (``config``'s), or another re-read from the loss traces
-    (`otod.core.traces.retarget`), with the lanes whose outcome there the run's own pruning hid."""
+    (`otod.core.retarget.retarget`), with the lanes whose outcome there the run's own pruning hid."""
     again = (getattr(analysis, "meta", None) or {}).get("retarget") or getattr(analysis, "retarget", None)
     if again is None:
         return f"{config.target.tol:g}"
@@ -342,7 +336,7 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     """The report of a net sweep (``otod fit``, ``otod sweep net``) from its one analysis (`net_analysis`, made
     here unless given)."""
     del full
-    from otod.core.config import read_config
+    from otod.core.api import read_config
 
     config = read_config(results.meta)
     axes = tuple(n for n, _ in config.axes)

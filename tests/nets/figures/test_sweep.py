@@ -496,7 +496,7 @@ def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_c
 def test_every_nets_maker_is_run_by_a_test():
     from otod.nets.figures.sweep import ALL_MAKERS
 
-    assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-depth", "nets-spectral-density", "nets-kappa-width",
+    assert set(ALL_MAKERS) == {"nets-batch", "nets-width", "nets-spectral-density", "nets-kappa-width",
                                "nets-workloads", "nets-data-size", "nets-along", "nets-schedule",
                                "nets-predictor-ratios"}  # the last: tests/nets/figures/test_predictors.py
 
@@ -579,7 +579,7 @@ def _deep_linear(monkeypatch, seeds: int = 8):
     series = analyse(pd.DataFrame(rows), point=("depth",), axis="depth", statistic=lambda x: LAWS, n_boot=200,
                      fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth")).series
     asked = []
-    monkeypatch.setitem(df.COMPARISONS, "deep_linear_series", lambda name: asked.append(name) or (
+    monkeypatch.setattr(df, "deep_linear_series", lambda name: asked.append(name) or (
         Results(meta={"kind": "sweep", "sweep": "depth", "config": depth_config_from_options(
             depth="1..5", init="xavier", seeds=seeds).to_dict()}, records=[]), series))
     return series[0], asked
@@ -610,7 +610,7 @@ def test_make_depth_draws_the_deep_linear_law_beside_the_nets_from_the_named_net
     caption; the axes keep the nets' range (the law leaves them upwards). A series the depth figure lacks is one
     OtodError naming those it has."""
     from otod.core.errors import OtodError
-    from otod.nets.figures.sweep import make_depth
+    from otod.paper.figures import make_nets_depth as make_depth  # the paper's: above the nets and depth
 
     deep, asked = _deep_linear(monkeypatch)
     sweeps.records = _depth_records

@@ -3,8 +3,8 @@
 With ``--model``, a net's exact B_simple = tr Σ/|G|² and B_noise = tr(HΣ)/GᵀHG over its whole training set at
 checkpoints of one SGD run, beside the two-batch estimates (`otod.nets.measure.noise_scale`; McCandlish et al. 2018,
 appendix A). Without it, the same two-batch estimators along an SGD run on the noisy quadratic model, against the
-NQM's exact values (`otod.noise.estimators`, the NQM library this obstacle builds on). The command lives with the
-nets because the net is what it measures; the NQM run is its reference.
+NQM's exact values (`otod.noise.estimators`). The command reads two obstacles, the nets and the noise, so it lives
+above both, beside the command line (`otod.cli` adds it), and neither obstacle imports the other for it.
 """
 
 from __future__ import annotations
