@@ -175,7 +175,11 @@ def noise_plan(model) -> None:
     size = model.parameter_count
     data = sum(int(np.size(a)) for a in model.data)
     chunk = max(noise_scale.CHUNK_FLOATS, size)
-    norms = max(example_norms.CHUNK_FLOATS, example_norms.plan(model.loss, model.params, model.data).example_floats)
+    try:
+        norms = max(example_norms.CHUNK_FLOATS,
+                    example_norms.plan(model.loss, model.params, model.data).example_floats)
+    except OtodError:  # the loss fails on one example: refused in its own line by the start's check, next
+        norms = 0
     need = 8 * (data + 8 * size + 2 * chunk + max(chunked.CHUNK_FLOATS, 4 * size, norms))
     refuse_memory(need, f"the noise scale of {model.name} (P = {size:,}, {model.examples:,} examples)",
                   "use a smaller model or fewer examples")

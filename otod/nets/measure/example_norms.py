@@ -216,7 +216,10 @@ def plan(loss, params, data: tuple, activations: int | None = None) -> Plan:
     leaves, treedef = jax.tree.flatten(params)
     example = tuple(a[:1] for a in data)
     closed = jax.make_jaxpr(lambda ls, batch: loss(jax.tree.unflatten(treedef, ls), batch))(leaves, example)
-    uses, bad = _analyse(closed.jaxpr, closed.consts, len(leaves))
+    try:
+        uses, bad = _analyse(closed.jaxpr, closed.consts, len(leaves))
+    except Exception:  # an equation the walk cannot read (a new call primitive): every leaf falls back, exact
+        uses, bad = [], set(range(len(leaves)))
     counts = {}
     for u in uses:
         counts[u.leaf] = counts.get(u.leaf, 0) + 1
@@ -238,6 +241,10 @@ def chunk_size(plan_: Plan, examples: int, floats: int = CHUNK_FLOATS) -> int:
 def _forward(plan_: Plan, leaves, batch, perturbations):
     """One example's loss with every recognised use's output perturbed (``perturbations`` by key), and each use's
     operands (by key)."""
+    if not plan_.uses:  # nothing recognised: the jaxpr as JAX evaluates it, not walked
+        from jax._src.core import eval_jaxpr
+
+        return eval_jaxpr(plan_.jaxpr, plan_.consts, *leaves, *batch)[0], {}
     uses = {u.key: u for u in plan_.uses}
     kept = {}
 

@@ -124,6 +124,14 @@ def test_leaves_the_walk_does_not_recognise_fall_back_to_their_per_example_gradi
     assert fast == pytest.approx(exact, rel=RTOL)
 
 
+def test_a_model_with_no_recognised_leaf_is_all_fallback_and_exact():
+    """Least squares through tanh(w): no leaf recognised, the pass is the vmapped gradients alone, to 1e-10."""
+    loss, params, data = _fixture("plain_jax:least_squares")
+    fast, exact, plan = _both(lambda p, b: loss({"w": jnp.tanh(p["w"])}, b), params, data)
+    assert plan.uses == () and plan.fallback == (0,)
+    assert fast == pytest.approx(exact, rel=RTOL)
+
+
 def _sequence():
     """A dense layer applied at each of T = 5 positions (K = F = 12: the Gram matrices are cheaper, T(K + F) <
     KF), summed over positions, whose inputs are alike across positions: the per-example gradient Σₜ xₜᵀγₜ has
