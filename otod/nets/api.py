@@ -165,15 +165,22 @@ def noise_plan(model) -> None:
     """Refuse a noise-scale measurement that does not fit in memory: the data and the parameters in float64 (a
     few copies of P: G, HG, the moments), one chunk of per-example gradients and one of HVP activations
     (`otod.nets.measure.noise_scale.CHUNK_FLOATS` and `otod.nets.model.chunked.CHUNK_FLOATS` floats; a chunk holds one
-    example's gradient at least, P floats, and a vmapped HVP one vector's primal and tangent)."""
+    example's gradient at least, P floats, and a vmapped HVP one vector's primal and tangent), or, in their place
+    (it runs alone, before them), one chunk of the per-example norm pass (`otod.nets.measure.example_norms`:
+    `example_norms.CHUNK_FLOATS`, or one example's floats of the pass where more)."""
     from otod.core.api import refuse_memory
     from otod.nets.model import chunked
-    from otod.nets.measure import noise_scale
+    from otod.nets.measure import example_norms, noise_scale
 
     size = model.parameter_count
     data = sum(int(np.size(a)) for a in model.data)
     chunk = max(noise_scale.CHUNK_FLOATS, size)
-    need = 8 * (data + 8 * size + 2 * chunk + max(chunked.CHUNK_FLOATS, 4 * size))
+    try:
+        norms = max(example_norms.CHUNK_FLOATS,
+                    example_norms.plan(model.loss, model.params, model.data).example_floats)
+    except OtodError:  # the loss fails on one example: refused in its own line by the start's check, next
+        norms = 0
+    need = 8 * (data + 8 * size + 2 * chunk + max(chunked.CHUNK_FLOATS, 4 * size, norms))
     refuse_memory(need, f"the noise scale of {model.name} (P = {size:,}, {model.examples:,} examples)",
                   "use a smaller model or fewer examples")
 

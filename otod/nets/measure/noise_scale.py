@@ -24,7 +24,11 @@ training set: n full-data HVPs, about 3n full-data gradients (n² example passes
 = m takes the mean over m examples drawn without replacement instead: an unbiased estimate (the sample mean of
 dᵢᵀHdᵢ), at m/n of the cost, with its standard error (the finite-population one) reported beside it. The
 estimator draws per example rather than Hutchinson's Rademacher z (zᵀH Σ z): Σz needs every dᵢ anyway, and the
-per-example terms give the standard error directly.
+per-example terms give the standard error directly. There, with m < n, tr Σ needs no per-example gradient at
+all: Σᵢ |gᵢ − G|² comes from each layer's inputs and output gradients (`otod.nets.measure.example_norms`: the
+"ghost norm" of dense layers, the per-example gradient of a convolution's kernel, a bias or a gain through that
+operation alone; the vmapped gradient for any leaf it does not recognise), one forward and backward pass over
+the data, and per-example gradients only of the m drawn examples.
 
 **The two-batch estimator** (McCandlish et al. 2018, appendix A.1): with |G_B|² the squared norm of a batch-B
 gradient, E|G_B|² = |G|² + tr Σ/B, so two batch sizes give unbiased |G|² and tr Σ
@@ -111,7 +115,7 @@ def _compiled_model(model, chunk: int) -> dict:
         return jax.jvp(grad, (v,), (u,))[1]
 
     per_example = jax.vmap(jax.grad(example), (None,) + (0,) * len(data))
-    return {"data": data, "n": int(data[0].shape[0]), "unflatten": unflatten, "chunk": int(chunk),
+    return {"data": data, "n": int(data[0].shape[0]), "unflatten": unflatten, "chunk": int(chunk), "model": model,
             "example_grads": jax.jit(lambda v, idx: per_example(v, *(a[idx] for a in data))),
             "mean_loss": jax.jit(mean), "mean_grad": jax.jit(grad), "hvp": jax.jit(hvp),
             "hvps": jax.jit(jax.vmap(hvp, (None, 0)))}
@@ -139,6 +143,7 @@ class Problem:
         self._example_grads, self.mean_loss, self.mean_grad = (compiled["example_grads"], compiled["mean_loss"],
                                                                compiled["mean_grad"])
         self._hvp, self._hvps = compiled["hvp"], compiled["hvps"]
+        self._compiled = compiled
         self.activations = int(activations)
         self.at(params)
 
@@ -170,6 +175,13 @@ class Problem:
 
     def example_grads(self, v, idx):
         return self._example_grads(v, jnp.asarray(idx, jnp.int32))
+
+    def centred_square_sum(self, G) -> float:
+        """Σᵢ |gᵢ − G|² over the n examples at ``flat`` (G their mean gradient), per-example gradients formed only
+        for the leaves whose layers are not recognised (`otod.nets.measure.example_norms`)."""
+        from otod.nets.measure.example_norms import problem_square_sum
+
+        return problem_square_sum(self._compiled, self.flat, G)
 
     def gradient_chunk(self) -> int:
         """Examples per vmapped chunk of per-example gradients (chunk × P floats ≤ `CHUNK_FLOATS`)."""
@@ -210,11 +222,12 @@ def gradient_moments(problem: Problem, trace_examples: int | None = None, basis:
     traced_mask = np.zeros(n, bool)
     traced_mask[traced] = True
     V = None if basis is None else jnp.asarray(basis, jnp.float64)
-    sq_sum, proj_sum, dhd = 0.0, None, []
+    norms = V is None and m < n  # tr Σ from the layers' norms; per-example gradients only of the traced examples
+    sq_sum, proj_sum, dhd = problem.centred_square_sum(G) if norms else 0.0, None, []
     hvp_chunk = problem.hvp_chunk()
-    for idx in chunks(np.arange(n), problem.gradient_chunk()):
+    for idx in chunks(traced if norms else np.arange(n), problem.gradient_chunk()):
         d = problem.example_grads(v, idx) - G
-        sq_sum += float(jnp.sum(d * d))
+        sq_sum += 0.0 if norms else float(jnp.sum(d * d))
         if V is not None:
             p = d @ V
             proj_sum = jnp.sum(p * p, 0) + (0.0 if proj_sum is None else proj_sum)
@@ -454,13 +467,14 @@ def net_spec(*, model, width, depth, activation, architecture, init, data, examp
 
 def plan_seconds(spec, checkpoints, pairs, draws: int, trace_examples: int | None = None) -> float:
     """The run's estimated seconds (`SECONDS_PER_TRACE_FLOP` and the rest): compile, train to the last checkpoint,
-    then per checkpoint the exact moments (m × n × flops per example, m = n or ``trace_examples``) and the pairs'
-    draws."""
+    then per checkpoint the exact moments (m × n × flops per example, m = n or ``trace_examples``; with m < n the
+    norm pass and G besides, about 6 forward passes over the data) and the pairs' draws."""
     n, flops = spec.dataset().examples, spec.flops_per_example()
     m = n if trace_examples is None else min(n, trace_examples)
     train = train_seconds(spec, max(checkpoints))
-    per_point = m * n * flops * SECONDS_PER_TRACE_FLOP + sum(3 * draws * big * flops * SECONDS_PER_FLOP
-                                                             for _, big in pairs)
+    norms = 6 * n * flops * SECONDS_PER_FLOP if m < n else 0.0
+    per_point = m * n * flops * SECONDS_PER_TRACE_FLOP + norms + sum(3 * draws * big * flops * SECONDS_PER_FLOP
+                                                                     for _, big in pairs)
     return COMPILE_SECONDS + train + len(checkpoints) * per_point
 
 

@@ -217,9 +217,38 @@ def test_the_memory_plan_counts_a_chunk_of_at_least_one_examples_gradient(monkey
     from otod.nets.api import noise_plan
 
     monkeypatch.setattr(resources, "host_memory_available", lambda: 12 * 2 ** 30)
-    model = SimpleNamespace(parameter_count=10 ** 8, data=(np.zeros((64, 4)), np.zeros(64)), examples=64,
+
+    def linear(size):  # a dense layer 4 → size/4, shapes only: the norm pass holds 4 × P/4 activations (≤ 4P)
+        def loss(p, batch):
+            return jnp.mean((batch[0] @ p["w"]).sum(-1) - batch[1])
+
+        return {"loss": loss, "params": {"w": jax.ShapeDtypeStruct((4, size // 4), jnp.float32)},
+                "parameter_count": size}
+
+    model = SimpleNamespace(**linear(10 ** 8), data=(np.zeros((64, 4)), np.zeros(64)), examples=64,
                             name="big.py:problem")
     with pytest.raises(OtodError, match=r"the noise scale of big.py:problem \(P = 100,000,000, 64 examples\) "
                                         r"needs about 10.4 GiB"):
         noise_plan(model)
-    noise_plan(SimpleNamespace(**{**vars(model), "parameter_count": 10 ** 7}))  # 1.1 GB counted: runs
+    noise_plan(SimpleNamespace(**{**vars(model), **linear(10 ** 7)}))  # 1.1 GB counted: runs
+
+
+def test_the_memory_plan_counts_one_example_of_the_norm_pass_where_it_exceeds_the_others(monkeypatch):
+    """Where one example's floats in the per-example norm pass (`otod.nets.measure.example_norms.Plan`) exceed
+    the chunk budgets (2^25 floats) and 4P, the plan counts them: 2·10⁹ floats an example, 16 GB, refused
+    with 12 GiB free (8.4 GiB usable), while the same model at 10⁶ floats an example runs."""
+    from types import SimpleNamespace
+
+    import otod.core.resources as resources
+    from otod.core.errors import OtodError
+    from otod.nets.api import noise_plan
+    from otod.nets.measure import example_norms
+
+    monkeypatch.setattr(resources, "host_memory_available", lambda: 12 * 2 ** 30)
+    model = SimpleNamespace(loss=None, params=None, parameter_count=10 ** 3, data=(np.zeros((64, 4)),),
+                            examples=64, name="wide.py:problem")
+    monkeypatch.setattr(example_norms, "plan", lambda *a: SimpleNamespace(example_floats=2 * 10 ** 9))
+    with pytest.raises(OtodError, match=r"the noise scale of wide.py:problem .* needs about 15 GiB"):
+        noise_plan(model)
+    monkeypatch.setattr(example_norms, "plan", lambda *a: SimpleNamespace(example_floats=10 ** 6))
+    noise_plan(model)
