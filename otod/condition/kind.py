@@ -16,7 +16,7 @@ from otod.condition.methods import METHODS, MethodOptions
 from otod.condition.quadratic import QuadraticSpec
 from otod.core.axes import Axis
 from otod.core.errors import OtodError
-from otod.core.registry import SweepKind, Theory
+from otod.core.registry import Bracketing, SweepKind, Theory
 from otod.core.stopping import Target, decades
 
 DEFAULT_METHODS = ("gd", "heavy-ball", "nesterov", "newton")
@@ -123,5 +123,5 @@ def migrate(payload: dict) -> dict:
 CONDITION = SweepKind(
     name="condition", axes=(KAPPA, DIM), methods=METHODS,
     problems={"quadratic": QuadraticSpec, "kronecker": KroneckerSpec}, options=MethodOptions,
-    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate,
+    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate, bracket=Bracketing(),
     smaller="fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")
