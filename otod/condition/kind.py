@@ -14,7 +14,7 @@ from otod.condition import theory
 from otod.condition.kronecker import KroneckerSpec
 from otod.condition.methods import METHODS, MethodOptions
 from otod.condition.quadratic import QuadraticSpec
-from otod.core.api import Axis, OtodError, SweepKind, Target, Theory, decades
+from otod.core.api import Axis, Bracketing, decades, OtodError, SweepKind, Target, Theory
 
 DEFAULT_METHODS = ("gd", "heavy-ball", "nesterov", "newton")
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
@@ -120,5 +120,5 @@ def migrate(payload: dict) -> dict:
 CONDITION = SweepKind(
     name="condition", axes=(KAPPA, DIM), methods=METHODS,
     problems={"quadratic": QuadraticSpec, "kronecker": KroneckerSpec}, options=MethodOptions,
-    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate,
+    max_iters=max_iters, x64=x64, validate=validate, theory=THEORY, migrate=migrate, bracket=Bracketing(),
     smaller="fewer --k values or --seeds, or a smaller problem (--dim, --shape, --basis eigen)")

@@ -73,10 +73,11 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
                      lr_extend: int | None = None) -> Report:
     """Run (resume, or read back) a sweep through the one pipeline (`otod.core.pipeline.sweep`), with the FLOPs of
     one iteration of each method and the theory's exact counts stored in the file (so a later ``otod fit`` reads
-    them), then report and plot. A tuned rate is bracketed (`otod.core.bracket`: ``lr_extend`` steps beyond each
-    end of the grid; None: the default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid)."""
+    them), then report and plot. A tuned rate is bracketed (the kind's stage, `otod.core.bracket`: ``lr_extend``
+    steps beyond each end of the grid; None: the default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given
+    --lr-grid)."""
     from otod.condition.bill import flops_per_iteration, setup_flops
-    from otod.core.api import bracketed_run, sweep
+    from otod.core.api import sweep
 
     def bill() -> dict:
         if config.static_axes:
@@ -92,4 +93,4 @@ def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = Tr
                 **({"exact_medians": exact} if exact else {})}
 
     return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf,
-                 extra_meta=bill, run=bracketed_run(lr_extend))
+                 extra_meta=bill, lr_extend=lr_extend)

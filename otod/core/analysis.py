@@ -582,13 +582,15 @@ class SeriesAnalysis:
 @dataclass(frozen=True, eq=False)
 class Group:
     """The series of one static point (``key``: the values of the grouping fields, ``heading`` naming them; ''
-    where the sweep has one group), the statistic fitted to them, and the records at the chosen settings."""
+    where the sweep has one group), the statistic fitted to them, the records at the chosen settings, and
+    ``rows``: all the group's records (each cube's ``row`` indexes them), whose fields name a point in full."""
 
     heading: str
     key: tuple
     statistic: Statistic
     series: tuple[SeriesAnalysis, ...]
     chosen: pd.DataFrame
+    rows: pd.DataFrame | None = None
 
     @property
     def summary(self) -> pd.DataFrame:
@@ -655,5 +657,5 @@ def analyse(frame: pd.DataFrame, *, point: Sequence[str], axis: str,
             found.append(SeriesAnalysis(cube.series, boot, rows_summary,
                                         fit(cube.series, boot, stat, rows_summary) if fit else None))
         picked = chosen_rows(rows, [s.choice for s in found], given) if found else rows.iloc[:0]
-        groups.append(Group(heading(by, key) if by else "", key, stat, tuple(found), picked))
+        groups.append(Group(heading(by, key) if by else "", key, stat, tuple(found), picked, rows))
     return Analysis(axis, tol, tuple(groups), theory, config)

@@ -31,10 +31,10 @@ PARTS = {
     # The runner: a sweep's config, its pre-flight and the pipeline that runs or reads it back and shows it.
     "config": "DEFAULT_LR_GRID SweepConfig existing_default read_config",
     "sweep": "run_sweep",
-    "pipeline": "marked_records present sweep",
+    "pipeline": "made marked_records present sweep",
     "preflight": "check_resources given_options make_folder part_out quiet_numerics refuse_memory refuse_time "
                  "refuse_unwritable results_out",
-    "registry": "Presentation SweepKind Theory register_lazily",
+    "registry": "Bracketing Presentation SweepKind Theory register_lazily",
     "axes": "Axis",
     # The store: results files and their columns.
     "results": "Results SUFFIXES cpu_model digest environment jsonable load_results=load save_results=save",
@@ -46,8 +46,7 @@ PARTS = {
                       "scaling_rules",
     "fit": "power_law_fitter",
     "laws": "LAWS law_curves law_fit law_table",
-    "bracket": "applies beta_floor beta_ladder bracket bracketed_run default_beta_ladder lr_extend_option lr_given "
-               "place_lines",
+    "bracket": "applies beta_floor beta_ladder default_beta_ladder lr_extend_option lr_given place_lines",
     # Show: text and figures from one analysis.
     "report": "Report fit_table frame_at sweep_header sweep_table",
     "batch_report": "critical_line table",

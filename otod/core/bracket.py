@@ -8,8 +8,9 @@ the optimum's count, and a law fitted through such points measures the grid, not
 exact path searches its rates to their limit (`otod.noise.search`); a sweep run by the core (condition, depth)
 runs a fixed grid, so it brackets instead.
 
-**The rule.** After the sweep, every (method, point) is chosen by the analysis's rule (`otod.core.analysis`:
-the lowest median count over seeds, censored and diverged lanes as +∞, ties to the smaller rate and β). Where the
+**The rule.** After the sweep, every (method, point) is chosen by its one analysis (`otod.core.analysis`:
+the lowest median count over seeds, censored and diverged lanes as +∞, ties to the smaller rate and β), whose
+choices the search reads (`requests`): it makes none of its own. Where the
 choice's rate is the largest (smallest) tried at its β with a finite median (``lr_on_edge``), the next rate up
 (down) is run: the grid's end times its end ratio to the power k (the ratio of the grid's last two values, or
 its first two: for the default grid 0.1–3, (3/0.1)^(1/11) ≈ 1.36), k = 1, 2, … up to ``steps`` (`DEFAULT_STEPS`;
@@ -23,11 +24,13 @@ the extension's lanes are exactly the lanes a grid holding those rates would hav
 results file, after the sweep's own records (which stay byte for byte as they were, each chunk under its own
 checksum), with ``meta["bracket"]``: the records the plan made (``planned_records``, all that
 `otod.core.reuse` shares with another sweep), the steps allowed, the lanes added and the runs. The rounds'
-small sweeps are written beside it (``<file>.bracket/``), so an interrupted bracket resumes from them, and are
-removed once merged. The same command reads the merged file back: its choices are off their edges, or at the
-steps' end, so nothing runs again.
+small sweeps are written beside it (``<file>.bracket/``), so an interrupted round resumes from them, and are
+merged into the file at each round's end (then removed), whose records, changed, the kind analyses once more: the
+next round reads that analysis's choices, and the last one is the analysis the command presents. The same
+command reads the merged file back: its choices are off their edges, or at the steps' end, so nothing runs
+again.
 
-**β towards 1** (`beta_ladder`, the simulated noise sweeps: `otod.noise.runner`): β's stable range is [0, 1)
+**β towards 1** (`beta_ladder`, the simulated noise sweeps: `otod.noise.kind.BRACKET`): β's stable range is [0, 1)
 (Polyak 1964), and at small batch the best memory 1/(1 − β) is a few percent of the run, far past a list's 0.999
 (the exact NQM's search finds the EMA's best at 1 − β ≈ 5.6·10⁻⁶ at B = 1, `otod.noise.search`). Where a point's
 chosen β is the largest tried (with a finite median), the next β of the ladder runs at every rate of the grid,
@@ -36,7 +39,9 @@ decade for the default list) while 1 − β ≥ `beta_floor`, where the run's fl
 (10⁻¹⁴ in float64, as the exact search's floor; 10⁻⁵ in float32, the simulator's default precision). A choice on
 the floor is at β's true limit.
 
-**Who brackets.** The rate: condition, depth and toy sweeps (`otod.condition.report`, `otod.depth.report`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to 3·1.36¹² ≈ 122 times
+**Who brackets.** A kind that declares the stage (`otod.core.registry.Bracketing`; the pipeline runs it after
+the core's run, on the sweep's one analysis: `otod.core.pipeline.made`). The rate: condition, depth and toy
+sweeps (`otod.condition.kind`, `otod.depth.kind`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to 3·1.36¹² ≈ 122 times
 the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is at the end of the
 user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise and params sweeps
 whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up to 1.1·10⁻³ below
@@ -63,8 +68,6 @@ from otod.core.errors import OtodError
 DEFAULT_STEPS = 12
 #: The most steps ``--lr-extend`` allows each way (the multiplier's range grows by the end ratio per step).
 MAX_STEPS = 64
-#: The record fields the bracket's search reads (besides the sweep's axes).
-SEARCH_FIELDS = ("method", "seed", "lr_multiplier", "learning_rate", "beta", "status", "iterations")
 
 
 def check_steps(text: Any, option: str = "--lr-extend") -> int:
@@ -159,55 +162,53 @@ class Request(NamedTuple):
     rate: float | None
 
 
-def search_frame(records: list[dict], axes: tuple[str, ...]):
-    """The fields the search reads, as a frame (`otod.core.analysis.frame_of` with fields: no column build); its
-    ``attrs["search"]`` names it the bracket's, not the command's one analysis (tests/core/test_pipeline.py)."""
-    from otod.core.analysis import frame_of
-
-    fields = tuple(dict.fromkeys(axes + SEARCH_FIELDS))
-    frame = frame_of(records, [f for f in fields if records and f in records[0]])
-    frame.attrs["search"] = "lr bracket"
-    return frame
-
-
-def requests(config: SweepConfig, records: list[dict], steps: int,
+def requests(config: SweepConfig, analysis, steps: int,
              betas: tuple[float, ...] = ()) -> tuple[list[Request], int]:
     """The next round's lanes (`Request`s) and how many choices sit on an edge they may not leave (the steps are
-    used up): every (method, point) whose chosen rate is on the edge of the rates tried at its β (the analysis's
-    rule, `otod.core.analysis.chosen`), with the next rate beyond that edge not yet tried; and, with ``betas``
-    (`beta_ladder`), every (method that reads β, point) whose chosen β is the largest tried, with the next of
-    ``betas`` not yet tried, at every rate of the grid."""
-    from otod.core import analysis
-
+    used up), read off the sweep's one analysis (``analysis``: `otod.core.analysis.Analysis`; each series' choice
+    per point, and the group's records, whose fields name the point in full, the method and the fields its
+    groups split off): every (method, point) whose chosen rate is on the edge of the rates tried at its β, with
+    the next rate beyond that edge not yet tried; and, with ``betas`` (`beta_ladder`), every (method that reads β,
+    point) whose chosen β is the largest tried, with the next of ``betas`` not yet tried, at every rate of the
+    grid. A choice per point rests on that point's records alone, so it is the choice a search of its own would
+    make; the requests come in the order of a search over the records (methods as they first appear, β before
+    rates, points sorted), so the rounds run, and append their lanes, in one order."""
     axes = tuple(n for n, _ in config.axes)
-    frame = search_frame(records, axes)
     point = [n for n in axes if n != "beta"]
-    out, stuck = [], 0
-    for cube in analysis.cubes(frame, point, "method"):
-        choice = analysis.chosen(cube)
-        if betas and "beta" in axes and "beta" not in config.kind.ignores(cube.series):
-            out += beta_requests(cube, choice, axes, betas)
-        if steps <= 0 or not config.tuned(cube.series):
-            continue
-        for i in np.flatnonzero(choice.lr_on_edge):
-            j = choice.index[i]
-            rate, beta = float(cube.rates[j]), float(cube.betas[j])
-            tried = set(cube.rates[cube.tried[i] & (cube.betas == beta)].tolist())
-            side = 1 if rate >= max(tried) else -1
-            beyond = [r for r in ladder(config.lr_grid, side, steps) if r not in tried]
-            if not beyond or (side > 0 and beyond[0] < rate) or (side < 0 and beyond[0] > rate):
-                stuck += 1
+    found, stuck, first = [], 0, {}
+    for group in analysis.groups:
+        for series in group.series:
+            choice, cube = series.choice, series.cube
+            lanes = choice.at_choice(cube.row).max(-1)  # a lane run at each point's chosen setting
+            records = group.rows.iloc[lanes]
+            method = str(records["method"].iloc[0]) if len(records) else cube.series
+            ran = group.rows.index[cube.row[cube.row >= 0]]  # labels: the records' places in the results
+            first[method] = min(first.get(method, np.inf), ran.min() if len(ran) else np.inf)
+            values = [{n: records[n].iloc[i] for n in point} for i in range(len(records))]
+            order = lambda kind, i: (method, kind, tuple(values[i][n] for n in point))  # noqa: E731
+            if betas and "beta" in axes and "beta" not in config.kind.ignores(method):
+                found += [(order(0, i), r) for i, r in beta_requests(method, cube, choice, values, axes, betas)]
+            if steps <= 0 or not config.tuned(method):
                 continue
-            values = {n: cube.points[n].iloc[i] for n in point}
-            if "beta" in axes:
-                values["beta"] = beta
-            out.append(Request(cube.series, tuple((n, values[n]) for n in axes), beyond[0]))
-    return out, stuck
+            for i in np.flatnonzero(choice.lr_on_edge):
+                j = choice.index[i]
+                rate, beta = float(cube.rates[j]), float(cube.betas[j])
+                tried = set(cube.rates[cube.tried[i] & (cube.betas == beta)].tolist())
+                side = 1 if rate >= max(tried) else -1
+                beyond = [r for r in ladder(config.lr_grid, side, steps) if r not in tried]
+                if not beyond or (side > 0 and beyond[0] < rate) or (side < 0 and beyond[0] > rate):
+                    stuck += 1
+                    continue
+                at = {**values[i], **({"beta": beta} if "beta" in axes else {})}
+                found.append((order(1, i), Request(method, tuple((n, at[n]) for n in axes), beyond[0])))
+    found.sort(key=lambda item: (first[item[0][0]],) + item[0][1:])
+    return [r for _, r in found], stuck
 
 
-def beta_requests(cube, choice, axes: tuple[str, ...], betas: tuple[float, ...]) -> list[Request]:
-    """`requests` of β: where the chosen β is the largest tried at its point (with a finite median), the next of
-    ``betas`` above it not yet tried there."""
+def beta_requests(method: str, cube, choice, values: list[dict], axes: tuple[str, ...],
+                  betas: tuple[float, ...]) -> list[tuple[int, Request]]:
+    """`requests` of β, with each request's point: where the chosen β is the largest tried at its point (with a
+    finite median), the next of ``betas`` above it not yet tried there."""
     out = []
     for i in np.flatnonzero(choice.beta_on_edge):
         beta = float(cube.betas[choice.index[i]])
@@ -215,8 +216,7 @@ def beta_requests(cube, choice, axes: tuple[str, ...], betas: tuple[float, ...])
         beyond = [b for b in betas if b > beta and b not in set(tried.tolist())]
         if beta < tried.max() or not beyond:
             continue
-        values = {n: cube.points[n].iloc[i] for n in axes if n != "beta"}
-        out.append(Request(cube.series, tuple((n, beyond[0] if n == "beta" else values[n]) for n in axes), None))
+        out.append((i, Request(method, tuple((n, beyond[0] if n == "beta" else values[i][n]) for n in axes), None)))
     return out
 
 
@@ -277,50 +277,31 @@ def merged(results: results_io.Results, runs: list[results_io.Results], said: di
     return results_io.load(results.path)
 
 
-def bracket(config: SweepConfig, results: results_io.Results, steps: int, *, betas: tuple[float, ...] = (),
-            progress: Callable[[dict], None] | None = None, yes: bool = False) -> results_io.Results:
-    """Extend the sweep's rates (``steps`` beyond each end) and β (through ``betas``, `beta_ladder`) round by round
-    until no choice sits on an edge it may leave (module docstring); the results file (merged, where any lane ran)
-    read back. Nothing to extend (``steps`` 0 or no tuned rate, and no ``betas``): as it is."""
+def bracketed(config: SweepConfig, results: results_io.Results, analysis, steps: int, *,
+              betas: tuple[float, ...] = (), analyse: Callable[[results_io.Results], Any] | None = None,
+              progress: Callable[[dict], None] | None = None, yes: bool = False) -> tuple[results_io.Results, Any]:
+    """The pipeline's bracket stage (`otod.core.registry.Bracketing`): extend the sweep's rates (``steps`` beyond
+    each end) and β (through ``betas``, `beta_ladder`) round by round until no choice of its one analysis
+    (``analysis``, the kind's, on ``results``) sits on an edge it may leave (module docstring). Each round's lanes
+    are merged into the results file and the records, changed, are analysed once more (``analyse``, default the
+    kind's: `otod.core.pipeline.analyse`): (the results, their analysis), the pair the pipeline presents. Nothing to extend (``steps`` 0 or no tuned rate, and no
+    ``betas``): both as they are."""
     from otod.core.sweep import run_sweep
 
     steps = steps if applies(config) else 0
     if (steps <= 0 and not betas) or results.path is None:
-        return results
+        return results, analysis
     folder = side_folder(results.path)
-    records = list(results.records)
-    runs: list[results_io.Results] = []
-    rounds = 0
-    while True:
-        wanted, _ = requests(config, records, steps, tuple(betas))
-        if not wanted:
-            break
-        rounds += 1
-        for sub in sub_configs(config, wanted):
-            run = run_sweep(sub, path=default_path(sub, folder), progress=progress, yes=yes, reuse=False)
-            runs.append(run)
-            records += run.records
-    if not runs:
-        return results
     said = {"lr_steps": steps, **({"beta_floor": 1.0 - max(betas)} if betas else {})}
-    out = merged(results, runs, said, rounds, sum(len(r) for r in runs))
-    shutil.rmtree(folder, ignore_errors=True)
-    return out
-
-
-def bracketed_run(steps: int | None = None,
-                  betas: Callable[[SweepConfig], tuple[float, ...]] | None = None) -> Callable[..., results_io.Results]:
-    """The pipeline's ``run`` (`otod.core.pipeline.sweep`) for a sweep whose rate is bracketed: the core's
-    `run_sweep`, then `bracket` with ``steps`` (None: `default_steps`) and, where given, ``betas(config)``: the β
-    to try beyond the list's largest (`beta_ladder`; empty: β tried as given)."""
-    def run(config, out_dir, progress, yes, extra_meta):
-        from otod.core.sweep import run_sweep
-
-        results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=extra_meta)
-        return bracket(config, results, default_steps(config) if steps is None else steps,
-                       betas=betas(config) if betas is not None else (), progress=progress, yes=yes)
-
-    return run
+    while True:
+        wanted, _ = requests(config, analysis, steps, tuple(betas))
+        if not wanted:
+            return results, analysis
+        runs = [run_sweep(sub, path=default_path(sub, folder), progress=progress, yes=yes, reuse=False)
+                for sub in sub_configs(config, wanted)]
+        results = merged(results, runs, said, 1, sum(len(r) for r in runs))
+        shutil.rmtree(folder, ignore_errors=True)
+        analysis = analyse(results) if analyse is not None else config.kind.presented.analyse(results, None)
 
 
 def default_beta_ladder(config: SweepConfig, default: tuple[float, ...]) -> tuple[float, ...]:

@@ -28,7 +28,7 @@ def present(results, *, tol: float | None = None, full: bool = False, text: bool
     """A results object's report from one analysis (made here unless given): the kind's text (``text``) and,
     with ``figure_base``, its figure there (PNG, and PDF with ``pdf``; ``quantity`` iterations or flops)."""
     shown = sweep_kind(results.meta["sweep"]).presented
-    analysis = shown.analyse(results, tol) if analysis is None else analysis
+    analysis = analyse(results, tol) if analysis is None else analysis
     body = shown.report(results, full=full, tol=tol, analysis=analysis) if text else ""
     files = []
     if figure_base is not None:
@@ -54,23 +54,47 @@ def marked_records(report: Report) -> list[dict]:
              "beta_on_edge": flags.get(i, (False, False))[1], **places.get(i, {})} for i, r in enumerate(records)]
 
 
-def sweep(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
-          progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False,
-          extra_meta: Callable[[], dict] | None = None, run: Callable[..., Any] | None = None) -> Report:
-    """Run (resume, or read back) a sweep and present it: the text, then ``results:`` and ``figure:`` lines, the
-    files written (the results file first). ``run(config, out_dir, progress, yes, extra_meta)`` makes the results
-    (default: the core's `otod.core.sweep.run_sweep`; the noise obstacle's exact path is its own)."""
-    from otod.core.preflight import refuse_unwritable
+def made(config, *, out_dir: str | Path = "results", progress: Callable[[dict], None] | None = None,
+         yes: bool = False, extra_meta: Callable[[], dict] | None = None, lr_extend: int | None = None,
+         run: Callable[..., Any] | None = None) -> tuple[Any, Any]:
+    """A sweep's results and its one analysis: the core's run (`otod.core.sweep.run_sweep`: run, resume or read
+    back), the analysis, and the stages the kind declares on them: the bracket (``kind.bracket``, a
+    `otod.core.registry.Bracketing`: `otod.core.bracket.bracketed`, with ``lr_extend`` steps, None: its
+    `otod.core.bracket.default_steps`), whose search reads that analysis's choices and, where it ran lanes,
+    analyses the merged records once more. ``run(config, out_dir, progress, yes, extra_meta)`` replaces the
+    core's run where a kind answers a sweep without lanes (the noise obstacle's exact path,
+    `otod.noise.exact.run_exact`, whose mode is no field of the config); it searches its own lattice to its
+    limits, so no stage brackets it."""
+    from otod.core.sweep import run_sweep
 
-    refuse_unwritable(out_dir)  # before the work: the results are saved after it
     if run is None:
-        from otod.core.sweep import run_sweep
-
         results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=extra_meta)
     else:
         results = run(config, out_dir, progress, yes, extra_meta)
+    analysis = analyse(results)
+    rule = config.kind.bracket
+    if rule is not None and run is None:
+        from otod.core.bracket import bracketed, default_steps
+
+        steps = (default_steps(config) if lr_extend is None else lr_extend) if rule.lr else 0
+        results, analysis = bracketed(config, results, analysis, steps, betas=rule.betas(config), analyse=analyse,
+                                      progress=progress, yes=yes)
+    return results, analysis
+
+
+def sweep(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
+          progress: Callable[[dict], None] | None = None, yes: bool = False, pdf: bool = False,
+          extra_meta: Callable[[], dict] | None = None, lr_extend: int | None = None,
+          run: Callable[..., Any] | None = None) -> Report:
+    """Run (resume, or read back) a sweep and present it (`made`, then `present` on its one analysis): the text,
+    then ``results:`` and ``figure:`` lines, the files written (the results file first)."""
+    from otod.core.preflight import refuse_unwritable
+
+    refuse_unwritable(out_dir)  # before the work: the results are saved after it
+    results, analysis = made(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=extra_meta,
+                             lr_extend=lr_extend, run=run)
     base = results.path.with_suffix("") if plot and results.path is not None else None
-    shown = present(results, full=full, figure_base=base, pdf=pdf)
+    shown = present(results, full=full, figure_base=base, pdf=pdf, analysis=analysis)
     files = ([results.path] if results.path is not None else []) + list(shown.files)
     lines = [f"results: {results.path}"] if results.path is not None else []
     text = shown.text + ("\n\n" if lines else "") + "\n".join(lines + [f"figure:  {f}" for f in shown.files])

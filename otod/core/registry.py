@@ -108,6 +108,22 @@ def no_checks(config: "SweepConfig") -> None:
     """The default ``validate``: the core's checks (`otod.core.config.SweepConfig`) are all there is."""
 
 
+def no_betas(config: "SweepConfig") -> tuple[float, ...]:
+    """The default ``Bracketing.betas``: β tried as listed, none beyond."""
+    return ()
+
+
+@dataclass(frozen=True)
+class Bracketing:
+    """A stage of the pipeline (`otod.core.pipeline.made`) for a kind whose grid is bracketed after the core's run
+    (`otod.core.bracket.bracketed`), read off the sweep's one analysis: ``lr`` its tuned rate beyond the grid's
+    ends (``--lr-extend`` steps; default `otod.core.bracket.default_steps`), ``betas(config)`` the β tried beyond
+    the list's largest towards 1 (`otod.core.bracket.default_beta_ladder`; empty: the list as given)."""
+
+    lr: bool = True
+    betas: Callable[["SweepConfig"], tuple[float, ...]] = no_betas
+
+
 @dataclass(frozen=True)
 class SweepKind:
     """One kind of sweep an obstacle offers (``otod sweep <name>``). The core calls each hook with the typed
@@ -135,7 +151,8 @@ class SweepKind:
       once per value: SGD has no β).
     - smaller: what shrinks this sweep, in its own command's options: the core's refusal of a sweep too large
       for memory or an hour names it (`otod.core.plan.check_estimate`), so a message names only options
-      ``otod sweep <name>`` has."""
+      ``otod sweep <name>`` has.
+    - bracket: the pipeline's bracket stage (`Bracketing`), or None (the grid is tried as given)."""
 
     name: str
     axes: tuple[Axis, ...]
@@ -153,6 +170,7 @@ class SweepKind:
     lr_scale: Callable[["SweepConfig", str, Point], float] = unit_lr_scale
     ignores: Callable[[str], tuple[str, ...]] = reads_every_axis
     smaller: str = "fewer points or fewer --seeds"
+    bracket: Bracketing | None = None
 
     @property
     def presented(self) -> Presentation:

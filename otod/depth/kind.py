@@ -8,7 +8,7 @@ vmapped program per shape. ``otod sweep toy``: the number of matrices k is stati
 
 from __future__ import annotations
 
-from otod.core.api import Axis, OtodError, SweepKind, Target, Theory, decades
+from otod.core.api import Axis, Bracketing, decades, OtodError, SweepKind, Target, Theory
 from otod.depth.linear import INITS, DeepLinearSpec, init_code
 from otod.depth.methods import METHODS, MethodOptions
 from otod.depth.toy import ToySpec
@@ -100,15 +100,28 @@ def applies(config) -> bool:
 DEPTH_THEORY = Theory(iterations=_identity_theory, exponent=lambda method: None,
                       exponent_on_grid=lambda config, method, xs: None, applies=applies)
 
+def depth_betas(config) -> tuple[float, ...]:
+    """The β a depth or toy sweep tries beyond its default list's 0.999 (`otod.core.bracket.default_beta_ladder`
+    of `DEFAULT_BETAS`): 1 − β = 10^(−3.5), 10⁻⁴, … to the run's float limit; none for a --beta list the user
+    gave."""
+    from otod.core.api import default_beta_ladder
+
+    return default_beta_ladder(config, DEFAULT_BETAS)
+
+
+#: The bracket stage of depth and toy sweeps: the tuned rate beyond the grid, heavy-ball's and Adam's β beyond
+#: 0.999 (`otod.core.pipeline.made`).
+BRACKET = Bracketing(lr=True, betas=depth_betas)
+
 DEPTH_KIND = SweepKind(
     name="depth", axes=(DEPTH, INIT, BETA, WIDTH), methods=METHODS,
     problems={"deep-linear": DeepLinearSpec, "chain": DeepLinearSpec, "residual": DeepLinearSpec},
     options=MethodOptions, max_iters=lambda config: DEFAULT_CAP[config.problem.problem],
-    x64=lambda config: False, validate=validate_depth, theory=DEPTH_THEORY,
+    x64=lambda config: False, validate=validate_depth, theory=DEPTH_THEORY, bracket=BRACKET,
     smaller="fewer or smaller --depth and --width values, fewer --init or --seeds")
 
 TOY_KIND = SweepKind(
     name="toy", axes=(LAYERS, BETA), methods={k: v for k, v in METHODS.items() if k != "kfac"},
     problems={"toy": ToySpec}, options=MethodOptions, max_iters=lambda config: DEFAULT_CAP["toy"],
-    x64=lambda config: False, validate=validate_toy, annotate=annotate_toy,
+    x64=lambda config: False, validate=validate_toy, annotate=annotate_toy, bracket=BRACKET,
     smaller="fewer or smaller --layers values, fewer --beta values or --seeds")

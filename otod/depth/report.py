@@ -98,23 +98,14 @@ def figure(results: Results, base: Path, *, quantity: str = "iterations", pdf: b
     return sweep_figure(results, Path(base), pdf=pdf, analysis=analysis)
 
 
-def depth_betas(config) -> tuple[float, ...]:
-    """The β a depth or toy sweep tries beyond its default list's 0.999 (`otod.core.bracket.default_beta_ladder`
-    of `otod.depth.kind.DEFAULT_BETAS`): 1 − β = 10^(−3.5), 10⁻⁴, … to the run's float limit; none for a --beta
-    list the user gave."""
-    from otod.core.api import default_beta_ladder
-    from otod.depth.kind import DEFAULT_BETAS
-
-    return default_beta_ladder(config, DEFAULT_BETAS)
-
-
 def sweep_and_report(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,
                      progress=None, yes: bool = False, pdf: bool = False, lr_extend: int | None = None) -> Report:
     """Run (resume, or read back) a depth or toy sweep through the one pipeline (`otod.core.pipeline.sweep`); its
-    tuned rate is bracketed (`otod.core.bracket`: ``lr_extend`` steps beyond each end of the grid, None: the
-    default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid), and heavy-ball's and Adam's β,
-    on the default list, beyond 0.999 towards 1 where the choice sits on it (`depth_betas`)."""
-    from otod.core.api import bracketed_run, sweep
+    tuned rate is bracketed (the kind's stage, `otod.core.bracket`: ``lr_extend`` steps beyond each end of the
+    grid, None: the default grid's `otod.core.bracket.DEFAULT_STEPS`, 0 for a given --lr-grid), and heavy-ball's
+    and Adam's β, on the default list, beyond 0.999 towards 1 where the choice sits on it
+    (`otod.depth.kind.depth_betas`)."""
+    from otod.core.api import sweep
 
-    run = bracketed_run(lr_extend, betas=depth_betas)
-    return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf, run=run)
+    return sweep(config, out_dir=out_dir, plot=plot, full=full, progress=progress, yes=yes, pdf=pdf,
+                 lr_extend=lr_extend)

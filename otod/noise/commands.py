@@ -28,11 +28,12 @@ def quiet_numerics(command_fn):
     return wrapper
 
 
-def run(config, mode: str, out: str, yes: bool = False):
-    """Results of one config on the chosen path, with a progress line on a terminal."""
-    from otod.noise.runner import run as run_on_path
+def made(config, mode: str, out: str, yes: bool = False):
+    """(results, their one analysis) of one config on the chosen path (`otod.noise.runner.made`), with a progress
+    line on a terminal."""
+    from otod.noise.runner import made as made_on_path
 
-    return run_on_path(config, mode, out, terminal_progress(), yes=yes)
+    return made_on_path(config, mode, out, terminal_progress(), yes=yes)
 
 
 @click.command("noise")
@@ -100,9 +101,10 @@ def sweep_noise(batch, method, mode, problem, dim, target, beta, schedule, noise
                                 examples=examples, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
                                 lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, yes=yes)
     from otod.core.api import echo_report, sweep
+    from otod.noise.runner import exact_run
 
-    echo_report(sweep(config, out_dir=out, plot=not no_plot, yes=yes, pdf=pdf,
-                      run=lambda config, out, progress, yes, extra: run(config, mode, out, yes)), as_json)
+    echo_report(sweep(config, out_dir=out, plot=not no_plot, progress=terminal_progress(), yes=yes, pdf=pdf,
+                      run=exact_run if mode == "exact" else None), as_json)
 
 
 def _echo(text: str, records: list, as_json: bool) -> None:
@@ -183,7 +185,10 @@ def sweep_params(dim, batch_rule, method, mode, problem, target, beta, noise, ma
                         "sweeps (one file each); give a folder, e.g. --out runs/, or one rule")
     from otod.core.api import present
 
-    shown = [(label, present(run(config, mode, out, yes))) for label, config in configs]  # one analysis each
+    shown = []
+    for label, config in configs:  # one analysis each: the one the bracket stage read
+        results, analysis = made(config, mode, out, yes)
+        shown.append((label, present(results, analysis=analysis)))
     text = "\n\n".join(f"batch rule {label}\n{r.text}\n\nresults: {r.results.path}" for label, r in shown)
     if not no_plot:  # the rules side by side: one figure of every rule's analysis
         from otod.noise.figures import params_figure

@@ -69,19 +69,30 @@ def exact_records(config: SweepConfig) -> list[dict]:
             lr_axis, beta_axis = search_axes(config, name)
             trials = search.exact_search(theory_name(name), q, batches, tol, cap, reference, power_of(name),
                                          lr_axis, beta_axis)
-            for trial in sorted(trials, key=lambda t: (t.batch, t.beta, t.multiplier)):
-                hit = trial.steps
-                status = "converged" if hit >= 0 else ("diverged" if trial.diverged else "censored")
-                row = {"sweep": config.sweep, "dim": float(spec.dim), "batch": trial.batch, "beta": trial.beta,
-                       "method": name, "seed": 0,
-                       "lr_multiplier": trial.multiplier if config.relative_lr else None,
-                       "learning_rate": trial.multiplier * reference, "iterations": hit if hit >= 0 else cap,
-                       "status": status, "final_loss": None, "hits": [hit if hit >= 0 else None],
-                       **record_fields(config, "exact")}
+            for found in trial_records(name, trials, cap, reference, config.relative_lr):
+                row = {"sweep": config.sweep, "dim": float(spec.dim), **found, **record_fields(config, "exact")}
                 if "batch_ratio" in axes:
                     row["batch_ratio"] = float(axes["batch_ratio"][0])
                 records.append(row)
     return records
+
+
+def trial_records(method: str, trials, cap: int, reference: float, relative: bool = True) -> list[dict]:
+    """The exact search's trials (`otod.noise.search.exact_search`) as records of one method, in the sweeps'
+    format, sorted by (B, β, lr): the step count (``iterations``; the cap where the loss never reached the target)
+    and status (converged, diverged or censored), the lr as a multiplier of ``reference`` (None where the lr was
+    absolute, ``relative`` False) and as a step, one 'seed' (the recursions sample nothing). The one place trials
+    become records: the exact sweeps' (`exact_records`) and the nets' NQM prediction
+    (`otod.nets.measure.bridge.tuned_steps`) both read them, so both choose by the one analysis."""
+    out = []
+    for trial in sorted(trials, key=lambda t: (t.batch, t.beta, t.multiplier)):
+        hit = trial.steps
+        status = "converged" if hit >= 0 else ("diverged" if trial.diverged else "censored")
+        out.append({"batch": trial.batch, "beta": trial.beta, "method": method, "seed": 0,
+                    "lr_multiplier": trial.multiplier if relative else None,
+                    "learning_rate": trial.multiplier * reference, "iterations": hit if hit >= 0 else cap,
+                    "status": status, "final_loss": None, "hits": [hit if hit >= 0 else None]})
+    return out
 
 
 def exact_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:

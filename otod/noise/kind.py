@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from otod.core.api import Axis, OtodError, SweepKind
+from otod.core.api import Axis, Bracketing, OtodError, SweepKind
 from otod.noise import theory
 from otod.core.api import BETA, METHODS, NoiseOptions, ignores
 from otod.noise.problems import PROBLEMS, IsotropicSpec, NQMSpec, RegressionSpec, RosenbrockSpec
@@ -106,10 +106,26 @@ def lr_scale(config, method: str, point: dict) -> float:
     return stability_limit("precond" if method.startswith("precond") else method, float(point.get("beta", 0.0)))
 
 
+def simulated_betas(config) -> tuple[float, ...]:
+    """The β the simulator tries beyond the default list's 0.999, where a choice sits on it (`otod.core.bracket`):
+    half a decade of 1 − β a step, as the list, down to the run's float precision (`otod.core.bracket.beta_floor`:
+    1 − β = 10⁻⁵ in float32, 10⁻¹⁴ in float64, the exact path's floor); none for a --beta list (tried as given)."""
+    from otod.core.api import default_beta_ladder
+    from otod.noise.search import DEFAULT_BETAS
+
+    return default_beta_ladder(config, DEFAULT_BETAS)
+
+
+#: The simulated noise and params sweeps' bracket stage: β beyond the default list (their lr grid already spans
+#: the stability range, so no rate is bracketed); the exact path replaces the run and is not bracketed
+#: (`otod.core.pipeline.made`).
+BRACKET = Bracketing(lr=False, betas=simulated_betas)
+
 NOISE = SweepKind(name="noise", axes=(BATCH, BETA, DIM), methods=METHODS, problems=PROBLEMS, options=NoiseOptions,
                   max_iters=max_iters, x64=_x64, validate=validate, record_fields=record_fields, lr_scale=lr_scale,
-                  ignores=ignores, smaller="fewer --batch, --beta or --dim values, a smaller --dim, or fewer --seeds")
+                  ignores=ignores, smaller="fewer --batch, --beta or --dim values, a smaller --dim, or fewer --seeds",
+                  bracket=BRACKET)
 PARAMS = SweepKind(name="params", axes=(PARAMS_DIM, BATCH, BATCH_RATIO, BETA), methods=METHODS, problems=PROBLEMS,
                    options=NoiseOptions, max_iters=max_iters, x64=_x64, validate=validate,
                    record_fields=record_fields, lr_scale=lr_scale, ignores=ignores,
-                   smaller="fewer or smaller --dim values, fewer --beta values, or fewer --seeds")
+                   smaller="fewer or smaller --dim values, fewer --beta values, or fewer --seeds", bracket=BRACKET)

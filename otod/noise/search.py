@@ -481,7 +481,7 @@ def given_lists(config) -> tuple[bool, bool]:
 
 def beta_limit(config) -> float:
     """The smallest 1 − β the sweep's precision resolves, where a chosen β is at its limit: the last of the β the
-    simulator brackets (`otod.noise.runner.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
+    simulator brackets (`otod.noise.kind.simulated_betas`: 10⁻⁵ in float32), 10⁻¹⁴ in float64 (the exact
     path's `BETA_FLOOR`)."""
     from otod.core.api import beta_floor, beta_ladder
 

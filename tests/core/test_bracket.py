@@ -62,6 +62,15 @@ def records_of(counts: dict[tuple[str, float, float], tuple[str, int]], seeds: i
              "iterations": it} for (m, k, r), (st, it) in counts.items() for s in range(seeds)]
 
 
+def choices(config: SweepConfig, records: list[dict], by: tuple[str, ...] = ()):
+    """The one analysis the bracket's search reads (`otod.core.analysis.analyse`: the choice and medians, no
+    bootstrap), over every axis but β, split by ``by`` as a kind's groups split a sweep."""
+    from otod.core.analysis import analyse, frame_of
+
+    axes = tuple(n for n, _ in config.axes)
+    return analyse(frame_of(records), point=axes, axis=axes[0], by=by, n_boot=0)
+
+
 def test_only_a_choice_on_an_edge_asks_for_the_next_rate_beyond_it():
     config = condition_config(lr_grid=(0.5, 1.0, 2.0))
     counts = {("gd", 4.0, 0.5): ("converged", 30), ("gd", 4.0, 1.0): ("converged", 20),  # best inside
@@ -72,15 +81,15 @@ def test_only_a_choice_on_an_edge_asks_for_the_next_rate_beyond_it():
               ("newton", 4.0, 2.0): ("diverged", 1),
               ("newton", 9.0, 0.5): ("converged", 9), ("newton", 9.0, 1.0): ("converged", 1),  # inside, limit
               ("newton", 9.0, 2.0): ("diverged", 1)}
-    wanted, stuck = bracket.requests(config, records_of(counts), steps=3)
+    wanted, stuck = bracket.requests(config, choices(config, records_of(counts)), steps=3)
     assert sorted(wanted) == [("gd", (("kappa", 9.0),), 4.0), ("newton", (("kappa", 4.0),), 0.25)]
     assert stuck == 0
     # with the extension run (4.0 better still, 0.25 worse): gd asks for 8.0, newton is inside
     counts.update({("gd", 9.0, 4.0): ("converged", 8), ("newton", 4.0, 0.25): ("converged", 6)})
-    wanted, _ = bracket.requests(config, records_of(counts), steps=3)
+    wanted, _ = bracket.requests(config, choices(config, records_of(counts)), steps=3)
     assert wanted == [("gd", (("kappa", 9.0),), 8.0)]
     # no steps left: the choice stays on the edge, counted as stuck, nothing asked
-    assert bracket.requests(config, records_of(counts), steps=1) == ([], 1)
+    assert bracket.requests(config, choices(config, records_of(counts)), steps=1) == ([], 1)
 
 
 def test_the_small_sweeps_keep_the_sweeps_cap_precision_and_seeds():
@@ -225,14 +234,14 @@ def test_a_beta_on_the_top_of_the_list_asks_for_the_next_beta_at_every_rate():
                               "lr_multiplier": rate, "learning_rate": rate, "status": "converged",
                               "iterations": (10 if best else 20) + 5 * (rate == 0.5)} for s in range(2)]
     ladder = (0.99, 0.999)
-    wanted, _ = bracket.requests(config, rows, 0, ladder)
+    wanted, _ = bracket.requests(config, choices(config, rows, by=("dim",)), 0, ladder)
     assert wanted == [("ema", (("batch", 1.0), ("beta", 0.99), ("dim", 10.0)), None)]  # sgd reads no β
     (sub,) = bracket.sub_configs(config, wanted)
     assert sub.lr_grid == config.lr_grid and sub.values("beta") == (0.99,) and sub.values("batch") == (1.0,)
     # the next β worse: the choice is inside the β tried, nothing more to run
     rows += [{**r, "beta": 0.99, "iterations": 30} for r in rows if r["method"] == "ema" and r["batch"] == 1.0
              and r["beta"] == 0.9]
-    assert bracket.requests(config, rows, 0, ladder) == ([], 0)
+    assert bracket.requests(config, choices(config, rows, by=("dim",)), 0, ladder) == ([], 0)
 
 
 @pytest.mark.slow

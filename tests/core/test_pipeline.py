@@ -3,14 +3,15 @@ once and turns its records into columns once, and its figure runs no search of i
 
 The counting test runs each sweep command in-process (a small grid, with its figure) and counts, on the sweep's
 own records: the records that pass through a selection (`otod.core.analysis.cubes`, where every selection starts,
-by their row: a second analysis, or a selection outside it, would pass a row again), the column builds
+by their row: a second analysis, or a selection outside it, would pass a row again), the calls of the one choice
+(`otod.core.analysis.chosen`), the analyses (`otod.core.pipeline.analyse`), the column builds
 (`otod.core.columns.table_of`) and the frames made from them (`Results.to_pandas`). Each is looked up at call
 time, so the counts do not depend on which module imported what first. The exact NQM's curve that a
-simulated noise figure draws beside the measurement is the analysis's theory, counted apart; so is the search
-of the bracket (`otod.core.bracket`: the rate in condition and depth, β in the simulated noise sweeps), which
-decides which lanes to run before the
-analysis (its frame is marked ``attrs["search"]`` and holds only the fields it reads); and no command calls
-`select` or `mark_selection`, the selection outside an analysis."""
+simulated noise figure draws beside the measurement is the analysis's theory, counted apart. The bracket
+(`otod.core.bracket`: the rate in condition and depth, β in the simulated noise sweeps) is a stage of the
+pipeline that reads the one analysis's choices and makes none of its own; where it runs a round, the merged
+records are the sweep's records anew and are analysed once more (one analysis per state of the records). No
+command calls `select` or `mark_selection`, the selection outside an analysis."""
 
 from __future__ import annotations
 
@@ -36,30 +37,40 @@ COMMANDS = {
     "params": (["sweep", "params", "--dim", "10..100:3:log", "--batch-rule", "fixed:8", "--seeds", "2"], False),
     "net-batch": (["sweep", "net", "--batch", "32,128", "--seeds", "2", "--no-predict"], False),
     "net-depth": (["sweep", "net", "--depth", "2,3", "--batch", "64", "--seeds", "2"], False),
+    # the bracket stage with a round: two rates, so every choice is on an edge, one step beyond each end
+    "condition-bracketed": (["sweep", "condition", "--k", "1,10", "--dim", "8", "--seeds", "2", "--lr", "tuned",
+                             "--lr-grid", "0.5,1", "--lr-extend", "1", "--method", "gd"], False),
 }
 
 #: The modes that run several sweeps through the pipeline, with the sweeps each runs: ``--branch-at`` one per
 #: checkpoint (its predictors' joint CIs read the core's bootstrap of each, `otod.nets.along.predictors`),
 #: ``--batch-schedule`` the constant sweep and one per phase (its comparison reads each sweep's choice,
-#: `otod.nets.schedule.stats`). The smallest grids that still choose (two rates, three batches, two seeds; a schedule's milestones near its start).
-#: The D × P grid (issue 51) joins here with its cells' sweeps.
+#: `otod.nets.schedule.stats`). The smallest grids that still choose: two rates, two seeds, a few dozen steps; three
+#: batches for --branch-at (the fewest its fit of S(B) takes), the schedule's two phases' batches for the schedule
+#: (each batch is a program of its own to compile: 9.0 s against 7.3 s of CPU with three).
 SMALL_NET = ["sweep", "net", "--data", "teacher", "--width", "8", "--examples", "64", "--seeds", "2", "--lr-grid",
-             "0.3,1", "--batch", "8,16,32"]
+             "0.3,1"]
 SWEEPS = {
-    "net-branch-at": (SMALL_NET + ["--max-iters", "200", "--branch-at", "0,10", "--branch-batch", "16"], 2),
-    "net-batch-schedule": (SMALL_NET + ["--max-iters", "400", "--batch-schedule", "8@0.5,16@0.3"], 3),
+    "net-branch-at": (SMALL_NET + ["--batch", "8,16,32", "--max-iters", "40", "--branch-at", "0,5",
+                                   "--branch-batch", "16"], 2),
+    "net-batch-schedule": (SMALL_NET + ["--batch", "8,16", "--max-iters", "60", "--batch-schedule",
+                                        "8@0.5,16@0.3"], 3),
+    # SLOT (issue 51, Deliver 2): the D × P grid mode joins here, with the number of its cells' sweeps, e.g.
+    # "net-grid": (SMALL_NET + ["--grid", ...], cells),
 }
 
 
 def counted(monkeypatch, simulated: bool) -> collections.Counter:
     """Count the passes named in the module docstring; on a simulated sweep, frames and records of the exact path
-    (mode "exact") are the theory's, counted under ``theory``. The calls of the one choice
-    (`otod.core.analysis.chosen`) are counted per sweep (each call of the pipeline's `sweep` or `present` from
-    outside it is one) and per record: ``("chosen", sweep, row)``; a call outside every sweep is counted under
-    "choices after the sweeps" (a mode that chose again after its sweeps returned)."""
+    (mode "exact") are the theory's, counted under ``theory``. A sweep is each call from outside the pipeline of
+    `otod.core.pipeline.made` (which `sweep` calls), or of `present` without an analysis (``otod fit``, ``otod
+    plot``); each call of its `analyse` numbers an analysis. Rows are counted per sweep and analysis: ``("row",
+    sweep, analysis, row)`` for a selection, ``("chosen", sweep, analysis, row)`` for a call of the choice; a
+    choice outside every sweep is counted under "choices after the sweeps" (a mode that chose again after its
+    sweeps returned), one on a cube no selection made under "unknown choices"."""
     counts = collections.Counter()
     cubes, table_of, choice = analysis_module.cubes, columns_module.table_of, analysis_module.chosen
-    to_pandas = results_module.Results.to_pandas
+    to_pandas, analyse = results_module.Results.to_pandas, pipeline_module.analyse
     made = {}  # id(cube) → (the cube, kept alive so its id is not reused; its kind; its records' rows)
     depth = [0]
 
@@ -69,7 +80,7 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     def counting_cubes(frame, *args, **kwargs):
         kind = "search" if frame.attrs.get("search") else "theory" if theory_frame(frame) else "sweep"
         if kind == "sweep":
-            counts.update(("row", counts["sweeps"], int(i)) for i in frame.index)
+            counts.update(("row", counts["sweeps"], counts["analyses"], int(i)) for i in frame.index)
         counts[f"{kind} records selected".replace("sweep ", "")] += len(frame)
         out = cubes(frame, *args, **kwargs)
         for cube in out:
@@ -81,13 +92,18 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
         if depth[0] == 0:
             counts["choices after the sweeps"] += 1
         elif kind == "sweep":
-            counts.update(("chosen", counts["sweeps"], int(i)) for i in rows)
+            counts.update(("chosen", counts["sweeps"], counts["analyses"], int(i)) for i in rows)
         counts[f"{kind} choices"] += 1
         return choice(cube, *args, **kwargs)
 
-    def one_sweep(function):
+    def counting_analyse(*args, **kwargs):
+        counts["analyses"] += 1
+        counts[("analyses", counts["sweeps"])] += 1
+        return analyse(*args, **kwargs)
+
+    def one_sweep(function, given: str | None = None):
         def call(*args, **kwargs):
-            counts["sweeps"] += depth[0] == 0
+            counts["sweeps"] += depth[0] == 0 and (given is None or kwargs.get(given) is None)
             depth[0] += 1
             try:
                 return function(*args, **kwargs)
@@ -112,8 +128,9 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
 
     monkeypatch.setattr(analysis_module, "cubes", counting_cubes)
     monkeypatch.setattr(analysis_module, "chosen", counting_chosen)
-    monkeypatch.setattr(pipeline_module, "sweep", one_sweep(pipeline_module.sweep))
-    monkeypatch.setattr(pipeline_module, "present", one_sweep(pipeline_module.present))
+    monkeypatch.setattr(pipeline_module, "analyse", counting_analyse)
+    monkeypatch.setattr(pipeline_module, "made", one_sweep(pipeline_module.made))
+    monkeypatch.setattr(pipeline_module, "present", one_sweep(pipeline_module.present, given="analysis"))
     monkeypatch.setattr(columns_module, "table_of", counting_table_of)
     monkeypatch.setattr(results_module.Results, "to_pandas", counting_to_pandas)
     monkeypatch.setattr(analysis_module, "select", refused("select"))
@@ -121,11 +138,13 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     return counts
 
 
-#: The commands whose tuned rate is bracketed (`otod.core.bracket`).
-BRACKETED = ("condition", "depth", "noise-simulate")
-#: The command the fast suite runs (the cheapest: about 3 s on 2 quiet cores); the others, 4-130 s each (on a loaded
-#: 2-core machine at the top), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
-FAST = ("noise-exact",)
+#: The commands whose grid the bracket stage extends (`otod.core.bracket`), and the one whose choices sit on an
+#: edge, so that it runs a round.
+BRACKETED = ("condition", "depth", "noise-simulate", "condition-bracketed")
+#: The commands the fast suite runs: a plain sweep (the exact NQM, no lanes) and a bracketed one that runs a round
+#: (with the two modes of several sweeps below, every mode of the pipeline); the others, 12-84 s each on a loaded
+#: 2-core machine (load 15), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
+FAST = ("noise-exact", "condition-bracketed")
 
 
 @pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(COMMANDS)])
@@ -135,15 +154,16 @@ def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, mo
     result = CliRunner().invoke(main, args + ["--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "figure:" in result.output
-    assert_selected_once(counts)
-    # the bracket's search, a stage before the analysis, chooses once per round and once on the final records
-    assert counts["search choices"] == (counts["search records selected"] > 0) * (1 + rounds(tmp_path)), counts
-    # one build; a second where the bracket merged lanes beyond the grid into the file (its records changed)
     monkeypatch.undo()
-    merged = any((load(p).meta.get("bracket") or {}).get("lanes") for p in tmp_path.glob("*.parquet"))
-    assert counts["column builds"] == 1 + merged and counts["frames"] == 1, counts
-    # the bracket's search (condition and depth) reads the sweep's records once when no choice is on an edge
-    assert (counts["search records selected"] > 0) == (name in BRACKETED), counts
+    ran = rounds(tmp_path)
+    assert_selected_once(counts, analyses=1 + ran)
+    # the bracket's search chooses nothing of its own: it reads the analysis's choices
+    assert counts["search choices"] == counts["search records selected"] == 0, counts
+    assert ran > 0 or name != "condition-bracketed", "the bracketed command ran no round"
+    # one build, one for each small sweep of the bracket's rounds (its own file) and one for each round merged into
+    # the file (its records changed); one frame per analysis
+    subs = sum(len((load(p).meta.get("bracket") or {}).get("runs", ())) for p in tmp_path.glob("*.parquet"))
+    assert counts["column builds"] == 1 + subs + ran and counts["frames"] == 1 + ran, counts
     if simulated:  # the exact curve beside the measurement: the analysis's theory, made once
         assert counts["theory records selected"] > 0 and counts["theory column builds"] == 1, counts
     else:
@@ -168,11 +188,13 @@ def test_a_mode_of_several_sweeps_chooses_once_per_sweep(name, tmp_path, monkeyp
     assert counts["search choices"] == 0 and counts["sweep choices"] >= sweeps, counts
 
 
-def assert_selected_once(counts: collections.Counter, sweeps: int = 1) -> None:
-    """``sweeps`` sweeps ran (or were read back); in each, every record passed through one selection and through
-    one call of the choice (`otod.core.analysis.chosen`): none twice, none left out; no choice made after the
-    sweeps returned, and nothing selected outside an analysis."""
+def assert_selected_once(counts: collections.Counter, sweeps: int = 1, analyses: int = 1) -> None:
+    """``sweeps`` sweeps ran (or were read back), each with ``analyses`` analyses (one; one more per round the
+    bracket merged); in each analysis, every record passed through one selection and through one call of the
+    choice (`otod.core.analysis.chosen`): none twice, none left out; no choice made after the sweeps returned,
+    none outside a selection, and nothing selected outside an analysis."""
     assert counts["sweeps"] == sweeps, counts
+    assert all(counts[("analyses", n)] == analyses for n in range(1, sweeps + 1)), counts
     for what in ("row", "chosen"):
         rows = {k: v for k, v in counts.items() if isinstance(k, tuple) and k[0] == what}
         assert rows and max(rows.values()) == 1, {k: v for k, v in rows.items() if v > 1} or f"no record {what}"

@@ -205,7 +205,7 @@ def test_depth_and_toy_bracket_beta_beyond_the_default_lists_0999_and_try_a_give
     a sweep of gd alone (β 0 only), gets none."""
     from otod.core.bracket import beta_floor
     from otod.depth.options import depth_config_from_options, toy_config_from_options
-    from otod.depth.report import depth_betas
+    from otod.depth.kind import depth_betas
 
     for x64 in (True, False):
         config = depth_config_from_options(method="heavy-ball", depth="1..3", x64=x64)

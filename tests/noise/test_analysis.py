@@ -127,7 +127,13 @@ def test_one_analysis_per_command_fits_each_method_once_plus_once_per_resample(t
 
     path = tmp_path / "noise.npz"
     shutil.copy(DATA / "noise-simulate-945cbd5.npz", path)
-    monkeypatch.setattr("otod.noise.commands.run", lambda config, mode, out, yes=False: results_io.load(path))
+    from otod.core import pipeline
+
+    def made(config, **kwargs):  # the old file in place of the run (and of the bracket stage, which reads it)
+        results = results_io.load(path)  # its one analysis by the noise obstacle's own (patched below; the kind's
+        return results, analysis.analyse(results, tol=None)  # presentation is cached once another test used it)
+
+    monkeypatch.setattr(pipeline, "made", made)
     from otod.core import critical_batch
 
     calls = []

@@ -154,18 +154,14 @@ def tuned_steps(q, target_gap: float, batches, method: str = "sgd", cap: int = C
 
     from otod.core.api import chosen, cubes, fit_medians
     from otod.noise import search
-    from otod.noise.exact import USES_BETA, reference_lr
+    from otod.noise.exact import USES_BETA, reference_lr, trial_records
 
     batches = np.asarray(batches, float)
     reference = reference_lr(q, method)
     lr_axis = search.Axis(True, search.DEFAULT_LR_INDICES[::search.EXACT_STRIDE])
     beta_axis = search.Axis(True, search.DEFAULT_BETA_INDICES[::search.EXACT_STRIDE]) if method in USES_BETA else None
     trials = search.exact_search(method, q, batches, float(target_gap), int(cap), reference, 0.0, lr_axis, beta_axis)
-    frame = pd.DataFrame({"method": method, "seed": 0, "batch": [t.batch for t in trials],
-                          "lr_multiplier": [t.multiplier for t in trials], "beta": [t.beta for t in trials],
-                          "iterations": [t.steps if t.steps >= 0 else cap for t in trials],
-                          "status": ["converged" if t.steps >= 0 else ("diverged" if t.diverged else "censored")
-                                     for t in trials]})
+    frame = pd.DataFrame(trial_records(method, trials, int(cap), reference))
     cube = cubes(frame, ["batch"])[0]
     choice = chosen(cube)
     steps = fit_medians(choice.median, choice.bound)
