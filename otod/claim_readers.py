@@ -1,0 +1,248 @@
+"""How each claim of the claims table (`otod.claims`) is read from its committed results: one function per kind
+of number, each recomputing it from the records through the analysis the figures and reports use, so that a
+claim re-read here is the number the figure draws.
+
+A reader takes the claim's source paths and its arguments and returns named values (what the claim's ``format``
+prints). Results and their analyses are kept per file (by path, size and modification time) for the life of the
+process, since many claims read one file. Obstacle code is imported inside the readers, at the few places that
+need it, so that the table's checker imports nothing it does not use.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _stamp(path: str) -> tuple[str, int, int]:
+    s = os.stat(path)
+    return str(Path(path).resolve()), s.st_size, s.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(stamp: tuple[str, int, int]):
+    import otod
+
+    return otod.load(stamp[0])
+
+
+def results_of(path: str):
+    """The results file at ``path`` (`otod.load`, verified against its checksums), read once per process."""
+    return _loaded(_stamp(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _analysed(stamp: tuple[str, int, int], tol: float | None):
+    from otod.core.pipeline import analyse
+    from otod.obstacles import load_all
+
+    load_all()
+    return analyse(_loaded(stamp), tol)
+
+
+def analysis_of(path: str, tol: float | None = None):
+    """The sweep's one analysis (`otod.core.pipeline.analyse`: what its report, ``otod fit`` and its figure read),
+    made once per file and tolerance."""
+    return _analysed(_stamp(path), tol)
+
+
+def _series(analysis, name: str):
+    """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
+    found = [s for g in analysis.groups for s in g.series if s.name == name]
+    if not found:
+        known = sorted({s.name for g in analysis.groups for s in g.series})
+        raise KeyError(f"no series {name!r}; the file has {known}")
+    return found[0]
+
+
+# --- power laws in κ (condition), laws in depth (depth, toy, nets' depth sweep) -----------------------------
+
+
+def power_law(path: str, method: str, tol: float | None = None) -> dict[str, Any]:
+    """A condition sweep's fitted exponent b of iterations ∝ κ^b, with its seed-bootstrap 95% CI
+    (`otod.condition.records`' power-law fit: the figure's legend, the report's table)."""
+    fit = _series(analysis_of(path, tol), method).fit
+    return {"b": fit.exponent, "lo": fit.ci_low, "hi": fit.ci_high, "grid": fit.theory_grid}
+
+
+def depth_law(path: str, series: str, tol: float | None = None) -> dict[str, Any]:
+    """A depth series' law chosen by AIC (`otod.depth`'s LawFit): the law, both laws' slopes with their 95% CIs,
+    ΔAIC and the points fitted."""
+    fit = _series(analysis_of(path, tol), series).fit
+    return {"law": fit.law, "c": fit.exp_c, "c_lo": fit.exp_ci[0], "c_hi": fit.exp_ci[1], "a_exp": fit.exp_a,
+            "b": fit.power_b, "b_lo": fit.power_ci[0], "b_hi": fit.power_ci[1], "a_pow": fit.power_a,
+            "daic": fit.delta_aic, "points": fit.points, "left_out": fit.left_out,
+            "ci": "deterministic" if fit.deterministic else "bootstrap"}
+
+
+def point_summary(path: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
+    """One point of a series at its chosen setting (the analysis's summary row at axis value ``x``): the median
+    over seeds, its quartiles, and how many lanes converged, were censored, stalled or diverged (of N seeds)."""
+    summary = _series(analysis_of(path, tol), series).summary
+    row = summary[np.isclose(summary["value"].to_numpy(float), float(x))]
+    if row.empty:
+        raise KeyError(f"series {series!r} has no point at {x}")
+    r = row.iloc[0]
+    lanes = int(r["converged"] + r["censored"] + r["stalled"] + r["diverged"])
+    return {"median": float(r["median"]), "q25": float(r["q25"]), "q75": float(r["q75"]),
+            "converged": int(r["converged"]), "censored": int(r["censored"]), "stalled": int(r["stalled"]),
+            "diverged": int(r["diverged"]), "lanes": lanes, "lr": float(r["learning_rate"])}
+
+
+def medians(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The medians of a series at several axis values, as m0, m1, … (for lists such as "112, 244, 400")."""
+    return {f"m{i}": point_summary(path, series, x, tol)["median"] for i, x in enumerate(xs)}
+
+
+def span(values) -> str:
+    """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
+    lo, hi = min(values), max(values)
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
+
+
+def median_range(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The least and largest median of a series over axis values ``xs`` (lo, hi, and span: "lo–hi", or one
+    value where they agree)."""
+    m = [point_summary(path, series, x, tol)["median"] for x in xs]
+    return {"lo": min(m), "hi": max(m), "span": span(m)}
+
+
+def count_range(path: str, series: str, xs: list, field: str = "censored",
+                tol: float | None = None) -> dict[str, Any]:
+    """The least and largest lane count (``field``) of a series over axis values ``xs``, with N, a point's lanes."""
+    rows = [point_summary(path, series, x, tol) for x in xs]
+    n = [r[field] for r in rows]
+    return {"lo": min(n), "hi": max(n), "span": span(n), "N": rows[0]["lanes"]}
+
+
+def counts(path: str, series: str, xs: list, field: str = "diverged", tol: float | None = None) -> dict[str, Any]:
+    """One lane count (``field``: diverged, censored, stalled or converged) of a series at several axis values, as
+    n0, n1, … with N the lanes of a point."""
+    rows = [point_summary(path, series, x, tol) for x in xs]
+    return {**{f"n{i}": r[field] for i, r in enumerate(rows)}, "N": rows[0]["lanes"]}
+
+
+def width_needed(path: str, series: str, depths: list, needed: float) -> dict[str, Any]:
+    """The smallest swept width whose median count is ≤ ``needed`` at each of ``depths`` (`otod.depth.figures.
+    width_needed`, what the depth_width figure draws) as w0, w1, … ("none" where no width reaches it)."""
+    from otod.depth.figures import width_needed as needed_widths
+    from otod.depth.records import depth_analysis
+
+    table = needed_widths(depth_analysis(results_of(path)), float(needed))
+    return {f"w{i}": ("none" if table.get((series, float(d))) is None else f"{table[(series, float(d))]:g}")
+            for i, d in enumerate(depths)}
+
+
+# --- critical batch (nets, simulated noise sweeps) ------------------------------------------------------------
+
+
+def _batch_series(path: str, method: str, panel: dict, tol: float | None):
+    analysis = analysis_of(path, tol)
+    found = []
+    for p in analysis.panels:
+        values = dict(p)
+        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
+            found += [s for s in analysis.in_panel(p) if s.method == method]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
+    return found[0]
+
+
+def critical_batch(path: str, method: str = "sgd", tol: float | None = None, **panel) -> dict[str, Any]:
+    """S(B) = S_min(1 + B_crit/B) of one panel (`otod.core.critical_batch`: the fit the figures draw), with the
+    re-selecting seed-bootstrap 95% CIs and the rms relative misfit; ``panel`` picks it by its fields (``dim``
+    (P), ``examples`` (D), ``width`` as P through the records)."""
+    c = _batch_series(path, method, panel, tol).critical
+    return {"b_crit": c.b_crit, "lo": c.b_crit_ci[0], "hi": c.b_crit_ci[1], "s_min": c.s_min,
+            "s_lo": c.s_min_ci[0], "s_hi": c.s_min_ci[1], "misfit": c.residual}
+
+
+def critical_batches(path: str, panels: list, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
+    """Several panels' B_crit (b0, lo0, hi0, …) and S_min (s0, …), in the order of ``panels`` (tables of them)."""
+    out: dict[str, Any] = {}
+    for i, panel in enumerate(panels):
+        c = critical_batch(path, method, tol, **dict(panel))
+        out.update({f"b{i}": c["b_crit"], f"lo{i}": c["lo"], f"hi{i}": c["hi"], f"s{i}": c["s_min"]})
+    return out
+
+
+def batch_medians(path: str, method: str, batches: list, tol: float | None = None, **panel) -> dict[str, Any]:
+    """The median steps of one panel at several batches (m0, m1, …) and the chosen lr (lr0, …)."""
+    s = _batch_series(path, method, panel, tol)
+    table = s.summary
+    out = {}
+    for i, b in enumerate(batches):
+        row = table[np.isclose(table["value"].to_numpy(float), float(b))].iloc[0]
+        out[f"m{i}"], out[f"lr{i}"] = float(row["median"]), float(row["learning_rate"])
+    return out
+
+
+def scaling_rule(path: str, field: str, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
+    """The power law B_crit ∝ field^slope over a sweep's panels (`otod.core.critical_batch.scaling_rules`, the
+    figures' dotted line and legend), with its re-selecting bootstrap 95% CI."""
+    from otod.core.critical_batch import scaling_rules
+
+    rules = [r for r in scaling_rules(analysis_of(path, tol), field) if r.method == method]
+    if len(rules) != 1:
+        raise KeyError(f"{len(rules)} {method} rules over {field}")
+    r = rules[0]
+    return {"slope": r.slope, "lo": r.ci[0], "hi": r.ci[1], "points": r.points}
+
+
+def nqm_prediction(path: str, index: int = 0) -> dict[str, Any]:
+    """The NQM's predicted critical batch kept in a net sweep's metadata (``nqm_prediction``, `otod.nets.predict`,
+    the figures' open squares and faint curve): B_crit, S_min, B_noise at the target, parameters."""
+    q = results_of(path).meta["nqm_prediction"][index]
+    return {"b_crit": q["b_crit"], "s_min": q.get("s_min", math.nan),
+            "b_noise_target": q.get("b_noise_target", math.nan), "parameters": q.get("parameters", math.nan)}
+
+
+# --- curvature (otod curvature's records) ----------------------------------------------------------------------
+
+
+def _curvature_records(path: str) -> list[dict]:
+    return list(results_of(path).records)
+
+
+def curvature(path: str, step: int, quantile_key: str = "kappa_q") -> dict[str, Any]:
+    """One checkpoint of an ``otod curvature`` results file: λ_max, λ_q, κ_q, the negative share, the loss."""
+    rows = [r for r in _curvature_records(path) if int(r["step"]) == int(step)]
+    if not rows:
+        raise KeyError(f"no checkpoint at step {step}")
+    r = rows[0]
+    return {k: r[k] for k in r if isinstance(r[k], (int, float, np.floating, np.integer))}
+
+
+def kappa_exponent(*paths: str, step: int) -> dict[str, Any]:
+    """The least-squares power law κ_q ∝ P^b over the nets of ``paths`` at one checkpoint (the fit of
+    `otod.nets.curvature_figures.fitted_power`, the figure's dotted line), with the widths' κ_q as k0, k1, …"""
+    from otod.nets.curvature_figures import fitted_power
+
+    rows = [curvature(p, step) for p in paths]
+    p = np.array([r["parameters"] for r in rows], float)
+    kappa = np.array([r["kappa_q"] for r in rows], float)
+    fit = fitted_power(p, kappa)
+    return {"b": fit[0] if fit else math.nan, **{f"k{i}": k for i, k in enumerate(kappa)}}
+
+
+# --- JSON side files (a sweep's predictors) ------------------------------------------------------------------
+
+
+def side_json(path: str, *keys: str | int) -> Any:
+    """A value inside a JSON file kept beside results (``<file>.predictors.json``), by its keys in turn."""
+    value = json.loads(Path(path).read_text())
+    for k in keys:
+        value = value[k]
+    return value
+
+
+READERS = {f.__name__: f for f in (power_law, depth_law, point_summary, medians, median_range, count_range,
+                                   counts, width_needed, critical_batch,
+                                   critical_batches, batch_medians, scaling_rule, nqm_prediction, curvature,
+                                   kappa_exponent)}
