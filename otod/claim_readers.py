@@ -100,6 +100,24 @@ def medians(path: str, series: str, xs: list, tol: float | None = None) -> dict[
     return {f"m{i}": point_summary(path, series, x, tol)["median"] for i, x in enumerate(xs)}
 
 
+def law_row(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """A table row of a depth series: its medians at ``xs`` (m0, m1, …) and its law (`depth_law`'s values)."""
+    return {**medians(path, series, xs, tol), **depth_law(path, series, tol)}
+
+
+def two_laws(path: str, other: str, series: str, other_series: str, reference_series: str | None = None,
+             tol: float | None = None) -> dict[str, Any]:
+    """Two series' laws (the first from ``path``, the second from ``other``, which may be the same file) as c0,
+    c1, b0, b1, daic0, daic1; with ``reference_series`` (read from ``other``, the last source) also its c_ref and
+    the ratios r{i} = c_ref / c{i}, how many times slower each grows per layer."""
+    first, second = depth_law(path, series, tol), depth_law(path if reference_series else other, other_series, tol)
+    out = {f"{k}{i}": law[k] for i, law in enumerate((first, second)) for k in ("c", "b", "daic", "law")}
+    if reference_series:
+        ref = depth_law(other, reference_series, tol)["c"]
+        out.update({"c_ref": ref, "r0": ref / first["c"], "r1": ref / second["c"]})
+    return out
+
+
 def span(values) -> str:
     """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
     lo, hi = min(values), max(values)
@@ -180,6 +198,11 @@ def batch_medians(path: str, method: str, batches: list, tol: float | None = Non
     for i, b in enumerate(batches):
         row = table[np.isclose(table["value"].to_numpy(float), float(b))].iloc[0]
         out[f"m{i}"], out[f"lr{i}"] = float(row["median"]), float(row["learning_rate"])
+        out[f"e{i}"] = float(b) * out[f"m{i}"]  # examples to target: B × median steps (otod.nets.bill)
+    for i in range(len(batches)):
+        for j in range(len(batches)):
+            if i != j:
+                out[f"ratio{i}{j}"] = out[f"m{i}"] / out[f"m{j}"]
     return out
 
 
@@ -203,6 +226,30 @@ def nqm_prediction(path: str, index: int = 0) -> dict[str, Any]:
             "b_noise_target": q.get("b_noise_target", math.nan), "parameters": q.get("parameters", math.nan)}
 
 
+def nqm_predictions(path: str, indices: list) -> dict[str, Any]:
+    """Several nets' NQM predictions (`nqm_prediction`) as b{i} (B_crit), s{i} (S_min), n{i} (B_noise at the
+    target), and the noise scales measured at init that built each NQM (measured_b_noise{i},
+    measured_b_simple{i})."""
+    out: dict[str, Any] = {}
+    for i, k in enumerate(indices):
+        q = results_of(path).meta["nqm_prediction"][int(k)]
+        out.update({f"b{i}": q["b_crit"], f"s{i}": q["s_min"], f"n{i}": q["b_noise_target"],
+                    f"measured_b_noise{i}": q["measured_b_noise"], f"measured_b_simple{i}": q["measured_b_simple"]})
+    return out
+
+
+def nqm_misses(path: str, panels: list, method: str = "sgd") -> dict[str, Any]:
+    """How far the NQM's prediction lies from the measurement, per net (its parameter count in ``panels``):
+    r{i} = predicted / measured B_crit, inv{i} its inverse, s_ratio{i} = measured / predicted S_min."""
+    predicted = {float(q["parameters"]): q for q in results_of(path).meta["nqm_prediction"]}
+    out: dict[str, Any] = {}
+    for i, p in enumerate(panels):
+        c, q = critical_batch(path, method, dim=p), predicted[float(p)]
+        out.update({f"r{i}": q["b_crit"] / c["b_crit"], f"inv{i}": c["b_crit"] / q["b_crit"],
+                    f"s_ratio{i}": c["s_min"] / q["s_min"]})
+    return out
+
+
 # --- curvature (otod curvature's records) ----------------------------------------------------------------------
 
 
@@ -216,19 +263,48 @@ def curvature(path: str, step: int, quantile_key: str = "kappa_q") -> dict[str, 
     if not rows:
         raise KeyError(f"no checkpoint at step {step}")
     r = rows[0]
-    return {k: r[k] for k in r if isinstance(r[k], (int, float, np.floating, np.integer))}
+    out = {k: r[k] for k in r if isinstance(r[k], (int, float, np.floating, np.integer))}
+    out["trace"] = r["trace_per_parameter"] * r["parameters"]  # tr H
+    out["negative_percent"] = 100 * r["negative_mass"]
+    return out
 
 
-def kappa_exponent(*paths: str, step: int) -> dict[str, Any]:
-    """The least-squares power law κ_q ∝ P^b over the nets of ``paths`` at one checkpoint (the fit of
-    `otod.nets.curvature_figures.fitted_power`, the figure's dotted line), with the widths' κ_q as k0, k1, …"""
+def curvature_checkpoints(path: str, steps: list, field: str) -> dict[str, Any]:
+    """One field (``lambda_max``, ``kappa_q``, ``negative_percent``, ``train_loss``, …) of one net at several
+    checkpoints, as v0, v1, …"""
+    return {f"v{i}": curvature(path, s)[field] for i, s in enumerate(steps)}
+
+
+def curvature_nets(*paths: str, step: int, field: str) -> dict[str, Any]:
+    """One field of several nets (one file each) at one checkpoint, as v0, v1, …, with their least and largest."""
+    v = [curvature(p, step)[field] for p in paths]
+    return {**{f"v{i}": x for i, x in enumerate(v)}, "lo": min(v), "hi": max(v)}
+
+
+def kappa_exponents(*paths: str, steps: tuple = (0, 1000)) -> dict[str, Any]:
+    """The least-squares power law κ_q ∝ P^b over the nets of ``paths`` at each checkpoint of ``steps`` (the fit
+    of `otod.nets.curvature_figures.fitted_power`, the kappa_width figure's dotted line), as b0, b1, …, with each
+    net's κ_q as k{checkpoint}_{net}."""
     from otod.nets.curvature_figures import fitted_power
 
-    rows = [curvature(p, step) for p in paths]
-    p = np.array([r["parameters"] for r in rows], float)
-    kappa = np.array([r["kappa_q"] for r in rows], float)
-    fit = fitted_power(p, kappa)
-    return {"b": fit[0] if fit else math.nan, **{f"k{i}": k for i, k in enumerate(kappa)}}
+    out: dict[str, Any] = {}
+    for j, step in enumerate(steps):
+        rows = [curvature(p, step) for p in paths]
+        kappa = np.array([r["kappa_q"] for r in rows], float)
+        fit = fitted_power(np.array([r["parameters"] for r in rows], float), kappa)
+        out[f"b{j}"] = fit[0] if fit else math.nan
+        out.update({f"k{j}_{i}": float(k) for i, k in enumerate(kappa)})
+    return out
+
+
+def curvature_corners(*paths: str, field: str, steps: list) -> dict[str, Any]:
+    """One field of several nets at several checkpoints, as v{checkpoint}_{net}."""
+    return {f"v{j}_{i}": curvature(p, s)[field] for j, s in enumerate(steps) for i, p in enumerate(paths)}
+
+
+def curvature_table(path: str, steps: list, fields: list) -> dict[str, Any]:
+    """Several fields of one net at several checkpoints, as {field}{checkpoint index}."""
+    return {f"{f}{j}": curvature(path, s)[f] for j, s in enumerate(steps) for f in fields}
 
 
 # --- JSON side files (a sweep's predictors) ------------------------------------------------------------------
@@ -242,7 +318,8 @@ def side_json(path: str, *keys: str | int) -> Any:
     return value
 
 
-READERS = {f.__name__: f for f in (power_law, depth_law, point_summary, medians, median_range, count_range,
+READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, width_needed, critical_batch,
-                                   critical_batches, batch_medians, scaling_rule, nqm_prediction, curvature,
-                                   kappa_exponent)}
+                                   critical_batches, batch_medians, scaling_rule, nqm_prediction, nqm_predictions, nqm_misses,
+                                   curvature, curvature_checkpoints, curvature_nets, curvature_corners,
+                                   curvature_table, kappa_exponents)}
