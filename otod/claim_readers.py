@@ -146,6 +146,24 @@ def counts(path: str, series: str, xs: list, field: str = "diverged", tol: float
     return {**{f"n{i}": r[field] for i, r in enumerate(rows)}, "N": rows[0]["lanes"]}
 
 
+def chosen_counts(path: str, series: str | None, xs: list, column: str, value: str,
+                  tol: float | None = None) -> dict[str, Any]:
+    """How many lanes at the chosen settings (the analysis's ``chosen`` records: what the figure marks) have
+    ``column`` == ``value`` at each axis value of ``xs`` (n0, n1, …), of N lanes a point, and in all (total; every
+    x of the series when ``xs`` is empty). The toy's ◇ marks: ``column = "minimum"``, ``value = "local"``."""
+    analysis = analysis_of(path, tol)
+    frames = [g.chosen for g in analysis.groups]
+    import pandas as pd
+
+    chosen = pd.concat(frames)
+    if series is not None:
+        chosen = chosen[chosen["series"] == series]
+    at = chosen[analysis.axis].to_numpy(float)
+    hit = chosen[column].eq(value).to_numpy() if column in chosen else np.zeros(len(chosen), bool)
+    out = {f"n{i}": int(hit[np.isclose(at, float(x))].sum()) for i, x in enumerate(xs)}
+    return {**out, "N": int(np.isclose(at, at[0]).sum()), "total": int(hit.sum())}
+
+
 def width_needed(path: str, series: str, depths: list, needed: float) -> dict[str, Any]:
     """The smallest swept width whose median count is ≤ ``needed`` at each of ``depths`` (`otod.depth.figures.
     width_needed`, what the depth_width figure draws) as w0, w1, … ("none" where no width reaches it)."""
@@ -307,19 +325,90 @@ def curvature_table(path: str, steps: list, fields: list) -> dict[str, Any]:
     return {f"{f}{j}": curvature(path, s)[f] for j, s in enumerate(steps) for f in fields}
 
 
-# --- JSON side files (a sweep's predictors) ------------------------------------------------------------------
+# --- B_crit along training (otod.nets.along: one sweep per checkpoint, its predictors beside it) ---------------
 
 
-def side_json(path: str, *keys: str | int) -> Any:
-    """A value inside a JSON file kept beside results (``<file>.predictors.json``), by its keys in turn."""
-    value = json.loads(Path(path).read_text())
-    for k in keys:
-        value = value[k]
-    return value
+def _along_series(path: str, method: str):
+    found = [s for s in analysis_of(path).series if s.method == method]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} {method} series in {path}")
+    return found[0]
+
+
+def along_checkpoint(path: str, method: str = "sgd") -> dict[str, Any]:
+    """One checkpoint's sweep (`otod.nets.along.run_along`'s results file): the step, the mean training loss at
+    the checkpoint, the milestone, and its S(B) fit (`otod.nets.batch_api.reading`: B_crit, S_min with their 95%
+    CIs, misfit), as the along-training table prints them."""
+    from otod.nets.batch_api import reading
+
+    point = reading(_along_series(path, method))
+    branch = results_of(path).meta["branch"]
+    return {"step": branch["step"], "loss": branch["loss"], "milestone": branch["milestone"],
+            "b_crit": point.b_crit, "lo": point.b_crit_ci[0], "hi": point.b_crit_ci[1], "s_min": point.s_min,
+            "s_lo": point.s_min_ci[0], "s_hi": point.s_min_ci[1], "misfit": point.misfit}
+
+
+def predictor_values(path: str, nqm: bool | None = None) -> dict[str, tuple[float, ...]]:
+    """The per-seed predictor values kept beside a checkpoint's results (``<file>.predictors.json``,
+    `otod.nets.along.cached_predictors`): the entry measured with the NQM (``nqm`` True), without it (False), or
+    the only one (None)."""
+    stored = json.loads(Path(f"{path}.predictors.json").read_text())
+    keys = [k for k in stored if nqm is None or f"nqm={bool(nqm)}" in k]
+    if len(keys) != 1:
+        raise KeyError(f"{len(keys)} predictor entries with nqm={nqm} beside {path}: {sorted(stored)}")
+    return {k: tuple(float(x) for x in v) for k, v in stored[keys[0]].items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _ratio_intervals(stamp: tuple[str, int, int], method: str, nqm: bool | None):
+    from otod.nets.predictors import joint_ratio_intervals
+
+    return joint_ratio_intervals(_along_series(stamp[0], method), predictor_values(stamp[0], nqm))
+
+
+def along_predictor(path: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """One predictor at one checkpoint: its median over seeds, least and largest seed, ratio to the measured
+    B_crit (`otod.nets.along.ratio_value`: NaN off the batch grid) and that ratio's 95% CI by the joint seed
+    bootstrap (`otod.nets.predictors.joint_ratio_intervals`), as the along-training and predictor tables print."""
+    from otod.nets.along import median_of, ratio_value
+    from otod.nets.batch_api import reading
+
+    values = predictor_values(path, nqm)[name]
+    median = median_of(values)
+    finite = [v for v in values if math.isfinite(v)]
+    ratio = ratio_value(median, reading(_along_series(path, method)))
+    lo, hi = _ratio_intervals(_stamp(path), method, nqm).get(name, (math.nan, math.nan))
+    return {"median": median, "min": min(finite), "max": max(finite), "ratio": ratio, "ratio_lo": lo,
+            "ratio_hi": hi, "b_crit": along_checkpoint(path, method)["b_crit"]}
+
+
+def along_row(path: str, names: list, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """A checkpoint's row: `along_checkpoint`'s values and, per predictor in ``names``, `along_predictor`'s as
+    {name}_{value} (b_simple_median, b_noise_ratio_lo, …)."""
+    out = along_checkpoint(path, method)
+    for name in names:
+        out.update({f"{name}_{k}": v for k, v in along_predictor(path, name, method, nqm).items()})
+    return out
+
+
+def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """The predictors ranked over the checkpoints of ``paths`` (`otod.nets.predictors.ranking`: the typical miss
+    exp(median |log ratio|)), as best (its label), best_factor, and factor_{name} for each."""
+    from otod.nets.predictors import LABELS, is_predictor, ranking
+
+    ratios: dict[str, list[float]] = {}
+    for path in paths:
+        for name in predictor_values(path, nqm):
+            if is_predictor(name):
+                ratios.setdefault(name, []).append(along_predictor(path, name, method, nqm)["ratio"])
+    ranked = ranking(ratios)
+    return {"best": LABELS.get(ranked[0]["predictor"], ranked[0]["predictor"]), "best_factor": ranked[0]["factor"],
+            **{f"factor_{r['predictor']}": r["factor"] for r in ranked}}
 
 
 READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
-                                   counts, width_needed, critical_batch,
+                                   counts, chosen_counts, width_needed, critical_batch,
                                    critical_batches, batch_medians, scaling_rule, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
-                                   curvature_table, kappa_exponents)}
+                                   curvature_table, kappa_exponents, along_checkpoint, along_predictor,
+                                   along_row, along_best)}
