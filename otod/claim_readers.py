@@ -194,9 +194,12 @@ def critical_batch(path: str, method: str = "sgd", tol: float | None = None, **p
     """S(B) = S_min(1 + B_crit/B) of one panel (`otod.core.critical_batch`: the fit the figures draw), with the
     re-selecting seed-bootstrap 95% CIs and the rms relative misfit; ``panel`` picks it by its fields (``dim``
     (P), ``examples`` (D), ``width`` as P through the records)."""
-    c = _batch_series(path, method, panel, tol).critical
+    s = _batch_series(path, method, panel, tol)
+    c = s.critical
     return {"b_crit": c.b_crit, "lo": c.b_crit_ci[0], "hi": c.b_crit_ci[1], "s_min": c.s_min,
-            "s_lo": c.s_min_ci[0], "s_hi": c.s_min_ci[1], "misfit": c.residual}
+            "s_lo": c.s_min_ci[0], "s_hi": c.s_min_ci[1], "misfit": c.residual, "points": c.points,
+            "censored": c.censored, "perfect_scaling": s.perfect_scaling, "lr_slope": s.lr_slope,
+            "lr_points": s.lr_points}
 
 
 def critical_batches(path: str, panels: list, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
@@ -216,12 +219,40 @@ def batch_medians(path: str, method: str, batches: list, tol: float | None = Non
     for i, b in enumerate(batches):
         row = table[np.isclose(table["value"].to_numpy(float), float(b))].iloc[0]
         out[f"m{i}"], out[f"lr{i}"] = float(row["median"]), float(row["learning_rate"])
+        out[f"beta{i}"] = float(row["beta"]) if "beta" in row else math.nan
+        out[f"one_minus_beta{i}"] = 1 - out[f"beta{i}"]
         out[f"e{i}"] = float(b) * out[f"m{i}"]  # examples to target: B × median steps (otod.nets.bill)
     for i in range(len(batches)):
         for j in range(len(batches)):
             if i != j:
                 out[f"ratio{i}{j}"] = out[f"m{i}"] / out[f"m{j}"]
     return out
+
+
+def method_ratio(path: str, method: str, other: str, batches: list, tol: float | None = None,
+                 **panel) -> dict[str, Any]:
+    """How many times ``other``'s median steps are ``method``'s at each batch (r0, r1, …: S_other / S_method), with
+    their least and largest (lo, hi): "k× fewer steps than sgd"."""
+    a = batch_medians(path, method, batches, tol, **panel)
+    b = batch_medians(path, other, batches, tol, **panel)
+    r = [b[f"m{i}"] / a[f"m{i}"] for i in range(len(batches))]
+    return {**{f"r{i}": x for i, x in enumerate(r)}, "lo": min(r), "hi": max(r)}
+
+
+def two_methods(path: str, method: str, other: str, batches: list, span_to: int = 0, digits: int = 3,
+                tol: float | None = None, **panel) -> dict[str, Any]:
+    """One method against another on a batch sweep: ``method``'s fit (`critical_batch`'s values), its medians
+    m{i} and 1 − β (one_minus_beta{i}) at ``batches``, ``other``'s medians o{i} and B_crit (other_b_crit), the
+    ratios r{i} = o{i}/m{i}, and span: the ratios r0..r{span_to} as "a–b" to ``digits`` significant digits (one
+    value where they round alike)."""
+    own = batch_medians(path, method, batches, tol, **panel)
+    theirs = batch_medians(path, other, batches, tol, **panel)
+    r = [theirs[f"m{i}"] / own[f"m{i}"] for i in range(len(batches))]
+    shown = sorted({f"{x:.{digits}g}" for x in r[:span_to + 1]}, key=float)
+    return {**critical_batch(path, method, tol, **panel), **own,
+            **{f"o{i}": theirs[f"m{i}"] for i in range(len(batches))}, **{f"r{i}": x for i, x in enumerate(r)},
+            "other_b_crit": critical_batch(path, other, tol, **panel)["b_crit"],
+            "span": shown[0] if len(shown) == 1 else f"{shown[0]}–{shown[-1]}"}
 
 
 def scaling_rule(path: str, field: str, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
@@ -408,7 +439,7 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
 
 READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, chosen_counts, width_needed, critical_batch,
-                                   critical_batches, batch_medians, scaling_rule, nqm_prediction, nqm_predictions, nqm_misses,
+                                   critical_batches, batch_medians, method_ratio, two_methods, scaling_rule, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
                                    along_row, along_best)}
