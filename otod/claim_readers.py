@@ -168,9 +168,8 @@ def width_needed(path: str, series: str, depths: list, needed: float) -> dict[st
     """The smallest swept width whose median count is ≤ ``needed`` at each of ``depths`` (`otod.depth.figures.
     width_needed`, what the depth_width figure draws) as w0, w1, … ("none" where no width reaches it)."""
     from otod.depth.figures import width_needed as needed_widths
-    from otod.depth.records import depth_analysis
 
-    table = needed_widths(depth_analysis(results_of(path)), float(needed))
+    table = needed_widths(analysis_of(path), float(needed))  # the sweep kind's analysis: depth_analysis
     return {f"w{i}": ("none" if table.get((series, float(d))) is None else f"{table[(series, float(d))]:g}")
             for i, d in enumerate(depths)}
 
@@ -209,6 +208,31 @@ def critical_batches(path: str, panels: list, method: str = "sgd", tol: float | 
         c = critical_batch(path, method, tol, **dict(panel))
         out.update({f"b{i}": c["b_crit"], f"lo{i}": c["lo"], f"hi{i}": c["hi"], f"s{i}": c["s_min"]})
     return out
+
+
+def critical_batches_and_rule(path: str, panels: list, field: str, method: str = "sgd",
+                              tol: float | None = None) -> dict[str, Any]:
+    """A table row of panels' B_crit (`critical_batches`) and the power law over them (`scaling_rule`: slope,
+    rule_lo, rule_hi)."""
+    rule = scaling_rule(path, field, method, tol)
+    return {**critical_batches(path, panels, method, tol), "slope": rule["slope"], "rule_lo": rule["lo"],
+            "rule_hi": rule["hi"]}
+
+
+def batch_point(path: str, method: str, batch: float, tol: float | None = None, **panel) -> dict[str, Any]:
+    """One batch of one panel at its chosen setting: the median steps, the chosen lr, how many of the seeds
+    converged (of lanes), whether every lane stalled ("stalls"/"moves"), and the median final loss of its lanes."""
+    s = _batch_series(path, method, panel, tol)
+    table = s.summary
+    row = table[np.isclose(table["value"].to_numpy(float), float(batch))].iloc[0]
+    lanes = int(row["converged"] + row["censored"] + row["stalled"] + row["diverged"])
+    chosen = analysis_of(path, tol).chosen
+    at = chosen[np.isclose(chosen["batch"].to_numpy(float), float(batch)) & (chosen["method"] == method)]
+    for k, v in panel.items():
+        at = at[np.isclose(at[k].to_numpy(float), float(v))]
+    return {"median": float(row["median"]), "lr": float(row["learning_rate"]), "converged": int(row["converged"]),
+            "lanes": lanes, "stalls": "stalls" if int(row["stalled"]) == lanes else "moves",
+            "final_loss": float(np.median(at["final_loss"].to_numpy(float))) if "final_loss" in at else math.nan}
 
 
 def batch_medians(path: str, method: str, batches: list, tol: float | None = None, **panel) -> dict[str, Any]:
@@ -265,6 +289,15 @@ def scaling_rule(path: str, field: str, method: str = "sgd", tol: float | None =
         raise KeyError(f"{len(rules)} {method} rules over {field}")
     r = rules[0]
     return {"slope": r.slope, "lo": r.ci[0], "hi": r.ci[1], "points": r.points}
+
+
+def two_rules(path: str, other: str, field: str, other_field: str, method: str = "sgd",
+              tol: float | None = None) -> dict[str, Any]:
+    """Two power laws of B_crit (``field`` over ``path``'s panels, ``other_field`` over ``other``'s) and whether
+    their CIs overlap ("overlap" or "do not overlap")."""
+    a, b = scaling_rule(path, field, method, tol), scaling_rule(other, other_field, method, tol)
+    apart = a["lo"] > b["hi"] or b["lo"] > a["hi"]
+    return {**a, **{f"other_{k}": v for k, v in b.items()}, "overlap": "do not overlap" if apart else "overlap"}
 
 
 def nqm_prediction(path: str, index: int = 0) -> dict[str, Any]:
@@ -439,7 +472,7 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
 
 READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, chosen_counts, width_needed, critical_batch,
-                                   critical_batches, batch_medians, method_ratio, two_methods, scaling_rule, nqm_prediction, nqm_predictions, nqm_misses,
+                                   critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
                                    along_row, along_best)}
