@@ -107,7 +107,8 @@ class ClaimFormatter(string.Formatter):
     ``M`` the spec then a true minus sign (−0.14); ``S`` scientific with a mathematical exponent, the spec's
     precision as significant digits (``.2S``: 2.9·10⁴; from 10⁻³ up to 10⁴ the plain ``g`` form); ``C`` a whole
     number with thousands commas (6,887); ``R`` rounded to the precision's significant digits, then so (``.3R``:
-    3,008 as 3,010); ``N`` the word "none" for 0, else the spec."""
+    3,008 as 3,010); ``N`` the word "none" for 0, else the spec;
+    ``Z`` "< 0" for a negative value (a bootstrap end below zero), else the spec."""
 
     def format_field(self, value: Any, spec: str) -> str:
         if spec.endswith("M"):
@@ -117,6 +118,8 @@ class ClaimFormatter(string.Formatter):
             return scientific(float(value), digits)
         if spec.endswith("C"):
             return f"{int(round(float(value))):,}"
+        if spec.endswith("Z"):
+            return "< 0" if value < 0 else self.format_field(value, spec[:-1])
         if spec.endswith("N"):
             return "none" if value == 0 else self.format_field(value, spec[:-1])
         if spec.endswith("R"):
