@@ -455,6 +455,33 @@ def along_row(path: str, names: list, method: str = "sgd", nqm: bool | None = No
     return out
 
 
+def along_range(*paths: str, names: tuple = (), method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """Over the checkpoints of ``paths`` (in order): B_crit's least and largest (b_lo, b_hi) and its CIs' ends
+    (ci_lo, ci_hi), the first and last S_min (s_first, s_last), and per predictor in ``names`` its ratios' least
+    and largest ({name}_lo, {name}_hi), its medians' first and last ({name}_first, {name}_last) and
+    {name}_growth = last / first, with B_crit's growth (b_growth = last / first)."""
+    rows = [along_checkpoint(p, method) for p in paths]
+    out = {"b_lo": min(r["b_crit"] for r in rows), "b_hi": max(r["b_crit"] for r in rows),
+           "ci_lo": min(r["lo"] for r in rows), "ci_hi": max(r["hi"] for r in rows), "s_first": rows[0]["s_min"],
+           "s_last": rows[-1]["s_min"], "b_growth": rows[-1]["b_crit"] / rows[0]["b_crit"]}
+    for name in names:
+        got = [along_predictor(p, name, method, nqm) for p in paths]
+        ratios = [g["ratio"] for g in got if math.isfinite(g["ratio"])]
+        out.update({f"{name}_lo": min(ratios), f"{name}_hi": max(ratios), f"{name}_first": got[0]["median"],
+                    f"{name}_last": got[-1]["median"], f"{name}_growth": got[-1]["median"] / got[0]["median"]})
+    return out
+
+
+def along_least_seed(*paths: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """Per checkpoint, a predictor's least seed (v{i}) over the top of B_crit's CI (t{i}), and the least of these
+    quotients (least): how far even the lowest seed's value lies above the measurement."""
+    out: dict[str, Any] = {}
+    for i, p in enumerate(paths):
+        out[f"v{i}"], out[f"t{i}"] = along_predictor(p, name, method, nqm)["min"], along_checkpoint(p, method)["hi"]
+    out["least"] = min(out[f"v{i}"] / out[f"t{i}"] for i in range(len(paths)))
+    return out
+
+
 def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
     """The predictors ranked over the checkpoints of ``paths`` (`otod.nets.predictors.ranking`: the typical miss
     exp(median |log ratio|)), as best (its label), best_factor, and factor_{name} for each."""
@@ -475,4 +502,4 @@ READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, poin
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
-                                   along_row, along_best)}
+                                   along_row, along_range, along_least_seed, along_best)}

@@ -108,7 +108,8 @@ class ClaimFormatter(string.Formatter):
     precision as significant digits (``.2S``: 2.9·10⁴; from 10⁻³ up to 10⁴ the plain ``g`` form); ``C`` a whole
     number with thousands commas (6,887); ``R`` rounded to the precision's significant digits, then so (``.3R``:
     3,008 as 3,010); ``N`` the word "none" for 0, else the spec;
-    ``Z`` "< 0" for a negative value (a bootstrap end below zero), else the spec."""
+    ``Z`` "< 0" for a negative value (a bootstrap end below zero), else the spec; ``L`` rounded down to the
+    precision's decimals (a lower bound, "at least 4.7×" of 4.77)."""
 
     def format_field(self, value: Any, spec: str) -> str:
         if spec.endswith("M"):
@@ -118,6 +119,9 @@ class ClaimFormatter(string.Formatter):
             return scientific(float(value), digits)
         if spec.endswith("C"):
             return f"{int(round(float(value))):,}"
+        if spec.endswith("L"):
+            decimals = int(spec[1:-1] or 0) if spec.startswith(".") else 0
+            return f"{math.floor(float(value) * 10 ** decimals) / 10 ** decimals:.{decimals}f}"
         if spec.endswith("Z"):
             return "< 0" if value < 0 else self.format_field(value, spec[:-1])
         if spec.endswith("N"):
