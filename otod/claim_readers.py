@@ -245,7 +245,7 @@ def batch_medians(path: str, method: str, batches: list, tol: float | None = Non
         out[f"m{i}"], out[f"lr{i}"] = float(row["median"]), float(row["learning_rate"])
         out[f"beta{i}"] = float(row["beta"]) if "beta" in row else math.nan
         out[f"one_minus_beta{i}"] = 1 - out[f"beta{i}"]
-        out[f"e{i}"] = float(b) * out[f"m{i}"]  # examples to target: B × median steps (otod.nets.bill)
+        out[f"e{i}"] = float(b) * out[f"m{i}"]  # examples to target: B × median steps (otod.nets.sweep.bill)
     for i in range(len(batches)):
         for j in range(len(batches)):
             if i != j:
@@ -301,7 +301,7 @@ def two_rules(path: str, other: str, field: str, other_field: str, method: str =
 
 
 def nqm_prediction(path: str, index: int = 0) -> dict[str, Any]:
-    """The NQM's predicted critical batch kept in a net sweep's metadata (``nqm_prediction``, `otod.nets.predict`,
+    """The NQM's predicted critical batch kept in a net sweep's metadata (``nqm_prediction``, `otod.nets.sweep.predict`,
     the figures' open squares and faint curve): B_crit, S_min, B_noise at the target, parameters."""
     q = results_of(path).meta["nqm_prediction"][index]
     return {"b_crit": q["b_crit"], "s_min": q.get("s_min", math.nan),
@@ -365,9 +365,9 @@ def curvature_nets(*paths: str, step: int, field: str) -> dict[str, Any]:
 
 def kappa_exponents(*paths: str, steps: tuple = (0, 1000)) -> dict[str, Any]:
     """The least-squares power law κ_q ∝ P^b over the nets of ``paths`` at each checkpoint of ``steps`` (the fit
-    of `otod.nets.curvature_figures.fitted_power`, the kappa_width figure's dotted line), as b0, b1, …, with each
+    of `otod.nets.figures.curvature.fitted_power`, the kappa_width figure's dotted line), as b0, b1, …, with each
     net's κ_q as k{checkpoint}_{net}."""
-    from otod.nets.curvature_figures import fitted_power
+    from otod.nets.figures.curvature import fitted_power
 
     out: dict[str, Any] = {}
     for j, step in enumerate(steps):
@@ -400,10 +400,10 @@ def _along_series(path: str, method: str):
 
 
 def along_checkpoint(path: str, method: str = "sgd") -> dict[str, Any]:
-    """One checkpoint's sweep (`otod.nets.along.run_along`'s results file): the step, the mean training loss at
-    the checkpoint, the milestone, and its S(B) fit (`otod.nets.batch_api.reading`: B_crit, S_min with their 95%
+    """One checkpoint's sweep (`otod.nets.along.branching.run_along`'s results file): the step, the mean training loss at
+    the checkpoint, the milestone, and its S(B) fit (`otod.nets.sweep.reading.reading`: B_crit, S_min with their 95%
     CIs, misfit), as the along-training table prints them."""
-    from otod.nets.batch_api import reading
+    from otod.nets.sweep.reading import reading
 
     point = reading(_along_series(path, method))
     branch = results_of(path).meta["branch"]
@@ -414,7 +414,7 @@ def along_checkpoint(path: str, method: str = "sgd") -> dict[str, Any]:
 
 def predictor_values(path: str, nqm: bool | None = None) -> dict[str, tuple[float, ...]]:
     """The per-seed predictor values kept beside a checkpoint's results (``<file>.predictors.json``,
-    `otod.nets.along.cached_predictors`): the entry measured with the NQM (``nqm`` True), without it (False), or
+    `otod.nets.along.branching.cached_predictors`): the entry measured with the NQM (``nqm`` True), without it (False), or
     the only one (None)."""
     stored = json.loads(Path(f"{path}.predictors.json").read_text())
     keys = [k for k in stored if nqm is None or f"nqm={bool(nqm)}" in k]
@@ -425,17 +425,17 @@ def predictor_values(path: str, nqm: bool | None = None) -> dict[str, tuple[floa
 
 @functools.lru_cache(maxsize=None)
 def _ratio_intervals(stamp: tuple[str, int, int], method: str, nqm: bool | None):
-    from otod.nets.predictors import joint_ratio_intervals
+    from otod.nets.along.predictors import joint_ratio_intervals
 
     return joint_ratio_intervals(_along_series(stamp[0], method), predictor_values(stamp[0], nqm))
 
 
 def along_predictor(path: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
     """One predictor at one checkpoint: its median over seeds, least and largest seed, ratio to the measured
-    B_crit (`otod.nets.along.ratio_value`: NaN off the batch grid) and that ratio's 95% CI by the joint seed
-    bootstrap (`otod.nets.predictors.joint_ratio_intervals`), as the along-training and predictor tables print."""
-    from otod.nets.along import median_of, ratio_value
-    from otod.nets.batch_api import reading
+    B_crit (`otod.nets.along.branching.ratio_value`: NaN off the batch grid) and that ratio's 95% CI by the joint seed
+    bootstrap (`otod.nets.along.predictors.joint_ratio_intervals`), as the along-training and predictor tables print."""
+    from otod.nets.along.branching import median_of, ratio_value
+    from otod.nets.sweep.reading import reading
 
     values = predictor_values(path, nqm)[name]
     median = median_of(values)
@@ -472,6 +472,11 @@ def along_range(*paths: str, names: tuple = (), method: str = "sgd", nqm: bool |
     return out
 
 
+def along_triple(*paths: str, method: str = "sgd") -> dict[str, Any]:
+    """B_crit at each checkpoint of ``paths``, as b0, b1, … (a path through training: 15.9 → 35.2 → 24.1)."""
+    return {f"b{i}": along_checkpoint(p, method)["b_crit"] for i, p in enumerate(paths)}
+
+
 def along_least_seed(*paths: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
     """Per checkpoint, a predictor's least seed (v{i}) over the top of B_crit's CI (t{i}), and the least of these
     quotients (least): how far even the lowest seed's value lies above the measurement."""
@@ -483,9 +488,9 @@ def along_least_seed(*paths: str, name: str, method: str = "sgd", nqm: bool | No
 
 
 def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
-    """The predictors ranked over the checkpoints of ``paths`` (`otod.nets.predictors.ranking`: the typical miss
+    """The predictors ranked over the checkpoints of ``paths`` (`otod.nets.along.predictors.ranking`: the typical miss
     exp(median |log ratio|)), as best (its label), best_factor, and factor_{name} for each."""
-    from otod.nets.predictors import LABELS, is_predictor, ranking
+    from otod.nets.along.predictors import LABELS, is_predictor, ranking
 
     ratios: dict[str, list[float]] = {}
     for path in paths:
@@ -502,4 +507,4 @@ READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, poin
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
-                                   along_row, along_range, along_least_seed, along_best)}
+                                   along_row, along_range, along_triple, along_least_seed, along_best)}
