@@ -52,6 +52,26 @@ def analysis_of(path: str, tol: float | None = None):
     return _analysed(_stamp(path), tol)
 
 
+@functools.lru_cache(maxsize=None)
+def _report(stamp: tuple[str, int, int], tol: float | None) -> str:
+    from otod.core.pipeline import present
+
+    return present(_loaded(stamp), tol=tol, analysis=_analysed(stamp, tol)).text
+
+
+def report_line(path: str, first: str, contains: str = "", tol: float | None = None) -> dict[str, Any]:
+    """A line of the sweep's printed report (`otod.core.pipeline.present`: what the command prints and
+    ``otod fit`` reprints) whose first word is ``first`` and which holds ``contains``, its whitespace runs as one
+    space: a table row or a fit line quoted in the text, re-read as printed."""
+    import re
+
+    for line in _report(_stamp(path), tol).splitlines():
+        words = line.split()
+        if words and words[0] == first and contains in line:
+            return {"line": re.sub(r"\s+", " ", line).strip()}
+    raise KeyError(f"no report line starting {first!r} with {contains!r}")
+
+
 def _series(analysis, name: str):
     """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
     found = [s for g in analysis.groups for s in g.series if s.name == name]
@@ -137,6 +157,23 @@ def count_range(path: str, series: str, xs: list, field: str = "censored",
     rows = [point_summary(path, series, x, tol) for x in xs]
     n = [r[field] for r in rows]
     return {"lo": min(n), "hi": max(n), "span": span(n), "N": rows[0]["lanes"]}
+
+
+def two_points(path: str, other: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
+    """One point of the same series in two sweeps (``path``, ``other``): median, q25, q75 of each, suffixed 0, 1."""
+    a, b = point_summary(path, series, x, tol), point_summary(other, series, x, tol)
+    return {**{f"{k}0": a[k] for k in ("median", "q25", "q75")}, **{f"{k}_0": a[k] for k in ("q25", "q75")},
+            **{f"{k}1": b[k] for k in ("median", "q25", "q75")}, **{f"{k}_1": b[k] for k in ("q25", "q75")}}
+
+
+def two_series(path: str, other: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The medians of one series in two sweeps at axis values ``xs`` (a{i} from ``path``, b{i} from ``other``) and
+    the least and largest ratio a/b (ratio_lo, ratio_hi)."""
+    a = [point_summary(path, series, x, tol)["median"] for x in xs]
+    b = [point_summary(other, series, x, tol)["median"] for x in xs]
+    r = [u / v for u, v in zip(a, b)]
+    return {**{f"a{i}": v for i, v in enumerate(a)}, **{f"b{i}": v for i, v in enumerate(b)}, "ratio_lo": min(r),
+            "ratio_hi": max(r)}
 
 
 def counts(path: str, series: str, xs: list, field: str = "diverged", tol: float | None = None) -> dict[str, Any]:
@@ -298,6 +335,20 @@ def two_rules(path: str, other: str, field: str, other_field: str, method: str =
     a, b = scaling_rule(path, field, method, tol), scaling_rule(other, other_field, method, tol)
     apart = a["lo"] > b["hi"] or b["lo"] > a["hi"]
     return {**a, **{f"other_{k}": v for k, v in b.items()}, "overlap": "do not overlap" if apart else "overlap"}
+
+
+def series_exponent(path: str, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
+    """A params sweep's fitted exponent of steps against d (the noise analysis's series ``exponent``, over the
+    points not censored), with the points it used."""
+    s = [x for x in analysis_of(path, tol).series if x.method == method]
+    if len(s) != 1:
+        raise KeyError(f"{len(s)} {method} series in {path}")
+    return {"exponent": s[0].exponent, "points": s[0].exponent_points}
+
+
+def two_exponents(path: str, other: str, method: str = "sgd") -> dict[str, Any]:
+    """`series_exponent` of two params sweeps, as e0 and e1."""
+    return {"e0": series_exponent(path, method)["exponent"], "e1": series_exponent(other, method)["exponent"]}
 
 
 def nqm_prediction(path: str, index: int = 0) -> dict[str, Any]:
@@ -502,9 +553,9 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
             **{f"factor_{r['predictor']}": r["factor"] for r in ranked}}
 
 
-READERS = {f.__name__: f for f in (power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
-                                   counts, chosen_counts, width_needed, critical_batch,
-                                   critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, nqm_prediction, nqm_predictions, nqm_misses,
+READERS = {f.__name__: f for f in (report_line, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+                                   counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
+                                   critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
                                    along_row, along_range, along_triple, along_least_seed, along_best)}
