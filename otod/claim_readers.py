@@ -553,9 +553,40 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
             **{f"factor_{r['predictor']}": r["factor"] for r in ranked}}
 
 
+# --- batch schedules (otod.nets.schedule: a constant sweep and one sweep per phase, read back) ------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _schedule(folder: str, schedule: str, options: tuple):
+    from otod.nets.schedule.batch_schedule import batch_schedule
+    from otod.obstacles import load_all
+
+    load_all()
+    return batch_schedule(schedule, out=folder, **dict(options))
+
+
+def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dict[str, Any]:
+    """A batch schedule against the constant batches (`otod.nets.schedule.batch_schedule.batch_schedule`, what
+    ``otod sweep net --batch-schedule`` prints and the batch_schedule figure draws), read back from the folder of
+    ``paths`` (its sweeps' results files, which must all be there: a missing one would be run): the schedule's
+    steps, examples and CI (steps, lo, hi, examples), the fewest-steps constant batch (best_batch, best_steps,
+    best_lo, best_hi), the frontier at the schedule's examples (front, front_lo, front_hi) and the ratio to it
+    (ratio, ratio_lo, ratio_hi)."""
+    options = tuple(sorted(dict(options).items()))
+    rows = {r["run"]: r for r in _schedule(str(Path(paths[0]).parent), schedule, options).rows()}
+    own, best = rows["schedule"], rows["best constant"]
+    front = rows["constant frontier at the schedule's examples"]
+    return {"steps": own["steps"], "lo": own["steps_lo"], "hi": own["steps_hi"], "examples": own["examples"],
+            "best_batch": best["batch"], "best_steps": best["steps"], "best_lo": best["steps_lo"],
+            "best_hi": best["steps_hi"], "front": front["steps"], "front_lo": front["steps_lo"],
+            "front_hi": front["steps_hi"], "ratio": front["ratio"], "ratio_lo": front["ratio_lo"],
+            "ratio_hi": front["ratio_hi"]}
+
+
 READERS = {f.__name__: f for f in (report_line, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
-                                   along_row, along_range, along_triple, along_least_seed, along_best)}
+                                   along_row, along_range, along_triple, along_least_seed, along_best,
+                                   schedule_rows)}

@@ -16,6 +16,9 @@ and the obstacles' fits); ``format`` turns them into text (`render`), which must
 appear in the README, a ``docs/**/*.md`` page or a ``figures/*.caption.txt``. So a results file that changes, a
 sentence edited by hand, or a caption drawn from other data each fail `check` by the claim's id.
 
+A claim whose reader replays work (a batch schedule's phases, read back through `otod.nets.schedule`) is marked
+``slow = true`` and checked by the slow test alone.
+
 A number that cannot be re-read from a results file (a wall time) is a ``kind = "timing"`` claim with ``date``
 and ``machine``: its text must appear and must show its date, so that no timing stands undated.
 """
@@ -53,6 +56,7 @@ class Claim:
     date: str = ""
     machine: str = ""
     note: str = ""
+    slow: bool = False
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -205,13 +209,15 @@ def problems_of(claim: Claim, root: Path, texts: dict[str, str], readers: dict[s
     return out
 
 
-def check(root: Path, table: Path | None = None, readers: dict[str, Reader] | None = None) -> list[str]:
+def check(root: Path, table: Path | None = None, readers: dict[str, Reader] | None = None,
+          slow: bool | None = None) -> list[str]:
     """Every problem of every claim of the table (default ``root/docs/claims.toml``) against the results and text
-    under ``root``; empty when every claim holds."""
+    under ``root``; empty when every claim holds. ``slow``: only the claims marked slow (True: their readers
+    replay work, e.g. a batch schedule's starts, tens of seconds each) or only the others (False); None: all."""
     if readers is None:
         from otod.claim_readers import READERS
 
         readers = READERS
-    claims = load_table(root / TABLE if table is None else table)
+    claims = [c for c in load_table(root / TABLE if table is None else table) if slow is None or c.slow == slow]
     texts = corpus(root)
     return [p for c in claims for p in problems_of(c, root, texts, readers)]

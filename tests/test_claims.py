@@ -23,7 +23,13 @@ def test_every_claim_is_re_read_from_the_committed_results_and_printed(claims):
     """Each claim's reader, run on its committed results file, formats to the table's text, which the README, a
     docs page or a caption prints; each timing shows its date. No drift: the list of problems is empty."""
     assert claims, "the claims table is empty"
-    assert check(ROOT) == []
+    assert check(ROOT, slow=False) == []
+
+
+@pytest.mark.slow
+def test_every_slow_claim_is_re_read_too():
+    """The claims whose readers replay work (a batch schedule's phases: tens of seconds each) hold as well."""
+    assert check(ROOT, slow=True) == []
 
 
 def test_every_source_is_committed(claims):
@@ -78,7 +84,7 @@ def test_a_changed_record_is_reported_as_that_claims_drift(tmp_path):
     assert changed >= 8
     meta = {k: v for k, v in results.meta.items() if k not in ("chunks", "meta_sha256", "record_count")}
     save(path, meta, records)
-    problems = check(root)
+    problems = check(root, slow=False)
     assert any(p.startswith("depth.methods.kfac_medians: drift") and "kfac needs 3 iterations at depth 1" in p
                for p in problems), problems
     drifted = {p.split(":")[0] for p in problems}
@@ -94,7 +100,7 @@ def test_a_damaged_results_file_is_reported_by_each_claim_that_reads_it(tmp_path
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    problems = check(root)
+    problems = check(root, slow=False)
     touching = {c.id for c in load_table(root / TABLE) if f"results/{KFAC_FILE}" in c.source}
     assert {p.split(":")[0] for p in problems if "cannot be re-read" in p} == touching
 
@@ -106,7 +112,7 @@ def test_a_sentence_edited_by_hand_is_reported(tmp_path, claims):
     for p in [root / "README.md", *root.glob("docs/**/*.md")]:
         text = p.read_text()
         p.write_text(normalised(text).replace(claim.text, claim.text.replace("23.5", "22.5")))
-    assert f"{claim.id}: {claim.text!r} is printed in no README, docs page or caption" in check(root)
+    assert f"{claim.id}: {claim.text!r} is printed in no README, docs page or caption" in check(root, slow=False)
 
 
 def test_a_timing_must_show_its_date(tmp_path):
