@@ -528,6 +528,15 @@ def along_triple(*paths: str, method: str = "sgd") -> dict[str, Any]:
     return {f"b{i}": along_checkpoint(p, method)["b_crit"] for i, p in enumerate(paths)}
 
 
+def along_triple_ci(*paths: str, method: str = "sgd") -> dict[str, Any]:
+    """B_crit with its CI at each checkpoint of ``paths``, as b{i}, lo{i}, hi{i}."""
+    out: dict[str, Any] = {}
+    for i, p in enumerate(paths):
+        c = along_checkpoint(p, method)
+        out.update({f"b{i}": c["b_crit"], f"lo{i}": c["lo"], f"hi{i}": c["hi"]})
+    return out
+
+
 def along_least_seed(*paths: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
     """Per checkpoint, a predictor's least seed (v{i}) over the top of B_crit's CI (t{i}), and the least of these
     quotients (least): how far even the lowest seed's value lies above the measurement."""
@@ -588,5 +597,5 @@ READERS = {f.__name__: f for f in (report_line, power_law, depth_law, law_row, t
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
-                                   along_row, along_range, along_triple, along_least_seed, along_best,
+                                   along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best,
                                    schedule_rows)}
