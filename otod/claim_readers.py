@@ -549,7 +549,8 @@ def along_least_seed(*paths: str, name: str, method: str = "sgd", nqm: bool | No
 
 def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
     """The predictors ranked over the checkpoints of ``paths`` (`otod.nets.along.predictors.ranking`: the typical miss
-    exp(median |log ratio|)), as best (its label), best_factor, and factor_{name} for each."""
+    exp(median |log ratio|)), as best (its label), best_factor, and for each predictor factor_{name} and its
+    least and largest ratio (lo_{name}, hi_{name})."""
     from otod.nets.along.predictors import LABELS, is_predictor, ranking
 
     ratios: dict[str, list[float]] = {}
@@ -558,8 +559,11 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
             if is_predictor(name):
                 ratios.setdefault(name, []).append(along_predictor(path, name, method, nqm)["ratio"])
     ranked = ranking(ratios)
-    return {"best": LABELS.get(ranked[0]["predictor"], ranked[0]["predictor"]), "best_factor": ranked[0]["factor"],
-            **{f"factor_{r['predictor']}": r["factor"] for r in ranked}}
+    out = {"best": LABELS.get(ranked[0]["predictor"], ranked[0]["predictor"]), "best_factor": ranked[0]["factor"]}
+    for r in ranked:
+        name = r["predictor"]
+        out.update({f"factor_{name}": r["factor"], f"lo_{name}": r["ratio_min"], f"hi_{name}": r["ratio_max"]})
+    return out
 
 
 # --- batch schedules (otod.nets.schedule: a constant sweep and one sweep per phase, read back) ------------------
