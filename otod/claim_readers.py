@@ -584,16 +584,19 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
     ``paths`` (its sweeps' results files, which must all be there: a missing one would be run): the schedule's
     steps, examples and CI (steps, lo, hi, examples), the fewest-steps constant batch (best_batch, best_steps,
     best_lo, best_hi), the frontier at the schedule's examples (front, front_lo, front_hi) and the ratio to it
-    (ratio, ratio_lo, ratio_hi)."""
+    (ratio, ratio_lo, ratio_hi), the saving 1 − ratio and the most its CI allows (saving, saving_most), and the
+    constant batch of fewest steps within the schedule's examples (within_batch, within_steps, within_examples)."""
     options = tuple(sorted(dict(options).items()))
     rows = {r["run"]: r for r in _schedule(str(Path(paths[0]).parent), schedule, options).rows()}
     own, best = rows["schedule"], rows["best constant"]
     front = rows["constant frontier at the schedule's examples"]
+    within = rows["best constant within the schedule's examples"]
     return {"steps": own["steps"], "lo": own["steps_lo"], "hi": own["steps_hi"], "examples": own["examples"],
             "best_batch": best["batch"], "best_steps": best["steps"], "best_lo": best["steps_lo"],
             "best_hi": best["steps_hi"], "front": front["steps"], "front_lo": front["steps_lo"],
             "front_hi": front["steps_hi"], "ratio": front["ratio"], "ratio_lo": front["ratio_lo"],
-            "ratio_hi": front["ratio_hi"]}
+            "ratio_hi": front["ratio_hi"], "saving": 1 - front["ratio"], "saving_most": 1 - front["ratio_lo"],
+            "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
 
 
 READERS = {f.__name__: f for f in (report_line, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
