@@ -1,0 +1,608 @@
+"""How each claim of the claims table (`otod.claims`) is read from its committed results: one function per kind
+of number, each recomputing it from the records through the analysis the figures and reports use, so that a
+claim re-read here is the number the figure draws.
+
+A reader takes the claim's source paths and its arguments and returns named values (what the claim's ``format``
+prints). Results and their analyses are kept per file (by path, size and modification time) for the life of the
+process, since many claims read one file. Obstacle code is imported inside the readers, at the few places that
+need it, so that the table's checker imports nothing it does not use.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _stamp(path: str) -> tuple[str, int, int]:
+    s = os.stat(path)
+    return str(Path(path).resolve()), s.st_size, s.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(stamp: tuple[str, int, int]):
+    import otod
+
+    return otod.load(stamp[0])
+
+
+def results_of(path: str):
+    """The results file at ``path`` (`otod.load`, verified against its checksums), read once per process."""
+    return _loaded(_stamp(path))
+
+
+@functools.lru_cache(maxsize=None)
+def _analysed(stamp: tuple[str, int, int], tol: float | None):
+    from otod.core.pipeline import analyse
+    from otod.obstacles import load_all
+
+    load_all()
+    return analyse(_loaded(stamp), tol)
+
+
+def analysis_of(path: str, tol: float | None = None):
+    """The sweep's one analysis (`otod.core.pipeline.analyse`: what its report, ``otod fit`` and its figure read),
+    made once per file and tolerance."""
+    return _analysed(_stamp(path), tol)
+
+
+@functools.lru_cache(maxsize=None)
+def _report(stamp: tuple[str, int, int], tol: float | None) -> str:
+    from otod.core.pipeline import present
+
+    return present(_loaded(stamp), tol=tol, analysis=_analysed(stamp, tol)).text
+
+
+def report_line(path: str, first: str, contains: str = "", tol: float | None = None) -> dict[str, Any]:
+    """A line of the sweep's printed report (`otod.core.pipeline.present`: what the command prints and
+    ``otod fit`` reprints) whose first word is ``first`` and which holds ``contains``, its whitespace runs as one
+    space: a table row or a fit line quoted in the text, re-read as printed."""
+    import re
+
+    for line in _report(_stamp(path), tol).splitlines():
+        words = line.split()
+        if words and words[0] == first and contains in line:
+            return {"line": re.sub(r"\s+", " ", line).strip()}
+    raise KeyError(f"no report line starting {first!r} with {contains!r}")
+
+
+def _series(analysis, name: str):
+    """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
+    found = [s for g in analysis.groups for s in g.series if s.name == name]
+    if not found:
+        known = sorted({s.name for g in analysis.groups for s in g.series})
+        raise KeyError(f"no series {name!r}; the file has {known}")
+    return found[0]
+
+
+# --- power laws in κ (condition), laws in depth (depth, toy, nets' depth sweep) -----------------------------
+
+
+def power_law(path: str, method: str, tol: float | None = None) -> dict[str, Any]:
+    """A condition sweep's fitted exponent b of iterations ∝ κ^b, with its seed-bootstrap 95% CI
+    (`otod.condition.records`' power-law fit: the figure's legend, the report's table)."""
+    fit = _series(analysis_of(path, tol), method).fit
+    return {"b": fit.exponent, "lo": fit.ci_low, "hi": fit.ci_high, "grid": fit.theory_grid}
+
+
+def depth_law(path: str, series: str, tol: float | None = None) -> dict[str, Any]:
+    """A depth series' law chosen by AIC (`otod.depth`'s LawFit): the law, both laws' slopes with their 95% CIs,
+    ΔAIC and the points fitted."""
+    fit = _series(analysis_of(path, tol), series).fit
+    return {"law": fit.law, "c": fit.exp_c, "c_lo": fit.exp_ci[0], "c_hi": fit.exp_ci[1], "a_exp": fit.exp_a,
+            "b": fit.power_b, "b_lo": fit.power_ci[0], "b_hi": fit.power_ci[1], "a_pow": fit.power_a,
+            "daic": fit.delta_aic, "points": fit.points, "left_out": fit.left_out,
+            "ci": "deterministic" if fit.deterministic else "bootstrap"}
+
+
+def point_summary(path: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
+    """One point of a series at its chosen setting (the analysis's summary row at axis value ``x``): the median
+    over seeds, its quartiles, and how many lanes converged, were censored, stalled or diverged (of N seeds)."""
+    summary = _series(analysis_of(path, tol), series).summary
+    row = summary[np.isclose(summary["value"].to_numpy(float), float(x))]
+    if row.empty:
+        raise KeyError(f"series {series!r} has no point at {x}")
+    r = row.iloc[0]
+    lanes = int(r["converged"] + r["censored"] + r["stalled"] + r["diverged"])
+    return {"median": float(r["median"]), "q25": float(r["q25"]), "q75": float(r["q75"]),
+            "converged": int(r["converged"]), "censored": int(r["censored"]), "stalled": int(r["stalled"]),
+            "diverged": int(r["diverged"]), "lanes": lanes, "lr": float(r["learning_rate"])}
+
+
+def medians(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The medians of a series at several axis values, as m0, m1, … (for lists such as "112, 244, 400")."""
+    return {f"m{i}": point_summary(path, series, x, tol)["median"] for i, x in enumerate(xs)}
+
+
+def law_row(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """A table row of a depth series: its medians at ``xs`` (m0, m1, …) and its law (`depth_law`'s values)."""
+    return {**medians(path, series, xs, tol), **depth_law(path, series, tol)}
+
+
+def two_laws(path: str, other: str, series: str, other_series: str, reference_series: str | None = None,
+             tol: float | None = None) -> dict[str, Any]:
+    """Two series' laws (the first from ``path``, the second from ``other``, which may be the same file) as c0,
+    c1, b0, b1, daic0, daic1; with ``reference_series`` (read from ``other``, the last source) also its c_ref and
+    the ratios r{i} = c_ref / c{i}, how many times slower each grows per layer."""
+    first, second = depth_law(path, series, tol), depth_law(path if reference_series else other, other_series, tol)
+    out = {f"{k}{i}": law[k] for i, law in enumerate((first, second)) for k in ("c", "b", "daic", "law")}
+    if reference_series:
+        ref = depth_law(other, reference_series, tol)["c"]
+        out.update({"c_ref": ref, "r0": ref / first["c"], "r1": ref / second["c"]})
+    return out
+
+
+def span(values) -> str:
+    """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
+    lo, hi = min(values), max(values)
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
+
+
+def median_range(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The least and largest median of a series over axis values ``xs`` (lo, hi, and span: "lo–hi", or one
+    value where they agree)."""
+    m = [point_summary(path, series, x, tol)["median"] for x in xs]
+    return {"lo": min(m), "hi": max(m), "span": span(m)}
+
+
+def count_range(path: str, series: str, xs: list, field: str = "censored",
+                tol: float | None = None) -> dict[str, Any]:
+    """The least and largest lane count (``field``) of a series over axis values ``xs``, with N, a point's lanes."""
+    rows = [point_summary(path, series, x, tol) for x in xs]
+    n = [r[field] for r in rows]
+    return {"lo": min(n), "hi": max(n), "span": span(n), "N": rows[0]["lanes"]}
+
+
+def two_points(path: str, other: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
+    """One point of the same series in two sweeps (``path``, ``other``): median, q25, q75 of each, suffixed 0, 1."""
+    a, b = point_summary(path, series, x, tol), point_summary(other, series, x, tol)
+    return {**{f"{k}0": a[k] for k in ("median", "q25", "q75")}, **{f"{k}_0": a[k] for k in ("q25", "q75")},
+            **{f"{k}1": b[k] for k in ("median", "q25", "q75")}, **{f"{k}_1": b[k] for k in ("q25", "q75")}}
+
+
+def two_series(path: str, other: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The medians of one series in two sweeps at axis values ``xs`` (a{i} from ``path``, b{i} from ``other``) and
+    the least and largest ratio a/b (ratio_lo, ratio_hi)."""
+    a = [point_summary(path, series, x, tol)["median"] for x in xs]
+    b = [point_summary(other, series, x, tol)["median"] for x in xs]
+    r = [u / v for u, v in zip(a, b)]
+    return {**{f"a{i}": v for i, v in enumerate(a)}, **{f"b{i}": v for i, v in enumerate(b)}, "ratio_lo": min(r),
+            "ratio_hi": max(r)}
+
+
+def counts(path: str, series: str, xs: list, field: str = "diverged", tol: float | None = None) -> dict[str, Any]:
+    """One lane count (``field``: diverged, censored, stalled or converged) of a series at several axis values, as
+    n0, n1, … with N the lanes of a point."""
+    rows = [point_summary(path, series, x, tol) for x in xs]
+    return {**{f"n{i}": r[field] for i, r in enumerate(rows)}, "N": rows[0]["lanes"]}
+
+
+def chosen_counts(path: str, series: str | None, xs: list, column: str, value: str,
+                  tol: float | None = None) -> dict[str, Any]:
+    """How many lanes at the chosen settings (the analysis's ``chosen`` records: what the figure marks) have
+    ``column`` == ``value`` at each axis value of ``xs`` (n0, n1, …), of N lanes a point, and in all (total; every
+    x of the series when ``xs`` is empty). The toy's ◇ marks: ``column = "minimum"``, ``value = "local"``."""
+    analysis = analysis_of(path, tol)
+    frames = [g.chosen for g in analysis.groups]
+    import pandas as pd
+
+    chosen = pd.concat(frames)
+    if series is not None:
+        chosen = chosen[chosen["series"] == series]
+    at = chosen[analysis.axis].to_numpy(float)
+    hit = chosen[column].eq(value).to_numpy() if column in chosen else np.zeros(len(chosen), bool)
+    out = {f"n{i}": int(hit[np.isclose(at, float(x))].sum()) for i, x in enumerate(xs)}
+    return {**out, "N": int(np.isclose(at, at[0]).sum()), "total": int(hit.sum())}
+
+
+def width_needed(path: str, series: str, depths: list, needed: float) -> dict[str, Any]:
+    """The smallest swept width whose median count is ≤ ``needed`` at each of ``depths`` (`otod.depth.figures.
+    width_needed`, what the depth_width figure draws) as w0, w1, … ("none" where no width reaches it)."""
+    from otod.depth.figures import width_needed as needed_widths
+
+    table = needed_widths(analysis_of(path), float(needed))  # the sweep kind's analysis: depth_analysis
+    return {f"w{i}": ("none" if table.get((series, float(d))) is None else f"{table[(series, float(d))]:g}")
+            for i, d in enumerate(depths)}
+
+
+# --- critical batch (nets, simulated noise sweeps) ------------------------------------------------------------
+
+
+def _batch_series(path: str, method: str, panel: dict, tol: float | None):
+    analysis = analysis_of(path, tol)
+    found = []
+    for p in analysis.panels:
+        values = dict(p)
+        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
+            found += [s for s in analysis.in_panel(p) if s.method == method]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
+    return found[0]
+
+
+def critical_batch(path: str, method: str = "sgd", tol: float | None = None, **panel) -> dict[str, Any]:
+    """S(B) = S_min(1 + B_crit/B) of one panel (`otod.core.critical_batch`: the fit the figures draw), with the
+    re-selecting seed-bootstrap 95% CIs and the rms relative misfit; ``panel`` picks it by its fields (``dim``
+    (P), ``examples`` (D), ``width`` as P through the records)."""
+    s = _batch_series(path, method, panel, tol)
+    c = s.critical
+    return {"b_crit": c.b_crit, "lo": c.b_crit_ci[0], "hi": c.b_crit_ci[1], "s_min": c.s_min,
+            "s_lo": c.s_min_ci[0], "s_hi": c.s_min_ci[1], "misfit": c.residual, "points": c.points,
+            "censored": c.censored, "perfect_scaling": s.perfect_scaling, "lr_slope": s.lr_slope,
+            "lr_points": s.lr_points}
+
+
+def critical_batches(path: str, panels: list, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
+    """Several panels' B_crit (b0, lo0, hi0, …) and S_min (s0, …), in the order of ``panels`` (tables of them)."""
+    out: dict[str, Any] = {}
+    for i, panel in enumerate(panels):
+        c = critical_batch(path, method, tol, **dict(panel))
+        out.update({f"b{i}": c["b_crit"], f"lo{i}": c["lo"], f"hi{i}": c["hi"], f"s{i}": c["s_min"]})
+    return out
+
+
+def critical_batches_and_rule(path: str, panels: list, field: str, method: str = "sgd",
+                              tol: float | None = None) -> dict[str, Any]:
+    """A table row of panels' B_crit (`critical_batches`) and the power law over them (`scaling_rule`: slope,
+    rule_lo, rule_hi)."""
+    rule = scaling_rule(path, field, method, tol)
+    return {**critical_batches(path, panels, method, tol), "slope": rule["slope"], "rule_lo": rule["lo"],
+            "rule_hi": rule["hi"]}
+
+
+def batch_point(path: str, method: str, batch: float, tol: float | None = None, **panel) -> dict[str, Any]:
+    """One batch of one panel at its chosen setting: the median steps, the chosen lr, how many of the seeds
+    converged (of lanes), whether every lane stalled ("stalls"/"moves"), and the median final loss of its lanes."""
+    s = _batch_series(path, method, panel, tol)
+    table = s.summary
+    row = table[np.isclose(table["value"].to_numpy(float), float(batch))].iloc[0]
+    lanes = int(row["converged"] + row["censored"] + row["stalled"] + row["diverged"])
+    chosen = analysis_of(path, tol).chosen
+    at = chosen[np.isclose(chosen["batch"].to_numpy(float), float(batch)) & (chosen["method"] == method)]
+    for k, v in panel.items():
+        at = at[np.isclose(at[k].to_numpy(float), float(v))]
+    return {"median": float(row["median"]), "lr": float(row["learning_rate"]), "converged": int(row["converged"]),
+            "lanes": lanes, "stalls": "stalls" if int(row["stalled"]) == lanes else "moves",
+            "final_loss": float(np.median(at["final_loss"].to_numpy(float))) if "final_loss" in at else math.nan}
+
+
+def batch_medians(path: str, method: str, batches: list, tol: float | None = None, **panel) -> dict[str, Any]:
+    """The median steps of one panel at several batches (m0, m1, …) and the chosen lr (lr0, …)."""
+    s = _batch_series(path, method, panel, tol)
+    table = s.summary
+    out = {}
+    for i, b in enumerate(batches):
+        row = table[np.isclose(table["value"].to_numpy(float), float(b))].iloc[0]
+        out[f"m{i}"], out[f"lr{i}"] = float(row["median"]), float(row["learning_rate"])
+        out[f"beta{i}"] = float(row["beta"]) if "beta" in row else math.nan
+        out[f"one_minus_beta{i}"] = 1 - out[f"beta{i}"]
+        out[f"e{i}"] = float(b) * out[f"m{i}"]  # examples to target: B × median steps (otod.nets.sweep.bill)
+    for i in range(len(batches)):
+        for j in range(len(batches)):
+            if i != j:
+                out[f"ratio{i}{j}"] = out[f"m{i}"] / out[f"m{j}"]
+    return out
+
+
+def method_ratio(path: str, method: str, other: str, batches: list, tol: float | None = None,
+                 **panel) -> dict[str, Any]:
+    """How many times ``other``'s median steps are ``method``'s at each batch (r0, r1, …: S_other / S_method), with
+    their least and largest (lo, hi): "k× fewer steps than sgd"."""
+    a = batch_medians(path, method, batches, tol, **panel)
+    b = batch_medians(path, other, batches, tol, **panel)
+    r = [b[f"m{i}"] / a[f"m{i}"] for i in range(len(batches))]
+    return {**{f"r{i}": x for i, x in enumerate(r)}, "lo": min(r), "hi": max(r)}
+
+
+def two_methods(path: str, method: str, other: str, batches: list, span_to: int = 0, digits: int = 3,
+                tol: float | None = None, **panel) -> dict[str, Any]:
+    """One method against another on a batch sweep: ``method``'s fit (`critical_batch`'s values), its medians
+    m{i} and 1 − β (one_minus_beta{i}) at ``batches``, ``other``'s medians o{i} and B_crit (other_b_crit), the
+    ratios r{i} = o{i}/m{i}, and span: the ratios r0..r{span_to} as "a–b" to ``digits`` significant digits (one
+    value where they round alike)."""
+    own = batch_medians(path, method, batches, tol, **panel)
+    theirs = batch_medians(path, other, batches, tol, **panel)
+    r = [theirs[f"m{i}"] / own[f"m{i}"] for i in range(len(batches))]
+    shown = sorted({f"{x:.{digits}g}" for x in r[:span_to + 1]}, key=float)
+    return {**critical_batch(path, method, tol, **panel), **own,
+            **{f"o{i}": theirs[f"m{i}"] for i in range(len(batches))}, **{f"r{i}": x for i, x in enumerate(r)},
+            "other_b_crit": critical_batch(path, other, tol, **panel)["b_crit"],
+            "span": shown[0] if len(shown) == 1 else f"{shown[0]}–{shown[-1]}"}
+
+
+def scaling_rule(path: str, field: str, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
+    """The power law B_crit ∝ field^slope over a sweep's panels (`otod.core.critical_batch.scaling_rules`, the
+    figures' dotted line and legend), with its re-selecting bootstrap 95% CI."""
+    from otod.core.critical_batch import scaling_rules
+
+    rules = [r for r in scaling_rules(analysis_of(path, tol), field) if r.method == method]
+    if len(rules) != 1:
+        raise KeyError(f"{len(rules)} {method} rules over {field}")
+    r = rules[0]
+    return {"slope": r.slope, "lo": r.ci[0], "hi": r.ci[1], "points": r.points}
+
+
+def two_rules(path: str, other: str, field: str, other_field: str, method: str = "sgd",
+              tol: float | None = None) -> dict[str, Any]:
+    """Two power laws of B_crit (``field`` over ``path``'s panels, ``other_field`` over ``other``'s) and whether
+    their CIs overlap ("overlap" or "do not overlap")."""
+    a, b = scaling_rule(path, field, method, tol), scaling_rule(other, other_field, method, tol)
+    apart = a["lo"] > b["hi"] or b["lo"] > a["hi"]
+    return {**a, **{f"other_{k}": v for k, v in b.items()}, "overlap": "do not overlap" if apart else "overlap"}
+
+
+def series_exponent(path: str, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
+    """A params sweep's fitted exponent of steps against d (the noise analysis's series ``exponent``, over the
+    points not censored), with the points it used."""
+    s = [x for x in analysis_of(path, tol).series if x.method == method]
+    if len(s) != 1:
+        raise KeyError(f"{len(s)} {method} series in {path}")
+    return {"exponent": s[0].exponent, "points": s[0].exponent_points}
+
+
+def two_exponents(path: str, other: str, method: str = "sgd") -> dict[str, Any]:
+    """`series_exponent` of two params sweeps, as e0 and e1."""
+    return {"e0": series_exponent(path, method)["exponent"], "e1": series_exponent(other, method)["exponent"]}
+
+
+def nqm_prediction(path: str, index: int = 0) -> dict[str, Any]:
+    """The NQM's predicted critical batch kept in a net sweep's metadata (``nqm_prediction``, `otod.nets.sweep.predict`,
+    the figures' open squares and faint curve): B_crit, S_min, B_noise at the target, parameters."""
+    q = results_of(path).meta["nqm_prediction"][index]
+    return {"b_crit": q["b_crit"], "s_min": q.get("s_min", math.nan),
+            "b_noise_target": q.get("b_noise_target", math.nan), "parameters": q.get("parameters", math.nan)}
+
+
+def nqm_predictions(path: str, indices: list) -> dict[str, Any]:
+    """Several nets' NQM predictions (`nqm_prediction`) as b{i} (B_crit), s{i} (S_min), n{i} (B_noise at the
+    target), and the noise scales measured at init that built each NQM (measured_b_noise{i},
+    measured_b_simple{i})."""
+    out: dict[str, Any] = {}
+    for i, k in enumerate(indices):
+        q = results_of(path).meta["nqm_prediction"][int(k)]
+        out.update({f"b{i}": q["b_crit"], f"s{i}": q["s_min"], f"n{i}": q["b_noise_target"],
+                    f"measured_b_noise{i}": q["measured_b_noise"], f"measured_b_simple{i}": q["measured_b_simple"]})
+    return out
+
+
+def nqm_misses(path: str, panels: list, method: str = "sgd") -> dict[str, Any]:
+    """How far the NQM's prediction lies from the measurement, per net (its parameter count in ``panels``):
+    r{i} = predicted / measured B_crit, inv{i} its inverse, s_ratio{i} = measured / predicted S_min."""
+    predicted = {float(q["parameters"]): q for q in results_of(path).meta["nqm_prediction"]}
+    out: dict[str, Any] = {}
+    for i, p in enumerate(panels):
+        c, q = critical_batch(path, method, dim=p), predicted[float(p)]
+        out.update({f"r{i}": q["b_crit"] / c["b_crit"], f"inv{i}": c["b_crit"] / q["b_crit"],
+                    f"s_ratio{i}": c["s_min"] / q["s_min"]})
+    return out
+
+
+# --- curvature (otod curvature's records) ----------------------------------------------------------------------
+
+
+def _curvature_records(path: str) -> list[dict]:
+    return list(results_of(path).records)
+
+
+def curvature(path: str, step: int, quantile_key: str = "kappa_q") -> dict[str, Any]:
+    """One checkpoint of an ``otod curvature`` results file: λ_max, λ_q, κ_q, the negative share, the loss."""
+    rows = [r for r in _curvature_records(path) if int(r["step"]) == int(step)]
+    if not rows:
+        raise KeyError(f"no checkpoint at step {step}")
+    r = rows[0]
+    out = {k: r[k] for k in r if isinstance(r[k], (int, float, np.floating, np.integer))}
+    out["trace"] = r["trace_per_parameter"] * r["parameters"]  # tr H
+    out["negative_percent"] = 100 * r["negative_mass"]
+    return out
+
+
+def curvature_checkpoints(path: str, steps: list, field: str) -> dict[str, Any]:
+    """One field (``lambda_max``, ``kappa_q``, ``negative_percent``, ``train_loss``, …) of one net at several
+    checkpoints, as v0, v1, …"""
+    return {f"v{i}": curvature(path, s)[field] for i, s in enumerate(steps)}
+
+
+def curvature_nets(*paths: str, step: int, field: str) -> dict[str, Any]:
+    """One field of several nets (one file each) at one checkpoint, as v0, v1, …, with their least and largest."""
+    v = [curvature(p, step)[field] for p in paths]
+    return {**{f"v{i}": x for i, x in enumerate(v)}, "lo": min(v), "hi": max(v)}
+
+
+def kappa_exponents(*paths: str, steps: tuple = (0, 1000)) -> dict[str, Any]:
+    """The least-squares power law κ_q ∝ P^b over the nets of ``paths`` at each checkpoint of ``steps`` (the fit
+    of `otod.nets.figures.curvature.fitted_power`, the kappa_width figure's dotted line), as b0, b1, …, with each
+    net's κ_q as k{checkpoint}_{net}."""
+    from otod.nets.figures.curvature import fitted_power
+
+    out: dict[str, Any] = {}
+    for j, step in enumerate(steps):
+        rows = [curvature(p, step) for p in paths]
+        kappa = np.array([r["kappa_q"] for r in rows], float)
+        fit = fitted_power(np.array([r["parameters"] for r in rows], float), kappa)
+        out[f"b{j}"] = fit[0] if fit else math.nan
+        out.update({f"k{j}_{i}": float(k) for i, k in enumerate(kappa)})
+    return out
+
+
+def curvature_corners(*paths: str, field: str, steps: list) -> dict[str, Any]:
+    """One field of several nets at several checkpoints, as v{checkpoint}_{net}."""
+    return {f"v{j}_{i}": curvature(p, s)[field] for j, s in enumerate(steps) for i, p in enumerate(paths)}
+
+
+def curvature_table(path: str, steps: list, fields: list) -> dict[str, Any]:
+    """Several fields of one net at several checkpoints, as {field}{checkpoint index}."""
+    return {f"{f}{j}": curvature(path, s)[f] for j, s in enumerate(steps) for f in fields}
+
+
+# --- B_crit along training (otod.nets.along: one sweep per checkpoint, its predictors beside it) ---------------
+
+
+def _along_series(path: str, method: str):
+    found = [s for s in analysis_of(path).series if s.method == method]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} {method} series in {path}")
+    return found[0]
+
+
+def along_checkpoint(path: str, method: str = "sgd") -> dict[str, Any]:
+    """One checkpoint's sweep (`otod.nets.along.branching.run_along`'s results file): the step, the mean training loss at
+    the checkpoint, the milestone, and its S(B) fit (`otod.nets.sweep.reading.reading`: B_crit, S_min with their 95%
+    CIs, misfit), as the along-training table prints them."""
+    from otod.nets.sweep.reading import reading
+
+    point = reading(_along_series(path, method))
+    branch = results_of(path).meta["branch"]
+    return {"step": branch["step"], "loss": branch["loss"], "milestone": branch["milestone"],
+            "b_crit": point.b_crit, "lo": point.b_crit_ci[0], "hi": point.b_crit_ci[1], "s_min": point.s_min,
+            "s_lo": point.s_min_ci[0], "s_hi": point.s_min_ci[1], "misfit": point.misfit}
+
+
+def predictor_values(path: str, nqm: bool | None = None) -> dict[str, tuple[float, ...]]:
+    """The per-seed predictor values kept beside a checkpoint's results (``<file>.predictors.json``,
+    `otod.nets.along.branching.cached_predictors`): the entry measured with the NQM (``nqm`` True), without it (False), or
+    the only one (None)."""
+    stored = json.loads(Path(f"{path}.predictors.json").read_text())
+    keys = [k for k in stored if nqm is None or f"nqm={bool(nqm)}" in k]
+    if len(keys) != 1:
+        raise KeyError(f"{len(keys)} predictor entries with nqm={nqm} beside {path}: {sorted(stored)}")
+    return {k: tuple(float(x) for x in v) for k, v in stored[keys[0]].items()}
+
+
+@functools.lru_cache(maxsize=None)
+def _ratio_intervals(stamp: tuple[str, int, int], method: str, nqm: bool | None):
+    from otod.nets.along.predictors import joint_ratio_intervals
+
+    return joint_ratio_intervals(_along_series(stamp[0], method), predictor_values(stamp[0], nqm))
+
+
+def along_predictor(path: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """One predictor at one checkpoint: its median over seeds, least and largest seed, ratio to the measured
+    B_crit (`otod.nets.along.branching.ratio_value`: NaN off the batch grid) and that ratio's 95% CI by the joint seed
+    bootstrap (`otod.nets.along.predictors.joint_ratio_intervals`), as the along-training and predictor tables print."""
+    from otod.nets.along.branching import median_of, ratio_value
+    from otod.nets.sweep.reading import reading
+
+    values = predictor_values(path, nqm)[name]
+    median = median_of(values)
+    finite = [v for v in values if math.isfinite(v)]
+    ratio = ratio_value(median, reading(_along_series(path, method)))
+    lo, hi = _ratio_intervals(_stamp(path), method, nqm).get(name, (math.nan, math.nan))
+    return {"median": median, "min": min(finite), "max": max(finite), "ratio": ratio, "ratio_lo": lo,
+            "ratio_hi": hi, "b_crit": along_checkpoint(path, method)["b_crit"]}
+
+
+def along_row(path: str, names: list, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """A checkpoint's row: `along_checkpoint`'s values and, per predictor in ``names``, `along_predictor`'s as
+    {name}_{value} (b_simple_median, b_noise_ratio_lo, …)."""
+    out = along_checkpoint(path, method)
+    for name in names:
+        out.update({f"{name}_{k}": v for k, v in along_predictor(path, name, method, nqm).items()})
+    return out
+
+
+def along_range(*paths: str, names: tuple = (), method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """Over the checkpoints of ``paths`` (in order): B_crit's least and largest (b_lo, b_hi) and its CIs' ends
+    (ci_lo, ci_hi), the first and last S_min (s_first, s_last), and per predictor in ``names`` its ratios' least
+    and largest ({name}_lo, {name}_hi), its medians' first and last ({name}_first, {name}_last) and
+    {name}_growth = last / first, with B_crit's growth (b_growth = last / first)."""
+    rows = [along_checkpoint(p, method) for p in paths]
+    out = {"b_lo": min(r["b_crit"] for r in rows), "b_hi": max(r["b_crit"] for r in rows),
+           "ci_lo": min(r["lo"] for r in rows), "ci_hi": max(r["hi"] for r in rows), "s_first": rows[0]["s_min"],
+           "s_last": rows[-1]["s_min"], "b_growth": rows[-1]["b_crit"] / rows[0]["b_crit"]}
+    for name in names:
+        got = [along_predictor(p, name, method, nqm) for p in paths]
+        ratios = [g["ratio"] for g in got if math.isfinite(g["ratio"])]
+        out.update({f"{name}_lo": min(ratios), f"{name}_hi": max(ratios), f"{name}_first": got[0]["median"],
+                    f"{name}_last": got[-1]["median"], f"{name}_growth": got[-1]["median"] / got[0]["median"]})
+    return out
+
+
+def along_triple(*paths: str, method: str = "sgd") -> dict[str, Any]:
+    """B_crit at each checkpoint of ``paths``, as b0, b1, … (a path through training: 15.9 → 35.2 → 24.1)."""
+    return {f"b{i}": along_checkpoint(p, method)["b_crit"] for i, p in enumerate(paths)}
+
+
+def along_triple_ci(*paths: str, method: str = "sgd") -> dict[str, Any]:
+    """B_crit with its CI at each checkpoint of ``paths``, as b{i}, lo{i}, hi{i}."""
+    out: dict[str, Any] = {}
+    for i, p in enumerate(paths):
+        c = along_checkpoint(p, method)
+        out.update({f"b{i}": c["b_crit"], f"lo{i}": c["lo"], f"hi{i}": c["hi"]})
+    return out
+
+
+def along_least_seed(*paths: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """Per checkpoint, a predictor's least seed (v{i}) over the top of B_crit's CI (t{i}), and the least of these
+    quotients (least): how far even the lowest seed's value lies above the measurement."""
+    out: dict[str, Any] = {}
+    for i, p in enumerate(paths):
+        out[f"v{i}"], out[f"t{i}"] = along_predictor(p, name, method, nqm)["min"], along_checkpoint(p, method)["hi"]
+    out["least"] = min(out[f"v{i}"] / out[f"t{i}"] for i in range(len(paths)))
+    return out
+
+
+def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """The predictors ranked over the checkpoints of ``paths`` (`otod.nets.along.predictors.ranking`: the typical miss
+    exp(median |log ratio|)), as best (its label), best_factor, and for each predictor factor_{name} and its
+    least and largest ratio (lo_{name}, hi_{name})."""
+    from otod.nets.along.predictors import LABELS, is_predictor, ranking
+
+    ratios: dict[str, list[float]] = {}
+    for path in paths:
+        for name in predictor_values(path, nqm):
+            if is_predictor(name):
+                ratios.setdefault(name, []).append(along_predictor(path, name, method, nqm)["ratio"])
+    ranked = ranking(ratios)
+    out = {"best": LABELS.get(ranked[0]["predictor"], ranked[0]["predictor"]), "best_factor": ranked[0]["factor"]}
+    for r in ranked:
+        name = r["predictor"]
+        out.update({f"factor_{name}": r["factor"], f"lo_{name}": r["ratio_min"], f"hi_{name}": r["ratio_max"]})
+    return out
+
+
+# --- batch schedules (otod.nets.schedule: a constant sweep and one sweep per phase, read back) ------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _schedule(folder: str, schedule: str, options: tuple):
+    from otod.nets.schedule.batch_schedule import batch_schedule
+    from otod.obstacles import load_all
+
+    load_all()
+    return batch_schedule(schedule, out=folder, **dict(options))
+
+
+def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dict[str, Any]:
+    """A batch schedule against the constant batches (`otod.nets.schedule.batch_schedule.batch_schedule`, what
+    ``otod sweep net --batch-schedule`` prints and the batch_schedule figure draws), read back from the folder of
+    ``paths`` (its sweeps' results files, which must all be there: a missing one would be run): the schedule's
+    steps, examples and CI (steps, lo, hi, examples), the fewest-steps constant batch (best_batch, best_steps,
+    best_lo, best_hi), the frontier at the schedule's examples (front, front_lo, front_hi) and the ratio to it
+    (ratio, ratio_lo, ratio_hi), the saving 1 − ratio and the most its CI allows (saving, saving_most), and the
+    constant batch of fewest steps within the schedule's examples (within_batch, within_steps, within_examples)."""
+    options = tuple(sorted(dict(options).items()))
+    rows = {r["run"]: r for r in _schedule(str(Path(paths[0]).parent), schedule, options).rows()}
+    own, best = rows["schedule"], rows["best constant"]
+    front = rows["constant frontier at the schedule's examples"]
+    within = rows["best constant within the schedule's examples"]
+    return {"steps": own["steps"], "lo": own["steps_lo"], "hi": own["steps_hi"], "examples": own["examples"],
+            "best_batch": best["batch"], "best_steps": best["steps"], "best_lo": best["steps_lo"],
+            "best_hi": best["steps_hi"], "front": front["steps"], "front_lo": front["steps_lo"],
+            "front_hi": front["steps_hi"], "ratio": front["ratio"], "ratio_lo": front["ratio_lo"],
+            "ratio_hi": front["ratio_hi"], "saving": 1 - front["ratio"], "saving_most": 1 - front["ratio_lo"],
+            "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
+
+
+READERS = {f.__name__: f for f in (report_line, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+                                   counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
+                                   critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
+                                   curvature, curvature_checkpoints, curvature_nets, curvature_corners,
+                                   curvature_table, kappa_exponents, along_checkpoint, along_predictor,
+                                   along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best,
+                                   schedule_rows)}
