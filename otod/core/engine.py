@@ -40,12 +40,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from otod.core.dynamics import optax_dynamics
 from otod.core.device_costs import CPU, trip_costs
 from otod.core.errors import Abandoned, OtodError
 from otod.core.lanes import layout, set_up_lanes
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, STALL_DECREASE, Status, Target, stall_window_of
 from otod.core.traces import checkpoints, traced
+from otod.core.variants import dynamics_of, program_spec
 
 #: Iterations per trip of the while loop (each with its own check), where not given: None chooses them per device
 #: kind by the cost model from the program's predicted trips (`otod.core.device_costs.TripCosts.unroll`: one on
@@ -202,7 +202,7 @@ def deal(block_costs, devices: int) -> np.ndarray:
                                              "trace_length"))
 def _grid(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, block_lanes, unroll,
           compact, trace_length, points, draws, seed_indices, lrs, method_indices, active, root_seed, ladder,
-          max_iters, stall_window) -> tuple:
+          max_iters, stall_window, variant) -> tuple:
     """All lanes, in blocks of ``block_lanes`` (consecutive lanes) run one after another by ``lax.map`` (see
     `_block`), on the one device that holds the inputs. The outputs are [block, lane, ...].
 
@@ -219,18 +219,18 @@ def _grid(spec, members, options, relative_lr, kind, check_every, primary, group
     per_block = jax.tree.map(to_blocks, (points, seed_indices, lrs, method_indices, active))
     root_key = jax.random.PRNGKey(root_seed)
     solve = functools.partial(_block, spec, members, options, relative_lr, kind, check_every, primary, group, by_seed,
-                              unroll, compact, trace_length, draws, root_key, ladder, max_iters, stall_window)
+                              unroll, compact, trace_length, draws, root_key, ladder, max_iters, stall_window, variant)
     return jax.lax.map(lambda args: solve(*args), per_block)
 
 
 def _block(spec, members, options, relative_lr, kind, check_every, primary, group, by_seed, unroll, compact,
-           trace_length, draws, root_key, ladder, max_iters, stall_window, points, seed_indices, lrs, method_indices,
-           active):
+           trace_length, draws, root_key, ladder, max_iters, stall_window, variant, points, seed_indices, lrs,
+           method_indices, active):
     """One block of lanes: a vmapped set-up (`otod.core.lanes`: laid out [seed, lane] with ``by_seed``, else one
     row), then one ``while_loop`` until no lane runs; with ``compact``, two: the first until every row has at most
     `compact_width` lanes running, the second on those lanes alone (`_compacted_loop`). Returns the per-lane
     outputs and the block's iteration counts at the end of the first loop and at the end."""
-    dynamics, fixed_point = _dynamics_of(spec, members, options, relative_lr)
+    dynamics, fixed_point = _dynamics_of(spec, members, options, relative_lr, variant)
     nest, unnest, drawn = layout(by_seed, group[1] if by_seed else None, draws, seed_indices)
     points, seed_indices, lrs, method_indices, active = jax.tree.map(
         nest, (points, seed_indices, lrs, method_indices, active))
@@ -285,15 +285,13 @@ def _splits(dynamics, fixed_point: bool) -> bool:
     return dynamics.measure is not None and dynamics.checks is not None and not fixed_point
 
 
-def _dynamics_of(spec, members, options, relative_lr):
-    """The block's dynamics (the family's own, else optax's) and whether its stall rule is ``"fixed-point"``,
-    which needs a deterministic family."""
-    family = spec.family()
-    dynamics = (family.dynamics or optax_dynamics)(family, members, options, relative_lr)
-    fixed_point = family.stall == "fixed-point"
-    if fixed_point and dynamics.stochastic:
+def _dynamics_of(spec, members, options, relative_lr, variant=0):
+    """The block's dynamics (the family's own, else optax's; a `Variants` program's, stepping as its spec
+    ``variant``) and whether its stall rule is ``"fixed-point"``, which needs a deterministic family."""
+    dynamics, fixed_point = dynamics_of(spec, members, options, relative_lr, variant), spec.family().stall
+    if fixed_point == "fixed-point" and dynamics.stochastic:
         raise ValueError("the fixed-point stall rule needs a deterministic family (a sampled gradient moves it)")
-    return dynamics, fixed_point
+    return dynamics, fixed_point == "fixed-point"
 
 
 def _scales(kind: str, f0):
@@ -595,7 +593,8 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
              block_lanes: int | None = None, draws=None, stall_window: int | None = None,
              active=None, devices: int | Sequence | None = None, costs=None,
              stall_seconds: float | None = None, program: str | None = None,
-             compact: bool = False, one_device_shape: bool = False, unroll: int | None = None) -> Dispatched:
+             compact: bool = False, one_device_shape: bool = False, unroll: int | None = None,
+             variants: Sequence | None = None) -> Dispatched:
     """`iterations_to_target`'s first half: compile (once per shape and device) and send the call to the devices,
     one single-device program per device with the blocks `deal` gives it, and return without waiting; `collect`
     reads the `Solution` back. ``devices``: the JAX devices to use, or how many of the local ones (default: all),
@@ -612,7 +611,8 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     The price: a program compiles once per device it runs on.
 
     ``block_lanes`` (most lanes a block) and ``unroll`` (iterations a trip; else `UNROLL`) default to the cost
-    model of the first device's kind (`otod.core.device_costs`)."""
+    model of the first device's kind (`otod.core.device_costs`). ``variants``: the specs of the static points that
+    share ``spec``'s program (`otod.core.variants`: one compile for all of them), ``spec`` among them."""
     members = tuple(members)
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     seed_indices = np.asarray(seed_indices, np.int32)
@@ -660,12 +660,13 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
     lanes = points_per_block * per_point
     trips = block_costs[order].reshape(count, -1).sum(1).max() if costs is not None else max_iters * per_device
     unroll = unroll or UNROLL or loop_costs.unroll(trips)
-    static = (spec, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed, lanes,
+    keyed, variant = program_spec(spec, variants)
+    static = (keyed, members, options, relative_lr, target.kind, target.check_every, primary, group, by_seed, lanes,
               unroll, compact, 0 if checked is None else len(checked))
     per_lane = ({k: pad(np.asarray(v, dtype)) for k, v in points.items()}, pad(seed_indices),
                 pad(np.asarray(lrs, dtype)), pad(method_indices), pad_active(active))
     scalars = (np.int32(seed), np.asarray(target.ladder, dtype), np.int32(max_iters),
-               np.int32(stall_window_of(max_iters) if stall_window is None else stall_window))
+               np.int32(stall_window_of(max_iters) if stall_window is None else stall_window), np.int32(variant))
     stall_seconds = watchdog_seconds() if stall_seconds is None else stall_seconds  # checked before dispatch
     mine = order.reshape(count, -1)
 
@@ -680,8 +681,7 @@ def dispatch(spec, members, points: Mapping[str, np.ndarray], seed_indices, lrs,
         outputs.append(_grid(*static, axis_values, draws_d, *lane_arrays, *scalars_d))
     name = program or f"{getattr(spec, 'kind', type(spec).__name__)} program"
     rows = seeds if by_seed else 1
-    where = (f"device {devices[0].id}" if count == 1
-             else f"devices {', '.join(str(d.id) for d in devices)}")
+    where = f"device {devices[0].id}" if count == 1 else f"devices {', '.join(str(d.id) for d in devices)}"
     return Dispatched(tuple(outputs), order, lanes, rows, (compact_width(rows, lanes // rows) or 0) if compact else 0,
                       n, f"{name} on {where}", stall_seconds, checked)
 

@@ -32,6 +32,11 @@ the engine (`otod.core.dynamics.Dynamics`).
 ``value_and_grad(problem, params)``: optional, (metric, its gradient in the params) computed by the family itself
 (a written-out reverse mode cheaper than tracing the metric's); None: ``jax.value_and_grad`` of ``metric``.
 
+``variants(family, specs, members, options, relative_lr, index)`` and ``variant_fields``: optional, one dynamics
+for several static points, ``specs`` (this family's spec and others equal to it but in ``variant_fields``, e.g. a
+net's minibatch size), stepping as ``specs[index]``'s own dynamics with ``index`` traced: the sweep compiles one
+program for all of them instead of one each (`otod.core.variants`).
+
 ``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated;
 ``seconds_per_seed``, its time to draw one seed's problem on the host (a net's orthogonal inits factor a square per
 layer), is added to the sweep's time estimate.
@@ -75,6 +80,8 @@ class Family(NamedTuple):
     checks: Callable[[Any], Any] | None = None
     compactable: bool = True
     value_and_grad: Callable[[Any, Any], tuple[Any, Any]] | None = None
+    variants: Callable[..., Any] | None = None
+    variant_fields: tuple[str, ...] = ()
 
     @property
     def stochastic(self) -> bool:

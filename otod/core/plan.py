@@ -85,18 +85,24 @@ def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> li
     for a slow neighbour. The block size comes from the engine's cost model
     (`otod.core.engine.choose_points_per_block`) on those predictions, one per (static point, program). Chunk
     lengths are equal per (static point, program) so each program compiles once, a multiple of the block where
-    possible (``costs``: `predicted_costs`, computed here when not given); the length is the number of points whose predicted work, at the program's heaviest point, is about
+    possible (``costs``: `predicted_costs`, computed here when not given; static points that share a program,
+    `otod.core.variants`, are sized at their slowest lane so that their chunks have one shape); the length is the
+    number of points whose predicted work, at the program's heaviest point, is about
     ``chunk_seconds`` (at most 1000 chunks per method). A chunk's key names its points, so a journal written under
     another plan is never mistaken for this one's.
     """
     from otod.core.engine import choose_points_per_block
+    from otod.core.variants import program_groups
 
     points = config.traced_points()
     costs = predicted_costs(config) if costs is None else costs
     loop = trip_costs(default_platform())
     chunks = []
-    for si, spec in enumerate(config.specs()):
-        seconds = lane_seconds(spec, loop)
+    specs = config.specs()
+    own = [lane_seconds(spec, loop) for spec in specs]
+    groups = program_groups(config.static_points(), specs)
+    for si, spec in enumerate(specs):
+        seconds = max(own[j] for j in groups[si])  # static points that share a program get one chunk shape
         for program in programs(config.kind.methods, config.methods):
             per_point_lanes = config.seeds * max(len(config.rates_for(name)) for name in program)
             orders = {name: sorted(method_points(config, name), key=lambda i, c=costs[name]: (c[i], i))
@@ -269,14 +275,15 @@ def missing_shares(config: SweepConfig, chunks: list[Chunk], done: dict, count: 
 
 
 def next_chunk(waiting: list[Chunk], slot, compiled: dict, compile_seconds: dict,
-               expected: dict[str, float]) -> int | None:
+               expected: dict[str, float], program_of=None) -> int | None:
     """Which of the ``waiting`` chunks (in plan order) the free device ``slot`` runs next: the first whose
     program is compiled for it; else the first of a program compiled nowhere yet; else the first of a program
     compiled for another device whose waiting chunks are expected (`expected_seconds`) to take longer than that
     compile took (a program compiles once per device). None: the device waits for a chunk compiled elsewhere to
-    end."""
+    end. ``program_of(chunk)`` keys ``compiled`` (default: its static point and methods; static points that share
+    a program, `otod.core.variants`, share a key)."""
     def key(c: Chunk):
-        return c.static_index, c.program
+        return (c.static_index, c.program) if program_of is None else program_of(c)
 
     for i, c in enumerate(waiting):
         if slot in compiled.get(key(c), ()):
@@ -306,15 +313,16 @@ def expected_seconds(chunks: list[Chunk], predicted: dict[str, float],
     return {c.key: predicted[c.key] * scale.get(c.program[c.method_index], fallback) for c in chunks}
 
 
-def spans_devices(chunk: Chunk, compile_seconds: dict, seconds: float) -> bool:
+def spans_devices(chunk: Chunk, compile_seconds: dict, seconds: float, program_of=None) -> bool:
     """Whether a sweep's last chunk has its blocks dealt among every device rather than run on one beside the others.
     On one device it takes ``seconds``, W (`expected_seconds`); on two, about W/2 after one more compile c (each
     device's program has the one-device shape, `otod.core.engine.dispatch`'s ``one_device_shape``, so it compiles
     only for a device it has not run on), so it spans when it has two blocks or more and W > 2c. c is its program's
-    measured compile, else the slowest compile of the sweep so far, else `FIRST_COMPILE_SECONDS`. Side by side the
+    (keyed by ``program_of``, as in `next_chunk`) measured compile, else the slowest compile of the sweep so far,
+    else `FIRST_COMPILE_SECONDS`. Side by side the
     last chunk would run alone on one device while the others idle (measured on ``otod sweep depth --depth 5,6
     --init xavier --method heavy-ball,adam``: the last adam chunk, 18 s, ran alone)."""
     blocks = -(-chunk.n_points // chunk.block_points)
-    c = compile_seconds.get((chunk.static_index, chunk.program),
-                            max(compile_seconds.values(), default=FIRST_COMPILE_SECONDS))
+    key = (chunk.static_index, chunk.program) if program_of is None else program_of(chunk)
+    c = compile_seconds.get(key, max(compile_seconds.values(), default=FIRST_COMPILE_SECONDS))
     return blocks > 1 and seconds > 2 * c

@@ -26,6 +26,7 @@ from otod.core.config import NOT_IN_DIGEST, SweepConfig, lane_rates
 from otod.core.errors import Abandoned, Interrupted
 from otod.core.stopping import STATUS_NAMES, Status
 from otod.core.traces import trace_field, trace_lists
+from otod.core.variants import program_groups
 from otod.core.plan import (Chunk, chunk_seconds_predicted, compacted_programs, eta_seconds, expected_seconds,
                             next_chunk, plan, predicted_costs, share_of, spans_devices)
 
@@ -202,13 +203,14 @@ class ChunkRunner:
         self.pending = [rest_of.get(c.key, c) for c in self.mine if c.key not in self.done]
         self.compacting = compacted_programs(config, self.chunks, self.costs)
         specs = config.specs()
+        self.groups = program_groups(self.statics, specs)  # static points that share one program (`variants`)
         self.predicted = {c.key: chunk_seconds_predicted(config, c, self.costs, specs[c.static_index])
                           for c in self.pending}
         self.draws_cache: dict = {}
         self.ran: list[tuple[float, float]] = []
         self.ratios: dict[str, list[float]] = {}  # by method: measured over predicted seconds of finished chunks
-        self.compiled: dict = {}  # (static point, program) -> the slots it is compiled for
-        self.compile_seconds: dict = {}  # (static point, program) -> its first compile's seconds
+        self.compiled: dict = {}  # (first static point of its group, program) -> the slots it is compiled for
+        self.compile_seconds: dict = {}  # (first static point of its group, program) -> its first compile's seconds
         self.running: list = []  # (chunk, idx, dispatched, sent at, slot)
         self.most_running = 0
 
@@ -251,7 +253,7 @@ class ChunkRunner:
             expected = expected_seconds(self.waiting, self.predicted, self.ratios)
             choice = None
             for slot in self.free:
-                i = next_chunk(self.waiting, slot, self.compiled, self.compile_seconds, expected)
+                i = next_chunk(self.waiting, slot, self.compiled, self.compile_seconds, expected, self.program_of)
                 if i is not None:
                     choice = (i, slot)
                     break
@@ -259,19 +261,19 @@ class ChunkRunner:
                 if self.running:
                     return  # the waiting chunks' programs are compiled for busy devices: wait for one
                 first = self.waiting[0]
-                where = self.compiled.get((first.static_index, first.program), set()) & set(self.free)
+                where = self.compiled.get(self.program_of(first), set()) & set(self.free)
                 choice = (0, sorted(where, key=str)[0] if where else self.free[0])
             i, slot = choice
             chunk = self.waiting.pop(i)
             self.free.remove(slot)
-            if not self.waiting and spans_devices(chunk, self.compile_seconds, expected[chunk.key]):
+            if not self.waiting and spans_devices(chunk, self.compile_seconds, expected[chunk.key], self.program_of):
                 slot, self.free[:] = None, []  # the last chunk: on every device, once they are free
             self.start(chunk, slot)
 
     def start(self, chunk: Chunk, slot) -> None:
         """Dispatch ``chunk`` to ``slot``'s device (None: every device; a spanning chunk goes first to the
         devices its program is compiled for, which start while the others compile)."""
-        key = (chunk.static_index, chunk.program)
+        key = self.program_of(chunk)
         before = float(sum(self.compiles))
         targets = [self.devices[slot]] if slot is not None else sorted(
             self.devices[:len(self.slots)], key=lambda d: self.devices.index(d) not in self.compiled.get(key, ()))
@@ -285,6 +287,10 @@ class ChunkRunner:
         self.compiled.setdefault(key, set()).update(self.slots if slot is None else [slot])
         self.running.append((chunk, idx, sent, time.perf_counter(), slot))
         self.most_running = max(self.most_running, len(self.running))
+
+    def program_of(self, chunk: Chunk) -> tuple:
+        """What keys a chunk's compiled program: its group's first static point (`program_groups`), its methods."""
+        return self.groups[chunk.static_index][0], chunk.program
 
     def send(self, chunk: Chunk, targets: list):
         """Dispatch ``chunk`` to the ``targets`` devices (several: its blocks dealt among them, each device's
@@ -315,7 +321,8 @@ class ChunkRunner:
                 costs=np.asarray(self.costs[name])[idx[:, 0]],
                 compact=(chunk.static_index, chunk.program) in self.compacting,
                 program=f"{config.sweep} program {'+'.join(chunk.program)} (chunk {chunk.key})",
-                devices=targets, one_device_shape=True)
+                devices=targets, one_device_shape=True,
+                variants=[config.spec_at(self.statics[i]) for i in self.groups[chunk.static_index]])
 
     def save_first(self) -> None:
         """Wait for the first running chunk to end, and save it (journal, progress)."""

@@ -14,7 +14,7 @@ NET_SEEDS = 5
 
 @click.command("net")
 @click.option("--batch", default=None,
-              help="Batch sizes B (static: one compiled program per B), whole numbers ≤ the training set. Default "
+              help="Batch sizes B (static; one compiled program runs them all), whole numbers ≤ the training set. Default "
                    "8..1024:8:log. E.g. --batch 4..1024:9:log")
 @click.option("--width", default="32", show_default=True,
               help="Hidden width (MLP units, CNN channels); several values make a width axis (parameter count). "

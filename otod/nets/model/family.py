@@ -27,6 +27,8 @@ The data live in the compiled program as constants (shared by every lane), never
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from otod.core.api import Family, lazy
@@ -136,10 +138,11 @@ def net_family(spec) -> Family:
 
     size = spec.parameter_count
     starts = len(models.INITS) * len(models.ARCHITECTURES)
-    return Family(seconds_per_seed=draw_seconds(spec),draws=lambda rng: seed_starts(spec, rng), make=make, init=lambda p: p["params0"], metric=metric,
-                  gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(spec),
+    return Family(seconds_per_seed=draw_seconds(spec), draws=lambda rng: seed_starts(spec, rng), make=make,
+                  init=lambda p: p["params0"], metric=metric, gradient=gradient, info=info,
+                  provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(spec),
                   floats_per_seed=starts * size + 1, floats_per_lane=8 * size + batch * x_np.shape[1], checks=checks,
-                  compactable=False)
+                  compactable=False, variants=_variants(spec), variant_fields=("batch",))
 
 
 #: Seconds per Gaussian number NumPy draws (about 10 ns on the development machine; counted with room).
@@ -161,9 +164,10 @@ def epoch_order(key, epoch, n: int):
     return jax.random.permutation(jax.random.fold_in(key, epoch), n)
 
 
-def net_dynamics(spec, family, members, options, relative_lr: bool):
+def net_dynamics(spec, family, members, options, relative_lr: bool, batches=None, which=0):
     """A lane of the net sweep on otod's own net ``spec``: `minibatch_dynamics` with the spec's data (x, y) and
-    its loss at the lane's architecture."""
+    its loss at the lane's architecture; with ``batches``, one lane for all of them, stepping at ``batches[which]``
+    (``which`` traced: `otod.core.variants`)."""
     x_np, y_np = spec.training_arrays(np.float64)
     labels = spec.dataset().classes > 0
     grad = jax.grad(spec.mean_loss)
@@ -174,14 +178,19 @@ def net_dynamics(spec, family, members, options, relative_lr: bool):
     def batch_gradient(problem, params, data):
         return grad(params, *data, problem["residual"])
 
-    stream = stream_minibatch(spec) if spec.stream else None
-    draw = None if stream is None else (lambda problem, t, dtype: stream(problem["key"], t, dtype))
-    return minibatch_dynamics(batch_gradient, arrays, x_np.shape[0], int(spec.batch), family, members, options,
-                              relative_lr, draw)
+    batches = (int(spec.batch),) if batches is None else tuple(int(b) for b in batches)
+
+    def drawing(b):  # step t's fresh examples at batch b (the stream)
+        stream = stream_minibatch(dataclasses.replace(spec, batch=b))
+        return lambda problem, t, dtype: stream(problem["key"], t, dtype)
+
+    draws = [drawing(b) for b in batches] if spec.stream else None
+    return minibatch_dynamics(batch_gradient, arrays, x_np.shape[0], batches, family, members, options,
+                              relative_lr, draws, which)
 
 
-def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, members, options, relative_lr: bool,
-                       draw=None):
+def minibatch_dynamics(batch_gradient, arrays, n: int, batch, family, members, options, relative_lr: bool,
+                       draw=None, which=0):
     """A lane of the net sweep: the stochastic lane of the core (`otod.core.dynamics.lane_start`: optax on the sampled gradient,
     the schedule), with each epoch's minibatch order drawn once. ``arrays(dtype)``: the training data (a tuple
     with a leading example axis, floats in ``dtype``); ``batch_gradient(problem, params, data)``: the gradient of
@@ -189,30 +198,45 @@ def minibatch_dynamics(batch_gradient, arrays, n: int, batch: int, family, membe
     regime) in place of the epochs' order. The carry is (θ, optimizer state, order, t); at an epoch's first step (the
     block's iteration count ``block_t``, one unbatched scalar for all lanes, so the branch is a real ``lax.cond``,
     not a select that draws every step) the order is redrawn by `epoch_order`; step t uses its ranks
-    [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's."""
+    [pB, (p + 1)B), the same minibatch `minibatch` gives, so the counts equal the reference loop's.
+
+    ``batch`` may be a tuple of sizes (``draw`` then one per size) and ``which`` a traced index into it: one lane
+    for all of them (`otod.core.variants`), the epoch's length ⌊n/B⌋ read from a table and the minibatch and its
+    gradient under ``lax.switch`` (``which`` is one value for the program, so the switch runs one branch); the
+    order, its redraw and the update are the same code for every B, so they compile once."""
     from otod.core.api import Dynamics, Lane, lane_start, schedule_factor
 
     build = members[0].build
     factor = schedule_factor(options.schedule, options.horizon)
-    per_epoch = max(1, n // batch)
+    batches = (int(batch),) if np.ndim(batch) == 0 else tuple(int(b) for b in batch)
+    draws = None if draw is None else ([draw] if callable(draw) else list(draw))
+    epochs = [max(1, n // b) for b in batches]
+
+    def one_of(branches):  # the branch of ``batches[which]``: a plain call where there is one batch size
+        return branches[0]() if len(branches) == 1 else jax.lax.switch(which, branches)
 
     def set_up(point, drawn, lr, method_index) -> Lane:
         constants, params, state = lane_start(family, members, options, relative_lr, point, drawn, lr, method_index)
-        carry = (params, state, jnp.zeros(1 if draw is not None else n, jnp.int32), jnp.zeros((), jnp.int32))
+        carry = (params, state, jnp.zeros(1 if draws is not None else n, jnp.int32), jnp.zeros((), jnp.int32))
         return Lane(constants, carry, family.metric(constants[0], params), constants[2])
 
     def step(constants, carry, key, block_t):
         problem, info, step_size, hyper = constants
         params, state, order, t = carry
         dtype = jax.tree.leaves(params)[0].dtype
-        if draw is not None:  # the stream: step t's fresh examples, the reference loop's (`net_family`'s gradient)
-            g = batch_gradient(problem, params, draw(problem, t, dtype))
+        if draws is not None:  # the stream: step t's fresh examples, the reference loop's (`net_family`'s gradient)
+            g = one_of([lambda d=d: batch_gradient(problem, params, d(problem, t, dtype)) for d in draws])
         else:
+            per_epoch = epochs[0] if len(epochs) == 1 else jnp.asarray(epochs, jnp.int32)[which]
             epoch, position = block_t // per_epoch, block_t % per_epoch
             order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
                                  lambda: order)
-            idx = jax.lax.dynamic_slice(order, (position * batch,), (batch,))
-            g = batch_gradient(problem, params, tuple(a[idx] for a in arrays(dtype)))
+
+            def gradient_at(b):
+                idx = jax.lax.dynamic_slice(order, (position * b,), (b,))
+                return batch_gradient(problem, params, tuple(a[idx] for a in arrays(dtype)))
+
+            g = one_of([lambda b=b: gradient_at(b) for b in batches])
         lr_t = step_size * jnp.asarray(factor(t), step_size.dtype)
         updates, state = build(lr_t, info, options, hyper).update(g, state, params)
         return optax.apply_updates(params, updates), state, order, t + 1
@@ -232,5 +256,15 @@ def _dynamics(spec):
 
     def build(family, members, options, relative_lr):
         return net_dynamics(spec, family, members, options, relative_lr)
+
+    return build
+
+
+def _variants(spec):
+    """`net_dynamics` for several batch sizes in one program (the family's ``variants`` hook,
+    `otod.core.variants`): ``specs`` differ from ``spec`` only in their batch."""
+
+    def build(family, specs, members, options, relative_lr, which):
+        return net_dynamics(spec, family, members, options, relative_lr, tuple(int(s.batch) for s in specs), which)
 
     return build

@@ -298,12 +298,16 @@ def model_family(problem: ModelProblem):
     def dynamics(family, members, options, relative_lr):
         return minibatch_dynamics(batch_gradient, arrays, n, batch, family, members, options, relative_lr)
 
+    def variants(family, specs, members, options, relative_lr, which):  # one program for every batch of ``specs``
+        return minibatch_dynamics(batch_gradient, arrays, n, tuple(int(s.batch) for s in specs), family, members,
+                                  options, relative_lr, which=which)
+
     size = problem.parameters
     return Family(draws=lambda rng: seed_starts(problem, rng), make=make, init=lambda p: p["params0"],
                   metric=metric, gradient=gradient, info=info, provides=frozenset({"lipschitz", "beta"}),
                   dynamics=dynamics, floats_per_seed=size + 1,
                   floats_per_lane=LANE_COPIES * size + batch * problem.example_floats, checks=checks,
-                  compactable=False)
+                  compactable=False, variants=variants, variant_fields=("batch",))
 
 
 def _cast(data: tuple, dtype) -> tuple:

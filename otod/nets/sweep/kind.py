@@ -4,7 +4,8 @@
 Axes: ``batch``, ``width``, ``depth`` and ``examples`` (the training set's size D: nested subsets of one set,
 `otod.nets.model.data`) are static (a minibatch's size and the weights' shapes are shapes: one
 compiled program per value; a traced B would pad every minibatch to the largest, and a B = 1024 step costs 33× a
-B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
+B = 8 step on the default net: 364 against 11 µs, `benchmarks/roofline.py`), except that the batch sizes of one
+net share one program (`otod.core.variants`: each B's minibatch gradient a branch of ``lax.switch``); ``init`` and ``architecture`` are coded traced axes (every start is drawn, a lane
 picks one); ``beta`` (heavy-ball's momentum) is traced. The first axis the sweep varies is the x of its fits and
 figures: batch (S(B) and the critical batch), else width, else depth (iterations vs depth, plain vs residual).
 
