@@ -542,7 +542,7 @@ import json, sys
 from otod.condition.options import condition_sweep
 from otod.core import scheduler, sweep
 from tests.conftest import SMALL_RANDOM
-scheduler.spans_devices = lambda chunk, compile_seconds, seconds: -(-chunk.n_points // chunk.block_points) > 1
+scheduler.spans_devices = lambda chunk, compile_seconds, seconds, program_of=None: -(-chunk.n_points // chunk.block_points) > 1
 for i in range(3):
     r = sweep.run_sweep(condition_sweep({values!r}, methods=("gd", "heavy-ball"), problem=SMALL_RANDOM, seeds=2),
                         path=sys.argv[1] + f"/run{{i}}.json")
