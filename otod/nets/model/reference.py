@@ -60,7 +60,7 @@ def _program(spec, method: str, lrs: tuple, seeds: int, seed: int, options):
     """The jitted reference: steps → held-out losses [lr, seed] after that many steps of every lane."""
     from otod.core.dynamics import Step, lane_start
     from otod.core.engine import seed_draws
-    from otod.nets.sweep.kind import METHODS
+    from otod.core.stochastic import METHODS
 
     family = spec.family()
     members = (METHODS[method],)
