@@ -137,8 +137,7 @@ def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data
     """
     import tempfile
 
-    from otod.core.config import read_config
-    from otod.core.pipeline import sweep
+    from otod.core.api import read_config, sweep
     from otod.nets.sweep.grid import grid_analyses
     from otod.nets.sweep.options import net_config, option_text
     from otod.nets.sweep.predict import run_meta

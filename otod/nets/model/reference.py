@@ -31,8 +31,7 @@ import functools
 
 import numpy as np
 
-from otod.core.errors import OtodError
-from otod.core.lazy import lazy
+from otod.core.api import OtodError, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -58,13 +57,11 @@ def reference_spec(spec, width: int, examples: int, batch: int):
 @functools.lru_cache(maxsize=32)
 def _program(spec, method: str, lrs: tuple, seeds: int, seed: int, options):
     """The jitted reference: steps → held-out losses [lr, seed] after that many steps of every lane."""
-    from otod.core.dynamics import Step, lane_start
-    from otod.core.engine import seed_draws
-    from otod.core.stochastic import METHODS
+    from otod.core.api import METHODS, Step, lane_start, seed_problem_draws
 
     family = spec.family()
     members = (METHODS[method],)
-    draws = seed_draws(spec, seed, seeds, np.float32)
+    draws = seed_problem_draws(spec, seed, seeds, np.float32)
     x_held, y_held = spec.held_out_arrays(np.float32)
     build = members[0].build
 
@@ -90,7 +87,7 @@ def _program(spec, method: str, lrs: tuple, seeds: int, seed: int, options):
 def reference_losses(spec, steps: int, lrs, seeds: int, seed: int, method: str = "sgd", options=None) -> np.ndarray:
     """The held-out loss [lr, seed] of the reference lanes of ``spec`` (batch ``spec.batch``) after ``steps``
     steps, +∞ where a lane diverged (not finite)."""
-    from otod.core.stochastic import NoiseOptions
+    from otod.core.api import NoiseOptions
 
     program = _program(spec, method, tuple(float(v) for v in lrs), int(seeds), int(seed), options or NoiseOptions())
     losses = np.asarray(program(jnp.asarray(steps, jnp.int32)), float)

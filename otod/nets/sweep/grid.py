@@ -27,20 +27,17 @@ def grid_analyses(results, tol: float | None = None, n_boot: int | None = None) 
     """{method: `otod.core.joint_law.GridAnalysis`} of a joint grid's results (at ``tol``: default the run's target,
     `otod.core.report.frame_at`), one cube per method over (D, P, B) and one seed bootstrap per cube
     (``n_boot`` resamples, default the critical batch's `otod.core.critical_batch.N_BOOT`)."""
-    from otod.core import analysis as core
-    from otod.core.critical_batch import N_BOOT
-    from otod.core.joint_law import analyse_grid
-    from otod.core.report import frame_at
+    from otod.core.api import N_BOOT, analyse_grid, cubes, frame_at
 
     _, _, frame = frame_at(results, tol)
     return {cube.series: analyse_grid(cube, data="examples", params="dim", axis="batch",
                                       n_boot=N_BOOT if n_boot is None else n_boot)
-            for cube in core.cubes(frame, POINT)}
+            for cube in cubes(frame, POINT)}
 
 
 def _value(value: float, ci: tuple[float, float], place: str) -> str:
     """A critical batch as the table prints it: the estimate and its CI, or only its bound beyond the batches."""
-    from otod.core.joint_law import ABOVE, BELOW, NONE
+    from otod.core.api import ABOVE, BELOW, NONE
 
     if place == NONE or not math.isfinite(value) and place != ABOVE:
         return "—"
