@@ -46,7 +46,7 @@ def plain_reference(spec, examples: int, lr: float, s: int) -> float:
     params = family.init(problem)
     draw = stream_minibatch(spec) if spec.stream else None
     x, y = (jnp.asarray(a, jnp.float32) for a in spec.training_arrays(np.float32))
-    grad = jax.grad(spec.mean_loss)
+    grad = jax.jit(jax.grad(spec.mean_loss))
     seen = []
     for t in range(reference_steps(examples, spec.batch)):
         if draw is not None:
