@@ -7,7 +7,8 @@ gradient noise; beside them otod measures the cost of one iteration.
 ``otod.curvature(loss, params, data, …)`` and ``otod.noise_scale(loss, params, data, …)`` measure any JAX model
 given as a mean loss over a batch, a parameter pytree and a tuple of data arrays (docs/models.md);
 ``otod.critical_batch(loss, params, data, batches=…, target=…)`` runs its steps to a target against batch size
-through the sweep engine and fits its critical batch; ``otod.critical_batch_along_training(steps, …)`` measures
+through the sweep engine and fits its critical batch; ``otod.critical_batch_grid(examples, widths, …)`` runs a joint data × parameters grid and fits
+B_crit ∝ D^a·P^b; ``otod.critical_batch_along_training(steps, …)`` measures
 the critical batch of one of otod's nets or a user's model at checkpoints of its training (given as steps or
 as loss levels), by branching S(B) sweeps from them; ``otod.batch_schedule(schedule, …)`` runs a batch schedule
 on one of otod's nets against its best constant batch.
@@ -15,7 +16,8 @@ on one of otod's nets against its best constant batch.
 
 from otod.core.version import __version__
 
-__all__ = ["__version__", "batch_schedule", "critical_batch", "critical_batch_along_training", "curvature", "load", "noise_scale"]
+__all__ = ["__version__", "batch_schedule", "critical_batch", "critical_batch_along_training", "critical_batch_grid",
+           "curvature", "load", "noise_scale"]
 
 
 def load(path):
@@ -50,6 +52,16 @@ def critical_batch(loss, params, data, init=None, **options):
     from otod.nets.batch_api import critical_batch as measure
 
     return measure(loss, params, data, init, **options)
+
+
+def critical_batch_grid(examples, widths, **options):
+    """The joint grid of data size D × width of one of otod's nets: every cell an S(B) sweep (stream or finite data,
+    each cell stopped at its reference run's held-out loss after D examples), and the joint law B_crit ∝ D^a·P^b
+    with CIs on a, b, a − b and its verdict (`otod.nets.batch_api.critical_batch_grid`: its options and its
+    `GridResult`); JAX is imported on the first call."""
+    from otod.nets.batch_api import critical_batch_grid as measure
+
+    return measure(examples, widths, **options)
 
 
 def critical_batch_along_training(steps=None, **options):

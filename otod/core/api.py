@@ -42,6 +42,7 @@ PARTS = {
     # The analysis: the one choice of lr and β, its bootstrap, fits and laws, the critical batch, the bracket.
     "analysis": "Analysis GRID_END Group INTERIOR LIMIT LIST_END SeriesAnalysis analyse at_rung chosen cubes fit_line "
                 "fit_medians frame_of no_ci_reason power_law rechosen seed_draws",
+    "joint_law": "ABOVE BELOW INSIDE NONE GridAnalysis PlaneLaw analyse_grid",
     "critical_batch": "BatchAnalysis N_BOOT Series analyse_batches describe_critical_batch inside mccandlish_fit "
                       "scaling_rules",
     "fit": "power_law_fitter",

@@ -97,3 +97,60 @@ def _batch_text(batches) -> str:
         return batches
     values = np.atleast_1d(batches)
     return ",".join(str(int(v)) if float(v).is_integer() else repr(float(v)) for v in values)
+
+
+@dataclass(frozen=True)
+class GridResult:
+    """`otod.critical_batch_grid`'s result: ``grids`` ({method: `otod.core.joint_law.GridAnalysis`}: each cell's
+    McCandlish and Zhang critical batches with CIs, the joint law of each with its verdict), ``records`` (every
+    lane), ``config`` (as stored), ``report`` (the command's text), ``path`` (the results file), ``to_pandas()``."""
+
+    grids: dict
+    records: tuple
+    config: dict
+    report: str
+    path: str | None
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame([dict(r) for r in self.records])
+
+    def grid(self, method: str = "sgd"):
+        return self.grids[method]
+
+
+def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data: str = "teacher",
+                        batches=BATCHES, target: float | None = None, method="sgd", seeds: int = 5, seed: int = 0,
+                        depth: int = 2, lr="tuned", lr_grid=None, beta=None, max_iters: int | None = None,
+                        schedule: str = "constant", x64: bool | None = None, out: str | None = "results",
+                        progress=None) -> GridResult:
+    """The joint grid of ``otod sweep net --examples D1,… --width W1,… [--regime …]``: every cell (D in
+    ``examples``, width in ``widths``) an S(B) sweep over ``batches`` with (lr, β) chosen per batch from
+    ``lr_grid`` by the median over ``seeds``, then the joint law log B_crit = c + a·log D + b·log P over the cells
+    (`otod.nets.sweep.grid`). ``regime``: "stream" (fresh examples every step) or "finite" (D examples repeated),
+    each cell stopped at the held-out loss its reference run reaches after D examples (`otod.nets.model.reference`);
+    None: the old finite sweep to the training loss ``target``. Bad input raises `otod.core.errors.OtodError`.
+
+    >>> g = otod.critical_batch_grid((256, 1024, 4096), (8, 32), batches=(8, 16, 32, 64, 128))
+    >>> law = g.grid("sgd").mccandlish; law.a, law.a_ci, law.b, law.b_ci, law.verdict()
+    """
+    import tempfile
+
+    from otod.core.api import read_config, sweep
+    from otod.nets.sweep.grid import grid_analyses
+    from otod.nets.sweep.options import net_config, option_text
+    from otod.nets.sweep.predict import run_meta
+
+    config = net_config(batch=_batch_text(batches), width=option_text("width", widths), depth=str(int(depth)),
+                        data=data, examples=option_text("examples", examples), method=_text(method),
+                        target=None if target is None else repr(float(target)),
+                        beta=None if beta is None else _text(beta), schedule=schedule, max_iters=max_iters,
+                        seeds=seeds, seed=seed, lr=str(lr), lr_grid=None if lr_grid is None else _text(lr_grid),
+                        x64=x64, regime=regime)
+    with tempfile.TemporaryDirectory() as scratch:
+        report = sweep(config, out_dir=scratch if out is None else out, plot=False, progress=progress,
+                       extra_meta=run_meta(config, False))
+        results = report.results
+        return GridResult(grid_analyses(results), tuple(results.records), read_config(results.meta).to_dict(),
+                          report.text, None if out is None else str(results.path))

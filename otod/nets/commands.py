@@ -44,6 +44,12 @@ NET_SEEDS = 5
               help="Fresh examples every step from the teacher (teacher, gaussian; no repetition), stopped on the "
                    "loss on a fixed held-out set of 4096; --target may list several losses. "
                    "E.g. --data teacher --stream --target 0.05,0.03,0.02")
+@click.option("--regime", default=None,
+              help="Data as the batch-size papers mean it, with --examples D1,…: stream (fresh teacher examples every "
+                   "step, never repeated) or finite (a set of D examples repeated over epochs); each cell (D, "
+                   "width) stops at the held-out loss its reference run (the smallest --batch at its best lr) reaches "
+                   "after D examples (Zhang et al. 2024). With --width W1,… the report fits the joint law "
+                   "B_crit ∝ D^a·P^b. E.g. --data teacher --regime stream --examples 256,1024,4096 --width 8,32")
 @click.option("--loss", type=click.Choice(["cross-entropy", "squared"]), default=None,
               help="Default cross-entropy on digits, squared on the regressions. E.g. --loss squared")
 @click.option("--method", default=None, help="Comma list of sgd, heavy-ball, adam. Default sgd. E.g. --method sgd,adam")
@@ -95,7 +101,8 @@ NET_SEEDS = 5
                    "E.g. --batch-schedule "
                    "16@0.26,32@0.04 or --batch-schedule doubling:16..64@0.04")
 @common_sweep_options(default_seeds=NET_SEEDS)
-def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, loss, method, target,
+def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, regime, loss, method,
+              target,
               beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to,
               trace_examples, batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to a training-loss target of a small real net against batch size, width or depth.
@@ -113,6 +120,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --model my_model.py:problem --batch 8..256:6:log --target 0.05
       otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
       otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
+      otod sweep net --data teacher --regime stream --examples 256..16384:4:log --width 4..64:4:log
       otod sweep net --branch-at 0,30,100,300,1000,3000
       otod sweep net --batch-schedule 16@0.26,32@0.0392
       otod sweep net --data teacher --batch-schedule 8@0.066,16@0.038
@@ -158,7 +166,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     config = net_config(batch=batch, width=width, depth=depth, init=init, architecture=architecture, model=model,
                         activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
-                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream)
+                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream, regime=regime)
     if batch_schedule is not None:
         from otod.nets.schedule.batch_schedule import echo_schedule
 
@@ -172,6 +180,10 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
         echo_along(config, branching, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json,
                    nqm=bool(predict and "predict" in given), trace_examples=trace_examples_of(trace_examples, config))
         return
+    if regime is not None:
+        refuse_ignored(given, "predict", "the NQM predicts steps to a training-loss target; --regime stops at a "
+                                         "held-out one; drop --predict")
+        predict = False
     if stream:
         refuse_ignored(given, "predict", "the NQM predicts S(B) on a finite training set; --stream has none; drop "
                                          "--predict")

@@ -119,9 +119,12 @@ def net_family(spec) -> Family:
                 "key": jax.random.PRNGKey(drawn["shuffle"].astype(jnp.int32)),
                 "beta": point.get("beta", jnp.zeros((), dtype))}
 
+    scale = spec.metric_scale  # 1/the cell's held-out target (`otod.nets.model.reference`), else 1
+
     def metric(p, params):
         x, y = metric_data(jax.tree.leaves(params)[0].dtype)
-        return spec.mean_loss(params, x, y, p["residual"])
+        loss = spec.mean_loss(params, x, y, p["residual"])
+        return loss if scale == 1.0 else loss * jnp.asarray(scale, loss.dtype)
 
     def gradient(p, params, step):
         dtype = jax.tree.leaves(params)[0].dtype

@@ -63,6 +63,13 @@ class NetSpec:
     #: A phase of a batch schedule (`otod.nets.model.schedule_start`): every seed starts where the schedule's earlier
     #: phases left it (their batches, chosen (lr, β) and per-seed step counts, as text); None: the start itself.
     schedule_start: str | None = None
+    #: A held-out target per cell (`otod.nets.model.reference`, ``--regime``): "D:width:loss:lr" entries joined by
+    #: ";", each the held-out loss a reference run of the net at that width (batch ``reference_batch``, its best
+    #: lr) reaches after D examples (Zhang et al. 2024's construction). Where set, the target's metric is the
+    #: held-out loss over the cell's own target (`metric_scale`): a lane stops at 1, when it reaches the reference's
+    #: loss. None (both): the metric is the training loss (the held-out loss with ``stream``), as before.
+    held_out_targets: str | None = None
+    reference_batch: int | None = None
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
@@ -175,13 +182,38 @@ class NetSpec:
         return ds.x_train.astype(dtype), y
 
     def metric_arrays(self, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
-        """The examples whose mean loss is the target's metric: the training set, or in the stream regime the fixed
-        held-out set."""
-        if not self.stream:
+        """The examples whose mean loss is the target's metric: the training set, or in the stream regime or with a
+        held-out target (``held_out_targets``) the fixed held-out set (`held_out_arrays`)."""
+        if not self.stream and self.held_out_targets is None:
             return self.training_arrays(dtype)
+        return self.held_out_arrays(dtype)
+
+    def held_out_arrays(self, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
+        """The fixed held-out set, the same for every training-set size and seed: the teacher's and gaussian's
+        `otod.nets.model.data.STREAM_HELD_OUT` examples from their own stream (`otod.nets.model.data.stream_held_out`),
+        the digits' last ``holdout`` images."""
+        if self.data == "digits":
+            ds = self.dataset()
+            return ds.x_test.astype(dtype), ds.y_test.astype(np.int32)
         x, y = data_sets.stream_held_out(self.data, self.inputs, self.outputs, self.teacher_width,
                                          float(self.label_noise), int(self.data_seed))
         return x.astype(dtype), y.astype(dtype)
+
+    @property
+    def held_out_target(self) -> float | None:
+        """This cell's held-out target loss (its ``examples`` and ``width`` in ``held_out_targets``), or None."""
+        if self.held_out_targets is None:
+            return None
+        from otod.nets.model.reference import target_of
+
+        return target_of(self.held_out_targets, self.examples, self.width)[0]
+
+    @property
+    def metric_scale(self) -> float:
+        """What the target's metric multiplies the mean loss by: 1/`held_out_target` with a held-out target (so
+        the sweep's one target, 1, is every cell's own), else 1."""
+        target = self.held_out_target
+        return 1.0 if target is None else 1.0 / target
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
         """The target's metric (`metric_arrays`) at seed ``s``'s start as the engine draws it (float64); a branch's
@@ -205,7 +237,7 @@ class NetSpec:
         with jax.enable_x64(True):
             params = jax.tree.map(jnp.asarray, start)
             x, y = self.metric_arrays(np.float64)
-            return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y)))
+            return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y))) * self.metric_scale
 
     def flops_per_example(self) -> float:
         """Forward multiply-adds × 2 per example (dense and convolution layers; activations and the loss not

@@ -92,6 +92,8 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
                 "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),
                 "beta": float(point.get("beta", 0.0)), **fields}
     data = {} if spec.stream else {"examples": float(spec.dataset().examples)}  # a stream has no training set
+    if spec.held_out_targets is not None:  # --regime: D is the reference's examples seen, the target its loss
+        data.update(examples=float(spec.examples), held_out_target=float(spec.held_out_target))
     data.update(branch)
     return {"batch": float(spec.batch), "width": float(spec.width), "depth": float(spec.depth), **data,
             "dim": float(spec.parameter_count), "parameters": float(spec.parameter_count),

@@ -38,14 +38,16 @@ def whole_axis(text, axis) -> tuple[float, ...]:
 def net_config(*, batch=None, width="32", depth="2", init="kaiming", architecture="plain", model="mlp",
                activation="relu", data="digits", examples=None, loss=None, method=None, target=None, beta=None,
                schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
-               chunk_seconds=None, stream=False) -> SweepConfig:
+               chunk_seconds=None, stream=False, regime=None) -> SweepConfig:
     """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width``, ``depth``
     or ``examples`` make them axes (every batch must fit in every training set); ``init`` and ``architecture``
     lists are coded traced axes. ``stream``: fresh teacher examples every step (`otod.nets.model.family`); ``target``
     may then list several losses (a ladder: each one's steps are recorded in one run). ``model``: mlp, cnn, a
     reference to a user's model (``FILE.py:NAME``, `otod.nets.model.contract`) or a checked `otod.nets.model.contract.Model`
     (the Python function's), which the net's own options (width, depth, init, …) do not apply to; ``examples``
-    then takes the first N of its data."""
+    then takes the first N of its data. ``regime`` (stream, finite): data as the batch-size papers mean it, each
+    cell (D, width) stopped at the held-out loss its reference run reaches after D examples
+    (`otod.nets.model.reference`, `with_regime`)."""
     from otod.nets.model.contract import Model, is_reference
 
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
@@ -53,7 +55,10 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
         if m not in METHODS:
             raise OtodError(f"--method {m}: unknown method for net sweeps; choose from {', '.join(METHODS)}, "
                             "e.g. --method sgd,adam")
-    if stream and examples is not None:
+    if regime is not None:
+        refuse_regime(regime, stream=stream, examples=examples, target=target, model=model, data=data, depth=depth)
+        stream = regime == "stream"
+    elif stream and examples is not None:
         raise OtodError(f"--examples {examples}: a stream draws fresh examples every step and has no training set; "
                         "drop --examples (the examples seen are steps × B) or drop --stream")
     sizes = (None,) if examples is None else whole_axis(examples, EXAMPLES)
@@ -73,6 +78,8 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
                        batch=int(min(batches)), stream=True if stream else None)
         if not stream:
             check_sizes(spec, sizes, batches)
+        if regime is not None:
+            spec = dataclasses.replace(spec, examples=examples_of(sizes[0]), reference_batch=int(min(batches)))
         axes = [("batch", batches)] if len(batches) > 1 or (len(widths) == 1 and len(depths) == 1) else []
         axes += [(name, values) for name, values in (("width", widths), ("depth", depths), ("examples", sizes))
                  if len(values) > 1]
@@ -93,15 +100,52 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
         from otod.nets.model.model_problem import refuse_bad_starts
 
         refuse_bad_starts(spec, seeds, seed)
-    ladder = targets(DEFAULTS["target"] if target is None else target, stream)
-    tol = min(ladder)
     grid = DEFAULT_LR_GRID if lr_grid is None else round_positive(parse_range(str(lr_grid), "--lr-grid"))
+    if regime is not None:
+        spec = with_regime(spec, sizes, widths, grid, seeds, seed, methods[0], NoiseOptions(schedule=schedule))
+        target = "1"  # every cell's metric is its held-out loss over its own target (`NetSpec.metric_scale`)
+    ladder = targets(DEFAULTS["target"] if target is None else target, stream and regime is None)
+    tol = min(ladder)
     return SweepConfig(sweep="net", axes=tuple(axes), problem=spec, methods=methods,
                        target=Target(tol=tol, kind="absolute", ladder=ladder, check_every=1),
                        max_iters=None if max_iters is None else positive_int(max_iters, "--max-iters", "20000"),
                        seeds=seeds, seed=seed,
                        lr=parse_lr(lr), lr_grid=grid, x64=x64, options=NoiseOptions(schedule=schedule),
                        **({} if chunk_seconds is None else {"chunk_seconds": chunk_seconds}))
+
+
+def refuse_regime(regime, *, stream, examples, target, model, data, depth) -> None:
+    """Refuse, in one line, a ``--regime`` the options around it contradict: it needs the D values (``--examples``)
+    its held-out targets are set at, sets the target itself, is otod's own nets' (a user's model brings its own
+    data), and the stream needs a teacher."""
+    from otod.nets.model.reference import REGIMES
+
+    if regime not in REGIMES:
+        raise OtodError(f"--regime {regime}: unknown; choose from {', '.join(REGIMES)}, e.g. --regime stream")
+    if stream:
+        raise OtodError("--stream: --regime stream is the stream with a held-out target per D; drop --stream")
+    if examples is None:
+        raise OtodError(f"--regime {regime}: needs the data sizes D its held-out targets are set at, e.g. "
+                        "--examples 256,1024,4096 (with --width 8,32 for a joint grid)")
+    if target is not None:
+        raise OtodError(f"--target {target}: --regime sets each cell's target (the held-out loss its reference run "
+                        "reaches after D examples); drop --target")
+    if not isinstance(model, str) or model not in models.MODELS:
+        raise OtodError(f"--regime: otod's own nets only (mlp, cnn); --model {model} brings its own data, drop "
+                        "--regime")
+    if regime == "stream" and data == "digits":
+        raise OtodError("--regime stream: draws fresh examples from a teacher; use --data teacher or --data gaussian")
+    if len(str(depth).split(",")) > 1 or ".." in str(depth):
+        raise OtodError(f"--depth {depth}: --regime sets a target per (D, width) cell at one depth; give one --depth")
+
+
+def with_regime(spec: NetSpec, sizes, widths, lrs, seeds: int, seed: int, method: str, options) -> NetSpec:
+    """``spec`` with every cell's held-out target (`otod.nets.model.reference.reference_table`: the reference run at
+    batch ``spec.reference_batch``, every lr of ``lrs`` and every seed)."""
+    from otod.nets.model.reference import reference_table
+
+    table = reference_table(spec, sizes, widths, spec.reference_batch, lrs, seeds, seed, method, options)
+    return dataclasses.replace(spec, held_out_targets=table)
 
 
 def default_batches(examples: int) -> tuple[float, ...]:

@@ -40,6 +40,14 @@ def describe(problem) -> str:
         return (f"{problem.reference} (your model: P = {problem.parameters:,}, {n:,} training examples, "
                 f"digest {problem.digest})")
     n = "" if problem.examples is None else f", {problem.examples} examples"
+    if getattr(problem, "held_out_targets", None) is not None:
+        from otod.nets.model.data import STREAM_HELD_OUT
+
+        held = f"{STREAM_HELD_OUT:,} held-out examples" if problem.data != "digits" else "the held-out digits"
+        return (f"{problem.model} ({problem.activation}, {problem.architecture}, init {problem.init}), data "
+                f"{problem.data}, regime " + ("stream (fresh examples every step, never repeated)" if problem.stream
+                                              else "finite (D training examples repeated over epochs)")
+                + f", held-out loss on {held}, {problem.loss} loss")
     if problem.stream:
         from otod.nets.model.data import STREAM_HELD_OUT
 
@@ -198,7 +206,9 @@ def ladder_lines(results) -> list[str]:
     frame = frame_of(results)
     seen: dict[tuple, list] = {}
     lines = ["", "per target (steps to each loss of the ladder, read from the same run, lr re-chosen per target): "
-                 "B_crit [95% CI], S_min, E_min = S_min·B_crit, and D at B_crit = 2·S_min·B_crit examples seen",
+                 "B_crit [95% CI], S_min, E_min = S_min·B_crit, and D at B_crit = 2·S_min·B_crit examples seen "
+                 "(a secondary view: this D is read off B_crit's own fit, so B_crit stands on both axes; "
+                 "--regime stream sets D before the sweep)",
              f"  {'target':>8}  {'panel':<28}{'method':<11}{'B_crit':>26}{'S_min':>9}{'E_min':>10}{'D at B_crit':>13}"]
     for rung, tol in enumerate(ladder):
         analysis = analyse_batches(at_rung(frame, rung), results.meta, axis="batch",
@@ -342,10 +352,17 @@ def text_report(results, *, full: bool = False, tol: float | None = None, analys
     axes = tuple(n for n, _ in config.axes)
     analysis = net_analysis(results, tol) if analysis is None else analysis
     loss = "held-out" if getattr(config.problem, "stream", None) else "training"
-    head = [sweep_header(results), f"net: {describe(config.problem)}; target {loss} loss "
-                                   f"{target_text(analysis, config)}; {config.seeds} seeds; cap "
+    target = f"target {loss} loss {target_text(analysis, config)}"
+    if getattr(config.problem, "held_out_targets", None) is not None:
+        target = (f"target: each cell's held-out loss that the reference run (batch {config.problem.reference_batch}, "
+                  "its best lr) reaches after D examples (the metric: held-out loss ÷ that target; 1 = reached)")
+    head = [sweep_header(results), f"net: {describe(config.problem)}; {target}; {config.seeds} seeds; cap "
                                    f"{config.resolved.max_iters}; schedule {config.options.schedule}"]
     body = batch_report(results, analysis) if "batch" in axes else depth_report(results, analysis)
     if "batch" in axes and len(config.target.ladder) > 1:
         body += "\n" + "\n".join(ladder_lines(results))
+    from otod.nets.sweep.grid import grid_lines, is_grid
+
+    if is_grid(config):
+        body += "\n" + "\n".join(grid_lines(results, config, tol))
     return "\n".join(head) + "\n" + body

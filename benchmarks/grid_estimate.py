@@ -1,0 +1,44 @@
+"""The pre-flight estimate of a joint D × P grid (issue 52): the reference runs' measured time (building the config
+runs them, `otod.nets.model.reference`), then the core's estimate of the sweep (`otod.core.preflight.full_estimate`:
+every lane to the cap, so an upper bound on the lanes' work) and its programs (one per cell and batch), each at the
+planner's `otod.core.plan.FIRST_COMPILE_SECONDS` and at a measured compile time.
+
+    python3 benchmarks/grid_estimate.py --examples 256,1024,4096,16384 --width 4,12,40,128 --batch 8,32,128,512
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import otod.nets  # noqa: F401  (registers the net sweep)
+from otod.core.plan import FIRST_COMPILE_SECONDS
+from otod.core.preflight import full_estimate
+from otod.nets.sweep.options import net_config
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for name, default in (("examples", "256,1024,4096,16384"), ("width", "4,12,40,128"), ("batch", "8,32,128,512"),
+                          ("lr-grid", "0.03..3:9:log"), ("max-iters", "4096"), ("seeds", "5"), ("regime", "stream"),
+                          ("compile-seconds", "3")):
+        parser.add_argument(f"--{name}", default=default)
+    a = parser.parse_args()
+    start = time.perf_counter()
+    config = net_config(data="teacher", examples=a.examples, width=a.width, batch=a.batch, lr_grid=a.lr_grid,
+                        max_iters=a.max_iters, seeds=int(a.seeds), regime=a.regime)
+    reference = time.perf_counter() - start
+    e = full_estimate(config)
+    programs = len(config.static_points()) * len(config.methods)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"cells {len(config.values('examples')) * len(config.values('width'))}, programs {programs}, lanes "
+          f"{e.lanes}, lane-iterations (every lane to the cap) {e.lane_iterations:.3g}")
+    print(f"reference runs (measured): {reference:.1f} s")
+    print(f"sweep estimate: {e.seconds:.0f} s of lanes + {programs} programs × {FIRST_COMPILE_SECONDS:g} s "
+          f"(planner) = {e.seconds + programs * FIRST_COMPILE_SECONDS:.0f} s; × {a.compile_seconds} s (measured "
+          f"compile) = {e.seconds + programs * float(a.compile_seconds):.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""A joint D × P grid through the command line (`otod.nets.sweep.grid`): ``otod sweep net --examples D1,D2 --width
+W1,W2 --regime finite`` runs every cell as one sweep and prints each cell's critical batch and the joint law; the
+printed law is the least-squares plane through the printed cells, and both are what `otod.core.joint_law` reads
+from the stored records."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from otod.cli import main
+
+#: 2 × 2 cells × 3 batches, 5 seeds, 3 lrs: the smallest grid whose McCandlish B_crit lies inside its batches in
+#: three cells (a plane through three points), on tiny nets.
+ARGS = ["sweep", "net", "--data", "teacher", "--regime", "finite", "--examples", "64,256", "--width", "4,16",
+        "--batch", "2,8,32", "--seeds", "5", "--lr-grid", "0.1,0.3,1", "--max-iters", "2000", "--no-plot", "--yes"]
+ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\S+)")
+LAW = re.compile(r"McCandlish \(S\(B\) = S_min·\(1 \+ B_crit/B\)\): a = (\S+) .*, b = (\S+) ")
+
+
+def printed(text: str) -> tuple[dict, float, float]:
+    """The printed per-cell McCandlish B_crit {(D, P): value or None (a bound)} and the printed a, b."""
+    section = text[text.index("joint law over the D × P grid"):]
+    cells = {}
+    for line in section.splitlines()[3:7]:
+        d, p, value = ROW.match(line).groups()
+        cells[float(d), float(p)] = None if value in "<>—" else float(value)
+    a, b = (float(v) for v in LAW.search(section).groups())
+    return cells, a, b
+
+
+@pytest.fixture(scope="module")
+def grid_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("grid")
+    result = CliRunner().invoke(main, [*ARGS, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (path,) = out.glob("net-*.parquet")
+    return result.output, path
+
+
+def test_the_printed_joint_law_is_the_plane_through_the_printed_cells(grid_run):
+    """log B_crit = c + a·log D + b·log P by least squares over the cells printed inside their batches (at least
+    three, off one line) gives the printed a and b to the 3 significant digits printed (±0.5 in the last: 2e-3
+    absolute at |a| < 1), and joint_law on the stored records gives the same cells and the same a, b."""
+    from otod.core import analysis as core
+    from otod.core.joint_law import analyse_grid
+    from otod.core.results import load
+
+    text, path = grid_run
+    cells, a, b = printed(text)
+    inside = {k: v for k, v in cells.items() if v is not None}
+    assert len(inside) >= 3
+    design = np.array([[1.0, math.log(d), math.log(p)] for d, p in inside])
+    c_hand, a_hand, b_hand = np.linalg.lstsq(design, np.log(list(inside.values())), rcond=None)[0]
+    tolerance = 0.5e-3 * 10 ** math.floor(math.log10(max(abs(a), abs(b), 1e-3)) + 1)
+    assert a_hand == pytest.approx(a, abs=3 * tolerance)
+    assert b_hand == pytest.approx(b, abs=3 * tolerance)
+
+    (cube,) = core.cubes(load(path).to_pandas(), ("examples", "dim", "batch"))
+    grid = analyse_grid(cube, n_boot=20)
+    for cell in grid.cells:
+        value = cells[cell.data, cell.params]
+        if value is None:
+            assert cell.places["mccandlish"] != "inside"
+        else:
+            assert cell.values["mccandlish"] == pytest.approx(value, rel=5e-3)
+    assert grid.mccandlish.a == pytest.approx(a, abs=tolerance)
+    assert grid.mccandlish.b == pytest.approx(b, abs=tolerance)
+
+
+def test_every_cell_is_stopped_at_its_reference_target(grid_run):
+    """Each record carries its cell's D and held-out target, the table's (`otod.nets.model.reference`), and a
+    converged lane's last loss read (held-out loss ÷ target) is ≤ 1."""
+    from otod.core.config import read_config
+    from otod.core.results import load
+    from otod.nets.model.reference import parse_table
+
+    _, path = grid_run
+    results = load(path)
+    config = read_config(results.meta)
+    table = parse_table(config.problem.held_out_targets)
+    frame = results.to_pandas()
+    assert set(zip(frame["examples"], frame["width"])) == {(float(d), float(w)) for d, w in table}
+    for (d, w), (target, _) in table.items():
+        at = frame[(frame["examples"] == d) & (frame["width"] == w)]
+        assert np.all(at["held_out_target"].to_numpy() == target)
+    converged = frame[frame["status"] == "converged"]
+    assert len(converged) and np.all(converged["final_loss"].to_numpy(float) <= 1.0)
