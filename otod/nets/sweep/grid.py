@@ -98,6 +98,24 @@ def held_out_targets(config) -> dict:
     return out
 
 
+def reference_edge_lines(targets: dict, lr_grid) -> list[str]:
+    """A warning for the cells whose reference lr (``targets``: {(D, P): (target, lr)}) is the smallest or the
+    largest of ``lr_grid``: the reference is tuned only where its best lr is interior, so on an edge a step beyond
+    the grid may reach a lower held-out loss after D examples, and the cell's target would then be harder."""
+    if not targets or not lr_grid:
+        return []
+    ends = {"smallest": min(lr_grid), "largest": max(lr_grid)}
+    lines = []
+    for side, end in ends.items():
+        cells = sorted((d, p) for (d, p), (_, lr) in targets.items() if abs(lr - end) <= 1e-9 * end)
+        if cells:
+            where = ", ".join(f"D = {d:g}, P = {p:g}" for d, p in cells)
+            lines.append(f"  warning: the reference lr is the {side} of --lr-grid ({end:g}) at {where}: its best step "
+                         "may lie beyond the grid, so those targets may be easier than a tuned reference's; widen "
+                         "--lr-grid")
+    return lines
+
+
 def grid_lines(results, config, tol: float | None = None, analyses: dict | None = None) -> list[str]:
     """The joint-law section of a grid's report, per method: the per-cell table and both definitions' laws."""
     analyses = grid_analyses(results, tol) if analyses is None else analyses
@@ -114,6 +132,7 @@ def grid_lines(results, config, tol: float | None = None, analyses: dict | None 
             lines.append("  target: each cell's held-out loss that the reference run (the smallest batch at its best "
                          "lr) reaches after D examples (Zhang et al. 2024)")
         lines += cell_rows(grid, targets)
+        lines += reference_edge_lines(targets, config.lr_grid)
         lines += law_lines(grid.mccandlish, "McCandlish (S(B) = S_min·(1 + B_crit/B))")
         lines += law_lines(grid.zhang, "Zhang et al. (largest B within 20% of linear scaling; biased low, "
                                        "a second view)")

@@ -90,3 +90,17 @@ def test_every_cell_is_stopped_at_its_reference_target(grid_run):
         assert np.all(at["held_out_target"].to_numpy() == target)
     converged = frame[frame["status"] == "converged"]
     assert len(converged) and np.all(converged["final_loss"].to_numpy(float) <= 1.0)
+
+
+def test_a_reference_lr_on_an_edge_of_the_lr_grid_is_warned_by_cell():
+    """The reference's lr is tuned only where it is interior: a cell whose reference lr is the grid's smallest (or
+    largest) is named, one line per edge; interior ones are not."""
+    from otod.nets.sweep.grid import reference_edge_lines
+
+    targets = {(256.0, 73.0): (0.5, 0.03), (1024.0, 73.0): (0.4, 0.3), (256.0, 2305.0): (0.6, 3.0)}
+    lines = reference_edge_lines(targets, (0.03, 0.1, 0.3, 1.0, 3.0))
+    assert len(lines) == 2
+    assert "smallest of --lr-grid (0.03) at D = 256, P = 73:" in lines[0]
+    assert "largest of --lr-grid (3) at D = 256, P = 2305:" in lines[1]
+    assert reference_edge_lines({(1024.0, 73.0): (0.4, 0.3)}, (0.03, 0.3, 3.0)) == []
+    assert reference_edge_lines({}, (0.03, 3.0)) == []
