@@ -23,12 +23,11 @@ BATCHES = (8, 16, 32, 64, 128, 256)
 
 
 @dataclass(frozen=True)
-class CriticalBatchResult:
-    """`otod.critical_batch`'s result: ``points`` (a `CriticalBatchPoint` per method), ``records`` (every lane:
-    batch, lr, β, seed, steps, status), ``config`` (the sweep's config as stored), ``report`` (the command's
-    text), ``path`` (the results file: the same call reads it back), ``to_pandas()`` (the records)."""
+class SweepResult:
+    """What a net sweep called from Python returns beside its reading: ``records`` (every lane: batch, lr, β,
+    seed, steps, status), ``config`` (the sweep's config as stored), ``report`` (the command's text), ``path`` (the
+    results file: the same call reads it back), ``to_pandas()`` (the records)."""
 
-    points: tuple[CriticalBatchPoint, ...]
     records: tuple
     config: dict
     report: str
@@ -38,6 +37,13 @@ class CriticalBatchResult:
         import pandas as pd
 
         return pd.DataFrame([dict(r) for r in self.records])
+
+
+@dataclass(frozen=True)
+class CriticalBatchResult(SweepResult):
+    """`otod.critical_batch`'s result: ``points`` (a `CriticalBatchPoint` per method) and the `SweepResult`."""
+
+    points: tuple[CriticalBatchPoint, ...] = ()
 
     def point(self, method: str = "sgd") -> CriticalBatchPoint:
         return next(p for p in self.points if p.method == method)
@@ -78,8 +84,8 @@ def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: fl
                        extra_meta=extra)
         points = tuple(reading(s) for s in report.analysis.series)
         results = report.results
-        return CriticalBatchResult(points, tuple(results.records), read_config(results.meta).to_dict(), report.text,
-                                   None if out is None else str(results.path))
+        return CriticalBatchResult(records=tuple(results.records), config=read_config(results.meta).to_dict(),
+                                   report=report.text, path=None if out is None else str(results.path), points=points)
 
 
 def _text(values) -> str:
@@ -100,21 +106,11 @@ def _batch_text(batches) -> str:
 
 
 @dataclass(frozen=True)
-class GridResult:
+class GridResult(SweepResult):
     """`otod.critical_batch_grid`'s result: ``grids`` ({method: `otod.core.joint_law.GridAnalysis`}: each cell's
-    McCandlish and Zhang critical batches with CIs, the joint law of each with its verdict), ``records`` (every
-    lane), ``config`` (as stored), ``report`` (the command's text), ``path`` (the results file), ``to_pandas()``."""
+    McCandlish and Zhang critical batches with CIs, the joint law of each with its verdict) and the `SweepResult`."""
 
-    grids: dict
-    records: tuple
-    config: dict
-    report: str
-    path: str | None
-
-    def to_pandas(self):
-        import pandas as pd
-
-        return pd.DataFrame([dict(r) for r in self.records])
+    grids: dict | None = None
 
     def grid(self, method: str = "sgd"):
         return self.grids[method]
@@ -152,5 +148,6 @@ def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data
         report = sweep(config, out_dir=scratch if out is None else out, plot=False, progress=progress,
                        extra_meta=run_meta(config, False))
         results = report.results
-        return GridResult(grid_analyses(results), tuple(results.records), read_config(results.meta).to_dict(),
-                          report.text, None if out is None else str(results.path))
+        return GridResult(records=tuple(results.records), config=read_config(results.meta).to_dict(),
+                          report=report.text, path=None if out is None else str(results.path),
+                          grids=grid_analyses(results))
