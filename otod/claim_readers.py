@@ -59,17 +59,36 @@ def _report(stamp: tuple[str, int, int], tol: float | None) -> str:
     return present(_loaded(stamp), tol=tol, analysis=_analysed(stamp, tol)).text
 
 
-def report_line(path: str, first: str, contains: str = "", tol: float | None = None) -> dict[str, Any]:
+def report_line(path: str, first: str, contains: str = "", tol: float | None = None,
+                words: int = 0) -> dict[str, Any]:
     """A line of the sweep's printed report (`otod.core.pipeline.present`: what the command prints and
     ``otod fit`` reprints) whose first word is ``first`` and which holds ``contains``, its whitespace runs as one
-    space: a table row or a fit line quoted in the text, re-read as printed."""
-    import re
+    space: a table row or a fit line quoted in the text, re-read as printed. ``words``: only its first so many
+    words (a row the text trims, its other columns left out as "...")."""
+    return {"line": _first_words(_report(_stamp(path), tol).splitlines(), first, contains, words)}
 
-    for line in _report(_stamp(path), tol).splitlines():
-        words = line.split()
-        if words and words[0] == first and contains in line:
-            return {"line": re.sub(r"\s+", " ", line).strip()}
+
+def _first_words(lines, first: str, contains: str, words: int) -> str:
+    """The first line of ``lines`` whose first word is ``first`` and which holds ``contains``, as its first
+    ``words`` words (all where 0), one space apart."""
+    for line in lines:
+        split = line.split()
+        if split and split[0] == first and contains in line:
+            return " ".join(split[:words] if words else split)
     raise KeyError(f"no report line starting {first!r} with {contains!r}")
+
+
+def flops_row(path: str, batch: int, model: str = "mlp", optimizer: str = "sgd", words: int = 0) -> dict[str, Any]:
+    """One row of ``otod flops``' table re-made from its results file's record (`otod.cost.cli.flops_row_text`, the
+    command's own row format), as its first ``words`` words, with the record's ratios (ratio_xla, ratio_formula)."""
+    from otod.cost.cli import flops_row_text
+
+    rows = [r for r in results_of(path).records
+            if r["batch"] == batch and r["model"] == model and r["optimizer"] == optimizer]
+    if not rows:
+        raise KeyError(f"no flops record for {model} at batch {batch} with {optimizer}")
+    line = _first_words([flops_row_text(rows[0])], model, "", words)
+    return {"line": line, "ratio_xla": rows[0]["ratio_xla"], "ratio_formula": rows[0]["ratio_formula"]}
 
 
 def _series(analysis, name: str):
@@ -599,7 +618,7 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
             "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
 
 
-READERS = {f.__name__: f for f in (report_line, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+READERS = {f.__name__: f for f in (report_line, flops_row, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,

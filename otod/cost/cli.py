@@ -189,6 +189,15 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def flops_row_text(r: dict) -> str:
+    """One row of `otod flops`' table from its record (a results file's record reads back as the command printed
+    it: the claims table quotes these rows)."""
+    return (f"{r['model']:<14}{r['batch']:>6} {r['optimizer']:<5}{_fmt(r['params']):>8} {_fmt(r['forward_xla']):>9}"
+            f"{_fmt(r['forward_formula']):>9} {_fmt(r['backward_xla']):>9}{_fmt(r['backward_formula']):>9} "
+            f"{_fmt(r['update_xla']):>9}{_fmt(r['update_formula']):>9} {r['ratio_xla']:>10.3f}"
+            f"{r['ratio_formula']:>8.3f}  {r['note']}")
+
+
 def _seconds(x: float) -> str:
     return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.3g} s"
 
@@ -307,11 +316,8 @@ def flops_command(models, widths, depth, unshared, image, tokens, width, heads, 
     header = (f"{'model':<14}{'batch':>6} {'opt':<5}{'params':>8} {'fwd xla':>9}{'formula':>9} {'bwd xla':>9}"
               f"{'formula':>9} {'upd xla':>9}{'formula':>9} {'ratio xla':>10}{'formula':>8}  where XLA differs")
     click.echo(header)
-    for r in rows:
-        click.echo(f"{r.model:<14}{r.batch:>6} {r.optimizer:<5}{_fmt(r.params):>8} {_fmt(r.forward_xla):>9}"
-                   f"{_fmt(r.forward_formula):>9} {_fmt(r.backward_xla):>9}{_fmt(r.backward_formula):>9} "
-                   f"{_fmt(r.update_xla):>9}{_fmt(r.update_formula):>9} {r.ratio_xla:>10.3f}"
-                   f"{r.ratio_formula:>8.3f}  {r.note}")
+    for r in records:
+        click.echo(flops_row_text(r))
     click.echo(f"{len(rows)} rows in {wall:.1f} s (compile included); wrote {path}")
 
 
