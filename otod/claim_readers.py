@@ -618,7 +618,51 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
             "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
 
 
-READERS = {f.__name__: f for f in (report_line, flops_row, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+def _schedule_values(record: dict) -> dict[str, Any]:
+    """An ``otod nqm-schedule`` record's numbers by name: a search's families (const_, lr_, batch_: steps,
+    examples, the schedule as printed, its phases' batches b0, b1, lrs lr0, lr1 and first length k0, the last
+    phase's steps last) with budget and e_min; one schedule's steps and examples."""
+    from otod.noise.schedule_cli import describe
+
+    if "phase_ends" in record:
+        return {"steps": record["steps"], "examples": record["examples"], "schedule": describe(record["schedule"])}
+    out = {"budget": record["budget"], "e_min": record["e_min"]}
+    for kind, name in (("constant", "const"), ("lr-decay", "lr"), ("batch", "batch")):
+        o = record[kind]
+        out.update({f"{name}_steps": o["steps"], f"{name}_examples": o["examples"],
+                    f"{name}_schedule": describe(o["schedule"])})
+        for i, ph in enumerate(o["schedule"]):
+            out.update({f"{name}_b{i}": ph["batch"], f"{name}_lr{i}": ph["lr"]})
+        first = o["schedule"][0]["steps"]
+        out.update({f"{name}_k0": first, f"{name}_last": o["steps"] - first} if first is not None else {})
+    out.update({"lr_saving": 100 * (1 - out["lr_steps"] / out["const_steps"]),
+                "batch_saving": 100 * (1 - out["batch_steps"] / out["const_steps"]),
+                "batch_vs_lr": 100 * (1 - out["batch_steps"] / out["lr_steps"])})
+    return out
+
+
+def nqm_schedule(*paths: str, first: str = "", contains: str = "", words: int = 0) -> dict[str, Any]:
+    """``otod nqm-schedule``'s results (one record a file, `otod.noise.schedule_cli`): with ``first``, the line of
+    its table (re-made from the record by the command's own `table_of`) that starts so and holds ``contains``, as
+    its first ``words`` words; the first file's whole table (table); each file's numbers (`_schedule_values`),
+    suffixed 1, 2, … after the first; and ``fewer``, the % fewer steps of the first (one schedule) than the best
+    constant batch of a search among them."""
+    from otod.noise.schedule_cli import table_of
+
+    records = [results_of(p).records[0] for p in paths]
+    out: dict[str, Any] = {"table": " ".join(table_of(records[0]).split())}
+    values = [_schedule_values(r) for r in records]
+    for i, v in enumerate(values):
+        out.update({(k if i == 0 else f"{k}{i}"): x for k, x in v.items()})
+    search = next((v for v in values if "const_steps" in v), None)
+    if search and "steps" in values[0]:  # a schedule against the search's best constant batch
+        out["fewer"] = 100 * (1 - values[0]["steps"] / search["const_steps"])
+    if first:
+        out["line"] = _first_words(table_of(records[0]).splitlines(), first, contains, words)
+    return out
+
+
+READERS = {f.__name__: f for f in (report_line, flops_row, nqm_schedule, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,

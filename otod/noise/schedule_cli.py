@@ -4,6 +4,8 @@ batch and the best lr schedule at constant batch (`otod.noise.schedule_search`),
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from otod.core.api import OtodError, finite_float, positive_int, user_errors
@@ -84,35 +86,53 @@ def check_problem(dim, target, noise_spectrum, max_iters, budget):
     return d, tol, cap, factor
 
 
-def comparison_table(comparison) -> str:
-    """The three families' optima: schedule, serial steps, examples, and steps against the constant batch."""
+def search_record(comparison) -> dict:
+    """The search's result as one record (what the results file holds and `search_table` prints)."""
+    p, fewest = comparison.problem, comparison.fewest
+    return {"dim": p.dim, "noise": p.noise, "target": p.target, "power": p.power, "budget": comparison.budget,
+            "e_min": fewest.examples, "e_min_batch": fewest.schedule.phases[0].batch, "e_min_steps": fewest.steps,
+            **{kind: {"steps": o.steps, "examples": o.examples, "places": dict(o.places), "evaluated": o.evaluated,
+                      "schedule": [dict(p.__dict__) for p in o.schedule.phases]}
+               for kind, o in comparison.optima.items()}}
+
+
+def describe(phases: list[dict]) -> str:
+    """A record's schedule as `BatchSchedule.describe` prints it."""
+    from otod.noise.schedule import BatchSchedule, Phase
+
+    return BatchSchedule(tuple(Phase(**ph) for ph in phases)).describe()
+
+
+def search_table(record: dict) -> str:
+    """The three families' optima: schedule, serial steps, examples, and steps against the constant batch (from
+    `search_record`'s record, so that a results file reads back as the command printed it)."""
     from otod.noise.schedule_search import FAMILIES
 
-    p = comparison.problem
-    base = comparison.optima["constant"].steps
-    method = "sgd" if p.power == 0 else f"precond:{p.power:g}"
-    fewest = comparison.fewest
-    lines = [f"NQM d = {p.dim} (C = {p.noise}), target {p.target:g}, {method}; budget {comparison.budget:.4g} "
-             f"examples = {comparison.budget / fewest.examples:g} × E_min (E_min {fewest.examples:.4g}: constant "
-             f"B {fewest.schedule.phases[0].batch:.4g}, {fewest.steps} steps)",
+    r = record
+    base = r["constant"]["steps"]
+    method = "sgd" if r["power"] == 0 else f"precond:{r['power']:g}"
+    lines = [f"NQM d = {r['dim']} (C = {r['noise']}), target {r['target']:g}, {method}; budget {r['budget']:.4g} "
+             f"examples = {r['budget'] / r['e_min']:g} × E_min (E_min {r['e_min']:.4g}: constant "
+             f"B {r['e_min_batch']:.4g}, {r['e_min_steps']} steps)",
              f"{'family':<34}{'serial steps':>13}{'examples':>13}{'vs constant':>13}  "
              "schedule (lr: multiple of 1/max h)"]
     for kind in FAMILIES:
-        o = comparison.optima[kind]
-        saving = (f"{100 * (o.steps - base) / base:+.1f}%" if o.steps > 0 and base > 0 and kind != "constant"
+        o = r[kind]
+        saving = (f"{100 * (o['steps'] - base) / base:+.1f}%" if o["steps"] > 0 and base > 0 and kind != "constant"
                   else "—")
-        lines.append(f"{FAMILY_LABELS[kind]:<34}{o.steps:>13}{o.examples:>13.4g}{saving:>13}  "
-                     f"{o.schedule.describe()}")
+        lines.append(f"{FAMILY_LABELS[kind]:<34}{o['steps']:>13}{o['examples']:>13.4g}{saving:>13}  "
+                     f"{describe(o['schedule'])}")
     lines.append("where each optimum lies (per coordinate: b batch, i lr, k length; interior, at a true limit, or "
                  "unused: its phase never reached):")
     for kind in FAMILIES:
-        o = comparison.optima[kind]
-        lines.append(f"  {kind}: " + ", ".join(f"{name} {place}" for name, place in o.places.items())
-                     + f" ({o.evaluated} schedules evaluated)")
+        o = r[kind]
+        lines.append(f"  {kind}: " + ", ".join(f"{name} {place}" for name, place in o["places"].items())
+                     + f" ({o['evaluated']} schedules evaluated)")
     return "\n".join(lines)
 
 
-def run_table(run, schedule, q, power: float) -> str:
+def run_record(run, schedule, q, power: float) -> dict:
+    """One schedule's evaluation as a record: its phases, the run, and the expected loss at each phase's end."""
     from otod.noise.schedule import losses
 
     ends, t = [], 0
@@ -120,11 +140,23 @@ def run_table(run, schedule, q, power: float) -> str:
         t += ph.steps
         ends.append(t)
     curve = losses(q, schedule, ends, power) if ends else []
-    steps = str(run.steps) if run.steps >= 0 else "not reached (diverged)" if run.diverged else "not reached (cap)"
-    lines = [f"schedule {schedule.describe()}", f"serial steps to target: {steps}",
-             f"examples to target: {run.examples:.6g}" if run.steps >= 0 else f"examples run: {run.examples:.6g}"]
-    lines += [f"expected loss after step {e}: {v:.6g}" for e, v in zip(ends, curve)]
+    return {"schedule": [dict(p.__dict__) for p in schedule.phases], **run._asdict(),
+            "phase_ends": [[int(e), float(v)] for e, v in zip(ends, curve)]}
+
+
+def run_table(record: dict) -> str:
+    """`run_record`'s record as the command prints it."""
+    r = record
+    steps = str(r["steps"]) if r["steps"] >= 0 else "not reached (diverged)" if r["diverged"] else "not reached (cap)"
+    lines = [f"schedule {describe(r['schedule'])}", f"serial steps to target: {steps}",
+             f"examples to target: {r['examples']:.6g}" if r["steps"] >= 0 else f"examples run: {r['examples']:.6g}"]
+    lines += [f"expected loss after step {e}: {v:.6g}" for e, v in r["phase_ends"]]
     return "\n".join(lines)
+
+
+def table_of(record: dict) -> str:
+    """The printed table of a results file's record: a search's or one schedule's."""
+    return run_table(record) if "phase_ends" in record else search_table(record)
 
 
 @click.command("nqm-schedule")
@@ -146,8 +178,11 @@ def run_table(run, schedule, q, power: float) -> str:
                    "the last phase runs to the target) or doubling:B0:BMAX:STEPS:LR. "
                    "E.g. --schedule 64:1.5:5000,1024:1.5")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the table on stderr). E.g. --json")
+@click.option("--out", default="results", show_default=True,
+              help="Folder for the results file (nqm-schedule-<digest>.json), or the .json file itself. "
+                   "E.g. --out runs/")
 @user_errors
-def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, as_json):
+def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, as_json, out):
     """Batch and lr schedules on the exact NQM: serial steps and examples to the target.
 
     \b
@@ -164,6 +199,9 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, 
     import json
 
     power = parse_method(method)
+    if Path(out).suffix not in ("", ".json"):
+        raise OtodError(f"--out {out}: this command writes a .json results file; name a folder (no extension) or "
+                        "a .json file, e.g. --out runs/ or --out runs/schedule.json")
     if given is not None:
         if budget is not None:
             raise OtodError(f"--budget {budget}: applies to the search, not to one --schedule evaluated; drop one "
@@ -178,19 +216,27 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, 
         q = problem.quadratic()
         schedule = parse_schedule(given, problem.reference(q))
         run = run_to_target(q, schedule, tol, cap, power)
-        text = run_table(run, schedule, q, power)
-        record = {"schedule": [p.__dict__ for p in schedule.phases], **run._asdict()}
+        record = run_record(run, schedule, q, power)
     else:
         from otod.noise.schedule_search import best
 
-        comparison = best(problem, factor, 2)
-        text = comparison_table(comparison)
-        record = {"budget": comparison.budget, "e_min": comparison.fewest.examples,
-                  **{kind: {"steps": o.steps, "examples": o.examples, "places": o.places,
-                            "schedule": [p.__dict__ for p in o.schedule.phases]}
-                     for kind, o in comparison.optima.items()}}
+        record = search_record(best(problem, factor, 2))
+    text = table_of(record)
+    path = save_record(record, {"dim": d, "noise": noise_spectrum, "target": tol, "method": method, "max_iters": cap,
+                                "budget": None if given is not None else factor, "schedule": given}, out)
     if as_json:
         click.echo(text, err=True)
         click.echo(json.dumps(record))
     else:
         click.echo(text)
+        click.echo(f"results: {path}")
+
+
+def save_record(record: dict, config: dict, out: str):
+    """Write the command's one record to ``<out>/nqm-schedule-<digest of config>.json`` (or ``out``, a .json
+    file): the claims table re-reads the printed numbers from it (`table_of`)."""
+    from otod.core.api import digest, environment, save_results
+
+    meta = {"kind": "nqm-schedule", "config": config, "environment": environment(), "precision": "float64"}
+    path = Path(out) if Path(out).suffix == ".json" else Path(out) / f"nqm-schedule-{digest(config)}.json"
+    return save_results(path, meta, [record])
