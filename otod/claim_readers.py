@@ -662,7 +662,21 @@ def nqm_schedule(*paths: str, first: str = "", contains: str = "", words: int = 
     return out
 
 
-READERS = {f.__name__: f for f in (report_line, flops_row, nqm_schedule, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+def record(path: str, **where) -> dict[str, Any]:
+    """The first record of a results file whose fields equal ``where`` (e.g. step = 200, b_small = 8), its fields
+    by name and each list field's entries as name0, name1, …: a number a command prints straight from one record
+    (a checkpoint's noise scales, a curvature file's top eigenvalues)."""
+    for r in results_of(path).records:
+        if all(r.get(k) == v for k, v in where.items()):
+            out = dict(r)
+            for k, v in r.items():
+                if isinstance(v, (list, tuple, np.ndarray)):
+                    out.update({f"{k}{i}": x for i, x in enumerate(v)})
+            return out
+    raise KeyError(f"no record with {where}")
+
+
+READERS = {f.__name__: f for f in (report_line, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
