@@ -258,10 +258,12 @@ def critical_batch(path: str, method: str = "sgd", tol: float | None = None, **p
 
 
 def critical_batches(path: str, panels: list, method: str = "sgd", tol: float | None = None) -> dict[str, Any]:
-    """Several panels' B_crit (b0, lo0, hi0, …) and S_min (s0, …), in the order of ``panels`` (tables of them)."""
+    """Several panels' B_crit (b0, lo0, hi0, …) and S_min (s0, …), in the order of ``panels`` (tables of them); a
+    panel's own ``tol`` re-reads it at that target (a traced net sweep read at several targets)."""
     out: dict[str, Any] = {}
     for i, panel in enumerate(panels):
-        c = critical_batch(path, method, tol, **dict(panel))
+        panel = dict(panel)
+        c = critical_batch(path, method, panel.pop("tol", tol), **panel)
         out.update({f"b{i}": c["b_crit"], f"lo{i}": c["lo"], f"hi{i}": c["hi"], f"s{i}": c["s_min"]})
     return out
 
