@@ -13,28 +13,16 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-
-def _stamp(path: str) -> tuple[str, int, int]:
-    s = os.stat(path)
-    return str(Path(path).resolve()), s.st_size, s.st_mtime_ns
-
-
-@functools.lru_cache(maxsize=None)
-def _loaded(stamp: tuple[str, int, int]):
-    import otod
-
-    return otod.load(stamp[0])
-
-
-def results_of(path: str):
-    """The results file at ``path`` (`otod.load`, verified against its checksums), read once per process."""
-    return _loaded(_stamp(path))
+from otod.claim_records import first_words as _first_words
+from otod.claim_records import flops_row, nqm_schedule, record
+from otod.claim_records import loaded as _loaded
+from otod.claim_records import results_of
+from otod.claim_records import stamp as _stamp
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,29 +54,6 @@ def report_line(path: str, first: str, contains: str = "", tol: float | None = N
     space: a table row or a fit line quoted in the text, re-read as printed. ``words``: only its first so many
     words (a row the text trims, its other columns left out as "...")."""
     return {"line": _first_words(_report(_stamp(path), tol).splitlines(), first, contains, words)}
-
-
-def _first_words(lines, first: str, contains: str, words: int) -> str:
-    """The first line of ``lines`` whose first word is ``first`` and which holds ``contains``, as its first
-    ``words`` words (all where 0), one space apart."""
-    for line in lines:
-        split = line.split()
-        if split and split[0] == first and contains in line:
-            return " ".join(split[:words] if words else split)
-    raise KeyError(f"no report line starting {first!r} with {contains!r}")
-
-
-def flops_row(path: str, batch: int, model: str = "mlp", optimizer: str = "sgd", words: int = 0) -> dict[str, Any]:
-    """One row of ``otod flops``' table re-made from its results file's record (`otod.cost.cli.flops_row_text`, the
-    command's own row format), as its first ``words`` words, with the record's ratios (ratio_xla, ratio_formula)."""
-    from otod.cost.cli import flops_row_text
-
-    rows = [r for r in results_of(path).records
-            if r["batch"] == batch and r["model"] == model and r["optimizer"] == optimizer]
-    if not rows:
-        raise KeyError(f"no flops record for {model} at batch {batch} with {optimizer}")
-    line = _first_words([flops_row_text(rows[0])], model, "", words)
-    return {"line": line, "ratio_xla": rows[0]["ratio_xla"], "ratio_formula": rows[0]["ratio_formula"]}
 
 
 def _series(analysis, name: str):
@@ -618,64 +583,6 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
             "front_hi": front["steps_hi"], "ratio": front["ratio"], "ratio_lo": front["ratio_lo"],
             "ratio_hi": front["ratio_hi"], "saving": 1 - front["ratio"], "saving_most": 1 - front["ratio_lo"],
             "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
-
-
-def _schedule_values(record: dict) -> dict[str, Any]:
-    """An ``otod nqm-schedule`` record's numbers by name: a search's families (const_, lr_, batch_: steps,
-    examples, the schedule as printed, its phases' batches b0, b1, lrs lr0, lr1 and first length k0, the last
-    phase's steps last) with budget and e_min; one schedule's steps and examples."""
-    from otod.noise.schedule_cli import describe
-
-    if "phase_ends" in record:
-        return {"steps": record["steps"], "examples": record["examples"], "schedule": describe(record["schedule"])}
-    out = {"budget": record["budget"], "e_min": record["e_min"]}
-    for kind, name in (("constant", "const"), ("lr-decay", "lr"), ("batch", "batch")):
-        o = record[kind]
-        out.update({f"{name}_steps": o["steps"], f"{name}_examples": o["examples"],
-                    f"{name}_schedule": describe(o["schedule"])})
-        for i, ph in enumerate(o["schedule"]):
-            out.update({f"{name}_b{i}": ph["batch"], f"{name}_lr{i}": ph["lr"]})
-        first = o["schedule"][0]["steps"]
-        out.update({f"{name}_k0": first, f"{name}_last": o["steps"] - first} if first is not None else {})
-    out.update({"lr_saving": 100 * (1 - out["lr_steps"] / out["const_steps"]),
-                "batch_saving": 100 * (1 - out["batch_steps"] / out["const_steps"]),
-                "batch_vs_lr": 100 * (1 - out["batch_steps"] / out["lr_steps"])})
-    return out
-
-
-def nqm_schedule(*paths: str, first: str = "", contains: str = "", words: int = 0) -> dict[str, Any]:
-    """``otod nqm-schedule``'s results (one record a file, `otod.noise.schedule_cli`): with ``first``, the line of
-    its table (re-made from the record by the command's own `table_of`) that starts so and holds ``contains``, as
-    its first ``words`` words; the first file's whole table (table); each file's numbers (`_schedule_values`),
-    suffixed 1, 2, … after the first; and ``fewer``, the % fewer steps of the first (one schedule) than the best
-    constant batch of a search among them."""
-    from otod.noise.schedule_cli import table_of
-
-    records = [results_of(p).records[0] for p in paths]
-    out: dict[str, Any] = {"table": " ".join(table_of(records[0]).split())}
-    values = [_schedule_values(r) for r in records]
-    for i, v in enumerate(values):
-        out.update({(k if i == 0 else f"{k}{i}"): x for k, x in v.items()})
-    search = next((v for v in values if "const_steps" in v), None)
-    if search and "steps" in values[0]:  # a schedule against the search's best constant batch
-        out["fewer"] = 100 * (1 - values[0]["steps"] / search["const_steps"])
-    if first:
-        out["line"] = _first_words(table_of(records[0]).splitlines(), first, contains, words)
-    return out
-
-
-def record(path: str, **where) -> dict[str, Any]:
-    """The first record of a results file whose fields equal ``where`` (e.g. step = 200, b_small = 8), its fields
-    by name and each list field's entries as name0, name1, …: a number a command prints straight from one record
-    (a checkpoint's noise scales, a curvature file's top eigenvalues)."""
-    for r in results_of(path).records:
-        if all(r.get(k) == v for k, v in where.items()):
-            out = dict(r)
-            for k, v in r.items():
-                if isinstance(v, (list, tuple, np.ndarray)):
-                    out.update({f"{k}{i}": x for i, x in enumerate(v)})
-            return out
-    raise KeyError(f"no record with {where}")
 
 
 READERS = {f.__name__: f for f in (report_line, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
