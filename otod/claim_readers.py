@@ -56,6 +56,15 @@ def report_line(path: str, first: str, contains: str = "", tol: float | None = N
     return {"line": _first_words(_report(_stamp(path), tol).splitlines(), first, contains, words)}
 
 
+def report_numbers(path: str, first: str, contains: str = "", tol: float | None = None) -> dict[str, Any]:
+    """The numbers of one report line (`report_line`'s choice of line) in order, as n0, n1, …: a value the prose
+    quotes from a line it does not print whole."""
+    import re
+
+    line = report_line(path, first, contains, tol)["line"]
+    return {f"n{i}": float(x) for i, x in enumerate(re.findall(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?", line))}
+
+
 def _series(analysis, name: str):
     """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
     found = [s for g in analysis.groups for s in g.series if s.name == name]
@@ -585,7 +594,7 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
             "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
 
 
-READERS = {f.__name__: f for f in (report_line, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+READERS = {f.__name__: f for f in (report_line, report_numbers, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
