@@ -65,6 +65,18 @@ def report_numbers(path: str, first: str, contains: str = "", tol: float | None 
     return {f"n{i}": float(x) for i, x in enumerate(re.findall(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?", line))}
 
 
+def condition_bill(path: str) -> dict[str, Any]:
+    """A condition sweep's bill as `otod.condition.figures.bill_figure` captions it: FLOPs of one iteration per
+    method (`otod.condition.bill.iteration_flops`: the file's metadata, or XLA's count of the file's config now) and
+    the set-up FLOPs with what each counts (per_iter, setup)."""
+    from otod.condition.bill import iteration_flops, setup_costs
+    from otod.condition.figures import setup_label
+
+    results = results_of(path)
+    return {"per_iter": ", ".join(f"{m} {f:.3g}" for m, f in iteration_flops(results).items()),
+            "setup": "; ".join(setup_label(results.meta, m, f) for m, f in setup_costs(results).items())}
+
+
 def _series(analysis, name: str):
     """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
     found = [s for g in analysis.groups for s in g.series if s.name == name]
@@ -594,7 +606,7 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
             "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
 
 
-READERS = {f.__name__: f for f in (report_line, report_numbers, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+READERS = {f.__name__: f for f in (report_line, condition_bill, report_numbers, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
