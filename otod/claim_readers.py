@@ -504,10 +504,12 @@ def along_predictor(path: str, name: str, method: str = "sgd", nqm: bool | None 
             "ratio_hi": hi, "b_crit": along_checkpoint(path, method)["b_crit"]}
 
 
-def along_row(path: str, names: list, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+def along_row(path: str, names: list, method: str = "sgd", nqm: bool | None = None,
+              batches: list = ()) -> dict[str, Any]:
     """A checkpoint's row: `along_checkpoint`'s values and, per predictor in ``names``, `along_predictor`'s as
-    {name}_{value} (b_simple_median, b_noise_ratio_lo, …)."""
-    out = along_checkpoint(path, method)
+    {name}_{value} (b_simple_median, b_noise_ratio_lo, …); with ``batches``, the median steps there (m0, m1, …:
+    `batch_medians`)."""
+    out = {**along_checkpoint(path, method), **(batch_medians(path, method, list(batches)) if batches else {})}
     for name in names:
         out.update({f"{name}_{k}": v for k, v in along_predictor(path, name, method, nqm).items()})
     return out
