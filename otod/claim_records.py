@@ -108,3 +108,13 @@ def record(path: str, **where) -> dict[str, Any]:
                     out.update({f"{k}{i}": x for i, x in enumerate(v)})
             return out
     raise KeyError(f"no record with {where}")
+
+
+def record_series(path: str, key: str, values: list, **where) -> dict[str, Any]:
+    """`record` at each of ``values`` of ``key`` (e.g. step = 0, 100, 1000), its scalar fields suffixed by the
+    value's index (b_simple0, b_simple1, …): one quantity along a run's checkpoints."""
+    out: dict[str, Any] = {}
+    for i, v in enumerate(values):
+        r = record(path, **{key: v}, **where)
+        out.update({f"{k}{i}": x for k, x in r.items() if not isinstance(x, (list, tuple, np.ndarray, dict))})
+    return out
