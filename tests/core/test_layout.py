@@ -584,6 +584,17 @@ def test_figure_specs_are_read_by_attribute_outside_the_parse():
     assert figure_spec_reads(ROOT) == {}
 
 
+def test_every_registered_figure_maker_is_typed():
+    """Every maker ``otod figures`` finds (each obstacle's and the paper's) is a `TypedMaker`, so its table is parsed
+    into its spec, an unknown key refused, before any figure runs (a plain function would get the table itself)."""
+    from otod.core.figures import TypedMaker, makers
+    from otod.obstacles import load_all
+
+    load_all()
+    table = makers()
+    assert len(table) > 20 and sorted(name for name, m in table.items() if not isinstance(m, TypedMaker)) == []
+
+
 def test_the_typed_reads_checks_name_a_new_read_by_key(tmp_path):
     """Scratch copies: a measurement module reading ``config["lr"]``, typed figure modules reading
     ``spec.get("kappa")``, a nets figure module reading ``spec["width"]`` and the paper's reading ``table["from"]``
