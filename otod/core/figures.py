@@ -71,7 +71,9 @@ Maker = TypedMaker | Callable[[dict[str, Any], Path], list[Path]]
 def parse_figure(maker: TypedMaker, table: dict[str, Any], where: str) -> FigureSpec:
     """``table`` (a TOML table with its ``name``) as ``maker.spec``; a key the spec (or, for a sweep figure, the
     sweep's options) does not have, or a key it needs and the table lacks, raises `OtodError` in one line naming
-    ``where``, the key and the keys known. The one place a figure's table is read by its keys."""
+    ``where``, the key and the keys known; so does a spec that refuses a table inside its table (its
+    ``__post_init__`` raising `OtodError`, prefixed here with ``where``). The one place a figure's table is read by
+    its keys."""
     own = {f.name: f for f in fields(maker.spec)}
     if maker.options_of is not None:
         import inspect
@@ -93,7 +95,10 @@ def parse_figure(maker: TypedMaker, table: dict[str, Any], where: str) -> Figure
     if missing:
         raise OtodError(f"{where}: missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)} for maker "
                         f"{table.get('maker')!r}")
-    return maker.spec(**kwargs)
+    try:
+        return maker.spec(**kwargs)
+    except OtodError as e:  # a table inside the table refused by the spec (its ``__post_init__``)
+        raise OtodError(f"{where}: {e}") from None
 
 
 def checkout_root() -> Path:

@@ -554,15 +554,9 @@ def test_measurement_settings_are_read_by_attribute():
 
 
 #: Where a figure's TOML table is read by its keys: the parse (`otod.core.figures.parse_figure`, `parsed`, and
-#: `TypedMaker.__call__` naming the table in its error).
+#: `TypedMaker.__call__` naming the table in its error; a table inside a table, `otod.nets.figures.tables.parse_table`,
+#: by its fields' keys, no string key). Every obstacle's makers are typed (the nets' since issue 51 item 4).
 FIGURE_PARSERS = {"otod/core/figures.py": {"parse_figure", "parsed", "draw", "__call__"}}
-
-#: Figure modules whose makers still take the TOML table (a dict) instead of a typed spec: this list only shrinks
-#: (`test_every_untyped_figure_module_is_still_untyped`). Condition, cost, depth and noise are typed.
-UNTYPED_FIGURE_MODULES = {
-    "otod/nets/figures/along.py", "otod/nets/figures/curvature.py", "otod/nets/figures/predictors.py",
-    "otod/nets/figures/schedule.py", "otod/nets/figures/sweep.py", "otod/nets/figures/workloads.py",
-}
 
 #: The names a figure's table goes by in the figure modules.
 SPEC_NAMES = {"spec", "table"}
@@ -573,7 +567,7 @@ def figure_spec_reads(root: Path) -> dict[str, list[tuple[int, str]]]:
     figure modules under ``root`` (the makers and the core's loader)."""
     modules = [root / "core" / "figures.py", root / "condition" / "figures.py", root / "cost" / "plots.py",
                root / "depth" / "figures.py", root / "noise" / "figures.py", root / "noise" / "schedule_figure.py",
-               *sorted((root / "nets" / "figures").glob("*.py"))]
+               *sorted((root / "nets" / "figures").glob("*.py")), root / "paper" / "figures.py"]
     found = {}
     for p in modules:
         if not p.exists():
@@ -586,25 +580,37 @@ def figure_spec_reads(root: Path) -> dict[str, list[tuple[int, str]]]:
 
 
 def test_figure_specs_are_read_by_attribute_outside_the_parse():
-    """No figure module reads its table by a string key outside `FIGURE_PARSERS`, except the makers not yet typed
-    (`UNTYPED_FIGURE_MODULES`)."""
-    assert sorted(set(figure_spec_reads(ROOT)) - UNTYPED_FIGURE_MODULES) == []
+    """No figure module reads its table by a string key outside `FIGURE_PARSERS`: every maker takes its typed spec."""
+    assert figure_spec_reads(ROOT) == {}
 
 
-def test_every_untyped_figure_module_is_still_untyped():
-    """The list of untyped figure modules only shrinks: an entry whose makers are typed is removed."""
-    assert sorted(UNTYPED_FIGURE_MODULES - set(figure_spec_reads(ROOT))) == []
+def test_every_registered_figure_maker_is_typed():
+    """Every maker ``otod figures`` finds (each obstacle's and the paper's) is a `TypedMaker`, so its table is parsed
+    into its spec, an unknown key refused, before any figure runs (a plain function would get the table itself)."""
+    from otod.core.figures import TypedMaker, makers
+    from otod.obstacles import load_all
+
+    load_all()
+    table = makers()
+    assert len(table) > 20 and sorted(name for name, m in table.items() if not isinstance(m, TypedMaker)) == []
 
 
 def test_the_typed_reads_checks_name_a_new_read_by_key(tmp_path):
-    """Scratch copies: a measurement module reading ``config["lr"]`` and a typed figure module reading
-    ``spec.get("kappa")`` are named with their lines; the core's parse reading the table is not."""
-    for rel in ("nets/curvature_cli.py", "condition/figures.py", "core/figures.py"):
+    """Scratch copies: a measurement module reading ``config["lr"]``, typed figure modules reading
+    ``spec.get("kappa")``, a nets figure module reading ``spec["width"]`` and the paper's reading ``table["from"]``
+    are named with their lines; the core's parse reading the table is not."""
+    for rel in ("nets/curvature_cli.py", "condition/figures.py", "core/figures.py", "nets/figures/scratch.py",
+                "paper/figures.py"):
         (tmp_path / "otod" / rel).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "otod" / "nets" / "curvature_cli.py").write_text("def f(config):\n    return config['lr']\n")
     (tmp_path / "otod" / "condition" / "figures.py").write_text("def make(spec, out):\n    return spec.get('kappa')\n")
     (tmp_path / "otod" / "core" / "figures.py").write_text("def parse_figure(m, table, w):\n    return table['maker']\n"
                                                              "def other(table):\n    return table['maker']\n")
+    (tmp_path / "otod" / "nets" / "figures" / "scratch.py").write_text("def make(spec, out):\n    x = spec.width\n"
+                                                                         "    return spec['width']\n")
+    (tmp_path / "otod" / "paper" / "figures.py").write_text("def deep(table):\n    return table['from']\n")
     assert string_key_reads(tmp_path / "otod" / "nets" / "curvature_cli.py", SETTINGS_NAMES) == [(2, "f")]
     assert figure_spec_reads(tmp_path / "otod") == {"otod/core/figures.py": [(4, "other")],
-                                                    "otod/condition/figures.py": [(2, "make")]}
+                                                    "otod/condition/figures.py": [(2, "make")],
+                                                    "otod/nets/figures/scratch.py": [(3, "make")],
+                                                    "otod/paper/figures.py": [(2, "deep")]}

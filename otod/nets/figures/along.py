@@ -10,25 +10,44 @@ a line at 1. The step axis is symlog (linear below 10) so that the checkpoint at
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 
-#: The spec keys that are the figure's, not `otod.critical_batch_along_training`'s net options.
-FIGURE_KEYS = ("maker", "name", "checkpoints", "branch_batch", "branch_lr", "fraction")
+from otod.core.api import FigureSpec, TypedMaker
+from otod.nets.along.branching import BRANCH_BATCH, BRANCH_LR, BRANCH_TO
+from otod.nets.sweep.options import net_config
+
+
+@dataclass(frozen=True, kw_only=True)
+class BranchingSpec(FigureSpec):
+    """A figure of B_crit along training (`otod.critical_batch_along_training`): the ``checkpoints`` (steps) of
+    each seed's reference run (SGD at ``branch_batch``, ``branch_lr``), each branch's milestone ``fraction`` × the
+    training loss there; ``options``: the net sweeps' options (`otod.nets.sweep.options.net_config`'s keys: batch,
+    width, data, seeds, …)."""
+
+    checkpoints: tuple[int, ...]
+    branch_batch: int = BRANCH_BATCH
+    branch_lr: float = BRANCH_LR
+    fraction: float = BRANCH_TO
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
 #: The predictors drawn: (row column, label).
 PREDICTORS = (("b_simple", "B_simple = tr Σ / |G|²"), ("b_noise", "B_noise = tr(HΣ) / GᵀHG"))
 #: symlog's linear range: steps 0..LINTHRESH drawn linearly, so step 0 sits on the axis.
 LINTHRESH = 10
 
 
-def measured(spec: dict):
-    """The along-training result for the spec (read back from results/ where its sweeps are stored)."""
+def measured(spec: BranchingSpec, **more):
+    """The along-training result for the spec (read back from results/ where its sweeps are stored); ``more``:
+    other keywords of `otod.critical_batch_along_training` (``nqm``)."""
     from otod.nets.along.branching import critical_batch_along_training
 
-    options = {k: v for k, v in spec.items() if k not in FIGURE_KEYS}
-    extra = {k: spec[k] for k in ("branch_batch", "branch_lr", "fraction") if k in spec}
-    return critical_batch_along_training(tuple(int(s) for s in spec["checkpoints"]), **extra, **options)
+    return critical_batch_along_training(tuple(int(s) for s in spec.checkpoints), branch_batch=spec.branch_batch,
+                                         branch_lr=spec.branch_lr, fraction=spec.fraction, **more, **spec.options)
 
 
 def series(rows: list[dict]) -> dict[str, dict[str, np.ndarray]]:
@@ -84,7 +103,7 @@ def draw(rows: list[dict], axes) -> None:
     right.set_title("ratio to the measured B_crit")
 
 
-def make_along(spec: dict, out_dir: Path) -> list[Path]:
+def make_along(spec: BranchingSpec, out_dir: Path) -> list[Path]:
     """The figure (module docstring) for the spec's net at its ``checkpoints``."""
     from otod.core.api import caption_text, figure, legend_below, save
 
@@ -96,7 +115,7 @@ def make_along(spec: dict, out_dir: Path) -> list[Path]:
     b, config = result.branching, result.config
     seeds = config.get("seeds", "?") if isinstance(config, dict) else "?"
     steps = ", ".join(str(c.step) for c in result.checkpoints)
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"nets_{spec.name}", caption=caption_text(
         f"Reference run per seed: plain SGD at B_ref = {b.batch}, lr_ref = {b.lr:g} from the seed's own start; "
         f"checkpoints t = {steps}; {seeds} seeds. At each checkpoint an S(B) sweep (lr tuned per B) runs to the "
         f"milestone target(t) = {b.fraction:g} × the mean training loss at the checkpoint, and S(B) = "
@@ -107,4 +126,4 @@ def make_along(spec: dict, out_dir: Path) -> list[Path]:
         f"{LINTHRESH}, so t = 0 is drawn"))
 
 
-MAKERS = {"nets-along": make_along}
+MAKERS = {"nets-along": TypedMaker(BranchingSpec, make_along, net_config)}

@@ -24,10 +24,15 @@ where it exists, so a figure is redrawn without measuring again.
 
 from __future__ import annotations
 
-import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
+
+from otod.core.api import FigureSpec, TypedMaker
+from otod.nets.measure.curvature import DAMPING, LANCZOS_STEPS, PROBES, QUANTILE
+from otod.nets.model.problem import NetSpec
 
 
 def _plt():
@@ -36,25 +41,59 @@ def _plt():
     return plt
 
 
-def net_spec(spec: dict, **override):
-    """The NetSpec named by an experiment table's keys that are NetSpec fields (the rest are the figure's)."""
-    from otod.nets.model.problem import NetSpec
+@dataclass(frozen=True, kw_only=True)
+class CurvatureSpec(FigureSpec):
+    """A curvature figure's table: the SGD run (``lr``, root ``seed``; float64 with ``x64``) and the measurement
+    (`otod.nets.measure.settings.CurvatureConfig`: the top ``k`` eigenvalues, ``probes`` × ``lanczos_steps`` of
+    stochastic Lanczos quadrature, κ_q at ``quantile``, κ_δ with ``damping``), the ``otod curvature`` options of the
+    same names, its results folder ``results``; ``options``: the net's keys, `otod.nets.model.problem.NetSpec`'s
+    fields (model, width, depth, activation, architecture, init, data, examples, loss, batch, …; `net`)."""
 
-    names = {f.name for f in dataclasses.fields(NetSpec)}
-    return NetSpec(**{**{k: v for k, v in spec.items() if k in names}, **override})
+    lr: float = 0.1
+    seed: int = 0
+    k: int = 5
+    probes: int = PROBES
+    lanczos_steps: int = LANCZOS_STEPS
+    quantile: float = QUANTILE
+    damping: float = DAMPING
+    x64: bool = False
+    results: str = "results"
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def net(self, **override) -> NetSpec:
+        """The net the table names (its NetSpec fields; the others' defaults), with ``override`` in place."""
+        return NetSpec(**{**self.options, **override})
 
 
-def _records(net, spec: dict, checkpoints) -> list[dict]:
-    from otod.nets.measure.curvature import DAMPING, LANCZOS_STEPS, PROBES, QUANTILE
+@dataclass(frozen=True, kw_only=True)
+class SpectralDensitySpec(CurvatureSpec):
+    """`make_spectral_density`'s table: the run's ``checkpoints``, the asinh axis's linear half-width ``zero``
+    (λ₀) and the Gaussian ``broadening`` σ in u = asinh(λ/λ₀) (`density_on_asinh_axis`)."""
+
+    checkpoints: tuple[int, ...] = (0, 100, 1000, 4000)
+    zero: float = 1e-3
+    broadening: float = 0.2
+
+
+@dataclass(frozen=True, kw_only=True)
+class KappaWidthSpec(CurvatureSpec):
+    """`make_kappa_width`'s table: the hidden ``widths`` and the run's length ``steps`` (measured at 0 and there)."""
+
+    widths: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    steps: int = 1000
+
+
+def _records(net, spec: CurvatureSpec, checkpoints) -> list[dict]:
+    """The curvature records of ``net`` at ``checkpoints`` (`otod.nets.curvature_cli.measured`: read back from
+    ``spec.results`` where stored), with the spec's run and measurement."""
     from otod.nets.curvature_cli import check_plan, measured
     from otod.nets.measure.settings import CurvatureConfig
 
-    k, probes, x64 = int(spec.get("k", 5)), int(spec.get("probes", PROBES)), bool(spec.get("x64", False))
-    m = check_plan(net, k, probes, int(spec.get("lanczos_steps", LANCZOS_STEPS)), x64)
-    config = CurvatureConfig(tuple(int(c) for c in checkpoints), float(spec.get("lr", 0.1)), int(spec.get("seed", 0)),
-                             k, probes, m, float(spec.get("quantile", QUANTILE)), float(spec.get("damping", DAMPING)),
-                             x64)
-    return measured(net, config, str(spec.get("results", "results")))
+    k, probes, x64 = int(spec.k), int(spec.probes), bool(spec.x64)
+    m = check_plan(net, k, probes, int(spec.lanczos_steps), x64)
+    config = CurvatureConfig(tuple(int(c) for c in checkpoints), float(spec.lr), int(spec.seed), k, probes, m,
+                             float(spec.quantile), float(spec.damping), x64)
+    return measured(net, config, str(spec.results))
 
 
 def _spectrum(r) -> str:
@@ -118,19 +157,19 @@ def density_caption(records: list[dict], zero: float, sigma: float) -> str:
             "−10⁻³ λ_max")
 
 
-def make_spectral_density(spec: dict, out_dir: Path) -> list[Path]:
+def make_spectral_density(spec: SpectralDensitySpec, out_dir: Path) -> list[Path]:
     """The spectral density along training (see the module docstring)."""
     from otod.core.api import caption_text, figure, legend_below, save
 
-    net = net_spec(spec)
-    checkpoints = [int(c) for c in spec.get("checkpoints", [0, 100, 1000, 4000])]
+    net = spec.net()
+    checkpoints = [int(c) for c in spec.checkpoints]
     records = _records(net, spec, checkpoints)
-    zero, sigma = float(spec.get("zero", 1e-3)), float(spec.get("broadening", 0.2))
+    zero, sigma = float(spec.zero), float(spec.broadening)
     fig, ax = figure(columns=2, height=2.8)
     draw_spectral_density(ax, records, zero, sigma)
     ax.set_title(f"The Hessian spectrum along training, P = {net.parameter_count:,}: outliers leave a bulk near 0")
     legend_below(fig, title="κ_q = λ_max / λ_q")
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"nets_{spec.name}", caption=caption_text(
         "Settings: " + _net_title(net, records) + f"; width {net.width}", density_caption(records, zero, sigma)))
 
 
@@ -155,15 +194,15 @@ def fitted_power(x, y) -> tuple[float, float] | None:
 NO_CI = "no CI"
 
 
-def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
+def make_kappa_width(spec: KappaWidthSpec, out_dir: Path) -> list[Path]:
     """κ_q against width at init and at the end of a fixed run, with λ_max and λ_q (see the module docstring)."""
     from otod.core.api import caption_text, figure, legend_inside, save, series_style
 
-    widths = [int(w) for w in spec.get("widths", [8, 16, 32, 64, 128, 256])]
-    steps = int(spec.get("steps", 1000))
+    widths = [int(w) for w in spec.widths]
+    steps = int(spec.steps)
     by_width = {}
     for w in widths:
-        net = net_spec(spec, width=w)
+        net = spec.net(width=w)
         by_width[w] = (net, _records(net, spec, [0, steps]))
     params = np.array([by_width[w][0].parameter_count for w in widths])
     fig, (left, right) = figure(columns=2, cols=2, height=2.8)
@@ -211,7 +250,7 @@ def make_kappa_width(spec: dict, out_dir: Path) -> list[Path]:
                          for kind, ws in kinds.items()) if len(kinds) > 1 else None
     settings = _net_title(net, by_width[widths[0]][1], spectrum).replace(f"{net.model.upper()} depth",
                                                                         f"{net.model.upper()}, width varied, depth")
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"nets_{spec.name}", caption=caption_text(
         "Settings: " + settings,
         f"Left: κ_q = λ_max/λ_q with λ_q the eigenvalue below which {100 * q:g}% of the spectrum lies, at init and "
         "after the run, against width (top axis: the parameter count P); dotted: the least-squares power law "
@@ -274,4 +313,7 @@ def _switch_note(widths, spectra) -> str:
                    for a, b, sa, sb in zip(widths, widths[1:], spectra, spectra[1:]) if sa != sb)
 
 
-MAKERS = {"nets-spectral-density": make_spectral_density, "nets-kappa-width": make_kappa_width}
+#: The curvature figures' makers: each table's keys other than the figure's are the net's, checked against
+#: `otod.nets.model.problem.NetSpec`'s fields.
+MAKERS = {"nets-spectral-density": TypedMaker(SpectralDensitySpec, make_spectral_density, NetSpec),
+          "nets-kappa-width": TypedMaker(KappaWidthSpec, make_kappa_width, NetSpec)}

@@ -7,25 +7,33 @@ no ratio and is not drawn. The step axis is symlog (linear below 10) so that ste
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-#: The spec keys that are the figure's, not `otod.critical_batch_along_training`'s options.
-FIGURE_KEYS = ("maker", "name", "checkpoints", "branch_batch", "branch_lr", "fraction", "nqm", "title")
+from otod.core.api import TypedMaker
+from otod.nets.figures import along
+from otod.nets.figures.along import BranchingSpec
+from otod.nets.sweep.options import net_config
+
 #: symlog's linear range (as the along-training figure's).
 LINTHRESH = 10
 
 
-def measured(spec: dict):
+@dataclass(frozen=True, kw_only=True)
+class PredictorRatiosSpec(BranchingSpec):
+    """`make_predictor_ratios`'s table: the along-training figure's (`BranchingSpec`), the NQM built at each
+    checkpoint too where ``nqm``, and the panel's ``title`` (None: the table's name)."""
+
+    nqm: bool = False
+    title: str | None = None
+
+
+def measured(spec: PredictorRatiosSpec):
     """The along-training result of the spec (its sweeps read back from results/ where stored), with the NQM
     where ``nqm`` is true."""
-    from otod.nets.along.branching import critical_batch_along_training
-
-    options = {k: v for k, v in spec.items() if k not in FIGURE_KEYS}
-    extra = {k: spec[k] for k in ("branch_batch", "branch_lr", "fraction") if k in spec}
-    return critical_batch_along_training(tuple(int(s) for s in spec["checkpoints"]), nqm=bool(spec.get("nqm")),
-                                         **extra, **options)
+    return along.measured(spec, nqm=bool(spec.nqm))
 
 
 def ratio_series(rows: list[dict]) -> dict[str, dict[str, np.ndarray]]:
@@ -71,16 +79,16 @@ def draw(rows: list[dict], ax) -> list[str]:
     return list(got)
 
 
-def make_predictor_ratios(spec: dict, out_dir: Path) -> list[Path]:
+def make_predictor_ratios(spec: PredictorRatiosSpec, out_dir: Path) -> list[Path]:
     """The figure (module docstring) for the spec's net at its ``checkpoints``, titled ``title``."""
     from otod.core.api import figure, legend_below, save
 
     result = measured(spec)
     fig, ax = figure(columns=1, height=2.6)
     draw(result.rows(), ax)
-    ax.set_title(spec.get("title", spec["name"]))
+    ax.set_title(spec.name if spec.title is None else spec.title)
     legend_below(fig, ncol=2)
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption(result))
+    return save(fig, out_dir / f"nets_{spec.name}", caption=caption(result))
 
 
 def caption(result) -> str:
@@ -107,4 +115,4 @@ def caption(result) -> str:
         "legibility", best)
 
 
-MAKERS = {"nets-predictor-ratios": make_predictor_ratios}
+MAKERS = {"nets-predictor-ratios": TypedMaker(PredictorRatiosSpec, make_predictor_ratios, net_config)}

@@ -11,20 +11,46 @@ from results/ where its sweeps are stored.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 
-#: A workload's keys that are the figure's, not the net's options.
-WORKLOAD_KEYS = ("label", "schedules")
+from otod.core.api import FigureSpec, TypedMaker
+from otod.nets.figures.tables import parse_table
+from otod.nets.sweep.options import net_config
 
 
-def measured(workload: dict) -> list:
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """One panel of the schedule figure (a ``[[….workloads]]`` table): its ``label``, the batch ``schedules``
+    (``"B@r,…"`` or ``"doubling:B₀..B₁@r"``, `otod.nets.schedule.batch_schedule.parse_schedule`) and ``options``,
+    the net's (`otod.nets.sweep.options.net_config`'s keys: batch, data, seeds, …; no target: each schedule's last
+    milestone is it)."""
+
+    label: str
+    schedules: tuple[str, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleSpec(FigureSpec):
+    """`make_schedule`'s table: its ``workloads``, one panel each (`Workload`, each parsed from its table with
+    `otod.nets.figures.tables.parse_table`: an unknown key refused in one line)."""
+
+    workloads: tuple[Workload, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "workloads", tuple(parse_table(Workload, w, f"workloads, table {i + 1}", net_config)
+                                                    for i, w in enumerate(self.workloads)))
+
+
+def measured(workload: Workload) -> list:
     """Each of the workload's schedules' `ScheduleResult` (read back where stored)."""
     from otod.nets.schedule.batch_schedule import batch_schedule
 
-    options = {k: v for k, v in workload.items() if k not in WORKLOAD_KEYS}
-    return [batch_schedule(s, **options) for s in workload["schedules"]]
+    return [batch_schedule(s, **workload.options) for s in workload.schedules]
 
 
 def _bars(y, lo, hi) -> np.ndarray:
@@ -73,13 +99,13 @@ def draw(ax, label: str, results, first_style: int = 1) -> None:
            title=f"{label}: to training loss {spec_loss:.3g}")
 
 
-def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
+def make_schedule(spec: ScheduleSpec, out_dir: Path) -> list[Path]:
     """The figure (module docstring) for the spec's ``workloads`` (each: ``label``, ``schedules`` and the net's
     options)."""
     from otod.core.api import caption_text, figure, legend_below, save
 
-    workloads = spec["workloads"]
-    measured_all = [(w["label"], measured(w)) for w in workloads]
+    workloads = spec.workloads
+    measured_all = [(w.label, measured(w)) for w in workloads]
     fig, axes = figure(columns=2, cols=len(workloads), height=2.8)
     axes = axes if isinstance(axes, list) else [axes]
     first = 1
@@ -87,7 +113,7 @@ def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
         draw(ax, label, results, first)
         first += len(results)
     legend_below(fig, axes=axes, ncol=1)
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
+    return save(fig, out_dir / f"nets_{spec.name}", caption=caption_text(
         "Each schedule: phases (B_k, r_k), phase k trains at B_k until the training loss is r_k × the mean loss at "
         "the start, from where phase k−1 left every seed; the last milestone is the final target. (lr, β) chosen "
         "per phase and per constant batch by the median over seeds (the core's rule); steps add over phases, "
@@ -98,4 +124,4 @@ def make_schedule(spec: dict, out_dir: Path) -> list[Path]:
         "any constant batch, interpolated in logs between grid points), with its 95% CI"))
 
 
-MAKERS = {"nets-schedule": make_schedule}
+MAKERS = {"nets-schedule": TypedMaker(ScheduleSpec, make_schedule)}

@@ -5,15 +5,18 @@ count, and iterations against depth for plain and residual nets (the curvature f
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 import numpy as np
 
-from otod.core.api import FIT_BAND_NOTE, read_config, run_sweep
+from otod.core.api import FIT_BAND_NOTE, SweepFigureSpec, TypedMaker, read_config, run_sweep
 from otod.nets.figures.along import MAKERS as ALONG_MAKERS
 from otod.nets.figures.curvature import MAKERS as CURVATURE_MAKERS
 from otod.nets.figures.predictors import MAKERS as PREDICTOR_MAKERS
 from otod.nets.figures.schedule import MAKERS as SCHEDULE_MAKERS
+from otod.nets.sweep.options import net_config
 from otod.nets.sweep.report import batch_analysis
 from otod.nets.figures.workloads import MAKERS as WORKLOAD_MAKERS
 
@@ -216,22 +219,32 @@ def _depth_figure(results, base: Path, pdf: bool, analysis, deep_linear, notes: 
         "window; the small plain nets sit at the saddle at 0, loss ln 10)", *notes, tol=tol))
 
 
-def _run(spec: dict, predict: bool = True):
-    from otod.nets.sweep.options import net_config
+#: The net options that stay numbers when a table gives them as one (`sweep_options`): the others are passed as
+#: text, as ``otod sweep net`` gets them typed.
+NUMBER_OPTIONS = ("width", "depth", "batch", "examples")
 
-    options = {k.replace("-", "_"): (str(v) if not isinstance(v, (bool, int)) or k in ("width", "depth", "batch",
-                                                                                       "examples")
-                                     else v) for k, v in spec.items() if k not in ("maker", "name")}
-    config = net_config(**options)
+
+def sweep_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A figure's net options as `otod.nets.sweep.options.net_config` takes them from the command line: each value
+    as text, except booleans and whole numbers of options other than `NUMBER_OPTIONS`' (``seeds = 5``,
+    ``max_iters = 5000`` stay numbers). The config, and with it the results file's name (its digest), is the one
+    ``otod sweep net`` builds from the same options."""
+    return {k: (str(v) if not isinstance(v, (bool, int)) or k in NUMBER_OPTIONS else v) for k, v in options.items()}
+
+
+def _run(options: Mapping[str, Any], predict: bool = True, results_dir: str = "results"):
+    """Run (or read back from ``results_dir``) the net sweep of these options (`sweep_options`), with the NQM's
+    prediction in its metadata where ``predict``."""
     from otod.nets.sweep.predict import run_meta
 
-    return run_sweep(config, out_dir="results", extra_meta=run_meta(config, predict))
+    config = net_config(**sweep_options(options))
+    return run_sweep(config, out_dir=results_dir, extra_meta=run_meta(config, predict))
 
 
-def make_batch(spec: dict, out_dir: Path) -> list[Path]:
+def make_batch(spec: SweepFigureSpec, out_dir: Path) -> list[Path]:
     """Measured S(B) of one net with the NQM's predicted S(B)."""
-    results = _run(spec)
-    return sweep_figure(results, out_dir / f"nets_{spec['name']}", pdf=True)
+    results = _run(spec.options, results_dir=spec.results_dir)
+    return sweep_figure(results, out_dir / f"nets_{spec.name}", pdf=True)
 
 
 def rule_panel(ax, analysis, field: str, first_style: int = 0) -> None:
@@ -300,12 +313,12 @@ def plain_numbers(ax) -> None:
         axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def make_width(spec: dict, out_dir: Path) -> list[Path]:
+def make_width(spec: SweepFigureSpec, out_dir: Path) -> list[Path]:
     """B_crit against the parameter count (width axis): the measured B_crit with its seed-bootstrap CI, the
     NQM's predicted B_crit and B_noise at the target for each net, and the fitted power law."""
     from otod.core.api import figure, save
 
-    results = _run(spec)
+    results = _run(spec.options, results_dir=spec.results_dir)
     analysis = batch_analysis(results)
     fig, ax = figure(columns=2, height=2.8)
     rule_panel(ax, analysis, "dim")
@@ -318,7 +331,7 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
     ax.set(xlabel="parameters P (width varied)")
     ax.set_title("The critical batch against the parameter count")
     _legend(ax)
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
+    return save(fig, out_dir / f"nets_{spec.name}", caption=_caption(
         read_config(results.meta), "Markers: B_crit of each width's fitted S(B), bars its 95% seed-bootstrap CI; open "
         "squares: the NQM's predicted B_crit (otod.nets.sweep.predict); open diamonds: the NQM's B_noise at the target; "
         "dotted: the fitted power law B_crit ∝ P^b, its exponent and 95% CI in the legend, shaded its pointwise 95% "
@@ -330,24 +343,41 @@ def make_width(spec: dict, out_dir: Path) -> list[Path]:
 FIXED_D_SETTINGS = ("batch", "lr_grid", "max_iters")
 
 
-def data_size_specs(spec: dict) -> tuple[dict, dict]:
-    """The two sweeps of a data-size figure: (fixed P: the spec's ``examples`` at its ``width``; fixed D: its
+@dataclass(frozen=True, kw_only=True)
+class DataSizeSpec(SweepFigureSpec):
+    """`make_data_size`'s table: the fixed-P sweep's nested training sets ``examples`` (its sizes D, a list as
+    ``--examples`` takes it) and ``options``, the net options both sweeps share (`otod.nets.sweep.options.net_config`'s
+    keys: ``width``, ``batch``, ``data``, …); the fixed-D sweep's own: ``widths`` at ``fixed_examples`` training
+    examples, with ``fixed_batch``, ``fixed_lr_grid``, ``fixed_max_iters`` in place of the shared setting where given
+    (None: the fixed-P sweep's, `FIXED_D_SETTINGS`)."""
+
+    examples: str
+    widths: str
+    fixed_examples: int
+    fixed_batch: str | None = None
+    fixed_lr_grid: str | None = None
+    fixed_max_iters: int | None = None
+
+
+def data_size_specs(spec: DataSizeSpec) -> tuple[dict, dict]:
+    """The two sweeps' net options of a data-size figure: (fixed P: the spec's ``options``; fixed D: its
     ``widths`` at ``fixed_examples``, with any ``fixed_batch``, ``fixed_lr_grid``, ``fixed_max_iters`` in place
     of the shared setting, so that one panel's range can be widened without rerunning the other's sweep)."""
-    base = {k: v for k, v in spec.items() if k not in ("widths",) and not k.startswith("fixed_")}
-    own = {name: spec[f"fixed_{name}"] for name in FIXED_D_SETTINGS if f"fixed_{name}" in spec}
-    return base, {**base, "width": spec["widths"], "examples": str(spec["fixed_examples"]), **own}
+    base = {**spec.options, "examples": spec.examples}
+    fixed = {"batch": spec.fixed_batch, "lr_grid": spec.fixed_lr_grid, "max_iters": spec.fixed_max_iters}
+    own = {name: fixed[name] for name in FIXED_D_SETTINGS if fixed[name] is not None}
+    return base, {**base, "width": spec.widths, "examples": str(spec.fixed_examples), **own}
 
 
-def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
+def make_data_size(spec: DataSizeSpec, out_dir: Path) -> list[Path]:
     """B_crit against the training set's size D at a fixed net (left) and against the parameter count P at a fixed
     D (right): two batch sweeps of one net (the spec's ``examples`` list at its ``width``; its ``widths`` at its
     ``fixed_examples``), each panel's B_crit with its CI and the power laws fitted over them."""
     from otod.core.api import figure, legend_below, save
 
     base, wide = data_size_specs(spec)
-    by_data = batch_analysis(_run(base, predict=False))
-    results = _run(wide, predict=False)
+    by_data = batch_analysis(_run(base, predict=False, results_dir=spec.results_dir))
+    results = _run(wide, predict=False, results_dir=spec.results_dir)
     by_width = batch_analysis(results)
     fig, (left, right) = figure(columns=2, height=2.6, cols=2)
     rule_panel(left, by_data, "examples")
@@ -355,11 +385,11 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
     left.set_title("B_crit against the data, fixed net")
     rule_panel(right, by_width, "dim", first_style=2)
     right.set(xlabel="parameters P (width varied)")
-    right.set_title(f"B_crit against the net, D = {spec['fixed_examples']}")
+    right.set_title(f"B_crit against the net, D = {spec.fixed_examples}")
     legend_below(fig)
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=_caption(
-        read_config(results.meta), f"Left: width {spec.get('width', 32)}, training sets of D = {spec['examples']} "
-        "nested examples; right: widths " + str(spec["widths"]) + f" at D = {spec['fixed_examples']}" + "".join(
+    return save(fig, out_dir / f"nets_{spec.name}", caption=_caption(
+        read_config(results.meta), f"Left: width {base.get('width', 32)}, training sets of D = {spec.examples} "
+        "nested examples; right: widths " + str(spec.widths) + f" at D = {spec.fixed_examples}" + "".join(
             f", its {name.replace('_', ' ')} {wide[name]} (left: {base.get(name, 'default')})"
             for name in FIXED_D_SETTINGS if wide.get(name) != base.get(name)) + ". Markers: "
         "B_crit of each panel's fitted S(B) = S_min(1 + B_crit/B), bars its 95% seed-bootstrap CI (re-choosing the "
@@ -367,20 +397,24 @@ def make_data_size(spec: dict, out_dir: Path) -> list[Path]:
         "replicate refitted) in the legend, shaded its pointwise 95% band over the same refitted replicates"))
 
 
-def depth_results(spec: dict):
-    """The net sweep of a depth figure's spec (its ``deep_linear`` table left out: what the paper's maker draws
-    beside it, `otod.paper.figures.make_nets_depth`), run or read back."""
-    return _run({k: v for k, v in spec.items() if k != "deep_linear"}, predict=False)
+def depth_results(spec: SweepFigureSpec):
+    """The net sweep of a depth figure's spec (its net options; the ``deep_linear`` law the paper's maker draws
+    beside it is not one, `otod.paper.figures.make_nets_depth`), run or read back."""
+    return _run(spec.options, predict=False, results_dir=spec.results_dir)
 
 
-def make_depth(spec: dict, out_dir: Path) -> list[Path]:
+def make_depth(spec: SweepFigureSpec, out_dir: Path) -> list[Path]:
     """Iterations against depth, plain vs residual and by init. The figure of ``experiments/nets.toml`` also draws
     the depth obstacle's law beside them (`draw_deep_linear`): its maker is the paper's, above both obstacles
     (`otod.paper.figures.make_nets_depth`)."""
-    return sweep_figure(depth_results(spec), out_dir / f"nets_{spec['name']}", pdf=True)
+    return sweep_figure(depth_results(spec), out_dir / f"nets_{spec.name}", pdf=True)
 
 
-MAKERS = {"nets-batch": make_batch, "nets-width": make_width, "nets-data-size": make_data_size}
+#: The net sweeps' makers: each table's keys other than the figure's are ``otod sweep net``'s options, checked
+#: against `otod.nets.sweep.options.net_config`'s parameters.
+MAKERS = {"nets-batch": TypedMaker(SweepFigureSpec, make_batch, net_config),
+          "nets-width": TypedMaker(SweepFigureSpec, make_width, net_config),
+          "nets-data-size": TypedMaker(DataSizeSpec, make_data_size, net_config)}
 
 
 #: Every figure maker of the nets obstacle: these, the curvature figures' (`otod.nets.figures.curvature`) and the

@@ -12,16 +12,33 @@ two noise scales. No two-batch estimates (pairs = none): the exact ones are what
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from otod.core.api import FigureSpec, TypedMaker
 
 #: The nets: (label, how to build its contract instance). The CNN's width 16 puts its P (2,730) beside the
 #: MLP's (2,410).
 NETS = ("mlp", "cnn", "transformer")
 
 
-def workload(name: str, spec: dict):
+@dataclass(frozen=True)
+class WorkloadsSpec(FigureSpec):
+    """`make_workloads`'s table: the SGD run of each net (``lr``, minibatch ``batch``, measured at ``checkpoints``),
+    tr(HΣ) from ``trace_examples`` drawn examples, and the widths of otod's two nets (``mlp_width`` hidden units,
+    ``cnn_width`` channels)."""
+
+    checkpoints: tuple[int, ...] = (0, 100, 1000)
+    lr: float = 0.1
+    batch: int = 32
+    trace_examples: int = 64
+    mlp_width: int = 32
+    cnn_width: int = 16
+
+
+def workload(name: str, spec: WorkloadsSpec):
     """The checked contract instance of one of `NETS` (module docstring)."""
     from otod.nets.model.contract import check, from_spec
     from otod.nets.model.problem import NetSpec
@@ -30,20 +47,20 @@ def workload(name: str, spec: dict):
         from otod.nets.model import zoo
 
         return check(*zoo.transformer(), where="otod.nets.model.zoo:transformer", name="transformer (mod 23)")
-    width = int(spec.get(f"{name}_width", 32 if name == "mlp" else 16))
+    width = int(spec.mlp_width if name == "mlp" else spec.cnn_width)
     return from_spec(NetSpec(model=name, width=width, depth=2, data="digits"))
 
 
-def measured(spec: dict) -> dict[str, list[dict]]:
+def measured(spec: WorkloadsSpec) -> dict[str, list[dict]]:
     """Each net's records (one per checkpoint) from `otod.nets.api.measure_noise`."""
     from otod.nets.api import measure_noise
 
-    steps = [int(s) for s in spec.get("checkpoints", [0, 100, 1000])]
+    steps = [int(s) for s in spec.checkpoints]
     out = {}
     for name in NETS:
         model = workload(name, spec)
-        result = measure_noise(model, steps, lr=float(spec.get("lr", 0.1)), batch=int(spec.get("batch", 32)),
-                               pairs=[], trace_examples=int(spec.get("trace_examples", 64)))
+        result = measure_noise(model, steps, lr=float(spec.lr), batch=int(spec.batch), pairs=[],
+                               trace_examples=int(spec.trace_examples))
         out[name] = [dict(r) for r in result.records]
     return out
 
@@ -55,7 +72,7 @@ def _label(name: str, records: list[dict]) -> str:
             f"{first['loss']:.3g} → {last['loss']:.3g}")
 
 
-def make_workloads(spec: dict, out_dir: Path) -> list[Path]:
+def make_workloads(spec: WorkloadsSpec, out_dir: Path) -> list[Path]:
     """B_simple and B_noise against the SGD step for the MLP, the CNN and the transformer (module docstring)."""
     from otod.core.api import caption_text, figure, legend_below, save, series_style
 
@@ -74,18 +91,19 @@ def make_workloads(spec: dict, out_dir: Path) -> list[Path]:
     for ax, what in ((left, "B_simple = tr Σ / |G|²"), (right, "B_noise = tr(HΣ) / GᵀHG")):
         ax.set_xscale("symlog", linthresh=10, linscale=0.5)
         ax.set_yscale("log")
-        ax.set(xlabel="SGD step (B = 32)", ylabel=what)
+        ax.set(xlabel=f"SGD step (B = {int(spec.batch)})", ylabel=what)
         ax.grid(alpha=0.25, which="major")
     left.set_title("Simple noise scale (exact, all examples)")
     right.set_title("Hessian-weighted noise scale")
     legend_below(fig, axes=[left], ncol=1)
-    k = int(spec.get("trace_examples", 64))
-    return save(fig, out_dir / f"nets_{spec['name']}", caption=caption_text(
-        f"Settings: SGD lr {float(spec.get('lr', 0.1)):g}, B = {int(spec.get('batch', 32))}, seed 0, float32 "
+    k = int(spec.trace_examples)
+    return save(fig, out_dir / f"nets_{spec.name}", caption=caption_text(
+        f"Settings: SGD lr {float(spec.lr):g}, B = {int(spec.batch)}, seed 0, float32 "
         "training, float64 measurement (otod.nets.api.measure_noise, the numbers of otod noise-scale --model "
         "FILE.py:NAME: the model contract's minibatch order, not that of otod noise-scale --model mlp, whose run "
         "from the same start reads other values after step 0); the "
-        "MLP (one hidden relu layer of 32) and the CNN (one 3×3 convolution of 16 channels, 2×2 average pool, dense) "
+        f"MLP (one hidden relu layer of {spec.mlp_width}) and the CNN (one 3×3 convolution of {spec.cnn_width} "
+        "channels, 2×2 average pool, dense) "
         "on the 1,438 digits training images, the transformer (otod.nets.model.zoo:transformer: one pre-LN causal "
         "attention layer, d 24, 2 heads) on all 529 pairs of modular addition mod 23",
         "Left: B_simple = tr Σ/|G|² (McCandlish et al. 2018), exact over all training examples, at each "
@@ -94,4 +112,4 @@ def make_workloads(spec: dict, out_dir: Path) -> list[Path]:
         "training loss at the first and last checkpoints"))
 
 
-MAKERS = {"nets-workloads": make_workloads}
+MAKERS = {"nets-workloads": TypedMaker(WorkloadsSpec, make_workloads)}

@@ -35,7 +35,7 @@ def test_draws_b_crit_predictors_and_ratios(tmp_path, monkeypatch):
     drawn = {}
     real_draw = af.draw
     monkeypatch.setattr(af, "draw", lambda rows, axes: (real_draw(rows, axes), drawn.update(axes=axes)))
-    files = af.make_along({"maker": "nets-along", "name": "along", "checkpoints": [0, 100, 1000]}, tmp_path)
+    files = af.MAKERS["nets-along"]({"maker": "nets-along", "name": "along", "checkpoints": [0, 100, 1000]}, tmp_path)
     assert files and all(f.exists() for f in files)
     left, right = drawn["axes"]
     lines = {c.get_label(): c.lines[0] for c in left.containers}   # errorbar: (data line, caps, bars)

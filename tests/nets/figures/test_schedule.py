@@ -50,7 +50,7 @@ def test_maker_writes_one_panel_per_workload_with_its_caption(tmp_path, monkeypa
     from otod.core.plotting import plt
 
     asked = []
-    monkeypatch.setattr(sf, "measured", lambda w: (asked.append(w), [result()] * len(w["schedules"]))[1])
+    monkeypatch.setattr(sf, "measured", lambda w: (asked.append(w), [result()] * len(w.schedules))[1])
     drawn = []
     real_draw = sf.draw
     monkeypatch.setattr(sf, "draw", lambda ax, label, results, first=1: (real_draw(ax, label, results, first),
@@ -58,9 +58,9 @@ def test_maker_writes_one_panel_per_workload_with_its_caption(tmp_path, monkeypa
     spec = {"maker": "nets-schedule", "name": "schedule",
             "workloads": [{"label": "A", "schedules": ["8@0.3,16@0.1", "doubling:8..16@0.1"], "seeds": 3},
                           {"label": "B", "data": "teacher", "schedules": ["8@0.3,16@0.1"]}]}
-    files = sf.make_schedule(spec, tmp_path)
+    files = sf.MAKERS["nets-schedule"](spec, tmp_path)
     assert files and all(f.exists() for f in files) and files[0].name == "nets_schedule.png"
-    assert [w["label"] for w in asked] == ["A", "B"]
+    assert [(w.label, w.options) for w in asked] == [("A", {"seeds": 3}), ("B", {"data": "teacher"})]
     # two panels, the second's schedule styled after the first panel's two
     assert [(label, first) for _, label, first in drawn] == [("A", 1), ("B", 3)]
     titles = [d[0].get_title() for d in drawn]  # lettered by save: a figure of two panels
@@ -71,10 +71,10 @@ def test_maker_writes_one_panel_per_workload_with_its_caption(tmp_path, monkeypa
 
 def test_measured_passes_the_nets_options_and_each_schedule(monkeypatch):
     import otod.nets.schedule.batch_schedule as schedule_module
-    from otod.nets.figures.schedule import measured
+    from otod.nets.figures.schedule import Workload, measured
 
     calls = []
     monkeypatch.setattr(schedule_module, "batch_schedule", lambda s, **o: calls.append((s, o)) or s)
-    assert measured({"label": "A", "schedules": ["8@0.3", "16@0.2"], "data": "teacher", "seeds": 3}) == \
-        ["8@0.3", "16@0.2"]
+    workload = Workload(label="A", schedules=("8@0.3", "16@0.2"), options={"data": "teacher", "seeds": 3})
+    assert measured(workload) == ["8@0.3", "16@0.2"]
     assert calls == [("8@0.3", {"data": "teacher", "seeds": 3}), ("16@0.2", {"data": "teacher", "seeds": 3})]

@@ -81,10 +81,10 @@ def test_make_batch_draws_measured_steps_the_fit_and_the_nqm_prediction(tmp_path
     curve = [[2.0, 252.0], [8.0, 72.0], [32.0, 27.0], [128.0, 15.75]]
     sweeps.predictions = lambda config: [{"parameters": float(config.problem.parameter_count), "method": "sgd",
                                           "b_crit": 40.0, "b_noise_target": 12.5, "curve": curve}]
-    from otod.nets.figures.sweep import make_batch
+    from otod.nets.figures.sweep import MAKERS
 
-    files = make_batch({"maker": "nets-batch", "name": "toy", "batch": "2..128:7:log", "width": 8, "method": "sgd",
-                        "target": 0.1, "seeds": 3, "lr_grid": "0.3,1,3"}, tmp_path)
+    files = MAKERS["nets-batch"]({"maker": "nets-batch", "name": "toy", "batch": "2..128:7:log", "width": 8,
+                                  "method": "sgd", "target": 0.1, "seeds": 3, "lr_grid": "0.3,1,3"}, tmp_path)
     ((config, folder),) = sweeps.asked
     assert folder == "results" and dict(config.axes)["batch"] == (2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
     assert config.problem.width == 8 and config.seeds == 3 and config.lr_grid == (0.3, 1.0, 3.0)
@@ -120,10 +120,10 @@ def test_a_batch_sweep_over_widths_gets_one_panel_per_net_with_its_own_predictio
     sweeps.predictions = lambda config: [
         {"parameters": p, "method": "sgd", "b_crit": p / 5, "b_noise_target": p / 20,
          "curve": [[2.0, p], [128.0, p / 2]]} for p in (310.0, 610.0)]
-    from otod.nets.figures.sweep import make_batch
+    from otod.nets.figures.sweep import MAKERS
 
-    make_batch({"name": "two", "batch": "2..128:7:log", "width": "4,8", "method": "sgd", "target": 0.1, "seeds": 3,
-                "lr_grid": "0.3,1,3"}, tmp_path)
+    MAKERS["nets-batch"]({"name": "two", "batch": "2..128:7:log", "width": "4,8", "method": "sgd", "target": 0.1,
+                          "seeds": 3, "lr_grid": "0.3,1,3"}, tmp_path)
     fig = saved[0][0]
     assert fig._suptitle.get_text() == "Measured steps against batch size and the NQM's prediction, one panel per net"
     assert fig.otod_caption.startswith("Settings: mlp on digits (cross-entropy), target loss 0.1, 3 seeds")
@@ -145,10 +145,10 @@ def test_make_width_draws_measured_and_predicted_b_crit_against_p_with_the_rule(
         {"parameters": float(config.spec_at({"width": w}).parameter_count), "method": "sgd",
          "b_crit": 3 * math.sqrt(config.spec_at({"width": w}).parameter_count), "b_noise_target": 10.0 * i,
          "curve": []} for i, w in enumerate(dict(config.axes)["width"], 1)]
-    from otod.nets.figures.sweep import make_width
+    from otod.nets.figures.sweep import MAKERS
 
-    files = make_width({"maker": "nets-width", "name": "width", "batch": "2..256:8:log", "width": "4,8,16",
-                        "method": "sgd", "target": 0.1, "seeds": 5, "lr_grid": "0.3,1,3"}, tmp_path)
+    files = MAKERS["nets-width"]({"maker": "nets-width", "name": "width", "batch": "2..256:8:log", "width": "4,8,16",
+                                  "method": "sgd", "target": 0.1, "seeds": 5, "lr_grid": "0.3,1,3"}, tmp_path)
     ((config, _),) = sweeps.asked
     assert dict(config.axes)["width"] == (4.0, 8.0, 16.0)
     assert [f.name for f in files] == ["nets_width.png"]
@@ -200,14 +200,16 @@ def test_data_size_specs_give_the_fixed_d_sweep_its_own_batches_lr_grid_and_cap_
     """``fixed_lr_grid``, ``fixed_max_iters``, ``fixed_batch`` replace the shared setting in the fixed-D sweep only
     (the widths at ``fixed_examples``); the fixed-P sweep's spec is the one without them (so its results file, named
     by its config digest, is read back, not rerun); without them both sweeps share every setting."""
-    from otod.nets.figures.sweep import data_size_specs
+    from otod.core.figures import parse_figure
+    from otod.nets.figures.sweep import MAKERS, data_size_specs
 
     spec = {"maker": "nets-data-size", "name": "d", "batch": "4..512:8:log", "width": 32, "widths": "8,32,128",
             "examples": "512,1024,2048", "fixed_examples": 1024, "lr_grid": "0.03..3:9:log", "max_iters": 5000}
-    plain_p, plain_d = data_size_specs(spec)
-    own_p, own_d = data_size_specs({**spec, "fixed_lr_grid": "0.0168702..3:10:log", "fixed_max_iters": 10000,
-                                    "fixed_batch": "2..512:9:log"})
-    assert own_p == plain_p == {k: v for k, v in spec.items() if k not in ("widths", "fixed_examples")}
+    maker = MAKERS["nets-data-size"]
+    plain_p, plain_d = data_size_specs(parse_figure(maker, spec, "[d]"))
+    own = {"fixed_lr_grid": "0.0168702..3:10:log", "fixed_max_iters": 10000, "fixed_batch": "2..512:9:log"}
+    own_p, own_d = data_size_specs(parse_figure(maker, {**spec, **own}, "[d]"))
+    assert own_p == plain_p == {k: v for k, v in spec.items() if k not in ("maker", "name", "widths", "fixed_examples")}
     assert plain_d == {**plain_p, "width": "8,32,128", "examples": "1024"}
     assert own_d == {**plain_d, "lr_grid": "0.0168702..3:10:log", "max_iters": 10000, "batch": "2..512:9:log"}
 
@@ -218,11 +220,12 @@ def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed
     16 (P = 310, 610, 1210) at D = 1024. Left: B_crit against D with bars and the fitted D^0.50; right: against P
     with the fitted P^0.30; log-log axes labelled D and P; no NQM prediction asked for."""
     sweeps.records = lambda config: _data_size_records(config, lambda p, d: 2 * math.sqrt(d) * (p / 310) ** 0.3)
-    from otod.nets.figures.sweep import make_data_size
+    from otod.nets.figures.sweep import MAKERS
 
-    files = make_data_size({"maker": "nets-data-size", "name": "data_size", "batch": "2..256:8:log", "width": 4,
-                            "examples": "256,512,1024", "widths": "4,8,16", "fixed_examples": 1024,
-                            "method": "sgd", "target": 0.1, "seeds": 5, "lr_grid": "0.3,1,3"}, tmp_path)
+    files = MAKERS["nets-data-size"]({"maker": "nets-data-size", "name": "data_size", "batch": "2..256:8:log",
+                                      "width": 4, "examples": "256,512,1024", "widths": "4,8,16",
+                                      "fixed_examples": 1024, "method": "sgd", "target": 0.1, "seeds": 5,
+                                      "lr_grid": "0.3,1,3"}, tmp_path)
     (by_data, _), (by_width, _) = sweeps.asked
     assert dict(by_data.axes)["examples"] == (256.0, 512.0, 1024.0) and "width" not in dict(by_data.axes)
     assert dict(by_width.axes)["width"] == (4.0, 8.0, 16.0) and by_width.problem.examples == 1024
@@ -270,11 +273,14 @@ def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_
 
     sweeps.records = records
     sweeps.predictions = lambda config: pytest.fail("a depth sweep asks for no NQM prediction")
+    from otod.core.figures import SweepFigureSpec, TypedMaker
     from otod.nets.figures.sweep import make_depth
+    from otod.nets.sweep.options import net_config
 
-    files = make_depth({"maker": "nets-depth", "name": "depth", "batch": 64, "depth": "2..5:4",
-                        "architecture": "plain,residual", "method": "sgd", "target": 0.1, "seeds": 3,
-                        "max_iters": 500, "lr_grid": "0.3,1,3"}, tmp_path)
+    maker = TypedMaker(SweepFigureSpec, make_depth, net_config)  # the nets' own, without the deep-linear law
+    files = maker({"maker": "nets-depth", "name": "depth", "batch": 64, "depth": "2..5:4",
+                   "architecture": "plain,residual", "method": "sgd", "target": 0.1, "seeds": 3,
+                   "max_iters": 500, "lr_grid": "0.3,1,3"}, tmp_path)
     ((config, _),) = sweeps.asked
     assert dict(config.axes)["depth"] == (2.0, 3.0, 4.0, 5.0) and config.problem.batch == 64
     assert [f.name for f in files] == ["nets_depth.png"] and saved[0][2] is True
@@ -361,10 +367,10 @@ def test_make_spectral_density_draws_each_checkpoints_density_its_quantile_and_t
     eigenvalues as ticks at the bottom; a symlog λ axis linear within ±λ₀ = 10⁻³, a log density axis from 10⁻⁴;
     each legend entry says the checkpoint's loss, λ_max, λ_q, κ_q and negative mass (its threshold in the
     caption)."""
-    from otod.nets.figures.curvature import density_on_asinh_axis, make_spectral_density
+    from otod.nets.figures.curvature import MAKERS, density_on_asinh_axis
 
-    files = make_spectral_density({"maker": "nets-spectral-density", "name": "sd", "width": 8, **TINY_NET,
-                                   "checkpoints": [0, 20], "results": str(tmp_path / "measured")}, tmp_path)
+    files = MAKERS["nets-spectral-density"]({"maker": "nets-spectral-density", "name": "sd", "width": 8, **TINY_NET,
+                                             "checkpoints": [0, 20], "results": str(tmp_path / "measured")}, tmp_path)
     ((net, config, folder),) = measured
     assert (net.width, net.depth, net.examples, config["checkpoints"], config["k"], config["probes"]) == (
         8, 2, 64, [0, 20], 2, 2)
@@ -422,10 +428,10 @@ def test_make_kappa_width_draws_kappa_and_its_parts_against_width(tmp_path, save
     """Widths 4, 8, 16 at init and after 30 steps: κ_q = λ_max/λ_q against width on the left (∝ P at init, the fit
     says P^1.00; at the end width 16's λ_q ≤ 0, so no κ there and the fit over the other two), λ_max and λ_q on the
     right, the parameter count on the top axes; log axes, base 2 in width, ticks at the widths."""
-    from otod.nets.figures.curvature import make_kappa_width
+    from otod.nets.figures.curvature import MAKERS
 
-    files = make_kappa_width({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16], **TINY_NET,
-                              "steps": 30}, tmp_path)
+    files = MAKERS["nets-kappa-width"]({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16], **TINY_NET,
+                                        "steps": 30}, tmp_path)
     assert [(net.width, config["checkpoints"]) for net, config, _ in measured] == [(4, [0, 30]), (8, [0, 30]),
                                                                                    (16, [0, 30])]
     assert [f.name for f in files] == ["nets_kw.png"]
@@ -464,7 +470,7 @@ def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_c
     vertical line at √(8·16) (the midpoint of 8 and 16 on the log₂ axis), broken where it would cross the legend,
     "exact" to its left and "SLQ" to its right; nothing else is marked, the legends stay as they were."""
     import otod.nets.curvature_cli as cli
-    from otod.nets.figures.curvature import make_kappa_width
+    from otod.nets.figures.curvature import MAKERS
 
     def measure(spec, config, folder="results"):
         config = config.stored_for_net(spec)  # the settings as the results file stores them
@@ -472,8 +478,8 @@ def test_make_kappa_width_marks_the_switch_from_exact_to_slq_where_the_records_c
                 for step in config["checkpoints"]]
 
     monkeypatch.setattr(cli, "measured", measure)
-    make_kappa_width({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16, 32], **TINY_NET, "steps": 30},
-                     tmp_path)
+    MAKERS["nets-kappa-width"]({"maker": "nets-kappa-width", "name": "kw", "widths": [4, 8, 16, 32], **TINY_NET,
+                                "steps": 30}, tmp_path)
     fig = saved[0][0]
     for ax in fig.axes[:2]:
         lines = [line for line in ax.get_lines() if line.get_gid() == "method switch"]
@@ -511,11 +517,11 @@ def test_make_batch_on_a_real_tiny_sweep_draws_its_chosen_medians_and_its_predic
     converge counting +∞), read here from the results file the maker wrote, and the prediction drawn is the one
     that file carries."""
     from otod.core import results as results_io
-    from otod.nets.figures.sweep import make_batch
+    from otod.nets.figures.sweep import MAKERS
 
     monkeypatch.chdir(tmp_path)
-    make_batch({"name": "real", "batch": "8,32,128", "width": 4, "examples": "128", "seeds": 2,
-                "lr_grid": "0.3,1,3", "target": "0.5", "max_iters": "400"}, tmp_path / "figs")
+    MAKERS["nets-batch"]({"name": "real", "batch": "8,32,128", "width": 4, "examples": "128", "seeds": 2,
+                          "lr_grid": "0.3,1,3", "target": "0.5", "max_iters": "400"}, tmp_path / "figs")
     (path,) = (tmp_path / "results").glob("net-*")
     loaded = results_io.load(path)
     expected = {}
@@ -543,11 +549,14 @@ def test_make_spectral_density_on_a_real_tiny_measurement_draws_its_records(tmp_
     """A real measurement (width 4, 64 examples, checkpoints 0 and 20, 2 probes × 12 Lanczos steps): each
     checkpoint's curve is its records' SLQ measure on the asinh axis, its area the measure's mass, and its dotted
     line at its λ_q; the records read back from the results folder the maker wrote."""
-    from otod.nets.figures.curvature import _records, density_on_asinh_axis, make_spectral_density, net_spec
+    from otod.core.figures import parse_figure
+    from otod.nets.figures.curvature import MAKERS, _records, density_on_asinh_axis
 
-    spec = {"name": "real", "width": 4, **TINY_NET, "checkpoints": [0, 20], "results": str(tmp_path / "results")}
-    make_spectral_density(spec, tmp_path / "figs")
-    records = _records(net_spec(spec), spec, [0, 20])  # read back: the file the maker wrote
+    maker = MAKERS["nets-spectral-density"]
+    spec = parse_figure(maker, {"name": "real", "width": 4, **TINY_NET, "checkpoints": [0, 20],
+                                "results": str(tmp_path / "results")}, "[real]")
+    maker.draw(spec, tmp_path / "figs")
+    records = _records(spec.net(), spec, [0, 20])  # read back: the file the maker wrote
     assert [r["step"] for r in records] == [0, 20]
     (ax,) = saved[0][0].axes
     curves = [line for line in ax.get_lines() if line.get_label().startswith("step ")]
@@ -610,7 +619,9 @@ def test_make_depth_draws_the_deep_linear_law_beside_the_nets_from_the_named_net
     caption; the axes keep the nets' range (the law leaves them upwards). A series the depth figure lacks is one
     OtodError naming those it has."""
     from otod.core.errors import OtodError
-    from otod.paper.figures import make_nets_depth as make_depth  # the paper's: above the nets and depth
+    from otod.paper.figures import MAKERS as PAPER_MAKERS  # the paper's: above the nets and depth
+
+    make_depth = PAPER_MAKERS["nets-depth"]
 
     deep, asked = _deep_linear(monkeypatch)
     sweeps.records = _depth_records

@@ -23,7 +23,7 @@ def test_make_workloads_draws_each_nets_noise_scales_against_the_step(tmp_path, 
     given = {"mlp": _records(2410, 1438, 1.0), "cnn": _records(2730, 1438, 2.0),
              "transformer": _records(6048, 529, 3.0)}
     monkeypatch.setattr(wf, "measured", lambda spec: given)
-    files = wf.make_workloads({"maker": "nets-workloads", "name": "workloads"}, tmp_path)
+    files = wf.MAKERS["nets-workloads"]({"maker": "nets-workloads", "name": "workloads"}, tmp_path)
     assert [f.name for f in files] == ["nets_workloads.png"]
     left, right = saved[0][0].axes[:2]
     for line, (name, rs) in zip(left.get_lines(), given.items()):
@@ -45,9 +45,9 @@ def test_make_workloads_draws_each_nets_noise_scales_against_the_step(tmp_path, 
 def test_make_workloads_on_real_measurements(tmp_path, saved):
     """The real nets at checkpoints 0 and 5 with tr(HΣ) over 8 examples: every noise scale finite and positive,
     the parameter counts those the docstrings state, and the loss at step 0 near log(classes or vocabulary)."""
-    from otod.nets.figures.workloads import measured
+    from otod.nets.figures.workloads import WorkloadsSpec, measured
 
-    records = measured({"checkpoints": [0, 5], "trace_examples": 8})
+    records = measured(WorkloadsSpec(name="workloads", checkpoints=(0, 5), trace_examples=8))
     assert {k: rs[0]["parameters"] for k, rs in records.items()} == {"mlp": 2410, "cnn": 2730, "transformer": 6048}
     for rs in records.values():
         assert [r["step"] for r in rs] == [0, 5]
