@@ -124,3 +124,25 @@ def has_line(ax, x, y, rtol: float = 1e-9) -> bool:
     x, y = np.asarray(x, float), np.asarray(y, float)
     return any(lx.shape == x.shape and np.array_equal(lx, x) and np.allclose(ly, y, rtol=rtol, atol=0)
                for lx, ly in lines_xy(ax))
+
+
+def lane_medians(records: pd.DataFrame, axis: str, **where) -> tuple[np.ndarray, np.ndarray]:
+    """(x, median iterations over seeds) of the records matching ``where`` (column = value), by ``axis``, for
+    sweeps with one lr per point (every lane the chosen one) whose lanes all converged (asserted): the median the
+    figure should draw, computed from the results file alone."""
+    rows = records
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    assert len(rows), where
+    assert set(rows["status"]) == {"converged"}, rows["status"].value_counts().to_dict()
+    assert rows["lr_multiplier"].nunique() == 1
+    by = rows.groupby(axis)["iterations"].median()
+    return by.index.to_numpy(float), by.to_numpy(float)
+
+
+def has_points(ax, x, y, rtol: float = 1e-9) -> bool:
+    """Whether some line of ``ax`` draws the values ``y`` at (up to a dodge in x shared by all) the positions
+    ``x``: the same count, the same y, x in the same order within 10% of ``x``."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    return any(lx.shape == x.shape and np.allclose(ly, y, rtol=rtol, atol=0) and np.allclose(lx, x, rtol=0.1)
+               for lx, ly in lines_xy(ax))
