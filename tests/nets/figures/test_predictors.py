@@ -38,3 +38,36 @@ def test_draws_each_predictor_s_ratio_with_its_joint_ci():
     assert ax.get_yscale() == "log" and ax.get_xscale() == "symlog"
     assert "Best: NQM C∝H, typical miss ×1 " in caption(result)
     plt.close(fig)
+
+
+def test_the_maker_draws_the_tables_net_through_the_registry(tmp_path, monkeypatch):
+    """The smoke test of ``nets-predictor-ratios`` (issue 53): experiments/nets.toml's ``predictor_ratios_digits``
+    at checkpoints 0, 100, 1000, run as ``otod figures`` runs it (`tests.smoke.draw_tiny`), the branching
+    measurement stood in for by `_result` (its numbers chosen above): the maker asks for the table's checkpoints and
+    the NQM with the branching run's batch, rate and fraction, and draws one column wide, titled as the table says, each predictor's ratio to the measured B_crit,
+    its caption naming the checkpoints and the best predictor."""
+    import otod.nets.along.branching as branching
+    from tests.smoke import assert_printed_width, close_all, draw_tiny
+
+    asked = []
+
+    def measure(checkpoints, nqm=False, **options):
+        asked.append((checkpoints, nqm, options))
+        return _result()
+
+    monkeypatch.setattr(branching, "critical_batch_along_training", measure)
+    drawn = draw_tiny("nets", "predictor_ratios_digits", tmp_path, monkeypatch, checkpoints=[0, 100, 1000])
+    # the typed spec passes the branching run's settings as the table (here their defaults) gives them
+    assert asked == [((0, 100, 1000), True, {"branch_batch": 32, "branch_lr": 0.1, "fraction": 0.5})]
+    assert [f.name for f in drawn.files] == ["nets_predictor_ratios_digits.png", "nets_predictor_ratios_digits.pdf"]
+    assert_printed_width(drawn, columns=1)
+    caption = drawn.caption()
+    assert "Checkpoints t = 0, 100, 1000 of each seed's reference run" in caption
+    assert "Best: NQM C∝H, typical miss ×1 " in caption
+    (fig,) = drawn.figures
+    ax = fig.axes[0]
+    assert ax.get_title() == "digits MLP (P = 2,410)"
+    lines = {c.get_label(): c for c in ax.containers}
+    np.testing.assert_allclose(lines["B_simple"].lines[0].get_ydata(), [2.0, 3.0])
+    np.testing.assert_allclose(lines["NQM C∝H"].lines[0].get_ydata(), [1.0, 1.0])
+    close_all(drawn)

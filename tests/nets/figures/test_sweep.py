@@ -214,23 +214,28 @@ def test_data_size_specs_give_the_fixed_d_sweep_its_own_batches_lr_grid_and_cap_
     assert own_d == {**plain_d, "lr_grid": "0.0168702..3:10:log", "max_iters": 10000, "batch": "2..512:9:log"}
 
 
-@pytest.mark.slow  # 3 s: two sweeps' validation and six panels' bootstraps
-def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed_d(tmp_path, saved, sweeps):
+def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed_d(tmp_path, monkeypatch, sweeps):
     """Two sweeps of S(B) with B_crit = 2√D·(P/310)^0.3: D = 256, 512, 1024 at width 4 (P = 310), and widths 4, 8,
     16 (P = 310, 610, 1210) at D = 1024. Left: B_crit against D with bars and the fitted D^0.50; right: against P
-    with the fitted P^0.30; log-log axes labelled D and P; no NQM prediction asked for."""
-    sweeps.records = lambda config: _data_size_records(config, lambda p, d: 2 * math.sqrt(d) * (p / 310) ** 0.3)
-    from otod.nets.figures.sweep import MAKERS
+    with the fitted P^0.30; log-log axes labelled D and P; no NQM prediction asked for. The table is
+    experiments/nets.toml's ``critical_batch_vs_data_digits`` cut down, run through the registry as ``otod figures``
+    runs it (`tests.smoke.draw_tiny`; the smoke test of this maker, issue 53): the page two columns wide, the caption
+    naming both sweeps. 2.7 CPU s: two sweeps' validation and six panels' bootstraps."""
+    from tests.smoke import assert_printed_width, close_all, draw_tiny
 
-    files = MAKERS["nets-data-size"]({"maker": "nets-data-size", "name": "data_size", "batch": "2..256:8:log",
-                                      "width": 4, "examples": "256,512,1024", "widths": "4,8,16",
-                                      "fixed_examples": 1024, "method": "sgd", "target": 0.1, "seeds": 5,
-                                      "lr_grid": "0.3,1,3"}, tmp_path)
+    sweeps.records = lambda config: _data_size_records(config, lambda p, d: 2 * math.sqrt(d) * (p / 310) ** 0.3)
+    drawn = draw_tiny("nets", "critical_batch_vs_data_digits", tmp_path, monkeypatch, batch="2..256:8:log",
+                      width=4, examples="256,512,1024", widths="4,8,16", fixed_examples=1024, seeds=5,
+                      lr_grid="0.3,1,3", max_iters=None)
     (by_data, _), (by_width, _) = sweeps.asked
     assert dict(by_data.axes)["examples"] == (256.0, 512.0, 1024.0) and "width" not in dict(by_data.axes)
     assert dict(by_width.axes)["width"] == (4.0, 8.0, 16.0) and by_width.problem.examples == 1024
-    assert [f.name for f in files] == ["nets_data_size.png"]
-    left, right = saved[0][0].axes[:2]
+    assert [f.name for f in drawn.files] == ["nets_critical_batch_vs_data_digits.png",
+                                             "nets_critical_batch_vs_data_digits.pdf"]
+    assert_printed_width(drawn, columns=2)
+    assert "Left: width 4, training sets of D = 256,512,1024 nested examples; right: widths 4,8,16 at D = 1024" in (
+        drawn.caption())
+    left, right = drawn.figures[0].axes[:2]
     assert (left.get_xlabel(), right.get_xlabel(), left.get_xscale(), right.get_yscale()) == (
         "training examples D (nested subsets)", "parameters P (width varied)", "log", "log")
     for ax, x, expected, symbol, at in ((left, [256.0, 512.0, 1024.0], 2 * np.sqrt([256.0, 512.0, 1024.0]), "D",
@@ -251,6 +256,7 @@ def test_make_data_size_draws_b_crit_against_d_at_fixed_p_and_against_p_at_fixed
         line = np.interp(bx[1:51], fitted.get_xdata(), fitted.get_ydata())
         assert np.all(by[1:51] <= line * (1 + 1e-9))
     assert "shaded: each fit's 95% band (seeds)" in legend_texts(left)
+    close_all(drawn)
 
 
 def test_make_depth_draws_steps_against_depth_per_architecture_with_its_law(tmp_path, saved, sweeps):
