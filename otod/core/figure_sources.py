@@ -36,32 +36,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from otod.core.errors import OtodError
+from otod.core.figure_guard import REMEASURE_FLAG, drawing, missing_line
 
 #: The key of a figure's table that makes it read its committed results by default.
 COMMITTED_KEY = "committed"
-#: The flag of ``otod figures`` that re-measures.
-REMEASURE_FLAG = "--remeasure"
 #: The figures' sources as last observed, ``{"group/name": [file, ...]}`` (names in ``results/``), beside the specs.
 MANIFEST = "figure-results.json"
 #: The re-measure's workspace, inside the results folder (ignored by git with the rest of ``results/``).
 WORKSPACE = "remeasure"
 #: Files kept beside a results file that belong to it (`otod.nets.along.branching.cached_predictors`).
 SIDECARS = (".predictors.json",)
-
-
-@dataclasses.dataclass(frozen=True)
-class Drawing:
-    """The figure being drawn: ``figure`` ("group/name"), ``committed`` (its sweeps may only read back), and
-    ``seen``, the resolved paths of the results files loaded or saved while it draws (`note`)."""
-
-    figure: str
-    committed: bool
-    seen: set[str] = dataclasses.field(default_factory=set)
-
-
-#: The figures being drawn, innermost last (a stack, as `otod.core.distributed.running_share` keeps its share: the
-#: store reads it while a figure draws, and it is empty outside `drawing`).
-_drawing: list[Drawing] = []
 
 
 def split_source(table: dict[str, Any], where: str) -> tuple[dict[str, Any], bool]:
@@ -71,39 +55,6 @@ def split_source(table: dict[str, Any], where: str) -> tuple[dict[str, Any], boo
         raise OtodError(f"{where}: {COMMITTED_KEY} = {value!r}; give true (read the committed results by default) "
                         "or false")
     return {k: v for k, v in table.items() if k != COMMITTED_KEY}, value
-
-
-@contextlib.contextmanager
-def drawing(figure: str, committed: bool) -> Iterator[Drawing]:
-    """While the block runs, ``figure`` is the figure drawn: `note` collects its files, and when ``committed``
-    `refuse_to_measure` refuses a sweep that would run."""
-    current = Drawing(figure, committed)
-    _drawing.append(current)
-    try:
-        yield current
-    finally:
-        _drawing.remove(current)
-
-
-def note(path: str | os.PathLike) -> None:
-    """A results file was loaded or saved (`otod.core.results`): the figures being drawn record it."""
-    for d in _drawing:
-        d.seen.add(str(Path(path).resolve()))
-
-
-def refuse_to_measure(path: Path) -> None:
-    """Called where a sweep would start measuring into ``path``: raises `OtodError` when the figure being drawn
-    reads committed results (its file is missing, or its config changed since the files were committed)."""
-    committed = [d for d in _drawing if d.committed]
-    if committed:
-        raise OtodError(missing_line(committed[-1].figure, str(path)))
-
-
-def missing_line(figure: str, path: str) -> str:
-    """The one line for a committed figure whose results file is not there."""
-    return (f"{figure} reads its committed results and {path} is not there (deleted, or the figure's settings "
-            f"changed since they were measured); restore it with git checkout -- {path}, or measure it again from "
-            f"nothing with: otod figures {REMEASURE_FLAG} {figure}")
 
 
 def sources(seen: set[str], results_dir: Path) -> list[str]:
@@ -144,7 +95,7 @@ def check_committed(figures: list[str], experiments_dir: Path, results_dir: Path
     for figure in figures:
         for name in manifest.get(figure, []):
             if not (results_dir / name).is_file():
-                raise OtodError(missing_line(figure, str(results_dir / name)))
+                raise OtodError(missing_line(figure, os.path.relpath(results_dir / name)))
 
 
 def committed_note(figure: str, names: list[str], results_dir: Path) -> str:

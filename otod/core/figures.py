@@ -239,10 +239,10 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
         if name is not None and name not in specs[group]:
             raise OtodError(f"unknown figure {group}/{name}; known in {group}: {', '.join(specs[group])}")
     table = makers()
-    chosen = [(group, name, *src.split_source(spec, f"experiments/{group}.toml [{name}]"))
-              for group, only in wanted for name, spec in specs[group].items() if only is None or name == only]
-    todo = [(group, name, parsed(table, group, name, spec)) for group, name, spec, _ in chosen]
-    committed = {f"{group}/{name}" for group, name, _, is_committed in chosen if is_committed}
+    todo = [(group, name, parsed(table, group, name, spec)) for group, only in wanted
+            for name, spec in specs[group].items() if only is None or name == only]
+    committed = {f"{group}/{name}" for group, name, _ in todo
+                 if src.split_source(specs[group][name], f"experiments/{group}.toml [{name}]")[1]}
     out_dir, experiments_dir = Path(out_dir).resolve(), Path(experiments_dir).resolve()  # a re-measure moves the
     results_dir = Path("results").resolve()  # working folder (`otod.core.figure_sources.remeasuring`)
     if not remeasure:
@@ -278,8 +278,11 @@ def parsed(table: Mapping[str, Maker], group: str, name: str, spec: dict[str, An
     if maker is None:
         raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
                         f"known: {', '.join(sorted(table))}")
-    full = {**spec, "name": name}
-    return parse_figure(maker, full, f"experiments/{group}.toml [{name}]") if isinstance(maker, TypedMaker) else full
+    from otod.core.figure_sources import split_source
+
+    where = f"experiments/{group}.toml [{name}]"
+    full = {**split_source(spec, where)[0], "name": name}  # where its results come from is not the maker's
+    return parse_figure(maker, full, where) if isinstance(maker, TypedMaker) else full
 
 
 def draw(table: Mapping[str, Maker], spec: FigureSpec | dict[str, Any], out_dir: Path) -> list[Path]:

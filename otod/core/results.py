@@ -41,7 +41,7 @@ from typing import Any, Iterable, Iterator
 
 from otod.core.axes import named_records
 from otod.core.errors import OtodError
-from otod.core.figure_sources import note
+from otod.core.figure_guard import note
 from otod.core.plain import jsonable  # noqa: F401 (re-exported: results_io.jsonable)
 
 FORMAT = "otod-results/2"

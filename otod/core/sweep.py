@@ -36,7 +36,7 @@ from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.config import SweepConfig, default_path, read_config
 from otod.core.errors import OtodError, ShareDone, ShareWritten
-from otod.core.figure_sources import refuse_to_measure
+from otod.core.figure_guard import refuse_to_measure
 from otod.core.finish import finish
 from otod.core.plan import check_estimate
 from otod.core.precision import exact_float32
