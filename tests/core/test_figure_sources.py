@@ -153,3 +153,21 @@ def test_otod_figures_with_a_committed_file_missing_says_so_in_one_line_with_exi
     assert len(lines) == 1 and lines[0].startswith("otod: error: g/heavy reads its committed results and ")
     assert lines[0].endswith("otod figures --remeasure g/heavy")
     assert not list((tmp_path / "figs").glob("*.png"))
+
+
+def test_every_committed_figure_s_recorded_files_are_committed_with_the_code():
+    """The checkout's own ``committed = true`` figures: each has its files recorded (`figure-results.json`, so the
+    check before any figure and the cold benchmark know them), and every one of them is tracked by git (a file
+    left out of .gitignore's exceptions would be measured again, or refused, in a fresh clone)."""
+    import subprocess
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    recorded = json.loads((root / "experiments" / "figure-results.json").read_text())
+    committed = [f"{p.stem}/{name}" for p in sorted((root / "experiments").glob("*.toml"))
+                 for name, table in tomllib.loads(p.read_text()).items() if table.get("committed")]
+    assert committed and all(recorded.get(figure) for figure in committed), [f for f in committed if f not in recorded]
+    tracked = set(subprocess.run(["git", "ls-files", "results"], cwd=root, capture_output=True, text=True,
+                                 check=True).stdout.split())
+    missing = sorted({f"results/{n}" for figure in committed for n in recorded[figure]} - tracked)
+    assert not missing, f"recorded but not committed: {missing}"
