@@ -9,7 +9,8 @@ Three ways a figure of ``otod figures`` gets its numbers:
   heavy for the ``otod figures`` budget read the results files committed with the code, and never sweep by
   default. A file missing is refused before any figure runs (from the figure's recorded sources, `MANIFEST`), and a
   sweep that would run all the same (its config changed since the files were committed) is refused where it would
-  start (`refuse_to_measure`, called by `otod.core.sweep.run_sweep`): one line naming the file and the command that
+  start (`otod.core.figure_guard.refuse_to_measure`, called by `otod.core.sweep.run_sweep` and where a curvature,
+  the exact NQM or a branch's predictors would be measured): one line naming the file and the command that
   re-measures, exit code 2, never a silent half hour. Its caption says so, with the date and machine of the files
   (`committed_note`).
 - Re-measured (``otod figures --remeasure``, any figure): every sweep of the figure runs from nothing in a
@@ -19,9 +20,10 @@ Three ways a figure of ``otod figures`` gets its numbers:
   drawn are its files copied over those in ``results/`` (each atomically, `publish`), and the workspace is removed
   when the whole run has ended.
 
-Which files a figure read or wrote is observed as it runs (`observing`: the store's load and save report each
-path, `note`) and recorded in ``experiments/figure-results.json`` (`MANIFEST`), which the cold benchmark
-(``benchmarks/bench_figures_cold.sh``) reads to keep the committed figures' files and remove the rest.
+Which files a figure read or wrote is observed as it runs (`otod.core.figure_guard.drawing`: the store's load and
+save report each path) and, for a committed figure, recorded in ``experiments/figure-results.json`` (`MANIFEST`),
+which the check before any figure and the cold benchmark (``benchmarks/bench_figures_cold.sh``: it keeps those
+files and removes the rest of ``results/``) read.
 """
 
 from __future__ import annotations
@@ -193,8 +195,9 @@ class Sources:
 def draw_from_sources(draw_figure: Callable[[], list[Path]], how: Sources) -> list[Path]:
     """Run ``draw_figure`` (which draws one figure and returns its files) with its results from where ``how``
     says (module docstring): re-measured in the workspace and then copied over ``results/`` (`publish`), or read as
-    found, only from the committed files when ``how.committed``. Its sources are recorded (`record_sources`), and
-    a committed figure's captions say where its numbers come from (`committed_note`)."""
+    found, only from the committed files when ``how.committed``. A committed figure's sources are recorded
+    (`record_sources`; the others' are not, so that a plain run leaves the checkout's record as it was) and its
+    captions say where its numbers come from (`committed_note`)."""
     if how.remeasure:
         with remeasuring(how.results_dir) as measured_dir, drawing(how.figure, committed=False) as seen:
             files = draw_figure()
@@ -204,7 +207,7 @@ def draw_from_sources(draw_figure: Callable[[], list[Path]], how: Sources) -> li
         with drawing(how.figure, committed=how.committed) as seen:
             files = draw_figure()
         names = sources(seen.seen, how.results_dir)
-    record_sources(how.experiments_dir, how.figure, names)
     if how.committed:
+        record_sources(how.experiments_dir, how.figure, names)
         add_to_captions(files, committed_note(how.figure, names, how.results_dir))
     return files

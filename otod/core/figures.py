@@ -248,7 +248,8 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
     if not remeasure:
         src.check_committed(sorted(committed), experiments_dir, results_dir)  # before any figure runs
     history = seconds_history(seconds_file)
-    prior = {**shipped_seconds(experiments_dir), **history}  # this machine's last times over the shipped ones
+    shipped = {k: v for k, v in shipped_seconds(experiments_dir).items() if remeasure or k not in committed}
+    prior = {**shipped, **history}  # this machine's last times over the shipped ones (cold: not a committed figure's)
     written: list[Path] = []
     took: dict[str, float] = {}
     for i, (group, name, spec) in enumerate(todo):

@@ -171,3 +171,22 @@ def test_every_committed_figure_s_recorded_files_are_committed_with_the_code():
                                  check=True).stdout.split())
     missing = sorted({f"results/{n}" for figure in committed for n in recorded[figure]} - tracked)
     assert not missing, f"recorded but not committed: {missing}"
+
+
+def test_the_seconds_docs_figures_md_gives_for_the_committed_choice_are_the_shipped_seconds_summed():
+    """docs/figures.md's arithmetic for which figures are committed: the cold run's seconds
+    (experiments/figure-seconds.json) summed over the committed figures, over all, and over the rest."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    seconds = json.loads((root / "experiments" / "figure-seconds.json").read_text())
+    committed = {f"{p.stem}/{name}" for p in (root / "experiments").glob("*.toml")
+                 for name, table in tomllib.loads(p.read_text()).items() if table.get("committed")}
+    assert committed <= set(seconds)
+    ours = sum(seconds[f] for f in committed)
+    page = " ".join((root / "docs" / "figures.md").read_text().split())
+    assert f"together they took {ours:,.0f} s of the {sum(seconds.values()):,.0f} s" in page
+    rest = sum(seconds.values()) - ours
+    assert f"the other {len(seconds) - len(committed)} figures" in page
+    assert f"took {rest:.0f} s of it ({rest / 60:.1f} minutes" in page
+    assert f"never sweeps: {len(committed)} of the {len(seconds)}," in page
