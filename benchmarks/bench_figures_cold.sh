@@ -10,7 +10,8 @@
 # a fresh one (the ETA falls back on the shipped experiments/figure-seconds.json). The run is timed by
 # /usr/bin/time -v: wall, user and system CPU, peak memory; then, unless SECOND=0, the same command again (a plain
 # second run: every sweep reads its file back) and its wall. Prints the CPU model, the 1-minute load before and
-# after, the exit codes, each figure's seconds, and the PNGs whose bytes differ from the committed ones (git diff).
+# after, the exit codes, each figure's seconds, the points a sweep reused from another file in results/, and the
+# PNGs whose bytes differ from the committed ones (git diff).
 # Run it on a quiet machine; one run is one sample.
 set -u
 repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
@@ -54,6 +55,16 @@ try:
     print("per figure (s): " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(seconds.items())))
 except (OSError, ValueError):
     print("per figure: no seconds file")
+PY
+# points a sweep of the run took from a file already in results/ (otod.core.reuse): from nothing, only from files
+# this run wrote or the committed figures' files
+PYTHONPATH=$clone python3 - "$clone/results" <<'PY'
+import pathlib, sys
+from otod.core.results import load
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*.parquet")):
+    reused = load(f).meta.get("reused")
+    if reused:
+        print(f"reused by {f.name}: {reused}")
 PY
 if [ "${SECOND:-1}" != 0 ]; then
   s=$(date +%s.%N)
