@@ -39,6 +39,7 @@ export PYTHONPATH=$clone OTOD_COMPILATION_CACHE=$work/xla OTOD_FIGURE_SECONDS=$w
 echo "commit $commit; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 cd "$clone" || exit 1
+started=$(date +%s)
 /usr/bin/time -v -o "$work/time.txt" python3 -m otod figures "$@" > "$work/cold.log" 2>&1
 rc=$?
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -58,11 +59,11 @@ except (OSError, ValueError):
 PY
 # points a sweep of the run took from a file already in results/ (otod.core.reuse): from nothing, only from files
 # this run wrote or the committed figures' files
-PYTHONPATH=$clone python3 - "$clone/results" <<'PY'
+PYTHONPATH=$clone python3 - "$clone/results" "$started" <<'PY'
 import pathlib, sys
 from otod.core.results import load
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.parquet")):
-    reused = load(f).meta.get("reused")
+    reused = f.stat().st_mtime >= float(sys.argv[2]) and load(f).meta.get("reused")  # written by the cold run
     if reused:
         print(f"reused by {f.name}: {reused}")
 PY
