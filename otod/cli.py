@@ -244,16 +244,25 @@ def _check_axis(path, results, x_axis: str) -> None:
                    "the same for a one-column 5.5 in text block (NeurIPS), half width (2.7 in) or full (5.5 in); "
                    "screen: 1.5× larger, for a monitor. E.g. --style neurips")
 @click.option("--serif", is_flag=True, help="Serif type, to match a LaTeX body. E.g. --serif")
+@click.option("--remeasure", is_flag=True,
+              help="Run every chosen figure's sweeps again from nothing, also those of the figures that read their "
+                   "committed results by default (committed = true in experiments/*.toml), in results/remeasure/ "
+                   "(an interrupted re-measure resumes there with the same command); each figure's files replace "
+                   "those in results/ once it is drawn. E.g. otod figures --remeasure nets/steps_vs_batch")
 @user_errors
-def figures_command(groups, out, style, serif):
+def figures_command(groups, out, style, serif, remeasure):
     """Regenerate the paper's figures from experiments/*.toml (all groups, the groups named, or one figure as
-    GROUP/NAME, NAME a table of GROUP's file).
+    GROUP/NAME, NAME a table of GROUP's file). Each sweep reads back its file in results/ where it is there, else
+    runs; a figure whose table says committed = true (its sweeps too heavy for this command's budget) reads the
+    results committed with the code and never sweeps: a file missing ends the command (exit code 2) naming the
+    command that measures it again, otod figures --remeasure GROUP/NAME.
 
     \b
     Examples:
       otod figures
       otod figures condition
       otod figures depth/depth_width
+      otod figures --remeasure nets/steps_vs_batch
     """
     from otod.core.figures import FIGURES_DIR, figure_seconds_file, make_figures
     from otod.core.preflight import make_folder, quiet_numerics
@@ -264,7 +273,7 @@ def figures_command(groups, out, style, serif):
     from otod.core.plotting import styled
 
     with quiet_numerics(), styled(style, serif=serif):
-        make_figures(list(groups) or None, out_dir=folder, log=lambda line: click.echo(line))
+        make_figures(list(groups) or None, out_dir=folder, log=lambda line: click.echo(line), remeasure=remeasure)
 
 
 @main.command("merge")

@@ -58,6 +58,7 @@ PARTS = {
                     "none_reached steps_vs_batch",
     "law_figure": "draw_series law_band law_curve law_label legend_keys",
     "figures": "FigureSpec SweepFigureSpec TypedMaker load_specs parsed",
+    "figure_guard": "refuse_to_measure",
     # The command line: options, ranges, errors, progress, and modules imported on first use.
     "cli": "common_sweep_options count_progress echo_report terminal_progress user_errors",
     "options": "check_cap check_lr_grid finite_float ladder_rungs nonnegative_float parse_lr parse_methods "

@@ -225,11 +225,16 @@ def load_specs(experiments_dir: Path = EXPERIMENTS_DIR) -> dict[str, dict[str, d
 
 def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
                  experiments_dir: Path = EXPERIMENTS_DIR, log: Callable[[str], None] = print,
-                 seconds_file: Path | None = None) -> list[Path]:
+                 seconds_file: Path | None = None, remeasure: bool = False) -> list[Path]:
     """Run the figure specs of ``groups`` (all groups when None; ``group/figure`` names one figure of a group) and
     return the files written. Before each figure ``log`` gets a progress line with an ETA for the figures left
     (`eta_seconds`, from this machine's last times, else the shipped ones, `SHIPPED_SECONDS`), after it the
-    seconds it took, which are kept in ``seconds_file`` (default `figure_seconds_file`) for the next run's ETA."""
+    seconds it took, which are kept in ``seconds_file`` (default `figure_seconds_file`) for the next run's ETA.
+    Where each figure's results come from (`otod.core.figure_sources`): a table with ``committed = true`` reads its
+    committed results and never sweeps, unless ``remeasure``, which runs every chosen figure's sweeps from nothing
+    and replaces their files in ``results/`` as each figure ends."""
+    from otod.core import figure_sources as src
+
     seconds_file = figure_seconds_file() if seconds_file is None else seconds_file  # refused before any figure
     specs = load_specs(experiments_dir)
     wanted = [(g, None) if "/" not in g else tuple(g.split("/", 1)) for g in (groups or list(specs))]
@@ -241,16 +246,25 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
     table = makers()
     todo = [(group, name, parsed(table, group, name, spec)) for group, only in wanted
             for name, spec in specs[group].items() if only is None or name == only]
+    committed = {f"{group}/{name}" for group, name, _ in todo
+                 if src.split_source(specs[group][name], f"experiments/{group}.toml [{name}]")[1]}
+    out_dir, experiments_dir = Path(out_dir).resolve(), Path(experiments_dir).resolve()  # a re-measure moves the
+    results_dir = Path("results").resolve()  # working folder (`otod.core.figure_sources.remeasuring`)
+    if not remeasure:
+        src.check_committed(sorted(committed), experiments_dir, results_dir)  # before any figure runs
     history = seconds_history(seconds_file)
-    prior = {**shipped_seconds(experiments_dir), **history}  # this machine's last times over the shipped ones
+    shipped = {k: v for k, v in shipped_seconds(experiments_dir).items() if remeasure or k not in committed}
+    prior = {**shipped, **history}  # this machine's last times over the shipped ones (cold: not a committed figure's)
     written: list[Path] = []
     took: dict[str, float] = {}
     for i, (group, name, spec) in enumerate(todo):
         key = f"{group}/{name}"
         left = eta_seconds(took, [f"{g}/{n}" for g, n, _ in todo[i:]], prior)
-        log(f"figure {i + 1}/{len(todo)} {key} ... (ETA {format_eta(left)} for the {len(todo) - i} left)")
+        how = " re-measured" if remeasure else " from its committed results" if key in committed else ""
+        log(f"figure {i + 1}/{len(todo)} {key}{how} ... (ETA {format_eta(left)} for the {len(todo) - i} left)")
         start = time.perf_counter()
-        files = draw(table, spec, out_dir)
+        files = src.draw_from_sources(lambda: draw(table, spec, out_dir), src.Sources(
+            key, key in committed, remeasure, experiments_dir, results_dir))
         took[key] = time.perf_counter() - start
         written.extend(files)
         for f in files:
@@ -258,6 +272,8 @@ def make_figures(groups: list[str] | None = None, out_dir: Path = FIGURES_DIR,
         log(f"  {key}: {took[key]:.0f} s")
         save_seconds(seconds_file, {**history, **took})
         release_compiled()
+    if remeasure:
+        src.end_remeasure(results_dir)
     return written
 
 
@@ -268,8 +284,11 @@ def parsed(table: Mapping[str, Maker], group: str, name: str, spec: dict[str, An
     if maker is None:
         raise OtodError(f"experiments/{group}.toml [{name}]: unknown maker {spec.get('maker')!r}; "
                         f"known: {', '.join(sorted(table))}")
-    full = {**spec, "name": name}
-    return parse_figure(maker, full, f"experiments/{group}.toml [{name}]") if isinstance(maker, TypedMaker) else full
+    from otod.core.figure_sources import split_source
+
+    where = f"experiments/{group}.toml [{name}]"
+    full = {**split_source(spec, where)[0], "name": name}  # where its results come from is not the maker's
+    return parse_figure(maker, full, where) if isinstance(maker, TypedMaker) else full
 
 
 def draw(table: Mapping[str, Maker], spec: FigureSpec | dict[str, Any], out_dir: Path) -> list[Path]:

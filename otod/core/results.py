@@ -41,6 +41,7 @@ from typing import Any, Iterable, Iterator
 
 from otod.core.axes import named_records
 from otod.core.errors import OtodError
+from otod.core.figure_guard import note
 from otod.core.plain import jsonable  # noqa: F401 (re-exported: results_io.jsonable)
 
 FORMAT = "otod-results/2"
@@ -297,6 +298,7 @@ def save(path: str | os.PathLike, meta: dict[str, Any], records: list[dict[str, 
     records (checked, so a bad file is never written). Give ``records`` (dicts) or ``table`` (columns)."""
     path = Path(path)
     suffix = check_suffix(path)
+    note(path)  # the figure being drawn wrote it (`otod.core.figure_sources`)
     count = table.length if records is None else len(records)
     meta = dict(meta, record_count=count)
     if "chunks" in meta and sum(c["lanes"] for c in meta["chunks"]) != count:
@@ -366,6 +368,7 @@ def load(path: str | os.PathLike) -> Results:
     if not path.is_file():
         raise OtodError(f"results file {path}: no such file (expected a .parquet, .json or .npz file written by "
                         "otod)")
+    note(path)  # the figure being drawn read it (`otod.core.figure_sources`)
     if path.suffix in (".parquet", ".npz"):
         header, table = _columns_module(path.suffix).load_table(path, lambda what: _refuse(path, what))
         verify_meta(path, header["meta"])

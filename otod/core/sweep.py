@@ -36,6 +36,7 @@ from otod.core import journal as journal_io
 from otod.core import results as results_io
 from otod.core.config import SweepConfig, default_path, read_config
 from otod.core.errors import OtodError, ShareDone, ShareWritten
+from otod.core.figure_guard import refuse_to_measure
 from otod.core.finish import finish
 from otod.core.plan import check_estimate
 from otod.core.precision import exact_float32
@@ -99,6 +100,7 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
             held.enter_context(journal_io.lock(locked))
         if path.exists():
             return read_back(config, path)
+        refuse_to_measure(path)  # a figure that reads committed results never sweeps (`otod.core.figure_sources`)
         guess = check_estimate(config, yes, processes=count)
         config = open_journal(config, own, index, count)
         runner = ChunkRunner(config, path, own, index, count, reuse=reuse, progress=progress, started=started)

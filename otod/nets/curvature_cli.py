@@ -260,9 +260,12 @@ def measured(spec, config: CurvatureConfig, folder: str = "results") -> list[dic
     earlier run (a figure, or `otod curvature --out <folder>`) wrote them, else measured and written there."""
     from otod.core.api import load_results
 
+    from otod.core.api import refuse_to_measure
+
     path = results_file(folder, config.stored_for_net(spec))
     if path.exists():
         return load_results(path).records
+    refuse_to_measure(path)  # a figure that reads committed results never measures (`otod.core.figure_sources`)
     return measure(spec, config, path)[0]
 
 

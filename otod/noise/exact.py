@@ -112,7 +112,9 @@ def run_exact(config: SweepConfig, out_dir: str | Path = "results") -> Results:
         if existing.meta.get("search") == search.VERSION:
             return Results(meta={**existing.meta, "read_back": True}, records=existing.records, path=path)
         # written by an earlier exact search (`search.VERSION`), whose choices may differ: computed again
-    from otod.core.api import hold_freed_memory, release_free_memory
+    from otod.core.api import hold_freed_memory, refuse_to_measure, release_free_memory
+
+    refuse_to_measure(path)  # a figure that reads committed results never measures (`otod.core.figure_sources`)
 
     started = time.perf_counter()
     hold_freed_memory()

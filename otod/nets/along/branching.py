@@ -448,6 +448,9 @@ def cached_predictors(path: str | None, key: str, measure) -> dict:
     file = Path(f"{path}.predictors.json")
     stored = json.loads(file.read_text()) if file.exists() else {}
     if key not in stored:
+        from otod.core.api import refuse_to_measure
+
+        refuse_to_measure(file)  # a figure that reads committed results never measures (`otod.core.figure_sources`)
         stored[key] = {k: list(v) for k, v in measure().items()}
         file.write_text(json.dumps(stored))
     return {k: tuple(float(x) for x in v) for k, v in stored[key].items()}

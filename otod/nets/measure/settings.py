@@ -13,6 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 
+#: `otod.nets.model.problem.NetSpec` fields added after curvature and noise-scale files were committed (issue 52's
+#: held-out targets): left out of a stored config while None, so that the files of every earlier run keep their
+#: names (with them, `dataclasses.asdict` renamed every file and ``otod figures`` measured the curvature again).
+LATER_NET_FIELDS = ("held_out_targets", "reference_batch")
+
+
+def stored_net(spec) -> dict[str, Any]:
+    """``spec``'s fields as a stored config holds them: all of them, but `LATER_NET_FIELDS` where None."""
+    return {k: v for k, v in dataclasses.asdict(spec).items() if not (k in LATER_NET_FIELDS and v is None)}
+
+
 @dataclass(frozen=True)
 class CurvatureConfig:
     """A curvature measurement along one SGD run (`otod.nets.measure.curvature`): the run (``checkpoints`` at
@@ -40,7 +51,7 @@ class CurvatureConfig:
         ``per_layer`` appears only where asked, so that the files of other runs keep their names."""
         from otod.nets.measure.dense import is_dense
 
-        config = {"net": dataclasses.asdict(spec), "k": self.k, "probes": self.probes,
+        config = {"net": stored_net(spec), "k": self.k, "probes": self.probes,
                   "lanczos_steps": self.lanczos_steps, "checkpoints": [int(c) for c in self.checkpoints],
                   "lr": self.lr, "seed": self.seed, "quantile": self.quantile, "damping": self.damping,
                   "optimizer": "sgd", "precision": self.precision,
@@ -74,7 +85,7 @@ class NoiseScaleConfig:
     def stored_for_net(self, spec) -> dict[str, Any]:
         """The stored config of a measurement of otod's own net ``spec``; ``trace_examples`` only where given, so
         that the default run keeps its file name."""
-        config = {"spec": dataclasses.asdict(spec), "steps": list(self.checkpoints), "lr": self.lr,
+        config = {"spec": stored_net(spec), "steps": list(self.checkpoints), "lr": self.lr,
                   "pairs": [list(p) for p in self.pairs], "draws": self.draws, "seed": self.seed}
         return config if self.trace_examples is None else {**config, "trace_examples": self.trace_examples}
 
