@@ -158,3 +158,59 @@ def grid_lines(results, config, tol: float | None = None, analyses: dict | None 
         lines += law_lines(grid.zhang, "Zhang et al. (largest B within 20% of linear scaling; biased low, "
                                        "a second view)")
     return lines
+
+
+def side_by_side(analyses: dict, width: int = 10) -> list[str]:
+    """The joint laws of several grids side by side (``analyses``: {label, e.g. the regime: `GridAnalysis`}), one
+    row per grid and definition: a, b and a − b with their 95% CIs, the cells fitted, the verdict and, where a − b's
+    interval holds 0, the smallest |a − b| the grid could detect (`otod.core.joint_law.Verdict`)."""
+    def ci(value, pair):
+        return f"{value:.3g} [{pair[0]:.3g}, {pair[1]:.3g}]" if np.all(np.isfinite(pair)) else f"{value:.3g} (no CI)"
+
+    head = (f"  {'grid':<{width}}{'definition':<12}{'a (D)':>24}{'b (P)':>24}{'a − b':>24}{'cells':>7}  verdict "
+            "(smallest detectable |a − b|)")
+    rows = [head]
+    for label, grid in analyses.items():
+        for name, law in (("McCandlish", grid.mccandlish), ("Zhang", grid.zhang)):
+            if not math.isfinite(law.a):
+                rows.append(f"  {label:<{width}}{name:<12}  {law.no_ci or 'no plane'}")
+                continue
+            verdict = law.verdict()
+            said = verdict.answer + (f" ({verdict.detectable:.2f})" if verdict.detectable is not None else "")
+            rows.append(f"  {label:<{width}}{name:<12}{ci(law.a, law.a_ci):>24}{ci(law.b, law.b_ci):>24}"
+                        f"{ci(law.difference, law.difference_ci):>24}{law.cells:>7}  {said}")
+    return rows
+
+
+def regimes_side_by_side(paths: dict, n_boot: int | None = None) -> str:
+    """`side_by_side` of results files ({label: path}, e.g. {"stream": …, "finite": …}), per method: what
+    ``python -m otod.nets.sweep.grid stream=FILE finite=FILE`` prints."""
+    from otod.core.api import load_results
+
+    per_method: dict[str, dict] = {}
+    for label, path in paths.items():
+        for method, grid in grid_analyses(load_results(path), n_boot=n_boot).items():
+            per_method.setdefault(method, {})[label] = grid
+    lines = []
+    for method, analyses in per_method.items():
+        lines += [f"joint law log B_crit = c + a·log D + b·log P ({method}), side by side (95% CIs, seed bootstrap)"]
+        lines += side_by_side(analyses)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from otod.core.api import OtodError
+
+    pairs = [arg.partition("=") for arg in sys.argv[1:]]
+    if not pairs or any(not sep or not label or not path for label, sep, path in pairs):
+        print("usage: python -m otod.nets.sweep.grid LABEL=FILE [LABEL=FILE ...], e.g. stream=results/net-1.parquet "
+              "finite=results/net-2.parquet", file=sys.stderr)
+        sys.exit(2)
+    try:
+        print(regimes_side_by_side({label: path for label, _, path in pairs}))
+    except (OtodError, OSError) as error:
+        print(f"otod: error: {error}", file=sys.stderr)
+        sys.exit(2)
+
