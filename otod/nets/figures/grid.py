@@ -26,6 +26,9 @@ from otod.core.api import FigureSpec, TypedMaker
 #: {paper: (exponent of D, exponent of P, "where it is stated")} drawn for reference; empty: none was read off a
 #: page (module docstring).
 PAPER_EXPONENTS: dict[str, tuple[float, float, str]] = {}
+#: Each series' markers are moved by this factor in x per series (centred), so that cells at one D or P do not hide
+#: each other; the law's lines stay at the true values.
+DODGE = 1.07
 #: The regimes a grid figure draws, one row each, in this order.
 REGIMES = ("stream", "finite")
 
@@ -119,7 +122,7 @@ def law_text(law) -> str:
 
 def cell_marks(ax, grid, along: str, other_values, x_of, styles) -> None:
     """Each cell's McCandlish B_crit with its 95% CI as bars, against ``along`` ("data" or "params"), one series
-    per value of the other axis (``other_values``, styled by ``styles``); a cell whose B_crit is only a bound (or
+    per value of the other axis (``other_values``, styled by ``styles``, dodged in x by `DODGE`); a cell whose B_crit is only a bound (or
     none) is drawn as an open marker at the edge of its batches, not fitted."""
     from otod.core.api import ABOVE, INSIDE
 
@@ -127,7 +130,7 @@ def cell_marks(ax, grid, along: str, other_values, x_of, styles) -> None:
     for k, value in enumerate(other_values):
         cells = sorted((c for c in grid.cells if getattr(c, other) == value), key=lambda c: getattr(c, along))
         style = styles[k]
-        x = np.array([x_of(c) for c in cells], float)
+        x = np.array([x_of(c) for c in cells], float) * DODGE ** (k - (len(other_values) - 1) / 2)
         b = np.array([c.values["mccandlish"] for c in cells], float)
         inside = np.array([c.places["mccandlish"] == INSIDE for c in cells])
         lo = np.array([c.cis["mccandlish"][0] for c in cells], float)
@@ -160,43 +163,59 @@ def law_lines(ax, law, along: str, other_values, span, styles) -> bool:
     return banded
 
 
-def grid_panels(axes, grid, regime: str) -> None:
-    """One regime's two panels: B_crit against D (one series per P) and against P (one series per D)."""
+def grid_panels(axes, grid, regime: str) -> list:
+    """One regime's two panels: B_crit against D (one series per P) and against P (one series per D); the row's
+    joint law is one entry of the figure's legend. Returns each panel's (ax, keys, labels) for the small legend
+    naming its series, drawn after the figure's (`otod.core.plotting.legend_below` gathers and removes the
+    panels' own)."""
+    from matplotlib.lines import Line2D
+
     from otod.core.api import fit_band_key, series_style
     from otod.nets.figures.sweep import plain_numbers
 
     law = grid.mccandlish
     ds = sorted({c.data for c in grid.cells})
     ps = sorted({c.params for c in grid.cells})
+    banded, legends = False, []
     for ax, along, others, label in ((axes[0], "data", ps, "P"), (axes[1], "params", ds, "D")):
         styles = [series_style(k + (0 if along == "data" else len(ps))) for k in range(len(others))]
         cell_marks(ax, grid, along, others, lambda c, a=along: getattr(c, a), styles)
         values = ds if along == "data" else ps
-        banded = law_lines(ax, law, along, others, (min(values), max(values)), styles)
-        for k, value in enumerate(others):
-            ax.plot([], [], marker=styles[k]["marker"], ls=":", color=styles[k]["color"], label=f"{label} = {value:g}")
-        if banded:
-            fit_band_key(ax)
+        banded = law_lines(ax, law, along, others, (min(values), max(values)), styles) or banded
+        keys = [Line2D([], [], marker=st["marker"], ls=":", color=st["color"], ms=4) for st in styles]
+        legends.append((ax, keys, [f"{label} = {v:g}" for v in others]))
         ax.set(xscale="log", yscale="log", xlabel="examples D" if along == "data" else "parameters P",
                ylabel="critical batch B_crit")
         plain_numbers(ax)
-        ax.set_title(f"{regime}: B_crit against {'D' if along == 'data' else 'P'}", fontsize="medium")
-        ax.legend(fontsize="x-small", loc="upper left", ncol=2 if len(others) > 2 else 1)
-    axes[0].text(0.02, -0.38, f"{regime}, joint law: {law_text(law)}", transform=axes[0].transAxes,
-                 fontsize="small", va="top")
+        from matplotlib import ticker
+
+        ax.xaxis.set_major_locator(ticker.FixedLocator(values))
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high * 4)  # room for the legend above the marks
+        ax.set_title(f"{regime}: B_crit against {'D, each P' if along == 'data' else 'P, each D'}",
+                     fontsize="medium")
+    axes[0].plot([], [], ls=":", color="0.3", label=f"{regime}, joint law (dotted): {law_text(law)}")
+    if banded:
+        fit_band_key(axes[0])
+    return legends
 
 
 def make_grid(spec: GridFigureSpec, out_dir: Path) -> list[Path]:
     """The grid's summary figure (module docstring): one row per regime of the spec."""
-    from otod.core.api import figure, save
+    from otod.core.api import figure, legend_below, save
     from otod.nets.sweep.grid import grid_analyses
 
     regimes = list(spec.regimes())
     analyses = {r: grid_analyses(grid_results(spec, r))[spec.method] for r in regimes}
-    fig, axes = figure(columns=2, rows=len(regimes), cols=2, height=3.0 * len(regimes))
+    fig, axes = figure(columns=2, rows=len(regimes), cols=2, height=2.6 * len(regimes))
     axes = axes if isinstance(axes, list) else [axes]
+    legends = []
     for i, regime in enumerate(regimes):
-        grid_panels(axes[2 * i:2 * i + 2], analyses[regime], regime)
+        legends += grid_panels(axes[2 * i:2 * i + 2], analyses[regime], regime)
+    legend_below(fig, ncol=1)
+    for ax, keys, labels in legends:
+        ax.legend(keys, labels, fontsize="x-small", loc="upper left", ncol=2, frameon=False, handlelength=1.6,
+                  columnspacing=0.8)
     return save(fig, out_dir / f"nets_{spec.name}", caption=grid_caption(spec, analyses))
 
 
@@ -210,7 +229,7 @@ def grid_caption(spec: GridFigureSpec, analyses: dict) -> str:
         f"over {spec.lr_grid}, {spec.seeds} seeds, cap {spec.max_iters}; {batches}); each cell stopped at the "
         "held-out loss its tuned reference run (the smallest batch) reaches after D examples (Zhang et al. 2024)",
         "Markers: each cell's McCandlish B_crit (S(B) = S_min(1 + B_crit/B)), bars its 95% seed-bootstrap CI "
-        "re-choosing the lr per B; open markers: only a bound at the edge of the batches, not fitted; dotted: the "
+        "re-choosing the lr per B, dodged in x; open markers: only a bound at the edge of the batches, not fitted; dotted: the "
         "joint law log B_crit = c + a·log D + b·log P fitted over the cells, at each P (left) or D (right), shaded "
         "its pointwise 95% band over the same refitted replicates",
         f"Joint laws: {said}",
