@@ -15,7 +15,7 @@ The papers' own exponents are drawn only where a paper states one for the critic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -34,6 +34,32 @@ REGIMES = ("stream", "finite")
 
 
 @dataclass(frozen=True)
+class RegimeTable:
+    """One regime's sub-table of a grid figure: its ``batch`` list and its committed ``results`` file ("" where it
+    has none yet: the maker runs the sweep)."""
+
+    batch: str
+    results: str = ""
+
+
+def regime_table(name: str, value) -> RegimeTable | None:
+    """A regime's sub-table (a TOML table, or already a `RegimeTable`) typed; None where it is empty (the regime
+    is not drawn); refused in one line where a key is unknown or ``batch`` missing."""
+    from dataclasses import fields
+
+    from otod.core.api import OtodError
+
+    if isinstance(value, RegimeTable) or not value:
+        return value or None
+    known = {f.name for f in fields(RegimeTable)}
+    unknown = sorted(set(value) - known)
+    if unknown or "batch" not in value:
+        raise OtodError(f"[…{name}]: {'unknown key ' + ', '.join(unknown) if unknown else 'missing key batch'} for "
+                        f"a regime of maker 'nets-grid'; known: {', '.join(sorted(known))}")
+    return RegimeTable(**{k: str(v) for k, v in dict(value).items()})
+
+
+@dataclass(frozen=True)
 class GridFigureSpec(FigureSpec):
     """A joint grid's figure: the sweep's shared options (``data``, ``examples``, ``width``, ``lr_grid``,
     ``max_iters``, ``seeds``, ``method``) and per regime a table with its ``batch`` list and its ``results`` file
@@ -46,16 +72,20 @@ class GridFigureSpec(FigureSpec):
     max_iters: int = 4096
     seeds: int = 5
     method: str = "sgd"
-    stream: Mapping[str, Any] = field(default_factory=dict)
-    finite: Mapping[str, Any] = field(default_factory=dict)
+    stream: RegimeTable | Mapping[str, Any] | None = None
+    finite: RegimeTable | Mapping[str, Any] | None = None
 
-    def regimes(self) -> dict[str, Mapping[str, Any]]:
-        return {name: table for name, table in (("stream", self.stream), ("finite", self.finite)) if table}
+    def __post_init__(self) -> None:
+        for name in REGIMES:  # each regime's sub-table typed once, here
+            object.__setattr__(self, name, regime_table(name, getattr(self, name)))
+
+    def regimes(self) -> dict[str, RegimeTable]:
+        return {name: regime for name, regime in (("stream", self.stream), ("finite", self.finite)) if regime}
 
     def options(self, regime: str) -> dict:
         """``net_config``'s keywords for one regime's sweep."""
-        table = self.regimes()[regime]
-        return {"data": self.data, "examples": self.examples, "width": self.width, "batch": str(table["batch"]),
+        return {"data": self.data, "examples": self.examples, "width": self.width,
+                "batch": self.regimes()[regime].batch,
                 "lr_grid": self.lr_grid, "max_iters": int(self.max_iters), "seeds": int(self.seeds),
                 "method": self.method, "regime": regime}
 
@@ -89,7 +119,7 @@ def grid_results(spec: GridFigureSpec, regime: str):
     from otod.nets.sweep.predict import run_meta
 
     options = spec.options(regime)
-    path = Path(str(spec.regimes()[regime].get("results", "")))
+    path = Path(spec.regimes()[regime].results)
     if path.name and path.is_file():
         results = load_results(path)
         why = same_grid(read_config(results.meta), options)
@@ -223,7 +253,7 @@ def grid_caption(spec: GridFigureSpec, analyses: dict) -> str:
     from otod.core.api import caption_text
 
     said = "; ".join(f"{r}: {law_text(g.mccandlish)}" for r, g in analyses.items())
-    batches = "; ".join(f"{r} B = {t['batch']}" for r, t in spec.regimes().items())
+    batches = "; ".join(f"{r} B = {t.batch}" for r, t in spec.regimes().items())
     return caption_text(
         f"The joint grid D = {spec.examples} × width {spec.width} ({spec.data}, {spec.method}, lr chosen per B "
         f"over {spec.lr_grid}, {spec.seeds} seeds, cap {spec.max_iters}; {batches}); each cell stopped at the "
