@@ -575,6 +575,32 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
     return out
 
 
+# --- the joint D × P grid (otod.nets.sweep.grid on otod.core.joint_law) --------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _grid(stamp: tuple[str, int, int], method: str):
+    from otod.nets.sweep.grid import grid_analyses
+
+    return grid_analyses(_loaded(stamp))[method]
+
+
+def joint_law(path: str, method: str = "sgd", definition: str = "mccandlish") -> dict[str, Any]:
+    """A joint grid's law log B_crit = c + a·log D + b·log P (``definition``: "mccandlish" or "zhang"), as its report
+    prints it (`otod.nets.sweep.grid.grid_analyses`): a, b, a − b (d) with their 95% CIs (…_lo, …_hi), the cells
+    fitted, the verdict, the smallest detectable |a − b| (NaN where a − b's interval excludes 0) and each exponent's
+    upper bound rounded up as the verdict says it (a_up, b_up)."""
+    import math
+
+    law = getattr(_grid(_stamp(path), method), definition)
+    verdict = law.verdict()
+    return {"a": law.a, "a_lo": law.a_ci[0], "a_hi": law.a_ci[1], "b": law.b, "b_lo": law.b_ci[0],
+            "b_hi": law.b_ci[1], "d": law.difference, "d_lo": law.difference_ci[0], "d_hi": law.difference_ci[1],
+            "cells": law.cells, "verdict": verdict.answer,
+            "detectable": math.nan if verdict.detectable is None else verdict.detectable,
+            "a_up": math.ceil(law.a_ci[1] * 100) / 100, "b_up": math.ceil(law.b_ci[1] * 100) / 100}
+
+
 # --- batch schedules (otod.nets.schedule: a constant sweep and one sweep per phase, read back) ------------------
 
 
@@ -614,4 +640,4 @@ READERS = {f.__name__: f for f in (report_line, record_series, condition_bill, r
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
                                    along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best,
-                                   schedule_rows)}
+                                   schedule_rows, joint_law)}

@@ -27,9 +27,10 @@ def _commands() -> dict:
 
 
 def _figure_makers() -> dict:
+    from otod.nets.figures.grid import MAKERS as GRID_MAKERS
     from otod.nets.figures.sweep import ALL_MAKERS
 
-    return ALL_MAKERS
+    return {**ALL_MAKERS, **GRID_MAKERS}
 
 
 def _measurements() -> dict:

@@ -11,8 +11,13 @@ Here, for each cell (D, width) of a grid: the reference run is the sweep's own l
 grid, B_ref (the same start, the same minibatches, drawn by `otod.core.engine.seed_draws` and the family's
 gradient, `otod.nets.model.family`), run for ⌊D/B_ref⌋ steps (D/B_ref·B_ref ≤ D examples seen) at every lr of the
 sweep's grid and every seed; the held-out loss (`otod.nets.model.problem.NetSpec.held_out_arrays`, the same set
-for every D and seed) is read at the end, its median over the seeds taken per lr, and the lowest median is the
-cell's target (its lr the reference's tuned one). Two regimes:
+for every D and seed) is read at the end, and the lr is chosen by the core's one rule (`otod.core.analysis.chosen`:
+the lowest median over the seeds, a diverged lane +∞, ties to the smaller lr), its median there (diverged seeds left
+out) the cell's target. The reference is tuned: where the chosen lr is the smallest or largest tried, the search
+runs the rates beyond that end at the grid's own end ratio (`otod.core.bracket.ladder`), a block of as many rates as
+the grid holds at a time (one compiled program for every round), until the choice is interior or at a true limit
+(the next larger rate diverged on most seeds: `otod.core.analysis.lr_places`), or `REFERENCE_STEPS` steps are
+used up (then the table says ``grid end`` and the report warns). Two regimes:
 
 * ``stream``: fresh teacher examples every step, never repeated (`otod.nets.model.data.stream_batch`: step t's
   batch drawn from fold_in(seed's key, t)); the reference has seen D distinct examples;
@@ -28,8 +33,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from otod.core.api import OtodError, lazy
 
@@ -40,6 +47,10 @@ optax = lazy("optax")
 REGIMES = ("stream", "finite")
 #: Significant digits of a stored target.
 DIGITS = 6
+#: Steps of the grid's end ratio the reference's lr search may take beyond each end of --lr-grid: the core
+#: bracket's default (`otod.core.bracket.DEFAULT_STEPS`, 12); for --lr-grid 0.03..3:9:log (ratio 10^0.25) that is
+#: three decades each way, 3·10⁻⁵ to 3,000.
+REFERENCE_STEPS = 12
 
 
 def reference_steps(examples: int, batch: int) -> int:
@@ -55,8 +66,9 @@ def reference_spec(spec, width: int, examples: int, batch: int):
 
 
 @functools.lru_cache(maxsize=32)
-def _program(spec, method: str, lrs: tuple, seeds: int, seed: int, options):
-    """The jitted reference: steps → held-out losses [lr, seed] after that many steps of every lane."""
+def _program(spec, method: str, seeds: int, seed: int, options):
+    """The jitted reference: (lrs, steps) → held-out losses [lr, seed] after that many steps of every lane (the
+    rates an argument, so every block of as many rates reuses one compiled program)."""
     from otod.core.api import METHODS, Step, lane_start, seed_problem_draws
 
     family = spec.family()
@@ -80,8 +92,7 @@ def _program(spec, method: str, lrs: tuple, seeds: int, seed: int, options):
 
     per_seed = jax.vmap(lane, in_axes=(0, None, None))
     per_lr = jax.vmap(per_seed, in_axes=(None, 0, None))
-    lr_values = jnp.asarray(lrs, jnp.float32)
-    return jax.jit(lambda steps: per_lr(draws, lr_values, steps))
+    return jax.jit(lambda lrs, steps: per_lr(draws, lrs, steps))
 
 
 def reference_losses(spec, steps: int, lrs, seeds: int, seed: int, method: str = "sgd", options=None) -> np.ndarray:
@@ -89,17 +100,50 @@ def reference_losses(spec, steps: int, lrs, seeds: int, seed: int, method: str =
     steps, +∞ where a lane diverged (not finite)."""
     from otod.core.api import NoiseOptions
 
-    program = _program(spec, method, tuple(float(v) for v in lrs), int(seeds), int(seed), options or NoiseOptions())
-    losses = np.asarray(program(jnp.asarray(steps, jnp.int32)), float)
+    program = _program(spec, method, int(seeds), int(seed), options or NoiseOptions())
+    lr_values = jnp.asarray([float(v) for v in lrs], jnp.float32)
+    losses = np.asarray(program(lr_values, jnp.asarray(steps, jnp.int32)), float)
     return np.where(np.isfinite(losses), losses, np.inf)
 
 
-def best_target(losses: np.ndarray, lrs) -> tuple[float, float]:
-    """(target, lr): the lowest median over seeds of ``losses`` [lr, seed], and the lr that gives it (the smaller
-    lr of equals)."""
-    medians = np.median(losses, axis=1)
-    best = int(np.argmin(medians))
-    return float(medians[best]), float(lrs[best])
+def reference_choice(losses: dict[float, np.ndarray]):
+    """The core's choice (`otod.core.analysis.chosen`, `otod.core.analysis.Choice` of one point) over the
+    reference's lanes ``losses`` ({lr: held-out loss per seed}, +∞ where diverged): the lanes as records (the loss
+    in the score's place, ``iterations``; status converged where finite, else diverged), so the choice is the
+    sweep's own rule and its ``lr_on_edge`` and `otod.core.analysis.lr_places` say where it lies."""
+    from otod.core.api import chosen, cubes
+
+    rows = [{"method": "reference", "learning_rate": float(lr), "seed": s, "iterations": float(loss),
+             "status": "converged" if np.isfinite(loss) else "diverged"}
+            for lr, per_seed in losses.items() for s, loss in enumerate(np.asarray(per_seed, float))]
+    return chosen(cubes(pd.DataFrame(rows), ())[0])
+
+
+def tuned_reference(losses_at: Callable[[list[float]], np.ndarray], lrs, steps: int = REFERENCE_STEPS
+                    ) -> tuple[float, float, str, dict]:
+    """(target, lr, place, lanes): the reference tuned over ``lrs`` and the rates beyond them (module docstring).
+    ``losses_at(rates)`` → held-out losses [rate, seed] (+∞ where diverged); each round after the first runs the
+    next ``len(lrs)`` rates of `otod.core.bracket.ladder` beyond the chosen end not yet tried (padded with the last,
+    so every round has one shape), up to ``steps`` steps. ``place``: `otod.core.analysis.lr_places` (interior,
+    limit, or grid end where the steps ran out); ``lanes``: {lr: losses} of every rate tried. Target +∞ where
+    every lane diverged."""
+    from otod.core.api import ladder, lr_places
+
+    grid = tuple(sorted(float(v) for v in lrs))
+    lanes = dict(zip(grid, np.asarray(losses_at(list(grid)), float)))
+    while True:
+        choice = reference_choice(lanes)
+        rate = float(choice.cube.rates[choice.index[0]])
+        if not choice.lr_on_edge[0]:
+            break
+        side = 1 if rate >= max(lanes) else -1
+        beyond = [r for r in ladder(grid, side, steps) if r not in lanes][:len(grid)]
+        if not beyond:
+            break
+        block = beyond + [beyond[-1]] * (len(grid) - len(beyond))
+        lanes.update(zip(beyond, np.asarray(losses_at(block), float)[:len(beyond)]))
+    target = float(choice.median[0]) if np.isfinite(choice.median[0]) and not choice.bound[0] else np.inf
+    return target, rate, str(lr_places(choice)[0]), lanes
 
 
 def rounded(value: float) -> float:
@@ -108,8 +152,8 @@ def rounded(value: float) -> float:
 
 def reference_table(spec, sizes, widths, batch: int, lrs, seeds: int, seed: int, method: str = "sgd",
                     options=None) -> str:
-    """The ``held_out_targets`` text of every cell (D in ``sizes``, width in ``widths``): "D:width:loss:lr"
-    entries joined by ";" (module docstring). Refuses, in one line, a D below the reference batch or a cell whose
+    """The ``held_out_targets`` text of every cell (D in ``sizes``, width in ``widths``): "D:width:loss:lr:place"
+    entries joined by ";" (module docstring; the reference tuned by `tuned_reference`). Refuses, in one line, a D below the reference batch or a cell whose
     reference diverged at every lr."""
     entries = []
     for width in widths:
@@ -119,12 +163,13 @@ def reference_table(spec, sizes, widths, batch: int, lrs, seeds: int, seed: int,
                 raise OtodError(f"--examples {d}: fewer than the reference batch {batch} (the grid's smallest "
                                 f"--batch), which sees D examples in ⌊D/{batch}⌋ steps; use --examples ≥ {batch}")
             cell = reference_spec(spec, int(width), d, batch)
-            losses = reference_losses(cell, reference_steps(d, batch), lrs, seeds, seed, method, options)
-            target, lr = best_target(losses, lrs)
+            steps = reference_steps(d, batch)
+            target, lr, place, _ = tuned_reference(
+                lambda rates: reference_losses(cell, steps, rates, seeds, seed, method, options), lrs)
             if not np.isfinite(target):
                 raise OtodError(f"--regime: the reference run (batch {batch}, width {int(width)}, D = {d}) diverged "
                                 f"at every lr of --lr-grid; add smaller steps, e.g. --lr-grid 0.001..1:13:log")
-            entries.append(f"{d}:{int(width)}:{rounded(target)!r}:{lr!r}")
+            entries.append(f"{d}:{int(width)}:{rounded(target)!r}:{lr!r}:{place}")
     return ";".join(entries)
 
 
@@ -132,9 +177,19 @@ def parse_table(text: str) -> dict[tuple[int, int], tuple[float, float]]:
     """``held_out_targets`` text → {(D, width): (target, lr)}."""
     table = {}
     for entry in str(text).split(";"):
-        d, width, loss, lr = entry.split(":")
+        d, width, loss, lr = entry.split(":")[:4]
         table[int(d), int(width)] = (float(loss), float(lr))
     return table
+
+
+def reference_places(text: str) -> dict[tuple[int, int], str | None]:
+    """``held_out_targets`` text → {(D, width): where the reference's lr lies} (`otod.core.analysis.PLACES`;
+    None in a table written before the reference was tuned, whose entries have four fields)."""
+    places = {}
+    for entry in str(text).split(";"):
+        fields = entry.split(":")
+        places[int(fields[0]), int(fields[1])] = fields[4] if len(fields) > 4 else None
+    return places
 
 
 def target_of(text: str, examples, width) -> tuple[float, float]:

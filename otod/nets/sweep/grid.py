@@ -84,26 +84,47 @@ def law_lines(law, name: str) -> list[str]:
     return lines
 
 
-def held_out_targets(config) -> dict:
-    """{(D, P): (target, reference lr)} of a sweep with a held-out target (``--regime``), else {}."""
-    from otod.nets.model.reference import parse_table
+def held_out_targets(config, places: bool = False) -> dict:
+    """{(D, P): (target, reference lr)} of a sweep with a held-out target (``--regime``), else {}; with ``places``,
+    {(D, P): where the reference lr lies} (`otod.nets.model.reference.reference_places`: None in an older table)."""
+    from otod.nets.model.reference import parse_table, reference_places
 
     spec = config.problem
     if getattr(spec, "held_out_targets", None) is None:
         return {}
+    read = reference_places if places else parse_table
     out = {}
-    for (d, width), pair in parse_table(spec.held_out_targets).items():
+    for (d, width), value in read(spec.held_out_targets).items():
         p = config.spec_at({"width": width, "examples": d}).parameter_count
-        out[float(d), float(p)] = pair
+        out[float(d), float(p)] = value
     return out
 
 
-def reference_edge_lines(targets: dict, lr_grid) -> list[str]:
-    """A warning for the cells whose reference lr (``targets``: {(D, P): (target, lr)}) is the smallest or the
-    largest of ``lr_grid``: the reference is tuned only where its best lr is interior, so on an edge a step beyond
-    the grid may reach a lower held-out loss after D examples, and the cell's target would then be harder."""
+def reference_edge_lines(targets: dict, lr_grid, places: dict | None = None) -> list[str]:
+    """Where the reference lrs lie (``targets``: {(D, P): (target, lr)}; ``places``: {(D, P): place}, from a tuned
+    reference's table, `otod.nets.model.reference.tuned_reference`): a line counting the cells whose reference lr
+    is interior, at the stability limit, or beyond --lr-grid (the search extended it), and a warning for the
+    cells still on an edge (the search's steps ran out), whose target may be easier than a tuned reference's.
+    A table without places (written before the reference was tuned): a warning for the cells whose lr is the
+    smallest or the largest of ``lr_grid``."""
+    from otod.core.api import GRID_END, INTERIOR, LIMIT, LIST_END
+
     if not targets or not lr_grid:
         return []
+    places = {cell: place for cell, place in (places or {}).items() if place is not None}
+    if places:
+        count = lambda where: sum(place == where for place in places.values())  # noqa: E731
+        outside = sorted(cell for cell, (_, lr) in targets.items() if not min(lr_grid) <= lr <= max(lr_grid))
+        lines = [f"  reference lr: interior at {count(INTERIOR)} of {len(places)} cells, at the stability limit at "
+                 f"{count(LIMIT)}" + (f"; beyond --lr-grid (the search extended it) at "
+                                      + ", ".join(f"D = {d:g}, P = {p:g} (lr {targets[d, p][1]:.3g})"
+                                                  for d, p in outside) if outside else "")]
+        stuck = sorted(cell for cell, place in places.items() if place in (GRID_END, LIST_END))
+        if stuck:
+            lines.append("  warning: the reference lr is still on the edge of the rates tried after its search's steps "
+                         "at " + ", ".join(f"D = {d:g}, P = {p:g}" for d, p in stuck) + ": those targets may be "
+                         "easier than a tuned reference's")
+        return lines
     ends = {"smallest": min(lr_grid), "largest": max(lr_grid)}
     lines = []
     for side, end in ends.items():
@@ -132,8 +153,64 @@ def grid_lines(results, config, tol: float | None = None, analyses: dict | None 
             lines.append("  target: each cell's held-out loss that the reference run (the smallest batch at its best "
                          "lr) reaches after D examples (Zhang et al. 2024)")
         lines += cell_rows(grid, targets)
-        lines += reference_edge_lines(targets, config.lr_grid)
+        lines += reference_edge_lines(targets, config.lr_grid, held_out_targets(config, places=True))
         lines += law_lines(grid.mccandlish, "McCandlish (S(B) = S_min·(1 + B_crit/B))")
         lines += law_lines(grid.zhang, "Zhang et al. (largest B within 20% of linear scaling; biased low, "
                                        "a second view)")
     return lines
+
+
+def side_by_side(analyses: dict, width: int = 10) -> list[str]:
+    """The joint laws of several grids side by side (``analyses``: {label, e.g. the regime: `GridAnalysis`}), one
+    row per grid and definition: a, b and a − b with their 95% CIs, the cells fitted, the verdict and, where a − b's
+    interval holds 0, the smallest |a − b| the grid could detect (`otod.core.joint_law.Verdict`)."""
+    def ci(value, pair):
+        return f"{value:.3g} [{pair[0]:.3g}, {pair[1]:.3g}]" if np.all(np.isfinite(pair)) else f"{value:.3g} (no CI)"
+
+    head = (f"  {'grid':<{width}}{'definition':<12}{'a (D)':>24}{'b (P)':>24}{'a − b':>24}{'cells':>7}  verdict "
+            "(smallest detectable |a − b|)")
+    rows = [head]
+    for label, grid in analyses.items():
+        for name, law in (("McCandlish", grid.mccandlish), ("Zhang", grid.zhang)):
+            if not math.isfinite(law.a):
+                rows.append(f"  {label:<{width}}{name:<12}  {law.no_ci or 'no plane'}")
+                continue
+            verdict = law.verdict()
+            said = verdict.answer + (f" ({verdict.detectable:.2f})" if verdict.detectable is not None else "")
+            rows.append(f"  {label:<{width}}{name:<12}{ci(law.a, law.a_ci):>24}{ci(law.b, law.b_ci):>24}"
+                        f"{ci(law.difference, law.difference_ci):>24}{law.cells:>7}  {said}")
+    return rows
+
+
+def regimes_side_by_side(paths: dict, n_boot: int | None = None) -> str:
+    """`side_by_side` of results files ({label: path}, e.g. {"stream": …, "finite": …}), per method: what
+    ``python -m otod.nets.sweep.grid stream=FILE finite=FILE`` prints."""
+    from otod.core.api import load_results
+
+    per_method: dict[str, dict] = {}
+    for label, path in paths.items():
+        for method, grid in grid_analyses(load_results(path), n_boot=n_boot).items():
+            per_method.setdefault(method, {})[label] = grid
+    lines = []
+    for method, analyses in per_method.items():
+        lines += [f"joint law log B_crit = c + a·log D + b·log P ({method}), side by side (95% CIs, seed bootstrap)"]
+        lines += side_by_side(analyses)
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from otod.core.api import OtodError
+
+    pairs = [arg.partition("=") for arg in sys.argv[1:]]
+    if not pairs or any(not sep or not label or not path for label, sep, path in pairs):
+        print("usage: python -m otod.nets.sweep.grid LABEL=FILE [LABEL=FILE ...], e.g. stream=results/net-1.parquet "
+              "finite=results/net-2.parquet", file=sys.stderr)
+        sys.exit(2)
+    try:
+        print(regimes_side_by_side({label: path for label, _, path in pairs}))
+    except (OtodError, OSError) as error:
+        print(f"otod: error: {error}", file=sys.stderr)
+        sys.exit(2)
+

@@ -13,7 +13,8 @@ import pytest
 
 from otod.nets.model.family import minibatch, stream_minibatch
 from otod.nets.model.problem import NetSpec
-from otod.nets.model.reference import parse_table, reference_steps, reference_table
+from otod.nets.model.reference import (parse_table, reference_places, reference_steps, reference_table,
+                                       tuned_reference)
 
 SPEC = NetSpec(data="teacher", loss="squared", width=4, batch=4)
 LRS = (0.1, 0.3)
@@ -64,15 +65,70 @@ def plain_reference(spec, examples: int, lr: float, s: int) -> float:
 
 @pytest.mark.parametrize("regime", ["stream", "finite"])
 def test_a_cells_target_is_its_reference_runs_held_out_loss_after_d_examples(regime):
-    """For each cell (D, width): the lowest over the lrs of the median over 3 seeds of the plain loop's held-out
-    loss after ⌊D/4⌋ steps is the stored target, to 2e-5 relative (float32 sums in another order, and the table's
-    6 significant digits), at the same lr."""
+    """For each cell (D, width): the stored target is the median over 3 seeds of the plain loop's held-out loss
+    after ⌊D/4⌋ steps at the stored lr, to 2e-5 relative (float32 sums in another order, and the table's 6
+    significant digits); that lr is the tuned one: interior or at the stability limit, its median no higher than
+    the best of the grid's own lrs."""
     sizes, widths = (32, 64), (4,)
     spec = dataclasses.replace(SPEC, stream=True if regime == "stream" else None, examples=sizes[0])
-    table = parse_table(reference_table(spec, sizes, widths, spec.batch, LRS, SEEDS, SEED))
+    text = reference_table(spec, sizes, widths, spec.batch, LRS, SEEDS, SEED)
+    table, places = parse_table(text), reference_places(text)
     for d in sizes:
         cell = dataclasses.replace(spec, examples=None if spec.stream else d)
-        medians = [np.median([plain_reference(cell, d, lr, s) for s in range(SEEDS)]) for lr in LRS]
         target, lr = table[d, widths[0]]
-        assert target == pytest.approx(min(medians), rel=2e-5)
-        assert lr == LRS[int(np.argmin(medians))]
+        assert places[d, widths[0]] in ("interior", "limit")
+        assert target == pytest.approx(np.median([plain_reference(cell, d, lr, s) for s in range(SEEDS)]), rel=2e-5)
+        on_grid = [np.median([plain_reference(cell, d, r, s) for s in range(SEEDS)]) for r in LRS]
+        assert target <= min(on_grid) * (1 + 2e-5)
+
+
+GRID = tuple(0.03 * 10 ** (k / 4) for k in range(9))  # --lr-grid 0.03..3:9:log
+
+
+def bowl(optimum: float, diverge_above: float = np.inf, calls: list | None = None):
+    """Synthetic reference losses [rate, seed]: 1 + (log10 lr − log10 optimum)² + 0.01·seed over 3 seeds, +∞
+    (diverged) above ``diverge_above``; each call's rates appended to ``calls``."""
+    def losses_at(rates):
+        if calls is not None:
+            calls.append(list(rates))
+        r = np.asarray(rates, float)[:, None]
+        loss = 1 + (np.log10(r) - np.log10(optimum)) ** 2 + 0.01 * np.arange(3)[None, :]
+        return np.where(r > diverge_above, np.inf, loss)
+    return losses_at
+
+
+def test_a_reference_whose_optimum_lies_below_the_grid_is_extended_until_interior():
+    """Optimum at lr 0.002, below the grid's 0.03: the choice on the grid is its smallest rate (an edge), so the
+    search runs the next 9 rates below it (0.03·10^(−k/4), k = 1..9, one block of the grid's size) and chooses
+    k = 5, 0.03·10^(−1.25) = 1.687e-3 (|log10 distance| 0.074, against 0.176 at k = 4): interior, its target the
+    median over seeds 1 + 0.074² + 0.01."""
+    calls = []
+    target, lr, place, lanes = tuned_reference(bowl(0.002, calls=calls), GRID)
+    assert place == "interior"
+    assert lr == pytest.approx(0.03 * 10 ** -1.25, rel=1e-12)
+    assert target == pytest.approx(1 + (np.log10(lr) - np.log10(0.002)) ** 2 + 0.01, rel=1e-12)
+    assert len(calls) == 2 and all(len(c) == len(GRID) for c in calls)
+    assert min(lanes) == pytest.approx(0.03 * 10 ** (-9 / 4), rel=1e-12)
+
+
+def test_a_reference_whose_optimum_lies_above_the_grid_stops_at_the_stability_limit():
+    """Loss falling all the way up to the optimum 1000, every rate above 10 diverging: the search climbs from 3
+    by 10^(1/4) and chooses the largest stable rate tried, 3·10^(2/4) = 9.49, whose next rate (3·10^(3/4) = 16.9)
+    diverged on every seed: the true limit."""
+    target, lr, place, _ = tuned_reference(bowl(1000.0, diverge_above=10.0), GRID)
+    assert place == "limit"
+    assert lr == pytest.approx(3 * 10 ** 0.5, rel=1e-12)
+
+
+def test_a_reference_search_that_runs_out_of_steps_says_grid_end_and_the_report_warns():
+    """Optimum at 10⁻⁹, beyond 12 steps below 0.03 (3·10⁻⁵): the choice stays on the edge, place "grid end", and
+    the grid report's warning names the cell."""
+    from otod.nets.sweep.grid import reference_edge_lines
+
+    target, lr, place, _ = tuned_reference(bowl(1e-9), GRID, steps=12)
+    assert place == "grid end"
+    assert lr == pytest.approx(0.03 * 10 ** -3, rel=1e-12)
+    lines = reference_edge_lines({(256.0, 73.0): (target, lr), (512.0, 73.0): (1.0, 0.3)}, GRID,
+                                 {(256.0, 73.0): place, (512.0, 73.0): "interior"})
+    assert "interior at 1 of 2 cells" in lines[0] and "D = 256, P = 73 (lr 3e-05)" in lines[0]
+    assert len(lines) == 2 and "still on the edge" in lines[1] and "D = 256, P = 73" in lines[1]

@@ -104,3 +104,20 @@ def test_a_reference_lr_on_an_edge_of_the_lr_grid_is_warned_by_cell():
     assert "largest of --lr-grid (3) at D = 256, P = 2305:" in lines[1]
     assert reference_edge_lines({(1024.0, 73.0): (0.4, 0.3)}, (0.03, 0.3, 3.0)) == []
     assert reference_edge_lines({}, (0.03, 3.0)) == []
+
+
+def test_the_side_by_side_summary_prints_each_grids_law_as_its_report_does(grid_run):
+    """`regimes_side_by_side` of two labels on one file: two McCandlish rows with the same a and b, each the
+    report's printed a and b (3 significant digits), and the report's verdict."""
+    from otod.nets.sweep.grid import regimes_side_by_side
+
+    text, path = grid_run
+    _, a, b = printed(text)
+    summary = regimes_side_by_side({"finite": path, "again": path}, n_boot=500)
+    rows = [line for line in summary.splitlines() if "McCandlish" in line and line.split()[0] in ("finite", "again")]
+    assert len(rows) == 2
+    numbers = [re.findall(r"(-?[\d.]+(?:e-?\d+)?) \[", row)[:2] for row in rows]
+    assert numbers[0] == numbers[1]
+    assert float(numbers[0][0]) == pytest.approx(a, rel=1e-9) and float(numbers[0][1]) == pytest.approx(b, rel=1e-9)
+    verdict = re.search(r"verdict: (.+)", text[text.index("McCandlish (S(B)"):]).group(1).strip()
+    assert rows[0].split("  ")[-1].startswith(verdict)
