@@ -46,11 +46,11 @@ the floor is at β's true limit.
 reads the choices; the pipeline runs it after the core's run and before the sweep's one analysis:
 `otod.core.pipeline.made`). The rate: condition, depth and toy sweeps (`otod.condition.kind`,
 `otod.depth.kind`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to
-3·1.36¹² ≈ 122 times the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is at the end of the
-user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise and params sweeps
-whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up to 1.1·10⁻³ below
-it, `otod.noise.search`), and the depth and toy sweeps' heavy-ball and Adam (β₁) on their default list 0, 0.9 …
-0.999 (`default_beta_ladder`); a --beta list is tried as given.
+3·1.36¹² ≈ 122 times the reference step); a grid the user gives is tried as given (0 steps: a choice on its end
+is at the end of the user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise
+and params sweeps whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up
+to 1.1·10⁻³ below it, `otod.noise.search`), and the depth and toy sweeps' heavy-ball and Adam (β₁) on their
+default list 0, 0.9 … 0.999 (`default_beta_ladder`); a --beta list is tried as given.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ import numpy as np
 from otod.core import results as results_io
 from otod.core.config import DEFAULT_LR_GRID, SweepConfig, default_path, read_config
 from otod.core.errors import OtodError
+from otod.core.registry import Place
 
 #: Steps beyond each end of the default grid: 0.1/1.362¹² ≈ 2.5·10⁻³ up to 3·1.362¹² ≈ 122 times the reference
 #: step. Measured on `otod sweep depth` and `otod sweep condition --k 1..100 --lr tuned` (defaults): no choice sits
@@ -169,8 +170,8 @@ class Request(NamedTuple):
 def requests(config: SweepConfig, placed, steps: int,
              betas: tuple[float, ...] = ()) -> tuple[list[Request], int]:
     """The next round's lanes (`Request`s) and how many choices sit on an edge they may not leave (the steps are
-    used up), read off the choices of the sweep's analysis on the point estimates (``placed``: the kind's
-    `otod.core.registry.Place`, `otod.core.analysis.Placed` per group: each series' choice per point, and the
+    used up), read off the choices of the sweep's analysis on the point estimates (``placed``: what the kind's
+    `otod.core.registry.Place` gives, an `otod.core.analysis.Placed` per group: each series' choice per point, and the
     group's records, whose fields name the point in full, the method and the fields its groups split off):
     every (method, point) whose chosen rate is on the edge of the rates tried at its β, with the next rate beyond
     that edge not yet tried; and, with ``betas`` (`beta_ladder`), every (method that reads β, point) whose chosen
@@ -282,13 +283,13 @@ def merged(results: results_io.Results, runs: list[results_io.Results], said: di
     return results_io.load(results.path)
 
 
-def bracketed(config: SweepConfig, results: results_io.Results, place: Callable[[results_io.Results], Any],
-              steps: int, *, betas: tuple[float, ...] = (), progress: Callable[[dict], None] | None = None,
+def bracketed(config: SweepConfig, results: results_io.Results, place: Place, steps: int, *,
+              betas: tuple[float, ...] = (), progress: Callable[[dict], None] | None = None,
               yes: bool = False) -> results_io.Results:
     """The pipeline's bracket stage (`otod.core.registry.Bracketing`): extend the sweep's rates (``steps`` beyond
     each end) and β (through ``betas``, `beta_ladder`) round by round until no choice sits on an edge it may
     leave (module docstring); the results, with each round's lanes merged into the file. Each round reads where
-    the choices lie from ``place`` (the kind's `otod.core.registry.Place`: the analysis's choices on the point
+    the choices lie from ``place`` (the kind's `otod.core.registry.Place`: its analysis's choices on the point
     estimates, no bootstrap or fit), so the sweep's full analysis is made once, by the pipeline, on the results
     this returns. Nothing to extend (``steps`` 0 or no tuned rate, and no ``betas``): the results as they are,
     nothing placed."""

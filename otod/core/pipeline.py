@@ -61,8 +61,8 @@ def made(config, *, out_dir: str | Path = "results", progress: Callable[[dict], 
     back), the stages the kind declares on them, and then the analysis, made once on the records they leave: the
     bracket (``kind.bracket``, a `otod.core.registry.Bracketing`: `otod.core.bracket.bracketed`, with
     ``lr_extend`` steps, None: its `otod.core.bracket.default_steps`), whose rounds read the analysis's choices on
-    the point estimates alone (the kind's ``presentation.place``: no bootstrap, no fit), so a sweep that brackets over several
-    rounds still bootstraps and fits once. ``run(config, out_dir, progress, yes, extra_meta)`` replaces the
+    the point estimates alone (the kind's ``presentation.place``: no bootstrap, no fit), so a sweep that brackets
+    over several rounds still bootstraps and fits once. ``run(config, out_dir, progress, yes, extra_meta)`` replaces the
     core's run where a kind answers a sweep without lanes (the noise obstacle's exact path,
     `otod.noise.exact.run_exact`, whose mode is no field of the config); it searches its own lattice to its
     limits, so no stage brackets it."""
