@@ -12,7 +12,8 @@ command into fresh folders, alternating which goes first, with the compilation c
 each; it prints each run's wall and CPU seconds (user + system of the child), the per-pair ratios B/A, the medians,
 and whether the pair's records are equal (pandas ``equals`` on the results file). Then, on B's last results file,
 the median of ``--repeats`` calls of the kind's full analysis against its placement (in-process, this checkout's
-code): the part of a round the change removes.
+code): the part of a round the change removes. ``--stages``: also, per run, the CPU seconds spent in the kind's analyses and in the
+bracket's reads of the choices during the command (`STAGES`), the work the change moves, apart from the lanes'.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-COMMAND = ["sweep", "condition", "--k", "1..100:5:log", "--dim", "16", "--seeds", "8", "--lr", "tuned", "--lr-grid",
-           "0.5,0.7", "--lr-extend", "4", "--method", "gd,heavy-ball", "--no-plot"]
+#: 30 κ × 3 methods × 16 seeds on a grid of two rates, extended 4 rounds (3,472 lanes beyond the grid): a full
+#: analysis of its records takes about 1.3 s (the bootstrap, the fits and the theory beside them), a placement 0.1 s.
+COMMAND = ["sweep", "condition", "--k", "1..100:30:log", "--dim", "8", "--seeds", "16", "--lr", "tuned", "--lr-grid",
+           "0.5,0.7", "--lr-extend", "4", "--method", "gd,heavy-ball,nesterov", "--no-plot"]
 
 
 def timed(tree: Path, out: Path) -> tuple[float, float]:
@@ -38,10 +41,48 @@ def timed(tree: Path, out: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "otod", *COMMAND, "--out", str(out)], check=True, capture_output=True,
-                   env={**os.environ, "PYTHONPATH": str(tree)})
+                   env={**os.environ, "PYTHONPATH": str(tree)}, cwd=out.parent)  # not here: '' comes first on the path
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+#: Run in a child with a tree on its path: the command in-process, with the CPU seconds (``time.process_time``) of
+#: every call of the kind's analysis (``otod.core.pipeline.analyse``, once per round before, once after) and of
+#: every read the bracket makes of the choices (the ``place`` it is given, after; none before).
+STAGES = """
+import sys, time
+import otod.core.bracket as bracket, otod.core.pipeline as pipeline
+from click.testing import CliRunner
+from otod.cli import main
+spent = {"analyse": [0.0, 0], "place": [0.0, 0]}
+def timer(name, function):
+    def call(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[name][0] += time.process_time() - start
+            spent[name][1] += 1
+    return call
+pipeline.analyse = timer("analyse", pipeline.analyse)
+old = bracket.bracketed
+def bracketed(config, results, place, *args, **kwargs):
+    return old(config, results, timer("place", place) if callable(place) else place, *args, **kwargs)
+bracket.bracketed = bracketed
+result = CliRunner().invoke(main, sys.argv[1:])
+assert result.exit_code == 0, result.output
+print(spent["analyse"][0], spent["analyse"][1], spent["place"][0], spent["place"][1], pipeline.__file__)
+"""
+
+
+def stages(tree: Path, out: Path) -> tuple[float, int, float, int]:
+    """(CPU s in the analyses, their count, CPU s in the bracket's reads, their count) of one run (`STAGES`)."""
+    done = subprocess.run([sys.executable, "-c", STAGES, *COMMAND, "--out", str(out)], check=True,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)}, cwd=out.parent)
+    analysed, analyses, placed, placements, where = done.stdout.split()[-5:]
+    assert Path(where).resolve().is_relative_to(tree), (where, tree)  # the tree asked for ran
+    return float(analysed), int(analyses), float(placed), int(placements)
 
 
 def records(out: Path):
@@ -76,6 +117,7 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=HERE, help="the tree after (B; default this one)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--stages", action="store_true", help="also the CPU seconds of the analyses and reads")
     args = parser.parse_args()
     trees = {"A": args.base.resolve(), "B": args.tree.resolve()}
     folder = Path(tempfile.mkdtemp(prefix="bench-bracket-"))
@@ -94,6 +136,12 @@ def main() -> None:
         a, b = (statistics.median(r[n][i] for r in rows) for n in ("A", "B"))
         ratios = statistics.median(r["B"][i] / r["A"][i] for r in rows)
         print(f"median {what}: A {a:.2f} s, B {b:.2f} s, median per-pair B/A {ratios:.3f}")
+    if args.stages:
+        for k in range(args.rounds):
+            for name in (("A", "B") if k % 2 == 0 else ("B", "A")):
+                analysed, analyses, placed, placements = stages(trees[name], folder / f"stages-{k}-{name}")
+                print(f"stages {k + 1} {name}: {analyses} analyses {analysed:.2f} s CPU, {placements} reads of the "
+                      f"choices {placed:.2f} s CPU, together {analysed + placed:.2f} s", flush=True)
     full, placed = parts(folder / f"{args.rounds - 1}-B", args.repeats)
     print(f"on B's file: full analysis {full:.3f} s, placement {placed:.3f} s (median of {args.repeats})")
     shutil.rmtree(folder)

@@ -193,7 +193,7 @@ def counting_reads(counts: Counts, inside: dict, bracketed):
 
 #: The commands whose grid the bracket stage extends (`otod.core.bracket`: it reads the choices once, and once
 #: more after each round it runs), and the one whose choices sit on an edge, so that it runs a round.
-BRACKETED = ("condition", "depth", "toy", "noise-simulate", "params", "condition-bracketed")
+BRACKETED = ("condition", "depth", "toy", "noise-simulate", "condition-bracketed")
 #: The commands the fast suite runs: a plain sweep (the exact NQM, no lanes) and a bracketed one that runs a round
 #: (with the two modes of several sweeps below, every mode of the pipeline); the others, 12-84 s each on a loaded
 #: 2-core machine (load 15), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
