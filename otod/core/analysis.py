@@ -28,7 +28,8 @@ estimate 2.94 (restricted: [2.23, 3.86]). A series with one setting per point ha
 
 One `Analysis` per command (`analyse`): per group of static points, per series, the `Bootstrap` (with the
 `Choice` and `Cube` it rests on), the `summary` rows a table prints, the obstacle's reading of the fit, and the
-chosen records; the table, the figure and ``otod fit`` all read it.
+chosen records; the table, the figure and ``otod fit`` all read it. Its first step, the choices alone on the point
+estimates (`placements`), is what the bracket reads between its rounds (`otod.core.bracket`).
 
 Counts, as every table and fit reads them: a converged lane holds its count; a censored or stalled lane is only
 a lower bound (+∞ in a median: leaving it out would bias the median low); a diverged lane is +∞ for the

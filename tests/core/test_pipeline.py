@@ -10,7 +10,7 @@ time, so the counts do not depend on which module imported what first. The exact
 simulated noise figure draws beside the measurement is the analysis's theory, counted apart. The bracket
 (`otod.core.bracket`: the rate in condition and depth, β in the simulated noise sweeps) is a stage of the
 pipeline that runs before the analysis and makes no choice of its own: each of its rounds reads the analysis's
-choices on the point estimates only (`otod.core.analysis.placements`, the kind's ``place``: the one rule,
+choices on the point estimates only (`otod.core.analysis.placements`, its presentation's ``place``: the one rule,
 `chosen`, on every seed, with no bootstrap and no fit), and the full analysis (choice, bootstrap, fits) is made
 once per sweep, on the records the last round leaves, however many rounds ran. No command calls `select` or
 `mark_selection`, the selection outside an analysis."""
@@ -81,13 +81,13 @@ def counted(monkeypatch, simulated: bool) -> Counts:
     ``place`` `otod.core.bracket.bracketed` is given) a placement. Rows are counted per sweep and analysis:
     ``("row", sweep, analysis, row)`` for a selection, ``("chosen", sweep, analysis, row)`` for a call of the
     choice (``"placed row"`` and ``"placed chosen"`` per sweep and placement within a placement, whose choices
-    are "placement choices" and whose bootstraps, of which there must be none, "... in a placement"); a choice
-    outside every sweep is counted under "choices after the sweeps" (a mode that chose again after its sweeps
-    returned), one on a cube no selection made under "unknown choices"."""
+    are "placement choices" and whose bootstraps and resampled choices, of which there must be none, "... in a
+    placement"); a choice outside every sweep is counted under "choices after the sweeps" (a mode that chose
+    again after its sweeps returned), one on a cube no selection made under "unknown choices"."""
     counts = Counts()
     cubes, table_of, choice = analysis_module.cubes, columns_module.table_of, analysis_module.chosen
     to_pandas, analyse = results_module.Results.to_pandas, pipeline_module.analyse
-    bracketed, bootstrap = bracket_module.bracketed, analysis_module.bootstrap
+    bracketed, bootstrap, rechosen = bracket_module.bracketed, analysis_module.bootstrap, analysis_module.rechosen
     made = {}  # id(cube) → (the cube, kept alive so its id is not reused; its kind; its records' rows)
     depth = [0]
     inside = {"placement": 0}  # within a read of the bracket's (the kind's ``place``)
@@ -131,6 +131,10 @@ def counted(monkeypatch, simulated: bool) -> Counts:
         counts[f"{kind} bootstraps" + " in a placement" * bool(inside["placement"])] += 1
         return bootstrap(cube, *args, **kwargs)
 
+    def counting_rechosen(*args, **kwargs):  # the choice redone on resampled seeds
+        counts["resampled choices" + " in a placement" * bool(inside["placement"])] += 1
+        return rechosen(*args, **kwargs)
+
     def one_sweep(function, given: str | None = None):
         def call(*args, **kwargs):
             counts["sweeps"] += depth[0] == 0 and (given is None or kwargs.get(given) is None)
@@ -161,6 +165,7 @@ def counted(monkeypatch, simulated: bool) -> Counts:
     monkeypatch.setattr(pipeline_module, "analyse", counting_analyse)
     monkeypatch.setattr(bracket_module, "bracketed", counting_reads(counts, inside, bracketed))
     monkeypatch.setattr(analysis_module, "bootstrap", counting_bootstrap)
+    monkeypatch.setattr(analysis_module, "rechosen", counting_rechosen)
     monkeypatch.setattr(pipeline_module, "made", one_sweep(pipeline_module.made))
     monkeypatch.setattr(pipeline_module, "present", one_sweep(pipeline_module.present, given="analysis"))
     monkeypatch.setattr(columns_module, "table_of", counting_table_of)
@@ -230,9 +235,9 @@ def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, mo
 
 def assert_placed_on_point_estimates(counts: Counts, placements: int) -> None:
     """The bracket read the choices ``placements`` times (a round's read, and the read that finds nothing left to
-    run): in each, every record passed through one selection and one call of the choice, and no bootstrap ran;
-    the analysis bootstrapped each of its series once; the last read's choices are the analysis's own (the same
-    records chosen, with the same edge flags)."""
+    run): in each, every record passed through one selection and one call of the choice, and no bootstrap or
+    choice on resampled seeds ran; the analysis bootstrapped each of its series once; the last read's choices are
+    the analysis's own (the same records chosen, with the same edge flags)."""
     assert counts["placements"] == placements, counts
     assert not any("in a placement" in k for k in counts if isinstance(k, str)), counts
     assert counts["sweep bootstraps"] == counts["sweep choices"], counts
