@@ -15,10 +15,10 @@ def _kinds() -> tuple:
 
 
 def _presentation() -> Presentation:
-    from otod.condition.records import condition_analysis
+    from otod.condition.records import condition_analysis, condition_placements
     from otod.condition.report import figure, text_report
 
-    return Presentation(condition_analysis, text_report, figure)
+    return Presentation(condition_analysis, text_report, figure, condition_placements)
 
 
 def _commands() -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from otod.core.api import Analysis, analyse, frame_at, power_law, power_law_fitter
+from otod.core.api import Analysis, Placed, analyse, frame_at, placements, power_law, power_law_fitter
 
 #: The fits' asymptotic range: κ at or above this (the count at κ = 1 is 1 by construction).
 FIT_MIN_KAPPA = 10.0
@@ -39,9 +39,21 @@ def condition_analysis(results, tol: float | None = None) -> Analysis:
     from otod.core.api import lr_given
 
     config, tol, frame = frame_at(results, tol)
-    return analysis_of(frame, point=tuple(n for n, _ in config.axes), static=config.static_axes,
+    return analysis_of(frame, point=point_fields(config), static=config.static_axes,
                        preds=predictions(results.meta, tol), tol=tol, config=config,
                        given=("lr",) if lr_given(results.meta) else ())
+
+
+def point_fields(config) -> tuple[str, ...]:
+    """The fields of a point of a condition sweep: every axis (β, where there is one, is a setting)."""
+    return tuple(n for n, _ in config.axes)
+
+
+def condition_placements(results) -> tuple[Placed, ...]:
+    """The choices `condition_analysis` makes at the sweep's own tol, on the point estimates alone (the same
+    records, points and groups; no bootstrap, no fit): what the bracket's rounds read (`otod.core.bracket`)."""
+    config, _, frame = frame_at(results, None)
+    return placements(frame, point=point_fields(config), by=config.static_axes)
 
 
 def coordinate_wise_note(config) -> str | None:

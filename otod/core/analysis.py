@@ -28,7 +28,8 @@ estimate 2.94 (restricted: [2.23, 3.86]). A series with one setting per point ha
 
 One `Analysis` per command (`analyse`): per group of static points, per series, the `Bootstrap` (with the
 `Choice` and `Cube` it rests on), the `summary` rows a table prints, the obstacle's reading of the fit, and the
-chosen records; the table, the figure and ``otod fit`` all read it.
+chosen records; the table, the figure and ``otod fit`` all read it. Its first step, the choices alone on the point
+estimates (`placements`), is what the bracket reads between its rounds (`otod.core.bracket`).
 
 Counts, as every table and fit reads them: a converged lane holds its count; a censored or stalled lane is only
 a lower bound (+∞ in a median: leaving it out would bias the median low); a diverged lane is +∞ for the
@@ -626,36 +627,63 @@ def heading_of(fields: Sequence[str], key: tuple) -> str:
     return ", ".join(f"{n} = {v:g}" for n, v in zip(fields, key))
 
 
+@dataclass(frozen=True, eq=False)
+class Placed:
+    """One group's choices on the point estimates (`placements`): ``key`` the values of its grouping fields,
+    ``rows`` its records (each cube's ``row`` indexes them, and their fields name a point in full), ``choices``
+    one `Choice` per series (the cube inside it)."""
+
+    key: tuple
+    rows: pd.DataFrame
+    choices: tuple[Choice, ...]
+
+
+def placements(frame: pd.DataFrame, *, point: Sequence[str], by: Sequence[str] = (),
+               series: str = "method") -> tuple[Placed, ...]:
+    """Each point's chosen setting, and where it lies, on the point estimates alone: one group per value of the
+    ``by`` fields (sorted), in each one `Cube` per ``series`` over the ``point`` fields and its `chosen` (the one
+    rule, on every seed), with no bootstrap, summary or fit. It is the first step of `analyse`, which adds those
+    to these very choices; on its own it is what the bracket's rounds read (`otod.core.bracket`: which choices
+    sit on an edge of the rates or β tried), so a sweep whose bracket adds rounds makes its full analysis once,
+    after the last round, instead of once per round (issue 51: one selection, one bootstrap)."""
+    by = [f for f in by if f in frame]
+    if by and len(frame):
+        parts = [(tuple(k if isinstance(k, tuple) else (k,)), rows) for k, rows in frame.groupby(by, sort=True)]
+    else:
+        parts = [((), frame)]
+    return tuple(Placed(key, rows, tuple(chosen(cube) for cube in (cubes(rows, point, series) if len(rows) else [])))
+                 for key, rows in parts)
+
+
 def analyse(frame: pd.DataFrame, *, point: Sequence[str], axis: str,
             statistic: Callable[[np.ndarray], Statistic] = lambda x: PowerLaw(),
             fit: Callable[[str, Bootstrap, Statistic, pd.DataFrame], Any] | None = None, by: Sequence[str] = (),
             series: str = "method", heading: Callable[[Sequence[str], tuple], str] = heading_of,
             tol: float | None = None, theory: Any = None, config: Any = None, n_boot: int = 1000,
             seed: int = 0, given: Sequence[str] = ()) -> Analysis:
-    """The analysis of records (one frame, at one rung: `at_rung`): one group per value of the ``by`` fields
-    (sorted), in each one `Cube` per series over the ``point`` fields, the chosen settings, their summaries
-    along ``axis``, and the bootstrap of ``statistic(x)`` (x: the group's sorted axis values; the statistic may
-    depend on them, e.g. a fit range), read by ``fit(name, bootstrap, statistic, summary)`` (the series' summary
-    rows, with ``learning_rate``, the chosen absolute step, where the records carry one). ``n_boot`` 0: the
-    choice and medians alone, no interval. ``given``: the settings ("lr", "beta") whose values the user listed,
-    so a choice on their end is at a list's end (`lr_places`, `beta_places`). Every record passes through one selection here (`cubes`, `chosen`):
-    a command makes one `Analysis`, so it selects once."""
+    """The analysis of records (one frame, at one rung: `at_rung`): the `placements` (one group per value of the
+    ``by`` fields, sorted; in each one `Cube` per series over the ``point`` fields and its chosen settings), then
+    per series its summary along ``axis`` and the bootstrap of ``statistic(x)`` (x: the group's sorted axis
+    values; the statistic may depend on them, e.g. a fit range), read by ``fit(name, bootstrap, statistic,
+    summary)`` (the series' summary rows, with ``learning_rate``, the chosen absolute step, where the records
+    carry one). ``n_boot`` 0: the choice and medians alone, no interval. ``given``: the settings ("lr", "beta")
+    whose values the user listed, so a choice on their end is at a list's end (`lr_places`, `beta_places`). Every
+    record passes through one selection here (`cubes`, `chosen`): a command makes one `Analysis`, so it selects
+    once."""
     by = [f for f in by if f in frame]
-    if by and len(frame):
-        parts = [(tuple(k if isinstance(k, tuple) else (k,)), rows) for k, rows in frame.groupby(by, sort=True)]
-    else:
-        parts = [((), frame)]
     groups = []
-    for key, rows in parts:
+    for placed in placements(frame, point=point, by=by, series=series):
+        rows = placed.rows
         stat = statistic(np.unique(rows[axis].to_numpy(float))) if len(rows) else statistic(np.array([]))
         found = []
-        for cube in cubes(rows, point, series) if len(rows) else []:
-            boot = bootstrap(cube, axis, stat, n_boot=n_boot, seed=seed)
+        for choice in placed.choices:
+            cube = choice.cube
+            boot = bootstrap(cube, axis, stat, n_boot=n_boot, seed=seed, choice=choice)
             rows_summary = summary(boot.choice, axis, given)
             if "learning_rate" in rows:
                 rows_summary = rows_summary.assign(learning_rate=chosen_learning_rates(rows, boot.choice))
             found.append(SeriesAnalysis(cube.series, boot, rows_summary,
                                         fit(cube.series, boot, stat, rows_summary) if fit else None))
         picked = chosen_rows(rows, [s.choice for s in found], given) if found else rows.iloc[:0]
-        groups.append(Group(heading(by, key) if by else "", key, stat, tuple(found), picked, rows))
+        groups.append(Group(heading(by, placed.key) if by else "", placed.key, stat, tuple(found), picked, rows))
     return Analysis(axis, tol, tuple(groups), theory, config)

@@ -40,11 +40,11 @@ PARTS = {
     "results": "Results SUFFIXES cpu_model digest environment jsonable load_results=load save_results=save",
     "columns": "table_of",
     # The analysis: the one choice of lr and β, its bootstrap, fits and laws, the critical batch, the bracket.
-    "analysis": "Analysis GRID_END Group INTERIOR LIMIT LIST_END SeriesAnalysis analyse at_rung chosen cubes fit_line "
-                "fit_medians frame_of lr_places no_ci_reason power_law rechosen seed_draws",
+    "analysis": "Analysis GRID_END Group INTERIOR LIMIT LIST_END Placed SeriesAnalysis analyse at_rung chosen cubes "
+                "fit_line fit_medians frame_of lr_places no_ci_reason placements power_law rechosen seed_draws",
     "joint_law": "ABOVE BELOW INSIDE NONE GridAnalysis PlaneLaw analyse_grid",
     "critical_batch": "BatchAnalysis N_BOOT Series analyse_batches describe_critical_batch inside mccandlish_fit "
-                      "scaling_rules",
+                      "place_batches scaling_rules",
     "fit": "power_law_fitter",
     "laws": "LAWS law_curves law_fit law_table",
     "bracket": "applies beta_floor beta_ladder default_beta_ladder ladder lr_extend_option lr_given place_lines",

@@ -8,9 +8,12 @@ the optimum's count, and a law fitted through such points measures the grid, not
 exact path searches its rates to their limit (`otod.noise.search`); a sweep run by the core (condition, depth)
 runs a fixed grid, so it brackets instead.
 
-**The rule.** After the sweep, every (method, point) is chosen by its one analysis (`otod.core.analysis`:
-the lowest median count over seeds, censored and diverged lanes as +∞, ties to the smaller rate and β), whose
-choices the search reads (`requests`): it makes none of its own. Where the
+**The rule.** After the sweep, every (method, point) is chosen by the rule of its one analysis
+(`otod.core.analysis.chosen`: the lowest median count over seeds, censored and diverged lanes as +∞, ties to the
+smaller rate and β), whose choices the search reads (`requests`): it makes none of its own. A round reads them on
+the point estimates alone (the kind's `otod.core.registry.Place`, `otod.core.analysis.placements`: the analysis's
+records, fields and rule, without its bootstrap and fits), since where a choice lies needs no interval; the full
+analysis is made once, after the last round (`otod.core.pipeline.made`). Where the
 choice's rate is the largest (smallest) tried at its β with a finite median (``lr_on_edge``), the next rate up
 (down) is run: the grid's end times its end ratio to the power k (the ratio of the grid's last two values, or
 its first two: for the default grid 0.1–3, (3/0.1)^(1/11) ≈ 1.36), k = 1, 2, … up to ``steps`` (`DEFAULT_STEPS`;
@@ -25,8 +28,8 @@ results file, after the sweep's own records (which stay byte for byte as they we
 checksum), with ``meta["bracket"]``: the records the plan made (``planned_records``, all that
 `otod.core.reuse` shares with another sweep), the steps allowed, the lanes added and the runs. The rounds'
 small sweeps are written beside it (``<file>.bracket/``), so an interrupted round resumes from them, and are
-merged into the file at each round's end (then removed), whose records, changed, the kind analyses once more: the
-next round reads that analysis's choices, and the last one is the analysis the command presents. The same
+merged into the file at each round's end (then removed), whose records, changed, the next round places anew;
+after the last, the pipeline analyses the merged file once, the analysis the command presents. The same
 command reads the merged file back: its choices are off their edges, or at the steps' end, so nothing runs
 again.
 
@@ -39,14 +42,15 @@ decade for the default list) while 1 − β ≥ `beta_floor`, where the run's fl
 (10⁻¹⁴ in float64, as the exact search's floor; 10⁻⁵ in float32, the simulator's default precision). A choice on
 the floor is at β's true limit.
 
-**Who brackets.** A kind that declares the stage (`otod.core.registry.Bracketing`; the pipeline runs it after
-the core's run, on the sweep's one analysis: `otod.core.pipeline.made`). The rate: condition, depth and toy
-sweeps (`otod.condition.kind`, `otod.depth.kind`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to 3·1.36¹² ≈ 122 times
-the reference step); a grid the user gives is tried as given (0 steps: a choice on its end is at the end of the
-user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise and params sweeps
-whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up to 1.1·10⁻³ below
-it, `otod.noise.search`), and the depth and toy sweeps' heavy-ball and Adam (β₁) on their default list 0, 0.9 …
-0.999 (`default_beta_ladder`); a --beta list is tried as given.
+**Who brackets.** A kind that declares the stage (`otod.core.registry.Bracketing`; its presentation's ``place``
+reads the choices; the pipeline runs it after the core's run and before the sweep's one analysis:
+`otod.core.pipeline.made`). The rate: condition, depth and toy sweeps (`otod.condition.kind`,
+`otod.depth.kind`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to
+3·1.36¹² ≈ 122 times the reference step); a grid the user gives is tried as given (0 steps: a choice on its end
+is at the end of the user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise
+and params sweeps whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up
+to 1.1·10⁻³ below it, `otod.noise.search`), and the depth and toy sweeps' heavy-ball and Adam (β₁) on their
+default list 0, 0.9 … 0.999 (`default_beta_ladder`); a --beta list is tried as given.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ import numpy as np
 from otod.core import results as results_io
 from otod.core.config import DEFAULT_LR_GRID, SweepConfig, default_path, read_config
 from otod.core.errors import OtodError
+from otod.core.registry import Place
 
 #: Steps beyond each end of the default grid: 0.1/1.362¹² ≈ 2.5·10⁻³ up to 3·1.362¹² ≈ 122 times the reference
 #: step. Measured on `otod sweep depth` and `otod sweep condition --k 1..100 --lr tuned` (defaults): no choice sits
@@ -162,23 +167,24 @@ class Request(NamedTuple):
     rate: float | None
 
 
-def requests(config: SweepConfig, analysis, steps: int,
+def requests(config: SweepConfig, placed, steps: int,
              betas: tuple[float, ...] = ()) -> tuple[list[Request], int]:
     """The next round's lanes (`Request`s) and how many choices sit on an edge they may not leave (the steps are
-    used up), read off the sweep's one analysis (``analysis``: `otod.core.analysis.Analysis`; each series' choice
-    per point, and the group's records, whose fields name the point in full, the method and the fields its
-    groups split off): every (method, point) whose chosen rate is on the edge of the rates tried at its β, with
-    the next rate beyond that edge not yet tried; and, with ``betas`` (`beta_ladder`), every (method that reads β,
-    point) whose chosen β is the largest tried, with the next of ``betas`` not yet tried, at every rate of the
-    grid. A choice per point rests on that point's records alone, so it is the choice a search of its own would
-    make; the requests come in the order of a search over the records (methods as they first appear, β before
-    rates, points sorted), so the rounds run, and append their lanes, in one order."""
+    used up), read off the choices of the sweep's analysis on the point estimates (``placed``: what the kind's
+    `otod.core.registry.Place` gives, an `otod.core.analysis.Placed` per group: each series' choice per point, and the
+    group's records, whose fields name the point in full, the method and the fields its groups split off):
+    every (method, point) whose chosen rate is on the edge of the rates tried at its β, with the next rate beyond
+    that edge not yet tried; and, with ``betas`` (`beta_ladder`), every (method that reads β, point) whose chosen
+    β is the largest tried, with the next of ``betas`` not yet tried, at every rate of the grid. A choice per
+    point rests on that point's records alone, so it is the choice a search of its own would make; the requests
+    come in the order of a search over the records (methods as they first appear, β before rates, points
+    sorted), so the rounds run, and append their lanes, in one order."""
     axes = tuple(n for n, _ in config.axes)
     point = [n for n in axes if n != "beta"]
     found, stuck, first = [], 0, {}
-    for group in analysis.groups:
-        for series in group.series:
-            choice, cube = series.choice, series.cube
+    for group in placed:
+        for choice in group.choices:
+            cube = choice.cube
             lanes = choice.at_choice(cube.row).max(-1)  # a lane run at each point's chosen setting
             records = group.rows.iloc[lanes]
             method = str(records["method"].iloc[0]) if len(records) else cube.series
@@ -277,31 +283,31 @@ def merged(results: results_io.Results, runs: list[results_io.Results], said: di
     return results_io.load(results.path)
 
 
-def bracketed(config: SweepConfig, results: results_io.Results, analysis, steps: int, *,
-              betas: tuple[float, ...] = (), analyse: Callable[[results_io.Results], Any] | None = None,
-              progress: Callable[[dict], None] | None = None, yes: bool = False) -> tuple[results_io.Results, Any]:
+def bracketed(config: SweepConfig, results: results_io.Results, place: Place, steps: int, *,
+              betas: tuple[float, ...] = (), progress: Callable[[dict], None] | None = None,
+              yes: bool = False) -> results_io.Results:
     """The pipeline's bracket stage (`otod.core.registry.Bracketing`): extend the sweep's rates (``steps`` beyond
-    each end) and β (through ``betas``, `beta_ladder`) round by round until no choice of its one analysis
-    (``analysis``, the kind's, on ``results``) sits on an edge it may leave (module docstring). Each round's lanes
-    are merged into the results file and the records, changed, are analysed once more (``analyse``, default the
-    kind's: `otod.core.pipeline.analyse`): (the results, their analysis), the pair the pipeline presents. Nothing to extend (``steps`` 0 or no tuned rate, and no
-    ``betas``): both as they are."""
+    each end) and β (through ``betas``, `beta_ladder`) round by round until no choice sits on an edge it may
+    leave (module docstring); the results, with each round's lanes merged into the file. Each round reads where
+    the choices lie from ``place`` (the kind's `otod.core.registry.Place`: its analysis's choices on the point
+    estimates, no bootstrap or fit), so the sweep's full analysis is made once, by the pipeline, on the results
+    this returns. Nothing to extend (``steps`` 0 or no tuned rate, and no ``betas``): the results as they are,
+    nothing placed."""
     from otod.core.sweep import run_sweep
 
     steps = steps if applies(config) else 0
     if (steps <= 0 and not betas) or results.path is None:
-        return results, analysis
+        return results
     folder = side_folder(results.path)
     said = {"lr_steps": steps, **({"beta_floor": 1.0 - max(betas)} if betas else {})}
     while True:
-        wanted, _ = requests(config, analysis, steps, tuple(betas))
+        wanted, _ = requests(config, place(results), steps, tuple(betas))
         if not wanted:
-            return results, analysis
+            return results
         runs = [run_sweep(sub, path=default_path(sub, folder), progress=progress, yes=yes, reuse=False)
                 for sub in sub_configs(config, wanted)]
         results = merged(results, runs, said, 1, sum(len(r) for r in runs))
         shutil.rmtree(folder, ignore_errors=True)
-        analysis = analyse(results) if analyse is not None else config.kind.presented.analyse(results, None)
 
 
 def default_beta_ladder(config: SweepConfig, default: tuple[float, ...]) -> tuple[float, ...]:

@@ -305,12 +305,28 @@ def analyse_batches(frame: pd.DataFrame, meta: dict, *, axis: str, point: tuple[
     one selection; ``fit`` False: the choice and medians only (a curve to draw). ``config``: the sweep's typed config
     (`otod.core.config.read_config` of ``meta``), kept as the analysis's ``config`` for its report and figure."""
     batch = axis == "batch"
-    by = tuple(f for f in by if f in frame) if batch else ()
-    point = tuple(dict.fromkeys(tuple(by) + tuple(point)))
+    point, by = batch_fields(frame, axis=axis, point=point, by=by)
     found = core.analyse(frame, point=point, axis=axis, by=by,
                          statistic=lambda x: critical_batch_fit if batch and fit else no_statistic,
                          fit=reading(axis, fit, by), n_boot=n_boot if batch and fit else 0, seed=seed)
     return BatchAnalysis(found.axis, found.tol, found.groups, None, config, meta=meta, n_boot=n_boot)
+
+
+def batch_fields(frame: pd.DataFrame, *, axis: str, point: tuple[str, ...], by: tuple[str, ...] = ("dim",)
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(point fields, group fields) of a batch sweep's analysis (`analyse_batches`) or its bracket's read
+    (`place_batches`): the ``by`` fields the records hold panel a batch sweep, and join its point; a params
+    sweep is one group."""
+    by = tuple(f for f in by if f in frame) if axis == "batch" else ()
+    return tuple(dict.fromkeys(by + tuple(point))), by
+
+
+def place_batches(frame: pd.DataFrame, *, axis: str, point: tuple[str, ...], by: tuple[str, ...] = ("dim",)
+                  ) -> tuple[core.Placed, ...]:
+    """The choices `analyse_batches` makes on these records, on the point estimates alone
+    (`otod.core.analysis.placements`: no bootstrap, no fit): what the bracket's rounds read."""
+    point, by = batch_fields(frame, axis=axis, point=point, by=by)
+    return core.placements(frame, point=point, by=by)
 
 
 def inside(b_crit: float, batches) -> bool:

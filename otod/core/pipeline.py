@@ -58,10 +58,11 @@ def made(config, *, out_dir: str | Path = "results", progress: Callable[[dict], 
          yes: bool = False, extra_meta: Callable[[], dict] | None = None, lr_extend: int | None = None,
          run: Callable[..., Any] | None = None) -> tuple[Any, Any]:
     """A sweep's results and its one analysis: the core's run (`otod.core.sweep.run_sweep`: run, resume or read
-    back), the analysis, and the stages the kind declares on them: the bracket (``kind.bracket``, a
-    `otod.core.registry.Bracketing`: `otod.core.bracket.bracketed`, with ``lr_extend`` steps, None: its
-    `otod.core.bracket.default_steps`), whose search reads that analysis's choices and, where it ran lanes,
-    analyses the merged records once more. ``run(config, out_dir, progress, yes, extra_meta)`` replaces the
+    back), the stages the kind declares on them, and then the analysis, made once on the records they leave: the
+    bracket (``kind.bracket``, a `otod.core.registry.Bracketing`: `otod.core.bracket.bracketed`, with
+    ``lr_extend`` steps, None: its `otod.core.bracket.default_steps`), whose rounds read the analysis's choices on
+    the point estimates alone (the kind's ``presentation.place``: no bootstrap, no fit), so a sweep that brackets
+    over several rounds still bootstraps and fits once. ``run(config, out_dir, progress, yes, extra_meta)`` replaces the
     core's run where a kind answers a sweep without lanes (the noise obstacle's exact path,
     `otod.noise.exact.run_exact`, whose mode is no field of the config); it searches its own lattice to its
     limits, so no stage brackets it."""
@@ -71,15 +72,14 @@ def made(config, *, out_dir: str | Path = "results", progress: Callable[[dict], 
         results = run_sweep(config, out_dir=out_dir, progress=progress, yes=yes, extra_meta=extra_meta)
     else:
         results = run(config, out_dir, progress, yes, extra_meta)
-    analysis = analyse(results)
     rule = config.kind.bracket
     if rule is not None and run is None:
         from otod.core.bracket import bracketed, default_steps
 
         steps = (default_steps(config) if lr_extend is None else lr_extend) if rule.lr else 0
-        results, analysis = bracketed(config, results, analysis, steps, betas=rule.betas(config), analyse=analyse,
-                                      progress=progress, yes=yes)
-    return results, analysis
+        results = bracketed(config, results, config.kind.presented.place, steps, betas=rule.betas(config),
+                            progress=progress, yes=yes)
+    return results, analyse(results)
 
 
 def sweep(config, *, out_dir: str | Path = "results", plot: bool = True, full: bool = False,

@@ -19,9 +19,10 @@ if TYPE_CHECKING:  # the registry itself stays free of JAX, so `otod --help` is 
     from otod.core.methods import Method
 
 # The hooks below are typed with "SweepConfig" (`otod.core.config.SweepConfig`), "Results"
-# (`otod.core.results.Results`) and "Analysis" (`otod.core.analysis.Analysis`, or a subclass such as
-# `otod.core.critical_batch.BatchAnalysis`). Those names are not imported, not even for a type checker: the config
-# module imports this one, and the layout test counts every import statement as an edge of the import graph.
+# (`otod.core.results.Results`), "Analysis" (`otod.core.analysis.Analysis`, or a subclass such as
+# `otod.core.critical_batch.BatchAnalysis`) and "Placed" (`otod.core.analysis.Placed`). Those names are not
+# imported, not even for a type checker: the config module imports this one, and the layout test counts every
+# import statement as an edge of the import graph.
 
 #: A point of a sweep: axis name → value (traced and static axes by name, as the records hold them).
 Point = Mapping[str, float]
@@ -65,15 +66,26 @@ class DrawFigure(Protocol):
                  analysis: "Analysis | None" = None) -> list[Path]: ...
 
 
+class Place(Protocol):
+    """``place(results)`` → the choices the kind's `Analyse` makes on ``results`` at the sweep's own target, on
+    the point estimates alone (`otod.core.analysis.placements`: the same records, fields and rule, without the
+    bootstrap and fits): what the bracket's rounds read (`otod.core.bracket.bracketed`), so a sweep that brackets
+    over several rounds is analysed in full once, after the last."""
+
+    def __call__(self, results: "Results") -> tuple["Placed", ...]: ...
+
+
 @dataclass(frozen=True)
 class Presentation:
     """How a sweep's results are shown, the three together (`otod.core.pipeline.present` runs analyse, then report
     and figure on that one analysis): a kind has all three or none (a test-only kind, whose results are read as
-    records only)."""
+    records only); and ``place``, the analysis's choices alone (`Place`), which a kind that brackets
+    (`Bracketing`) must give."""
 
     analyse: Analyse
     report: ReportText
     figure: DrawFigure
+    place: Place | None = None
 
 
 class RecordFields(Protocol):
@@ -116,9 +128,10 @@ def no_betas(config: "SweepConfig") -> tuple[float, ...]:
 @dataclass(frozen=True)
 class Bracketing:
     """A stage of the pipeline (`otod.core.pipeline.made`) for a kind whose grid is bracketed after the core's run
-    (`otod.core.bracket.bracketed`), read off the sweep's one analysis: ``lr`` its tuned rate beyond the grid's
-    ends (``--lr-extend`` steps; default `otod.core.bracket.default_steps`), ``betas(config)`` the β tried beyond
-    the list's largest towards 1 (`otod.core.bracket.default_beta_ladder`; empty: the list as given)."""
+    (`otod.core.bracket.bracketed`), read off the choices of the sweep's analysis on the point estimates (the
+    kind's `Presentation.place`): ``lr`` its tuned rate beyond the grid's ends (``--lr-extend`` steps; default
+    `otod.core.bracket.default_steps`), ``betas(config)`` the β tried beyond the list's largest towards 1
+    (`otod.core.bracket.default_beta_ladder`; empty: the list as given)."""
 
     lr: bool = True
     betas: Callable[["SweepConfig"], tuple[float, ...]] = no_betas
@@ -233,7 +246,13 @@ def register_lazily(name: str, summary: str, *, kinds: Callable[[], tuple[SweepK
         def figure(results, base, **kwargs) -> list:
             return shown().figure(results, base, **kwargs)
 
-        attached = {"presentation": Presentation(analyse, report, figure)}
+        def place(results) -> tuple:
+            if shown().place is None:
+                raise OtodError(f"{name} sweeps register no read of their choices (Presentation.place), which "
+                                "their bracket stage needs")
+            return shown().place(results)
+
+        attached = {"presentation": Presentation(analyse, report, figure, place)}
 
     @functools.lru_cache(maxsize=1)
     def sweeps() -> tuple:

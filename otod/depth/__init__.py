@@ -19,10 +19,10 @@ def _kinds() -> tuple:
 
 
 def _presentation() -> Presentation:
-    from otod.depth.records import depth_analysis
+    from otod.depth.records import depth_analysis, depth_placements
     from otod.depth.report import figure, text_report
 
-    return Presentation(depth_analysis, text_report, figure)
+    return Presentation(depth_analysis, text_report, figure, depth_placements)
 
 
 def _commands() -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from otod.core.api import Analysis, analyse, frame_at, frame_of
+from otod.core.api import Analysis, Placed, analyse, frame_at, frame_of, placements
 from otod.depth.linear import init_name
 
 
@@ -41,11 +41,25 @@ def analysis_of(frame: pd.DataFrame, *, axis: str, point=None, by=(), tol: float
 def depth_analysis(results, tol: float | None = None) -> Analysis:
     """The sweep's analysis at ``tol`` (default: its own tol; another rung of its ladder is read from the recorded
     first hits): what the table, the laws, the figure and ``otod fit`` read."""
+    config, tol, frame, axes, by = read_at(results, tol)
+    return analysis_of(frame, axis=config.main_axis, point=axes, by=by, tol=tol, config=config,
+                       given=given_settings(results.meta, config))
+
+
+def read_at(results, tol: float | None = None):
+    """What a depth or toy analysis reads at ``tol``: (config, tol, the records with stalled lanes at the cap,
+    the point fields (every axis), the group fields (the width, where swept))."""
     config, tol, frame = frame_at(results, tol)
     frame = stalled_at_cap(frame, config.resolved_max_iters)
     axes = tuple(n for n, _ in config.axes)
-    return analysis_of(frame, axis=config.main_axis, point=axes, by=("width",) if "width" in axes else (), tol=tol,
-                       config=config, given=given_settings(results.meta, config))
+    return config, tol, frame, axes, ("width",) if "width" in axes else ()
+
+
+def depth_placements(results) -> tuple[Placed, ...]:
+    """The choices `depth_analysis` makes at the sweep's own tol, on the point estimates alone (the same records,
+    series, points and groups; no bootstrap, no law): what the bracket's rounds read (`otod.core.bracket`)."""
+    _, _, frame, axes, by = read_at(results)
+    return placements(frame.assign(series=series_labels(frame)), point=axes, by=by, series="series")
 
 
 def given_settings(meta: dict, config) -> tuple[str, ...]:

@@ -17,11 +17,11 @@ def _kinds() -> tuple:
 
 
 def _presentation() -> Presentation:
-    from otod.noise.analysis import analyse
+    from otod.noise.analysis import analyse, placed
     from otod.noise.figures import sweep_figure
     from otod.noise.report import text_report
 
-    return Presentation(analyse, text_report, sweep_figure)
+    return Presentation(analyse, text_report, sweep_figure, placed)
 
 
 def _commands() -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from otod.core.api import BatchAnalysis, N_BOOT, analyse_batches
+from otod.core.api import BatchAnalysis, N_BOOT, Placed, analyse_batches
 from otod.noise import records as noise_records
 
 #: The analysis of a noise sweep is the core's batch analysis.
@@ -30,11 +30,26 @@ def analyse(results, *, n_boot: int = N_BOOT, seed: int = 0, fit: bool = True, t
     noise sweeps record one)."""
     from otod.core.api import read_config
 
-    axis = "dim" if results.meta["sweep"] == "params" else "batch"
+    axis = sweep_axis(results.meta)
     found = analyse_batches(noise_records.frame(results), results.meta, axis=axis,
                             point=noise_records.POINT_FIELDS, n_boot=n_boot, seed=seed, fit=fit,
                             config=read_config(results.meta))
     return dataclasses.replace(found, theory=ExactTwin(results.meta))
+
+
+def placed(results) -> tuple[Placed, ...]:
+    """The choices `analyse` makes on a simulated noise or params `Results`, on the point estimates alone
+    (`otod.core.critical_batch.place_batches` on the same records: no bootstrap, no fit): what the bracket's
+    rounds read (`otod.core.bracket`)."""
+    from otod.core.api import place_batches
+
+    return place_batches(noise_records.frame(results), axis=sweep_axis(results.meta),
+                         point=noise_records.POINT_FIELDS)
+
+
+def sweep_axis(meta: dict) -> str:
+    """The axis a noise or params sweep's analysis reads along: d for a params sweep, B for a noise sweep."""
+    return "dim" if meta["sweep"] == "params" else "batch"
 
 
 class ExactTwin:

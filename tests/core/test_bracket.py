@@ -63,12 +63,11 @@ def records_of(counts: dict[tuple[str, float, float], tuple[str, int]], seeds: i
 
 
 def choices(config: SweepConfig, records: list[dict], by: tuple[str, ...] = ()):
-    """The one analysis the bracket's search reads (`otod.core.analysis.analyse`: the choice and medians, no
-    bootstrap), over every axis but β, split by ``by`` as a kind's groups split a sweep."""
-    from otod.core.analysis import analyse, frame_of
+    """The choices the bracket's search reads (`otod.core.analysis.placements`: the analysis's choice on the
+    point estimates, no bootstrap), over every axis but β, split by ``by`` as a kind's groups split a sweep."""
+    from otod.core.analysis import frame_of, placements
 
-    axes = tuple(n for n, _ in config.axes)
-    return analyse(frame_of(records), point=axes, axis=axes[0], by=by, n_boot=0)
+    return placements(frame_of(records), point=tuple(n for n, _ in config.axes), by=by)
 
 
 def test_only_a_choice_on_an_edge_asks_for_the_next_rate_beyond_it():

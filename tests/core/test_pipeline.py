@@ -9,18 +9,22 @@ by their row: a second analysis, or a selection outside it, would pass a row aga
 time, so the counts do not depend on which module imported what first. The exact NQM's curve that a
 simulated noise figure draws beside the measurement is the analysis's theory, counted apart. The bracket
 (`otod.core.bracket`: the rate in condition and depth, β in the simulated noise sweeps) is a stage of the
-pipeline that reads the one analysis's choices and makes none of its own; where it runs a round, the merged
-records are the sweep's records anew and are analysed once more (one analysis per state of the records). No
-command calls `select` or `mark_selection`, the selection outside an analysis."""
+pipeline that runs before the analysis and makes no choice of its own: each of its rounds reads the analysis's
+choices on the point estimates only (`otod.core.analysis.placements`, its presentation's ``place``: the one rule,
+`chosen`, on every seed, with no bootstrap and no fit), and the full analysis (choice, bootstrap, fits) is made
+once per sweep, on the records the last round leaves, however many rounds ran. No command calls `select` or
+`mark_selection`, the selection outside an analysis."""
 
 from __future__ import annotations
 
 import collections
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import otod.core.analysis as analysis_module
+import otod.core.bracket as bracket_module
 import otod.core.columns as columns_module
 import otod.core.pipeline as pipeline_module
 import otod.core.results as results_module
@@ -60,26 +64,42 @@ SWEEPS = {
 }
 
 
-def counted(monkeypatch, simulated: bool) -> collections.Counter:
+class Counts(collections.Counter):
+    """The counts, and ``kept``: what each of the bracket's reads returned (``placed``) and each analysis
+    (``analysed``), in order."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept = {"placed": [], "analysed": []}
+
+
+def counted(monkeypatch, simulated: bool) -> Counts:
     """Count the passes named in the module docstring; on a simulated sweep, frames and records of the exact path
     (mode "exact") are the theory's, counted under ``theory``. A sweep is each call from outside the pipeline of
     `otod.core.pipeline.made` (which `sweep` calls), or of `present` without an analysis (``otod fit``, ``otod
-    plot``); each call of its `analyse` numbers an analysis. Rows are counted per sweep and analysis: ``("row",
-    sweep, analysis, row)`` for a selection, ``("chosen", sweep, analysis, row)`` for a call of the choice; a
-    choice outside every sweep is counted under "choices after the sweeps" (a mode that chose again after its
-    sweeps returned), one on a cube no selection made under "unknown choices"."""
-    counts = collections.Counter()
+    plot``); each call of its `analyse` numbers an analysis, each call of the bracket's read of the choices (the
+    ``place`` `otod.core.bracket.bracketed` is given) a placement. Rows are counted per sweep and analysis:
+    ``("row", sweep, analysis, row)`` for a selection, ``("chosen", sweep, analysis, row)`` for a call of the
+    choice (``"placed row"`` and ``"placed chosen"`` per sweep and placement within a placement, whose choices
+    are "placement choices" and whose bootstraps and resampled choices, of which there must be none, "... in a
+    placement"); a choice outside every sweep is counted under "choices after the sweeps" (a mode that chose
+    again after its sweeps returned), one on a cube no selection made under "unknown choices"."""
+    counts = Counts()
     cubes, table_of, choice = analysis_module.cubes, columns_module.table_of, analysis_module.chosen
     to_pandas, analyse = results_module.Results.to_pandas, pipeline_module.analyse
+    bracketed, bootstrap, rechosen = bracket_module.bracketed, analysis_module.bootstrap, analysis_module.rechosen
     made = {}  # id(cube) → (the cube, kept alive so its id is not reused; its kind; its records' rows)
     depth = [0]
+    inside = {"placement": 0}  # within a read of the bracket's (the kind's ``place``)
 
     def theory_frame(frame) -> bool:
         return simulated and "mode" in frame and len(frame) > 0 and bool((frame["mode"] == "exact").all())
 
     def counting_cubes(frame, *args, **kwargs):
         kind = "search" if frame.attrs.get("search") else "theory" if theory_frame(frame) else "sweep"
-        if kind == "sweep":
+        if kind == "sweep" and inside["placement"]:
+            counts.update(("placed row", counts["sweeps"], counts["placements"], int(i)) for i in frame.index)
+        elif kind == "sweep":
             counts.update(("row", counts["sweeps"], counts["analyses"], int(i)) for i in frame.index)
         counts[f"{kind} records selected".replace("sweep ", "")] += len(frame)
         out = cubes(frame, *args, **kwargs)
@@ -91,6 +111,9 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
         _, kind, rows = made.get(id(cube), (cube, "unknown", ()))
         if depth[0] == 0:
             counts["choices after the sweeps"] += 1
+        elif kind == "sweep" and inside["placement"]:
+            counts.update(("placed chosen", counts["sweeps"], counts["placements"], int(i)) for i in rows)
+            kind = "placement"
         elif kind == "sweep":
             counts.update(("chosen", counts["sweeps"], counts["analyses"], int(i)) for i in rows)
         counts[f"{kind} choices"] += 1
@@ -99,7 +122,18 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     def counting_analyse(*args, **kwargs):
         counts["analyses"] += 1
         counts[("analyses", counts["sweeps"])] += 1
-        return analyse(*args, **kwargs)
+        out = analyse(*args, **kwargs)
+        counts.kept["analysed"].append(out)
+        return out
+
+    def counting_bootstrap(cube, *args, **kwargs):
+        _, kind, _ = made.get(id(cube), (cube, "unknown", ()))
+        counts[f"{kind} bootstraps" + " in a placement" * bool(inside["placement"])] += 1
+        return bootstrap(cube, *args, **kwargs)
+
+    def counting_rechosen(*args, **kwargs):  # the choice redone on resampled seeds
+        counts["resampled choices" + " in a placement" * bool(inside["placement"])] += 1
+        return rechosen(*args, **kwargs)
 
     def one_sweep(function, given: str | None = None):
         def call(*args, **kwargs):
@@ -129,6 +163,9 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     monkeypatch.setattr(analysis_module, "cubes", counting_cubes)
     monkeypatch.setattr(analysis_module, "chosen", counting_chosen)
     monkeypatch.setattr(pipeline_module, "analyse", counting_analyse)
+    monkeypatch.setattr(bracket_module, "bracketed", counting_reads(counts, inside, bracketed))
+    monkeypatch.setattr(analysis_module, "bootstrap", counting_bootstrap)
+    monkeypatch.setattr(analysis_module, "rechosen", counting_rechosen)
     monkeypatch.setattr(pipeline_module, "made", one_sweep(pipeline_module.made))
     monkeypatch.setattr(pipeline_module, "present", one_sweep(pipeline_module.present, given="analysis"))
     monkeypatch.setattr(columns_module, "table_of", counting_table_of)
@@ -138,9 +175,30 @@ def counted(monkeypatch, simulated: bool) -> collections.Counter:
     return counts
 
 
-#: The commands whose grid the bracket stage extends (`otod.core.bracket`), and the one whose choices sit on an
-#: edge, so that it runs a round.
-BRACKETED = ("condition", "depth", "noise-simulate", "condition-bracketed")
+def counting_reads(counts: Counts, inside: dict, bracketed):
+    """`otod.core.bracket.bracketed` with each of its reads of the choices (the ``place`` it is given, once per
+    round and once more) counted as a placement of the sweep, ``inside["placement"]`` set while it runs."""
+
+    def counting_bracketed(config, results, place, *args, **kwargs):
+        def counting_place(*place_args, **place_kwargs):
+            counts["placements"] += 1
+            counts[("placements", counts["sweeps"])] += 1
+            inside["placement"] += 1
+            try:
+                out = place(*place_args, **place_kwargs)
+            finally:
+                inside["placement"] -= 1
+            counts.kept["placed"].append(out)
+            return out
+
+        return bracketed(config, results, counting_place, *args, **kwargs)
+
+    return counting_bracketed
+
+
+#: The commands whose grid the bracket stage extends (`otod.core.bracket`: it reads the choices once, and once
+#: more after each round it runs), and the one whose choices sit on an edge, so that it runs a round.
+BRACKETED = ("condition", "depth", "toy", "noise-simulate", "condition-bracketed")
 #: The commands the fast suite runs: a plain sweep (the exact NQM, no lanes) and a bracketed one that runs a round
 #: (with the two modes of several sweeps below, every mode of the pipeline); the others, 12-84 s each on a loaded
 #: 2-core machine (load 15), run with ``python3 -m pytest -m slow tests/core/test_pipeline.py``.
@@ -149,6 +207,10 @@ FAST = ("noise-exact", "condition-bracketed")
 
 @pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(COMMANDS)])
 def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, monkeypatch):
+    """One full analysis per sweep (choice, bootstrap, fits), however many rounds the bracket ran: each round
+    reads where the choices lie on the point estimates only (the kind's ``place``: `otod.core.analysis.chosen` on
+    every seed, once per record, no bootstrap and no fit), and the last read, on the records the analysis then
+    reads, makes the analysis's very choices."""
     args, simulated = COMMANDS[name]
     counts = counted(monkeypatch, simulated)
     result = CliRunner().invoke(main, args + ["--out", str(tmp_path)])
@@ -156,18 +218,45 @@ def test_a_sweep_command_selects_once_and_builds_columns_once(name, tmp_path, mo
     assert "figure:" in result.output
     monkeypatch.undo()
     ran = rounds(tmp_path)
-    assert_selected_once(counts, analyses=1 + ran)
-    # the bracket's search chooses nothing of its own: it reads the analysis's choices
+    assert_selected_once(counts)
+    # the bracket's search chooses nothing of its own: it reads the choices of the analysis's rule
     assert counts["search choices"] == counts["search records selected"] == 0, counts
     assert ran > 0 or name != "condition-bracketed", "the bracketed command ran no round"
+    assert_placed_on_point_estimates(counts, ran + 1 if name in BRACKETED else counts["placements"])
     # one build, one for each small sweep of the bracket's rounds (its own file) and one for each round merged into
-    # the file (its records changed); one frame per analysis
+    # the file (its records changed); one frame for the analysis and one for each read of the bracket's
     subs = sum(len((load(p).meta.get("bracket") or {}).get("runs", ())) for p in tmp_path.glob("*.parquet"))
-    assert counts["column builds"] == 1 + subs + ran and counts["frames"] == 1 + ran, counts
+    assert counts["column builds"] == 1 + subs + ran and counts["frames"] == 1 + counts["placements"], counts
     if simulated:  # the exact curve beside the measurement: the analysis's theory, made once
         assert counts["theory records selected"] > 0 and counts["theory column builds"] == 1, counts
     else:
         assert counts["theory records selected"] == 0, counts
+
+
+def assert_placed_on_point_estimates(counts: Counts, placements: int) -> None:
+    """The bracket read the choices ``placements`` times (a round's read, and the read that finds nothing left to
+    run): in each, every record passed through one selection and one call of the choice, and no bootstrap or
+    choice on resampled seeds ran; the analysis bootstrapped each of its series once; the last read's choices are
+    the analysis's own (the same records chosen, with the same edge flags)."""
+    assert counts["placements"] == placements, counts
+    assert not any("in a placement" in k for k in counts if isinstance(k, str)), counts
+    assert counts["sweep bootstraps"] == counts["sweep choices"], counts
+    for what in ("placed row", "placed chosen"):
+        rows = {k: v for k, v in counts.items() if isinstance(k, tuple) and k[0] == what}
+        assert (bool(rows) == bool(placements)) and max(rows.values(), default=1) == 1, counts
+    if not placements:
+        return
+    assert counts["placement choices"] > 0, counts
+    (analysed,) = counts.kept["analysed"]
+    flags = {}
+    for group in counts.kept["placed"][-1]:
+        for choice in group.choices:
+            rows = choice.at_choice(choice.cube.row)
+            labels = group.rows.index.to_numpy()[rows[rows >= 0]]
+            edges = np.broadcast_to(choice.lr_on_edge[:, None], rows.shape)[rows >= 0]
+            flags.update(zip(labels.tolist(), edges.tolist()))
+    chosen = analysed.chosen
+    assert flags == dict(zip(chosen.index.tolist(), chosen["lr_on_edge"].to_numpy(bool).tolist()))
 
 
 def rounds(folder) -> int:
@@ -185,16 +274,16 @@ def test_a_mode_of_several_sweeps_chooses_once_per_sweep(name, tmp_path, monkeyp
     result = CliRunner().invoke(main, args + ["--out", str(tmp_path / "run.parquet")])
     assert result.exit_code == 0, result.output
     assert_selected_once(counts, sweeps)
-    assert counts["search choices"] == 0 and counts["sweep choices"] >= sweeps, counts
+    assert counts["search choices"] == counts["placements"] == 0 and counts["sweep choices"] >= sweeps, counts
 
 
-def assert_selected_once(counts: collections.Counter, sweeps: int = 1, analyses: int = 1) -> None:
-    """``sweeps`` sweeps ran (or were read back), each with ``analyses`` analyses (one; one more per round the
-    bracket merged); in each analysis, every record passed through one selection and through one call of the
-    choice (`otod.core.analysis.chosen`): none twice, none left out; no choice made after the sweeps returned,
-    none outside a selection, and nothing selected outside an analysis."""
+def assert_selected_once(counts: collections.Counter, sweeps: int = 1) -> None:
+    """``sweeps`` sweeps ran (or were read back), each with one analysis (however many rounds its bracket ran);
+    in each analysis, every record passed through one selection and through one call of the choice
+    (`otod.core.analysis.chosen`): none twice, none left out; no choice made after the sweeps returned, none
+    outside a selection, and nothing selected outside an analysis."""
     assert counts["sweeps"] == sweeps, counts
-    assert all(counts[("analyses", n)] == analyses for n in range(1, sweeps + 1)), counts
+    assert all(counts[("analyses", n)] == 1 for n in range(1, sweeps + 1)), counts
     for what in ("row", "chosen"):
         rows = {k: v for k, v in counts.items() if isinstance(k, tuple) and k[0] == what}
         assert rows and max(rows.values()) == 1, {k: v for k, v in rows.items() if v > 1} or f"no record {what}"
