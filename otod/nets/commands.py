@@ -199,13 +199,19 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     if "batch" not in dict(config.axes):
         refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
+    _echo_sweep(config, given, lr_extend, predict, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json)
+
+
+def _echo_sweep(config, given, lr_extend, predict: bool, *, out, plot: bool, yes: bool, pdf: bool,
+                as_json: bool) -> None:
+    """Run one net sweep through the core pipeline and print its report; ``--lr-extend`` (``lr_extend``, as typed)
+    steps its rate's bracket (`otod.core.bracket`), 0 where not given: the grid as given."""
     from otod.core.api import echo_report, lr_extend_option, sweep
     from otod.nets.sweep.predict import run_meta
 
-    steps = lr_extend_option(given, lr_extend, config)  # None where not given: the grid as given, 0 steps
-    extra = run_meta(config, predict)
-    echo_report(sweep(config, out_dir=out, plot=not no_plot, progress=terminal_progress(), yes=yes, pdf=pdf,
-                      extra_meta=extra, lr_extend=0 if steps is None else steps), as_json)
+    steps = lr_extend_option(given, lr_extend, config)
+    echo_report(sweep(config, out_dir=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
+                      extra_meta=run_meta(config, predict), lr_extend=0 if steps is None else steps), as_json)
 
 
 def commands() -> dict[str, list]:
