@@ -83,3 +83,29 @@ def test_lr_extend_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and says in lines[0], result.output
+
+
+@pytest.mark.slow  # about 60 s on 2 cores: the reference runs of a 2 × 2 grid and its bracket
+def test_a_bracketed_grid_keeps_each_cells_held_out_target_and_runs_no_new_reference(tmp_path, monkeypatch):
+    """``--regime finite`` on a 2 × 2 (D, width) grid with --lr-extend 2: the reference runs are made once (when the
+    config is built; the bracket's sub-sweeps carry its table), and every lane the bracket adds stops at its cell's
+    held-out target, the same number as the grid's own lanes of that cell."""
+    from otod.nets.model import reference
+
+    calls = []
+    table = reference.reference_table
+    monkeypatch.setattr(reference, "reference_table", lambda *a, **k: calls.append(1) or table(*a, **k))
+    args = ["sweep", "net", "--data", "teacher", "--regime", "finite", "--examples", "128,256", "--width", "4,8",
+            "--batch", "8,16", "--seeds", "2", "--lr-grid", "0.3,1", "--max-iters", "300", "--no-plot",
+            "--lr-extend", "2", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    results = load(next(tmp_path.glob("net-*.parquet")))
+    planned = results.meta["bracket"]["planned_records"]
+    assert calls == [1] and planned == 2 * 2 * 2 * 2 * 2 and len(results.records) > planned
+    target = {}
+    for r in results.records[:planned]:
+        target.setdefault((r["examples"], r["width"]), set()).add(r["held_out_target"])
+    assert all(len(values) == 1 for values in target.values())
+    for r in results.records[planned:]:
+        assert {r["held_out_target"]} == target[r["examples"], r["width"]]
