@@ -17,10 +17,13 @@ and a choice on the grid's edge is flagged.
 
 The rate is bracketed only when asked (`BRACKET`): ``otod sweep net --lr-extend N`` runs, where a point's chosen lr
 is on an end of the grid, up to N steps beyond it at the end's own ratio (`otod.core.bracket`), until the choice is
-inside the rates tried or the next larger rate diverges. Without it (0 steps, `otod.core.bracket.default_steps` for
-a grid other than the core's default) the grid is tried as given, so every existing results file reads back
-unchanged. β is not bracketed (heavy-ball's --beta list is tried as given): the kind's β ladder would run by
-default, not on request.
+inside the rates tried or the next larger rate diverges. Without it every net caller of the pipeline passes 0 steps
+(the command, `otod.nets.batch_api`, --branch-at and --batch-schedule, which refuse --lr-extend), so the grid is
+tried as given and every existing results file reads back unchanged; the figures read theirs back through
+`otod.core.sweep.run_sweep`, which no stage follows. A bracket's sub-sweeps carry the config's problem, so a
+``--regime`` grid's lanes beyond the grid stop at their cell's held-out target, from the reference runs made once.
+β is not bracketed (heavy-ball's --beta list is tried as given): the kind's β ladder would run by default, not on
+request.
 """
 
 from __future__ import annotations
