@@ -81,7 +81,7 @@ def critical_batch(loss, params, data, init=None, *, batches=BATCHES, target: fl
     extra = run_meta(config, predict)
     with tempfile.TemporaryDirectory() as scratch:
         report = sweep(config, out_dir=scratch if out is None else out, plot=False, progress=progress,
-                       extra_meta=extra)
+                       extra_meta=extra, lr_extend=0)  # the grid as given (`otod.nets.sweep.kind.BRACKET`)
         points = tuple(reading(s) for s in report.analysis.series)
         results = report.results
         return CriticalBatchResult(records=tuple(results.records), config=read_config(results.meta).to_dict(),
@@ -146,7 +146,7 @@ def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data
                         x64=x64, regime=regime)
     with tempfile.TemporaryDirectory() as scratch:
         report = sweep(config, out_dir=scratch if out is None else out, plot=False, progress=progress,
-                       extra_meta=run_meta(config, False))
+                       extra_meta=run_meta(config, False), lr_extend=0)  # the grid as given
         results = report.results
         return GridResult(records=tuple(results.records), config=read_config(results.meta).to_dict(),
                           report=report.text, path=None if out is None else str(results.path),

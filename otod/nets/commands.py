@@ -66,6 +66,10 @@ NET_SEEDS = 5
 @click.option("--lr-grid", default=None,
               help="Absolute steps tried (adam: multipliers of 1e-2). Default 1e-3..10, 4 per decade. "
                    "E.g. --lr-grid 0.01..3:11:log")
+@click.option("--lr-extend", default=None,
+              help="Steps beyond each end of --lr-grid (at its end's log spacing) tried where a point's best lr sits "
+                   "on that end, until it is inside the rates tried or the next larger one diverges. Default 0 (the "
+                   "grid as given); not with --branch-at or --batch-schedule. E.g. --lr-extend 4")
 @click.option("--predict/--no-predict", default=True, show_default=True,
               help="Also predict S(B) from an NQM built from the net's measured Hessian spectrum and gradient noise "
                    "(batch sweeps). With --branch-at: off unless given; --predict builds the NQM at every "
@@ -103,7 +107,7 @@ NET_SEEDS = 5
 @common_sweep_options(default_seeds=NET_SEEDS)
 def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, regime, loss, method,
               target,
-              beta, schedule, max_iters, lr, lr_grid, predict, branch_at, branch_batch, branch_lr, branch_to,
+              beta, schedule, max_iters, lr, lr_grid, lr_extend, predict, branch_at, branch_batch, branch_lr, branch_to,
               trace_examples, batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
     """Steps to a training-loss target of a small real net against batch size, width or depth.
 
@@ -160,6 +164,10 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
             if name != "examples":  # the first N of the model's own examples
                 refuse_ignored(given, name, f"describes otod's own nets; --model {model} defines its own network "
                                             "and data, drop it")
+    if branch_at is not None or batch_schedule is not None:
+        refuse_ignored(given, "lr_extend", "brackets the lr of one net sweep; --branch-at and --batch-schedule run "
+                                           "sweeps of their own over --lr-grid as given; drop --lr-extend or widen "
+                                           "--lr-grid")
     if lr != "tuned":
         refuse_ignored(given, "lr_grid", f"the steps --lr tuned tries; --lr {lr} runs one step; drop --lr-grid or use "
                                          "--lr tuned")
@@ -191,12 +199,19 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     if "batch" not in dict(config.axes):
         refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
-    from otod.core.api import echo_report, sweep
+    _echo_sweep(config, given, lr_extend, predict, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json)
+
+
+def _echo_sweep(config, given, lr_extend, predict: bool, *, out, plot: bool, yes: bool, pdf: bool,
+                as_json: bool) -> None:
+    """Run one net sweep through the core pipeline and print its report; ``--lr-extend`` (``lr_extend``, as typed)
+    steps its rate's bracket (`otod.core.bracket`), 0 where not given: the grid as given."""
+    from otod.core.api import echo_report, lr_extend_option, sweep
     from otod.nets.sweep.predict import run_meta
 
-    extra = run_meta(config, predict)
-    echo_report(sweep(config, out_dir=out, plot=not no_plot, progress=terminal_progress(), yes=yes, pdf=pdf,
-                      extra_meta=extra), as_json)
+    steps = lr_extend_option(given, lr_extend, config)
+    echo_report(sweep(config, out_dir=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
+                      extra_meta=run_meta(config, predict), lr_extend=0 if steps is None else steps), as_json)
 
 
 def commands() -> dict[str, list]:

@@ -397,7 +397,7 @@ def run_along(config, branching: Branching, *, out="results", plot: bool = False
                            "reference_batch": branching.batch, "reference_lr": branching.lr,
                            **({"levels": levels} if levels else {})}}
         report = sweep(tuned, out_dir=part_out(out, f"step{step}"), plot=plot, progress=progress, yes=yes, pdf=pdf,
-                       extra_meta=lambda: meta)
+                       extra_meta=lambda: meta, lr_extend=0)  # the grid as given (`otod.nets.sweep.kind.BRACKET`)
         stored = stored or read_config(report.results.meta).to_dict()
         path = None if report.results.path is None else str(report.results.path)
         values, cis = measured_predictors(tuned, branching, report.analysis.series, nqm, init_spectra,

@@ -299,14 +299,14 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     meta = {"batch_schedule": {"schedule": schedule.text, "initial_loss": start, "milestones": list(milestones)}}
     say = echo or (lambda text: None)
     constant = sweep(dataclasses.replace(config, target=target_of(milestones[-1])), out_dir=part_out(out, "constant"),
-                     plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
+                     plot=plot, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta, lr_extend=0)
     say(f"constant batch to the final target {milestones[-1]:.4g}: results: {constant.results.path}")
     constant_choice = choice_of(constant)
     runs, choices, paths = [], [], [constant.results.path]
     for k, (phase, milestone) in enumerate(zip(schedule.phases, milestones)):
         history = encode(config.seed, runs) if runs else None
         report = sweep(phase_config(config, history, phase.batch, milestone), out_dir=part_out(out, f"phase{k + 1}"),
-                       plot=False, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta)
+                       plot=False, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta, lr_extend=0)
         runs.append(phase_run(report, config.seeds))
         choices.append(choice_of(report))
         paths.append(report.results.path)

@@ -14,13 +14,23 @@ its ``ignores`` rule (sgd and adam run at the first β only). The lr grid holds 
 reference step is 1; adam's is 1e-2): a net's sharpness moves during training, so no fixed stability limit
 bounds the grid; it spans 10⁻³ to 10 (4 per decade), lanes above the stable range diverge and are recorded so,
 and a choice on the grid's edge is flagged.
+
+The rate is bracketed only when asked (`BRACKET`): ``otod sweep net --lr-extend N`` runs, where a point's chosen lr
+is on an end of the grid, up to N steps beyond it at the end's own ratio (`otod.core.bracket`), until the choice is
+inside the rates tried or the next larger rate diverges. Without it every net caller of the pipeline passes 0 steps
+(the command, `otod.nets.batch_api`, --branch-at and --batch-schedule, which refuse --lr-extend), so the grid is
+tried as given and every existing results file reads back unchanged; the figures read theirs back through
+`otod.core.sweep.run_sweep`, which no stage follows. A bracket's sub-sweeps carry the config's problem, so a
+``--regime`` grid's lanes beyond the grid stop at their cell's held-out target, from the reference runs made once.
+β is not bracketed (heavy-ball's --beta list is tried as given): the kind's β ladder would run by default, not on
+request.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from otod.core.api import Axis, OtodError, SweepKind
+from otod.core.api import Axis, Bracketing, OtodError, SweepKind
 from otod.nets.model import models
 from otod.nets.model.model_problem import ModelProblem
 from otod.nets.model.problem import NetSpec
@@ -100,9 +110,13 @@ def record_fields(config, mode: str = "simulate", point: dict | None = None) -> 
             "beta": float(point.get("beta", 0.0)), **fields}
 
 
+#: The net sweep's bracket stage: the rate only, with the steps ``--lr-extend`` gives (the command passes 0 when it
+#: is not given); β as listed.
+BRACKET = Bracketing(lr=True)
+
 NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, EXAMPLES, INIT, ARCHITECTURE, BETA), methods=METHODS,
                 problems={"net": NetSpec, "model": ModelProblem}, options=NoiseOptions, max_iters=max_iters,
                 x64=lambda config: False,
-                validate=validate, record_fields=record_fields, ignores=ignores,
+                validate=validate, record_fields=record_fields, ignores=ignores, bracket=BRACKET,
                 smaller="fewer --batch, --width or --depth values, a smaller net (--width, --depth, --examples), or "
                         "fewer --seeds")

@@ -156,7 +156,6 @@ def bill_lines(results, analysis, panel: tuple) -> list[str]:
 def batch_report(results, analysis) -> str:
     from otod.core.api import critical_line, table
     from otod.nets.sweep.kind import USES_BETA
-    from otod.noise.search import edge_warning
 
     meta = results.meta
     lines = []
@@ -180,9 +179,36 @@ def batch_report(results, analysis) -> str:
                   "≥N: only a lower bound, left out of fits); lr: the chosen step (absolute); *: on the edge of the "
                   "values tried; the training loss is read every step up to 32, then 2^(⌊log₂ t⌋ − 5) apart, so a "
                   "count is exact to within 3% of itself"]
-    lines += edge_warning(analysis, USES_BETA)
+    lines += bracket_lines(results, analysis, "B") + edge_warnings(results, analysis)
     lines += rule_lines(analysis)
     return "\n".join(lines)
+
+
+def bracket_lines(results, analysis, symbol: str) -> list[str]:
+    """Where the chosen rates lie after ``--lr-extend`` ran lanes beyond --lr-grid (``meta["bracket"]``,
+    `otod.core.bracket.place_lines`: how many are interior, which sit at the stability limit or still on an edge
+    after the steps allowed); nothing for a grid tried as given (the table's * and `edge_warnings` say it)."""
+    import pandas as pd
+
+    from otod.core.api import place_lines
+
+    if not (results.meta.get("bracket") or {}).get("lanes"):
+        return []
+    summary = pd.concat([group.summary for group in analysis.groups], ignore_index=True)
+    tuned = summary["method"].map(analysis.config.tuned).to_numpy(bool)
+    return place_lines(summary[tuned], symbol, results.meta)
+
+
+def edge_warnings(results, analysis) -> list[str]:
+    """The noise obstacle's lines on chosen settings at an edge (`otod.noise.search.edge_warning`); after a
+    bracket (`bracket_lines`, which says where each rate lies) of β alone."""
+    from otod.nets.sweep.kind import USES_BETA
+    from otod.noise.search import INTERIOR, chosen_places, edge_lines
+
+    chosen = chosen_places(analysis, USES_BETA)
+    if (results.meta.get("bracket") or {}).get("lanes"):
+        chosen = [{**r, "lr_place": INTERIOR} for r in chosen]
+    return edge_lines(chosen, analysis.axis)
 
 
 def panel_records(analysis, panel: tuple):
@@ -280,7 +306,8 @@ def depth_report(results, analysis=None) -> str:
             lines.append(f"  {s.name}: {cells}")
         lines += ["", "iterations vs depth: power law a·L^b against exponential a·e^{cL}, chosen by AIC (as the "
                       "deep-linear obstacle fits its laws):", law_table([s.fit for s in group.series], "L")]
-    return "\n".join(lines)
+    bracketed = bracket_lines(results, analysis, "L")
+    return "\n".join(lines + ([""] + bracketed if bracketed else []))
 
 
 def depth_analysis(results, tol: float | None = None):
