@@ -47,7 +47,8 @@ reads the choices; the pipeline runs it after the core's run and before the swee
 `otod.core.pipeline.made`). The rate: condition, depth and toy sweeps (`otod.condition.kind`,
 `otod.depth.kind`). Their default grid is bracketed (`DEFAULT_STEPS` steps each way: 0.1/1.36¹² ≈ 0.0025 to
 3·1.36¹² ≈ 122 times the reference step); a grid the user gives is tried as given (0 steps: a choice on its end
-is at the end of the user's list), unless ``--lr-extend N`` asks for steps beyond it too. β: the simulated noise
+is at the end of the user's list), unless ``--lr-extend N`` asks for steps beyond it too; net sweeps
+(`otod.nets.sweep.kind`) only when ``--lr-extend N`` asks, so that a net sweep's records stay as its grid gives. β: the simulated noise
 and params sweeps whose --beta list is the default (their lr grid already spans 8·10⁻⁷ of the stability limit up
 to 1.1·10⁻³ below it, `otod.noise.search`), and the depth and toy sweeps' heavy-ball and Adam (β₁) on their
 default list 0, 0.9 … 0.999 (`default_beta_ladder`); a --beta list is tried as given.

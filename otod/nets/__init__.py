@@ -15,9 +15,9 @@ def _kinds() -> tuple:
 
 def _presentation() -> Presentation:
     from otod.nets.figures.sweep import sweep_figure
-    from otod.nets.sweep.report import net_analysis, text_report
+    from otod.nets.sweep.report import net_analysis, net_placed, text_report
 
-    return Presentation(net_analysis, text_report, sweep_figure)
+    return Presentation(net_analysis, text_report, sweep_figure, net_placed)
 
 
 def _commands() -> dict:

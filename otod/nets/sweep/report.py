@@ -310,21 +310,44 @@ def depth_report(results, analysis=None) -> str:
     return "\n".join(lines + ([""] + bracketed if bracketed else []))
 
 
+def depth_series(frame, config):
+    """(the records with their ``series`` label method·init·architecture, the point fields, the group fields) of a
+    net depth sweep: what its analysis (`depth_analysis`) and its bracket's read (`net_placed`) both group by."""
+    axes = tuple(n for n, _ in config.axes)
+    labels = frame["method"].astype(str)
+    for name in ("init", "architecture"):
+        if name in frame:
+            labels = labels + "·" + frame[name].astype(str)
+    return (frame.assign(series=labels.to_numpy(object)), tuple(a for a in axes if a != "beta"),
+            ("width",) if "width" in axes else ())
+
+
+#: A batch sweep's point and group fields (`batch_analysis`, `net_placed`): one panel per net (P) and training set.
+BATCH_POINT, BATCH_BY = ("dim", "examples", "batch"), ("dim", "examples")
+
+
+def net_placed(results) -> tuple:
+    """The choices the net sweep's analysis (`net_analysis`) makes at the run's own target, on the point
+    estimates alone (`otod.core.analysis.placements`, through `otod.core.critical_batch.place_batches` for a batch
+    sweep: no bootstrap, no fit): what the bracket's rounds read (`--lr-extend`, `otod.core.bracket`)."""
+    from otod.core.api import frame_at, place_batches, placements
+
+    config, _, frame = frame_at(results, None)
+    if "batch" in dict(config.axes):
+        return place_batches(frame, axis="batch", point=BATCH_POINT, by=BATCH_BY)
+    labelled, point, by = depth_series(frame, config)
+    return placements(labelled, point=point, by=by, series="series")
+
+
 def depth_analysis(results, tol: float | None = None):
     """Iterations vs depth per series method·init·architecture, at each series' chosen lr per depth, with the
     deep-linear obstacle's two laws; ``tol``: another target, re-read from the loss traces."""
     from otod.core.api import LAWS, analyse, frame_at, law_fit
 
     config, tol, frame = frame_at(results, tol)
-    axes = tuple(n for n, _ in config.axes)
-    labels = frame["method"].astype(str)
-    for name in ("init", "architecture"):
-        if name in frame:
-            labels = labels + "·" + frame[name].astype(str)
-    point = tuple(a for a in axes if a != "beta")
+    labelled, point, by = depth_series(frame, config)
     again = frame.attrs.get("retarget")
-    found = analyse(frame.assign(series=labels.to_numpy(object)), point=point, axis="depth",
-                    by=("width",) if "width" in axes else (), series="series", statistic=lambda xs: LAWS,
+    found = analyse(labelled, point=point, axis="depth", by=by, series="series", statistic=lambda xs: LAWS,
                     fit=lambda name, boot, stat, summary=None: law_fit(name, boot, "depth"), n_boot=1000,
                     **({} if again is None else {"tol": tol}), config=config)
     return DepthAnalysis(found.axis, found.tol, found.groups, found.theory, found.config, retarget=again)
@@ -340,8 +363,7 @@ def batch_analysis(results, tol: float | None = None):
     from otod.core.api import analyse_batches, frame_at
 
     config, tol, frame = frame_at(results, tol)
-    found = analyse_batches(frame, results.meta, axis="batch", point=("dim", "examples", "batch"),
-                            by=("dim", "examples"), config=config)
+    found = analyse_batches(frame, results.meta, axis="batch", point=BATCH_POINT, by=BATCH_BY, config=config)
     if "retarget" not in frame.attrs:
         return found
     return dataclasses.replace(found, tol=tol, meta={**results.meta, "retarget": frame.attrs["retarget"]})
