@@ -8,25 +8,18 @@ import dataclasses
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from otod.cli import main
 from otod.core.errors import OtodError
 from otod.nets.figures.grid import GridFigureSpec, law_band, law_text, make_grid, same_grid
 
-#: The smallest grid of tests/nets/sweep/test_grid.py (2 × 2 cells, 3 batches, 5 seeds, 3 lrs, finite regime).
+#: The smallest grid's settings (tests/nets/conftest.py: 2 × 2 cells, 3 batches, 5 seeds, 3 lrs, finite regime).
 SPEC = dict(examples="64,256", width="4,16", data="teacher", lr_grid="0.1,0.3,1", max_iters=2000, seeds=5)
-ARGS = ["sweep", "net", "--data", "teacher", "--regime", "finite", "--examples", "64,256", "--width", "4,16",
-        "--batch", "2,8,32", "--seeds", "5", "--lr-grid", "0.1,0.3,1", "--max-iters", "2000", "--no-plot", "--yes"]
 
 
-@pytest.fixture(scope="module")
-def grid_file(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grid")
-    result = CliRunner().invoke(main, [*ARGS, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    (path,) = out.glob("net-*.parquet")
-    return path
+@pytest.fixture
+def grid_file(smallest_grid):
+    """The smallest grid's results file (tests/nets/conftest.py)."""
+    return smallest_grid[1]
 
 
 def test_the_figure_rereads_the_file_and_its_caption_states_the_grids_law(grid_file, tmp_path, monkeypatch):

@@ -10,14 +10,8 @@ import re
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from otod.cli import main
 
-#: 2 × 2 cells × 3 batches, 5 seeds, 3 lrs: the smallest grid whose McCandlish B_crit lies inside its batches in
-#: three cells (a plane through three points), on tiny nets.
-ARGS = ["sweep", "net", "--data", "teacher", "--regime", "finite", "--examples", "64,256", "--width", "4,16",
-        "--batch", "2,8,32", "--seeds", "5", "--lr-grid", "0.1,0.3,1", "--max-iters", "2000", "--no-plot", "--yes"]
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+(\S+)")
 LAW = re.compile(r"McCandlish \(S\(B\) = S_min·\(1 \+ B_crit/B\)\): a = (\S+) .*, b = (\S+) ")
 
@@ -33,13 +27,10 @@ def printed(text: str) -> tuple[dict, float, float]:
     return cells, a, b
 
 
-@pytest.fixture(scope="module")
-def grid_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("grid")
-    result = CliRunner().invoke(main, [*ARGS, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    (path,) = out.glob("net-*.parquet")
-    return result.output, path
+@pytest.fixture
+def grid_run(smallest_grid):
+    """The smallest grid's report and file (tests/nets/conftest.py)."""
+    return smallest_grid
 
 
 def test_the_printed_joint_law_is_the_plane_through_the_printed_cells(grid_run):
