@@ -114,32 +114,33 @@ def test_deal_balances_blocks_by_predicted_cost_with_equal_counts_per_device():
 
 class _Clock:
     """The engine's clock (`otod.core.engine.time`), stood in for so that a test reads the watchdog's decisions
-    off the polls it makes instead of off the wall: each ``sleep`` advances the wall by its nap and the process's
-    CPU time by ``cpu_share`` of it (0: a wedged program, 1: one core busy), and is recorded; ``on_sleep`` runs
+    off the polls it makes instead of off the wall: each ``sleep`` advances its ``reading`` (the stood-in
+    monotonic clock) by its nap and the process's CPU time by ``cpu_share`` of it (0: a wedged program, 1: one
+    core busy), and is recorded; ``on_sleep`` runs
     inside each nap (a Ctrl-C pressed while the engine waits). A wait still polling after 100 s of this clock
     fails the test instead of spinning on."""
 
     def __init__(self, cpu_share: float, on_sleep=None):
-        self.wall = self.cpu = 0.0
+        self.reading = self.cpu = 0.0
         self.cpu_share, self.on_sleep, self.naps = cpu_share, on_sleep, []
 
     def monotonic(self):
-        return self.wall
+        return self.reading
 
     def process_time(self):
         return self.cpu
 
     def sleep(self, seconds):
         self.naps.append(seconds)
-        self.wall += seconds
+        self.reading += seconds
         self.cpu += self.cpu_share * seconds
-        assert self.wall < 100.0, "the engine still waits after 100 s of its clock"
+        assert self.reading < 100.0, "the engine still waits after 100 s of its clock"
         if self.on_sleep is not None:
             self.on_sleep(len(self.naps))
 
 
 class _Output:
-    """A dispatched result on a CPU device, ready once ``clock``'s wall reaches ``ready_at`` (never, by default:
+    """A dispatched result on a CPU device, ready once ``clock``'s reading reaches ``ready_at`` (never, by default:
     to the watchdog exactly the wedged program it exists to catch; a real one was caught in the fix's commit: the
     batched-eigh deadlock, 6 of 6 runs stopped after 5 s); ``checks`` counts the engine's polls. A host callback
     cannot stand in for a wedged program: XLA:CPU runs a program with one synchronously, at dispatch."""
@@ -149,7 +150,7 @@ class _Output:
 
     def is_ready(self):
         self.checks += 1
-        return self.clock.wall >= self.ready_at
+        return self.clock.reading >= self.ready_at
 
     def devices(self):
         return {jax.devices("cpu")[0]}
@@ -168,7 +169,7 @@ def test_the_watchdog_stops_a_program_that_makes_no_progress(monkeypatch, cpu_sh
     with pytest.raises(Abandoned, match=r"the test program on 1 device made no progress for 1 s") as caught:
         engine.wait_for_devices([output], "test program on 1 device", stall_seconds=1.0)
     assert not caught.value.interrupted
-    assert clock.wall >= 1.0 and clock.wall - clock.naps[-1] < 1.0
+    assert clock.reading >= 1.0 and clock.reading - clock.naps[-1] < 1.0
     assert output.checks == len(clock.naps)  # every nap followed a poll that found the program still running
 
 
@@ -182,7 +183,7 @@ def test_the_watchdog_leaves_a_busy_program_alone(monkeypatch, cpu_share):
     monkeypatch.setattr(engine, "time", clock)
     output = _Output(clock, ready_at=20 * 0.05)
     engine.wait_for_devices([output], "busy program", stall_seconds=0.05)
-    assert clock.wall >= 20 * 0.05 and clock.wall - clock.naps[-1] < 20 * 0.05  # it outlasted the watchdog's time
+    assert clock.reading >= 20 * 0.05 and clock.reading - clock.naps[-1] < 20 * 0.05  # it outlasted the watchdog's time
     assert output.checks == len(clock.naps) + 1  # the last poll found it ready
 
 
