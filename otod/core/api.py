@@ -37,7 +37,7 @@ PARTS = {
     "registry": "Bracketing Presentation SweepKind Theory register_lazily",
     "axes": "Axis",
     # The store: results files and their columns.
-    "results": "Results SUFFIXES cpu_model digest environment jsonable load_results=load save_results=save",
+    "results": "Results SUFFIXES cpu_model digest environment jsonable kept load_results=load save_results=save",
     "columns": "table_of",
     # The analysis: the one choice of lr and β, its bootstrap, fits and laws, the critical batch, the bracket.
     "analysis": "Analysis GRID_END Group INTERIOR LIMIT LIST_END Placed SeriesAnalysis analyse at_rung chosen cubes "

@@ -37,7 +37,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from otod.core.axes import named_records
 from otod.core.errors import OtodError
@@ -390,6 +390,30 @@ def load(path: str | os.PathLike) -> Results:
     verify(path, payload["meta"], payload["records"])
     meta = with_axis_labels(payload["meta"])
     return Results(meta=meta, records=named_records(meta.get("axes", []), payload["records"]), path=path)
+
+
+def kept(kind: str, config: dict[str, Any], measure: Callable[[], list[dict[str, Any]]],
+         folder: str | os.PathLike = "results", suffix: str = ".json", precision: str = "float64") -> Results:
+    """A measurement that is no sweep (a figure's own draws or runs) kept as a results file,
+    ``<folder>/<kind>-<digest of config>.json``: read back where an earlier run of the same config wrote it, else
+    ``measure()``'s records saved there with the metadata every results file carries (kind, config, environment,
+    precision, wall time), and then read back, so the caller draws the same numbers either way. Where the figure
+    being drawn reads committed results, a file that is not there is refused instead of measured
+    (`otod.core.figure_guard.refuse_to_measure`)."""
+    import time
+
+    from otod.core.figure_guard import refuse_to_measure
+
+    path = Path(folder) / f"{kind}-{digest(config)}{suffix}"
+    if path.exists():
+        return load(path)
+    refuse_to_measure(path)
+    started = time.perf_counter()
+    records = measure()
+    meta = {"kind": kind, "config": config, "digest": digest(config), "environment": environment(),
+            "precision": precision, "wall_time_s": time.perf_counter() - started, "complete": True}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return load(save(path, meta, records))
 
 
 def with_axis_labels(meta: dict) -> dict:

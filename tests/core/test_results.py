@@ -127,3 +127,30 @@ def test_blas_kernels_name_the_kernel_set_openblas_chose():
 def test_digest_is_stable_and_order_independent():
     assert results.digest({"a": 1, "b": [1, 2]}) == results.digest({"b": [1, 2], "a": 1})
     assert results.digest({"a": 1}) != results.digest({"a": 2})
+
+
+def test_kept_measures_once_then_reads_back_and_a_committed_figure_never_measures(tmp_path):
+    """`results.kept`: the first call measures and writes ``<folder>/<kind>-<digest>.json`` (kind, config and
+    environment in its metadata); a second call with the same config reads it back without measuring, and gives the
+    same records; another config is another file; under a figure that reads committed results a missing file is
+    refused in one line naming it, and nothing is measured."""
+    from otod.core.figure_guard import drawing
+
+    calls = []
+    measured = [{"size": 1, "rms": 0.1 + 0.2}, {"size": 2, "rms": 1 / 3}]  # floats that print long
+
+    def measure():
+        calls.append(1)
+        return [dict(r) for r in measured]
+
+    first = results.kept("toy-draws", {"draws": 5}, measure, tmp_path)
+    again = results.kept("toy-draws", {"draws": 5}, measure, tmp_path)
+    assert len(calls) == 1 and again.records == first.records == measured
+    assert first.path == tmp_path / f"toy-draws-{results.digest({'draws': 5})}.json"
+    assert (first.meta["kind"], first.meta["config"], first.meta["complete"]) == ("toy-draws", {"draws": 5}, True)
+    assert "utc_time" in first.meta["environment"]
+    results.kept("toy-draws", {"draws": 6}, measure, tmp_path)
+    assert len(calls) == 2 and len(list(tmp_path.glob("toy-draws-*.json"))) == 2
+    with drawing("g/light", committed=True), pytest.raises(OtodError, match="g/light reads its committed results"):
+        results.kept("toy-draws", {"draws": 7}, measure, tmp_path)
+    assert len(calls) == 2
