@@ -118,3 +118,24 @@ def record_series(path: str, key: str, values: list, **where) -> dict[str, Any]:
         r = record(path, **{key: v}, **where)
         out.update({f"{k}{i}": x for k, x in r.items() if not isinstance(x, (list, tuple, np.ndarray, dict))})
     return out
+
+
+def rms_exponents(path: str) -> dict[str, Any]:
+    """The noise_rms figure's fitted exponents (`otod.noise.rms.exponents`, what its legend and caption print) from
+    its kept draws: norm (of N(0, I_d) noise against d) and mean_error (of a mean of n draws against n)."""
+    from otod.noise.rms import exponents
+
+    return exponents(results_of(path).records)
+
+
+def estimator_summary(path: str) -> dict[str, Any]:
+    """The noise_estimator figure's run (`otod.noise.estimators.estimate_summary`, what its caption prints), per
+    pair and decay in the file's order, suffixed 0, 1, …: pair, decay, cut and below (shares of the steps, in %),
+    lag_lo, lag_hi and lag_step (the exact value over the median estimate)."""
+    from otod.noise.estimators import estimate_summary
+
+    out: dict[str, Any] = {}
+    for i, s in enumerate(estimate_summary(results_of(path).records)):
+        out.update({f"{k}{i}": (100 * v if k in ("cut", "below") else v) for k, v in s.items()})
+    return out
+

@@ -113,6 +113,63 @@ def run_estimators(dim: int, pairs, decays, lr: float, batch: int, steps: int, s
     return {"estimates": est, "true": trace / g2_true, "g2": g2_true, "trace": trace, "quadratic": q}
 
 
+#: The kind (the name's prefix) of the results file `otod figures noise/estimator` keeps (`measured_estimates`).
+FIGURE_KIND = "noise-estimator"
+
+
+def estimate_records(out: dict) -> list[dict]:
+    """`run_estimators`' output as the figure draws it, one record per pair, decay and step: ``b_small``, ``b_big``,
+    ``decay``, ``step`` k = 1…steps (the k-th SGD step, whose batches are drawn at θ_{k−1}), the quartiles of the
+    estimate over seeds (``q25``, ``median``, ``q75``) and ``exact``, the mean over seeds of tr Σ/|G(θ_{k−1})|²."""
+    exact = out["true"].mean(0)
+    records = []
+    for ((small, big), decay), e in out["estimates"].items():
+        q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
+        records += [{"b_small": int(small), "b_big": int(big), "decay": float(decay), "step": k + 1,
+                     "q25": float(q25[k]), "median": float(q50[k]), "q75": float(q75[k]), "exact": float(exact[k])}
+                    for k in range(e.shape[1])]
+    return records
+
+
+def measured_estimates(options: dict, folder: str = "results") -> list[dict]:
+    """`estimate_records` of `run_estimators` (``options``: `parse_scale_options`'), read back from
+    ``<folder>/noise-estimator-<digest>.parquet`` where an earlier run wrote it, else run and written there
+    (`otod.core.results.kept`)."""
+    from otod.core.api import kept
+
+    config = {"kind": FIGURE_KIND, **options, "pairs": [list(p) for p in options["pairs"]]}
+    return kept(FIGURE_KIND, config, lambda: estimate_records(run_estimators(**options)), folder,
+                suffix=".parquet").records
+
+
+def estimate_series(records: list[dict]) -> dict[tuple[tuple[int, int], float], dict[str, np.ndarray]]:
+    """The records by (pair, decay), in their order, each as arrays over its steps: step, q25, median, q75,
+    exact."""
+    out: dict[tuple[tuple[int, int], float], dict[str, list]] = {}
+    for r in records:
+        series = out.setdefault(((int(r["b_small"]), int(r["b_big"])), float(r["decay"])), {})
+        for name in ("step", "q25", "median", "q75", "exact"):
+            series.setdefault(name, []).append(r[name])
+    return {key: {name: np.asarray(v, float) for name, v in s.items()} for key, s in out.items()}
+
+
+def estimate_summary(records: list[dict]) -> list[dict]:
+    """Per (pair, decay), in the records' order, what the figure's caption and the text say of it: ``cut``, the
+    share of steps whose lower quartile is ≤ 0 (the band left out); ``below``, the share of steps whose median lies
+    under the exact value; the exact value over the median, its least and largest over the steps where the median
+    is positive (``lag_lo``, ``lag_hi``) and the step of the largest (``lag_step``)."""
+    out = []
+    for ((small, big), decay), s in estimate_series(records).items():
+        positive = s["median"] > 0
+        lag = s["exact"][positive] / s["median"][positive]
+        out.append({"pair": f"{small}:{big}", "decay": decay, "cut": float(np.mean(s["q25"] <= 0)),
+                    "below": float(np.mean(s["median"] < s["exact"])),
+                    "lag_lo": float(lag.min()) if lag.size else math.nan,
+                    "lag_hi": float(lag.max()) if lag.size else math.nan,
+                    "lag_step": int(s["step"][positive][np.argmax(lag)]) if lag.size else 0})
+    return out
+
+
 def exact_simple_noise_scale(q, lr: float, batch: int, t: int) -> float:
     """B_simple = tr Σ / E|G(θ_t)|² after ``t`` SGD updates at step ``lr`` and batch ``batch`` from θ₀ ~ N(0, I):
     E|G|² = Σ hᵢ² E θᵢ²(t) by the NQM's exact second-moment recursion (`theory.sgd_second_moment`), the ratio of

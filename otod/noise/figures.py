@@ -308,32 +308,39 @@ def make_params(spec: ParamsSpec, out_dir: Path) -> list[Path]:
 
 
 def make_noise_rms(spec: RmsSpec, out_dir: Path) -> list[Path]:
-    """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n)."""
-    from otod.core.api import caption_text, figure, fit_line, legend_inside, save
+    """Figure (e): RMS of d-dimensional N(0, I) noise vs d (√d), and the error of a mean of n draws vs n (1/√n),
+    from the draws kept in ``results/`` (`otod.noise.rms`)."""
+    from otod.core.api import caption_text, figure, legend_inside, save
+    from otod.noise import rms as noise_rms
 
-    rng = np.random.default_rng(int(spec.seed))
     draws = int(spec.draws)
-    dims = np.unique(np.geomspace(1, 1e4, 13).round()).astype(int)
-    rms = [np.sqrt(np.mean(np.sum(rng.standard_normal((draws, d)) ** 2, -1))) for d in dims]
-    ns = 2 ** np.arange(0, 13)
-    err = [np.sqrt(np.mean(rng.standard_normal((draws, n)).mean(-1) ** 2)) for n in ns]
+    records = noise_rms.measured(draws, int(spec.seed))
+    dims, rms = noise_rms.series(records, noise_rms.NORM)
+    ns, err = noise_rms.series(records, noise_rms.MEAN_ERROR)
+    slope = noise_rms.exponents(records)
     fig, (a, b) = figure(columns=2, cols=2, height=2.4)
     a.plot(dims, rms, "o", ms=4, label="measured RMS ‖ξ‖")
-    a.plot(dims, np.sqrt(dims), "--", color="0.4",
-           label=f"√d (fitted exponent {fit_line(np.log(dims), np.log(rms))[0]:.3f})")
+    a.plot(dims, np.sqrt(dims), "--", color="0.4", label=f"√d (fitted exponent {slope[noise_rms.NORM]:.3f})")
     a.set(xscale="log", yscale="log", xlabel="dimension d", ylabel="RMS norm of N(0, I_d) noise",
           title="noise grows like √d")
     b.plot(ns, err, "s", ms=4, color=_palette()[3], label="measured RMS error of the mean")
     b.plot(ns, 1 / np.sqrt(ns), "--", color="0.4",
-           label=f"1/√n (fitted exponent {fit_line(np.log(ns), np.log(err))[0]:.3f})")
+           label=f"1/√n (fitted exponent {slope[noise_rms.MEAN_ERROR]:.3f})")
     b.set(xscale="log", yscale="log", xlabel="samples averaged n", ylabel="RMS error",
           title="averaging shrinks it as 1/√n")
     for ax in (a, b):
         legend_inside(ax)
     return save(fig, out_dir / f"noise_{spec.name}", caption=caption_text(
         f"RMS over {draws} draws (seed {int(spec.seed)}) of the norm of d-dimensional N(0, I) noise (left) "
-        "and of the error of a mean of n scalar N(0, 1) draws (right); dashed: √d and 1/√n, with the fitted "
-        "exponents in the legend"))
+        "and of the error of a mean of n scalar N(0, 1) draws (right); dashed: √d and 1/√n; "
+        + rms_exponents_text(slope) + " (least squares on log–log, in the legend)"))
+
+
+def rms_exponents_text(slope: dict[str, float]) -> str:
+    """The caption's words for `otod.noise.rms.exponents` (the claims table prints the same)."""
+    from otod.noise.rms import MEAN_ERROR, NORM
+
+    return f"fitted exponents {slope[NORM]:.3f} and {slope[MEAN_ERROR]:.3f}".replace("-", "−")
 
 
 def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: float = 1.0) -> np.ndarray:
@@ -378,28 +385,28 @@ def make_rosenbrock(spec: RosenbrockSpec, out_dir: Path) -> list[Path]:
 
 
 def make_estimator(spec: EstimatorSpec, out_dir: Path) -> list[Path]:
-    """Figure (g): the two-batch B_simple estimate (median and IQR over seeds) against the exact value."""
-    from otod.core.api import save
-    from otod.noise.estimators import parse_scale_options, run_estimators
-
-    from otod.core.api import caption_text, figure, series_style
+    """Figure (g): the two-batch B_simple estimate (median and IQR over seeds) against the exact value, from the
+    run kept in ``results/`` (`otod.noise.estimators.measured_estimates`)."""
+    from otod.core.api import caption_text, figure, save, series_style
+    from otod.noise.estimators import estimate_series, estimate_summary, measured_estimates, parse_scale_options
 
     o = parse_scale_options(dim=spec.dim, pairs=spec.pairs, decay=spec.decay, lr=spec.lr, batch=spec.batch,
                             steps=spec.steps, seeds=spec.seeds, seed=spec.seed)
-    out = run_estimators(**o)
-    t = np.arange(1, o["steps"] + 1)
+    records = measured_estimates(o)
+    series = estimate_series(records)
+    first = next(iter(series.values()))
+    t, exact = first["step"], first["exact"]
     fig, ax = figure(columns=2, height=2.8)
-    ax.plot(t, out["true"].mean(0), "k-", lw=2, label="exact B_simple = tr Σ/|G|² (mean over seeds)")
-    cut, lows = [], [np.min(out["true"].mean(0))]
-    for i, ((pair, g), e) in enumerate(out["estimates"].items()):
-        q25, q50, q75 = np.percentile(e, [25, 50, 75], axis=0)
+    ax.plot(t, exact, "k-", lw=2, label="exact B_simple = tr Σ/|G|² (mean over seeds)")
+    lows = [np.min(exact)]
+    for i, ((pair, g), s) in enumerate(series.items()):
+        q25, q50, q75 = s["q25"], s["median"], s["q75"]
         lows.append(np.min(q50[q50 > 0], initial=np.inf))
         style = series_style(i + 1)
         ax.plot(t, q50, ls=style["ls"], marker=style["marker"], markevery=max(1, len(t) // 8), ms=3, lw=1,
                 color=style["color"], label=f"estimate, B = {pair[0]}:{pair[1]}, EMA decay {g:g}")
         # no "curtain" to the axis: the band is left out at steps where the lower quartile is ≤ 0
         ax.fill_between(t, q25, q75, where=q25 > 0, color=style["color"], alpha=0.15, lw=0)
-        cut.append(f"{pair[0]}:{pair[1]}, decay {g:g}: {100 * np.mean(q25 <= 0):.0f}%")
     ax.fill_between([], [], [], color="0.5", alpha=0.25, lw=0, label=f"IQR over {o['seeds']} seeds")
     # the y axis starts just under the lowest median (no empty decade under the data; a band may run below it)
     ax.set(yscale="log", xlabel="step", ylabel="B_simple", ylim=(0.7 * min(lows), None),
@@ -410,8 +417,15 @@ def make_estimator(spec: EstimatorSpec, out_dir: Path) -> list[Path]:
         "Lines: the median over seeds of each two-batch estimate (McCandlish et al. 2018, Appendix A), shaded its "
         "IQR in the same colour (cut at the axis's foot, just under the lowest median), left out at steps where "
         "the lower quartile is ≤ 0 (the estimate's denominator "
-        "changed sign in over a quarter of the seeds; share of such steps: " + "; ".join(cut) + "); black: the exact "
-        "tr Σ/|G|²"))
+        "changed sign in over a quarter of the seeds; " + estimator_cut_text(estimate_summary(records))
+        + "); black: the exact tr Σ/|G|²"))
+
+
+def estimator_cut_text(summary: list[dict]) -> str:
+    """The caption's shares of steps whose band is left out, per pair and decay (`otod.noise.estimators.
+    estimate_summary`; the claims table prints the same)."""
+    return "share of such steps: " + "; ".join(f"{s['pair']}, decay {s['decay']:g}: {100 * s['cut']:.0f}%"
+                                               for s in summary)
 
 
 def make_schedules(spec: SchedulesSpec, out_dir: Path) -> list[Path]:

@@ -62,3 +62,24 @@ def test_a_median_two_batch_estimate_that_is_no_batch_size_is_printed_undefined_
     assert [(row[2], row[4]) for row in rows if row[4] == "undefined"] == [("200", "undefined")]
     assert all(float(row[4]) > 0 for row in rows if row[4] != "undefined")
     assert "undefined (1:2 decay 0 step 200): the median over seeds" in text
+
+
+def test_the_summary_reads_the_cut_share_the_bias_and_the_lag_off_the_kept_quartiles():
+    """`estimate_summary` on records written here: a series whose lower quartile is ≤ 0 at 1 of its 4 steps (cut
+    25%), whose median lies under the exact value at 2 of them (below 50%), and whose exact value over its median
+    is 2, 4, 0.5, 1 (lag 0.5–4, largest at step 2); `estimate_records` keeps run_estimators' quartiles per step."""
+    from otod.noise.estimators import estimate_records, estimate_summary
+
+    exact = [2.0, 4.0, 1.0, 3.0]
+    median = [1.0, 1.0, 2.0, 3.0]
+    records = [{"b_small": 4, "b_big": 32, "decay": 0.99, "step": k + 1, "q25": [-1.0, 0.5, 1.0, 2.0][k],
+                "median": median[k], "q75": 5.0, "exact": exact[k]} for k in range(4)]
+    (s,) = estimate_summary(records)
+    assert s == {"pair": "4:32", "decay": 0.99, "cut": 0.25, "below": 0.5, "lag_lo": 0.5, "lag_hi": 4.0,
+                 "lag_step": 2}
+    out = run_estimators(30, [(2, 8)], [0.0, 0.9], 0.1, 8, 6, 5, seed=2)
+    kept = estimate_records(out)
+    assert len(kept) == 2 * 6 and [r["step"] for r in kept[:6]] == [1, 2, 3, 4, 5, 6]
+    q25, q50 = np.percentile(out["estimates"][((2, 8), 0.9)], [25, 50], axis=0)
+    assert [r["median"] for r in kept[6:]] == q50.tolist() and [r["q25"] for r in kept[6:]] == q25.tolist()
+    assert [r["exact"] for r in kept[:6]] == out["true"].mean(0).tolist()

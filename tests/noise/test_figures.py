@@ -39,16 +39,40 @@ def test_a_static_dimension_gets_one_panel_per_d(tmp_path, monkeypatch):
     plt.close(fig)
 
 
-def test_the_estimator_band_is_named(tmp_path, monkeypatch):
+def test_the_estimator_draws_the_runs_quartiles_kept_in_results(tmp_path, monkeypatch):
+    """(g) from the run it keeps in results/: the exact line is the mean over seeds of tr Σ/|G|², each estimate's
+    line its median over seeds and its band the quartiles where the lower one is > 0, as `run_estimators` gives
+    them for the same options (computed here apart); the IQR is named; the caption gives each series' share of steps
+    with the band left out; a second drawing reads the kept file back."""
+    import otod.noise.estimators as ne
     import otod.noise.figures as nf
     from otod.core.plotting import plt
 
+    monkeypatch.chdir(tmp_path)
     kept = []
-    monkeypatch.setattr("otod.core.plotting.save", lambda fig, base, pdf=True, caption=None: kept.append(fig) or [base])
-    nf.MAKERS["noise-estimator"]({"name": "e", "dim": 20, "pairs": "2:8", "decay": "0.9", "steps": 10, "seeds": 4}, tmp_path)
-    labels = kept[0].axes[0].get_legend_handles_labels()[1]
-    assert any("IQR over 4 seeds" in label for label in labels)
-    plt.close(kept[0])
+    monkeypatch.setattr("otod.core.plotting.save",
+                        lambda fig, base, pdf=True, caption=None: kept.append((fig, caption)) or [base])
+    table = {"name": "e", "dim": 20, "pairs": "2:8", "decay": "0,0.9", "steps": 10, "seeds": 4}
+    nf.MAKERS["noise-estimator"](table, tmp_path)
+    out = ne.run_estimators(20, [(2, 8)], [0.0, 0.9], 0.05, 32, 10, 4, seed=0)
+    (fig, caption), = kept
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert np.array_equal(lines[0].get_xdata(), np.arange(1, 11))
+    assert np.array_equal(lines[0].get_ydata(), out["true"].mean(0))
+    shares = []
+    for line, e in zip(lines[1:], out["estimates"].values()):
+        q25, q50 = np.percentile(e, [25, 50], axis=0)
+        assert np.array_equal(line.get_ydata(), q50)
+        shares.append(f"{100 * np.mean(q25 <= 0):.0f}%")
+    assert any("IQR over 4 seeds" in label for label in ax.get_legend_handles_labels()[1])
+    assert f"share of such steps: 2:8, decay 0: {shares[0]}; 2:8, decay 0.9: {shares[1]})" in caption
+    assert len(list((tmp_path / "results").glob("noise-estimator-*.parquet"))) == 1
+    monkeypatch.setattr(ne, "run_estimators", lambda **options: pytest.fail("run again"))
+    nf.MAKERS["noise-estimator"](table, tmp_path)
+    assert np.array_equal(kept[1][0].axes[0].get_lines()[1].get_ydata(), lines[1].get_ydata())
+    for f, _ in kept:
+        plt.close(f)
 
 
 # -- every maker of `otod.noise.figures.MAKERS`, read off the figure it draws ----------------------------------------
@@ -238,18 +262,26 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
     assert legend_texts(ax) == [line.get_label() for line in lines]
 
 
-def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
+def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved, monkeypatch):
     """(e): the measured RMS norm of N(0, I_d) at 13 dimensions 1…10⁴ beside √d, and the RMS error of a mean of n
     draws at n = 1…4096 beside 1/√n, each label carrying the fitted slope of its measured points (near ½ and
-    −½)."""
+    −½), the caption both slopes; the draws are kept in results/ and a second drawing reads them back."""
     import otod.noise.figures as nf
+    import otod.noise.rms as rms
 
+    monkeypatch.chdir(tmp_path)
     files = nf.MAKERS["noise-rms"]({"maker": "noise-rms", "name": "rms", "draws": 40}, tmp_path)
     assert [f.name for f in files] == ["noise_rms.png"]
-    ((fig, _, _),) = saved
+    assert len(list((tmp_path / "results").glob("noise-rms-*.json"))) == 1
+    monkeypatch.setattr(rms, "rms_records", lambda draws, seed: pytest.fail("measured again"))
+    nf.MAKERS["noise-rms"]({"maker": "noise-rms", "name": "rms", "draws": 40}, tmp_path)
+    assert [line.get_ydata().tolist() for line in saved[1][0].axes[0].get_lines()] == [
+        line.get_ydata().tolist() for line in saved[0][0].axes[0].get_lines()]
+    fig = saved[0][0]
     left, right = fig.axes
     dims = np.unique(np.geomspace(1, 1e4, 13).round())
     ns = 2.0 ** np.arange(13)
+    slopes = []
     for ax, x, title, xlabel, ylabel, guide, label, sign in (
             (left, dims, "noise grows like √d", "dimension d", "RMS norm of N(0, I_d) noise", np.sqrt(dims),
              "√d", 1), (right, ns, "averaging shrinks it as 1/√n", "samples averaged n", "RMS error", 1 / np.sqrt(ns),
@@ -263,7 +295,9 @@ def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved):
         assert drawn_guide.get_label() == f"{label} (fitted exponent {slope:.3f})"
         assert abs(slope - sign * 0.5) < 0.1
         assert legend_texts(ax) == [measured.get_label(), drawn_guide.get_label()]
+        slopes.append(f"{slope:.3f}".replace("-", "−"))
     assert left.get_lines()[0].get_label() == "measured RMS ‖ξ‖"
+    assert f"fitted exponents {slopes[0]} and {slopes[1]} (least squares on log–log" in fig.otod_caption
 
 
 def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, saved):
@@ -301,7 +335,8 @@ def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, s
 
 
 def test_every_noise_maker_is_run_by_a_test():
-    """The makers this file runs, and `test_the_estimator_band_is_named` (noise-estimator): all of MAKERS."""
+    """The makers this file runs (noise-estimator by `test_the_estimator_draws_the_runs_quartiles_kept_in_results`):
+    all of MAKERS."""
     from otod.noise.figures import MAKERS
 
     assert set(MAKERS) == {"noise-batch", "noise-params", "noise-rms", "noise-rosenbrock", "noise-estimator",
