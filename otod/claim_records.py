@@ -139,3 +139,25 @@ def estimator_summary(path: str) -> dict[str, Any]:
         out.update({f"{k}{i}": (100 * v if k in ("cut", "below") else v) for k, v in s.items()})
     return out
 
+
+def workloads(path: str, *along: str, net: str = "mlp") -> dict[str, Any]:
+    """One net's checkpoints in the nets_workloads figure's kept measurement (`otod.nets.figures.workloads.measured`,
+    what it draws): per checkpoint i, step{i}, loss{i}, b_simple{i}, b_noise{i} (tr(HΣ) from the drawn examples) and
+    se{i}, B_noise's standard error (tr(HΣ)'s over GᵀHG, the figure's bar), with the net's parameters and examples.
+    With ``along`` (an ``otod noise-scale --model mlp`` file: the same net and start along the sweep's minibatch
+    order), its exact values at the same steps (along_b_simple{i}, along_b_noise{i}, along_loss{i}) and the ratios
+    along / figure (ratio_simple{i}, ratio_noise{i})."""
+    from otod.nets.figures.workloads import by_net
+
+    rows = by_net(results_of(path).records)[net]
+    out: dict[str, Any] = {"parameters": rows[0]["parameters"], "examples": rows[0]["examples"]}
+    for i, r in enumerate(rows):
+        out.update({f"step{i}": r["step"], f"loss{i}": r["loss"], f"b_simple{i}": r["b_simple"],
+                    f"b_noise{i}": r["b_noise"], f"se{i}": r["trace_h_sigma_se"] / r["gHg"]})
+        if along:
+            a = next(x for x in results_of(along[0]).records if x["step"] == r["step"])
+            out.update({f"along_b_simple{i}": a["b_simple"], f"along_b_noise{i}": a["b_noise"],
+                        f"along_loss{i}": a["loss"], f"ratio_simple{i}": a["b_simple"] / r["b_simple"],
+                        f"ratio_noise{i}": a["b_noise"] / r["b_noise"]})
+    return out
+

@@ -51,18 +51,43 @@ def workload(name: str, spec: WorkloadsSpec):
     return from_spec(NetSpec(model=name, width=width, depth=2, data="digits"))
 
 
-def measured(spec: WorkloadsSpec) -> dict[str, list[dict]]:
-    """Each net's records (one per checkpoint) from `otod.nets.api.measure_noise`."""
+#: The kind (the name's prefix) of the results file the figure keeps (`measured`).
+KIND = "nets-workloads"
+
+
+def settings(spec: WorkloadsSpec) -> dict:
+    """What the measurement depends on (the results file is named by its digest): the nets and the spec's run."""
+    return {"kind": KIND, "nets": list(NETS), "checkpoints": [int(s) for s in spec.checkpoints], "lr": float(spec.lr),
+            "batch": int(spec.batch), "trace_examples": int(spec.trace_examples), "mlp_width": int(spec.mlp_width),
+            "cnn_width": int(spec.cnn_width)}
+
+
+def measure_all(spec: WorkloadsSpec) -> list[dict]:
+    """Each net's records (one per checkpoint) from `otod.nets.api.measure_noise`, each with its ``net``."""
     from otod.nets.api import measure_noise
 
     steps = [int(s) for s in spec.checkpoints]
-    out = {}
+    out = []
     for name in NETS:
         model = workload(name, spec)
         result = measure_noise(model, steps, lr=float(spec.lr), batch=int(spec.batch), pairs=[],
                                trace_examples=int(spec.trace_examples))
-        out[name] = [dict(r) for r in result.records]
+        out += [{"net": name, **dict(r)} for r in result.records]
     return out
+
+
+def by_net(records: list[dict]) -> dict[str, list[dict]]:
+    """The records of each net, in `NETS`' order."""
+    return {name: [r for r in records if r["net"] == name] for name in NETS}
+
+
+def measured(spec: WorkloadsSpec, folder: str = "results") -> dict[str, list[dict]]:
+    """`measure_all`'s records by net (`by_net`), read back from ``<folder>/nets-workloads-<digest>.parquet`` where
+    an earlier run wrote it (the committed file: ``committed = true`` in experiments/nets.toml), else measured and
+    written there (`otod.core.results.kept`)."""
+    from otod.core.api import kept
+
+    return by_net(kept(KIND, settings(spec), lambda: measure_all(spec), folder, suffix=".parquet").records)
 
 
 def _label(name: str, records: list[dict]) -> str:

@@ -45,11 +45,27 @@ def test_make_workloads_draws_each_nets_noise_scales_against_the_step(tmp_path, 
 def test_make_workloads_on_real_measurements(tmp_path, saved):
     """The real nets at checkpoints 0 and 5 with tr(HΣ) over 8 examples: every noise scale finite and positive,
     the parameter counts those the docstrings state, and the loss at step 0 near log(classes or vocabulary)."""
-    from otod.nets.figures.workloads import WorkloadsSpec, measured
+    from otod.nets.figures.workloads import WorkloadsSpec, by_net, measure_all
 
-    records = measured(WorkloadsSpec(name="workloads", checkpoints=(0, 5), trace_examples=8))
+    records = by_net(measure_all(WorkloadsSpec(name="workloads", checkpoints=(0, 5), trace_examples=8)))
     assert {k: rs[0]["parameters"] for k, rs in records.items()} == {"mlp": 2410, "cnn": 2730, "transformer": 6048}
     for rs in records.values():
         assert [r["step"] for r in rs] == [0, 5]
         assert all(np.isfinite(r["b_simple"]) and r["b_simple"] > 0 and np.isfinite(r["b_noise"]) for r in rs)
     assert abs(records["transformer"][0]["loss"] - np.log(24)) < 0.02
+
+
+def test_the_measurement_is_kept_by_its_settings_and_read_back(tmp_path, monkeypatch):
+    """`measured` writes the nets' records once to <folder>/nets-workloads-<digest of the settings>.parquet and
+    reads them back by net (a second call measures nothing); other settings are another file."""
+    import otod.nets.figures.workloads as wf
+
+    calls = []
+    rows = [{"net": name, **r} for name in wf.NETS for r in _records(10, 20, 1.0)]
+    monkeypatch.setattr(wf, "measure_all", lambda spec: calls.append(spec) or rows)
+    spec = wf.WorkloadsSpec(name="workloads")
+    first = wf.measured(spec, folder=str(tmp_path))
+    assert wf.measured(spec, folder=str(tmp_path)) == first and len(calls) == 1
+    assert list(first) == list(wf.NETS) and first["cnn"] == [r for r in rows if r["net"] == "cnn"]
+    wf.measured(wf.WorkloadsSpec(name="workloads", lr=0.05), folder=str(tmp_path))
+    assert len(calls) == 2 and len(list(tmp_path.glob("nets-workloads-*.parquet"))) == 2
