@@ -161,3 +161,14 @@ def workloads(path: str, *along: str, net: str = "mlp") -> dict[str, Any]:
                         f"ratio_noise{i}": a["b_noise"] / r["b_noise"]})
     return out
 
+
+def layer_row(path: str, step: int, layer: str) -> dict[str, Any]:
+    """A row of ``otod curvature --per-layer``'s per-layer table re-made from its results file by the command's own
+    `otod.nets.curvature_text.layer_lines` (line): the checkpoint ``step``'s row of ``layer`` (its printed name,
+    e.g. "['w2']")."""
+    from otod.nets.curvature_text import layer_lines
+
+    rows = [line for line in layer_lines(results_of(path).records) if line.split()[:2] == [str(step), layer]]
+    if not rows:
+        raise KeyError(f"no per-layer row of {layer} at step {step}")
+    return {"line": " ".join(rows[0].split())}
