@@ -172,3 +172,11 @@ def layer_row(path: str, step: int, layer: str) -> dict[str, Any]:
     if not rows:
         raise KeyError(f"no per-layer row of {layer} at step {step}")
     return {"line": " ".join(rows[0].split())}
+
+
+def curvature_and_noise(curvature_path: str, noise_path: str, step: int = 0) -> dict[str, Any]:
+    """One checkpoint of a model measured by ``otod curvature`` and ``otod noise-scale`` (two results files): the
+    curvature record's fields (lambda_max, kappa_q, …) and the noise-scale record's (b_simple, b_noise, …) at
+    ``step``, as a table row of a model beside others prints them."""
+    noise = next(r for r in results_of(noise_path).records if r["step"] == step)
+    return {**noise, **record(curvature_path, step=step)}
