@@ -46,7 +46,8 @@ def test_exact_and_simulated_steps_to_target(x64):
     simulated counts. Where the noise does (B = 1, 16) the exact path answers a different question: it counts the
     steps until the *expected* loss reaches the target, while a simulated run stops at its random loss's first
     passage, which comes earlier (the best lr puts the noise floor near the target): the simulated median is
-    below the exact count there (by 20–30% at these settings)."""
+    below the exact count there, by 23% at B = 1 (1322 against 1726) and 20% at B = 16 (99 against 124) on
+    2026-12-02; asserted within 15–30% (docs/noise.md quotes it)."""
     spec = NQMSpec(dim=100)
     q = spec.quadratic()
     batches, seeds, target = np.array([1.0, 16.0, 256.0, 1024.0]), 32, 0.1
@@ -65,4 +66,4 @@ def test_exact_and_simulated_steps_to_target(x64):
         if batches[i] >= 256:
             assert low <= e <= high, (batches[i], e, low, high)
         else:
-            assert median < e, (batches[i], e, median)
+            assert 0.15 <= 1 - median / e <= 0.30, (batches[i], e, median)
