@@ -180,3 +180,19 @@ def curvature_and_noise(curvature_path: str, noise_path: str, step: int = 0) -> 
     ``step``, as a table row of a model beside others prints them."""
     noise = next(r for r in results_of(noise_path).records if r["step"] == step)
     return {**noise, **record(curvature_path, step=step)}
+
+
+def lanes(path: str, axis: str, xs: list, status: str = "stalled", **where) -> dict[str, Any]:
+    """Every lane (each lr and seed, chosen or not) of a sweep whose fields equal ``where``, at each of ``xs`` of
+    ``axis``: how many there are per x (lanes: the most at any x), how many have ``status`` (count: the fewest at
+    any x; share: "all" where that is every lane at every x, else "{count} of"), and their final losses over all
+    those lanes (loss_min, loss_median, loss_max)."""
+    frame = results_of(path).to_pandas()
+    for key, value in where.items():
+        frame = frame[frame[key] == value]
+    at = [frame[np.isclose(frame[axis].to_numpy(float), float(x))] for x in xs]
+    total, hit = max(len(f) for f in at), min(int((f["status"] == status).sum()) for f in at)
+    losses = np.concatenate([f["final_loss"].to_numpy(float) for f in at])
+    every = hit == total and all(len(f) == total for f in at)
+    return {"lanes": total, "count": hit, "share": "all" if every else f"{hit} of", "loss_min": float(losses.min()),
+            "loss_median": float(np.median(losses)), "loss_max": float(losses.max())}
