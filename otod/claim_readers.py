@@ -576,6 +576,15 @@ def along_best(*paths: str, method: str = "sgd", nqm: bool | None = None) -> dic
     return out
 
 
+def along_best_range(*paths: str, split: int, names: list, method: str = "sgd", nqm: bool | None = None
+                     ) -> dict[str, Any]:
+    """The least and largest typical miss (`along_best`'s factor_{name}) of the predictors ``names`` over two nets'
+    checkpoints: ``paths[:split]`` one net's, ``paths[split:]`` the other's (lo, hi)."""
+    factors = [best[f"factor_{name}"] for group in (paths[:split], paths[split:])
+               for best in [along_best(*group, method=method, nqm=nqm)] for name in names]
+    return {"lo": min(factors), "hi": max(factors)}
+
+
 # --- the joint D × P grid (otod.nets.sweep.grid on otod.core.joint_law) --------------------------------------------
 
 
@@ -641,5 +650,5 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
-                                   along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best,
+                                   along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best, along_best_range,
                                    schedule_rows, joint_law)}
