@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from otod.claim_records import first_words as _first_words
-from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lanes, layer_row, nqm_schedule,
-                                record, record_series, rms_exponents, workloads)
+from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lane_range, lanes, layer_row,
+                                nqm_schedule, record, record_series, rms_exponents, workloads)
 from otod.claim_records import loaded as _loaded
 from otod.claim_records import results_of
 from otod.claim_records import stamp as _stamp
@@ -645,7 +645,7 @@ def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dic
 
 
 READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, estimator_summary, workloads, layer_row,
-                                   curvature_and_noise, lanes, condition_bill, report_numbers, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
+                                   curvature_and_noise, lanes, lane_range, condition_bill, report_numbers, flops_row, nqm_schedule, record, power_law, depth_law, law_row, two_laws, point_summary, medians, median_range, count_range,
                                    counts, two_points, two_series, chosen_counts, width_needed, critical_batch,
                                    critical_batches, critical_batches_and_rule, batch_point, batch_medians, method_ratio, two_methods, scaling_rule, two_rules, series_exponent, two_exponents, nqm_prediction, nqm_predictions, nqm_misses,
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,

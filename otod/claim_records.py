@@ -196,3 +196,12 @@ def lanes(path: str, axis: str, xs: list, status: str = "stalled", **where) -> d
     every = hit == total and all(len(f) == total for f in at)
     return {"lanes": total, "count": hit, "share": "all" if every else f"{hit} of", "loss_min": float(losses.min()),
             "loss_median": float(np.median(losses)), "loss_max": float(losses.max())}
+
+
+def lane_range(path: str, field: str = "iterations", **where) -> dict[str, Any]:
+    """The least and largest ``field`` (lo, hi) over the records whose fields equal ``where`` (e.g. method =
+    "gd-opt"), and how many they are (n): a spread of lanes the text quotes whole."""
+    values = [r[field] for r in results_of(path).records if all(r.get(k) == v for k, v in where.items())]
+    if not values:
+        raise KeyError(f"no record with {where}")
+    return {"lo": min(values), "hi": max(values), "n": len(values)}
