@@ -122,10 +122,12 @@ def record_series(path: str, key: str, values: list, **where) -> dict[str, Any]:
 
 def rms_exponents(path: str) -> dict[str, Any]:
     """The noise_rms figure's fitted exponents (`otod.noise.rms.exponents`, what its legend and caption print) from
-    its kept draws: norm (of N(0, I_d) noise against d) and mean_error (of a mean of n draws against n)."""
-    from otod.noise.rms import exponents
+    its kept draws: norm (of N(0, I_d) noise against d) and mean_error (of a mean of n draws against n), with their
+    standard errors norm_se and mean_error_se (`otod.noise.rms.exponent_errors`)."""
+    from otod.noise.rms import exponent_errors, exponents
 
-    return exponents(results_of(path).records)
+    records = results_of(path).records
+    return {**exponents(records), **{f"{k}_se": v for k, v in exponent_errors(records).items()}}
 
 
 def estimator_summary(path: str) -> dict[str, Any]:

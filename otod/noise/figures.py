@@ -333,14 +333,17 @@ def make_noise_rms(spec: RmsSpec, out_dir: Path) -> list[Path]:
     return save(fig, out_dir / f"noise_{spec.name}", caption=caption_text(
         f"RMS over {draws} draws (seed {int(spec.seed)}) of the norm of d-dimensional N(0, I) noise (left) "
         "and of the error of a mean of n scalar N(0, 1) draws (right); dashed: √d and 1/√n; "
-        + rms_exponents_text(slope) + " (least squares on log–log, in the legend)"))
+        + rms_exponents_text(slope, noise_rms.exponent_errors(records))
+        + " (least squares on log–log, ± its standard error; in the legend)"))
 
 
-def rms_exponents_text(slope: dict[str, float]) -> str:
-    """The caption's words for `otod.noise.rms.exponents` (the claims table prints the same)."""
+def rms_exponents_text(slope: dict[str, float], error: dict[str, float]) -> str:
+    """The caption's words for `otod.noise.rms.exponents` and their `exponent_errors` (the claims table prints the
+    same)."""
     from otod.noise.rms import MEAN_ERROR, NORM
 
-    return f"fitted exponents {slope[NORM]:.3f} and {slope[MEAN_ERROR]:.3f}".replace("-", "−")
+    return (f"fitted exponents {slope[NORM]:.3f} ± {error[NORM]:.3f} and {slope[MEAN_ERROR]:.3f} ± "
+            f"{error[MEAN_ERROR]:.3f}").replace("-", "−")
 
 
 def rosenbrock_path(noise: float, lr: float, steps: int, seed: int = 0, batch: float = 1.0) -> np.ndarray:

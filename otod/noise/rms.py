@@ -65,3 +65,17 @@ def exponents(records: list[dict[str, Any]]) -> dict[str, float]:
         x, y = series(records, quantity)
         out[quantity] = float(fit_line(np.log(x), np.log(y))[0])
     return out
+
+
+def exponent_errors(records: list[dict[str, Any]]) -> dict[str, float]:
+    """The standard error of each fitted exponent of `exponents`, from the fit's residuals: √(RSS/(m − 2)/Σ(x − x̄)²)
+    over the m points of log size x (the textbook least-squares slope error), so the printed exponent carries
+    how far the draws leave it from ½ or −½ by chance."""
+    from otod.core.api import fit_line
+
+    out = {}
+    for quantity in (NORM, MEAN_ERROR):
+        x, y = series(records, quantity)
+        rss = float(fit_line(np.log(x), np.log(y))[2])
+        out[quantity] = float(np.sqrt(rss / (len(x) - 2) / np.sum((np.log(x) - np.log(x).mean()) ** 2)))
+    return out

@@ -265,7 +265,8 @@ def test_make_params_draws_steps_against_d_for_each_batch_rule(tmp_path, monkeyp
 def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved, monkeypatch):
     """(e): the measured RMS norm of N(0, I_d) at 13 dimensions 1…10⁴ beside √d, and the RMS error of a mean of n
     draws at n = 1…4096 beside 1/√n, each label carrying the fitted slope of its measured points (near ½ and
-    −½), the caption both slopes; the draws are kept in results/ and a second drawing reads them back."""
+    −½), the caption both slopes with their least-squares standard errors (NumPy's polyfit covariance); the draws
+    are kept in results/ and a second drawing reads them back."""
     import otod.noise.figures as nf
     import otod.noise.rms as rms
 
@@ -291,13 +292,14 @@ def test_make_noise_rms_draws_sqrt_d_and_one_over_sqrt_n(tmp_path, saved, monkey
         measured, drawn_guide = ax.get_lines()
         assert np.array_equal(measured.get_xdata(), x) and np.all(np.asarray(measured.get_ydata()) > 0)
         assert np.array_equal(drawn_guide.get_xdata(), x) and np.allclose(drawn_guide.get_ydata(), guide)
-        slope = np.polyfit(np.log(x), np.log(measured.get_ydata()), 1)[0]
+        (slope, _), cov = np.polyfit(np.log(x), np.log(measured.get_ydata()), 1, cov=True)
         assert drawn_guide.get_label() == f"{label} (fitted exponent {slope:.3f})"
         assert abs(slope - sign * 0.5) < 0.1
         assert legend_texts(ax) == [measured.get_label(), drawn_guide.get_label()]
-        slopes.append(f"{slope:.3f}".replace("-", "−"))
+        slopes.append(f"{slope:.3f} ± {np.sqrt(cov[0, 0]):.3f}".replace("-", "−"))
     assert left.get_lines()[0].get_label() == "measured RMS ‖ξ‖"
-    assert f"fitted exponents {slopes[0]} and {slopes[1]} (least squares on log–log" in fig.otod_caption
+    assert (f"fitted exponents {slopes[0]} and {slopes[1]} (least squares on log–log, ± its standard error"
+            in fig.otod_caption)
 
 
 def test_make_rosenbrock_draws_each_noise_levels_path_from_the_start(tmp_path, saved):
