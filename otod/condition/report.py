@@ -27,8 +27,8 @@ def text_report(results: Results, *, full: bool = False, tol: float | None = Non
         notes.append("exact = the lanes' own counts in exact arithmetic (residual polynomials on their spectra and "
                      "starts, median over seeds); bound = the worst case over every spectrum in [μ, L] and start, "
                      "in exact arithmetic: no lane at the method's own step needs more in exact arithmetic (a float32 "
-                     "run can pass it by rounding: gd-opt 3460-3468 against 3454 at κ = 1000); rate = ⌈ln(1/ε)/(2 ln(1/ρ))⌉ from the "
-                     "asymptotic rate ρ alone, which undercounts heavy-ball and nesterov (a double root) and bounds "
+                     "run can pass it by rounding, by a few iterations in the cases docs/condition.md measures); "
+                     "rate = ⌈ln(1/ε)/(2 ln(1/ρ))⌉ from the asymptotic rate ρ alone, which undercounts heavy-ball and nesterov (a double root) and bounds "
                      "nothing")
     tuned = [m for m in config.methods if config.tuned(m)]
     if tuned:
