@@ -326,11 +326,55 @@ def config_digest(config: dict) -> str:
     return results_io.digest({k: v for k, v in config.items() if k not in NOT_IN_DIGEST})
 
 
+#: Two stored configs whose numbers differ by at most this relative amount are the same settings (`same_settings`):
+#: a value NumPy computes, such as np.geomspace's points of a log range, can differ in its last bit between CPUs
+#: (NumPy's SIMD exp and log are chosen per CPU: 0.0168702..3:10:log's eighth point reads 0.9486828012438605 on one
+#: AMD EPYC and …606 on another), and with it the digest, so the same command would not find its own file.
+SAME_SETTINGS_RTOL = 1e-12
+
+
+def same_settings(a: Any, b: Any, rtol: float = SAME_SETTINGS_RTOL) -> bool:
+    """Whether two stored configs (`SweepConfig.to_dict`, or any JSON values) are equal, but for numbers within
+    ``rtol`` of each other (relative) and `NOT_IN_DIGEST`'s fields at the top level."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = set(a) | set(b)
+        return all(k in a and k in b and same_settings(a[k], b[k], rtol) for k in keys)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_settings(x, y, rtol) for x, y in zip(a, b))
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+        return a == b or math.isclose(a, b, rel_tol=rtol, abs_tol=0.0)
+    return a == b
+
+
+def twin_file(config: SweepConfig, folder: Path) -> Path | None:
+    """A finished Parquet results file in ``folder`` whose stored config is this one's to `SAME_SETTINGS_RTOL`
+    (`same_settings`) though its digest, the file's name, is not: the file this config's command wrote on a CPU
+    that rounded a computed setting's last bit the other way. Only the files' footers are read."""
+    from otod.core.parquet import read_header
+
+    own = {k: v for k, v in config.to_dict().items() if k not in NOT_IN_DIGEST}
+    for path in sorted(folder.glob(f"{config.sweep}-*{results_io.SUFFIXES[0]}")):
+        try:
+            stored = (read_header(path) or {}).get("meta", {}).get("config")
+        except Exception:  # a damaged or foreign file is not a twin; loading it later says what is wrong
+            continue
+        if isinstance(stored, dict) and same_settings(own, {k: v for k, v in stored.items()
+                                                            if k not in NOT_IN_DIGEST}):
+            return path
+    return None
+
+
 def default_path(config: SweepConfig, out_dir: str | Path = "results") -> Path:
     """``<out>/<sweep>-<digest>.parquet``: one file per distinct config, so the same command resumes the same
     file. A file of the same name in a format otod wrote by default before (``.json``, ``.npz``) is kept, where it
-    or its journal exists: the same command reads it back or resumes it (`existing_default`)."""
-    return existing_default(Path(out_dir) / f"{config.sweep}-{config.digest()}")
+    or its journal exists: the same command reads it back or resumes it (`existing_default`). Where none is there,
+    a finished file of the same settings written where a computed number rounded its last bit the other way
+    (`twin_file`) is read back instead of measuring again."""
+    path = existing_default(Path(out_dir) / f"{config.sweep}-{config.digest()}")
+    if path.exists() or journal_io.journals(path) or not Path(out_dir).is_dir():
+        return path
+    return twin_file(config, Path(out_dir)) or path
 
 
 def existing_default(stem: Path) -> Path:

@@ -55,6 +55,33 @@ def test_metadata_records_config_versions_provenance_and_one_compile_per_program
     assert m["axes"][0]["name"] == "kappa" and m["axes"][0]["symbol"] == "κ"
 
 
+def test_a_file_whose_settings_differ_in_a_computed_last_bit_is_read_back_not_measured_again(tmp_path):
+    """The same command on a CPU whose NumPy rounds a computed setting's last bit the other way (np.geomspace's
+    points of a log range: 0.9486828012438605 on one AMD EPYC, …606 on another) has another digest, so another file
+    name; `otod.core.config.twin_file` finds the finished file of the same settings to 1e-12 and it is read back
+    (no compilation, records identical). A setting 1e-9 apart is another sweep: measured, in a file of its own."""
+    import dataclasses
+
+    from otod.core.config import default_path, same_settings
+
+    config = condition_sweep((3.0, 30.0), methods=("gd",), problem=SMALL_RANDOM, seeds=2, lr="tuned",
+                             lr_grid=(0.5, 0.9486828012438605, 2.0))
+    first = run_sweep(config, out_dir=tmp_path)
+    other_cpu = dataclasses.replace(config, lr_grid=(0.5, np.nextafter(0.9486828012438605, 1.0), 2.0))
+    assert other_cpu.digest() != config.digest()
+    assert same_settings(other_cpu.to_dict(), config.to_dict())
+    assert default_path(other_cpu, tmp_path) == first.path
+    loads: list = []
+    with count_compilations(loads) as compiled:
+        again = run_sweep(other_cpu, out_dir=tmp_path)
+    assert compiled == [] and loads == [] and again.meta.get("read_back") and again.records == first.records
+    apart = dataclasses.replace(config, lr_grid=(0.5, 0.9486828012438605 * (1 + 1e-9), 2.0))
+    assert not same_settings(apart.to_dict(), config.to_dict())
+    assert default_path(apart, tmp_path) != first.path
+    assert not run_sweep(apart, out_dir=tmp_path).meta.get("read_back")
+    assert len(list(tmp_path.glob("condition-*.parquet"))) == 2
+
+
 def test_same_config_same_numbers(tmp_path):
     config = condition_sweep((3.0, 30.0), methods=("gd",), problem=SMALL_RANDOM, seeds=3)
     assert run_sweep(config, path=tmp_path / "a.json").records == run_sweep(config, path=tmp_path / "b.json").records
