@@ -327,10 +327,12 @@ def config_digest(config: dict) -> str:
 
 
 #: Two stored configs whose numbers differ by at most this relative amount are the same settings (`same_settings`):
-#: a value NumPy computes, such as np.geomspace's points of a log range, can differ in its last bit between CPUs
-#: (NumPy's SIMD exp and log are chosen per CPU: 0.0168702..3:10:log's eighth point reads 0.9486828012438605 on one
-#: AMD EPYC and …606 on another), and with it the digest, so the same command would not find its own file.
-SAME_SETTINGS_RTOL = 1e-12
+#: a setting computed on the machine can differ in its last bits between CPUs. NumPy's SIMD exp and log are chosen
+#: per CPU (0.0168702..3:10:log's eighth point reads 0.9486828012438605 on one AMD EPYC and …606 on another), and
+#: a target read off a compiled float32 run (a branch's loss at its checkpoint) follows XLA's vector code for the CPU
+#: (0.841132226133371 against 0.8411322269681512); with them the digest moves, and the same command would not find
+#: its own file. 1e-7 is a float32 rounding (2⁻²⁴ ≈ 6e-8): settings closer than that are one setting to the lanes.
+SAME_SETTINGS_RTOL = 1e-7
 
 
 def same_settings(a: Any, b: Any, rtol: float = SAME_SETTINGS_RTOL) -> bool:
@@ -350,7 +352,7 @@ def same_settings(a: Any, b: Any, rtol: float = SAME_SETTINGS_RTOL) -> bool:
 def twin_file(config: SweepConfig, folder: Path) -> Path | None:
     """A finished Parquet results file in ``folder`` whose stored config is this one's to `SAME_SETTINGS_RTOL`
     (`same_settings`) though its digest, the file's name, is not: the file this config's command wrote on a CPU
-    that rounded a computed setting's last bit the other way. Only the files' footers are read."""
+    that rounded a computed setting's last bits the other way. Only the files' footers are read."""
     from otod.core.parquet import read_header
 
     own = {k: v for k, v in config.to_dict().items() if k not in NOT_IN_DIGEST}
