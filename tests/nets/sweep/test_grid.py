@@ -112,3 +112,9 @@ def test_the_side_by_side_summary_prints_each_grids_law_as_its_report_does(grid_
     assert float(numbers[0][0]) == pytest.approx(a, rel=1e-9) and float(numbers[0][1]) == pytest.approx(b, rel=1e-9)
     verdict = re.search(r"verdict: (.+)", text[text.index("McCandlish (S(B)"):]).group(1).strip()
     assert rows[0].split("  ")[-1].startswith(verdict)
+
+
+def test_the_smallest_grid_ran_once_in_this_test_run(smallest_grid_runs):
+    """One run of the grid across every worker (tests/nets/conftest.py's file lock): 1 line in its runs record.
+    tests/nets/figures/test_grid.py asks the same, so whichever of the two modules' workers ran it second sees 2."""
+    assert len(smallest_grid_runs) == 1, smallest_grid_runs
