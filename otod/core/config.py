@@ -8,7 +8,7 @@ import functools
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,9 @@ class SweepConfig:
     ladder, check_every); max_iters None: the kind's automatic cap; lr: "theory" (each method's reference step),
     "tuned" (one multiplier of it per point from ``lr_grid``, by the median over seeds) or a number (one absolute
     step); x64 None: the kind's precision rule; options: the method options; chunk_seconds: planned work per
-    chunk.
+    chunk; read_back: the config is one read back from a results file or journal (`from_dict`), checked by the
+    kind's ``validate_stored`` (`otod.core.registry.SweepKind`) instead of ``validate``: not a field (no part of
+    its identity, and `dataclasses.replace` makes a config checked in full).
     """
 
     sweep: str
@@ -77,8 +79,9 @@ class SweepConfig:
     #: What the run resolved to, as its results file stores it (`from_dict`; None for a config made here): see
     #: `resolved`. Not part of the config's identity (equality, digest), and `dataclasses.replace` drops it.
     stored: Resolved | None = field(default=None, init=False, compare=False, repr=False)
+    read_back: InitVar[bool] = False
 
-    def __post_init__(self):
+    def __post_init__(self, read_back: bool):
         kind = self.kind
         axes = dict(self.axes)
         checked = tuple((a.name, a.check(axes.pop(a.name))) for a in kind.axes if a.name in axes)
@@ -115,7 +118,7 @@ class SweepConfig:
             raise OtodError("--lr-grid: multipliers must be positive, e.g. --lr-grid 0.1..3:12:log")
         if not self.chunk_seconds > 0:
             raise OtodError(f"--chunk-seconds {self.chunk_seconds}: must be positive, e.g. --chunk-seconds 5")
-        kind.validate(self)
+        (kind.validate_stored or kind.validate)(self) if read_back else kind.validate(self)
 
     @property
     def kind(self) -> SweepKind:
@@ -252,7 +255,7 @@ class SweepConfig:
                      max_iters=given["max_iters"], seeds=given["seeds"], seed=given["seed"], lr=given["lr"],
                      lr_grid=tuple(given["lr_grid"]), x64=given["x64"],
                      options=_stored(kind.options, d.get("options", {}), f"{d['sweep']} options"),
-                     chunk_seconds=given["chunk_seconds"])
+                     chunk_seconds=given["chunk_seconds"], read_back=True)
         if "resolved" in d:
             object.__setattr__(config, "stored", Resolved.from_dict(d["resolved"]))
         return config

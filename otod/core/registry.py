@@ -150,6 +150,11 @@ class SweepKind:
       called on every ``config.resolved_max_iters`` / ``resolved_x64`` of a config built in this version.
     - validate(config): the obstacle's own checks, called last in the config's construction; raises
       `OtodError` (one line) or returns None.
+    - validate_stored(config): the checks a config read back from a results file or journal gets instead
+      (`otod.core.config.SweepConfig.from_dict`): those of ``validate`` that refuse a stored config this version
+      cannot use, without those that only say whether a run would make sense and cost a computation (the net's
+      target against its start's loss, a compiled program per net), which the run that wrote the file passed
+      with the same config. None: ``validate``'s.
     - theory: the closed forms (`Theory`), or None where the obstacle has none.
     - presentation: analyse, report and figure (`Presentation`), or None (a kind that is only run).
     - migrate(payload) → payload: a results file of format 1 as format 2 (None: the kind has no format-1 files);
@@ -175,6 +180,7 @@ class SweepKind:
     max_iters: Callable[["SweepConfig"], int]
     x64: Callable[["SweepConfig"], bool]
     validate: Callable[["SweepConfig"], None] = no_checks
+    validate_stored: Callable[["SweepConfig"], None] | None = None
     theory: Theory | None = None
     presentation: Presentation | None = None
     migrate: Callable[[dict[str, Any]], dict[str, Any]] | None = None

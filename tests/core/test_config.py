@@ -20,8 +20,9 @@ from otod.nets.sweep.options import net_config
 from otod.noise.options import noise_config, params_configs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-#: The net's config checks its target against the net's initial loss (a JAX program: seconds): slow.
-KINDS = ("condition", "kronecker", "depth", "toy", "noise", "params", pytest.param("net", marks=pytest.mark.slow))
+#: Each kind's config; the net's is made once (its target checked against the net's initial loss: a JAX program,
+#: 0.7 s) and read back without that check (the kind's validate_stored), so it is in the fast suite.
+KINDS = ("condition", "kronecker", "depth", "toy", "noise", "params", "net")
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,7 +85,7 @@ def test_a_file_written_before_the_newer_keys_reads_back_with_their_defaults():
 
 
 @pytest.mark.parametrize("fixture", ["condition-format2-lr_selected.json", "depth-format2-lr_selected.json",
-                                     pytest.param("net-batch-5seeds.parquet", marks=pytest.mark.slow)])
+                                     "net-batch-5seeds.parquet"])
 def test_results_files_of_earlier_versions_read_back_typed(fixture):
     """The test fixtures (written by earlier otod versions) read back: the typed config says what the stored dict
     says, read key by key here (the one place besides `read_config` that may)."""

@@ -65,20 +65,39 @@ def max_iters(config) -> int:
     return AUTO_MAX_ITERS
 
 
-def validate(config) -> None:
-    if config.target.kind != "absolute":
-        raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
+def _nets(config) -> list:
+    """One spec per net and data set of the sweep: the batch changes neither the start's loss nor the net's size."""
     nets = {}
-    for spec in config.specs():  # the batch does not change the start's loss: one check per net and data set
+    for spec in config.specs():
         nets.setdefault(tuple((f.name, getattr(spec, f.name)) for f in dataclasses.fields(spec)
                               if f.compare and f.name != "batch"), spec)
-    for spec in nets.values():
+    return list(nets.values())
+
+
+def validate_stored(config) -> None:
+    """The checks a net config read back from a results file gets (`otod.core.registry.SweepKind.validate_stored`):
+    an absolute target and each net's size (`NetSpec.check_buildable`: arithmetic on the shapes), besides the
+    spec's own (`NetSpec.__post_init__`). Not the target against each net's start loss (`validate`): that draws
+    every start and evaluates the loss, one compiled program per net (0.4 s each; a branch's reference run to its
+    checkpoint), and the run that wrote the file passed it with the same config; tests/test_claims.py's re-read of
+    the committed results spent about 17 of its 50 CPU-s there."""
+    if config.target.kind != "absolute":
+        raise OtodError("net sweeps stop at an absolute training loss (--target), not a relative gap")
+    for spec in _nets(config):
+        if spec.kind != "model":
+            spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
+
+
+def validate(config) -> None:
+    """`validate_stored`'s checks, and the target below each net's initial loss at seed ``config.seed``'s first
+    start (`NetSpec.initial_loss`; a user's model: its start loss measured when it was loaded)."""
+    validate_stored(config)
+    for spec in _nets(config):
         if spec.kind == "model":  # a user's model: its start loss was measured when it was loaded
             start, named, what = spec.start_loss, spec.reference, "training"
             if spec.branched:  # the checkpoint's loss (`otod.nets.model.branch`)
                 start, named = spec.initial_loss(config.seed), f"{named}, checkpoint at step {spec.branch_step}"
         else:
-            spec.check_buildable(orthogonal=True)  # a seed's draws hold every init's start, the orthogonal one too
             start, named = spec.initial_loss(config.seed), f"{spec.model} width {spec.width} depth {spec.depth}"
             named += f", checkpoint at step {spec.branch_step}" if spec.branched else ""
             what = "held-out" if spec.stream else "training"
@@ -117,6 +136,6 @@ BRACKET = Bracketing(lr=True)
 NET = SweepKind(name="net", axes=(BATCH, WIDTH, DEPTH, EXAMPLES, INIT, ARCHITECTURE, BETA), methods=METHODS,
                 problems={"net": NetSpec, "model": ModelProblem}, options=NoiseOptions, max_iters=max_iters,
                 x64=lambda config: False,
-                validate=validate, record_fields=record_fields, ignores=ignores, bracket=BRACKET,
+                validate=validate, validate_stored=validate_stored, record_fields=record_fields, ignores=ignores, bracket=BRACKET,
                 smaller="fewer --batch, --width or --depth values, a smaller net (--width, --depth, --examples), or "
                         "fewer --seeds")

@@ -58,3 +58,9 @@ def test_the_laws_band_is_the_replicates_percentiles():
     law = type("Law", (), {"replicates": reps, "no_ci": None})()
     low, high = law_band(law, np.array([100.0]), np.array([50.0]))
     assert low[0] == pytest.approx(100 ** 0.4) and high[0] == pytest.approx(100 ** 0.6)
+
+
+def test_the_smallest_grid_ran_once_in_this_test_run(smallest_grid_runs):
+    """One run of the grid across every worker (tests/nets/conftest.py's file lock): 1 line in its runs record.
+    tests/nets/sweep/test_grid.py asks the same, so whichever of the two modules' workers ran it second sees 2."""
+    assert len(smallest_grid_runs) == 1, smallest_grid_runs

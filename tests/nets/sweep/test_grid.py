@@ -140,3 +140,9 @@ def test_the_committed_full_grids_law_is_the_plane_through_its_stored_cells(regi
     assert grid.mccandlish.b == pytest.approx(b_hand, abs=1e-9)
     assert a_hand == pytest.approx(a_printed, abs=5e-4)
     assert b_hand == pytest.approx(b_printed, abs=5e-4 if abs(b_printed) >= 0.1 else 5e-5)
+
+
+def test_the_smallest_grid_ran_once_in_this_test_run(smallest_grid_runs):
+    """One run of the grid across every worker (tests/nets/conftest.py's file lock): 1 line in its runs record.
+    tests/nets/figures/test_grid.py asks the same, so whichever of the two modules' workers ran it second sees 2."""
+    assert len(smallest_grid_runs) == 1, smallest_grid_runs

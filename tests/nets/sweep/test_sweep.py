@@ -191,3 +191,34 @@ def test_the_seeds_help_states_the_net_sweeps_own_default():
 
     [seeds] = [o for o in sweep_net.params if o.name == "seeds"]
     assert NET_SEEDS == DEFAULTS["seeds"] and f"Default {DEFAULTS['seeds']}." in seeds.help
+
+
+def test_a_stored_net_config_reads_back_without_its_start_loss_and_keeps_the_other_checks(monkeypatch):
+    """A net config read back from a results file (`SweepConfig.from_dict`) gets the kind's ``validate_stored``:
+    NetSpec.initial_loss is called 0 times (the run that wrote the file compared its target with it), while a
+    config made from it (`dataclasses.replace`) is checked in full, 1 call for its one net (the batch does not
+    change the start). A stored config the sweep cannot use is still refused in one line: a relative target, a
+    net deeper than MAX_DEPTH, a batch larger than the data set."""
+    import dataclasses
+    import json
+
+    from otod.core.config import SweepConfig
+    from otod.core.errors import OtodError
+    from otod.nets.model.problem import NetSpec
+    from otod.nets.model.size import MAX_DEPTH
+
+    config = net_config(batch="8,32", width="8", examples="256", seeds=1, target="0.1", max_iters="50")
+    stored = json.loads(json.dumps(config.to_dict()))
+    measured, calls = NetSpec.initial_loss, []
+    monkeypatch.setattr(NetSpec, "initial_loss", lambda self, *a, **k: calls.append(self) or measured(self, *a, **k))
+    back = SweepConfig.from_dict(stored)
+    assert back == config and back.digest() == config.digest() and calls == []
+    assert dataclasses.replace(back, seeds=2).seeds == 2 and len(calls) == 1
+    for edit, says in [(lambda d: d["target"].update(kind="relative", tol=0.1, ladder=[0.1]), "absolute training"),
+                       (lambda d: d["problem"].update(depth=MAX_DEPTH + 1), f"at most {MAX_DEPTH} layers"),
+                       (lambda d: d["axes"].update(batch=[8, 4096]), "larger than the data set")]:
+        bad = json.loads(json.dumps(stored))
+        edit(bad)
+        with pytest.raises(OtodError, match=says) as caught:
+            SweepConfig.from_dict(bad)
+        assert "\n" not in str(caught.value)
