@@ -177,24 +177,29 @@ def table_of(record: dict) -> str:
               help="Evaluate this schedule instead of searching: B:LR:STEPS,...,B:LR (LR a multiple of 1/max h; "
                    "the last phase runs to the target) or doubling:B0:BMAX:STEPS:LR. "
                    "E.g. --schedule 64:1.5:5000,1024:1.5")
+@click.option("--phases", default=2, show_default=True, type=click.IntRange(min=2, max=4),
+              help="Phases K of the searched lr and batch schedules (each its own batch or lr and length; the last "
+                   "runs to the target). Three cost far more than two (111 s against 4 s on d = 100). "
+                   "E.g. --phases 3")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the table on stderr). E.g. --json")
 @click.option("--out", default="results", show_default=True,
               help="Folder for the results file (nqm-schedule-<digest>.json), or the .json file itself. "
                    "E.g. --out runs/")
 @user_errors
-def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, as_json, out):
+def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, phases, as_json, out):
     """Batch and lr schedules on the exact NQM: serial steps and examples to the target.
 
     \b
-    Without --schedule: the best batch schedule (two phases of their own batch and lr) within an examples
-    budget, against the best constant batch and the best two-phase lr schedule at constant batch, each found by a
-    compass search on a lattice whose optimum is checked interior (otod.noise.schedule_search; three phases from
-    Python, best(problem, budget_factor, phases=3), cost far more: 111 s on d = 100).
+    Without --schedule: the best batch schedule (--phases K phases of their own batch and lr, two by default)
+    within an examples budget, against the best constant batch and the best K-phase lr schedule at constant batch,
+    each found by a compass search on a lattice whose optimum is checked interior (otod.noise.schedule_search; three
+    phases cost far more: 111 s on d = 100).
 
     \b
     Examples:
       otod nqm-schedule --dim 1000
       otod nqm-schedule --dim 1000 --schedule doubling:16:1024:200:1.9
+      otod nqm-schedule --dim 100 --target 0.05 --phases 3
     """
     import json
 
@@ -203,6 +208,9 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, 
         raise OtodError(f"--out {out}: this command writes a .json results file; name a folder (no extension) or "
                         "a .json file, e.g. --out runs/ or --out runs/schedule.json")
     if given is not None:
+        if phases != 2:
+            raise OtodError(f"--phases {phases}: sets the search's schedules, not one --schedule evaluated (whose "
+                            f"phases it lists); drop one of them, e.g. otod nqm-schedule --schedule {given}")
         if budget is not None:
             raise OtodError(f"--budget {budget}: applies to the search, not to one --schedule evaluated; drop one "
                             f"of them, e.g. otod nqm-schedule --schedule {given}")
@@ -220,10 +228,11 @@ def nqm_schedule(dim, target, noise_spectrum, method, budget, max_iters, given, 
     else:
         from otod.noise.schedule_search import best
 
-        record = search_record(best(problem, factor, 2))
+        record = search_record(best(problem, factor, phases))
     text = table_of(record)
     path = save_record(record, {"dim": d, "noise": noise_spectrum, "target": tol, "method": method, "max_iters": cap,
-                                "budget": None if given is not None else factor, "schedule": given}, out)
+                                "budget": None if given is not None else factor, "schedule": given,
+                                **({"phases": phases} if phases != 2 else {})}, out)  # two: the digest of before
     if as_json:
         click.echo(text, err=True)
         click.echo(json.dumps(record))
