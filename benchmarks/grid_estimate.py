@@ -4,6 +4,12 @@ every lane to the cap, so an upper bound on the lanes' work) and its programs (o
 planner's `otod.core.plan.FIRST_COMPILE_SECONDS` and at a measured compile time.
 
     python3 benchmarks/grid_estimate.py --examples 256,1024,4096,16384 --width 4,12,40,128 --batch 8,32,128,512
+    python3 benchmarks/grid_estimate.py --model transformer --depth 1 --examples 256,1024,4096 --width 8,16,32 \
+        --batch 8,32,128 --seeds 3
+
+``--model transformer`` runs the sequence task (`otod.nets.model.sequence`), its lanes costed with their activations
+(`otod.nets.model.family.lane_floats`: T·d per block and layer output, heads·T² for the attention); ``--model mlp``
+the teacher.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     for name, default in (("examples", "256,1024,4096,16384"), ("width", "4,12,40,128"), ("batch", "8,32,128,512"),
                           ("lr-grid", "0.03..3:9:log"), ("max-iters", "4096"), ("seeds", "5"), ("regime", "stream"),
-                          ("compile-seconds", "3")):
+                          ("compile-seconds", "3"), ("model", "mlp"), ("depth", "2"), ("heads", None)):
         parser.add_argument(f"--{name}", default=default)
     a = parser.parse_args()
     start = time.perf_counter()
-    config = net_config(data="teacher", examples=a.examples, width=a.width, batch=a.batch, lr_grid=a.lr_grid,
-                        max_iters=a.max_iters, seeds=int(a.seeds), regime=a.regime)
+    data = "sequence" if a.model == "transformer" else "teacher"
+    config = net_config(data=data, model=a.model, depth=a.depth, heads=a.heads, examples=a.examples, width=a.width,
+                        batch=a.batch, lr_grid=a.lr_grid, max_iters=a.max_iters, seeds=int(a.seeds), regime=a.regime)
     reference = time.perf_counter() - start
     e = full_estimate(config)
     programs = len(config.static_points()) * len(config.methods)
