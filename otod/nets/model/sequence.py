@@ -118,15 +118,16 @@ def entropy_rate(next_tokens, probabilities, stationary=None) -> float:
     return float(pi @ per_context)
 
 
-def collision_probability(source: Source, length: int) -> float:
-    """Σ_s p(s)² over the sequences of ``length`` tokens: the chance two independent draws coincide. q(a, b) =
-    π(a, b)² for the first context, then q ← Σ_a q(a, b)·p(c | a, b)² moved to (b, c), T − 2 times; the sum of q."""
+def collision_probability(source: Source, length: int, power: int = 2) -> float:
+    """Σ_s p(s)^r (r = ``power``) over the sequences of ``length`` tokens; r = 2: the chance two independent draws
+    coincide, r = 3: three. q(a, b) = π(a, b)^r for the first context, then q ← Σ_a q(a, b)·p(c | a, b)^r moved to
+    (b, c), T − 2 times; the sum of q."""
     contexts = source.next_tokens.shape[0]
     v = source.vocabulary
     successor = (np.arange(contexts)[:, None] % v) * v + source.next_tokens
-    q = source.stationary ** 2
+    q = source.stationary ** power
     for _ in range(length - 2):
-        q = np.bincount(successor.ravel(), weights=(q[:, None] * source.probabilities ** 2).ravel(),
+        q = np.bincount(successor.ravel(), weights=(q[:, None] * source.probabilities ** power).ravel(),
                         minlength=contexts)
     return float(q.sum())
 
