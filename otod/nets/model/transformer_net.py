@@ -100,3 +100,38 @@ def flops_per_example(spec) -> float:
     d, t, layers = int(spec.width), POSITIONS, int(spec.depth)
     per_position = layers * (4 * d * d + 2 * d * MLP_RATIO * d + 2 * t * d) + d * sequence.VOCABULARY
     return 2.0 * t * per_position
+
+
+#: Seconds to compile one sweep program of the transformer on a CPU (`otod.core.family.Family.compile_seconds`):
+#: 8 programs (d 8 and 16, B 8 and 32, depth 1, 9 lanes) took 254.6 s, 32 s each, on the 2 shared cores at load
+#: 6–7 (the grid of `otod.core.device_costs.CPU`'s FLOP rate, persistent cache off), against the planner's 1 s.
+#: Not scaled with depth: the vmapped step and check alone compiled in 5.5, 7.7 and 5.0 s at depth 1, 2 and 4
+#: (d 16, B 32, load 7): the engine's loop, not the blocks, dominates.
+COMPILE_SECONDS = 32.0
+
+
+def nonembedding_parameters(spec) -> int:
+    """P less the token and position embeddings, (V + T − 1)·d: the parameters a token's forward pass multiplies
+    by (the lookups cost no multiply-adds; the unembedding, d·V, does)."""
+    return int(spec.parameter_count) - (sequence.VOCABULARY + POSITIONS) * int(spec.width)
+
+
+def forward_flops(spec, sequences: int) -> float:
+    """The forward pass of ``sequences`` sequences: 2·P_nonembed FLOPs per token (one multiply-add per parameter)
+    and the attention's 4·T·d per token and block (scores q·k and the weighted sum of v, 2·T·d each, over all T
+    positions: the causal mask is applied, not skipped), T = `POSITIONS` (Kaplan et al. 2020, table 1)."""
+    d, t, layers = int(spec.width), POSITIONS, int(spec.depth)
+    return float(sequences) * t * (2.0 * nonembedding_parameters(spec) + 4.0 * layers * t * d)
+
+
+def step_flops(spec, batch: int) -> float:
+    """FLOPs of one SGD step at batch B: forward and backward, 3× the forward (the backward costs two forward
+    passes' products), ≈ 6·P_nonembed·B·T + 12·L·B·T²·d (`forward_flops`)."""
+    return 3.0 * forward_flops(spec, int(batch))
+
+
+def check_flops(spec) -> float:
+    """FLOPs of one read of the metric: the forward pass of the `sequence.HELD_OUT` held-out sequences, ≈
+    2·P_nonembed·N·T + 4·L·N·T²·d (every step up to t = 64, `otod.nets.model.family.checks`, then 32 times per
+    doubling of t; 10× a B = 8 step's FLOPs at d = 8)."""
+    return forward_flops(spec, sequence.HELD_OUT)

@@ -95,3 +95,28 @@ def test_the_planner_costs_the_activations():
     assert lane_floats(net, 16) - lane_floats(net, 8) == 8 * per_sequence
     four_heads = spec(32, heads=4)
     assert lane_floats(four_heads, 1) - lane_floats(net, 1) == 2 * 2 * t * t
+
+
+def test_the_planner_costs_a_lane_by_its_flops():
+    """The planner's FLOPs of a lane's step are 6·P_nonembed·B·T + 12·L·B·T²·d and of a held-out check
+    2·P_nonembed·N·T + 4·L·N·T²·d (`otod.nets.model.transformer_net.step_flops`, ``check_flops``), with
+    P_nonembed = L·(12d² + 9d) + 2d + d·V the parameters less the embeddings: at d = 16, L = 1, B = 32, T = 15,
+    V = 32, N = 256 held-out sequences, P_nonembed = 3,760, a step 12,211,200 FLOPs and a check 32,563,200 (exact
+    integers); a lane-iteration's seconds add the step's at the CPU's rate to the float term, and the family
+    declares the measured compile time."""
+    from otod.core.device_costs import CPU
+    from otod.core.plan import lane_seconds
+    from otod.nets.model import transformer_net
+
+    d, layers, b, t, v, n = 16, 1, 32, sequence.LENGTH - 1, sequence.VOCABULARY, sequence.HELD_OUT
+    assert (t, v, n) == (15, 32, 256)
+    nonembed = layers * (12 * d * d + 9 * d) + 2 * d + d * v
+    assert nonembed == 3760
+    net = NetSpec(model="transformer", data="sequence", loss="cross-entropy", width=d, depth=layers, batch=b,
+                  stream=True)
+    family = net.family()
+    assert family.flops_per_lane == 6 * nonembed * b * t + 12 * layers * b * t * t * d == 12_211_200
+    assert family.flops_per_check == 2 * nonembed * n * t + 4 * layers * n * t * t * d == 32_563_200
+    assert family.compile_seconds == transformer_net.COMPILE_SECONDS
+    assert lane_seconds(net) == pytest.approx(family.floats_per_lane * CPU.seconds_per_float_iteration
+                                              + 12_211_200 * CPU.seconds_per_flop, rel=1e-12)
