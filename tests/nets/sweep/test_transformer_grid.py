@@ -10,9 +10,12 @@ from click.testing import CliRunner
 
 from otod.nets.model import sequence
 
-#: 2 D × 2 widths × 2 batches, 2 seeds, 2 lrs, one block: the smallest transformer grid. Measured 2 min 52 s on the
-#: 2 shared cores at load average 4.9, 106 s of it compiling 5 programs (each lane program holds the transformer's
-#: gradient at both batches and the stream's draw).
+#: 2 D × 2 widths × 2 batches, 2 seeds, 2 lrs, one block: the smallest transformer grid (the joint law needs two
+#: D and two widths, the critical batch two batches). Measured 2 min 52 s on the 2 shared cores at load average 4.9,
+#: 106 s of it compiling 5 programs (each lane program holds the transformer's gradient at both batches and the
+#: stream's draw); a transformer sweep program compiles in ~32 s at load 6 whatever its size
+#: (`otod.nets.model.transformer_net.COMPILE_SECONDS`), so no smaller grid fits the fast suite: it is slow, and
+#: `test_the_grid_config_wires_the_transformer_to_the_sequence_task` checks the wiring with one small program.
 TINY = ["sweep", "net", "--model", "transformer", "--data", "sequence", "--depth", "1", "--examples", "32,128",
         "--width", "4,8", "--batch", "2,8", "--seeds", "2", "--lr-grid", "1,3", "--max-iters", "1000", "--no-plot",
         "--yes"]
@@ -69,6 +72,62 @@ def tiny_stream(tmp_path_factory):
     return result.output, path
 
 
+def placeholder_targets(spec, sizes, widths, lrs, seeds, seed, method, options):
+    """`otod.nets.sweep.options.with_regime` without its reference runs: every cell's held-out target 1."""
+    import dataclasses
+
+    table = ";".join(f"{int(d)}:{int(w)}:1.0:{lrs[0]!r}:interior" for w in widths for d in sizes)
+    return dataclasses.replace(spec, held_out_targets=table)
+
+
+def test_the_grid_config_wires_the_transformer_to_the_sequence_task(monkeypatch):
+    """The joint grid's config (the CLI's `otod.nets.sweep.options.net_config`, reference runs replaced by targets
+    of 1) has one static point per (D, width, batch) (D 32 and 128, d 4, B 2 and 8), each the transformer on the
+    stream of sequences with P = the closed form 2Vd + (T − 1)d + 12d² + 9d + 2d; one program on the (D 32, d 4,
+    B 2) point's family reads the held-out loss at its start, log V + s²(1 − 1/V)/2 = 3.4706 (s = 0.1,
+    `zoo.LOGIT_SCALE`; within 0.02: the logits' variance is about s², 3,584 held-out tokens), and a finite, nonzero
+    gradient of step 0's B = 2 fresh sequences, in the shapes of the parameters. One width: the config's own check
+    of the start's loss (`otod.nets.sweep.kind.validate`) draws and evaluates each width's net, ~6 s a width on the
+    loaded cores; with it and the one program this test takes ~16 s."""
+    import math
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import otod.nets.sweep.options as options  # importing it runs otod.nets, which registers the net sweep
+    from otod.nets.model import zoo
+
+    monkeypatch.setattr(options, "with_regime", placeholder_targets)
+    config = options.net_config(data="sequence", model="transformer", depth="1", examples="32,128", width="4",
+                                batch="2,8", lr_grid="1,3", max_iters="8", seeds=2, regime="stream")
+    v, t = sequence.VOCABULARY, sequence.LENGTH
+    points = {(p["examples"], spec.width, p["batch"]): spec
+              for p, spec in zip(config.static_points(), config.specs())}
+    assert set(points) == {(d, 4, b) for d in (32, 128) for b in (2, 8)}
+    for (d, w, b), spec in points.items():
+        assert (spec.model, spec.data, spec.stream, spec.width, spec.batch) == ("transformer", "sequence", True, w, b)
+        assert spec.parameter_count == 2 * v * w + (t - 1) * w + 12 * w * w + 9 * w + 2 * w
+        assert spec.held_out_target == 1.0
+    family = points[32, 4, 2].family()
+    drawn = jax.tree.map(lambda a: np.asarray(a, np.float32), family.draws(np.random.default_rng(0)))
+    problem = family.make({}, drawn)  # the draws in float32, as the engine casts them (`seed_draws`)
+
+    @jax.jit
+    def start(problem):
+        params = family.init(problem)
+        step = type("Step", (), {"t": jnp.zeros((), jnp.int32)})()
+        return params, family.metric(problem, params), family.gradient(problem, params, step)
+
+    params, loss, grad = start(problem)
+    s = zoo.LOGIT_SCALE
+    assert float(loss) == pytest.approx(math.log(v) + s * s * (1 - 1 / v) / 2, abs=0.02)
+    assert jax.tree.structure(grad) == jax.tree.structure(params)
+    leaves = [np.asarray(g) for g in jax.tree.leaves(grad)]
+    assert all(np.isfinite(g).all() for g in leaves) and sum(float(np.abs(g).sum()) for g in leaves) > 0
+
+
+@pytest.mark.slow  # ~3 min on the 2 shared cores, mostly compiling the transformer's programs (see `TINY`)
 def test_a_tiny_stream_grid_runs_every_cell_and_prints_its_table(tiny_stream):
     from otod.core.config import read_config
     from otod.core.results import load
