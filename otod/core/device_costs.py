@@ -34,8 +34,9 @@ import dataclasses
 @dataclasses.dataclass(frozen=True)
 class TripCosts:
     """One platform's loop costs (module docstring): ``trip_seconds`` F, ``iteration_seconds`` s,
-    ``seconds_per_float_iteration`` c, ``copy_compile_seconds`` C, and the limits ``block_lanes`` (most lanes a
-    block) and ``max_unroll``."""
+    ``seconds_per_float_iteration`` c, ``copy_compile_seconds`` C, the limits ``block_lanes`` (most lanes a
+    block) and ``max_unroll``, and ``seconds_per_flop``, the arithmetic's cost for a family that declares its FLOPs
+    (`otod.core.family.Family.flops_per_lane`; 0 where not measured: the float term alone)."""
 
     platform: str
     trip_seconds: float
@@ -44,11 +45,12 @@ class TripCosts:
     copy_compile_seconds: float
     block_lanes: int
     max_unroll: int
+    seconds_per_flop: float = 0.0
 
-    def lane_seconds(self, floats_per_lane: int) -> float:
+    def lane_seconds(self, floats_per_lane: int, flops_per_lane: float = 0.0) -> float:
         """Seconds of one lane-iteration of a lane with ``floats_per_lane`` floats of state (at least 64: a lane's
-        book-keeping)."""
-        return max(64, floats_per_lane) * self.seconds_per_float_iteration
+        book-keeping) and ``flops_per_lane`` FLOPs of arithmetic, n·c + F·``seconds_per_flop``."""
+        return max(64, floats_per_lane) * self.seconds_per_float_iteration + flops_per_lane * self.seconds_per_flop
 
     def unroll(self, trips: float) -> int:
         """Iterations per trip for a program of ``trips`` predicted trips at one iteration a trip: the power of two
@@ -72,8 +74,14 @@ class TripCosts:
 #: at most 128 lanes (70, 66 and 128 ns per lane-iteration at 32, 128 and 512 lanes a block, the last spilling out
 #: of cache), one iteration a trip (against 2, 5 alternated pairs, records identical: compile 1.20–1.22× slower
 #: and the replayed calls no faster, 0.99–1.14×).
+#: Its FLOP rate, 5·10⁻¹⁰ s a FLOP (2 GFLOP/s), is the transformer's (`otod.nets.model.transformer_net.step_flops`
+#: and ``check_flops``), measured on ``otod sweep net --model transformer --data sequence --regime stream --examples
+#: 256,1024 --width 8,16 --batch 8,32 --seeds 3 --lr-grid 0.3..3:3:log --max-iters 512 --depth 1`` at load 6–7 on
+#: the 2 shared cores, float32: 8.5·10¹⁰ FLOPs of steps and held-out checks (3,704 lane-iterations, 3,429 checks)
+#: in the 38 s of the sweep's 293 s not spent compiling, 4.5·10⁻¹⁰ s a FLOP; 9 vmapped lanes timed alone gave
+#: 2.1·10⁻¹⁰ (d 16, B 32 step) to 1.5·10⁻⁹ (d 8, the 256-sequence check) at load 8.
 CPU = TripCosts("cpu", trip_seconds=3.5e-7, iteration_seconds=0.0, seconds_per_float_iteration=1.5e-10,
-                copy_compile_seconds=0.05, block_lanes=128, max_unroll=1)
+                copy_compile_seconds=0.05, block_lanes=128, max_unroll=1, seconds_per_flop=5e-10)
 
 #: An NVIDIA H100 and H200 (`benchmarks/RESULTS.md`, "on a GPU" and issue 38): a trip 29.9 µs (1 lane, d = 1);
 #: with K gd steps a trip, 64 lanes, K(S + s)/(S + Ks) = 5.84 at K = 8 gives s ≈ 1.1 µs a step; 10⁵ lanes at

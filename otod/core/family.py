@@ -37,7 +37,12 @@ for several static points, ``specs`` (this family's spec and others equal to it 
 net's minibatch size), stepping as ``specs[index]``'s own dynamics with ``index`` traced: the sweep compiles one
 program for all of them instead of one each (`otod.core.variants`).
 
-``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated;
+``floats_per_seed`` and ``floats_per_lane`` let the sweep estimate memory before anything is allocated, and
+cost a lane-iteration (`otod.core.device_costs.TripCosts.lane_seconds`); a family whose time goes into arithmetic
+rather than moving its state (the transformer) declares ``flops_per_lane``, the FLOPs of one lane's step, and
+``flops_per_check``, those of one read of its metric (at the iterations ``checks`` picks), costed at the device's
+FLOP rate, and ``compile_seconds``, its program's compile time where it is far from the planner's default
+(`otod.core.plan.estimate`; 0: not counted);
 ``seconds_per_seed``, its time to draw one seed's problem on the host (a net's orthogonal inits factor a square per
 layer), is added to the sweep's time estimate.
 
@@ -75,6 +80,9 @@ class Family(NamedTuple):
     dynamics: Callable[..., Any] | None = None
     floats_per_seed: int = 0
     floats_per_lane: int = 0
+    flops_per_lane: float = 0.0
+    flops_per_check: float = 0.0
+    compile_seconds: float = 0.0
     seconds_per_seed: float = 0.0
     stall: str = "window"
     checks: Callable[[Any], Any] | None = None

@@ -73,8 +73,10 @@ def predicted_costs(config: SweepConfig) -> dict[str, list[float]]:
 
 
 def lane_seconds(spec, costs: TripCosts = CPU) -> float:
-    """Predicted seconds of one lane-iteration of a problem spec on a device of ``costs``' kind."""
-    return costs.lane_seconds(spec.family().floats_per_lane)
+    """Predicted seconds of one lane-iteration of a problem spec on a device of ``costs``' kind: its floats of
+    state, and its step's FLOPs where the family declares them (`otod.core.device_costs.TripCosts.lane_seconds`)."""
+    family = spec.family()
+    return costs.lane_seconds(family.floats_per_lane, family.flops_per_lane)
 
 
 def plan(config: SweepConfig, costs: dict[str, list[float]] | None = None) -> list[Chunk]:
@@ -143,8 +145,13 @@ def estimate(config: SweepConfig) -> Estimate:
     a chunk's outputs, and where the family reads its metric at ``checks``, the traces: a block's buffer of one
     float per lane and checkpoint, and every record's trace held as Python floats, `TRACE_ENTRY_BYTES` each, all
     slots counted though a lane that stops sooner keeps fewer) of a sweep, from the families' declared sizes:
-    nothing is drawn or allocated."""
+    nothing is drawn or allocated. A family that declares its metric's FLOPs (``flops_per_check``) adds, per lane,
+    the checks (`otod.core.traces.checkpoints`) up to its predicted count at the CPU's FLOP rate; one that declares
+    ``compile_seconds`` adds them per static point and program: the transformer's stream grid compiled once per
+    static point though its batches share a program (`otod.core.variants`; measured: 8 compilations for 4 cells × 2
+    batches)."""
     from otod.core.engine import BLOCK_LANES
+    from otod.core.methods import programs
     from otod.core.traces import checkpoints
 
     itemsize = 8 if config.resolved_x64 else 4
@@ -153,6 +160,7 @@ def estimate(config: SweepConfig) -> Estimate:
     for spec in config.specs():
         family = spec.family()
         seconds += config.seeds * family.seconds_per_seed
+        seconds += family.compile_seconds * len(programs(config.kind.methods, config.methods))
         for name in config.methods:
             per_point = config.seeds * len(config.rates_for(name))
             block = max(BLOCK_LANES, per_point)
@@ -162,10 +170,16 @@ def estimate(config: SweepConfig) -> Estimate:
             traces += slots * TRACE_ENTRY_BYTES * per_point * len(run)
             peak = max(peak, itemsize * (config.seeds * family.floats_per_seed + 2 * block * family.floats_per_lane
                                          + block * slots) + 64 * per_point * len(points))
-            its = sum(predicted_iterations(config, p, name) for p in run) * per_point
+            predicted = [predicted_iterations(config, p, name) for p in run]
+            its = sum(predicted) * per_point
             lanes += per_point * len(run)
             work += its
             seconds += its * lane_seconds(spec)
+            if family.flops_per_check:
+                reads = checkpoints(family.checks, config.target.check_every, config.resolved_max_iters) \
+                    if family.checks is not None else np.arange(config.resolved_max_iters + 1)
+                checked = float(np.searchsorted(reads, predicted, side="right").sum()) * per_point
+                seconds += checked * family.flops_per_check * CPU.seconds_per_flop
     return Estimate(lanes, work, seconds, peak + traces)
 
 

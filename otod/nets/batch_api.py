@@ -117,6 +117,7 @@ class GridResult(SweepResult):
 
 
 def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data: str = "teacher",
+                        model: str = "mlp", heads: int | None = None,
                         batches=BATCHES, target: float | None = None, method="sgd", seeds: int = 5, seed: int = 0,
                         depth: int = 2, lr="tuned", lr_grid=None, beta=None, max_iters: int | None = None,
                         schedule: str = "constant", x64: bool | None = None, out: str | None = "results",
@@ -126,10 +127,14 @@ def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data
     ``lr_grid`` by the median over ``seeds``, then the joint law log B_crit = c + a·log D + b·log P over the cells
     (`otod.nets.sweep.grid`). ``regime``: "stream" (fresh examples every step) or "finite" (D examples repeated),
     each cell stopped at the held-out loss its reference run reaches after D examples (`otod.nets.model.reference`);
-    None: the old finite sweep to the training loss ``target``. Bad input raises `otod.core.errors.OtodError`.
+    None: the old finite sweep to the training loss ``target``. ``model``: otod's net, "mlp" (on ``data`` teacher,
+    gaussian or digits) or "transformer" (on ``data`` "sequence", `otod.nets.model.sequence`; ``widths`` its d_model,
+    ``depth`` its blocks, ``heads`` its attention heads, default 2: `otod.nets.model.transformer_net`). Bad input
+    raises `otod.core.errors.OtodError`.
 
     >>> g = otod.critical_batch_grid((256, 1024, 4096), (8, 32), batches=(8, 16, 32, 64, 128))
     >>> law = g.grid("sgd").mccandlish; law.a, law.a_ci, law.b, law.b_ci, law.verdict()
+    >>> otod.critical_batch_grid((256, 1024), (8, 32), model="transformer", data="sequence", depth=1)
     """
     import tempfile
 
@@ -139,7 +144,7 @@ def critical_batch_grid(examples, widths, *, regime: str | None = "stream", data
     from otod.nets.sweep.predict import run_meta
 
     config = net_config(batch=_batch_text(batches), width=option_text("width", widths), depth=str(int(depth)),
-                        data=data, examples=option_text("examples", examples), method=_text(method),
+                        data=data, model=model, heads=heads, examples=option_text("examples", examples), method=_text(method),
                         target=None if target is None else repr(float(target)),
                         beta=None if beta is None else _text(beta), schedule=schedule, max_iters=max_iters,
                         seeds=seeds, seed=seed, lr=str(lr), lr_grid=None if lr_grid is None else _text(lr_grid),

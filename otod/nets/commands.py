@@ -17,14 +17,19 @@ NET_SEEDS = 5
               help="Batch sizes B (static; one compiled program runs them all), whole numbers ≤ the training set. Default "
                    "8..1024:8:log. E.g. --batch 4..1024:9:log")
 @click.option("--width", default="32", show_default=True,
-              help="Hidden width (MLP units, CNN channels); several values make a width axis (parameter count). "
+              help="Hidden width (MLP units, CNN channels, the transformer's d_model); several values make a width "
+                   "axis (parameter count). "
                    "E.g. --width 8..128:5:log")
 @click.option("--depth", default="2", show_default=True,
-              help="Weight layers (1: a linear model); several values make a depth axis. E.g. --depth 2..10:5")
+              help="Weight layers (1: a linear model; the transformer's blocks); several values make a depth axis. "
+                   "E.g. --depth 2..10:5")
 @click.option("--model", default="mlp", show_default=True,
-              help="mlp, cnn (3×3 convolutions on the 8×8 digits), or your own JAX model: FILE.py:NAME or "
+              help="mlp, cnn (3×3 convolutions on the 8×8 digits), transformer (a decoder-only transformer on "
+                   "--data sequence, 4·width MLP), or your own JAX model: FILE.py:NAME or "
                    "package.module:NAME, a function of no arguments returning (loss, params, data[, init]) "
                    "(docs/models.md). E.g. --model cnn, --model my_model.py:problem")
+@click.option("--heads", default=None,
+              help="--model transformer only: attention heads, a divisor of every --width. Default 2. E.g. --heads 4")
 @click.option("--activation", type=click.Choice(["relu", "tanh", "linear"]), default="relu", show_default=True,
               help="The nonlinearity. E.g. --activation tanh")
 @click.option("--architecture", default="plain", show_default=True,
@@ -32,9 +37,12 @@ NET_SEEDS = 5
                    "E.g. --architecture plain,residual")
 @click.option("--init", default="kaiming", show_default=True,
               help="kaiming, xavier, orthogonal, small (10⁻² of kaiming's scale), or a list. E.g. --init kaiming,small")
-@click.option("--data", type=click.Choice(["digits", "teacher", "gaussian"]), default="digits", show_default=True,
-              help="digits (shipped, 1438 training images), teacher (a random tanh-MLP teacher, regression) or "
-                   "gaussian (a linear teacher). E.g. --data teacher")
+@click.option("--data", type=click.Choice(["digits", "teacher", "gaussian", "sequence"]), default="digits",
+              show_default=True,
+              help="digits (shipped, 1438 training images), teacher (a random tanh-MLP teacher, regression), "
+                   "gaussian (a linear teacher) or sequence (16-token sequences of a random order-2 Markov source "
+                   "over 32 tokens, for --model transformer; its entropy rate is the loss floor). "
+                   "E.g. --data teacher")
 @click.option("--examples", default=None,
               help="Training examples D (teacher, gaussian: drawn, default 1024; digits: the first N, at most 1438; "
                    "--model FILE.py:NAME: its first N); several values make a D axis of nested subsets of one set, "
@@ -105,7 +113,7 @@ NET_SEEDS = 5
                    "E.g. --batch-schedule "
                    "16@0.26,32@0.04 or --batch-schedule doubling:16..64@0.04")
 @common_sweep_options(default_seeds=NET_SEEDS)
-def sweep_net(batch, width, depth, model, activation, architecture, init, data, examples, stream, regime, loss, method,
+def sweep_net(batch, width, depth, model, heads, activation, architecture, init, data, examples, stream, regime, loss, method,
               target,
               beta, schedule, max_iters, lr, lr_grid, lr_extend, predict, branch_at, branch_batch, branch_lr, branch_to,
               trace_examples, batch_schedule, seeds, seed, x64, out, as_json, no_plot, pdf, yes, chunk_seconds):
@@ -125,6 +133,7 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
       otod sweep net --data teacher --examples 256,512,1024 --batch 8..256:6:log --no-predict
       otod sweep net --data teacher --stream --target 0.05,0.03,0.02 --batch 8..256:6:log
       otod sweep net --data teacher --regime stream --examples 256..16384:4:log --width 4..64:4:log
+      otod sweep net --model transformer --data sequence --depth 1 --regime stream --examples 256,1024,4096 --width 8,16,32
       otod sweep net --branch-at 0,30,100,300,1000,3000
       otod sweep net --batch-schedule 16@0.26,32@0.0392
       otod sweep net --data teacher --batch-schedule 8@0.066,16@0.038
@@ -164,6 +173,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
             if name != "examples":  # the first N of the model's own examples
                 refuse_ignored(given, name, f"describes otod's own nets; --model {model} defines its own network "
                                             "and data, drop it")
+    if model == "transformer":
+        refuse_ignored(given, "activation", "the MLP's nonlinearity; the transformer's MLP has its GELU, drop it")
     if branch_at is not None or batch_schedule is not None:
         refuse_ignored(given, "lr_extend", "brackets the lr of one net sweep; --branch-at and --batch-schedule run "
                                            "sweeps of their own over --lr-grid as given; drop --lr-extend or widen "
@@ -174,7 +185,8 @@ def sweep_net(batch, width, depth, model, activation, architecture, init, data, 
     config = net_config(batch=batch, width=width, depth=depth, init=init, architecture=architecture, model=model,
                         activation=activation, data=data, examples=examples, loss=loss, method=method, target=target,
                         beta=beta, schedule=schedule, max_iters=max_iters, seeds=seeds, seed=seed, lr=lr,
-                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream, regime=regime)
+                        lr_grid=lr_grid, x64=x64, chunk_seconds=chunk_seconds, stream=stream, regime=regime,
+                        heads=heads)
     if batch_schedule is not None:
         from otod.nets.schedule.batch_schedule import echo_schedule
 

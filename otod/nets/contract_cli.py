@@ -19,7 +19,7 @@ from otod.nets.measure.settings import CurvatureConfig, NoiseScaleConfig
 jax = lazy("jax")
 
 #: The options of otod's own nets: refused beside a contract model, which defines its own network and data.
-NET_OPTIONS = ("width", "depth", "activation", "architecture", "init", "data", "examples", "loss")
+NET_OPTIONS = ("width", "depth", "heads", "activation", "architecture", "init", "data", "examples", "loss")
 
 
 def load_model(reference: str, given: frozenset):

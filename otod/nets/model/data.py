@@ -9,6 +9,11 @@
   (one tanh hidden layer of ``teacher_width`` units, weights N(0, 1/fan_in)) gives y = teacher(x) +
   ``label_noise``·ε, ε ~ N(0, I). The number of examples is an option, so the parameter count of the student can
   be scaled against a fixed amount of data.
+* ``sequence``: token sequences of a random sparse order-2 Markov source for the transformer
+  (`otod.nets.model.sequence`): x the T − 1 tokens the net reads (as exact floats), y [n, T − 2] the scored next
+  tokens; ``examples`` sequences (default 1,024) and a fixed held-out set of `otod.nets.model.sequence.HELD_OUT`,
+  nested as the teacher's (``inputs``, ``outputs``, ``teacher_width``, ``label_noise`` and ``holdout`` do not
+  apply).
 * ``gaussian``: a linear teacher y = xᵀw* + ``label_noise``·ε with x ~ N(0, I): with a linear model (depth 1) and
   the squared loss it is a quadratic whose Hessian is the inputs' second moment and whose per-example gradient
   covariance is known (`otod.nets.theory`), the check of the whole package against exact numbers.
@@ -32,7 +37,7 @@ import numpy as np
 
 from otod.core.api import OtodError
 
-DATASETS = ("digits", "teacher", "gaussian")
+DATASETS = ("digits", "teacher", "gaussian", "sequence")
 
 #: The digits' size: 1,797 images of 8×8 pixels, 10 classes.
 DIGITS_EXAMPLES, DIGITS_PIXELS, DIGITS_CLASSES = 1797, 64, 10
@@ -103,6 +108,12 @@ def load(name: str = "digits", examples: int | None = None, inputs: int = 16, ou
     if not (label_noise >= 0 and np.isfinite(label_noise)):
         raise OtodError(f"--label-noise {label_noise:g}: must be ≥ 0, e.g. --label-noise 0.1")
     n_train = DEFAULT_EXAMPLES if examples is None else int(examples)
+    if name == "sequence":
+        from otod.nets.model import sequence
+
+        x, y = sequence.split(sequence.training_sequences(n_train, data_seed=data_seed), np.float64)
+        x_test, y_test = sequence.split(sequence.held_out_sequences(data_seed=data_seed), np.float64)
+        return Dataset(name, x, y.astype(np.int64), x_test, y_test.astype(np.int64), sequence.VOCABULARY)
     weights = teacher_weights(name, inputs, outputs, teacher_width, data_seed)
     _, train_x, train_noise, test = streams(data_seed)
     x = train_x.standard_normal((n_train, inputs))

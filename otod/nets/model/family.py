@@ -63,8 +63,12 @@ def minibatch(key, t, batch: int, n: int):
 def seed_starts(spec, rng: np.random.Generator) -> dict:
     """One seed's draws: ``params`` [init][architecture] → weights (every init and architecture, float64) and
     ``shuffle``, the seed of its minibatch order. Each init draws from its own child generator, so a start does
-    not depend on which other inits exist."""
+    not depend on which other inits exist. The transformer has one start of its own (no init or architecture
+    axis): ``params`` holds it at the spec's init and architecture only."""
     children = rng.spawn(len(models.INITS) + 1)
+    if spec.model == "transformer":
+        return {"params": {spec.init: {spec.architecture: spec.initial_params(children[0])}},
+                "shuffle": np.array(float(children[-1].integers(0, 2 ** 24)))}
     params = {}
     for init, child in zip(models.INITS, children):
         state = child.bit_generator.state
@@ -81,8 +85,15 @@ def start_of(spec, drawn: dict, init: str | None = None, architecture: str | Non
 
 
 def stream_minibatch(spec):
-    """``(key, t, dtype) → (x, y)``: step t's fresh minibatch in the stream regime (`otod.nets.model.data.stream_batch`)."""
+    """``(key, t, dtype) → (x, y)``: step t's fresh minibatch in the stream regime (`otod.nets.model.data.stream_batch`;
+    the sequence task's B fresh sequences, `otod.nets.model.sequence.stream_batch`)."""
     from otod.nets.model import data as data_sets
+
+    if spec.data == "sequence":
+        from otod.nets.model import sequence
+
+        source = sequence.source(data_seed=int(spec.data_seed))
+        return lambda key, t, dtype: sequence.stream_batch(source, key, t, int(spec.batch), sequence.LENGTH, dtype)
 
     weights = data_sets.teacher_weights(spec.data, spec.inputs, spec.outputs, spec.teacher_width, int(spec.data_seed))
 
@@ -112,9 +123,12 @@ def net_family(spec) -> Family:
         dtype = drawn["shuffle"].dtype
         init = point.get("init", jnp.asarray(inits[spec.init], dtype))
         arch = point.get("architecture", jnp.asarray(spec.residual(), dtype))
-        starts = [drawn["params"][i][a] for i in models.INITS for a in models.ARCHITECTURES]
-        code = (jnp.round(init) * len(models.ARCHITECTURES) + jnp.round(arch)).astype(jnp.int32)
-        params0 = jax.tree.map(lambda *xs: jnp.stack(xs)[code], *starts)
+        if spec.model == "transformer":  # one start (`seed_starts`)
+            params0 = start_of(spec, drawn)
+        else:
+            starts = [drawn["params"][i][a] for i in models.INITS for a in models.ARCHITECTURES]
+            code = (jnp.round(init) * len(models.ARCHITECTURES) + jnp.round(arch)).astype(jnp.int32)
+            params0 = jax.tree.map(lambda *xs: jnp.stack(xs)[code], *starts)
         return {"params0": params0, "residual": arch.astype(dtype),
                 "key": jax.random.PRNGKey(drawn["shuffle"].astype(jnp.int32)),
                 "beta": point.get("beta", jnp.zeros((), dtype))}
@@ -140,12 +154,38 @@ def net_family(spec) -> Family:
         return {"lipschitz": one, "beta": p["beta"]}
 
     size = spec.parameter_count
-    starts = len(models.INITS) * len(models.ARCHITECTURES)
+    starts = 1 if spec.model == "transformer" else len(models.INITS) * len(models.ARCHITECTURES)
     return Family(seconds_per_seed=draw_seconds(spec), draws=lambda rng: seed_starts(spec, rng), make=make,
                   init=lambda p: p["params0"], metric=metric, gradient=gradient, info=info,
                   provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(spec),
-                  floats_per_seed=starts * size + 1, floats_per_lane=8 * size + batch * x_np.shape[1], checks=checks,
-                  compactable=False, variants=_variants(spec), variant_fields=("batch",))
+                  floats_per_seed=starts * size + 1, floats_per_lane=lane_floats(spec, batch), checks=checks,
+                  compactable=False, variants=_variants(spec), variant_fields=("batch",), **arithmetic(spec, batch))
+
+
+def arithmetic(spec, batch: int) -> dict:
+    """The transformer's declared costs (`otod.core.family.Family`): its step's and held-out check's FLOPs
+    (`otod.nets.model.transformer_net.step_flops`, ``check_flops``) and its program's compile seconds, which
+    the float count and the planner's 1 s compile put ~100× low (4 ms a lane-iteration against 35 µs, 32 s a
+    compile against 1 s); nothing for the other nets, costed by their floats."""
+    if spec.model != "transformer":
+        return {}
+    from otod.nets.model import transformer_net
+
+    return {"flops_per_lane": transformer_net.step_flops(spec, batch),
+            "flops_per_check": transformer_net.check_flops(spec), "compile_seconds": transformer_net.COMPILE_SECONDS}
+
+
+def lane_floats(spec, batch: int) -> int:
+    """The floats of a lane's step, the planner's cost of a lane-iteration (`otod.core.plan.lane_seconds`): 8·P
+    (the parameters, their gradient and the optimizer's copies) plus B × one example's: an MLP's or CNN's input
+    features; the transformer's forward activations (`otod.nets.model.transformer_net.activation_floats`: T·d per
+    block and layer output, heads·T² for the attention), which dwarf its inputs (at d = 32, one block, 2 heads:
+    10,500 floats a sequence against its 15 tokens)."""
+    if spec.model == "transformer":
+        from otod.nets.model.transformer_net import activation_floats
+
+        return 8 * spec.parameter_count + int(batch) * activation_floats(spec)
+    return 8 * spec.parameter_count + int(batch) * spec.dataset().features
 
 
 #: Seconds per Gaussian number NumPy draws (about 10 ns on the development machine; counted with room).

@@ -32,7 +32,9 @@ from otod.core.api import OtodError, lazy
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
 
-MODELS = ("mlp", "cnn")
+#: otod's own nets: the MLP and CNN of this module, and the transformer on the sequence task
+#: (`otod.nets.model.transformer_net`).
+MODELS = ("mlp", "cnn", "transformer")
 ACTIVATIONS = ("relu", "tanh", "linear")
 INITS = ("kaiming", "xavier", "orthogonal", "small")
 ARCHITECTURES = ("plain", "residual")

@@ -28,7 +28,9 @@ jnp = lazy("jax.numpy")
 
 @dataclass(frozen=True)
 class NetSpec:
-    """A model (``model``, ``width``, ``depth`` weight layers, ``activation``, ``architecture``, ``init``), a data
+    """A model (``model``, ``width``, ``depth`` weight layers, ``activation``, ``architecture``, ``init``; the
+    transformer's ``width`` is d_model, its ``depth`` its blocks and ``heads`` its attention heads,
+    `otod.nets.model.transformer_net`), a data
     set (``data``, ``examples``, the synthetic sets' ``inputs``, ``outputs``, ``teacher_width``, ``label_noise``,
     ``holdout``, ``data_seed``), a ``loss`` and the minibatch size ``batch`` of the sweep's stochastic gradient;
     ``stream``: train on fresh examples every step instead of a finite set (teacher and gaussian only)."""
@@ -70,6 +72,9 @@ class NetSpec:
     #: loss. None (both): the metric is the training loss (the held-out loss with ``stream``), as before.
     held_out_targets: str | None = None
     reference_batch: int | None = None
+    #: The transformer's attention heads (`otod.nets.model.transformer_net`; None: its default, 2, and the only
+    #: value for the other nets, so their digests do not change).
+    heads: int | None = None
 
     def __post_init__(self):
         checks = [(self.model, models.MODELS, "--model", "mlp"),
@@ -90,8 +95,18 @@ class NetSpec:
                 raise OtodError(f"{option} {value}: need an integer ≥ 1, e.g. {option} {example}")
         if self.model == "cnn" and self.data != "digits":
             raise OtodError(f"--model cnn: needs image data; use --data digits (not {self.data})")
-        if self.data != "digits" and self.loss == "cross-entropy":
+        if self.data in ("teacher", "gaussian") and self.loss == "cross-entropy":
             raise OtodError(f"--data {self.data}: a regression; use --loss squared")
+        if self.model == "transformer" or self.data == "sequence":
+            if self.model != "transformer":
+                raise OtodError(f"--data sequence: token sequences for the transformer; use --model transformer "
+                                f"(not {self.model})")
+            from otod.nets.model.transformer_net import check
+
+            check(self)
+        elif self.heads is not None:
+            raise OtodError(f"--heads {self.heads}: the transformer's attention heads; --model {self.model} has none, "
+                            "drop --heads")
         if self.model == "cnn" and self.depth < 2:
             raise OtodError("--model cnn: needs --depth ≥ 2 (at least one convolution before the dense layer)")
         self.check_buildable(orthogonal=self.init == "orthogonal")
@@ -134,16 +149,29 @@ class NetSpec:
                               float(self.label_noise), float(self.holdout), int(self.data_seed))
 
     def shapes(self) -> list[tuple[int, ...]]:
+        """The MLP's or CNN's weight shapes (`otod.nets.model.models.layer_shapes`); the transformer has none."""
+        if self.model == "transformer":
+            raise OtodError("--model transformer: this measurement reads an MLP's or CNN's layers; use --model mlp "
+                            "or cnn")
         ds = self.dataset()
         return models.layer_shapes(self.model, ds.features, ds.outputs, self.width, self.depth, ds.image)
 
     @property
     def parameter_count(self) -> int:
+        if self.model == "transformer":
+            from otod.nets.model.transformer_net import parameter_count
+
+            return parameter_count(self.width, self.depth)
         return models.parameter_count(self.shapes())
 
     def initial_params(self, rng: np.random.Generator, init: str | None = None,
                        architecture: str | None = None) -> tuple:
-        """One start, in NumPy (float64); ``init``/``architecture`` default to the spec's."""
+        """One start, in NumPy (float64); ``init``/``architecture`` default to the spec's (the transformer's start
+        is its own, `otod.nets.model.transformer_net.initial_params`)."""
+        if self.model == "transformer":
+            from otod.nets.model.transformer_net import initial_params
+
+            return initial_params(self, rng)
         return models.init_params(rng, self.shapes(), init or self.init, self.activation,
                                   (architecture or self.architecture) == "residual")
 
@@ -151,10 +179,18 @@ class NetSpec:
         return 1.0 if (architecture or self.architecture) == "residual" else 0.0
 
     def outputs_of(self, params, x, residual=None):
+        if self.model == "transformer":
+            from otod.nets.model.transformer_net import outputs_of
+
+            return outputs_of(self, params, x)
         r = self.residual() if residual is None else residual
         return models.apply(self.model, self.activation, params, x, r, self.dataset().image)
 
     def example_losses(self, params, x, y, residual=None):
+        if self.model == "transformer":  # a sequence's mean next-token cross-entropy
+            from otod.nets.model.transformer_net import example_losses
+
+            return example_losses(self, params, x, y)
         return models.example_losses(self.loss, self.outputs_of(params, x, residual), y, self.dataset().classes)
 
     def mean_loss(self, params, x, y, residual=None):
@@ -168,9 +204,9 @@ class NetSpec:
 
     def held_out_accuracy(self, params) -> float | None:
         """The fraction of the held-out examples classified right (None for a regression or with no held-out
-        examples): reported beside the training loss, never a target."""
+        examples; the sequence task: None): reported beside the training loss, never a target."""
         ds = self.dataset()
-        if not ds.classes or not len(ds.y_test):
+        if self.data == "sequence" or not ds.classes or not len(ds.y_test):
             return None
         dtype = jax.tree.leaves(params)[0].dtype
         out = self.outputs_of(params, jnp.asarray(ds.x_test, dtype))
@@ -191,8 +227,8 @@ class NetSpec:
     def held_out_arrays(self, dtype=np.float32) -> tuple[np.ndarray, np.ndarray]:
         """The fixed held-out set, the same for every training-set size and seed: the teacher's and gaussian's
         `otod.nets.model.data.STREAM_HELD_OUT` examples from their own stream (`otod.nets.model.data.stream_held_out`),
-        the digits' last ``holdout`` images."""
-        if self.data == "digits":
+        the digits' last ``holdout`` images, the sequence task's `otod.nets.model.sequence.HELD_OUT` sequences."""
+        if self.data in ("digits", "sequence"):
             ds = self.dataset()
             return ds.x_test.astype(dtype), ds.y_test.astype(np.int32)
         x, y = data_sets.stream_held_out(self.data, self.inputs, self.outputs, self.teacher_width,
@@ -241,7 +277,11 @@ class NetSpec:
 
     def flops_per_example(self) -> float:
         """Forward multiply-adds × 2 per example (dense and convolution layers; activations and the loss not
-        counted): the analytic count beside XLA's."""
+        counted): the analytic count beside XLA's (the transformer's: `otod.nets.model.transformer_net`)."""
+        if self.model == "transformer":
+            from otod.nets.model.transformer_net import flops_per_example
+
+            return flops_per_example(self)
         ds = self.dataset()
         total = 0
         for s in self.shapes():

@@ -53,6 +53,10 @@ def data_shape(name: str, examples: int | None, inputs: int, outputs: int, holdo
         return DataShape(used, data_sets.DIGITS_EXAMPLES - train, data_sets.DIGITS_PIXELS, data_sets.DIGITS_CLASSES,
                          (8, 8))
     train = data_sets.DEFAULT_EXAMPLES if examples is None else int(examples)
+    if name == "sequence":  # the net reads T − 1 tokens and is scored on T − 2 (`otod.nets.model.sequence`)
+        from otod.nets.model import sequence
+
+        return DataShape(train, sequence.HELD_OUT, sequence.LENGTH - 1, sequence.LENGTH - 2, None)
     test = data_sets.held_out_size(holdout) if 0 <= holdout < 1 else 0
     return DataShape(train, test, int(inputs), int(outputs), None)
 
@@ -61,6 +65,10 @@ def layer_sizes(model: str, shape: DataShape, width: int, depth: int) -> tuple[i
     """(P, Σ n³ and the largest n over the layers, n = max(fan_in, fan_out) the side of the square an orthogonal
     init factors), summed over the layers of `otod.nets.model.models.layer_shapes` without listing them."""
     f, o, w = shape.features, shape.outputs, width
+    if model == "transformer":  # no orthogonal init: nothing factored
+        from otod.nets.model.transformer_net import parameter_count
+
+        return parameter_count(width, depth), 0.0, 0
     if model == "mlp":
         if depth == 1:
             return f * o + o, float(max(f, o)) ** 3, max(f, o)

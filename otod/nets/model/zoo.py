@@ -53,8 +53,9 @@ def modular_addition(p: int = 23, fraction: float = 1.0, seed: int = 0) -> tuple
 
 
 def init_transformer(key, vocabulary: int, d: int = 24, heads: int = 2, layers: int = 1, mlp: int = 48,
-                     dtype=None) -> dict:
-    """The parameters (module docstring's init), float32 unless ``dtype``."""
+                     dtype=None, length: int = LENGTH) -> dict:
+    """The parameters (module docstring's init), float32 unless ``dtype``; ``length`` positions (the sequence
+    task's T − 1, `otod.nets.model.sequence`; modular addition's 3)."""
     dtype = dtype or jnp.float32
     keys = iter(jax.random.split(key, 3 + 6 * layers))
     branch = 1.0 / math.sqrt(2 * layers)
@@ -71,7 +72,7 @@ def init_transformer(key, vocabulary: int, d: int = 24, heads: int = 2, layers: 
             "ln2": {"g": jnp.ones(d, dtype), "b": jnp.zeros(d, dtype)},
             "w1": normal((d, mlp), d ** -0.5), "b1": jnp.zeros(mlp, dtype),
             "w2": normal((mlp, d), branch * mlp ** -0.5), "b2": jnp.zeros(d, dtype)})
-    return {"embed": normal((vocabulary, d), 1.0), "position": normal((LENGTH, d), 1.0), "blocks": blocks,
+    return {"embed": normal((vocabulary, d), 1.0), "position": normal((length, d), 1.0), "blocks": blocks,
             "ln": {"g": jnp.ones(d, dtype), "b": jnp.zeros(d, dtype)},
             "unembed": normal((d, vocabulary), LOGIT_SCALE * d ** -0.5)}
 
@@ -111,10 +112,32 @@ def answer_loss(params, batch, heads: int):
     return -jnp.mean(jnp.take_along_axis(logp, labels[:, None].astype(jnp.int32), axis=-1))
 
 
-def parameter_count(p: int = 23, d: int = 24, layers: int = 1, mlp: int = 48) -> int:
-    """P = V·d (embedding) + 3d (positions) + layers·(4d² + 2d·mlp + mlp + d + 4d) + 2d (final LN) + d·V."""
-    vocabulary = p + 1
-    return 2 * vocabulary * d + LENGTH * d + layers * (4 * d * d + 2 * d * mlp + mlp + 5 * d) + 2 * d
+def parameter_count(p: int = 23, d: int = 24, layers: int = 1, mlp: int = 48, length: int = LENGTH,
+                    vocabulary: int | None = None) -> int:
+    """P = V·d (embedding) + length·d (positions) + layers·(4d² + 2d·mlp + mlp + d + 4d) + 2d (final LN) + d·V;
+    V = p + 1 unless ``vocabulary``."""
+    vocabulary = p + 1 if vocabulary is None else int(vocabulary)
+    return 2 * vocabulary * d + length * d + layers * (4 * d * d + 2 * d * mlp + mlp + 5 * d) + 2 * d
+
+
+def next_token_losses(params, tokens, labels, heads: int):
+    """Each sequence's mean next-token cross-entropy [n] (the sequence task, `otod.nets.model.sequence`): the
+    logits at positions 1..T − 2 of the inputs ``tokens`` [n, T − 1] (token ids, as integers or exact floats)
+    against ``labels`` [n, T − 2], the tokens s_3..s_T, each predicted from a context holding both previous
+    tokens."""
+    out = logits(params, tokens.astype(jnp.int32), heads)[:, 1:, :]
+    logp = jax.nn.log_softmax(out, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[..., None].astype(jnp.int32), axis=-1)[..., 0], axis=-1)
+
+
+def activation_floats(vocabulary: int, length: int, d: int, heads: int, layers: int, mlp: int) -> int:
+    """The floats one sequence's forward pass holds for its backward (what a lane's step costs beside its
+    parameters; the planner's, `otod.nets.model.family`): the embedding's sum T·d; per block the two LN outputs,
+    q, k, v, the attention's output and projection and the MLP's output (8·T·d), the MLP's hidden layer before and
+    after the GELU (2·T·mlp) and the attention's scores and softmax (2·heads·T²); the final LN (T·d) and the
+    logits and their log-softmax (2·T·V); T = ``length`` positions."""
+    t = int(length)
+    return t * d + layers * (8 * t * d + 2 * t * mlp + 2 * heads * t * t) + t * d + 2 * t * vocabulary
 
 
 class _Loss:

@@ -48,8 +48,9 @@ def layer_rule_flops(spec, batch: int) -> float:
     backward 1:1 for the first layer (no gradient with respect to the data) and 2:1 for the others; the update 2 per
     parameter. It leaves out the elementwise work (biases, activations, the loss), so XLA's count lies above it:
     by 2–10% on the nets of the tests (27% on a CNN of 4 channels,
-    where the elementwise work is a larger share)."""
-    if spec.kind == "model":  # a user's model: no layers to count
+    where the elementwise work is a larger share). NaN for a user's model and the transformer (its attention is not a
+    dense layer of the rule)."""
+    if spec.kind == "model" or spec.model == "transformer":  # a user's model, the transformer: no layer list
         return float("nan")
     pixels = float(np.prod(spec.dataset().image)) if spec.model == "cnn" else 1.0
     layers = [2.0 * np.prod(s[:-1]) * s[-1] * (pixels if len(s) == 4 else 1.0) for s in spec.shapes()]

@@ -38,7 +38,7 @@ def whole_axis(text, axis) -> tuple[float, ...]:
 def net_config(*, batch=None, width="32", depth="2", init="kaiming", architecture="plain", model="mlp",
                activation="relu", data="digits", examples=None, loss=None, method=None, target=None, beta=None,
                schedule="constant", max_iters=None, seeds=None, seed=None, lr="tuned", lr_grid=None, x64=None,
-               chunk_seconds=None, stream=False, regime=None) -> SweepConfig:
+               chunk_seconds=None, stream=False, regime=None, heads=None) -> SweepConfig:
     """The config of ``otod sweep net`` (None: the default of `DEFAULTS`). Several values of ``width``, ``depth``
     or ``examples`` make them axes (every batch must fit in every training set); ``init`` and ``architecture``
     lists are coded traced axes. ``stream``: fresh teacher examples every step (`otod.nets.model.family`); ``target``
@@ -47,7 +47,9 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
     (the Python function's), which the net's own options (width, depth, init, …) do not apply to; ``examples``
     then takes the first N of its data. ``regime`` (stream, finite): data as the batch-size papers mean it, each
     cell (D, width) stopped at the held-out loss its reference run reaches after D examples
-    (`otod.nets.model.reference`, `with_regime`)."""
+    (`otod.nets.model.reference`, `with_regime`). ``model`` transformer: the sequence task's transformer
+    (`otod.nets.model.transformer_net`: ``width`` its d_model, ``depth`` its blocks, ``heads`` its attention heads,
+    default 2), with ``data`` sequence."""
     from otod.nets.model.contract import Model, is_reference
 
     methods = parse_methods(DEFAULTS["method"] if method is None else method)
@@ -72,10 +74,16 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
         batches = whole_axis(DEFAULTS["batch"] if batch is None else batch, BATCH)
         widths, depths = whole_axis(width, WIDTH), whole_axis(depth, DEPTH)
         inits, archs = names(init, INIT, models.INITS), names(architecture, ARCHITECTURE, models.ARCHITECTURES)
-        loss = loss or ("cross-entropy" if data == "digits" else "squared")
+        loss = loss or ("cross-entropy" if data in ("digits", "sequence") else "squared")
+        if model == "transformer" and (len(inits) > 1 or len(archs) > 1):
+            raise OtodError("--init, --architecture: the MLP's axes; the transformer has its own init and residual "
+                            "blocks, drop them")
         spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
                        architecture=archs[0], init=inits[0], data=data, examples=examples_of(sizes[0]), loss=loss,
-                       batch=int(min(batches)), stream=True if stream else None)
+                       batch=int(min(batches)), stream=True if stream else None,
+                       heads=None if heads is None else positive_int(heads, "--heads", "2"))
+        for w in widths[1:]:  # every width is a net of its own (the transformer's: a multiple of its heads)
+            dataclasses.replace(spec, width=int(w))
         if not stream:
             check_sizes(spec, sizes, batches)
         if regime is not None:
@@ -131,10 +139,11 @@ def refuse_regime(regime, *, stream, examples, target, model, data, depth) -> No
         raise OtodError(f"--target {target}: --regime sets each cell's target (the held-out loss its reference run "
                         "reaches after D examples); drop --target")
     if not isinstance(model, str) or model not in models.MODELS:
-        raise OtodError(f"--regime: otod's own nets only (mlp, cnn); --model {model} brings its own data, drop "
-                        "--regime")
+        raise OtodError(f"--regime: otod's own nets only ({', '.join(models.MODELS)}); --model {model} brings its own "
+                        "data, drop --regime")
     if regime == "stream" and data == "digits":
-        raise OtodError("--regime stream: draws fresh examples from a teacher; use --data teacher or --data gaussian")
+        raise OtodError("--regime stream: draws fresh examples from a source; use --data teacher, gaussian or "
+                        "sequence (with --model transformer)")
     if len(str(depth).split(",")) > 1 or ".." in str(depth):
         raise OtodError(f"--depth {depth}: --regime sets a target per (D, width) cell at one depth; give one --depth")
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from otod.core.api import Analysis, sweep_header
+from otod.nets.model.sequence import HELD_OUT as HELD_OUT_SEQUENCES
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,21 +41,32 @@ def describe(problem) -> str:
         return (f"{problem.reference} (your model: P = {problem.parameters:,}, {n:,} training examples, "
                 f"digest {problem.digest})")
     n = "" if problem.examples is None else f", {problem.examples} examples"
+    net = f"{problem.model} ({problem.activation}, {problem.architecture}, init {problem.init})"
+    if problem.model == "transformer":
+        from otod.nets.model.transformer_net import MLP_RATIO, heads_of
+
+        net = f"transformer ({heads_of(problem)} heads, MLP {MLP_RATIO}·d, GPT-2 init)"
+    if problem.data == "sequence":
+        from otod.nets.model import sequence
+
+        n = (f"{n or ''} (sequences of {sequence.LENGTH} tokens over {sequence.VOCABULARY}, loss floor the "
+             f"entropy rate {sequence.source(data_seed=int(problem.data_seed)).entropy_rate:.4g} nats)")
     if getattr(problem, "held_out_targets", None) is not None:
         from otod.nets.model.data import STREAM_HELD_OUT
 
-        held = f"{STREAM_HELD_OUT:,} held-out examples" if problem.data != "digits" else "the held-out digits"
-        return (f"{problem.model} ({problem.activation}, {problem.architecture}, init {problem.init}), data "
+        held = {"digits": "the held-out digits", "sequence": f"{HELD_OUT_SEQUENCES:,} held-out sequences"}.get(
+            problem.data, f"{STREAM_HELD_OUT:,} held-out examples")
+        return (f"{net}, data "
                 f"{problem.data}, regime " + ("stream (fresh examples every step, never repeated)" if problem.stream
                                               else "finite (D training examples repeated over epochs)")
-                + f", held-out loss on {held}, {problem.loss} loss")
+                + f", held-out loss on {held}, {problem.loss} loss" + (n if problem.data == "sequence" else ""))
     if problem.stream:
         from otod.nets.model.data import STREAM_HELD_OUT
 
+        held = HELD_OUT_SEQUENCES if problem.data == "sequence" else STREAM_HELD_OUT
         n = (f", a stream (fresh examples every step; the target is the loss on a fixed held-out set of "
-             f"{STREAM_HELD_OUT:,})")
-    return (f"{problem.model} ({problem.activation}, {problem.architecture}, init {problem.init}), "
-            f"data {problem.data}{n}, {problem.loss} loss")
+             f"{held:,})")
+    return f"{net}, data {problem.data}{n}, {problem.loss} loss"
 
 
 def panel_words(panel: tuple, short: bool = False) -> str:
