@@ -352,20 +352,27 @@ def same_settings(a: Any, b: Any, rtol: float = SAME_SETTINGS_RTOL) -> bool:
     return a == b
 
 
+def same_stored_settings(config: SweepConfig, meta: dict) -> bool:
+    """Whether a results file's metadata ``meta`` stores this config's settings (`same_settings`, `NOT_IN_DIGEST`'s
+    fields aside): a twin whose digest moved with a computed setting's last bits (`twin_file`)."""
+    stored = meta.get("config")
+    return isinstance(stored, dict) and same_settings(
+        {k: v for k, v in config.to_dict().items() if k not in NOT_IN_DIGEST},
+        {k: v for k, v in stored.items() if k not in NOT_IN_DIGEST})
+
+
 def twin_file(config: SweepConfig, folder: Path) -> Path | None:
     """A finished Parquet results file in ``folder`` whose stored config is this one's to `SAME_SETTINGS_RTOL`
     (`same_settings`) though its digest, the file's name, is not: the file this config's command wrote on a CPU
     that rounded a computed setting's last bits the other way. Only the files' footers are read."""
     from otod.core.parquet import read_header
 
-    own = {k: v for k, v in config.to_dict().items() if k not in NOT_IN_DIGEST}
     for path in sorted(folder.glob(f"{config.sweep}-*{results_io.SUFFIXES[0]}")):
         try:
-            stored = (read_header(path) or {}).get("meta", {}).get("config")
+            meta = (read_header(path) or {}).get("meta", {})
         except Exception:  # a damaged or foreign file is not a twin; loading it later says what is wrong
             continue
-        if isinstance(stored, dict) and same_settings(own, {k: v for k, v in stored.items()
-                                                            if k not in NOT_IN_DIGEST}):
+        if same_stored_settings(config, meta):
             return path
     return None
 

@@ -115,15 +115,12 @@ def run_sweep(config: SweepConfig, path: str | Path | None = None, out_dir: str 
 def read_back(config: SweepConfig, path: Path) -> results_io.Results:
     """The finished results file of this sweep, read back (``meta["read_back"]``); one of another sweep is
     refused."""
-    from otod.core.config import NOT_IN_DIGEST, same_settings
+    from otod.core.config import same_stored_settings
 
     existing = results_io.load(path)
     digest = config.digest()
-    stored = existing.meta.get("config")
-    twin = isinstance(stored, dict) and same_settings(
-        {k: v for k, v in config.to_dict().items() if k not in NOT_IN_DIGEST},
-        {k: v for k, v in stored.items() if k not in NOT_IN_DIGEST})
-    if existing.meta.get("digest") not in (digest, config.legacy_digest()) and not twin:
+    if existing.meta.get("digest") not in (digest, config.legacy_digest()) and not same_stored_settings(
+            config, existing.meta):
         raise OtodError(f"results file {path}: holds another sweep (config {existing.meta.get('digest')}, "
                         f"this one is {digest}); choose another --out or move it away")
     return results_io.Results({**existing.meta, "read_back": True}, path=existing.path,

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from otod.core.api import OtodError
+from otod.nets.model.seeds import streams
 
 DATASETS = ("digits", "teacher", "gaussian", "sequence")
 
@@ -130,14 +131,6 @@ def held_out_size(holdout: float) -> int:
     """The synthetic sets' held-out examples: round(holdout · 1,024 / (1 − holdout)), 256 at holdout 0.2 (the
     split of a default set of 1,024 training examples), the same for every training size."""
     return int(round(holdout * DEFAULT_EXAMPLES / (1.0 - holdout)))
-
-
-def streams(data_seed: int) -> list[np.random.Generator]:
-    """The synthetic sets' four independent child streams of ``default_rng([data_seed, 7])``: teacher weights,
-    training inputs, training label noise, held-out set. Drawn separately, so a row of one stream never shifts
-    with the size of another (NumPy draws a Generator's normals in order: the first N rows of an N' × d draw are
-    the N × d draw)."""
-    return np.random.default_rng([data_seed, 7]).spawn(4)
 
 
 @functools.lru_cache(maxsize=16)

@@ -1,7 +1,7 @@
 """A generated sequence task for the transformer (``--model transformer --data sequence``): a random sparse order-2
 Markov source over a vocabulary of V tokens, whose exact entropy rate is the next-token loss floor.
 
-The source (drawn from the data seed's first child stream, `otod.nets.model.data.streams`): every token b has a
+The source (drawn from the data seed's first child stream, `otod.nets.model.seeds.streams`): every token b has a
 support S_b of m = ``support`` tokens (m distinct ones, uniformly at random) that may follow it; every context
 (s_{t−2}, s_{t−1}) = (a, b), V² of them, allows ``branching`` = k next tokens (k distinct ones of S_b, uniformly at
 random) with probabilities p(c | a, b) drawn from a flat Dirichlet(1, …, 1); every other token has probability 0.
@@ -137,7 +137,7 @@ def source(vocabulary: int = VOCABULARY, branching: int = BRANCHING, data_seed: 
            support: int = SUPPORT) -> Source:
     """The data seed's source (module docstring), drawn from its first child stream: the supports S_b, then each
     context's k of its S_b, then the probabilities."""
-    from otod.nets.model.data import streams
+    from otod.nets.model.seeds import streams
 
     check(vocabulary, branching, 3, support)
     rng = streams(int(data_seed))[0]
@@ -196,7 +196,7 @@ def split(tokens, dtype):
 @functools.lru_cache(maxsize=16)
 def _draw_many(vocabulary: int, branching: int, support: int, data_seed: int, stream: int, n: int,
                length: int) -> np.ndarray:
-    from otod.nets.model.data import streams
+    from otod.nets.model.seeds import streams
 
     src = source(vocabulary, branching, data_seed, support)
     seed = int(streams(int(data_seed))[stream].integers(0, 2 ** 31 - 1))
