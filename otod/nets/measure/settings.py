@@ -14,9 +14,10 @@ from typing import Any
 
 
 #: `otod.nets.model.problem.NetSpec` fields added after curvature and noise-scale files were committed (issue 52's
-#: held-out targets): left out of a stored config while None, so that the files of every earlier run keep their
-#: names (with them, `dataclasses.asdict` renamed every file and ``otod figures`` measured the curvature again).
-LATER_NET_FIELDS = ("held_out_targets", "reference_batch")
+#: held-out targets, the transformer's heads): left out of a stored config while None, so that the files of every
+#: earlier run keep their names (with them, `dataclasses.asdict` renamed every file and ``otod figures`` measured the
+#: curvature again).
+LATER_NET_FIELDS = ("held_out_targets", "reference_batch", "heads")
 
 
 def stored_net(spec) -> dict[str, Any]:

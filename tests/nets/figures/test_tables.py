@@ -157,6 +157,6 @@ def test_otod_figures_nets_refuses_an_unknown_key_in_one_line_with_exit_code_2(t
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].endswith(
         "experiments/nets.toml [batch_schedule]: workloads, table 1: unknown key widht; known: activation, "
-        "architecture, batch, beta, chunk_seconds, data, depth, examples, init, label, loss, lr, lr_grid, max_iters, "
-        "method, model, regime, schedule, schedules, seed, seeds, stream, target, width, x64"), lines
+        "architecture, batch, beta, chunk_seconds, data, depth, examples, heads, init, label, loss, lr, lr_grid, "
+        "max_iters, method, model, regime, schedule, schedules, seed, seeds, stream, target, width, x64"), lines
     assert not list(tmp_path.glob("f/*")) and not (tmp_path / "results").exists()  # no figure, no sweep
