@@ -14,12 +14,8 @@
 # PNGs whose bytes differ from the committed ones (git diff).
 # Run it on a quiet machine; one run is one sample.
 set -u
-repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
-commit=$(git -C "$repo" rev-parse HEAD)
-work=${WORK:-$(mktemp -d /tmp/bench_figures_cold.XXXXXX)}
-clone=$work/otod
-rm -rf "$clone" "$work/xla" && mkdir -p "$work/xla"
-git clone -q --no-checkout "$repo" "$clone" && git -C "$clone" checkout -q "$commit" || exit 1
+source "$(dirname "$0")/fresh_clone.sh"
+fresh_clone bench_figures_cold || exit 1
 
 # the committed figures' files stay; every other file in results/ goes
 python3 - "$clone" <<'PY' || exit 1

@@ -15,12 +15,8 @@ case $regime in
   finite) batch=8,32,128,256; committed=results/net-fde1740835.parquet ;;
   *) echo "usage: $0 [stream|finite]" >&2; exit 2 ;;
 esac
-repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
-commit=$(git -C "$repo" rev-parse HEAD)
-work=${WORK:-$(mktemp -d /tmp/bench_reduced_grid.XXXXXX)}
-clone=$work/otod
-rm -rf "$clone" "$work/xla" && mkdir -p "$work/xla"
-git clone -q --no-checkout "$repo" "$clone" && git -C "$clone" checkout -q "$commit" || exit 1
+source "$(dirname "$0")/fresh_clone.sh"
+fresh_clone bench_reduced_grid || exit 1
 cp "$clone/$committed" "$work/committed.parquet" && rm -f "$clone"/results/*
 export PYTHONPATH=$clone OTOD_COMPILATION_CACHE=$work/xla
 echo "commit $commit; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
