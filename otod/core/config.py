@@ -339,16 +339,17 @@ SAME_SETTINGS_RTOL = 1e-7
 
 
 def same_settings(a: Any, b: Any, rtol: float = SAME_SETTINGS_RTOL) -> bool:
-    """Whether two stored configs (`SweepConfig.to_dict`, or any JSON values) are equal, but for numbers within
-    ``rtol`` of each other (relative) and `NOT_IN_DIGEST`'s fields at the top level."""
+    """Whether two stored configs (`SweepConfig.to_dict`, or any JSON values) are equal, but for floats within
+    ``rtol`` of each other (relative); whole numbers stored as ints (seeds, caps, sizes) must be equal."""
     if isinstance(a, dict) and isinstance(b, dict):
         keys = set(a) | set(b)
         return all(k in a and k in b and same_settings(a[k], b[k], rtol) for k in keys)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same_settings(x, y, rtol) for x, y in zip(a, b))
-    numbers = (int, float)
-    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
-        return a == b or math.isclose(a, b, rel_tol=rtol, abs_tol=0.0)
+    if isinstance(a, float) or isinstance(b, float):  # counts (ints: seeds, caps, sizes) compare exactly
+        numbers = (int, float)
+        return (isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool)
+                and not isinstance(b, bool) and (a == b or math.isclose(a, b, rel_tol=rtol, abs_tol=0.0)))
     return a == b
 
 

@@ -83,6 +83,8 @@ def test_a_file_whose_settings_differ_in_a_computed_last_bit_is_read_back_not_me
     assert not same_settings(apart.to_dict(), config.to_dict())
     assert default_path(apart, tmp_path) != first.path
     assert not run_sweep(apart, out_dir=tmp_path).meta.get("read_back")
+    assert not same_settings({"max_iters": 10_000_000}, {"max_iters": 10_000_001})  # counts compare exactly
+    assert same_settings({"lr": 3.0}, {"lr": 3}) and not same_settings({"lr": 1.0}, {"lr": "1.0"})
     assert len(list(tmp_path.glob("condition-*.parquet"))) == 2
 
 
