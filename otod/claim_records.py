@@ -230,3 +230,13 @@ def trace_cost(path: str, **where) -> dict[str, Any]:
         without_bytes = os.path.getsize(Path(scratch) / "without.parquet")
     return {"with_kb": with_bytes / 1000, "without_kb": without_bytes / 1000, "losses": losses,
             "each": (with_bytes - without_bytes) / losses}
+
+
+def meta_value(path: str, key: str) -> dict[str, Any]:
+    """One value of a results file's metadata, ``key`` dotted through its tables (lane_iterations.ratio: the
+    lane-iterations the engine's loops ran per one the lanes needed, as the report's first line prints it), as
+    value."""
+    value: Any = results_of(path).meta
+    for part in key.split("."):
+        value = value[part]
+    return {"value": value}
