@@ -97,14 +97,73 @@ def perfect_scaling_limit(batches, steps, slack: float = 1.1) -> float | None:
 
 def critical_batch_fit(batches: np.ndarray, medians: np.ndarray) -> np.ndarray:
     """The `otod.core.analysis.bootstrap` statistic of the critical batch: per row of ``medians`` [replicate,
-    point] (NaN: left out), (S_min, B_crit, residual) of `mccandlish_fit`, the residual being the RMS of
-    the relative misfit S_fit/S − 1 over the points fitted (NaN where B_crit is not finite: S_min = 0 has no
-    curve to compare)."""
+    point] (NaN: left out), (S_min, B_crit, residual) of `mccandlish_fit` (all rows at once, `mccandlish_fits`),
+    the residual being the RMS of the relative misfit S_fit/S − 1 over the points fitted (NaN where B_crit is not
+    finite: S_min = 0 has no curve to compare)."""
+    medians = np.asarray(medians, float)
     out = np.full((len(medians), 3), math.nan)
-    for i, steps in enumerate(np.asarray(medians, float)):
-        s_min, b_crit = mccandlish_fit(batches, steps)
-        out[i] = s_min, b_crit, relative_misfit(batches, steps, s_min, b_crit)
+    out[:, :2] = mccandlish_fits(batches, medians)
+    b = np.asarray(batches, float)
+    ok = np.isfinite(medians) & (medians > 0)
+    fitted = ok.any(axis=1) & np.isfinite(out[:, 0]) & np.isfinite(out[:, 1])
+    for mask in np.unique(ok[fitted], axis=0):  # rows of one fitted set of points at a time, as `relative_misfit`
+        rows = np.flatnonzero(fitted & np.all(ok == mask, axis=1))
+        s_min, b_crit = out[rows, :1], out[rows, 1:2]
+        misfit = s_min * (1.0 + b_crit / b[mask]) / medians[rows][:, mask] - 1.0
+        out[rows, 2] = np.sqrt(np.mean(misfit ** 2, axis=1))
     return out
+
+
+def mccandlish_fits(batches, steps) -> np.ndarray:
+    """`mccandlish_fit` of every row of ``steps`` [row, point] at once: [row, (S_min, B_crit)], equal to it row by
+    row bit for bit (tested). The rows are grouped by the points they fit (finite, positive), each group one stack
+    of the same-sized problems solved by `nonnegative_least_squares_rows`. Why: a batch sweep's bootstrap fits
+    every replicate of every panel (500 × panels); one fit at a time was 55,116 Python-level fits, 4.2 s of the
+    claims check's 30 s, against 0.43 s stacked."""
+    b_all, rows = np.asarray(batches, float), np.asarray(steps, float)
+    out = np.full((len(rows), 2), math.nan)
+    ok = np.isfinite(rows) & (rows > 0) & np.isfinite(b_all) & (b_all > 0)
+    for mask in np.unique(ok, axis=0):
+        if mask.sum() < 2:
+            continue
+        group = np.flatnonzero(np.all(ok == mask, axis=1))
+        b, s = b_all[mask], rows[group][:, mask]
+        A = np.stack([np.ones_like(s), np.broadcast_to(1.0 / b, s.shape)], -1) / s[..., None]
+        x = nonnegative_least_squares_rows(A, np.ones(int(mask.sum())))
+        s_min, c = x[:, 0], x[:, 1]
+        positive = s_min > 0
+        out[group[~positive]] = 0.0, math.inf
+        out[group[positive], 0] = s_min[positive]
+        out[group[positive], 1] = c[positive] / s_min[positive]
+    return out
+
+
+def nonnegative_least_squares_rows(A: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`nonnegative_least_squares_2` of a stack of problems, ``A`` [row, n, 2] against one ``y`` [n]: [row, 2],
+    by the same operations on each row (the same candidates, the first of the least residual winning as
+    ``min`` chooses), so each row equals the one-problem function bit for bit (tested)."""
+    rows = A.shape[0]
+    At = np.swapaxes(A, -1, -2)
+    gram = np.matmul(At, A)
+    candidates, valid = [np.zeros((rows, 2))], [np.ones(rows, bool)]
+    solvable = np.abs(np.linalg.det(gram)) > 1e-300
+    full = np.full((rows, 2), np.nan)
+    if solvable.any():
+        full[solvable] = np.linalg.solve(gram[solvable], np.matmul(At[solvable], y)[..., None])[..., 0]
+    candidates.append(full)
+    valid.append(solvable & np.all(full >= 0, axis=-1))
+    for j in range(2):
+        column = A[..., j]
+        norm = np.vecdot(column, column)
+        x = np.zeros((rows, 2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x[:, j] = np.maximum(np.vecdot(column, y) / norm, 0.0)
+        candidates.append(x)
+        valid.append(norm > 0)
+    X = np.stack(candidates, 1)  # [row, candidate, 2]
+    residual = np.sum((np.matmul(A[:, None], X[..., None])[..., 0] - y) ** 2, axis=-1)
+    residual = np.where(np.stack(valid, 1) & ~np.isnan(residual), residual, np.inf)
+    return X[np.arange(rows), np.argmin(residual, axis=1)]
 
 
 def relative_misfit(batches: np.ndarray, steps: np.ndarray, s_min: float, b_crit: float) -> float:

@@ -48,7 +48,7 @@ from statistics import NormalDist
 import numpy as np
 
 from otod.core import analysis as core
-from otod.core.critical_batch import MIN_RULE_REPLICATES, N_BOOT, mccandlish_fit
+from otod.core.critical_batch import MIN_RULE_REPLICATES, N_BOOT, mccandlish_fits
 
 #: Zhang et al.'s allowance over linear scaling: 20% more steps.
 ZHANG_OVERHEAD = 1.2
@@ -107,8 +107,8 @@ class GridCriticalBatches:
         for c in range(self.n_cells):
             at = self.cell == c
             batches = x[at]
+            out[:, c] = mccandlish_fits(batches, medians[:, at])[:, 1]  # every replicate at once
             for r, steps in enumerate(medians[:, at]):
-                out[r, c] = mccandlish_fit(batches, steps)[1]
                 out[r, self.n_cells + c] = zhang_critical_batch(batches, steps)
         return out
 

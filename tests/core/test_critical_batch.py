@@ -64,6 +64,27 @@ def test_the_two_column_nonnegative_least_squares_equals_scipys_nnls():
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
 
 
+def test_the_stacked_fits_equal_one_fit_at_a_time_bit_for_bit():
+    """`mccandlish_fits` and `critical_batch_fit` (every bootstrap row at once) against `mccandlish_fit` and
+    `relative_misfit` row by row, bit for bit, on 400 grids of 1–7 batches × 50 noisy rows (S_min 0–100, B_crit
+    0–2,000, log-normal noise 0.01, 0.3 or 1.5) with NaN, +inf, 0 and negative steps mixed in, rows of perfect
+    scaling (S_min = 0, B_crit inf), flat rows (B_crit 0) and an all-NaN row: the printed numbers cannot move."""
+    rng = np.random.default_rng(1)
+    for trial in range(400):
+        b = np.sort(rng.choice(2.0 ** np.arange(11), rng.integers(1, 8), replace=False))
+        rows = rng.uniform(0, 100) * (1 + rng.uniform(0, 2000) / b) * np.exp(
+            rng.normal(0, rng.choice([0.01, 0.3, 1.5]), (50, len(b))))
+        u = rng.random(rows.shape)
+        rows[u < 0.1], rows[(u >= 0.1) & (u < 0.13)], rows[(u >= 0.13) & (u < 0.15)] = np.nan, np.inf, 0.0
+        rows[(u >= 0.15) & (u < 0.17)] = -3.0
+        rows[0], rows[1], rows[2] = np.nan, 1e4 / b, 10.0
+        one_at_a_time = []
+        for steps in rows:
+            s_min, b_crit = critical_batch.mccandlish_fit(b, steps)
+            one_at_a_time.append((s_min, b_crit, critical_batch.relative_misfit(b, steps, s_min, b_crit)))
+        np.testing.assert_array_equal(critical_batch.critical_batch_fit(b, rows), np.array(one_at_a_time))
+
+
 def test_the_table_marks_each_choice_by_where_it_lies_and_shows_beta_only_where_read():
     """One method with β and one without, two batches: an interior choice has no mark, a limit |, the end of a
     list or grid *; sgd's β is —; a lower-bound median prints ≥N; β near 1 prints as 1−x."""
