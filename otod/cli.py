@@ -76,6 +76,9 @@ def sweep():
     Example:
       otod sweep condition --k 1..100
     """
+    from otod.core.devices import watchdog_seconds
+
+    watchdog_seconds()  # a bad OTOD_WATCHDOG_SECONDS is refused before JAX is imported (run_sweep checks it again)
 
 
 def _load_sweep(path):

@@ -9,10 +9,15 @@ chooses the count (1 turns the split off; from 1 to `MAX_DEVICES`, anything else
 that already sets it is left alone, unless it sets fewer than 1 or another count than ``OTOD_CPU_DEVICES``
 (refused: one of the two would be ignored). On a GPU or TPU the flag changes nothing: the local devices are the
 accelerators.
+
+The watchdog's time (``OTOD_WATCHDOG_SECONDS``, read by `otod.core.engine.wait_for_devices`) is read here too, beside
+the device count, so that the command line refuses a bad value before it imports JAX (0.3 s, not the 3.5 s of CPU
+that importing JAX and the obstacle took first).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -98,3 +103,28 @@ def use_every_core() -> int | None:
     if count > 1:
         os.environ["XLA_FLAGS"] = _written = f"{os.environ.get('XLA_FLAGS', '')} {FLAG}={count}".strip()
     return count
+
+
+#: The watchdog's default: seconds without progress after which a CPU device program is taken to be wedged.
+WATCHDOG_SECONDS = 30.0
+
+#: The shortest watchdog time: 20 ms polls and CPU time in scheduler ticks cannot judge less (``=1e-9`` never fired).
+MIN_WATCHDOG_SECONDS = 1.0
+
+
+def watchdog_seconds() -> float | None:
+    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a number of seconds ≥ `MIN_WATCHDOG_SECONDS`, or ``off``:
+    None), else `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
+    value = os.environ.get("OTOD_WATCHDOG_SECONDS", "").strip().lower()
+    if not value:
+        return WATCHDOG_SECONDS
+    if value == "off":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= MIN_WATCHDOG_SECONDS):
+        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds ≥ 1 (the shortest idle time the "
+                        "watchdog can judge) or off, e.g. OTOD_WATCHDOG_SECONDS=120")
+    return seconds

@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import os
 import time
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
@@ -41,7 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from otod.core.device_costs import CPU, trip_costs
-from otod.core.errors import Abandoned, OtodError
+from otod.core.devices import watchdog_seconds
+from otod.core.errors import Abandoned
 from otod.core.lanes import layout, set_up_lanes
 from otod.core.stopping import DIVERGENCE_BOUND, RUNNING, STALL_DECREASE, Status, Target, stall_window_of
 from otod.core.traces import checkpoints, traced
@@ -448,35 +448,10 @@ def _compacted_loop(rules: _Rules, constants, const_axes, lane_keys, carry, narr
     return jax.lax.while_loop(functools.partial(_running, rules), _trips(one_narrow, unroll), carry)
 
 
-#: The watchdog's default: seconds without progress after which a CPU device program is taken to be wedged.
-WATCHDOG_SECONDS = 30.0
-
 #: Process CPU time per wall second below which CPU devices count as making no progress (1 % of one core). A
 #: running XLA:CPU program keeps at least one core busy; a wedged one sits at 0 % (measured: 0.00 s of CPU time
 #: over 20 s of the deadlock that `otod.core.linalg` removes).
 IDLE_CPU_FRACTION = 0.01
-
-
-#: The shortest watchdog time: 20 ms polls and CPU time in scheduler ticks cannot judge less (``=1e-9`` never fired).
-MIN_WATCHDOG_SECONDS = 1.0
-
-
-def watchdog_seconds() -> float | None:
-    """The watchdog's time: ``OTOD_WATCHDOG_SECONDS`` (a number of seconds ≥ `MIN_WATCHDOG_SECONDS`, or ``off``:
-    None), else `WATCHDOG_SECONDS`; anything else raises `OtodError`."""
-    value = os.environ.get("OTOD_WATCHDOG_SECONDS", "").strip().lower()
-    if not value:
-        return WATCHDOG_SECONDS
-    if value == "off":
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= MIN_WATCHDOG_SECONDS):
-        raise OtodError(f"OTOD_WATCHDOG_SECONDS={value}: give a number of seconds ≥ 1 (the shortest idle time the "
-                        "watchdog can judge) or off, e.g. OTOD_WATCHDOG_SECONDS=120")
-    return seconds
 
 
 def wait_for_devices(outputs, program: str, stall_seconds: float | None = None, poll: float = 0.02) -> None:

@@ -4,6 +4,7 @@ another in a cycle."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -39,7 +40,16 @@ def is_module(name: str) -> bool:
 def imports_of(path: Path) -> set[str]:
     """Every otod module a file imports (at module level or inside functions); ``from pkg import submodule``
     counts as importing the submodule (the package itself is always initialised first)."""
-    tree = ast.parse(path.read_text())
+    return set(_imports_in(path.read_text()))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_in(text: str) -> frozenset[str]:
+    """`imports_of` a module's source text, kept per text: the checks read the package's ~180 modules again and
+    again (each test, and each scratch copy, where all but one module are unchanged), and parsing and walking
+    them was 20 of this file's 23 CPU-s. Whether a name is a module is read off the checkout (`is_module`), which
+    the tests never change."""
+    tree = ast.parse(text)
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("otod"):
@@ -49,7 +59,7 @@ def imports_of(path: Path) -> set[str]:
                 found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("otod"))
-    return found
+    return frozenset(found)
 
 
 def module_name(path: Path) -> str:
@@ -381,8 +391,15 @@ def too_long(root: Path) -> tuple[dict[str, int], dict[str, int]]:
         text, name = p.read_text(), p.relative_to(root.parent).as_posix()
         if len(text.splitlines()) > MODULE_LINES:
             modules[name] = len(text.splitlines())
-        functions.update({f"{name}:{f}": n for f, n in functions_of(ast.parse(text)) if n > FUNCTION_LINES})
+        functions.update({f"{name}:{f}": n for f, n in _functions_in(text) if n > FUNCTION_LINES})
     return modules, functions
+
+
+@functools.lru_cache(maxsize=None)
+def _functions_in(text: str) -> tuple[tuple[str, int], ...]:
+    """`functions_of` a module's source text, kept per text (the real tree and its scratch copy share all but
+    one module)."""
+    return tuple(functions_of(ast.parse(text)))
 
 
 #: The folders beside the package the same limits hold in (in a checkout; an installed package has none).

@@ -2,10 +2,11 @@
 a job array run them, each into its part file with no distributed runtime; ``otod merge`` joins them into the
 records one process writes, and refuses a missing share or a share of another sweep by name.
 
-The three shares run as real processes (with a timeout), one after another, as a scheduler would start them; the
-merges and the one-process run compared with them call the same command line in this process (`CliRunner`: its
-exit code, stdout and stderr), which saves three interpreters' and JAX imports' 2-4 s each. Every observation is
-of the files and lines a user sees."""
+The three shares run one after another in one real process (`run_otod_cases`: the command line called afresh
+for each, its exit code and the lines on its file descriptors caught, with a timeout), as a scheduler would start
+them; the merges and the one-process run compared with them call the same command line in this process
+(`CliRunner`: its exit code, stdout and stderr), which saves interpreters' and JAX imports' 2-4 s each. Every
+observation is of the files and lines a user sees."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from otod.core.errors import OtodError, ShareWritten
 from otod.core.finish import merge
 from otod.core.sweep import run_sweep
 
-from tests.conftest import SMALL_RANDOM, run_otod
+from tests.conftest import SMALL_RANDOM, run_otod, run_otod_cases
 
 #: A tiny condition sweep: 3 κ × 2 methods × 2 seeds, every (κ, method) its own chunk: 6 chunks for 3 shares.
 SWEEP = ["sweep", "condition", "--k", "1,10,100", "--dim", "8", "--seeds", "2", "--method", "gd,heavy-ball",
@@ -46,18 +47,18 @@ def one_line(proc) -> str:
 def test_three_shares_run_at_different_times_then_merged_give_the_records_of_one_process(tmp_path):
     results = tmp_path / "shared" / "k.json"
     parts = [journal_io.part_path(results, i, 3) for i in range(3)]
-    for i in range(3):
-        proc, _ = run_otod([*SWEEP, "--out", str(results), "--share", f"{i}/3"], tmp_path, timeout=TIMEOUT)
+    cases = [([*SWEEP, "--out", str(results), "--share", f"{i}/3"], tmp_path) for i in range(3)]
+    for i, (proc, _) in enumerate(run_otod_cases(cases, tmp_path / "captures", timeout=TIMEOUT)):
         assert proc.returncode == 0, proc.stderr
         assert one_line(proc).startswith(f"otod: share {i} of 3: ran ") and f"into {parts[i]}" in proc.stderr
         assert not proc.stdout  # a share has no report of its own
-        # it ended without waiting for the shares still to come, and merged nothing
-        assert sorted(p.name for p in results.parent.iterdir()) == [p.name for p in parts[:i + 1]]
-        if i == 1:  # share 2 has not run yet: merge names it, and writes nothing
-            early = cli_run(["merge", *map(str, parts[:2])])
-            assert early.exit_code == 2 and not results.exists()
-            assert f"share 2 of 3 ({parts[2]}) is missing" in one_line(early)
-            assert "--share 2/3" in early.stderr
+    # each ended without waiting for the shares still to come (run one after another, a wait would never end), and
+    # none merged
+    assert sorted(p.name for p in results.parent.iterdir()) == [p.name for p in parts]
+    early = cli_run(["merge", *map(str, parts[:2])])  # share 2's part not given: merge names it, and writes nothing
+    assert early.exit_code == 2 and not results.exists()
+    assert f"share 2 of 3 ({parts[2]}) is missing" in one_line(early)
+    assert "--share 2/3" in early.stderr
 
     merged = cli_run(["merge", *map(str, parts)])
     assert merged.exit_code == 0, merged.output
