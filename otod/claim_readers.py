@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from otod.claim_along import along_fields, along_spread
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
@@ -656,4 +657,4 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best, along_best_range,
                                    schedule_rows, joint_law, trace_cost, meta_value, meta_values,
                                    depth_law_over, depth_marks, lane_totals, median_ratio,
-                                   mode_error, figure_seconds)}
+                                   mode_error, figure_seconds, along_fields, along_spread)}
