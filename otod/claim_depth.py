@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from otod.claim_records import meta_value, results_of
+from otod.core.config import read_config
 
 
 def meta_values(path: str, **keys: str) -> dict[str, Any]:
@@ -23,7 +24,7 @@ def depth_law_over(path: str, series: str, xs: list, tol: float | None = None) -
     """A depth series' law chosen by AIC (`otod.claim_readers.depth_law`'s values) fitted to the file's records at
     the depths ``xs`` only, through the sweep's own analysis (`otod.core.pipeline.analyse` on those records): the
     fit a sweep over just those depths would print, read from one wider sweep."""
-    from otod.claim_readers import _series
+    from otod.claim_records import _series
     from otod.core.pipeline import analyse
     from otod.core.results import Results
     from otod.obstacles import load_all
@@ -40,7 +41,7 @@ def depth_law_over(path: str, series: str, xs: list, tol: float | None = None) -
 def median_ratio(path: str, series: str, x0: float, x1: float, tol: float | None = None) -> dict[str, Any]:
     """A series' medians at two axis values (m0 at ``x0``, m1 at ``x1``, `otod.claim_readers.medians`) and their
     ratio m1 / m0 (ratio): how many times the count grows from one depth to the other."""
-    from otod.claim_readers import medians
+    from otod.claim_records import medians
 
     m = medians(path, series, [x0, x1], tol)
     return {**m, "ratio": m["m1"] / m["m0"]}
@@ -52,7 +53,7 @@ def lane_totals(path: str, **where) -> dict[str, Any]:
     counts over a whole sweep that its prose quotes."""
     results = results_of(path)
     statuses = [r["status"] for r in results.records if all(r.get(k) == v for k, v in where.items())]
-    cap = results.meta["config"].get("resolved", {}).get("max_iters")
+    cap = read_config(results.meta).resolved_max_iters
     return {s: statuses.count(s) for s in ("converged", "censored", "stalled", "diverged")} | {
         "lanes": len(statuses), "cap": cap}
 
@@ -66,9 +67,9 @@ def mode_error(path: str, depths: list, multiplier: float) -> dict[str, Any]:
     from otod.depth import theory
     from otod.depth.linear import reference_step, singular_values
 
-    config = results_of(path).meta["config"]
-    s = singular_values(int(config["problem"]["width"]), float(config["problem"]["target_kappa"]))
-    tol = float(config["target"]["tol"])
+    config = read_config(results_of(path).meta)
+    s = singular_values(int(config.problem.width), float(config.problem.target_kappa))
+    tol = float(config.target.tol)
     worst = None
     for depth in depths:
         eta = multiplier * reference_step(int(depth), float(s.max()))
@@ -85,7 +86,7 @@ def depth_marks(path: str, series: str, tol: float | None = None) -> dict[str, A
     """Where a depth series' medians stop being counts (the analysis's summary, `point_summary`'s rows): the
     least depth from which every median is only a lower bound, resting on censored or stalled lanes (bound_from),
     and the depths with stalled lanes (stalled: "a–b" by `otod.claim_readers.span`, or "none")."""
-    from otod.claim_readers import _series, analysis_of, span
+    from otod.claim_records import _series, analysis_of, span
 
     summary = _series(analysis_of(path, tol), series).summary.sort_values("value")
     depths = summary["value"].to_numpy(float)

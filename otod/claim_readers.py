@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from otod.claim_along import along_fields, along_spread
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
@@ -27,22 +26,8 @@ from otod.claim_records import (curvature_and_noise, estimator_summary, flops_ro
                                 workloads)
 from otod.claim_records import loaded as _loaded
 from otod.claim_records import results_of
+from otod.claim_records import _analysed, _series, analysis_of, medians, point_summary, span  # noqa: F401
 from otod.claim_records import stamp as _stamp
-
-
-@functools.lru_cache(maxsize=None)
-def _analysed(stamp: tuple[str, int, int], tol: float | None):
-    from otod.core.pipeline import analyse
-    from otod.obstacles import load_all
-
-    load_all()
-    return analyse(_loaded(stamp), tol)
-
-
-def analysis_of(path: str, tol: float | None = None):
-    """The sweep's one analysis (`otod.core.pipeline.analyse`: what its report, ``otod fit`` and its figure read),
-    made once per file and tolerance."""
-    return _analysed(_stamp(path), tol)
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,15 +67,6 @@ def condition_bill(path: str) -> dict[str, Any]:
             "setup": "; ".join(setup_label(results.meta, m, f) for m, f in setup_costs(results).items())}
 
 
-def _series(analysis, name: str):
-    """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
-    found = [s for g in analysis.groups for s in g.series if s.name == name]
-    if not found:
-        known = sorted({s.name for g in analysis.groups for s in g.series})
-        raise KeyError(f"no series {name!r}; the file has {known}")
-    return found[0]
-
-
 # --- power laws in κ (condition), laws in depth (depth, toy, nets' depth sweep) -----------------------------
 
 
@@ -111,25 +87,6 @@ def depth_law(path: str, series: str, tol: float | None = None) -> dict[str, Any
             "ci": "deterministic" if fit.deterministic else "bootstrap"}
 
 
-def point_summary(path: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
-    """One point of a series at its chosen setting (the analysis's summary row at axis value ``x``): the median
-    over seeds, its quartiles, and how many lanes converged, were censored, stalled or diverged (of N seeds)."""
-    summary = _series(analysis_of(path, tol), series).summary
-    row = summary[np.isclose(summary["value"].to_numpy(float), float(x))]
-    if row.empty:
-        raise KeyError(f"series {series!r} has no point at {x}")
-    r = row.iloc[0]
-    lanes = int(r["converged"] + r["censored"] + r["stalled"] + r["diverged"])
-    return {"median": float(r["median"]), "q25": float(r["q25"]), "q75": float(r["q75"]),
-            "converged": int(r["converged"]), "censored": int(r["censored"]), "stalled": int(r["stalled"]),
-            "diverged": int(r["diverged"]), "lanes": lanes, "lr": float(r["learning_rate"])}
-
-
-def medians(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
-    """The medians of a series at several axis values, as m0, m1, … (for lists such as "112, 244, 400")."""
-    return {f"m{i}": point_summary(path, series, x, tol)["median"] for i, x in enumerate(xs)}
-
-
 def law_row(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
     """A table row of a depth series: its medians at ``xs`` (m0, m1, …) and its law (`depth_law`'s values)."""
     return {**medians(path, series, xs, tol), **depth_law(path, series, tol)}
@@ -146,12 +103,6 @@ def two_laws(path: str, other: str, series: str, other_series: str, reference_se
         ref = depth_law(other, reference_series, tol)["c"]
         out.update({"c_ref": ref, "r0": ref / first["c"], "r1": ref / second["c"]})
     return out
-
-
-def span(values) -> str:
-    """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
-    lo, hi = min(values), max(values)
-    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
 
 
 def median_range(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
@@ -507,6 +458,26 @@ def along_predictor(path: str, name: str, method: str = "sgd", nqm: bool | None 
     lo, hi = _ratio_intervals(_stamp(path), method, nqm).get(name, (math.nan, math.nan))
     return {"median": median, "min": min(finite), "max": max(finite), "ratio": ratio, "ratio_lo": lo,
             "ratio_hi": hi, "b_crit": along_checkpoint(path, method)["b_crit"]}
+
+
+def along_fields(*paths: str, fields: list, method: str = "sgd") -> dict[str, Any]:
+    """``fields`` of `along_checkpoint` (step, loss, milestone, b_crit, lo, hi, s_min, misfit)
+    at each checkpoint of ``paths``, as {field}{i}."""
+    out: dict[str, Any] = {}
+    for i, path in enumerate(paths):
+        row = along_checkpoint(path, method)
+        out.update({f"{field}{i}": row[field] for field in fields})
+    return out
+
+
+def along_spread(*paths: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
+    """One predictor's least and largest seed (`along_predictor`'s min and max) at each
+    checkpoint of ``paths``, as min{i}, max{i}: how far the seeds scatter."""
+    out: dict[str, Any] = {}
+    for i, path in enumerate(paths):
+        p = along_predictor(path, name, method, nqm)
+        out.update({f"min{i}": p["min"], f"max{i}": p["max"]})
+    return out
 
 
 def along_row(path: str, names: list, method: str = "sgd", nqm: bool | None = None,

@@ -240,3 +240,55 @@ def meta_value(path: str, key: str) -> dict[str, Any]:
     for part in key.split("."):
         value = value[part]
     return {"value": value}
+
+
+# --- the analysis the readers share (`otod.claim_readers`, `otod.claim_depth`) ---------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _analysed(stamp: tuple[str, int, int], tol: float | None):
+    from otod.core.pipeline import analyse
+    from otod.obstacles import load_all
+
+    load_all()
+    return analyse(loaded(stamp), tol)
+
+
+def analysis_of(path: str, tol: float | None = None):
+    """The sweep's one analysis (`otod.core.pipeline.analyse`: what its report, ``otod fit`` and its figure read),
+    made once per file and tolerance."""
+    return _analysed(stamp(path), tol)
+
+
+def _series(analysis, name: str):
+    """The series called ``name`` (a method, or method·init for depth) in any group of the analysis."""
+    found = [s for g in analysis.groups for s in g.series if s.name == name]
+    if not found:
+        known = sorted({s.name for g in analysis.groups for s in g.series})
+        raise KeyError(f"no series {name!r}; the file has {known}")
+    return found[0]
+
+
+def point_summary(path: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
+    """One point of a series at its chosen setting (the analysis's summary row at axis value ``x``): the median
+    over seeds, its quartiles, and how many lanes converged, were censored, stalled or diverged (of N seeds)."""
+    summary = _series(analysis_of(path, tol), series).summary
+    row = summary[np.isclose(summary["value"].to_numpy(float), float(x))]
+    if row.empty:
+        raise KeyError(f"series {series!r} has no point at {x}")
+    r = row.iloc[0]
+    lanes = int(r["converged"] + r["censored"] + r["stalled"] + r["diverged"])
+    return {"median": float(r["median"]), "q25": float(r["q25"]), "q75": float(r["q75"]),
+            "converged": int(r["converged"]), "censored": int(r["censored"]), "stalled": int(r["stalled"]),
+            "diverged": int(r["diverged"]), "lanes": lanes, "lr": float(r["learning_rate"])}
+
+
+def medians(path: str, series: str, xs: list, tol: float | None = None) -> dict[str, Any]:
+    """The medians of a series at several axis values, as m0, m1, … (for lists such as "112, 244, 400")."""
+    return {f"m{i}": point_summary(path, series, x, tol)["median"] for i, x in enumerate(xs)}
+
+
+def span(values) -> str:
+    """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
+    lo, hi = min(values), max(values)
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
