@@ -1,6 +1,6 @@
 """The pre-flight estimate of a joint D × P grid (issue 52): the reference runs' measured time (building the config
 runs them, `otod.nets.model.reference`), then the core's estimate of the sweep (`otod.core.preflight.full_estimate`:
-every lane to the cap, so an upper bound on the lanes' work) and its programs (one per cell and batch), each at the
+every lane to the cap, so an upper bound on the lanes' work) and its programs (one per cell: a cell's batch sizes share one, `otod.core.variants`), each at the
 planner's `otod.core.plan.FIRST_COMPILE_SECONDS` and at a measured compile time.
 
     python3 benchmarks/grid_estimate.py --examples 256,1024,4096,16384 --width 4,12,40,128 --batch 8,32,128,512
@@ -44,7 +44,10 @@ def main() -> None:
                         batch=a.batch, lr_grid=a.lr_grid, max_iters=a.max_iters, seeds=int(a.seeds), regime=a.regime)
     reference = time.perf_counter() - start
     e = full_estimate(config)
-    programs = len(config.static_points()) * len(config.methods)
+    from otod.core.variants import program_groups
+
+    groups = set(program_groups(config.static_points(), config.specs()))  # a cell's batches share a program
+    programs = len(groups) * len(config.methods)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"cells {len(config.values('examples')) * len(config.values('width'))}, programs {programs}, lanes "
           f"{e.lanes}, lane-iterations (every lane to the cap) {e.lane_iterations:.3g}")

@@ -18,9 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from otod.claim_along import along_fields, along_spread
+from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
 from otod.claim_records import first_words as _first_words
+from otod.claim_timings import figure_seconds
 from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lane_range, lanes, layer_row,
-                                nqm_schedule, record, record_series, rms_exponents, workloads)
+                                meta_value, nqm_schedule, record, record_series, rms_exponents, trace_cost,
+                                workloads)
 from otod.claim_records import loaded as _loaded
 from otod.claim_records import results_of
 from otod.claim_records import stamp as _stamp
@@ -651,4 +655,6 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    curvature, curvature_checkpoints, curvature_nets, curvature_corners,
                                    curvature_table, kappa_exponents, along_checkpoint, along_predictor,
                                    along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best, along_best_range,
-                                   schedule_rows, joint_law)}
+                                   schedule_rows, joint_law, trace_cost, meta_value, meta_values,
+                                   depth_law_over, depth_marks, lane_totals, median_ratio,
+                                   mode_error, figure_seconds, along_fields, along_spread)}

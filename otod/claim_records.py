@@ -207,3 +207,36 @@ def lane_range(path: str, field: str = "iterations", **where) -> dict[str, Any]:
     if not values:
         raise KeyError(f"no record with {where}")
     return {"lo": min(values), "hi": max(values), "n": len(values)}
+
+
+def trace_cost(path: str, **where) -> dict[str, Any]:
+    """What a sweep's loss traces cost in room: the file's records whose fields equal ``where`` (one panel, e.g.
+    dim = 2410: the default `otod sweep net`'s lanes in a width sweep) written with their ``loss_trace`` and without
+    it (`otod.core.results.save`, the same writer and metadata both times, in a scratch folder), in KB (with_kb,
+    without_kb), the losses the traces hold (losses) and the bytes each adds, (with − without) / losses (each)."""
+    import tempfile
+
+    from otod.core.results import save
+
+    results = results_of(path)
+    meta = {k: v for k, v in results.meta.items() if k not in ("chunks", "meta_sha256", "record_count")}
+    records = [dict(r) for r in results.records if all(r.get(k) == v for k, v in where.items())]
+    losses = sum(len(r["loss_trace"]) for r in records if r.get("loss_trace") is not None)
+    with tempfile.TemporaryDirectory() as scratch:
+        save(Path(scratch) / "with.parquet", meta, records)
+        save(Path(scratch) / "without.parquet", meta,
+             [{k: v for k, v in r.items() if k != "loss_trace"} for r in records])
+        with_bytes = os.path.getsize(Path(scratch) / "with.parquet")
+        without_bytes = os.path.getsize(Path(scratch) / "without.parquet")
+    return {"with_kb": with_bytes / 1000, "without_kb": without_bytes / 1000, "losses": losses,
+            "each": (with_bytes - without_bytes) / losses}
+
+
+def meta_value(path: str, key: str) -> dict[str, Any]:
+    """One value of a results file's metadata, ``key`` dotted through its tables (lane_iterations.ratio: the
+    lane-iterations the engine's loops ran per one the lanes needed, as the report's first line prints it), as
+    value."""
+    value: Any = results_of(path).meta
+    for part in key.split("."):
+        value = value[part]
+    return {"value": value}

@@ -33,18 +33,19 @@ def test_every_slow_claim_is_re_read_too():
 
 
 def test_every_source_is_committed(claims):
-    """A claim's results must travel with the checkout: each source is a file git tracks (.gitignore's exceptions)."""
+    """A claim's results must travel with the checkout: each source is a file git tracks (.gitignore's exceptions
+    in results/, or the figure seconds that experiments/ keeps)."""
     import subprocess
 
-    tracked = set(subprocess.run(["git", "ls-files", "results"], cwd=ROOT, capture_output=True, text=True,
+    tracked = set(subprocess.run(["git", "ls-files", "results", "experiments"], cwd=ROOT, capture_output=True, text=True,
                                  check=True).stdout.split())
     sources = {s for c in claims for s in c.source}
     assert sorted(sources - tracked) == []
 
 
 def scratch_checkout(tmp_path: Path, perturbed: str | None = None) -> Path:
-    """A copy of the table, the texts and the results under ``tmp_path`` (results linked, but ``perturbed``,
-    which is copied so that it can be rewritten)."""
+    """A copy of the table, the texts and the results under ``tmp_path`` (results and experiments/ linked, but
+    ``perturbed``, which is copied so that it can be rewritten)."""
     for rel in ("README.md", str(TABLE)):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
@@ -53,6 +54,7 @@ def scratch_checkout(tmp_path: Path, perturbed: str | None = None) -> Path:
             target = tmp_path / p.relative_to(ROOT)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(p, target)
+    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
     (tmp_path / "results").mkdir()
     for p in (ROOT / "results").iterdir():
         if p.name == perturbed:

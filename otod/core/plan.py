@@ -147,20 +147,23 @@ def estimate(config: SweepConfig) -> Estimate:
     slots counted though a lane that stops sooner keeps fewer) of a sweep, from the families' declared sizes:
     nothing is drawn or allocated. A family that declares its metric's FLOPs (``flops_per_check``) adds, per lane,
     the checks (`otod.core.traces.checkpoints`) up to its predicted count at the CPU's FLOP rate; one that declares
-    ``compile_seconds`` adds them per static point and program: the transformer's stream grid compiled once per
-    static point though its batches share a program (`otod.core.variants`; measured: 8 compilations for 4 cells × 2
-    batches)."""
+    ``compile_seconds`` adds them once per compiled program: per group of static points that share one
+    (`otod.core.variants`: a net's batch sizes) and per program of methods, not per static point."""
     from otod.core.engine import BLOCK_LANES
     from otod.core.methods import programs
     from otod.core.traces import checkpoints
+    from otod.core.variants import program_groups
 
     itemsize = 8 if config.resolved_x64 else 4
     points = config.traced_points()
     lanes, work, seconds, peak, traces = 0, 0.0, 0.0, 0.0, 0.0
-    for spec in config.specs():
+    specs = config.specs()
+    groups = program_groups(config.static_points(), specs)
+    for si, spec in enumerate(specs):
         family = spec.family()
         seconds += config.seeds * family.seconds_per_seed
-        seconds += family.compile_seconds * len(programs(config.kind.methods, config.methods))
+        if groups[si][0] == si:  # the first static point of its program's group compiles it
+            seconds += family.compile_seconds * len(programs(config.kind.methods, config.methods))
         for name in config.methods:
             per_point = config.seeds * len(config.rates_for(name))
             block = max(BLOCK_LANES, per_point)

@@ -70,7 +70,9 @@ def retarget(frame, meta: dict, tol: float):
     status = np.empty(len(frame), object)
     hit = np.full(len(frame), -1, np.int64)
     undetermined = 0
-    keys = frame[points].astype(str).agg("|".join, axis=1) if len(points) > 1 else frame["method"].astype(str)
+    keys = frame[points[0]].astype(str)
+    for name in points[1:]:  # the fields' texts joined by "|", column by column (a row-wise join took 0.6 s a file)
+        keys = keys + "|" + frame[name].astype(str)
     for _, rows in frame.groupby(keys.to_numpy(), sort=False).indices.items():
         rates, seeds = rates_of(frame.iloc[rows]), frame["seed"].to_numpy()[rows]
         order = rows[np.lexsort((seeds, rates))]

@@ -67,7 +67,7 @@ def text_report(results: Results, *, full: bool = False, tol: float | None = Non
         if columns and (axis == "layers" or any(s.name == "gd·identity" for s in group.series)):
             notes_here = notes + ["modes = the per-mode recursion u ← u + ηL·u^(2−2/L)(s − u) at the chosen step, "
                                   "first order in η (close for small steps only: up to 11% off the exact factor "
-                                  "recursion at the reference step, 52% at 2×); "
+                                  "recursion at the reference step, 52% at 2× from depth 3); "
                                   "flow = the gradient-flow time over η (Saxe et al. 2014; Arora et al. 2018)"
                                   if axis == "depth" else "theory = ⌈ln(1/tol)/(2 ln(1/|1 − η|))⌉ for the k = 1 "
                                   "quadratic (Hessian I)"]

@@ -120,8 +120,9 @@ def test_the_statistic_reports_the_fit_and_its_relative_misfit():
 
 
 def test_one_analysis_per_command_fits_each_method_once_plus_once_per_resample(tmp_path, monkeypatch):
-    """``otod sweep noise`` (report and figure) on the old simulated file: the core's mccandlish_fit runs 1 + n_boot
-    times per method, not once per reader (it ran 4 × 501 times in one command before the port)."""
+    """``otod sweep noise`` (report and figure) on the old simulated file: the core's McCandlish fit (stacked,
+    `mccandlish_fits`) runs on 1 + n_boot rows per method, not once per reader (it ran 4 × 501 times in one
+    command before the port)."""
     from otod.cli import main
     from otod.noise import analysis
 
@@ -136,9 +137,10 @@ def test_one_analysis_per_command_fits_each_method_once_plus_once_per_resample(t
     monkeypatch.setattr(pipeline, "made", made)
     from otod.core import critical_batch
 
-    calls = []
-    fit = critical_batch.mccandlish_fit
-    monkeypatch.setattr(critical_batch, "mccandlish_fit", lambda *a: calls.append(1) or fit(*a))
+    calls = []  # the rows fitted: the bootstrap fits its replicates stacked (`mccandlish_fits`)
+    fit = critical_batch.mccandlish_fits
+    monkeypatch.setattr(critical_batch, "mccandlish_fits", lambda b, rows: calls.extend([1] * len(rows))
+                        or fit(b, rows))
     import otod.noise.figures
 
     made = []

@@ -102,12 +102,13 @@ def flops_per_example(spec) -> float:
     return 2.0 * t * per_position
 
 
-#: Seconds to compile one sweep program of the transformer on a CPU (`otod.core.family.Family.compile_seconds`):
-#: 8 programs (d 8 and 16, B 8 and 32, depth 1, 9 lanes) took 254.6 s, 32 s each, on the 2 shared cores at load
-#: 6–7 (the grid of `otod.core.device_costs.CPU`'s FLOP rate, persistent cache off), against the planner's 1 s.
+#: Seconds to compile one sweep program of the transformer on a CPU (`otod.core.family.Family.compile_seconds`),
+#: one program per cell for all its batch sizes (`otod.core.variants`), compiled once for each of the 2 CPU
+#: devices: a grid of 4 cells (d 8 and 16, D 256 and 1,024, B 8 and 32, depth 1, 9 lanes) compiled 8 times in
+#: 254.6 s, 64 s a cell, on the 2 shared cores at load 6–7 (persistent cache off), against the planner's 1 s.
 #: Not scaled with depth: the vmapped step and check alone compiled in 5.5, 7.7 and 5.0 s at depth 1, 2 and 4
 #: (d 16, B 32, load 7): the engine's loop, not the blocks, dominates.
-COMPILE_SECONDS = 32.0
+COMPILE_SECONDS = 64.0
 
 
 def nonembedding_parameters(spec) -> int:

@@ -120,3 +120,22 @@ def test_the_planner_costs_a_lane_by_its_flops():
     assert family.compile_seconds == transformer_net.COMPILE_SECONDS
     assert lane_seconds(net) == pytest.approx(family.floats_per_lane * CPU.seconds_per_float_iteration
                                               + 12_211_200 * CPU.seconds_per_flop, rel=1e-12)
+
+
+def test_the_planner_compiles_one_program_per_cell_whatever_its_batches(monkeypatch):
+    """A cell's batch sizes share one compiled program (`otod.core.variants`), so the pre-flight adds the
+    transformer's compile time once per cell: 2 cells (d 4 and 8) cost 2 × `COMPILE_SECONDS` with one batch size and
+    with three (was 6 ×, once per cell and batch). The compile time is set to 10⁷ s so the count reads off the
+    estimate's seconds (the lanes' own, 64 iterations, are far below it); the start-loss check of the config's
+    validation is stubbed (a start of +inf; it compiles each net's loss and is not what this tests)."""
+    from otod.core.plan import estimate
+    from otod.nets.model import transformer_net
+    from otod.nets.sweep.options import net_config
+
+    monkeypatch.setattr(transformer_net, "COMPILE_SECONDS", 1e7)
+    monkeypatch.setattr(NetSpec, "initial_loss", lambda self, seed=0, s=0: float("inf"))
+    for batches, static_points in (("2", 2), ("2,8,32", 6)):
+        config = net_config(data="sequence", model="transformer", depth="1", width="4,8", batch=batches,
+                            lr_grid="1,3", max_iters="64", seeds=2)
+        assert len(config.specs()) == static_points
+        assert estimate(config).seconds // 1e7 == 2

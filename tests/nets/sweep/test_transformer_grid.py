@@ -13,7 +13,7 @@ from otod.nets.model import sequence
 #: 2 D × 2 widths × 2 batches, 2 seeds, 2 lrs, one block: the smallest transformer grid (the joint law needs two
 #: D and two widths, the critical batch two batches). Measured 2 min 52 s on the 2 shared cores at load average 4.9,
 #: 106 s of it compiling 5 programs (each lane program holds the transformer's gradient at both batches and the
-#: stream's draw); a transformer sweep program compiles in ~32 s at load 6 whatever its size
+#: stream's draw); a transformer sweep program compiles in ~32 s per CPU device at load 6 whatever its size
 #: (`otod.nets.model.transformer_net.COMPILE_SECONDS`), so no smaller grid fits the fast suite: it is slow, and
 #: `test_the_grid_config_wires_the_transformer_to_the_sequence_task` checks the wiring with one small program.
 TINY = ["sweep", "net", "--model", "transformer", "--data", "sequence", "--depth", "1", "--examples", "32,128",
