@@ -11,13 +11,15 @@ need it, so that the table's checker imports nothing it does not use.
 from __future__ import annotations
 
 import functools
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from otod.claim_along import (along_ablation, along_below, along_checkpoint,
+                              along_ends, along_holds, along_predictor, along_seed, constant_medians,
+                              nqm_against, nqm_savings, predictor_values, schedule_phases, schedule_rows,
+                              schedules_rows)
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
@@ -26,7 +28,7 @@ from otod.claim_records import (curvature_and_noise, estimator_summary, flops_ro
                                 workloads)
 from otod.claim_records import loaded as _loaded
 from otod.claim_records import results_of
-from otod.claim_records import _analysed, _series, analysis_of, medians, point_summary, span  # noqa: F401
+from otod.claim_records import _analysed, _batch_series, _series, analysis_of, medians, point_summary, span  # noqa: F401
 from otod.claim_records import stamp as _stamp
 
 
@@ -173,18 +175,6 @@ def width_needed(path: str, series: str, depths: list, needed: float) -> dict[st
 
 
 # --- critical batch (nets, simulated noise sweeps) ------------------------------------------------------------
-
-
-def _batch_series(path: str, method: str, panel: dict, tol: float | None):
-    analysis = analysis_of(path, tol)
-    found = []
-    for p in analysis.panels:
-        values = dict(p)
-        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
-            found += [s for s in analysis.in_panel(p) if s.method == method]
-    if len(found) != 1:
-        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
-    return found[0]
 
 
 def critical_batch(path: str, method: str = "sgd", tol: float | None = None, **panel) -> dict[str, Any]:
@@ -406,60 +396,6 @@ def curvature_table(path: str, steps: list, fields: list) -> dict[str, Any]:
 # --- B_crit along training (otod.nets.along: one sweep per checkpoint, its predictors beside it) ---------------
 
 
-def _along_series(path: str, method: str):
-    found = [s for s in analysis_of(path).series if s.method == method]
-    if len(found) != 1:
-        raise KeyError(f"{len(found)} {method} series in {path}")
-    return found[0]
-
-
-def along_checkpoint(path: str, method: str = "sgd") -> dict[str, Any]:
-    """One checkpoint's sweep (`otod.nets.along.branching.run_along`'s results file): the step, the mean training loss at
-    the checkpoint, the milestone, and its S(B) fit (`otod.nets.sweep.reading.reading`: B_crit, S_min with their 95%
-    CIs, misfit), as the along-training table prints them."""
-    from otod.nets.sweep.reading import reading
-
-    point = reading(_along_series(path, method))
-    branch = results_of(path).meta["branch"]
-    return {"step": branch["step"], "loss": branch["loss"], "milestone": branch["milestone"],
-            "b_crit": point.b_crit, "lo": point.b_crit_ci[0], "hi": point.b_crit_ci[1], "s_min": point.s_min,
-            "s_lo": point.s_min_ci[0], "s_hi": point.s_min_ci[1], "misfit": point.misfit}
-
-
-def predictor_values(path: str, nqm: bool | None = None) -> dict[str, tuple[float, ...]]:
-    """The per-seed predictor values kept beside a checkpoint's results (``<file>.predictors.json``,
-    `otod.nets.along.branching.cached_predictors`): the entry measured with the NQM (``nqm`` True), without it (False), or
-    the only one (None)."""
-    stored = json.loads(Path(f"{path}.predictors.json").read_text())
-    keys = [k for k in stored if nqm is None or f"nqm={bool(nqm)}" in k]
-    if len(keys) != 1:
-        raise KeyError(f"{len(keys)} predictor entries with nqm={nqm} beside {path}: {sorted(stored)}")
-    return {k: tuple(float(x) for x in v) for k, v in stored[keys[0]].items()}
-
-
-@functools.lru_cache(maxsize=None)
-def _ratio_intervals(stamp: tuple[str, int, int], method: str, nqm: bool | None):
-    from otod.nets.along.predictors import joint_ratio_intervals
-
-    return joint_ratio_intervals(_along_series(stamp[0], method), predictor_values(stamp[0], nqm))
-
-
-def along_predictor(path: str, name: str, method: str = "sgd", nqm: bool | None = None) -> dict[str, Any]:
-    """One predictor at one checkpoint: its median over seeds, least and largest seed, ratio to the measured
-    B_crit (`otod.nets.along.branching.ratio_value`: NaN off the batch grid) and that ratio's 95% CI by the joint seed
-    bootstrap (`otod.nets.along.predictors.joint_ratio_intervals`), as the along-training and predictor tables print."""
-    from otod.nets.along.branching import median_of, ratio_value
-    from otod.nets.sweep.reading import reading
-
-    values = predictor_values(path, nqm)[name]
-    median = median_of(values)
-    finite = [v for v in values if math.isfinite(v)]
-    ratio = ratio_value(median, reading(_along_series(path, method)))
-    lo, hi = _ratio_intervals(_stamp(path), method, nqm).get(name, (math.nan, math.nan))
-    return {"median": median, "min": min(finite), "max": max(finite), "ratio": ratio, "ratio_lo": lo,
-            "ratio_hi": hi, "b_crit": along_checkpoint(path, method)["b_crit"]}
-
-
 def along_fields(*paths: str, fields: list, method: str = "sgd") -> dict[str, Any]:
     """``fields`` of `along_checkpoint` (step, loss, milestone, b_crit, lo, hi, s_min, misfit)
     at each checkpoint of ``paths``, as {field}{i}."""
@@ -586,37 +522,7 @@ def joint_law(path: str, method: str = "sgd", definition: str = "mccandlish") ->
             "a_up": math.ceil(law.a_ci[1] * 100) / 100, "b_up": math.ceil(law.b_ci[1] * 100) / 100}
 
 
-# --- batch schedules (otod.nets.schedule: a constant sweep and one sweep per phase, read back) ------------------
-
-
-@functools.lru_cache(maxsize=None)
-def _schedule(folder: str, schedule: str, options: tuple):
-    from otod.nets.schedule.batch_schedule import batch_schedule
-    from otod.obstacles import load_all
-
-    load_all()
-    return batch_schedule(schedule, out=folder, **dict(options))
-
-
-def schedule_rows(*paths: str, schedule: str, options: dict | tuple = ()) -> dict[str, Any]:
-    """A batch schedule against the constant batches (`otod.nets.schedule.batch_schedule.batch_schedule`, what
-    ``otod sweep net --batch-schedule`` prints and the batch_schedule figure draws), read back from the folder of
-    ``paths`` (its sweeps' results files, which must all be there: a missing one would be run): the schedule's
-    steps, examples and CI (steps, lo, hi, examples), the fewest-steps constant batch (best_batch, best_steps,
-    best_lo, best_hi), the frontier at the schedule's examples (front, front_lo, front_hi) and the ratio to it
-    (ratio, ratio_lo, ratio_hi), the saving 1 − ratio and the most its CI allows (saving, saving_most), and the
-    constant batch of fewest steps within the schedule's examples (within_batch, within_steps, within_examples)."""
-    options = tuple(sorted(dict(options).items()))
-    rows = {r["run"]: r for r in _schedule(str(Path(paths[0]).parent), schedule, options).rows()}
-    own, best = rows["schedule"], rows["best constant"]
-    front = rows["constant frontier at the schedule's examples"]
-    within = rows["best constant within the schedule's examples"]
-    return {"steps": own["steps"], "lo": own["steps_lo"], "hi": own["steps_hi"], "examples": own["examples"],
-            "best_batch": best["batch"], "best_steps": best["steps"], "best_lo": best["steps_lo"],
-            "best_hi": best["steps_hi"], "front": front["steps"], "front_lo": front["steps_lo"],
-            "front_hi": front["steps_hi"], "ratio": front["ratio"], "ratio_lo": front["ratio_lo"],
-            "ratio_hi": front["ratio_hi"], "saving": 1 - front["ratio"], "saving_most": 1 - front["ratio_lo"],
-            "within_batch": within["batch"], "within_steps": within["steps"], "within_examples": within["examples"]}
+# batch schedules (schedule_rows and the rest): otod.claim_along
 
 
 READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, estimator_summary, workloads, layer_row,
@@ -628,4 +534,6 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best, along_best_range,
                                    schedule_rows, joint_law, trace_cost, meta_value, meta_values,
                                    depth_law_over, depth_marks, lane_totals, median_ratio,
-                                   mode_error, figure_seconds, along_fields, along_spread)}
+                                   mode_error, figure_seconds, along_fields, along_spread, along_below,
+                                   along_holds, along_ends, along_ablation, along_seed, nqm_against, schedule_phases,
+                                   schedules_rows, constant_medians, nqm_savings)}

@@ -5,6 +5,7 @@ every reader shares (`otod.claim_readers` holds the readers that go through a sw
 from __future__ import annotations
 
 import functools
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,17 @@ def span(values) -> str:
     """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
     lo, hi = min(values), max(values)
     return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
+
+
+def _batch_series(path: str, method: str, panel: dict, tol: float | None):
+    """The ``method`` series of the one panel of a batch sweep whose fields match ``panel`` (``dim``, ``examples``,
+    ``width``…), read at ``tol`` (a traced net sweep read at another target)."""
+    analysis = analysis_of(path, tol)
+    found = []
+    for p in analysis.panels:
+        values = dict(p)
+        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
+            found += [s for s in analysis.in_panel(p) if s.method == method]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
+    return found[0]
