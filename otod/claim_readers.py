@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
+from otod.claim_nets import bill, first_seeds, grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
 from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lane_range, lanes, layer_row,
@@ -27,6 +28,8 @@ from otod.claim_records import (curvature_and_noise, estimator_summary, flops_ro
 from otod.claim_records import loaded as _loaded
 from otod.claim_records import results_of
 from otod.claim_records import _analysed, _series, analysis_of, medians, point_summary, span  # noqa: F401
+from otod.claim_records import batch_series as _batch_series
+from otod.claim_records import grid_of as _grid
 from otod.claim_records import stamp as _stamp
 
 
@@ -173,18 +176,6 @@ def width_needed(path: str, series: str, depths: list, needed: float) -> dict[st
 
 
 # --- critical batch (nets, simulated noise sweeps) ------------------------------------------------------------
-
-
-def _batch_series(path: str, method: str, panel: dict, tol: float | None):
-    analysis = analysis_of(path, tol)
-    found = []
-    for p in analysis.panels:
-        values = dict(p)
-        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
-            found += [s for s in analysis.in_panel(p) if s.method == method]
-    if len(found) != 1:
-        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
-    return found[0]
 
 
 def critical_batch(path: str, method: str = "sgd", tol: float | None = None, **panel) -> dict[str, Any]:
@@ -563,13 +554,6 @@ def along_best_range(*paths: str, split: int, names: list, method: str = "sgd", 
 # --- the joint D × P grid (otod.nets.sweep.grid on otod.core.joint_law) --------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
-def _grid(stamp: tuple[str, int, int], method: str):
-    from otod.nets.sweep.grid import grid_analyses
-
-    return grid_analyses(_loaded(stamp))[method]
-
-
 def joint_law(path: str, method: str = "sgd", definition: str = "mccandlish") -> dict[str, Any]:
     """A joint grid's law log B_crit = c + a·log D + b·log P (``definition``: "mccandlish" or "zhang"), as its report
     prints it (`otod.nets.sweep.grid.grid_analyses`): a, b, a − b (d) with their 95% CIs (…_lo, …_hi), the cells
@@ -628,4 +612,5 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best, along_best_range,
                                    schedule_rows, joint_law, trace_cost, meta_value, meta_values,
                                    depth_law_over, depth_marks, lane_totals, median_ratio,
-                                   mode_error, figure_seconds, along_fields, along_spread)}
+                                   mode_error, figure_seconds, along_fields, along_spread, bill, first_seeds,
+                                   grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes)}
