@@ -103,8 +103,7 @@ def first_seeds(path: str, seeds: int, field: str, method: str = "sgd") -> dict[
     load_all()
     full = results_of(path)
     kept = sorted({r["seed"] for r in full.records})[:seeds]
-    meta = {**full.meta, "config": {**full.meta["config"], "seeds": seeds}}
-    part = analyse(Results(meta, [r for r in full.records if r["seed"] in kept]), None)
+    part = analyse(Results(full.meta, [r for r in full.records if r["seed"] in kept]), None)
     whole = analysis_of(path)
     out: dict[str, Any] = {}
     inside = True
