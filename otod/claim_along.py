@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from otod.claim_records import _batch_series, analysis_of, results_of
+from otod.claim_records import analysis_of, batch_series, results_of
 from otod.claim_records import stamp as _stamp
 
 # --- one checkpoint's sweep and its predictors (otod.nets.along) ------------------------------------------------
@@ -154,7 +154,7 @@ def nqm_against(path: str, along: str, index: int, method: str = "sgd", **panel)
     from otod.core.config import read_config
 
     q = results_of(path).meta["nqm_prediction"][int(index)]
-    measured = _batch_series(path, method, panel, None).critical.b_crit
+    measured = batch_series(path, method, panel, None).critical.b_crit
     target = float(read_config(results_of(path).meta).target.tol)
     start = float(results_of(along).meta["branch"]["loss"])
     return {"predicted": q["b_crit"], "measured": measured, "b_simple": q["measured_b_simple"], "target": target,
@@ -234,7 +234,7 @@ def constant_medians(path: str, tol: float, batch: float | None = None, method: 
     """A schedule's constant-batch sweep re-read at the training loss ``tol`` (its traces, as ``otod fit …
     --target`` reads them): the least and largest median steps over its batches (lo, hi), the median at ``batch``
     (at), the start's mean loss L̄(0) its schedule stored (initial_loss) and the loss read at (target)."""
-    summary = _batch_series(path, method, {}, tol).summary
+    summary = batch_series(path, method, {}, tol).summary
     values, steps = summary["value"].to_numpy(float), summary["median"].to_numpy(float)
     at = float(steps[[math.isclose(v, float(batch)) for v in values]][0]) if batch is not None else math.nan
     return {"lo": float(steps.min()), "hi": float(steps.max()), "at": at, "target": float(tol),

@@ -21,6 +21,7 @@ from otod.claim_along import (along_ablation, along_below, along_checkpoint,
                               nqm_against, nqm_savings, predictor_values, schedule_phases, schedule_rows,
                               schedules_rows)
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
+from otod.claim_nets import bill, first_seeds, grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
 from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lane_range, lanes, layer_row,
@@ -28,7 +29,9 @@ from otod.claim_records import (curvature_and_noise, estimator_summary, flops_ro
                                 workloads)
 from otod.claim_records import loaded as _loaded
 from otod.claim_records import results_of
-from otod.claim_records import _analysed, _batch_series, _series, analysis_of, medians, point_summary, span  # noqa: F401
+from otod.claim_records import _analysed, _series, analysis_of, medians, point_summary, span  # noqa: F401
+from otod.claim_records import batch_series as _batch_series
+from otod.claim_records import grid_of as _grid
 from otod.claim_records import stamp as _stamp
 
 
@@ -499,13 +502,6 @@ def along_best_range(*paths: str, split: int, names: list, method: str = "sgd", 
 # --- the joint D × P grid (otod.nets.sweep.grid on otod.core.joint_law) --------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
-def _grid(stamp: tuple[str, int, int], method: str):
-    from otod.nets.sweep.grid import grid_analyses
-
-    return grid_analyses(_loaded(stamp))[method]
-
-
 def joint_law(path: str, method: str = "sgd", definition: str = "mccandlish") -> dict[str, Any]:
     """A joint grid's law log B_crit = c + a·log D + b·log P (``definition``: "mccandlish" or "zhang"), as its report
     prints it (`otod.nets.sweep.grid.grid_analyses`): a, b, a − b (d) with their 95% CIs (…_lo, …_hi), the cells
@@ -536,4 +532,5 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    depth_law_over, depth_marks, lane_totals, median_ratio,
                                    mode_error, figure_seconds, along_fields, along_spread, along_below,
                                    along_holds, along_ends, along_ablation, along_seed, nqm_against, schedule_phases,
-                                   schedules_rows, constant_medians, nqm_savings)}
+                                   schedules_rows, constant_medians, nqm_savings, bill, first_seeds,
+                                   grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes)}

@@ -270,6 +270,29 @@ def _series(analysis, name: str):
     return found[0]
 
 
+def batch_series(path: str, method: str, panel: dict, tol: float | None = None):
+    """The one ``method`` series of a batch sweep's analysis whose panel's fields equal ``panel`` (``dim`` (P),
+    ``examples`` (D)); KeyError where none or several match."""
+    analysis = analysis_of(path, tol)
+    found = []
+    for p in analysis.panels:
+        values = dict(p)
+        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
+            found += [s for s in analysis.in_panel(p) if s.method == method]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
+    return found[0]
+
+
+@functools.lru_cache(maxsize=None)
+def grid_of(stamp: tuple[str, int, int], method: str):
+    """A joint D × P grid's reading for ``method`` (`otod.nets.sweep.grid.grid_analyses`: its cells and both
+    definitions' joint laws, as its report prints them), made once per file."""
+    from otod.nets.sweep.grid import grid_analyses
+
+    return grid_analyses(loaded(stamp))[method]
+
+
 def point_summary(path: str, series: str, x: float, tol: float | None = None) -> dict[str, Any]:
     """One point of a series at its chosen setting (the analysis's summary row at axis value ``x``): the median
     over seeds, its quartiles, and how many lanes converged, were censored, stalled or diverged (of N seeds)."""
@@ -293,17 +316,3 @@ def span(values) -> str:
     """"a–b" for the least and largest of ``values`` (as %g), or "a" where they are one value."""
     lo, hi = min(values), max(values)
     return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
-
-
-def _batch_series(path: str, method: str, panel: dict, tol: float | None):
-    """The ``method`` series of the one panel of a batch sweep whose fields match ``panel`` (``dim``, ``examples``,
-    ``width``…), read at ``tol`` (a traced net sweep read at another target)."""
-    analysis = analysis_of(path, tol)
-    found = []
-    for p in analysis.panels:
-        values = dict(p)
-        if all(math.isclose(float(values.get(k, math.nan)), float(v)) for k, v in panel.items()):
-            found += [s for s in analysis.in_panel(p) if s.method == method]
-    if len(found) != 1:
-        raise KeyError(f"{len(found)} {method} series in panels {analysis.panels} match {panel}")
-    return found[0]
