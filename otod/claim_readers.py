@@ -21,6 +21,8 @@ import numpy as np
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
+from otod.claim_theory import (batch_points, flow_error, late_lanes, lattice_counts, lattice_neighbourhood,
+                                toy_minima, toy_stops)
 from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lane_range, lanes, layer_row,
                                 meta_value, nqm_schedule, record, record_series, rms_exponents, trace_cost,
                                 workloads)
@@ -628,4 +630,6 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    along_row, along_range, along_triple, along_triple_ci, along_least_seed, along_best, along_best_range,
                                    schedule_rows, joint_law, trace_cost, meta_value, meta_values,
                                    depth_law_over, depth_marks, lane_totals, median_ratio,
-                                   mode_error, figure_seconds, along_fields, along_spread)}
+                                   mode_error, figure_seconds, along_fields, along_spread,
+                                   batch_points, lattice_counts, lattice_neighbourhood, late_lanes, toy_minima,
+                                   toy_stops, flow_error)}
