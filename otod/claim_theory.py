@@ -77,7 +77,7 @@ def lattice_neighbourhood(path: str, method: str, batch: float, radius: int) -> 
     ema (a (2r + 1)² grid): best, the chosen steps (chosen), and how far above the best the choice is (above, in
     %; 0 where the compass's answer is the best of its neighbourhood)."""
     from otod.noise import theory
-    from otod.noise.search import LR_UNIT, beta_of, coordinate, stability_limit
+    from otod.noise.search import LR_UNIT, beta_of, coordinate, fraction, stability_limit
 
     q, tol, cap = _quadratic(path)
     at = _chosen_row(path, method, batch)
@@ -90,11 +90,9 @@ def lattice_neighbourhood(path: str, method: str, batch: float, radius: int) -> 
     points = [(il + i, jb + j) for i in range(-radius, radius + 1)
               for j in (range(-radius, radius + 1) if with_beta else (0,)) if jb + j <= 0]
     betas = np.array([beta_of(j) for _, j in points])
-    from otod.noise.search import fraction
-
     lrs = np.array([float(fraction(i * LR_UNIT)) * stability_limit(name, b) for (i, _), b in zip(points, betas)])
     steps = np.empty(len(points), np.int64)
-    for kind in ("sgd", name):  # heavy-ball and ema at β = 0 are SGD (`otod.noise.search._Search.theory_method`)
+    for kind in dict.fromkeys(("sgd", name)):  # heavy-ball and ema at β = 0 are SGD (`otod.noise.search._Search.theory_method`)
         mask = (betas == 0.0) == (kind == "sgd") if with_beta else np.full(len(points), kind == name)
         if mask.any():
             steps[mask] = theory.lane_hitting("precond" if kind == "precond" else kind, q, lrs[mask],
