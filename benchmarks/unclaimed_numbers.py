@@ -13,7 +13,15 @@ does not), or a timing (which needs a date and machine).
     python benchmarks/unclaimed_numbers.py --counts     # how many per file
     python benchmarks/unclaimed_numbers.py docs/nets.md # one file
 
-The reviewed sort of what it lists is `benchmarks/unclaimed_numbers.toml` (see ``--unsorted``).
+Sorted without a reader, by general rules (never a list of numbers): settings and citations by the words around
+them (`SETTINGS`), and formula constants by their place in a formula (`formula_constant`): an operand of an
+arithmetic operator whose other operand is a symbol or a number ("1 − x", "2/(L + μ)", "2(1 + β)"; not a count
+over a count, "3/8"), any number inside an exponent's brackets ("10^(5/32)"), a
+coefficient of a named function ("2 ln(1/ρ)"),
+a bound of a chained inequality on a one-letter symbol ("0 < x < 2(1 + β)"), and a bare-number cell of a table
+row that holds a formula (the method table's momentum 0). A non-integer exponent ("κ^0.898") is a fitted value and a
+single bound ("P ≤ 721") may be a range of the data: both are left to a reader. ``--all`` lists them
+with the reason; what is left (`Unclaimed.reason` empty) is what a reader must sort.
 """
 
 from __future__ import annotations
@@ -70,6 +78,56 @@ def sorted_as_setting(before: str, number: str, after: str) -> str:
     return ""
 
 
+#: Formula constants (module docstring): what a number touches inside a formula. A symbol is a letter (Latin or
+#: Greek, not inside a word), a bracket, a bar or a digit; an operator is − + / ^ · * ⋅, with the same spacing on
+#: both sides (a binary operator: "1 − x", "1/L"; "+0.9%" is a sign and "within +0.9%" no formula).
+OPERATOR = "−+/^·⋅*"
+SYMBOL_AFTER = r"[A-Za-zα-ωΑ-Ω√(\[|⌈\d]"
+SYMBOL_BEFORE = r"(?:(?<![A-Za-z])[A-Za-zα-ωΑ-Ω]|[)\]|⌉}\d²³ᵀ⁻¹⁰])"
+OPERAND_AFTER = re.compile(rf"^(?:[{OPERATOR}]{SYMBOL_AFTER}| [{OPERATOR}] {SYMBOL_AFTER})")
+OPERAND_BEFORE = re.compile(rf"(?:{SYMBOL_BEFORE}[{OPERATOR}]\(?|{SYMBOL_BEFORE} [{OPERATOR}] \(?)$")
+#: Two bare numbers across a slash ("3/8 diverged", "2/16") are a count of a count, a measurement: "/" sorts a number
+#: only against a symbol; inside an exponent's brackets ("10^(5/32)") every number is a constant.
+SLASH_DIGITS = re.compile(r"^ ?/ ?\d|\d ?/ ?$")
+EXPONENT = re.compile(r"\^[({][^)}\s]*$")
+#: A coefficient of a named function or of a bracket: "2 ln(1/ρ)", "2(1 + β)" (glued to its bracket).
+COEFFICIENT = re.compile(r"^(?: ?(?:ln|log|exp|tr|max|min|sin|cos)(?:\(| [A-Za-zα-ωΑ-Ω](?![a-z]))|\()")
+#: A bound of a chained inequality on a one-letter symbol, a domain: "0 < x < 2(1 + β)", "0 ≤ β < 1". A single
+#: bound ("P ≤ 721", "B_crit < 8") may state a range of the data and is left to a reader.
+BOUND_AFTER = re.compile(r"^ [<>≤≥] [A-Za-zα-ωΑ-Ω](?![\w_]) [<>≤≥]")
+BOUND_BEFORE = re.compile(r"(?:^|[^\w_])[<>≤≥] [A-Za-zα-ωΑ-Ω] [<>≤≥] $")
+#: A non-integer exponent ("κ^0.898", "P^0.4") is a fitted value, not a constant: no operand rule sorts it.
+FITTED_EXPONENT = re.compile(r"\^$")
+
+
+def formula_constant(before: str, number: str, after: str, line: str = "") -> str:
+    """The reason a number is a constant of a formula (module docstring), or "": an operand of an operator whose
+    other side is a symbol (not a non-integer exponent), a function's or a bracket's coefficient, a bound of a
+    chained inequality on a one-letter symbol, or a bare-number cell of a table row (``line``) with another cell
+    that holds such a formula."""
+    if number.startswith(("−", "-")) and before.endswith(("[", "(", ", ")):
+        return ""  # a signed number in a list or an interval is a value, not an operand
+    if FITTED_EXPONENT.search(before) and not re.fullmatch(r"\d+", number):
+        return ""
+    if EXPONENT.search(before):
+        return "formula constant"
+    slash = SLASH_DIGITS.search(after) or SLASH_DIGITS.search(before)
+    if not slash and (OPERAND_AFTER.search(after) or OPERAND_BEFORE.search(before) or COEFFICIENT.search(after)):
+        return "formula constant"
+    if BOUND_AFTER.search(after) or BOUND_BEFORE.search(before):
+        return "inequality bound"
+    if line.lstrip().startswith("|") and re.search(rf"\| *{re.escape(number)} *\|", line):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if number in cells and any(c != number and has_formula(c) for c in cells):
+            return "formula table"
+    return ""
+
+
+def has_formula(text: str) -> bool:
+    """Whether ``text`` holds an operator between two symbols (`formula_constant`'s sense)."""
+    return bool(re.search(rf"{SYMBOL_BEFORE} ?[{OPERATOR}] ?{SYMBOL_AFTER}", text))
+
+
 @dataclass(frozen=True)
 class Unclaimed:
     """One number no claim covers: the file, its line, the number as printed and the words around it."""
@@ -78,7 +136,7 @@ class Unclaimed:
     line: int
     number: str
     context: str
-    reason: str = ""  # why it is a setting or citation (`SETTINGS`); "" where a reader must sort it
+    reason: str = ""  # why it is a setting, citation or formula constant; "" where a reader must sort it
 
 
 def corpus_files(root: Path) -> list[Path]:
@@ -115,8 +173,9 @@ def unclaimed(path: Path, root: Path, patterns: list[re.Pattern]) -> list[Unclai
         paragraph = raw.rfind("\n\n", 0, m.start()) + 2 if "\n\n" in raw[:m.start()] else 0
         before = re.sub(r"\s+", " ", raw[paragraph:m.start()]).lstrip()
         after = re.sub(r"\s+", " ", raw[m.end():m.end() + 60])
-        out.append(Unclaimed(str(path.relative_to(root)), line, m.group(), context,
-                             sorted_as_setting(before, m.group(), after)))
+        text = raw[raw.rfind("\n", 0, m.start()) + 1:raw.find("\n", m.end()) % (len(raw) + 1)]
+        reason = sorted_as_setting(before, m.group(), after) or formula_constant(before, m.group(), after, text)
+        out.append(Unclaimed(str(path.relative_to(root)), line, m.group(), context, reason))
     return out
 
 

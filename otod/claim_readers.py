@@ -24,6 +24,8 @@ from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ra
 from otod.claim_nets import bill, first_seeds, grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
+from otod.claim_theory import (batch_points, flow_error, late_lanes, lattice_counts, lattice_neighbourhood,
+                                toy_minima, toy_stops)
 from otod.claim_records import (curvature_and_noise, estimator_summary, flops_row, lane_range, lanes, layer_row,
                                 meta_value, nqm_schedule, record, record_series, rms_exponents, trace_cost,
                                 workloads)
@@ -533,4 +535,6 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    mode_error, figure_seconds, along_fields, along_spread, along_below,
                                    along_holds, along_ends, along_ablation, along_seed, nqm_against, schedule_phases,
                                    schedules_rows, constant_medians, nqm_savings, bill, first_seeds,
-                                   grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes)}
+                                   grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes,
+                                   batch_points, lattice_counts, lattice_neighbourhood, late_lanes, toy_minima,
+                                   toy_stops, flow_error)}
