@@ -29,6 +29,27 @@ def pytest_unconfigure(config):
     if _MADE_CACHE is not None:
         shutil.rmtree(_MADE_CACHE, ignore_errors=True)
 
+
+#: ``OTOD_TEST_CPU_LOG=path python3 -m pytest ...`` appends each test's CPU seconds (setup, call and teardown; this
+#: process's threads and the processes it waited for) to ``path``, one tab-separated line per test: what a test
+#: costs on a loaded machine, where its wall time says little (`benchmarks/suite_cpu.py` sums the lines).
+_CPU_LOG = os.environ.get("OTOD_TEST_CPU_LOG")
+
+
+if _CPU_LOG:
+    import resource
+
+    def _cpu_seconds() -> float:
+        own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        start = _cpu_seconds()
+        yield
+        with open(_CPU_LOG, "a") as log:
+            log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\n")
+
 import otod.condition  # noqa: E402,F401  (registers the condition sweep)
 from otod.condition.kronecker import KroneckerSpec  # noqa: E402
 from otod.condition.quadratic import QuadraticSpec  # noqa: E402
