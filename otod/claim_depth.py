@@ -6,6 +6,7 @@ on the problem a results file ran (registered in `otod.claim_readers.READERS` be
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -58,23 +59,29 @@ def lane_totals(path: str, **where) -> dict[str, Any]:
         "lanes": len(statuses), "cap": cap}
 
 
+@functools.lru_cache(maxsize=None)
+def _mode_and_factor_counts(width: int, kappa: float, tol: float, depth: int, multiplier: float) -> tuple[int, int]:
+    """The per-mode and the exact factor recursion's iterations to ``tol`` at ``multiplier`` times the reference
+    step (`mode_error`), once per problem, depth and step: several claims read the same depths."""
+    from otod.depth import theory
+    from otod.depth.linear import reference_step, singular_values
+
+    s = singular_values(width, kappa)
+    eta = multiplier * reference_step(depth, float(s.max()))
+    return theory.mode_iterations(depth, s, eta, tol), theory.factor_iterations(depth, s, eta, tol)
+
+
 def mode_error(path: str, depths: list, multiplier: float) -> dict[str, Any]:
     """How far the per-mode recursion u ← u + ηL·u^{2−2/L}(s − u) (first order in η) is from the exact factor
     recursion w ← w + η w^{L−1}(s − w^L) on the problem the file ran (its target's singular values s and its
     tolerance), identity init, at ``multiplier`` times the reference step η = 1/(L·s_max^{2(L−1)/L})
     (`otod.depth.theory`): the largest |modes − factor| / factor over ``depths`` (error, in %: percent), the depth
     where it is largest and both counts there (depth, modes, factor)."""
-    from otod.depth import theory
-    from otod.depth.linear import reference_step, singular_values
-
     config = read_config(results_of(path).meta)
-    s = singular_values(int(config.problem.width), float(config.problem.target_kappa))
-    tol = float(config.target.tol)
+    problem = (int(config.problem.width), float(config.problem.target_kappa), float(config.target.tol))
     worst = None
     for depth in depths:
-        eta = multiplier * reference_step(int(depth), float(s.max()))
-        factor = theory.factor_iterations(int(depth), s, eta, tol)
-        modes = theory.mode_iterations(int(depth), s, eta, tol)
+        modes, factor = _mode_and_factor_counts(*problem, int(depth), float(multiplier))
         error = abs(modes - factor) / factor
         if worst is None or error > worst[0]:
             worst = (error, int(depth), modes, factor)

@@ -31,7 +31,7 @@ import re
 import string
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 #: Where the table lives, relative to the checkout.
 TABLE = Path("docs") / "claims.toml"
@@ -210,14 +210,17 @@ def problems_of(claim: Claim, root: Path, texts: dict[str, str], readers: dict[s
 
 
 def check(root: Path, table: Path | None = None, readers: dict[str, Reader] | None = None,
-          slow: bool | None = None) -> list[str]:
+          slow: bool | None = None, sources: Collection[str] | None = None) -> list[str]:
     """Every problem of every claim of the table (default ``root/docs/claims.toml``) against the results and text
     under ``root``; empty when every claim holds. ``slow``: only the claims marked slow (True: their readers
-    replay work, e.g. a batch schedule's starts, tens of seconds each) or only the others (False); None: all."""
+    replay work, e.g. a batch schedule's starts, tens of seconds each) or only the others (False); None: all.
+    ``sources``: only the claims that read one of these results files (paths as the table names them), e.g. the
+    claims a re-run file must still satisfy."""
     if readers is None:
         from otod.claim_readers import READERS
 
         readers = READERS
-    claims = [c for c in load_table(root / TABLE if table is None else table) if slow is None or c.slow == slow]
+    claims = [c for c in load_table(root / TABLE if table is None else table)
+              if (slow is None or c.slow == slow) and (sources is None or set(c.source) & set(sources))]
     texts = corpus(root)
     return [p for c in claims for p in problems_of(c, root, texts, readers)]

@@ -69,8 +69,8 @@ KFAC_FILE = "depth-e5bcb7a60e.parquet"  # experiments/depth.toml [depth_methods]
 
 def test_a_changed_record_is_reported_as_that_claims_drift(tmp_path):
     """Rewrite the depth_methods results (a valid file, checksums recomputed) with kfac's converged lanes at depth 1
-    taking 3 iterations instead of 2: the check names depth.methods.kfac_medians, reading "kfac needs 3
-    iterations", and no claim of another file."""
+    taking 3 iterations instead of 2: the check of that file's claims names depth.methods.kfac_medians, reading
+    "kfac needs 3 iterations", while its gd claims still hold."""
     import otod
     from otod.core.results import save
 
@@ -86,12 +86,32 @@ def test_a_changed_record_is_reported_as_that_claims_drift(tmp_path):
     assert changed >= 8
     meta = {k: v for k, v in results.meta.items() if k not in ("chunks", "meta_sha256", "record_count")}
     save(path, meta, records)
-    problems = check(root, slow=False)
+    problems = check(root, slow=False, sources=[f"results/{KFAC_FILE}"])
     assert any(p.startswith("depth.methods.kfac_medians: drift") and "kfac needs 3 iterations at depth 1" in p
                for p in problems), problems
     drifted = {p.split(":")[0] for p in problems}
-    touching = {c.id for c in load_table(root / TABLE) if f"results/{KFAC_FILE}" in c.source}
-    assert drifted and drifted <= touching
+    held = {c.id for c in load_table(root / TABLE) if f"results/{KFAC_FILE}" in c.source} - drifted
+    assert {"depth.methods.gd_law", "depth.methods.gd_medians"} <= held  # gd's lanes in the same file are unchanged
+
+
+def test_the_check_can_be_narrowed_to_the_claims_of_some_files():
+    """``sources`` keeps exactly the claims that read one of the named files (the perturbation tests above check
+    only those: every other claim reads an unchanged file, which the first test checks)."""
+    from otod.claim_readers import READERS
+
+    seen = []
+
+    def spy(name):
+        def reader(*paths, **kwargs):
+            seen.append(name)
+            return READERS[name](*paths, **kwargs)
+        return reader
+
+    assert check(ROOT, readers={name: spy(name) for name in READERS}, slow=False,
+                 sources=[f"results/{KFAC_FILE}"]) == []
+    touching = [c for c in load_table(ROOT / TABLE) if f"results/{KFAC_FILE}" in c.source and not c.slow
+                and c.kind == "measured"]
+    assert touching and sorted(seen) == sorted(c.reader for c in touching)
 
 
 def test_a_damaged_results_file_is_reported_by_each_claim_that_reads_it(tmp_path):
@@ -102,7 +122,7 @@ def test_a_damaged_results_file_is_reported_by_each_claim_that_reads_it(tmp_path
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    problems = check(root, slow=False)
+    problems = check(root, slow=False, sources=[f"results/{KFAC_FILE}"])
     touching = {c.id for c in load_table(root / TABLE) if f"results/{KFAC_FILE}" in c.source}
     assert {p.split(":")[0] for p in problems if "cannot be re-read" in p} == touching
 
@@ -114,7 +134,8 @@ def test_a_sentence_edited_by_hand_is_reported(tmp_path, claims):
     for p in [root / "README.md", *root.glob("docs/**/*.md")]:
         text = p.read_text()
         p.write_text(normalised(text).replace(claim.text, claim.text.replace("23.5", "22.5")))
-    assert f"{claim.id}: {claim.text!r} is printed in no README, docs page or caption" in check(root, slow=False)
+    assert f"{claim.id}: {claim.text!r} is printed in no README, docs page or caption" in check(
+        root, slow=False, sources=claim.source)
 
 
 def test_a_timing_must_show_its_date(tmp_path):
