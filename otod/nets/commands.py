@@ -200,15 +200,15 @@ def sweep_net(batch, width, depth, model, heads, activation, architecture, init,
         echo_along(config, branching, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json,
                    nqm=bool(predict and "predict" in given), trace_examples=trace_examples_of(trace_examples, config))
         return
-    if regime is not None:
+    if regime is not None and predict:  # --no-predict asks for what these sweeps do anyway: accepted
         refuse_ignored(given, "predict", "the NQM predicts steps to a training-loss target; --regime stops at a "
                                          "held-out one; drop --predict")
         predict = False
-    if stream:
+    if stream and predict:
         refuse_ignored(given, "predict", "the NQM predicts S(B) on a finite training set; --stream has none; drop "
                                          "--predict")
         predict = False
-    if "batch" not in dict(config.axes):
+    if "batch" not in dict(config.axes) and predict:
         refuse_ignored(given, "predict", "the NQM predicts S(B), the steps against batch size; this sweep has no "
                                          "batch axis (give several --batch values, e.g. --batch 8..1024:8:log)")
     _echo_sweep(config, given, lr_extend, predict, out=out, plot=not no_plot, yes=yes, pdf=pdf, as_json=as_json)

@@ -124,6 +124,25 @@ def test_bad_input_is_one_line_and_exit_2(args, says, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("args", [
+    ["--data", "teacher", "--stream", "--target", "0.05,0.03,0.02", "--batch", "4..256:7:log"],
+    ["--batch", "32"],
+])
+def test_no_predict_beside_a_sweep_that_cannot_predict_runs_that_sweep_unpredicted(args, monkeypatch, tmp_path):
+    """``--no-predict`` asks for what a stream sweep (or one without a batch axis) does anyway, so it is accepted,
+    not refused as "drop --predict" (docs/claims.toml's teacher stream command names it): the sweep is handed on
+    with predict off and the stream's config; ``--predict`` there stays refused (tests/test_bad_input_nets.py)."""
+    import otod.nets.commands as commands
+
+    seen = []
+    monkeypatch.setattr(commands, "_echo_sweep", lambda config, given, lr_extend, predict, **kw: seen.append(
+        (config, predict)))
+    result = CliRunner().invoke(main, ["sweep", "net", *args, "--no-predict", "--no-plot", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (config, predict), = seen
+    assert predict is False and bool(config.problem.stream) == ("--stream" in args)
+
+
 @pytest.mark.slow
 def test_the_report_shows_the_measured_b_crit_beside_the_recorded_prediction(tmp_path):
     """`otod sweep net` records the NQM's prediction for its net (the same numbers `net_prediction` gives from seed
