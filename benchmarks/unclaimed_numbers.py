@@ -14,7 +14,7 @@ does not), or a timing (which needs a date and machine).
     python benchmarks/unclaimed_numbers.py docs/nets.md # one file
 
 Sorted without a reader, by general rules (never a list of numbers): settings and citations by the words around
-them (`SETTINGS`: a setting's name and the list after it, "B = 1, 64 and 1024"; a year after "et al."; a
+them (`SETTINGS`: a setting's name and the list after it, "B = 1, 64 and 1024", "P = 610–19,210"; a year after "et al."; a
 half-open range "[0, 1)", a domain where a CI is closed; a matrix shape "3×3"), and formula constants by their place in a formula (`formula_constant`): an operand of an
 arithmetic operator whose other operand is a symbol or a number ("1 − x", "2/(L + μ)", "2(1 + β)"; not a count
 over a count, "3/8"), any number inside an exponent's brackets ("10^(5/32)"), a
@@ -61,7 +61,7 @@ NUMBER = re.compile(rf"(?<![\w.,/{SUP}])(?<![A-Za-z]-)[−-]?(?:\d{{1,3}}(?:,\d{
 YEAR = re.compile(r"(?:19[5-9]|20[0-2])\d")
 #: The rest of a list of settings after its name ("B = 1, 64, 1024 and 65536", "σ = 0, 3, 30", "B = 1 to 16"): each
 #: entry is a setting as the first is; a word between them ends the list, so "B = 64 took 5059 steps" lists 5059.
-SETTING_LIST = r"(?:[−-]?\d[\d.,]*(?:·10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?(?:, | to |,? and |,? or ))*"
+SETTING_LIST = r"(?:[−-]?\d[\d.,]*(?:·10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?(?:, |–| to |,? and |,? or ))*"
 ANY = re.compile(r".*")
 SETTINGS = (
     ("citation year", re.compile(r"(?:et al\.,?|[A-Z][\w'’-]+(?: & [A-Z][\w'’-]+)?,?|[A-Z]{2,}) \(?$"),
@@ -69,7 +69,7 @@ SETTINGS = (
     ("confidence level", ANY, re.compile(r"^\s?% (?:CI|band|bootstrap|confidence|interval|percentile)"), ANY),
     ("seed count", ANY, re.compile(r"^ (?:seeds?|nested draws)\b"), ANY),
     ("citation year", re.compile(r"\bet al\.,? \(?$"), ANY, YEAR),
-    ("setting", re.compile(r"(?:\b(?:seeds?|lr|lr_ref|tol|target(?: loss)?|B_ref|d_in|d_out|dim|ε|σ|β|κ_Φ)[ =:]*"
+    ("setting", re.compile(r"(?:\b(?:seeds?|lr|lr_ref|tol|target(?: loss)?|B_ref|d_in|d_out|dim|cap|ε|σ|β|κ_Φ)[ =:]*"
                            r"|\b(?:d|D|P|B|κ|n|k|L) = )" + SETTING_LIST + "$"), ANY, ANY),
     # a half-open range is a domain ("β over its stable range [0, 1)", "(0, 1]"); an interval a fit prints is closed
     ("half-open range", re.compile(r"\[$"), re.compile(r"^, [−-]?[\d.]+\)"), ANY),

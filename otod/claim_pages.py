@@ -53,3 +53,19 @@ def schedule_path(path: str, kinds: list, horizon: int = 2000) -> dict[str, Any]
                     f"step{i}": int(t[np.argmin(loss[:-1])]), f"switch{i}": float(loss[-1]), f"k{i}": first})
     least = [out[f"least{i}"] for i in range(len(kinds))]
     return {**out, "least_lo": min(least), "least_hi": max(least)}
+
+
+def committed_figures(folder: str) -> dict[str, Any]:
+    """How many figures the experiment tables of ``folder`` (``experiments/``, `otod.core.figures.load_specs`)
+    define (figures) and how many of them read their committed results (committed: ``committed = true``,
+    `otod.core.figure_sources.split_source`), so never sweep in ``otod figures``."""
+    from pathlib import Path
+
+    from otod.core.figure_sources import split_source
+    from otod.core.figures import load_specs
+
+    specs = load_specs(Path(folder))
+    tables = [(group, name, spec) for group, figures in specs.items() for name, spec in figures.items()
+              if isinstance(spec, dict)]
+    committed = sum(split_source(spec, f"{folder}/{group}.toml [{name}]")[1] for group, name, spec in tables)
+    return {"figures": len(tables), "committed": committed}
