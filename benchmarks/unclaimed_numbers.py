@@ -71,7 +71,7 @@ SETTINGS = (
     ("setting", ANY, re.compile(r"^ (?:probes|repeats|warm-ups|heads|channels|Lanczos steps)\b"), re.compile(r"\d+")),
     ("setting", re.compile(r"\b(?:probes|seeds) × $"), ANY, re.compile(r"\d+")),  # "4 probes × 100 steps"
     # a list the words name as chosen settings: "at widths 8, 16, 32", "steps 0, 100 and 1000", "depths 2..12"
-    ("setting", re.compile(r"\b(?:widths|depths|steps|batches|checkpoints) " + SETTING_LIST + "$"), ANY, ANY),
+    ("setting", re.compile(r"\b(?:widths|depths|steps|batches|[Cc]heckpoints)(?: t =)? " + SETTING_LIST + "$"), ANY, ANY),
     # a ratio written N:M ("the reference ratios 1:1, 2:1 and 3:1", the two-batch estimator's "8:64") is notation
     ("ratio notation", ANY, re.compile(r"^:\d"), re.compile(r"\d+")),
     ("ratio notation", re.compile(r"(?<![\d.])\d+:$"), ANY, re.compile(r"\d+")),

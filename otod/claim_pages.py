@@ -55,17 +55,21 @@ def schedule_path(path: str, kinds: list, horizon: int = 2000) -> dict[str, Any]
     return {**out, "least_lo": min(least), "least_hi": max(least)}
 
 
-def committed_figures(folder: str) -> dict[str, Any]:
-    """How many figures the experiment tables of ``folder`` (``experiments/``, `otod.core.figures.load_specs`)
-    define (figures) and how many of them read their committed results (committed: ``committed = true``,
+def committed_figures(*paths: str) -> dict[str, Any]:
+    """How many figures the experiment tables ``paths`` (every ``experiments/*.toml``, `otod.core.figures.
+    load_specs`; a table of that folder left out of ``paths`` is refused, so a new one cannot go uncounted) define
+    (figures), and how many of them read their committed results (committed: ``committed = true``,
     `otod.core.figure_sources.split_source`), so never sweep in ``otod figures``."""
     from pathlib import Path
 
     from otod.core.figure_sources import split_source
     from otod.core.figures import load_specs
 
-    specs = load_specs(Path(folder))
+    specs = load_specs(Path(paths[0]).parent)
+    named = {Path(p).stem for p in paths}
+    if named != set(specs):
+        raise KeyError(f"the sources name {sorted(named)}, the folder holds {sorted(specs)}")
     tables = [(group, name, spec) for group, figures in specs.items() for name, spec in figures.items()
               if isinstance(spec, dict)]
-    committed = sum(split_source(spec, f"{folder}/{group}.toml [{name}]")[1] for group, name, spec in tables)
+    committed = sum(split_source(spec, f"{group}.toml [{name}]")[1] for group, name, spec in tables)
     return {"figures": len(tables), "committed": committed}

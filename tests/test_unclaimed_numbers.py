@@ -79,7 +79,8 @@ def test_a_setting_rule_sorts_the_setting_and_leaves_the_measurement(tmp_path, l
     ("SLQ 4 probes × 100 steps, the median of 25 repeats: 14.1 ms.", ["14.1"]),
     ("the reference ratios 1:1 and 3:1 against XLA's 1.52.", ["1.52"]),
     ("runs cap 5,000 on P = 610–19,210 and stalls 85 lanes.", ["85"]),
-    ("kfac diverges from depth 7 on all lanes.", ["7"]),  # a measured onset after the singular "depth"
+    ("kfac diverges from depth 7 on all lanes.", ["7"]),
+    ("Checkpoints t = 0, 30, 100 of each run; B_crit 15.9 there.", ["15.9"]),  # a measured onset after the singular "depth"
 ])
 def test_a_list_of_settings_or_a_ratio_is_sorted_and_a_measurement_stays(tmp_path, line, measured):
     assert left(tmp_path, line + "\n") == measured
