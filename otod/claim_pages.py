@@ -165,3 +165,37 @@ def loss_floor(path: str) -> dict[str, Any]:
     config = read_config(results_of(path).meta)
     spec = config.problem
     return {"floor": reference_loss(spec), "noise": float(spec.label_noise), "target": float(config.target.tol)}
+
+
+def loss_period(path: str, method: str, batch: float, multipliers: list, beta_index: int,
+                window: int = 60) -> dict[str, Any]:
+    """The oscillation of the exact expected loss of ``method`` at ``batch`` on the NQM an exact noise sweep ran,
+    at each lr of ``multipliers`` (of the reference step 1/max h) and 1 − β = 10^(beta_index/64) (`otod.noise.
+    search.beta_of`), stepped one step at a time (`otod.noise.theory.recursion`, the moments' own recursion): the
+    least and largest spacing of its local maxima (lo, hi) over the ``window`` steps before it first reaches the
+    target, and that first step per lr (first_hit0, first_hit1, …), which a count by binary lifting
+    (`otod.noise.theory.hitting_steps`) can overshoot where the loss oscillates."""
+    from otod.claim_theory import _quadratic
+    from otod.noise import theory
+    from otod.noise.search import beta_of
+
+    q, tol, cap = _quadratic(path)
+    out: dict[str, Any] = {}
+    gaps: list[int] = []
+    for i, multiplier in enumerate(multipliers):
+        lr, beta = np.array([float(multiplier) / float(q.h.max())]), np.array([beta_of(int(beta_index))])
+        rec = theory.recursion(method, q, lr, 0.0, beta)
+        noise = theory.noise_variance(q, lr, np.array([float(batch)]), 0.0)
+        moments, loss = np.array(rec.M0), []
+        while not loss or (loss[-1] > tol and len(loss) <= min(cap, 10 ** 6)):
+            loss.append(float(0.5 * np.sum(q.h * moments[..., rec.read])))
+            moments = np.einsum("...ij,...j->...i", rec.T, moments) + noise[..., None] * rec.f
+        if loss[-1] > tol:
+            raise ValueError(f"{path}: {method} at {multiplier:g} does not reach {tol:g}")
+        hit = len(loss) - 1
+        peaks = [t for t in range(max(1, hit - window), hit) if loss[t - 1] < loss[t] >= loss[t + 1]]
+        if len(peaks) < 3:
+            raise ValueError(f"{path}: {method}'s loss at {multiplier:g} does not oscillate before step {hit}")
+        gaps += [int(g) for g in np.diff(peaks)]
+        out[f"first_hit{i}"] = hit
+    return {**out, "lo": min(gaps), "hi": max(gaps)}
