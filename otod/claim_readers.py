@@ -21,7 +21,8 @@ from otod.claim_along import (along_ablation, along_below, along_checkpoint,
                               nqm_against, nqm_savings, predictor_values, schedule_phases, schedule_rows,
                               schedules_rows)
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
-from otod.claim_pages import committed_figures, doubling_ratios, schedule_path
+from otod.claim_pages import (along_span, censored_modes, committed_figures, doubling_ratios, loss_floor,
+                               loss_period, rate_undercount, schedule_path, sequence_floor)
 from otod.claim_nets import bill, first_seeds, grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
@@ -538,4 +539,6 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    schedules_rows, constant_medians, nqm_savings, bill, first_seeds,
                                    grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes,
                                    batch_points, lattice_counts, lattice_neighbourhood, late_lanes, toy_minima,
-                                   toy_stops, flow_error, doubling_ratios, schedule_path, committed_figures)}
+                                   toy_stops, flow_error, doubling_ratios, schedule_path, committed_figures,
+                                   rate_undercount, censored_modes, along_span, sequence_floor, loss_floor,
+                                   loss_period)}
