@@ -3,8 +3,8 @@ spectral density along training, and κ against width.
 
 * ``nets-spectral-density``: the spectral measure (all P eigenvalues where P ≤ 5,000, else SLQ's:
   `otod.nets.measure.curvature.curvature_record`) at a few checkpoints of one SGD run, Gaussian-broadened in
-  u = asinh(λ/λ₀) so that the outliers (λ ~ 1–10), the bulk (λ ~ 10⁻³–10⁻¹) and the negative eigenvalues share
-  one axis: linear within ±λ₀ of 0 and logarithmic in |λ| beyond. The y axis is the
+  u = asinh(λ/λ₀) so that the outliers (the top eigenvalues, their range printed in the caption), the bulk near 0
+  and the negative eigenvalues share one axis: linear within ±λ₀ of 0 and logarithmic in |λ| beyond. The y axis is the
   density per unit of u (the area under a curve is the fraction of the P eigenvalues), on a log scale, as
   Ghorbani et al. 2019 draw theirs; dotted lines mark each checkpoint's λ_q.
 * ``nets-kappa-width``: κ_q = λ_max/λ_q (`otod.nets.measure.curvature`, q = 0.9) of an MLP on the digits at init and at
@@ -148,9 +148,10 @@ def draw_spectral_density(ax, records: list[dict], zero: float, sigma: float, fl
 def density_caption(records: list[dict], zero: float, sigma: float) -> str:
     """What the spectral-density figure's axes and marks are."""
     density = "exact" if records[0].get("spectrum") == "dense" else "SLQ"
+    tops = [float(v) for r in records for v in r["top_eigenvalues"]]
     return (f"The x axis is u = asinh(λ/λ₀) with λ₀ = {zero:g}, labelled in λ: linear within ±λ₀ of 0 and "
-            "logarithmic in |λ| beyond, so that the outliers (λ ~ 1-10), the bulk (λ ~ 10⁻³-10⁻¹) and the negative "
-            f"eigenvalues share one axis. The y axis is the {density} spectral density per unit of u, "
+            f"logarithmic in |λ| beyond, so that the outliers (the top eigenvalues here: {min(tops):.2g} to "
+            f"{max(tops):.2g}), the bulk near 0 and the negative eigenvalues share one axis. The y axis is the {density} spectral density per unit of u, "
             f"Gaussian-broadened by σ = {sigma:g} in u (the area under a curve is the fraction of the P eigenvalues), "
             "on a log scale as Ghorbani et al. (2019) draw theirs. Dotted verticals: each checkpoint's λ_q; ticks at "
             "the bottom: its top eigenvalues (Lanczos). In the legend, \"negative\": the share of the spectrum below "
