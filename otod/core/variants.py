@@ -11,10 +11,21 @@ epoch's permutation alone about 1.2 s (`benchmarks/RESULTS-log.md`, issue 53 ite
 Inside the program the family's ``variants`` hook builds one dynamics whose step runs ``specs[index]``'s step
 under ``lax.switch`` on the traced ``index``: one value for the whole call, unbatched under the lanes' vmap, so
 the switch stays a real branch and a step costs what its own B costs, not every B's.
+
+Two more ways sweeps share a program (issue 53 item 3). A spec keys its program in its *program form*
+(`program_form`): without the fields that set only where its seeds start (a branch's checkpoint, a batch schedule's
+earlier phases), which change the draws the program is given, never the program; so the sweeps of ``--branch-at``'s
+checkpoints, or a schedule phase and a sweep at the same batch, compile one program, not one each. And inside
+`sharing` (a batch schedule's phases, `otod.nets.schedule.batch_schedule`), a sweep's lone static point whose program
+form is one of the shared specs runs in their one program, the one the constant-batch sweep compiled: measured on
+the pipeline test's schedule (teacher MLP, B = 8, 16, two phases), three programs of 5.5–7.0 s compile became one.
+The records are those of the point's own program (a `Variants` program's records are one program per batch's, bit
+for bit on otod's MLP, CNN and stream: tests/nets/sweep/test_programs.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 
@@ -54,13 +65,47 @@ def _variant_fields(spec) -> tuple[str, ...]:
     return tuple(family.variant_fields) if family.variants is not None else ()
 
 
+def program_form(spec):
+    """What of ``spec`` keys its compiled program: its ``program_form()`` where it has one (the spec without the
+    fields that set only its seeds' starts, which reach the program as its draws), else ``spec`` itself."""
+    form = getattr(spec, "program_form", None)
+    return spec if form is None else form()
+
+
+#: The groups of specs whose one program a lone static point may run in (`sharing`), innermost last.
+_shared: list[tuple] = []
+
+
+@contextlib.contextmanager
+def sharing(specs):
+    """Inside, a sweep's static point that has its program alone (no other static point of its sweep shares it)
+    and whose program form is one of ``specs``' (a sweep's static points' specs, which differ only in their
+    family's ``variant_fields``) runs in the one program of ``specs``, at its place among them (`program_spec`),
+    instead of compiling its own: what a batch schedule's phases do with the constant-batch sweep's program."""
+    forms = tuple(program_form(s) for s in specs)
+    if not forms or not _variant_fields(forms[0]):  # a family that cannot switch between them: nothing shared
+        yield
+        return
+    _shared.append(forms)
+    try:
+        yield
+    finally:
+        _shared.remove(forms)
+
+
 def program_spec(spec, variants=None):
-    """(what keys ``spec``'s program, the traced index of its variant): ``spec`` itself and 0 where it has its
-    program alone (``variants`` None or one spec), else `Variants` of ``variants`` (its group's specs, ``spec``
-    among them) and its place there."""
-    if variants is None or len(variants) < 2:
-        return spec, 0
-    return Variants(tuple(variants)), list(variants).index(spec)
+    """(what keys ``spec``'s program, the traced index of its variant), in program forms (`program_form`): the
+    spec itself and 0 where it has its program alone (``variants`` None or one spec) and no group of `sharing`
+    holds it, else `Variants` of ``variants`` (its group's specs, ``spec`` among them), or of the innermost shared
+    group that holds it, and its place there."""
+    spec = program_form(spec)
+    if variants is not None and len(variants) >= 2:
+        variants = [program_form(s) for s in variants]
+        return Variants(tuple(variants)), variants.index(spec)
+    for group in reversed(_shared):
+        if len(group) >= 2 and spec in group:
+            return Variants(group), group.index(spec)
+    return spec, 0
 
 
 def dynamics_of(spec, members, options, relative_lr: bool, index):

@@ -59,8 +59,12 @@ def test_every_sgd_ratio_between_1_and_3():
 
 
 def test_linearnet_ratio_falls_toward_1():
-    # Nearly all weights in the first layer (1:1); the update 2P ≈ forward/batch fades: ratio ≈ 1 + 1/batch.
-    r = _ratios(M.linearnet(), [1, 4, 16, 64, 256])
+    """Nearly all weights in the first layer (1:1); the update 2P ≈ forward/batch fades: ratio ≈ 1 + 1/batch.
+
+    Batches 1, 16, 256 (not 1, 4, 16, 64, 256): every batch is the same forward, backward and update program at
+    another shape, each a ~1 s compile of the 616M-parameter net; the ratio still has to fall at every step,
+    from 1.5 to 1 + 1/256 within the same 0.002."""
+    r = _ratios(M.linearnet(), [1, 16, 256])
     assert r == sorted(r, reverse=True) and all(1 <= v <= 3 for v in r)
     assert r[-1] == pytest.approx(1 + 1 / 256, abs=0.002)
 

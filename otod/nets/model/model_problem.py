@@ -87,6 +87,13 @@ class ModelProblem:
         """Whether every seed starts from a checkpoint of its reference run (`otod.nets.model.branch`)."""
         return self.branch_step is not None
 
+    def program_form(self) -> ModelProblem:
+        """The problem without its branch's fields, which replace only the family's draws (its seeds' starts), not
+        its program (`otod.core.variants.program_form`)."""
+        if not self.branched and self.branch_batch is None and self.branch_lr is None:
+            return self
+        return replace(self, branch_step=None, branch_batch=None, branch_lr=None)
+
     @property
     def stream(self) -> None:
         """A user's model brings its own finite training set: never a stream (read as `NetSpec.stream`)."""

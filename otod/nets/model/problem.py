@@ -14,7 +14,7 @@ contract, `otod.nets.model.family`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -143,6 +143,14 @@ class NetSpec:
     def branched(self) -> bool:
         """Whether every seed starts from a checkpoint of its reference run (`otod.nets.model.branch`)."""
         return self.branch_step is not None
+
+    def program_form(self) -> NetSpec:
+        """The spec without the fields that set only where its seeds start (the branch's checkpoint, the schedule's
+        earlier phases): they replace the family's draws and nothing of its program, so the program this form
+        keys serves every start (`otod.core.variants.program_form`)."""
+        if not self.branched and self.branch_batch is None and self.branch_lr is None and self.schedule_start is None:
+            return self
+        return replace(self, branch_step=None, branch_batch=None, branch_lr=None, schedule_start=None)
 
     def dataset(self) -> data_sets.Dataset:
         return data_sets.load(self.data, self.examples, self.inputs, self.outputs, self.teacher_width,

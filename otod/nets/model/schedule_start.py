@@ -133,10 +133,15 @@ def _loop(spec, method: str, options):
 def replay_phase(spec, drawn: dict, run: PhaseRun, steps: int, options):
     """Seed's parameters after ``steps`` steps of phase ``run`` from the draws ``drawn`` (one seed's, the start the
     spec reads already replaced): the lane set up as the engine sets it up (absolute step η, β, fresh optimizer
-    state) and stepped in float32. NumPy float64 leaves holding float32 values."""
+    state) and stepped in float32, at the engine's matmul precision (`otod.core.precision.exact_float32`) wherever
+    it is called from: the sweep's config check reads seed 0's start outside the engine, and its replay, cached,
+    is the start the engine runs (and one precision compiles the loop once, not once per caller). NumPy float64
+    leaves holding float32 values."""
+    from otod.core.api import exact_float32
+
     phase = dataclasses.replace(base_spec(spec), batch=int(run.batch))
     dynamics, loop = _loop(phase, run.method, options)
-    with jax.enable_x64(False):
+    with jax.enable_x64(False), exact_float32():
         cast = jax.tree.map(lambda a: jnp.asarray(np.asarray(a, np.float32)), drawn)
         lane = dynamics.set_up({"beta": jnp.asarray(run.beta, jnp.float32)}, cast, jnp.asarray(run.lr, jnp.float32),
                                jnp.asarray(0, jnp.int32))

@@ -6,7 +6,9 @@ milestone L_k = r_k · L̄(0) (L̄(0): the mean over the sweep's seeds of the tr
 strictly falling; the last milestone is the final target). Each phase is an ordinary net sweep through the core
 engine at its one batch, every (lr, β) of the grid, (lr, β) chosen by the core's rule (the median over seeds),
 starting where the earlier phases left every seed (`otod.nets.model.schedule_start`: a start, not a new kind of sweep;
-phase 1 starts from the seeds' own weights). ``doubling:B₀..B₁@r`` is the doubling warmup: B₀, 2B₀, …, B₁, the
+phase 1 starts from the seeds' own weights). A phase whose batch is one of ``--batch`` runs in the program the constant-batch sweep
+compiled for all of them (`otod.core.variants.sharing`: its records are its own program's), so a schedule compiles
+one program where it compiled one per phase besides. ``doubling:B₀..B₁@r`` is the doubling warmup: B₀, 2B₀, …, B₁, the
 K phases' milestones spaced evenly in log loss, r_k = r^(k/K).
 
 Against it, the constant-batch sweep: the same net at every batch of ``--batch`` from the same starts to the final
@@ -288,7 +290,7 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     """The constant-batch sweep to the final target, then each phase from where the one before left every seed
     (module docstring), all through the core pipeline (`otod.core.pipeline.sweep`: resumed or read back like any
     sweep); ``echo(text)`` after each sweep."""
-    from otod.core.api import part_out, sweep
+    from otod.core.api import part_out, sharing, sweep
     from otod.nets.model.schedule_start import encode
     from otod.nets.schedule.stats import compare
 
@@ -305,8 +307,10 @@ def run_schedule(config, schedule: BatchSchedule, *, out="results", plot: bool =
     runs, choices, paths = [], [], [constant.results.path]
     for k, (phase, milestone) in enumerate(zip(schedule.phases, milestones)):
         history = encode(config.seed, runs) if runs else None
-        report = sweep(phase_config(config, history, phase.batch, milestone), out_dir=part_out(out, f"phase{k + 1}"),
-                       plot=False, progress=progress, yes=yes, pdf=pdf, extra_meta=lambda: meta, lr_extend=0)
+        with sharing(config.specs()):  # a phase at one of --batch runs in the constant sweep's compiled program
+            report = sweep(phase_config(config, history, phase.batch, milestone),
+                           out_dir=part_out(out, f"phase{k + 1}"), plot=False, progress=progress, yes=yes, pdf=pdf,
+                           extra_meta=lambda: meta, lr_extend=0)
         runs.append(phase_run(report, config.seeds))
         choices.append(choice_of(report))
         paths.append(report.results.path)
