@@ -14,7 +14,8 @@ does not), or a timing (which needs a date and machine).
     python benchmarks/unclaimed_numbers.py docs/nets.md # one file
 
 Sorted without a reader, by general rules (never a list of numbers): settings and citations by the words around
-them (`SETTINGS`), and formula constants by their place in a formula (`formula_constant`): an operand of an
+them (`SETTINGS`: a setting's name and the list after it, "B = 1, 64 and 1024", "P = 610–19,210"; a year after "et al."; a
+half-open range "[0, 1)", a domain where a CI is closed; a matrix shape "3×3"), and formula constants by their place in a formula (`formula_constant`): an operand of an
 arithmetic operator whose other operand is a symbol or a number ("1 − x", "2/(L + μ)", "2(1 + β)"; not a count
 over a count, "3/8"), any number inside an exponent's brackets ("10^(5/32)"), a
 coefficient of a named function ("2 ln(1/ρ)"),
@@ -58,14 +59,32 @@ NUMBER = re.compile(rf"(?<![\w.,/{SUP}])(?<![A-Za-z]-)[−-]?(?:\d{{1,3}}(?:,\d{
 #: the text before the number, pattern on the text after it, pattern the number must match). Only patterns whose
 #: every hit is a setting, a parameter or a citation; everything else is left for a reader.
 YEAR = re.compile(r"(?:19[5-9]|20[0-2])\d")
+#: The rest of a list of settings after its name ("B = 1, 64, 1024 and 65536", "σ = 0, 3, 30", "B = 1 to 16"): each
+#: entry is a setting as the first is; a word between them ends the list, so "B = 64 took 5059 steps" lists 5059.
+SETTING_LIST = r"(?:[−-]?\d[\d.,]*(?:·10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)?(?:, |–| to |,? and |,? or ))*"
 ANY = re.compile(r".*")
 SETTINGS = (
     ("citation year", re.compile(r"(?:et al\.,?|[A-Z][\w'’-]+(?: & [A-Z][\w'’-]+)?,?|[A-Z]{2,}) \(?$"),
      re.compile(r"^(?:[a-z]?[),;.:]|$|\s?[—–])"), YEAR),
     ("confidence level", ANY, re.compile(r"^\s?% (?:CI|band|bootstrap|confidence|interval|percentile)"), ANY),
     ("seed count", ANY, re.compile(r"^ (?:seeds?|nested draws)\b"), ANY),
-    ("setting", re.compile(r"(?:\b(?:seeds?|lr|lr_ref|tol|target(?: loss)?|B_ref|d_in|d_out|dim|ε|σ|β|κ_Φ)[ =:]*"
-                           r"|\b(?:d|D|P|B|κ|n|k|L) = )$"), ANY, ANY),
+    ("setting", ANY, re.compile(r"^ (?:probes|repeats|warm-ups|heads|channels|Lanczos steps)\b"), re.compile(r"\d+")),
+    ("setting", re.compile(r"\b(?:probes|seeds) × $"), ANY, re.compile(r"\d+")),  # "4 probes × 100 steps"
+    # a list the words name as chosen settings: "at widths 8, 16, 32", "steps 0, 100 and 1000", "depths 2..12"
+    ("setting", re.compile(r"\b(?:widths|depths|steps|batches|[Cc]heckpoints)(?: t =)? " + SETTING_LIST + "$"), ANY, ANY),
+    # a ratio written N:M ("the reference ratios 1:1, 2:1 and 3:1", the two-batch estimator's "8:64") is notation
+    ("ratio notation", ANY, re.compile(r"^:\d"), re.compile(r"\d+")),
+    ("ratio notation", re.compile(r"(?<![\d.])\d+:$"), ANY, re.compile(r"\d+")),
+    ("citation year", re.compile(r"\bet al\.,? \(?$"), ANY, YEAR),
+    ("setting", re.compile(r"(?:\b(?:seeds?|lr|lr_ref|tol|target(?: loss)?|B_ref|d_in|d_out|dim|cap|ε|σ|β|κ_Φ)[ =:]*"
+                           r"|\b(?:d|D|P|B|κ|n|k|L) = )" + SETTING_LIST + "$"), ANY, ANY),
+    # a half-open range is a domain ("β over its stable range [0, 1)", "(0, 1]"); an interval a fit prints is closed
+    ("half-open range", re.compile(r"\[$"), re.compile(r"^, [−-]?[\d.]+\)"), ANY),
+    ("half-open range", re.compile(r"\[[−-]?[\d.]+, $"), re.compile(r"^\)"), ANY),
+    ("half-open range", re.compile(r"(?<![\w)])\($"), re.compile(r"^, [−-]?[\d.]+\]"), ANY),
+    ("half-open range", re.compile(r"(?<![\w)])\([−-]?[\d.]+, $"), re.compile(r"^\]"), ANY),
+    ("matrix shape", re.compile(r"\d×$"), ANY, re.compile(r"\d+")),  # "3×3 recursions"
+    ("matrix shape", ANY, re.compile(r"^×\d"), re.compile(r"\d+")),
     ("caption settings", re.compile(r"^Settings:[^.]*$|^Settings: .*?float(?:32|64)[^.]*$"), ANY, ANY),
 )
 
@@ -83,7 +102,7 @@ def sorted_as_setting(before: str, number: str, after: str) -> str:
 #: both sides (a binary operator: "1 − x", "1/L"; "+0.9%" is a sign and "within +0.9%" no formula).
 OPERATOR = "−+/^·⋅*"
 SYMBOL_AFTER = r"[A-Za-zα-ωΑ-Ω√(\[|⌈\d]"
-SYMBOL_BEFORE = r"(?:(?<![A-Za-z])[A-Za-zα-ωΑ-Ω]|[)\]|⌉}\d²³ᵀ⁻¹⁰])"
+SYMBOL_BEFORE = r"(?:(?<![A-Za-z])[A-Za-zα-ωΑ-Ω](?:_[A-Za-z0-9]+)?|[)\]|⌉}\d²³ᵀ⁻¹⁰])"
 OPERAND_AFTER = re.compile(rf"^(?:[{OPERATOR}]{SYMBOL_AFTER}| [{OPERATOR}] {SYMBOL_AFTER})")
 OPERAND_BEFORE = re.compile(rf"(?:{SYMBOL_BEFORE}[{OPERATOR}]\(?|{SYMBOL_BEFORE} [{OPERATOR}] \(?)$")
 #: Two bare numbers across a slash ("3/8 diverged", "2/16") are a count of a count, a measurement: "/" sorts a number

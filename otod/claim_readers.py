@@ -21,6 +21,7 @@ from otod.claim_along import (along_ablation, along_below, along_checkpoint,
                               nqm_against, nqm_savings, predictor_values, schedule_phases, schedule_rows,
                               schedules_rows)
 from otod.claim_depth import depth_law_over, depth_marks, lane_totals, median_ratio, meta_values, mode_error
+from otod.claim_pages import committed_figures, doubling_ratios, schedule_path
 from otod.claim_nets import bill, first_seeds, grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes
 from otod.claim_records import first_words as _first_words
 from otod.claim_timings import figure_seconds
@@ -537,4 +538,4 @@ READERS = {f.__name__: f for f in (report_line, record_series, rms_exponents, es
                                    schedules_rows, constant_medians, nqm_savings, bill, first_seeds,
                                    grid_left_out, ladder, nqm_curve, nqm_exponent, rate_lanes,
                                    batch_points, lattice_counts, lattice_neighbourhood, late_lanes, toy_minima,
-                                   toy_stops, flow_error)}
+                                   toy_stops, flow_error, doubling_ratios, schedule_path, committed_figures)}

@@ -55,3 +55,32 @@ def test_what_looks_like_a_formula_but_is_measured_stays_listed(tmp_path, line, 
 def test_the_docstring_names_no_missing_file():
     """The module's docstring promised a reviewed sort in benchmarks/unclaimed_numbers.toml, which never existed."""
     assert "unclaimed_numbers.toml" not in audit.__doc__
+
+
+@pytest.mark.parametrize("line, measured", [
+    # a list of settings after its name; the count the line measures stays listed
+    ("at B = 1, 64, 1024 and 65536 the EMA took 5052 steps.", ["5052"]),
+    ("SGD paths with noise σ = 0, 3, 30 reach 0.41 after 100 steps.", ["0.41", "100"]),
+    # a citation's year after "et al." whatever follows; the share it cites from a measurement of ours is listed
+    ("as Zhang et al. 2019 report, we save 29% of the steps.", ["29"]),
+    # a half-open range is a domain; a closed interval is a fit's CI and stays listed
+    ("β tuned over [0, 1) gives B_crit 118 [96, 140].", ["118", "96", "140"]),
+    # a matrix's shape; the steps it jumps are measured here
+    ("the 3×3 recursions jump 4096 steps.", ["4096"]),
+    # a subscripted symbol is an operand: S_min − 1 holds a constant; the misfit is measured
+    ("the hyperbola (S/S_min − 1) fits with misfit 0.077.", ["0.077"]),
+])
+def test_a_setting_rule_sorts_the_setting_and_leaves_the_measurement(tmp_path, line, measured):
+    assert left(tmp_path, line + "\n") == measured
+
+
+@pytest.mark.parametrize("line, measured", [
+    ("the nets of widths 8, 16, 32 and 64 reach κ 248 at steps 0, 100 and 1000.", ["248"]),
+    ("SLQ 4 probes × 100 steps, the median of 25 repeats: 14.1 ms.", ["14.1"]),
+    ("the reference ratios 1:1 and 3:1 against XLA's 1.52.", ["1.52"]),
+    ("runs cap 5,000 on P = 610–19,210 and stalls 85 lanes.", ["85"]),
+    ("kfac diverges from depth 7 on all lanes.", ["7"]),
+    ("Checkpoints t = 0, 30, 100 of each run; B_crit 15.9 there.", ["15.9"]),  # a measured onset after the singular "depth"
+])
+def test_a_list_of_settings_or_a_ratio_is_sorted_and_a_measurement_stays(tmp_path, line, measured):
+    assert left(tmp_path, line + "\n") == measured

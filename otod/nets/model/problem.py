@@ -13,6 +13,7 @@ contract, `otod.nets.model.family`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 
@@ -24,6 +25,10 @@ from otod.nets.model import models, size
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
+
+
+#: `NetSpec.start_loss` by (`NetSpec.start_key`, seed, s): a float each, at most 256 kept.
+_START_LOSSES: dict = {}
 
 
 @dataclass(frozen=True)
@@ -260,9 +265,31 @@ class NetSpec:
         return 1.0 if target is None else 1.0 / target
 
     def initial_loss(self, seed: int = 0, s: int = 0) -> float:
-        """The target's metric (`metric_arrays`) at seed ``s``'s start as the engine draws it (float64); a branch's
-        start is the seed's checkpoint (`otod.nets.model.branch.start_params`), a schedule's phase's where the phases before
-        it left the seed (`otod.nets.model.schedule_start`)."""
+        """The target's metric (`metric_arrays`) at seed ``s``'s start as the engine draws it (float64): the
+        `start_loss` times `metric_scale`. The start loss is computed once per `start_key`, seed and s in a
+        process: a regime grid's check of its target (`otod.nets.sweep.kind.validate`) evaluated every cell's
+        start, the same net and held-out set at each D (the transformer's: 2 s a cell on a loaded 2-core machine)."""
+        key = (self.start_key(), int(seed), int(s))
+        if key not in _START_LOSSES:
+            if len(_START_LOSSES) >= 256:
+                _START_LOSSES.clear()
+            _START_LOSSES[key] = self.start_loss(seed, s)
+        return _START_LOSSES[key] * self.metric_scale
+
+    def start_key(self) -> tuple:
+        """What `start_loss` reads: every field but the batch, and where the metric is the fixed held-out set
+        (stream, or a held-out target) and the start the seed's own draw (no branch or schedule phase, which train
+        on the training set first), not D or the held-out targets either: a grid's cells at one width share it."""
+        unread = {"batch"}
+        if (self.stream or self.held_out_targets is not None) and not self.branched and self.schedule_start is None:
+            unread |= {"examples", "held_out_targets", "reference_batch"}
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+                     if f.compare and f.name not in unread)
+
+    def start_loss(self, seed: int = 0, s: int = 0) -> float:
+        """The mean loss over `metric_arrays` at seed ``s``'s start as the engine draws it (float64), unscaled; a
+        branch's start is the seed's checkpoint (`otod.nets.model.branch.start_params`), a schedule's phase's where
+        the phases before it left the seed (`otod.nets.model.schedule_start`)."""
         import jax
 
         rng = np.random.default_rng([seed, s])
@@ -281,7 +308,7 @@ class NetSpec:
         with jax.enable_x64(True):
             params = jax.tree.map(jnp.asarray, start)
             x, y = self.metric_arrays(np.float64)
-            return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y))) * self.metric_scale
+            return float(self.mean_loss(params, jnp.asarray(x), jnp.asarray(y)))
 
     def flops_per_example(self) -> float:
         """Forward multiply-adds × 2 per example (dense and convolution layers; activations and the loss not

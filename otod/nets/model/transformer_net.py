@@ -38,15 +38,22 @@ def heads_of(spec) -> int:
     return DEFAULT_HEADS if spec.heads is None else int(spec.heads)
 
 
+def check_heads(width: int, heads: int | None) -> None:
+    """Refuse, in one line, ``heads`` (None: `DEFAULT_HEADS`) that is not an integer ≥ 1 or does not divide the
+    d_model ``width``: arithmetic on the options, so the command runs it on every --width before it draws any
+    data (the sequences of the first width took 2 CPU-s before a later width was refused)."""
+    heads = DEFAULT_HEADS if heads is None else heads
+    if not (isinstance(heads, (int, np.integer)) and heads >= 1):
+        raise OtodError(f"--heads {heads}: need an integer ≥ 1, e.g. --heads 2")
+    if width % heads:
+        raise OtodError(f"--width {width}: the transformer's d_model must be a multiple of --heads {heads} "
+                        f"(each head has d/heads dimensions), e.g. --width {max(heads, width - width % heads)}")
+
+
 def check(spec) -> None:
     """Refuse, in one line, a transformer spec the net cannot be: a width that is not a multiple of the heads, a
     data set other than the sequence task, an MLP's loss, init or architecture."""
-    heads = heads_of(spec)
-    if not (isinstance(heads, (int, np.integer)) and heads >= 1):
-        raise OtodError(f"--heads {spec.heads}: need an integer ≥ 1, e.g. --heads 2")
-    if spec.width % heads:
-        raise OtodError(f"--width {spec.width}: the transformer's d_model must be a multiple of --heads {heads} "
-                        f"(each head has d/heads dimensions), e.g. --width {max(heads, spec.width - spec.width % heads)}")
+    check_heads(spec.width, spec.heads)
     if spec.data != "sequence":
         raise OtodError(f"--model transformer: reads token sequences; use --data sequence (not {spec.data})")
     if spec.loss != "cross-entropy":

@@ -78,10 +78,16 @@ def net_config(*, batch=None, width="32", depth="2", init="kaiming", architectur
         if model == "transformer" and (len(inits) > 1 or len(archs) > 1):
             raise OtodError("--init, --architecture: the MLP's axes; the transformer has its own init and residual "
                             "blocks, drop them")
+        heads = None if heads is None else positive_int(heads, "--heads", "2")
+        if model == "transformer":  # every width against the heads before the first width's data are drawn
+            from otod.nets.model.transformer_net import check_heads
+
+            for w in widths:
+                check_heads(int(w), heads)
         spec = NetSpec(model=model, width=int(widths[0]), depth=int(depths[0]), activation=activation,
                        architecture=archs[0], init=inits[0], data=data, examples=examples_of(sizes[0]), loss=loss,
                        batch=int(min(batches)), stream=True if stream else None,
-                       heads=None if heads is None else positive_int(heads, "--heads", "2"))
+                       heads=heads)
         for w in widths[1:]:  # every width is a net of its own (the transformer's: a multiple of its heads)
             dataclasses.replace(spec, width=int(w))
         if not stream:

@@ -5,6 +5,7 @@ own starts and minibatches) reaches after D examples, recomputed here by a plain
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +38,18 @@ def test_the_stream_never_repeats_an_example_within_a_run():
     assert not np.isin(other, xs).all(axis=1).any()
 
 
+@functools.lru_cache(maxsize=None)
+def jitted(spec):
+    """(∇ of the spec's mean loss, its step-t minibatch: the stream's draw or the finite set's `minibatch`), each
+    compiled once per spec: a fresh ``jax.jit(jax.grad(...))`` per run, and the minibatch's permutation run op by
+    op, recompiled or re-dispatched at every one of the test's 36 runs (7 of its 12 CPU-s)."""
+    if spec.stream:
+        draw = jax.jit(stream_minibatch(spec), static_argnums=2)
+    else:
+        draw = jax.jit(minibatch, static_argnums=(2, 3))
+    return jax.jit(jax.grad(spec.mean_loss)), draw
+
+
 def plain_reference(spec, examples: int, lr: float, s: int) -> float:
     """Seed s's reference run by hand: the engine's start (`otod.nets.model.family.seed_starts` from
     default_rng([seed, s]), in float32), ⌊D/B⌋ SGD steps θ ← θ − lr·∇L(θ; batch t) on the stream's step-t batch or
@@ -45,15 +58,15 @@ def plain_reference(spec, examples: int, lr: float, s: int) -> float:
     drawn = jax.tree.map(lambda a: np.asarray(a, np.float32), family.draws(np.random.default_rng([SEED, s])))
     problem = family.make({}, drawn)
     params = family.init(problem)
-    draw = stream_minibatch(spec) if spec.stream else None
+    grad, step_batch = jitted(spec)
+    draw = step_batch if spec.stream else None
     x, y = (jnp.asarray(a, jnp.float32) for a in spec.training_arrays(np.float32))
-    grad = jax.jit(jax.grad(spec.mean_loss))
     seen = []
     for t in range(reference_steps(examples, spec.batch)):
         if draw is not None:
             xb, yb = draw(problem["key"], t, jnp.float32)
         else:
-            idx = np.asarray(minibatch(problem["key"], t, spec.batch, x.shape[0]))
+            idx = np.asarray(step_batch(problem["key"], t, spec.batch, x.shape[0]))
             seen += idx.tolist()
             xb, yb = x[idx], y[idx]
         g = grad(params, xb, yb, problem["residual"])
@@ -132,3 +145,27 @@ def test_a_reference_search_that_runs_out_of_steps_says_grid_end_and_the_report_
                                  {(256.0, 73.0): place, (512.0, 73.0): "interior"})
     assert "interior at 1 of 2 cells" in lines[0] and "D = 256, P = 73 (lr 3e-05)" in lines[0]
     assert len(lines) == 2 and "still on the edge" in lines[1] and "D = 256, P = 73" in lines[1]
+
+
+def test_a_regime_grids_cells_at_one_width_share_one_start_loss(monkeypatch):
+    """With a held-out target the start's metric reads the fixed held-out set at the seed's own start, so D does
+    not change it: two cells (D = 32, 64) at one width evaluate `NetSpec.start_loss` once, and each cell's
+    initial loss is that loss over its own target, exactly; without a target (the training loss) D is read, and
+    each D evaluates its own."""
+    from otod.nets.model import problem as problem_module
+
+    table = "32:4:0.5:0.1:interior;64:4:0.25:0.1:interior"
+    cells = [dataclasses.replace(SPEC, examples=d, held_out_targets=table, reference_batch=4) for d in (32, 64)]
+    plain = [dataclasses.replace(SPEC, examples=d) for d in (32, 64)]
+    monkeypatch.setattr(problem_module, "_START_LOSSES", {})
+    calls = []
+    real = NetSpec.start_loss
+    monkeypatch.setattr(NetSpec, "start_loss", lambda self, *a: calls.append(self.examples) or real(self, *a))
+    loss = [cell.initial_loss(SEED) for cell in cells]
+    assert calls == [32]
+    assert loss == [real(cells[0], SEED) / 0.5, real(cells[0], SEED) / 0.25]
+    assert cells[0].start_key() == cells[1].start_key() and plain[0].start_key() != plain[1].start_key()
+    calls.clear()
+    for spec in plain:
+        spec.initial_loss(SEED)
+    assert calls == [32, 64]

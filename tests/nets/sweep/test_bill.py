@@ -20,3 +20,33 @@ def test_xla_counts_the_layer_rule_plus_the_elementwise_work(spec, batch):
     here: 2.6% for the default MLP, 9.6% for a CNN of 8 channels, whose 3×3×1 first layer has fan-in 9)."""
     rule, xla = layer_rule_flops(spec, batch), iteration_flops(spec, "sgd", batch)
     assert rule <= xla <= 1.12 * rule, (rule, xla, xla / rule)
+
+
+def test_a_grids_cells_at_one_width_share_one_count(monkeypatch):
+    """The step sees one minibatch of B examples, each of the training set's shape whatever its size D: two cells
+    (D = 64, 256) at one width lower one program per batch (the count's spy sees 2 calls for 2 batches, not 4),
+    and each cell's count is the one lowered for it alone; another width is another program."""
+    import dataclasses
+
+    from otod.cost import flops
+    from otod.nets.sweep import bill
+
+    calls = []
+    real = flops.iteration_flops
+    monkeypatch.setattr(flops, "iteration_flops", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(bill, "_SPECS", {})
+    bill._counted.cache_clear()
+    spec = NetSpec(data="teacher", loss="squared", width=4, examples=64, held_out_targets="64:4:0.5:0.1:interior;"
+                   "256:4:0.4:0.1:interior", reference_batch=2, batch=2)
+    cells = [spec, dataclasses.replace(spec, examples=256)]
+    counts = {(c.examples, b): iteration_flops(c, "sgd", b) for c in cells for b in (2, 8)}
+    assert len(calls) == 2
+    alone = {}
+    for c in cells:
+        for b in (2, 8):
+            bill._counted.cache_clear()
+            monkeypatch.setattr(bill, "_SPECS", {})
+            alone[c.examples, b] = iteration_flops(c, "sgd", b)
+    assert counts == alone
+    assert bill.step_key(dataclasses.replace(spec, width=8)) != bill.step_key(spec)
+    bill._counted.cache_clear()
