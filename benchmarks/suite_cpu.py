@@ -19,10 +19,21 @@ def per_test(log: Path) -> dict[str, float]:
     """Each test's CPU seconds (summed where a node id appears twice, e.g. a rerun)."""
     out: Counter = Counter()
     for line in log.read_text().splitlines():
-        seconds, _, node = line.partition("\t")
-        if node:
-            out[node] += float(seconds)
+        seconds, _, rest = line.partition("\t")
+        if rest:
+            out[rest.split("\t")[0]] += float(seconds)
     return dict(out)
+
+
+def compile_parts(log: Path) -> Counter:
+    """The suite's seconds of tracing, lowering and compiling (the "part=seconds" fields, where the log has them;
+    in this process's threads, so a part of the CPU seconds, not added to them)."""
+    out: Counter = Counter()
+    for line in log.read_text().splitlines():
+        for field in line.split("\t")[2:]:
+            part, _, seconds = field.partition("=")
+            out[part] += float(seconds)
+    return out
 
 
 def per_file(tests: dict[str, float]) -> Counter:
@@ -39,6 +50,10 @@ def main() -> None:
     args = parser.parse_args()
     tests = per_test(args.log)
     print(f"{len(tests)} tests, {sum(tests.values()):.0f} CPU-s in all")
+    parts = compile_parts(args.log)
+    if parts:
+        print("of which JAX spent (wall s in the test's process): "
+              + ", ".join(f"{part} {seconds:.0f}" for part, seconds in parts.items()))
     print("\nCPU-s  file")
     for name, seconds in per_file(tests).most_common(args.top):
         print(f"{seconds:6.1f}  {name}")

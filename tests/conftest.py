@@ -31,8 +31,9 @@ def pytest_unconfigure(config):
 
 
 #: ``OTOD_TEST_CPU_LOG=path python3 -m pytest ...`` appends each test's CPU seconds (setup, call and teardown; this
-#: process's threads and the processes it waited for) to ``path``, one tab-separated line per test: what a test
-#: costs on a loaded machine, where its wall time says little (`benchmarks/suite_cpu.py` sums the lines).
+#: process's threads and the processes it waited for) to ``path``, one tab-separated line per test, with the wall
+#: seconds this process spent tracing, lowering and compiling JAX programs in it (JAX's monitoring events): what a
+#: test costs on a loaded machine, where its wall time says little (`benchmarks/suite_cpu.py` sums the lines).
 _CPU_LOG = os.environ.get("OTOD_TEST_CPU_LOG")
 
 
@@ -43,12 +44,24 @@ if _CPU_LOG:
         own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
 
+    _COMPILE_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace",
+                       "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+                       "/jax/core/compile/backend_compile_duration": "compile"}
+    _spent = dict.fromkeys(_COMPILE_EVENTS.values(), 0.0)
+
+    def _on_duration(event: str, seconds: float, **_) -> None:
+        if event in _COMPILE_EVENTS:
+            _spent[_COMPILE_EVENTS[event]] += seconds
+
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
-        start = _cpu_seconds()
+        start, before = _cpu_seconds(), dict(_spent)
         yield
+        spent = "\t".join(f"{k}={_spent[k] - before[k]:.3f}" for k in _spent)
         with open(_CPU_LOG, "a") as log:
-            log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\n")
+            log.write(f"{_cpu_seconds() - start:.3f}\t{item.nodeid}\t{spent}\n")
 
 import otod.condition  # noqa: E402,F401  (registers the condition sweep)
 from otod.condition.kronecker import KroneckerSpec  # noqa: E402
