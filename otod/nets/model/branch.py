@@ -38,7 +38,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from otod.core.api import OtodError, lazy
+from otod.core.api import OtodError, exact_float32, lazy
 
 jax = lazy("jax")
 jnp = lazy("jax.numpy")
@@ -137,7 +137,7 @@ def checkpoint(spec, start, shuffle) -> tuple:
     _checkpoints.move_to_end(run_key)
     if step not in done:
         t0 = max((t for t in done if t < step), default=0)
-        with jax.enable_x64(False):
+        with jax.enable_x64(False), exact_float32():  # the engine's matmul precision, wherever it is asked for
             params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float32), done[t0] if t0 else start)
             params = _runner(reference, lr, identity(reference))(params, jax.random.PRNGKey(int(shuffle)), t0, step)
             done[step] = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
