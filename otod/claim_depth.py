@@ -60,15 +60,18 @@ def lane_totals(path: str, **where) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=None)
-def _mode_and_factor_counts(width: int, kappa: float, tol: float, depth: int, multiplier: float) -> tuple[int, int]:
+def _mode_and_factor_counts(width: int, kappa: float, tol: float, depths: tuple[int, ...], multiplier: float
+                            ) -> list[tuple[int, int]]:
     """The per-mode and the exact factor recursion's iterations to ``tol`` at ``multiplier`` times the reference
-    step (`mode_error`), once per problem, depth and step: several claims read the same depths."""
+    step (`mode_error`) at each depth, the depths stepped side by side (`otod.depth.theory.factor_iterations_many`),
+    once per problem, depths and step."""
     from otod.depth import theory
     from otod.depth.linear import reference_step, singular_values
 
     s = singular_values(width, kappa)
-    eta = multiplier * reference_step(depth, float(s.max()))
-    return theory.mode_iterations(depth, s, eta, tol), theory.factor_iterations(depth, s, eta, tol)
+    etas = [multiplier * reference_step(depth, float(s.max())) for depth in depths]
+    return list(zip(theory.mode_iterations_many(depths, s, etas, tol),
+                    theory.factor_iterations_many(depths, s, etas, tol)))
 
 
 def mode_error(path: str, depths: list, multiplier: float) -> dict[str, Any]:
@@ -79,12 +82,12 @@ def mode_error(path: str, depths: list, multiplier: float) -> dict[str, Any]:
     where it is largest and both counts there (depth, modes, factor)."""
     config = read_config(results_of(path).meta)
     problem = (int(config.problem.width), float(config.problem.target_kappa), float(config.target.tol))
+    depths = tuple(int(depth) for depth in depths)
     worst = None
-    for depth in depths:
-        modes, factor = _mode_and_factor_counts(*problem, int(depth), float(multiplier))
+    for depth, (modes, factor) in zip(depths, _mode_and_factor_counts(*problem, depths, float(multiplier))):
         error = abs(modes - factor) / factor
         if worst is None or error > worst[0]:
-            worst = (error, int(depth), modes, factor)
+            worst = (error, depth, modes, factor)
     error, depth, modes, factor = worst
     return {"error": error, "percent": 100 * error, "depth": depth, "modes": modes, "factor": factor}
 

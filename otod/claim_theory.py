@@ -167,13 +167,14 @@ def flow_error(path: str, depths: list, multiplier: float) -> dict[str, Any]:
     config = read_config(results_of(path).meta)
     s = singular_values(int(config.problem.width), float(config.problem.target_kappa))
     tol = float(config.target.tol)
+    depths = [int(depth) for depth in depths]
+    etas = [multiplier * reference_step(depth, float(s.max())) for depth in depths]
+    factors = theory.factor_iterations_many(depths, s, etas, tol, max_iters=10 ** 8)
     worst = None
-    for depth in depths:
-        eta = multiplier * reference_step(int(depth), float(s.max()))
-        factor = theory.factor_iterations(int(depth), s, eta, tol, max_iters=10 ** 8)
-        flow = theory.flow_iterations(int(depth), s, eta, tol)
+    for depth, eta, factor in zip(depths, etas, factors):
+        flow = theory.flow_iterations(depth, s, eta, tol)
         error = abs(flow - factor) / factor
         if worst is None or error > worst[0]:
-            worst = (error, int(depth), flow, factor)
+            worst = (error, depth, flow, factor)
     error, depth, flow, factor = worst
     return {"percent": 100 * error, "depth": depth, "flow": flow, "factor": factor}
