@@ -3,6 +3,8 @@ the NQM's prediction from the net's own spectrum and noise, print the report and
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from otod.core.api import common_sweep_options, terminal_progress, user_errors
@@ -222,8 +224,30 @@ def _echo_sweep(config, given, lr_extend, predict: bool, *, out, plot: bool, yes
     from otod.nets.sweep.predict import run_meta
 
     steps = lr_extend_option(given, lr_extend, config)
-    echo_report(sweep(config, out_dir=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
-                      extra_meta=run_meta(config, predict), lr_extend=0 if steps is None else steps), as_json)
+    with rounds_in_the_sweeps_programs(config) if steps else contextlib.nullcontext():
+        report = sweep(config, out_dir=out, plot=plot, progress=terminal_progress(), yes=yes, pdf=pdf,
+                       extra_meta=run_meta(config, predict), lr_extend=0 if steps is None else steps)
+    echo_report(report, as_json)
+
+
+@contextlib.contextmanager
+def rounds_in_the_sweeps_programs(config):
+    """Inside, a bracket's rounds (`otod.core.bracket`: small sweeps of one rate each, over some of the sweep's
+    batches) run each static point in the one program of its group of the sweep (`otod.core.variants.sharing`),
+    so the rounds of one method and rate compile one program between them where each compiled its own
+    (tests/nets/sweep/test_bracket.py's two rounds: two programs became one, ~3 CPU-s, the records bit for bit the
+    same). Only otod's MLP and CNN, whose `otod.core.variants.Variants` programs give one program per batch's
+    records bit for bit (tests/nets/sweep/test_programs.py); the transformer's keep its losses to a few ulps, and a
+    round's records stay those it had."""
+    from otod.core.variants import program_groups, sharing
+
+    specs = config.specs()
+    with contextlib.ExitStack() as stack:
+        if config.problem.kind == "net" and config.problem.model in ("mlp", "cnn"):
+            for group in dict.fromkeys(program_groups(config.static_points(), specs)):
+                if len(group) >= 2:
+                    stack.enter_context(sharing([specs[i] for i in group]))
+        yield
 
 
 def commands() -> dict[str, list]:

@@ -66,43 +66,55 @@ def reference_spec(spec, width: int, examples: int, batch: int):
 
 
 @functools.lru_cache(maxsize=32)
-def _program(spec, method: str, seeds: int, seed: int, options):
-    """The jitted reference: (lrs, steps) → held-out losses [lr, seed] after that many steps of every lane (the
-    rates an argument, so every block of as many rates reuses one compiled program)."""
+def _program(specs: tuple, method: str, seeds: int, seed: int, options):
+    """The jitted reference: (lrs, steps, which) → held-out losses [lr, seed] after that many steps of every lane of
+    ``specs[which]`` (the rates an argument, so every block of as many rates reuses one compiled program). ``specs``:
+    the reference specs of one width (`reference_spec`), whose training sets differ (the finite regime's D) and
+    nothing else their lanes read (the start, the held-out set): one program steps all of them, the step's
+    minibatch and gradient under ``lax.switch`` on ``which`` (one value for the call, so the switch runs one branch),
+    as the sweep's own program switches between batch sizes (`otod.core.variants`); the 2 × 2 grid of
+    tests/nets/conftest.py compiled 4 reference programs, now 2, its held-out targets the same."""
     from otod.core.api import METHODS, Step, lane_start, seed_problem_draws
 
-    family = spec.family()
+    spec = specs[0]
+    families = [s.family() for s in specs]
+    family = families[0]
     members = (METHODS[method],)
     draws = seed_problem_draws(spec, seed, seeds, np.float32)
     x_held, y_held = spec.held_out_arrays(np.float32)
     build = members[0].build
 
-    def lane(drawn, lr, steps):
+    def lane(drawn, lr, steps, which):
         (problem, info, step_size, hyper), params, state = lane_start(family, members, options, True, {}, drawn, lr,
                                                                       0)
 
         def body(t, carry):
             params, state = carry
-            g = family.gradient(problem, params, Step(None, t))
+            branches = [lambda f=f: f.gradient(problem, params, Step(None, t)) for f in families]
+            g = branches[0]() if len(branches) == 1 else jax.lax.switch(which, branches)
             updates, state = build(step_size, info, options, hyper).update(g, state, params)
             return optax.apply_updates(params, updates), state
 
         params, _ = jax.lax.fori_loop(0, steps, body, (params, state))
         return spec.mean_loss(params, jnp.asarray(x_held), jnp.asarray(y_held), problem["residual"])
 
-    per_seed = jax.vmap(lane, in_axes=(0, None, None))
-    per_lr = jax.vmap(per_seed, in_axes=(None, 0, None))
-    return jax.jit(lambda lrs, steps: per_lr(draws, lrs, steps))
+    per_seed = jax.vmap(lane, in_axes=(0, None, None, None))
+    per_lr = jax.vmap(per_seed, in_axes=(None, 0, None, None))
+    return jax.jit(lambda lrs, steps, which: per_lr(draws, lrs, steps, which))
 
 
-def reference_losses(spec, steps: int, lrs, seeds: int, seed: int, method: str = "sgd", options=None) -> np.ndarray:
+def reference_losses(spec, steps: int, lrs, seeds: int, seed: int, method: str = "sgd", options=None,
+                     group=None) -> np.ndarray:
     """The held-out loss [lr, seed] of the reference lanes of ``spec`` (batch ``spec.batch``) after ``steps``
-    steps, +∞ where a lane diverged (not finite)."""
+    steps, +∞ where a lane diverged (not finite); ``group``: the reference specs whose one program runs it
+    (`_program`; default ``spec`` alone), ``spec`` among them."""
     from otod.core.api import NoiseOptions
 
-    program = _program(spec, method, int(seeds), int(seed), options or NoiseOptions())
+    specs = tuple(group) if group else (spec,)
+    program = _program(specs, method, int(seeds), int(seed), options or NoiseOptions())
     lr_values = jnp.asarray([float(v) for v in lrs], jnp.float32)
-    losses = np.asarray(program(lr_values, jnp.asarray(steps, jnp.int32)), float)
+    losses = np.asarray(program(lr_values, jnp.asarray(steps, jnp.int32), jnp.asarray(specs.index(spec), jnp.int32)),
+                        float)
     return np.where(np.isfinite(losses), losses, np.inf)
 
 
@@ -157,6 +169,8 @@ def reference_table(spec, sizes, widths, batch: int, lrs, seeds: int, seed: int,
     reference diverged at every lr."""
     entries = []
     for width in widths:
+        group = tuple(dict.fromkeys(reference_spec(spec, int(width), int(d), batch) for d in sizes
+                                    if int(d) >= batch))  # one program for the width's cells (`_program`)
         for d in sizes:
             d = int(d)
             if d < batch:
@@ -165,7 +179,7 @@ def reference_table(spec, sizes, widths, batch: int, lrs, seeds: int, seed: int,
             cell = reference_spec(spec, int(width), d, batch)
             steps = reference_steps(d, batch)
             target, lr, place, _ = tuned_reference(
-                lambda rates: reference_losses(cell, steps, rates, seeds, seed, method, options), lrs)
+                lambda rates: reference_losses(cell, steps, rates, seeds, seed, method, options, group), lrs)
             if not np.isfinite(target):
                 raise OtodError(f"--regime: the reference run (batch {batch}, width {int(width)}, D = {d}) diverged "
                                 f"at every lr of --lr-grid; add smaller steps, e.g. --lr-grid 0.001..1:13:log")
