@@ -38,13 +38,14 @@ def test_the_parameter_count_is_the_closed_form(width, depth, heads):
 def test_the_loss_at_init_is_log_v_plus_the_logit_variance_term():
     """At init the logits are about N(0, s²) (a unit-variance LN times U ~ N(0, s²/d)), so the expected
     cross-entropy is log V + s²(1 − 1/V)/2 = 3.4657 + 0.0048 = 3.4706 at V = 32, s = 0.1 (`zoo.LOGIT_SCALE`),
-    whatever the data. On the held-out set (3,584 tokens) for 3 seeds, at d = 8 and 32: within 0.01 (the logits'
-    variance is s² only on average over U's draw, spread about s²·√(2/d) ≤ 0.005; a U of scale s = 1 moves the loss
-    by about 0.5)."""
+    whatever the data and the depth (the final LN sets the scale). On the held-out set (3,584 tokens) for 3 seeds,
+    at d = 8 (one block, 2 heads) and d = 16 (two blocks, 4 heads: the net of the causality test, whose start is
+    compiled once for both): within 0.01 (the logits' variance is s² only on average over U's draw, spread about
+    s²·√(2/d) ≤ 0.005; a U of scale s = 1 moves the loss by about 0.5)."""
     v, s = sequence.VOCABULARY, zoo.LOGIT_SCALE
     expected = math.log(v) + s * s * (1 - 1 / v) / 2
-    for width in (8, 32):
-        net = spec(width, stream=True)
+    for width, depth, heads in ((8, 1, None), (16, 2, 4)):
+        net = spec(width, depth, heads=heads, stream=True)
         for seed in range(3):
             assert net.initial_loss(seed=seed) == pytest.approx(expected, abs=0.01)
 
