@@ -257,9 +257,12 @@ def test_an_unknown_suffix_names_every_format(tmp_path):
 
 
 
+#: Two methods of one program and newton, two seeds, every κ its own chunk.
+MANY_CHUNKS = dict(methods=("gd", "heavy-ball", "newton"), problem=SMALL_RANDOM, seeds=2, chunk_seconds=1e-9)
+
+
 def test_an_interrupted_default_sweep_resumes_into_parquet_with_the_uninterrupted_records(tmp_path):
-    config = condition_sweep((1.0, 5.0, 25.0, 125.0), methods=("gd", "heavy-ball", "newton"), problem=SMALL_RANDOM,
-                             seeds=2, chunk_seconds=1e-9)
+    config = condition_sweep((1.0, 5.0, 25.0, 125.0), **MANY_CHUNKS)
     full = run_sweep(config, path=tmp_path / "full.json")
     folder = tmp_path / "runs"
     with pytest.raises(Interrupted):
@@ -279,8 +282,7 @@ def test_an_interrupted_default_sweep_resumes_into_parquet_with_the_uninterrupte
 def test_a_file_or_journal_of_an_earlier_default_format_is_read_back_or_resumed(tmp_path, suffix, journal):
     """Before Parquet, sweeps wrote ``<sweep>-<digest>.json`` (or ``.npz``) by default: the same command finds
     that file or its journal, so it neither recomputes a finished sweep nor orphans an interrupted one."""
-    config = condition_sweep((2.0, 20.0), methods=("gd", "newton"), problem=SMALL_RANDOM, seeds=2,
-                             chunk_seconds=1e-9)
+    config = condition_sweep((2.0, 20.0), **MANY_CHUNKS)  # the programs of the test above: compiled already
     old = tmp_path / f"condition-{config.digest()}{suffix}"
     if journal:
         with pytest.raises(Interrupted):
