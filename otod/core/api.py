@@ -19,7 +19,7 @@ PARTS = {
     # The engine: problems, methods and dynamics, run as one compiled loop; it returns data only.
     "dynamics": "Dynamics Lane Order Step lane_start optax_dynamics",
     "engine": "seed_problem_draws=seed_draws",
-    "variants": "sharing",
+    "variants": "program_groups sharing",
     "family": "Family",
     "methods": "Method lookup momentum precondition",
     "branch": "cond_any",

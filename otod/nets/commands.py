@@ -239,7 +239,7 @@ def rounds_in_the_sweeps_programs(config):
     same). Only otod's MLP and CNN, whose `otod.core.variants.Variants` programs give one program per batch's
     records bit for bit (tests/nets/sweep/test_programs.py); the transformer's keep its losses to a few ulps, and a
     round's records stay those it had."""
-    from otod.core.variants import program_groups, sharing
+    from otod.core.api import program_groups, sharing
 
     specs = config.specs()
     with contextlib.ExitStack() as stack:
