@@ -150,6 +150,19 @@ def law_text(law) -> str:
             f"{ci(law.difference_ci)}: {law.verdict().answer}")
 
 
+#: The factor of height above the marks and lines a panel leaves for its legend (a band runs on to the top).
+LEGEND_ROOM = 4.0
+#: How far up (a factor of B_crit) the arrow of a cell whose CI has no upper end points; the label that marks it
+#: (`open_ci_drawn`: the caption names the arrow only where one was drawn).
+OPEN_ARROW = 3.0
+OPEN_CI_LABEL = "_open_ci"
+
+
+def open_ci_drawn(axes) -> bool:
+    """Whether any of ``axes`` drew a cell's open-ended CI (`cell_marks`)."""
+    return any(child.get_label() == OPEN_CI_LABEL for ax in axes for child in ax.texts)
+
+
 def cell_marks(ax, grid, along: str, other_values, x_of, styles) -> None:
     """Each cell's McCandlish B_crit with its 95% CI as bars, against ``along`` ("data" or "params"), one series
     per value of the other axis (``other_values``, styled by ``styles``, dodged in x by `DODGE`); a cell whose B_crit is only a bound (or
@@ -166,9 +179,13 @@ def cell_marks(ax, grid, along: str, other_values, x_of, styles) -> None:
         lo = np.array([c.cis["mccandlish"][0] for c in cells], float)
         hi = np.array([c.cis["mccandlish"][1] for c in cells], float)
         ok = inside & np.isfinite(b) & (b > 0)
+        open_above = ok & (hi == np.inf)
         yerr = [np.maximum(b[ok] - np.nan_to_num(lo[ok], nan=b[ok]), 0),
-                np.maximum(np.nan_to_num(hi[ok], nan=b[ok]) - b[ok], 0)]
+                np.where(open_above[ok], 0.0, np.maximum(np.nan_to_num(hi[ok], nan=b[ok]) - b[ok], 0))]
         ax.errorbar(x[ok], b[ok], yerr=yerr, fmt=style["marker"], color=style["color"], capsize=2, ms=4)
+        for xi, bi in zip(x[open_above], b[open_above]):  # a CI with no upper end: an arrow up, not an infinite bar
+            ax.annotate("", xy=(xi, bi * OPEN_ARROW), xytext=(xi, bi), label=OPEN_CI_LABEL,
+                        annotation_clip=False, arrowprops=dict(arrowstyle="->", color=style["color"], lw=0.8))
         bound = ~ok
         if bound.any():
             edge = np.array([c.batches[1] if c.places["mccandlish"] == ABOVE else c.batches[0]
@@ -178,18 +195,28 @@ def cell_marks(ax, grid, along: str, other_values, x_of, styles) -> None:
 
 def law_lines(ax, law, along: str, other_values, span, styles) -> bool:
     """The joint law through each series (the plane at each value of the other axis, along ``span``), dotted, with
-    its pointwise 95% band; returns whether a band was drawn."""
+    its pointwise 95% band; returns whether a band was drawn. The band is cut to the height the marks and the
+    lines set (and the legend's room above them): a plane fitted through three cells can have bootstrap replicates whose exponents are in the tens,
+    and a band of them spanned hundreds of decades (matplotlib overflowed placing the axis) and flattened the
+    marks into one line."""
     from otod.core.api import draw_fit_band
 
     if not np.isfinite(law.a):
         return False
     grid = np.geomspace(*span, 40)
-    banded = False
+    planes = []
     for k, value in enumerate(other_values):
         fixed = np.full(grid.shape, float(value))
         data, params = (grid, fixed) if along == "data" else (fixed, grid)
         ax.plot(grid, law.law(data, params), ls=":", lw=1.2, color=styles[k]["color"])
-        banded = draw_fit_band(ax, grid, law_band(law, data, params), styles[k]["color"]) or banded
+        planes.append((law_band(law, data, params), styles[k]["color"]))
+    low, high = ax.get_ylim()
+    banded = False
+    for band, color in planes:
+        if band is not None:
+            band = tuple(np.clip(edge, low, high * LEGEND_ROOM) for edge in band)
+        banded = draw_fit_band(ax, grid, band, color) or banded
+    ax.set_ylim(low, high)
     return banded
 
 
@@ -210,18 +237,18 @@ def grid_panels(axes, grid, regime: str) -> list:
     for ax, along, others, label in ((axes[0], "data", ps, "P"), (axes[1], "params", ds, "D")):
         styles = [series_style(k + (0 if along == "data" else len(ps))) for k in range(len(others))]
         cell_marks(ax, grid, along, others, lambda c, a=along: getattr(c, a), styles)
+        ax.set(xscale="log", yscale="log", xlabel="examples D" if along == "data" else "parameters P",
+               ylabel="critical batch B_crit")
         values = ds if along == "data" else ps
         banded = law_lines(ax, law, along, others, (min(values), max(values)), styles) or banded
         keys = [Line2D([], [], marker=st["marker"], ls=":", color=st["color"], ms=4) for st in styles]
         legends.append((ax, keys, [f"{label} = {v:g}" for v in others]))
-        ax.set(xscale="log", yscale="log", xlabel="examples D" if along == "data" else "parameters P",
-               ylabel="critical batch B_crit")
         plain_numbers(ax)
         from matplotlib import ticker
 
         ax.xaxis.set_major_locator(ticker.FixedLocator(values))
         low, high = ax.get_ylim()
-        ax.set_ylim(low, high * 4)  # room for the legend above the marks
+        ax.set_ylim(low, high * LEGEND_ROOM)
         ax.set_title(f"{regime}: B_crit against {'D, each P' if along == 'data' else 'P, each D'}",
                      fontsize="medium")
     axes[0].plot([], [], ls=":", color="0.3", label=f"{regime}, joint law (dotted): {law_text(law)}")
@@ -246,10 +273,10 @@ def make_grid(spec: GridFigureSpec, out_dir: Path) -> list[Path]:
     for ax, keys, labels in legends:
         ax.legend(keys, labels, fontsize="x-small", loc="upper left", ncol=2, frameon=False, handlelength=1.6,
                   columnspacing=0.8)
-    return save(fig, out_dir / f"nets_{spec.name}", caption=grid_caption(spec, analyses))
+    return save(fig, out_dir / f"nets_{spec.name}", caption=grid_caption(spec, analyses, open_ci_drawn(fig.axes)))
 
 
-def grid_caption(spec: GridFigureSpec, analyses: dict) -> str:
+def grid_caption(spec: GridFigureSpec, analyses: dict, open_ci: bool = False) -> str:
     from otod.core.api import caption_text
 
     said = "; ".join(f"{r}: {law_text(g.mccandlish)}" for r, g in analyses.items())
@@ -259,7 +286,9 @@ def grid_caption(spec: GridFigureSpec, analyses: dict) -> str:
         f"over {spec.lr_grid}, {spec.seeds} seeds, cap {spec.max_iters}; {batches}); each cell stopped at the "
         "held-out loss its tuned reference run (the smallest batch) reaches after D examples (Zhang et al. 2024)",
         "Markers: each cell's McCandlish B_crit (S(B) = S_min(1 + B_crit/B)), bars its 95% seed-bootstrap CI "
-        "re-choosing the lr per B, dodged in x; open markers: only a bound at the edge of the batches, not fitted; dotted: the "
+        "re-choosing the lr per B, dodged in x"
+        + ("; an arrow up: the CI has no upper end" if open_ci else "")
+        + "; open markers: only a bound at the edge of the batches, not fitted; dotted: the "
         "joint law log B_crit = c + a·log D + b·log P fitted over the cells, at each P (left) or D (right), shaded "
         "its pointwise 95% band over the same refitted replicates",
         f"Joint laws: {said}",
