@@ -297,31 +297,59 @@ class Hitting(NamedTuple):
 
 
 def hitting_steps(rec: Recursion, q: Quadratic, noise, target: float, max_steps: int) -> Hitting:
-    """First t ≤ max_steps with expected loss ≤ target, by binary lifting: from t = 0, take each jump 2^k (k
-    from high to low) that still leaves the loss above the target; the answer is one step past the end. ``noise``
-    has shape [..., lanes, d] matching rec's [lanes, d] (leading batch axes allowed)."""
+    """First t ≤ max_steps with expected loss ≤ target, by binary lifting: from t, take each jump 2^k (k from high
+    to low) over which the loss stays above the target; the answer is one step past the end where the loss there
+    is at the target. ``noise`` has shape [..., lanes, d] matching rec's [lanes, d] (leading batch axes allowed).
+
+    Which jumps stay above: for a one-component recursion (SGD and precond, s' = a·s + q with a = (1 − x)² ≥ 0)
+    each direction's moment moves one way in t (s_{t+1} − s_t = a^t (s_1 − s_0)), so over the steps t+1..t+2^k
+    it is at least the smaller of its values at t+1 and t+2^k, and the loss at least the sum of those: a jump is
+    taken where that bound is above the target. The bound is the loss at the jump's end where every direction
+    falls, so there the lifting is the plain one. Directions that start below their noise floor rise while the
+    others fall (``--noise-spectrum identity``; precond at small batch), and the loss can dip below the target and
+    rise again: a plain lifting, reading only the ends of its jumps, stepped over such a dip. Where a descent ends
+    without reaching the target but short of ``max_steps``, the lifting starts again from the step after.
+    Multi-component recursions (heavy-ball, the EMA) take a jump where the loss at its end is above the target,
+    which is the first crossing where the loss falls monotonically; an oscillating loss can dip below the target
+    earlier (docs/theory.md)."""
     levels = max(1, int(max_steps).bit_length())
     powers = _powers(rec, levels)
     M = [np.array(m) for m in _start(rec, noise)]
     weight = 0.5 * q.h
+    one_component = len(M) == 1
 
     def loss(state):
         return state[rec.read] @ weight
 
     l0 = loss(M)
     t = np.zeros(l0.shape, np.int64)
-    done = l0 <= target
+    hit = np.where(l0 <= target, 0, -1)
+    searching = hit < 0
+    final = np.array(l0)
     with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(levels - 1, -1, -1):
-            P, G = powers[k]
-            candidate = _jump(P, G, M, noise)
-            above = ~(loss(candidate) <= target) & ~done & (t + 2 ** k < max_steps)
-            if above.any():
-                for c, m in zip(candidate, M):
-                    np.copyto(m, c, where=above[..., None])
-            t += np.where(above, 2 ** k, 0)
-        final = loss(_jump(*powers[0], M, noise))
-    hit = np.where(done, 0, np.where(final <= target, t + 1, -1))
+        while True:
+            after_one = _jump(*powers[0], M, noise) if one_component else None
+            for k in range(levels - 1, -1, -1):
+                P, G = powers[k]
+                candidate = _jump(P, G, M, noise)
+                bound = loss(candidate) if not one_component else np.minimum(after_one[0], candidate[0]) @ weight
+                above = ~(bound <= target) & searching & (t + 2 ** k < max_steps)
+                if above.any():
+                    for c, m in zip(candidate, M):
+                        np.copyto(m, c, where=above[..., None])
+                    if one_component and k:
+                        after_one = _jump(*powers[0], M, noise)
+                t += np.where(above, 2 ** k, 0)
+            step = _jump(*powers[0], M, noise)
+            final = np.where(searching, loss(step), final)
+            reached = searching & (final <= target)
+            hit = np.where(reached, t + 1, hit)
+            searching &= ~reached & (t + 1 < max_steps)
+            if not searching.any():
+                break
+            for c, m in zip(step, M):  # a descent that ended above the target: start again one step on
+                np.copyto(m, c, where=searching[..., None])
+            t += searching
     diverged = (hit < 0) & ~(np.isfinite(final) & (final < 1e10 * np.maximum(l0, 1e-300)))
     return Hitting(hit, diverged)
 
