@@ -302,10 +302,10 @@ def hitting_steps(rec: Recursion, q: Quadratic, noise, target: float, max_steps:
     is at the target. ``noise`` has shape [..., lanes, d] matching rec's [lanes, d] (leading batch axes allowed).
 
     Which jumps stay above: for a one-component recursion (SGD and precond, s' = a·s + q with a = (1 − x)² ≥ 0)
-    each direction's moment moves one way in t (s_{t+1} − s_t = a^t (s_1 − s_0)), so over the steps t+1..t+2^k
-    it is at least the smaller of its values at t+1 and t+2^k, and the loss at least the sum of those: a jump is
-    taken where that bound is above the target. The bound is the loss at the jump's end where every direction
-    falls, so there the lifting is the plain one. Directions that start below their noise floor rise while the
+    each direction's moment moves one way for all t (s_{t+1} − s_t = a^t (s_1 − s_0)), so over the steps
+    t+1..t+2^k a falling direction is at least its value at t+2^k and a rising one at least its value at t: a
+    jump is taken where the sum of those bounds is above the target. Where every direction falls the bound is the
+    loss at the jump's end, so there the lifting is the plain one, operation for operation. Directions that start below their noise floor rise while the
     others fall (``--noise-spectrum identity``; precond at small batch), and the loss can dip below the target and
     rise again: a plain lifting, reading only the ends of its jumps, stepped over such a dip. Where a descent ends
     without reaching the target but short of ``max_steps``, the lifting starts again from the step after.
@@ -327,18 +327,18 @@ def hitting_steps(rec: Recursion, q: Quadratic, noise, target: float, max_steps:
     searching = hit < 0
     final = np.array(l0)
     with np.errstate(over="ignore", invalid="ignore"):
+        rising = (_jump(*powers[0], M, noise)[0] > M[0]) if one_component else None
+        if rising is not None and not rising.any():
+            rising = None
         while True:
-            after_one = _jump(*powers[0], M, noise) if one_component else None
             for k in range(levels - 1, -1, -1):
                 P, G = powers[k]
                 candidate = _jump(P, G, M, noise)
-                bound = loss(candidate) if not one_component else np.minimum(after_one[0], candidate[0]) @ weight
+                bound = loss(candidate) if rising is None else np.where(rising, M[0], candidate[0]) @ weight
                 above = ~(bound <= target) & searching & (t + 2 ** k < max_steps)
                 if above.any():
                     for c, m in zip(candidate, M):
                         np.copyto(m, c, where=above[..., None])
-                    if one_component and k:
-                        after_one = _jump(*powers[0], M, noise)
                 t += np.where(above, 2 ** k, 0)
             step = _jump(*powers[0], M, noise)
             final = np.where(searching, loss(step), final)
