@@ -89,3 +89,35 @@ def test_flow_estimate_approaches_the_discrete_count_for_small_steps():
 def test_toy_quadratic_count(multiplier, expected):
     """⌈ln(1/tol)/(2 ln(1/|1 − c|))⌉: c = ½ gives (¼)^k ≤ 1e-6 at k = 10; c = 0.1 gives 0.81^k at k = 66."""
     assert theory.toy_quadratic_iterations(multiplier, TOL) == expected
+
+
+def test_depths_stepped_side_by_side_give_each_depths_own_count():
+    """`factor_iterations_many` and `mode_iterations_many` (the claims' batched reads) give, row by row, the count
+    of the recursion written out here one depth at a time, exactly: w ← w + η w^{L−1}(s − w^L) and
+    u ← u + ηL|u|^{2−2/L}(s − u) to Σ(u − s)² ≤ tol·Σs² (cap 20,000), at twice the reference step on
+    κ = 2, width 8, tol 1e-4, where the rows' counts all differ (factor 2 to 537, modes 1 to 148)."""
+    from otod.depth.linear import singular_values
+
+    s, tol = singular_values(8, 2.0), 1e-4
+    depths = [2, 3, 5, 8, 12]
+    etas = [2.0 * reference_step(d, float(s.max())) for d in depths]
+
+    def written_out(step, u_of, start):
+        x = np.full_like(s, start)
+        for t in range(1, 20_001):
+            x = step(x)
+            loss = np.sum((u_of(x) - s) ** 2) / np.sum(s * s)
+            if not np.isfinite(loss):
+                return None
+            if loss <= tol:
+                return t
+        return None
+
+    factor = [written_out(lambda w, L=L, e=e: w + e * w ** (L - 1) * (s - w ** L), lambda w, L=L: w ** L, 1.0)
+              for L, e in zip(depths, etas)]
+    modes = [written_out(lambda u, L=L, e=e: u + e * L * np.abs(u) ** (2.0 - 2.0 / L) * (s - u), lambda u: u, 1.0)
+             for L, e in zip(depths, etas)]
+    assert theory.factor_iterations_many(depths, s, etas, tol, max_iters=20_000) == factor
+    assert theory.mode_iterations_many(depths, s, etas, tol, max_iters=20_000) == modes
+    assert [theory.factor_iterations(L, s, e, tol, max_iters=20_000) for L, e in zip(depths, etas)] == factor
+    assert len(set(factor)) == len(set(modes)) == len(depths) and None not in factor
