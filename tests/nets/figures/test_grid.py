@@ -39,6 +39,33 @@ def test_the_figure_rereads_the_file_and_its_caption_states_the_grids_law(grid_f
     assert f"finite: {law_text(law)}" in caption
 
 
+@pytest.mark.filterwarnings("error")
+def test_a_cell_whose_ci_has_no_upper_end_gets_an_arrow_and_no_warning(grid_file, tmp_path, saved):
+    """The smallest grid's cell D = 64, P = 73 has the McCandlish CI (0, inf): it is drawn as an arrow up from its
+    B_crit on both panels (an infinite bar made matplotlib warn of an overflow), the caption names the arrow, and
+    the law's band stays within the panel's height."""
+    from otod.core.api import load_results
+    from otod.nets.figures.grid import OPEN_CI_LABEL
+    from otod.nets.sweep.grid import grid_analyses
+
+    cells = grid_analyses(load_results(grid_file))["sgd"].cells
+    open_cells = [c for c in cells if c.places["mccandlish"] == "inside" and c.cis["mccandlish"][1] == np.inf]
+    assert [(c.data, c.params) for c in open_cells] == [(64.0, 73.0)]
+    spec = GridFigureSpec(name="grid_test", maker="nets-grid", **SPEC,
+                          finite={"batch": "2,8,32", "results": str(grid_file)})
+    make_grid(spec, tmp_path)
+    ((fig, _, _),) = saved
+    b_crit = open_cells[0].values["mccandlish"]
+    for ax in fig.axes[:2]:
+        arrows = [t for t in ax.texts if t.get_label() == OPEN_CI_LABEL]
+        assert [a.xy[1] / b_crit for a in arrows] == [pytest.approx(3.0)]
+        low, high = ax.get_ylim()
+        for band in ax.collections:
+            for path in band.get_paths():
+                assert np.all(path.vertices[:, 1] <= high * (1 + 1e-9))
+    assert "an arrow up: the CI has no upper end" in fig.otod_caption
+
+
 def test_a_file_of_another_grid_is_refused(grid_file, tmp_path):
     from otod.core.api import load_results, read_config
 
