@@ -138,24 +138,12 @@ def run_shares_in_turn(config, path, count: int = 2) -> None:
             run_sweep(config, path=path, processes=(index, count))
 
 
-#: The host devices of an otod process a test starts (`run_otod`, `run_otod_cases`) where neither the test's
-#: environment nor the case sets a count: one. Under ``-n auto`` every core already runs a test worker, so the
-#: default of one device per core (`otod.core.devices`) compiled each of the process's programs once per core (XLA
-#: binds a program to its device) on cores that were busy: 51 → 45 CPU-s for test_bad_input, test_docs and
-#: test_bad_input_noise_cost. The tests of dealing work to several devices set their own count.
-PROCESS_DEVICES = "1"
-
-
 def _checkout_first() -> dict:
-    """The environment of an otod process that imports this checkout's otod first, with `PROCESS_DEVICES` host
-    devices unless the environment chooses a count."""
+    """The environment of an otod process that imports this checkout's otod first."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    if "OTOD_CPU_DEVICES" not in env and "--xla_force_host_platform_device_count" not in env.get("XLA_FLAGS", ""):
-        env["OTOD_CPU_DEVICES"] = PROCESS_DEVICES
-    return env
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
 
 
 def run_otod(args, cwd, timeout: float = 120):
@@ -224,10 +212,7 @@ for i in range(first, len(cases)):
 def _case_entry(case) -> list:
     """A case as the driver reads it: ``[args, cwd, env]``, from ``(args, cwd)`` or ``(args, cwd, env)``."""
     args, cwd, *env = case
-    env = dict(env[0]) if env else {}
-    if "XLA_FLAGS" in env and "OTOD_CPU_DEVICES" not in env:  # the case chooses its count: not `PROCESS_DEVICES`
-        env["OTOD_CPU_DEVICES"] = os.environ.get("OTOD_CPU_DEVICES")
-    return [list(args), str(cwd), env]
+    return [list(args), str(cwd), dict(env[0]) if env else {}]
 
 
 def is_one_line_refusal(proc, cpu_seconds: float, fragment: str, quick_cpu_seconds: float,
