@@ -12,6 +12,10 @@ from tests.smoke import assert_printed_width, close_all, draw_tiny, has_points, 
 #: One tiny deep linear net for every figure: width 4, depths 1 and 2, the theory's step (one lr per point, so the
 #: median is over every lane), a loose tolerance.
 TINY = dict(depth="1..2", width="4", seeds=3, lr="theory", tol=1e-3, max_iters=400)
+#: The figures whose point is the series they compare (plain against residual, one method against another), not
+#: the x axis, at depth 2 alone: every series is still one sweep's medians, drawn at its depth, and each depth
+#: is a program to compile (~1.3 CPU-s); drawing several depths in order is checked by the iterations figure.
+ONE_DEPTH = {**TINY, "depth": "2"}
 
 
 def test_depth_iterations_draws_each_inits_median_over_seeds(tmp_path, monkeypatch):
@@ -27,7 +31,7 @@ def test_depth_iterations_draws_each_inits_median_over_seeds(tmp_path, monkeypat
 
 
 def test_depth_residual_draws_plain_and_residual_sweeps(tmp_path, monkeypatch):
-    drawn = draw_tiny("depth", "depth_residual", tmp_path, monkeypatch, **TINY, init="orthogonal",
+    drawn = draw_tiny("depth", "depth_residual", tmp_path, monkeypatch, **ONE_DEPTH, init="orthogonal",
                       residual_init="zero")
     assert_printed_width(drawn, columns=2)
     assert "residual (I+V_L)⋯(I+V_1)" in drawn.caption()
@@ -44,7 +48,7 @@ def test_depth_residual_draws_plain_and_residual_sweeps(tmp_path, monkeypatch):
 
 def test_depth_methods_draws_one_series_per_method_of_each_sweep(tmp_path, monkeypatch):
     """Two sweeps (``method_groups``), gd and heavy ball at β = 0.5, one series each."""
-    drawn = draw_tiny("depth", "depth_methods", tmp_path, monkeypatch, **TINY, init="orthogonal",
+    drawn = draw_tiny("depth", "depth_methods", tmp_path, monkeypatch, **ONE_DEPTH, init="orthogonal",
                       method_groups=["gd", "heavy-ball"], beta="0.5")
     assert_printed_width(drawn, columns=2)
     assert "Each method's (lr, β) tuned at each depth" in drawn.caption()
