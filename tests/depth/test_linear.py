@@ -54,8 +54,15 @@ def test_balanced_init_keeps_the_product_and_balances_the_factors(x64):
     """W_{j+1}ᵀW_{j+1} = W_jW_jᵀ and the same product, to 1e-10."""
     rng = np.random.default_rng(3)
     w = rng.standard_normal((4, 5, 5)) / np.sqrt(5)
-    b = np.asarray(balance(w))
-    np.testing.assert_allclose(np.asarray(chain_product(b)), np.asarray(chain_product(w)), atol=1e-10)
+    import jax
+
+    @jax.jit
+    def balanced(w):  # one program (run eagerly, each op compiled on its own: ~15)
+        b = balance(w)
+        return b, chain_product(b), chain_product(w)
+
+    b, product, before = (np.asarray(a) for a in balanced(w))
+    np.testing.assert_allclose(product, before, atol=1e-10)
     for j in range(3):
         np.testing.assert_allclose(b[j + 1].T @ b[j + 1], b[j] @ b[j].T, atol=1e-10)
 
