@@ -54,9 +54,10 @@ def test_a_static_dimension_axis_gives_one_program_per_dimension_and_the_same_co
 
 def test_adam_is_tuned_by_default_while_the_other_methods_keep_their_own_step(tmp_path):
     """Under --lr theory Adam's reference step (1e-2) is no theory, so it is tuned over the default grid (13
-    multipliers, 1 among them); gd keeps its one step 1/L."""
+    multipliers, 1 among them); gd keeps its one step 1/L. On d = 11 with 2 κ × 2 seeds, gd's lanes are the
+    dimension test's d = 11 sweep's (κ is traced), so its program is compiled once for both."""
     results = run_sweep(condition_sweep((4.0, 40.0), methods=("gd", "adam"), seeds=2,
-                                        problem=QuadraticSpec(dim=6)), out_dir=tmp_path)
+                                        problem=QuadraticSpec(dim=11)), out_dir=tmp_path)
     adam = [r for r in results.records if r["method"] == "adam"]
     gd = [r for r in results.records if r["method"] == "gd"]
     assert len(gd) == 2 * 2 and {r["lr_multiplier"] for r in gd} == {1.0}

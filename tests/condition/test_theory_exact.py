@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from otod.condition import theory
-from otod.condition.methods import METHODS, MethodOptions
 from otod.condition.quadratic import QuadraticSpec
-from otod.core.engine import iterations_to_target
-from otod.core.stopping import Target
+from otod.core.sweep import run_sweep
+
+from tests.condition.test_predictions import SPECTRA, spectrum_sweep
 
 TOL = 1e-6
 FIRST_ORDER = ("gd", "gd-opt", "heavy-ball", "nesterov")
@@ -205,21 +205,19 @@ def test_exact_is_vectorised_and_says_when_not_reached(monkeypatch):
     assert sum(shape[0] for shape in passes) == 100_000
 
 
-@pytest.mark.parametrize("spectrum,start", [("two-point", "equal-loss"), ("uniform", "random"),
-                                            ("log-uniform", "equal-mass")])
-def test_lane_counts_equal_the_engine(spectrum, start):
+@pytest.mark.parametrize("spectrum,start", SPECTRA)
+def test_lane_counts_equal_the_engine(tmp_path, spectrum, start):
     """``quadratic_lane_iterations`` = the float64 engine's count exactly, for gd, gd-opt, heavy-ball and nesterov,
-    κ ∈ {10, 100, 1000}, seeds 0–2, d = 20 (36 lanes per spectrum, 108 in all). A wider check (tol 1e-6 and
-    1e-10, d up to 100, κ up to 10⁴, five spectrum × start pairs, eigen and rotated bases: 3,380 lanes) found no
-    lane differing, so no ±1 rounding allowance is made."""
-    spec = QuadraticSpec(dim=20, spectrum=spectrum, start=start)
-    lanes = [(m, k, s) for m in range(4) for k in (10.0, 100.0, 1000.0) for s in range(3)]
-    with jax.enable_x64(True):
-        sol = iterations_to_target(spec, tuple(METHODS[FIRST_ORDER[m]] for m in range(4)),
-                                   {"kappa": np.array([k for _, k, _ in lanes])}, np.array([s for *_, s in lanes]),
-                                   np.ones(len(lanes)), method_indices=np.array([m for m, *_ in lanes]),
-                                   target=Target(TOL), max_iters=50_000, options=MethodOptions())
-        ours = [theory.quadratic_lane_iterations(spec, FIRST_ORDER[m], k, s, TOL, max_iters=50_000)
-                for m, k, s in lanes]
-    assert np.all(sol.status == 0)
-    assert [int(i) for i in sol.iterations] == ours
+    κ ∈ {10, 100, 1000}, seeds 0–2, d = 24 (36 lanes per spectrum, 108 in all), read from the records of
+    test_predictions' sweep of the pair (`spectrum_sweep`: the same program, compiled once for both). A wider
+    check (tol 1e-6 and 1e-10, d up to 100, κ up to 10⁴, five spectrum × start pairs, eigen and rotated bases:
+    3,380 lanes) found no lane differing, so no ±1 rounding allowance is made."""
+    config = spectrum_sweep(spectrum, start)
+    assert config.methods == FIRST_ORDER and config.target.tol == TOL
+    records = run_sweep(config, out_dir=tmp_path).records
+    lanes = [r for r in records if r["kappa"] in (10.0, 100.0, 1000.0) and r["seed"] < 3]
+    assert len(lanes) == 36 and {r["status"] for r in lanes} == {"converged"}
+    with jax.enable_x64(True):  # the sweep's precision: its spectra and starts drawn in float64
+        ours = [theory.quadratic_lane_iterations(config.problem, r["method"], r["kappa"], r["seed"], TOL,
+                                                 max_iters=50_000) for r in lanes]
+    assert [r["iterations"] for r in lanes] == ours
