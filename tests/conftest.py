@@ -75,6 +75,24 @@ SMALL_ROTATED = QuadraticSpec(dim=16, spectrum="log-uniform", start="random", ba
 KRONECKER_EXACT = KroneckerSpec(rows=4, cols=5, perturbation=0.0)
 KRONECKER_PERTURBED = KroneckerSpec(rows=3, cols=4, perturbation=0.2)
 
+#: The first-order methods of `spectrum_sweep`.
+SPECTRUM_METHODS = ("gd", "gd-opt", "heavy-ball", "nesterov")
+#: The (spectrum, start) pairs of `spectrum_sweep`.
+SPECTRA = [("two-point", "equal-loss"), ("uniform", "random"), ("log-uniform", "equal-mass")]
+
+
+def spectrum_sweep(spectrum: str, start: str):
+    """The float64 sweep of one (spectrum, start) pair: κ = 1 … 1000 (7 log-spaced), the 4 first-order methods at
+    their own steps, 4 seeds, d = 24. test_predictions runs it; test_theory_exact's lane counts and the
+    condition_iterations smoke test read the same lanes, so the suite compiles its program once for all three (the
+    run-wide compilation cache)."""
+    import numpy as np
+
+    from otod.condition.options import condition_sweep
+
+    return condition_sweep(tuple(np.geomspace(1, 1000, 7)), methods=SPECTRUM_METHODS, seeds=4, x64=True,
+                           problem=QuadraticSpec(dim=24, spectrum=spectrum, start=start))
+
 
 @pytest.fixture
 def x64():

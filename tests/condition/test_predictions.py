@@ -9,17 +9,7 @@ from otod.condition.predictions import predictions
 from otod.condition.quadratic import QuadraticSpec
 from otod.core.sweep import run_sweep
 
-METHODS = ("gd", "gd-opt", "heavy-ball", "nesterov")
-#: The (spectrum, start) pairs of `spectrum_sweep`.
-SPECTRA = [("two-point", "equal-loss"), ("uniform", "random"), ("log-uniform", "equal-mass")]
-
-
-def spectrum_sweep(spectrum: str, start: str):
-    """The float64 sweep of one (spectrum, start) pair: κ = 1 … 1000 (7 log-spaced), the 4 first-order methods at
-    their own steps, 4 seeds, d = 24. test_theory_exact's lane counts read the same sweep's records, so the suite
-    compiles its program once for both (the run-wide compilation cache)."""
-    return condition_sweep(tuple(np.geomspace(1, 1000, 7)), methods=METHODS, seeds=4, x64=True,
-                           problem=QuadraticSpec(dim=24, spectrum=spectrum, start=start))
+from tests.conftest import SPECTRA, SPECTRUM_METHODS as METHODS, spectrum_sweep
 
 
 @pytest.mark.parametrize("spectrum,start", SPECTRA)

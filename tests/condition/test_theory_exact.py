@@ -11,7 +11,7 @@ from otod.condition import theory
 from otod.condition.quadratic import QuadraticSpec
 from otod.core.sweep import run_sweep
 
-from tests.condition.test_predictions import SPECTRA, spectrum_sweep
+from tests.conftest import SPECTRA, spectrum_sweep
 
 TOL = 1e-6
 FIRST_ORDER = ("gd", "gd-opt", "heavy-ball", "nesterov")
