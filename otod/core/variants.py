@@ -1,5 +1,6 @@
 """One compiled program for several static points: a sweep's static points whose specs differ only in fields the
-family's dynamics can switch between inside one step (``Family.variant_fields``: a net's minibatch size B) share
+family's dynamics can switch between inside one step (``Family.variant_fields``: a net's minibatch size B, and
+in a finite grid its training set's size D, `otod.nets.model.family.variant_fields`) share
 one program, keyed on `Variants` (all their specs), with the point's own index among them traced.
 
 Why: a static axis compiles one program per value (a minibatch of B examples is a shape), and where the value

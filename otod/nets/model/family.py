@@ -159,7 +159,8 @@ def net_family(spec) -> Family:
                   init=lambda p: p["params0"], metric=metric, gradient=gradient, info=info,
                   provides=frozenset({"lipschitz", "beta"}), dynamics=_dynamics(spec),
                   floats_per_seed=starts * size + 1, floats_per_lane=lane_floats(spec, batch), checks=checks,
-                  compactable=False, variants=_variants(spec), variant_fields=("batch",), **arithmetic(spec, batch))
+                  compactable=False, variants=_variants(spec), variant_fields=variant_fields(spec),
+                  **arithmetic(spec, batch))
 
 
 def arithmetic(spec, batch: int) -> dict:
@@ -207,33 +208,63 @@ def epoch_order(key, epoch, n: int):
     return jax.random.permutation(jax.random.fold_in(key, epoch), n)
 
 
-def net_dynamics(spec, family, members, options, relative_lr: bool, batches=None, which=0):
+def variant_fields(spec) -> tuple[str, ...]:
+    """The fields a program switches between (`otod.core.variants`): the batch B, and in a finite regime's grid
+    (held-out targets, a training set read) the training-set size D too, so a grid's cells at one width share
+    one program: the 2 × 2 grid of tests/nets/conftest.py compiled 4 cell programs, now 2 (`net_dynamics`)."""
+    if spec.held_out_targets is not None and not spec.stream and not spec.branched and spec.schedule_start is None:
+        return ("batch", "examples")
+    return ("batch",)
+
+
+def net_dynamics(spec, family, members, options, relative_lr: bool, batches=None, which=0, specs=None):
     """A lane of the net sweep on otod's own net ``spec``: `minibatch_dynamics` with the spec's data (x, y) and
     its loss at the lane's architecture; with ``batches``, one lane for all of them, stepping at ``batches[which]``
-    (``which`` traced: `otod.core.variants`)."""
-    x_np, y_np = spec.training_arrays(np.float64)
+    (``which`` traced: `otod.core.variants`). With ``specs`` (a `otod.core.variants.Variants` program's: they
+    differ in B and, in a finite grid, D, `variant_fields`), one lane for all of them, stepping as
+    ``specs[which]``: its batch, its training set (each D's its own constant, its epochs' order drawn over its
+    own n) and its metric (the held-out loss over its own cell's target), each under ``lax.switch``."""
+    specs = list(specs) if specs is not None else [spec]
+    sizes = list(dict.fromkeys(s.examples for s in specs))  # the training sets, in first-seen order
+    leader = {d: next(s for s in specs if s.examples == d) for d in sizes}
     labels = spec.dataset().classes > 0
     grad = jax.grad(spec.mean_loss)
 
-    def arrays(dtype):
-        return jnp.asarray(x_np, dtype), (jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype))
+    def set_arrays(x_np, y_np):
+        def arrays(dtype):
+            return jnp.asarray(x_np, dtype), (jnp.asarray(y_np, jnp.int32) if labels else jnp.asarray(y_np, dtype))
+        return arrays
+
+    sets = [leader[d].training_arrays(np.float64) for d in sizes]
 
     def batch_gradient(problem, params, data):
         return grad(params, *data, problem["residual"])
 
-    batches = (int(spec.batch),) if batches is None else tuple(int(b) for b in batches)
+    if batches is None:
+        batches = tuple(int(s.batch) for s in specs)
+    batches = tuple(int(b) for b in batches)
 
     def drawing(b):  # step t's fresh examples at batch b (the stream)
         stream = stream_minibatch(dataclasses.replace(spec, batch=b))
         return lambda problem, t, dtype: stream(problem["key"], t, dtype)
 
     draws = [drawing(b) for b in batches] if spec.stream else None
-    return minibatch_dynamics(batch_gradient, arrays, x_np.shape[0], batches, family, members, options,
-                              relative_lr, draws, which)
+    if len(sizes) == 1:
+        return minibatch_dynamics(batch_gradient, set_arrays(*sets[0]), sets[0][0].shape[0], batches, family,
+                                  members, options, relative_lr, draws, which)
+    metrics = [leader[d].family().metric for d in sizes]
+    set_of = [sizes.index(s.examples) for s in specs]
+
+    def metric(p, params):  # the metric of the cell of D = specs[which].examples
+        return jax.lax.switch(jnp.asarray(set_of, jnp.int32)[which], [lambda m=m: m(p, params) for m in metrics])
+
+    return minibatch_dynamics(batch_gradient, [set_arrays(*a) for a in sets], [a[0].shape[0] for a in sets],
+                              batches, family, members, options, relative_lr, draws, which, set_of=set_of,
+                              metric=metric)
 
 
-def minibatch_dynamics(batch_gradient, arrays, n: int, batch, family, members, options, relative_lr: bool,
-                       draw=None, which=0):
+def minibatch_dynamics(batch_gradient, arrays, n, batch, family, members, options, relative_lr: bool,
+                       draw=None, which=0, set_of=None, metric=None):
     """A lane of the net sweep: the stochastic lane of the core (`otod.core.dynamics.lane_start`: optax on the sampled gradient,
     the schedule), with each epoch's minibatch order drawn once. ``arrays(dtype)``: the training data (a tuple
     with a leading example axis, floats in ``dtype``); ``batch_gradient(problem, params, data)``: the gradient of
@@ -246,22 +277,37 @@ def minibatch_dynamics(batch_gradient, arrays, n: int, batch, family, members, o
     ``batch`` may be a tuple of sizes (``draw`` then one per size) and ``which`` a traced index into it: one lane
     for all of them (`otod.core.variants`), the epoch's length ⌊n/B⌋ read from a table and the minibatch and its
     gradient under ``lax.switch`` (``which`` is one value for the program, so the switch runs one branch); the
-    order, its redraw and the update are the same code for every B, so they compile once."""
+    order, its redraw and the update are the same code for every B, so they compile once.
+
+    Several training sets (a finite grid's D, `net_dynamics`): ``arrays`` and ``n`` one per set, ``set_of[i]`` the
+    set of ``batch[i]``'s variant, and ``metric`` the variant's metric (else ``family.metric``); the order carry
+    holds the largest n, an epoch's order drawn over the variant's own n (its permutation, padded) under
+    ``lax.switch``, so each variant's minibatches are those of its own program."""
     from otod.core.api import Dynamics, Lane, lane_start, schedule_factor
 
     build = members[0].build
     factor = schedule_factor(options.schedule, options.horizon)
     batches = (int(batch),) if np.ndim(batch) == 0 else tuple(int(b) for b in batch)
     draws = None if draw is None else ([draw] if callable(draw) else list(draw))
-    epochs = [max(1, n // b) for b in batches]
+    set_of = [0] * len(batches) if set_of is None else list(set_of)
+    sets = [arrays] if callable(arrays) else list(arrays)
+    ns = [int(n)] if np.ndim(n) == 0 else [int(v) for v in n]
+    epochs = [max(1, ns[k] // b) for k, b in zip(set_of, batches)]
+    metric = family.metric if metric is None else metric
 
     def one_of(branches):  # the branch of ``batches[which]``: a plain call where there is one batch size
         return branches[0]() if len(branches) == 1 else jax.lax.switch(which, branches)
 
+    def order_of(key, epoch):  # the epoch's order over the variant's own n, padded to the largest
+        if len(ns) == 1:
+            return epoch_order(key, epoch, ns[0]).astype(jnp.int32)
+        return jax.lax.switch(jnp.asarray(set_of, jnp.int32)[which], [
+            lambda m=m: jnp.pad(epoch_order(key, epoch, m).astype(jnp.int32), (0, max(ns) - m)) for m in ns])
+
     def set_up(point, drawn, lr, method_index) -> Lane:
         constants, params, state = lane_start(family, members, options, relative_lr, point, drawn, lr, method_index)
-        carry = (params, state, jnp.zeros(1 if draws is not None else n, jnp.int32), jnp.zeros((), jnp.int32))
-        return Lane(constants, carry, family.metric(constants[0], params), constants[2])
+        carry = (params, state, jnp.zeros(1 if draws is not None else max(ns), jnp.int32), jnp.zeros((), jnp.int32))
+        return Lane(constants, carry, metric(constants[0], params), constants[2])
 
     def step(constants, carry, key, block_t):
         problem, info, step_size, hyper = constants
@@ -272,20 +318,19 @@ def minibatch_dynamics(batch_gradient, arrays, n: int, batch, family, members, o
         else:
             per_epoch = epochs[0] if len(epochs) == 1 else jnp.asarray(epochs, jnp.int32)[which]
             epoch, position = block_t // per_epoch, block_t % per_epoch
-            order = jax.lax.cond(position == 0, lambda: epoch_order(problem["key"], epoch, n).astype(jnp.int32),
-                                 lambda: order)
+            order = jax.lax.cond(position == 0, lambda: order_of(problem["key"], epoch), lambda: order)
 
-            def gradient_at(b):
+            def gradient_at(b, data):
                 idx = jax.lax.dynamic_slice(order, (position * b,), (b,))
-                return batch_gradient(problem, params, tuple(a[idx] for a in arrays(dtype)))
+                return batch_gradient(problem, params, tuple(a[idx] for a in data(dtype)))
 
-            g = one_of([lambda b=b: gradient_at(b) for b in batches])
+            g = one_of([lambda b=b, k=k: gradient_at(b, sets[k]) for b, k in zip(batches, set_of)])
         lr_t = step_size * jnp.asarray(factor(t), step_size.dtype)
         updates, state = build(lr_t, info, options, hyper).update(g, state, params)
         return optax.apply_updates(params, updates), state, order, t + 1
 
     def measure(constants, carry):
-        return family.metric(constants[0], carry[0])
+        return metric(constants[0], carry[0])
 
     def advance(constants, carry, key):
         carry = step(constants, carry, key, carry[3])
@@ -305,9 +350,11 @@ def _dynamics(spec):
 
 def _variants(spec):
     """`net_dynamics` for several batch sizes in one program (the family's ``variants`` hook,
-    `otod.core.variants`): ``specs`` differ from ``spec`` only in their batch."""
+    `otod.core.variants`): ``specs`` differ from ``spec`` only in their batch, and in a finite grid their D
+    (`variant_fields`)."""
 
     def build(family, specs, members, options, relative_lr, which):
-        return net_dynamics(spec, family, members, options, relative_lr, tuple(int(s.batch) for s in specs), which)
+        return net_dynamics(spec, family, members, options, relative_lr, tuple(int(s.batch) for s in specs), which,
+                            specs)
 
     return build

@@ -83,6 +83,17 @@ def test_every_cell_is_stopped_at_its_reference_target(grid_run):
     assert len(converged) and np.all(converged["final_loss"].to_numpy(float) <= 1.0)
 
 
+def test_the_cells_at_one_width_share_one_program(grid_run):
+    """A finite grid's cells at one width differ in D (their training set and target) and B only, which one program
+    switches between (`otod.nets.model.family.variant_fields`): 2 widths, 2 programs compiled or loaded for the
+    4 cells × 3 batches (one per cell compiled 4; the records the same, tests/nets/sweep/test_programs.py)."""
+    from otod.core.results import load
+
+    _, path = grid_run
+    meta = load(path).meta
+    assert meta["compile_count"] + meta["cache_loads"] == 2
+
+
 def test_a_reference_lr_on_an_edge_of_the_lr_grid_is_warned_by_cell():
     """The reference's lr is tuned only where it is interior: a cell whose reference lr is the grid's smallest (or
     largest) is named, one line per edge; interior ones are not."""

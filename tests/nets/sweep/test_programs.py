@@ -23,8 +23,9 @@ FIELDS = ("iterations", "hits", "final_metric", "status", "learning_rate", "trac
 
 def solutions(config, batches, shared: bool):
     """Each batch size's lanes (2 rates × 2 seeds, in the config's precision): with ``shared``, every B through
-    the one program of `otod.core.variants` (``variants``), else through its own program (the path before)."""
-    specs = [config.spec_at({"batch": b}) for b in batches]
+    the one program of `otod.core.variants` (``variants``), else through its own program (the path before).
+    ``batches``: the B values, or static points (a grid's {examples, width, batch})."""
+    specs = [config.spec_at(b if isinstance(b, dict) else {"batch": b}) for b in batches]
     rates, seeds = config.resolved.learning_rates, config.seeds
     lrs = np.repeat(np.asarray(rates, float), seeds)
     seed_idx = np.tile(np.arange(seeds), len(rates))
@@ -98,6 +99,29 @@ def test_one_program_keeps_the_transformers_counts_and_its_losses_to_ulps(x64):
     with jax.enable_x64(x64):
         config = small(model="otod.nets.model.zoo:transformer", x64=x64)
     assert_same_records(config, (8, 32), ulps=4)
+
+
+@pytest.mark.slow  # five programs compile (the shared one, and one per cell and batch): the smallest grid
+# (tests/nets/conftest.py) runs the shared path in the fast suite, its cells one program per width
+def test_one_program_gives_a_finite_grids_records_of_one_program_per_cell_and_batch(monkeypatch):
+    """A finite grid's cells at one width (teacher, width 4, D = 64 and 256, B = 2 and 8; held-out targets 0.1
+    and 0.05, so two training sets, two epoch lengths per B and two metric scales) through one program
+    (`otod.nets.model.family.variant_fields`: B and D switched) against one program per cell and batch: the same
+    records bit for bit, and one program for all four."""
+    import dataclasses
+
+    import otod.nets.sweep.options as options
+
+    def targets(spec, sizes, widths, lrs, seeds, seed, method, opts):  # no reference runs: set targets per D
+        table = ";".join(f"{int(d)}:{int(w)}:{0.1 if int(d) == 64 else 0.05}:{lrs[0]!r}:interior"
+                         for w in widths for d in sizes)
+        return dataclasses.replace(spec, held_out_targets=table)
+
+    monkeypatch.setattr(options, "with_regime", targets)
+    config = small(data="teacher", regime="finite", examples="64,256", width="4", batch="2,8", target=None)
+    points = config.static_points()
+    assert len(points) == 4 and {p["examples"] for p in points} == {64.0, 256.0}
+    assert_same_records(config, points)
 
 
 def test_the_default_batch_grid_compiles_one_program_per_device(tmp_path):
