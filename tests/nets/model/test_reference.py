@@ -27,7 +27,7 @@ def test_the_stream_never_repeats_an_example_within_a_run():
     so are all 2,400 drawn inputs (two Gaussian draws coincide with probability 0); another seed draws other
     examples."""
     spec = dataclasses.replace(SPEC, stream=True, batch=8)
-    draw = stream_minibatch(spec)
+    draw = jax.jit(stream_minibatch(spec), static_argnums=2)  # one program, not each primitive compiled on its own
     key = jax.random.PRNGKey(12345)
     keys = {tuple(np.asarray(jax.random.key_data(jax.random.fold_in(key, t))).tolist()) for t in range(300)}
     assert len(keys) == 300
