@@ -140,18 +140,22 @@ def test_a_flax_nnx_net_gives_one_block_per_layer_equal_to_its_dense_block(x64):
 
     from otod.nets.measure.curvature import top_eigenvalues
 
+    rng = np.random.default_rng(0)
+
+    def kernel(key, shape, dtype):  # N(0, 1/fan-in) drawn by NumPy: flax's truncated normal compiles per shape
+        return jnp.asarray(rng.standard_normal(shape) / np.sqrt(shape[0]), dtype)
+
     class MLP3(nnx.Module):
         def __init__(self, rngs):
-            self.l1, self.l2, self.out = (nnx.Linear(a, b, rngs=rngs) for a, b in ((4, 6), (6, 6), (6, 1)))
+            self.l1, self.l2, self.out = (nnx.Linear(a, b, kernel_init=kernel, param_dtype=jnp.float64, rngs=rngs)
+                                          for a, b in ((4, 6), (6, 6), (6, 1)))
 
         def __call__(self, x):
             return self.out(jnp.tanh(self.l2(jnp.tanh(self.l1(x)))))[:, 0]
 
     graph, params = nnx.split(MLP3(nnx.Rngs(0)), nnx.Param)
-    params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
-    rng = np.random.default_rng(0)
-    x = jnp.asarray(rng.standard_normal((64, 4)))
-    y = jnp.sin(x @ jnp.asarray(rng.standard_normal(4)))
+    x = rng.standard_normal((64, 4))
+    x, y = jnp.asarray(x), jnp.asarray(np.sin(x @ rng.standard_normal(4)))
 
     def loss(p, *batch):
         return 0.5 * jnp.mean((nnx.merge(graph, p)(batch[0]) - batch[1]) ** 2)

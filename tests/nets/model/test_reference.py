@@ -27,7 +27,7 @@ def test_the_stream_never_repeats_an_example_within_a_run():
     so are all 2,400 drawn inputs (two Gaussian draws coincide with probability 0); another seed draws other
     examples."""
     spec = dataclasses.replace(SPEC, stream=True, batch=8)
-    draw = stream_minibatch(spec)
+    draw = jax.jit(stream_minibatch(spec), static_argnums=2)  # one program, not each primitive compiled on its own
     key = jax.random.PRNGKey(12345)
     keys = {tuple(np.asarray(jax.random.key_data(jax.random.fold_in(key, t))).tolist()) for t in range(300)}
     assert len(keys) == 300
@@ -40,40 +40,46 @@ def test_the_stream_never_repeats_an_example_within_a_run():
 
 @functools.lru_cache(maxsize=None)
 def jitted(spec):
-    """(∇ of the spec's mean loss, its step-t minibatch: the stream's draw or the finite set's `minibatch`), each
-    compiled once per spec: a fresh ``jax.jit(jax.grad(...))`` per run, and the minibatch's permutation run op by
-    op, recompiled or re-dispatched at every one of the test's 36 runs (7 of its 12 CPU-s)."""
-    if spec.stream:
-        draw = jax.jit(stream_minibatch(spec), static_argnums=2)
-    else:
-        draw = jax.jit(minibatch, static_argnums=(2, 3))
-    return jax.jit(jax.grad(spec.mean_loss)), draw
+    """(the seed's set-up: its problem and start from its draws; one SGD step θ ← θ − lr·∇L(θ; batch t) on the
+    stream's step-t draw or the finite set's `minibatch`, returning the new θ and the batch's indices, None for the
+    stream; the mean loss), each compiled once per spec: run op by op, the set-up, the minibatch's permutation, the
+    update and the held-out loss compiled each primitive on its own, and a fresh ``jax.jit(jax.grad(...))`` per run
+    recompiled at every one of the test's 36 runs."""
+    family, grad = spec.family(), jax.grad(spec.mean_loss)
+    draw = stream_minibatch(spec) if spec.stream else None
+
+    def set_up(drawn):
+        problem = family.make({}, drawn)
+        return problem, family.init(problem)
+
+    def step(params, problem, t, lr, x, y):
+        if draw is not None:
+            (xb, yb), idx = draw(problem["key"], t, jnp.float32), None
+        else:
+            idx = minibatch(problem["key"], t, spec.batch, x.shape[0])
+            xb, yb = x[idx], y[idx]
+        g = grad(params, xb, yb, problem["residual"])
+        return jax.tree.map(lambda p, d: p - lr * d, params, g), idx
+
+    return jax.jit(set_up), jax.jit(step), jax.jit(spec.mean_loss)
 
 
 def plain_reference(spec, examples: int, lr: float, s: int) -> float:
     """Seed s's reference run by hand: the engine's start (`otod.nets.model.family.seed_starts` from
     default_rng([seed, s]), in float32), ⌊D/B⌋ SGD steps θ ← θ − lr·∇L(θ; batch t) on the stream's step-t batch or
     the finite set's epoch order, then the mean squared loss on the held-out set."""
-    family = spec.family()
-    drawn = jax.tree.map(lambda a: np.asarray(a, np.float32), family.draws(np.random.default_rng([SEED, s])))
-    problem = family.make({}, drawn)
-    params = family.init(problem)
-    grad, step_batch = jitted(spec)
-    draw = step_batch if spec.stream else None
+    drawn = jax.tree.map(lambda a: np.asarray(a, np.float32), spec.family().draws(np.random.default_rng([SEED, s])))
+    set_up, step, mean_loss = jitted(spec)
+    problem, params = set_up(drawn)
     x, y = (jnp.asarray(a, jnp.float32) for a in spec.training_arrays(np.float32))
     seen = []
     for t in range(reference_steps(examples, spec.batch)):
-        if draw is not None:
-            xb, yb = draw(problem["key"], t, jnp.float32)
-        else:
-            idx = np.asarray(step_batch(problem["key"], t, spec.batch, x.shape[0]))
-            seen += idx.tolist()
-            xb, yb = x[idx], y[idx]
-        g = grad(params, xb, yb, problem["residual"])
-        params = jax.tree.map(lambda p, d: p - jnp.float32(lr) * d, params, g)
+        params, idx = step(params, problem, jnp.int32(t), jnp.float32(lr), x, y)
+        if idx is not None:
+            seen += np.asarray(idx).tolist()
     assert len(seen) == len(set(seen))  # the finite reference's one epoch sees each example once
     xh, yh = spec.held_out_arrays(np.float32)
-    return float(spec.mean_loss(params, jnp.asarray(xh), jnp.asarray(yh), problem["residual"]))
+    return float(mean_loss(params, jnp.asarray(xh), jnp.asarray(yh), problem["residual"]))
 
 
 @pytest.mark.parametrize("regime", ["stream", "finite"])
