@@ -21,7 +21,7 @@ checkpoints, or a schedule phase and a sweep at the same batch, compile one prog
 form is one of the shared specs runs in their one program, the one the constant-batch sweep compiled: measured on
 the pipeline test's schedule (teacher MLP, B = 8, 16, two phases), three programs of 5.5–7.0 s compile became one.
 The records are those of the point's own program (a `Variants` program's records are one program per batch's, bit
-for bit on otod's MLP, CNN and stream: tests/nets/sweep/test_programs.py).
+for bit on otod's MLP, CNN, stream and a finite grid's cells: tests/nets/sweep/test_programs.py).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Variants:
     """The specs one program runs (`program_groups`), in the sweep's static-point order; hashable, so it keys the
-    compiled program in place of one spec. ``family()`` is the first spec's (every spec's set-up, metric and
-    draws' shapes are the same: they differ only in the family's ``variant_fields``)."""
+    compiled program in place of one spec. ``family()`` is the first spec's (every spec's set-up and draws' shapes
+    are the same: they differ only in the family's ``variant_fields``; where a field changes the metric, a finite
+    grid's D and its held-out target, the family's ``variants`` hook switches the metric too)."""
 
     specs: tuple
 
